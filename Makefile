@@ -1,0 +1,39 @@
+# Every target that runs code creates .venv and installs the project first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+SHARED_TIKTOKEN := $(abspath ../shared/tiktoken)
+# Machines without internet use tiktoken's files from ../shared when present.
+export TIKTOKEN_CACHE_DIR ?= $(if $(wildcard $(SHARED_TIKTOKEN)/*),$(SHARED_TIKTOKEN),)
+
+.PHONY: install demo test lint format bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,bench]'
+	touch $@
+
+demo: install
+	$(VENV)/bin/threadline demo
+
+test: install
+	$(PY) -m pytest -n 2 -q -p no:cacheprovider
+
+lint: install
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy src
+
+format: install
+	$(VENV)/bin/ruff check --fix src tests bench
+	$(VENV)/bin/ruff format src tests bench
+
+bench: install
+	$(PY) bench/context_build.py
+	$(PY) bench/append.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,395 @@
+"""build_context(): the message list that fits the model, and a report of why.
+
+The window is ``[system prompt] [checkpoint summary] [recent units]``. Its
+cost follows the window, not the history (invariant 4): the builder reads the
+latest checkpoint and then the tail, newest first, a page at a time, only until
+the budget is met, using token counts stored at append time.
+
+Trimming keeps whole units (invariant 2). Under the default ``stable``
+strategy the window's first message (the *anchor*) is remembered on the
+``Session`` handle; while everything from the anchor still fits, the anchor
+holds and the prefix sent to the provider stays byte-identical, so its prompt
+cache keeps hitting (invariant 7). When the window overflows, whole units are
+dropped down to ``low_water`` of the budget in one step, buying headroom for
+many turns. ``greedy`` refills newest-to-oldest every turn instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from threadline.catalog import lookup
+from threadline.context.policy import ContextPolicy
+from threadline.context.truncation import emergency_truncate
+from threadline.errors import ContextOverflow
+from threadline.messages import Message, RepairReport, Unit, flatten, group_units
+from threadline.store.base import Checkpoint, Session
+from threadline.tokens import TokenCounter, counter_for
+
+FIRST_PAGE = 64
+MAX_PAGE = 4096
+SUMMARY_HEADER = (
+    "Summary of the earlier conversation (messages up to #{seq}), written by threadline's "
+    "compaction. It replaces those messages in this context; they remain stored."
+)
+BOUNDARY_TEXT = (
+    "[threadline checkpoint: earlier messages were compacted. This boundary is inserted by "
+    "threadline, not written by the user; the summary follows.]"
+)
+
+
+class Section(BaseModel):
+    name: str
+    tokens: int
+    messages: int = 0
+    detail: str = ""
+
+
+class ContextReport(BaseModel):
+    """What the window holds, what it costs, and what was left out."""
+
+    model: str
+    tokenizer: str
+    limit: int
+    response_reserve: int
+    budget: int
+    """limit - response_reserve - system prompt - tool definitions."""
+    total_tokens: int
+    strategy: str
+    sections: list[Section]
+    first_seq: int | None = None
+    last_seq: int | None = None
+    history_messages: int = 0
+    """Stored messages in the session."""
+    included_messages: int = 0
+    covered_by_summary: int = 0
+    """Messages up to the checkpoint's seq, represented by its summary."""
+    dropped_messages: int = 0
+    """Messages neither in the window nor covered by a summary."""
+    checkpoint_id: int | None = None
+    summary_cut: bool = False
+    summary_omitted: bool = False
+    truncations: list[dict[str, Any]] = Field(default_factory=list)
+    synthesized_results: list[str] = Field(default_factory=list)
+    orphan_results: list[int | None] = Field(default_factory=list)
+    prefix_changed: bool | None = None
+    """Whether the prefix differs from the previous build on this handle (None: first build)."""
+    retrimmed: bool = False
+    notes: list[str] = Field(default_factory=list)
+
+
+@dataclass
+class ContextWindow:
+    """The messages to send, with their cost and the report."""
+
+    messages: list[Message]
+    tokens: int
+    """Total input tokens: system, tools, summary, history and reply priming."""
+    budget: int
+    limit: int
+    report: ContextReport
+    model: str
+    tools: list[Mapping[str, Any]] = field(default_factory=list)
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        from threadline.interop.openai_format import messages_to_openai
+
+        return messages_to_openai(self.messages)
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """``{"system": ..., "messages": [...]}`` for the Messages API."""
+        from threadline.interop.anthropic_format import to_anthropic
+
+        system, messages = to_anthropic(self.messages)
+        out: dict[str, Any] = {"messages": messages}
+        if system:
+            out["system"] = system
+        return out
+
+
+def build_context(
+    session: Session,
+    *,
+    model: str | None = None,
+    system_prompt: str | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    policy: ContextPolicy | None = None,
+    counter: TokenCounter | None = None,
+) -> ContextWindow:
+    """Build the window for the next model call. Reads the store; never writes it."""
+    policy = policy or ContextPolicy()
+    model = model or session.model or lookup(None).name
+    info = lookup(model)
+    counter = counter or counter_for(model)
+    family = counter.family
+    tools = list(tools or [])
+    limit = policy.context_limit or info.context_window
+
+    def cost(m: Message) -> int:
+        stored = m.token_counts.get(family)
+        return stored if stored is not None else counter.count_message(m)
+
+    system_msgs = [Message.system(system_prompt, synthetic=True)] if system_prompt else []
+    system_tokens = sum(cost(m) for m in system_msgs)
+    tool_tokens = counter.count_tools(tools) if tools else 0
+    priming = counter.count_messages([])
+    budget = limit - policy.response_reserve - system_tokens - tool_tokens
+    if budget - priming <= 0:
+        raise ContextOverflow(
+            f"the system prompt ({system_tokens:,} tokens) and tool definitions "
+            f"({tool_tokens:,}) leave no room in a {limit:,}-token window with "
+            f"{policy.response_reserve:,} reserved for the reply",
+            needed=system_tokens + tool_tokens + policy.response_reserve + priming,
+            budget=limit,
+        )
+    room = budget - priming
+
+    checkpoint = session.latest_checkpoint()
+    floor = checkpoint.covers_up_to if checkpoint else 0
+    summary_msgs, summary_cut, summary_omitted = _summary_messages(
+        checkpoint, policy, int(room * policy.summary_share), cost
+    )
+    summary_tokens = sum(cost(m) for m in summary_msgs)
+    msg_budget = room - summary_tokens
+
+    collected, reached_floor = _collect(session, floor, msg_budget, policy, cost)
+    units, repair = group_units(reversed(collected))
+    sizes = [sum(cost(m) for m in u.messages) for u in units]
+    protected = _protected_start(units, policy.min_recent_messages)
+
+    state = session.view_state
+    anchor = state.get("anchor") if state.get("checkpoint_id") == _cp_id(checkpoint) else None
+    start, retrimmed = _choose_start(
+        units, sizes, protected, msg_budget, policy, anchor=anchor, reached_floor=reached_floor
+    )
+    chosen = units[start:]
+    history = flatten(chosen)
+    notes: list[str] = []
+    truncations: list[dict[str, Any]] = []
+    used = sum(sizes[start:])
+    if used > msg_budget:
+        if policy.emergency_truncation:
+            history, cuts = emergency_truncate(
+                history, budget=msg_budget, policy=policy, count=cost
+            )
+            truncations = [asdict(c) for c in cuts]
+            used = sum(cost(m) for m in history)
+        if used > msg_budget:
+            raise ContextOverflow(
+                f"the last {len(history)} protected messages need {used:,} tokens but only "
+                f"{msg_budget:,} are left for history: over by {used - msg_budget:,} tokens "
+                f"(limit {limit:,}, reserve {policy.response_reserve:,}, system "
+                f"{system_tokens:,}, tools {tool_tokens:,}, summary {summary_tokens:,})",
+                needed=used,
+                budget=msg_budget,
+            )
+        notes.append("emergency truncation applied to protected messages")
+
+    first_seq = chosen[0].first_seq if chosen else None
+    if policy.trim_strategy == "stable" and first_seq is not None:
+        state["anchor"] = first_seq
+        state["checkpoint_id"] = _cp_id(checkpoint)
+    signature = _prefix_signature(system_prompt, tools, summary_msgs, first_seq)
+    previous = state.get("prefix")
+    state["prefix"] = signature
+
+    messages = system_msgs + summary_msgs + history
+    total = system_tokens + tool_tokens + summary_tokens + used + priming
+    stored_in_view = sum(1 for m in history if m.seq is not None)
+    history_count = session.last_seq
+    report = ContextReport(
+        model=model,
+        tokenizer=family,
+        limit=limit,
+        response_reserve=policy.response_reserve,
+        budget=budget,
+        total_tokens=total,
+        strategy=policy.trim_strategy,
+        sections=[
+            Section(name="system", tokens=system_tokens, messages=len(system_msgs)),
+            Section(name="tools", tokens=tool_tokens, messages=0, detail=f"{len(tools)} tools"),
+            Section(
+                name="summary",
+                tokens=summary_tokens,
+                messages=len(summary_msgs),
+                detail=f"checkpoint {checkpoint.id} covers 1-{floor}" if checkpoint else "",
+            ),
+            Section(
+                name="history",
+                tokens=used,
+                messages=len(history),
+                detail=f"{len(chosen)} units",
+            ),
+            Section(name="reply_priming", tokens=priming),
+        ],
+        first_seq=first_seq,
+        last_seq=history[-1].seq if history else None,
+        history_messages=history_count,
+        included_messages=stored_in_view,
+        covered_by_summary=floor,
+        dropped_messages=max(0, history_count - floor - stored_in_view),
+        checkpoint_id=checkpoint.id if checkpoint else None,
+        summary_cut=summary_cut,
+        summary_omitted=summary_omitted,
+        truncations=truncations,
+        synthesized_results=_in_view(repair, history),
+        orphan_results=repair.orphans,
+        prefix_changed=None if previous is None else previous != signature,
+        retrimmed=retrimmed,
+        notes=notes,
+    )
+    return ContextWindow(
+        messages=messages,
+        tokens=total,
+        budget=budget,
+        limit=limit,
+        report=report,
+        model=model,
+        tools=tools,
+    )
+
+
+# -- steps -------------------------------------------------------------------------
+
+
+def _collect(
+    session: Session, floor: int, need: int, policy: ContextPolicy, cost: Any
+) -> tuple[list[Message], bool]:
+    """Newest-first messages after ``floor``, until the budget is surely exceeded at a
+    unit boundary. Returns them and whether the floor (or history start) was reached."""
+    collected: list[Message] = []
+    tokens = 0
+    before: int | None = None
+    page = FIRST_PAGE
+    cap = policy.max_messages
+    while True:
+        batch = session.tail(page, before_seq=before)
+        for m in batch:
+            if m.seq is not None and m.seq <= floor:
+                return collected, True
+            collected.append(m)
+            tokens += cost(m)
+            enough = tokens > need or (cap is not None and len(collected) > cap)
+            if enough and len(collected) >= policy.min_recent_messages and m.role != "tool":
+                return collected, False
+        if len(batch) < page:
+            return collected, True
+        before = batch[-1].seq
+        page = min(page * 2, MAX_PAGE)
+
+
+def _protected_start(units: list[Unit], min_recent: int) -> int:
+    start, count = len(units), 0
+    while start > 0 and count < min_recent:
+        start -= 1
+        count += len(units[start])
+    return start
+
+
+def _fill(
+    units: list[Unit], sizes: list[int], protected: int, limit: float, cap: int | None
+) -> int:
+    """Index of the oldest unit kept when filling newest-to-oldest up to ``limit``."""
+    start = protected
+    total = sum(sizes[protected:])
+    count = sum(len(u) for u in units[protected:])
+    while start > 0:
+        size, n = sizes[start - 1], len(units[start - 1])
+        if total + size > limit or (cap is not None and count + n > cap):
+            break
+        start -= 1
+        total += size
+        count += n
+    return start
+
+
+def _choose_start(
+    units: list[Unit],
+    sizes: list[int],
+    protected: int,
+    budget: int,
+    policy: ContextPolicy,
+    *,
+    anchor: int | None,
+    reached_floor: bool,
+) -> tuple[int, bool]:
+    cap = policy.max_messages
+    greedy = _fill(units, sizes, protected, budget, cap)
+    if policy.trim_strategy == "greedy" or not units:
+        return greedy, False
+    if anchor is not None:
+        have_anchor = (units[0].first_seq or 0) <= anchor or reached_floor
+        idx = next((i for i, u in enumerate(units) if (u.first_seq or 0) >= anchor), len(units))
+        if have_anchor and idx <= protected:
+            count = sum(len(u) for u in units[idx:])
+            if sum(sizes[idx:]) <= budget and (cap is None or count <= cap):
+                return idx, False
+    elif greedy == 0 and reached_floor:
+        return 0, False  # everything since the checkpoint fits: nothing to trim
+    return _fill(units, sizes, protected, budget * policy.low_water, cap), True
+
+
+def _summary_messages(
+    checkpoint: Checkpoint | None, policy: ContextPolicy, cap: int, cost: Any
+) -> tuple[list[Message], bool, bool]:
+    """The checkpoint as messages, cut at a section boundary to fit ``cap``."""
+    if checkpoint is None or not checkpoint.summary.strip():
+        return [], False, False
+    sections = _split_sections(checkpoint.summary)
+    for keep in range(len(sections), 0, -1):
+        text = "\n".join(sections[:keep]).strip()
+        msgs = _wrap_summary(checkpoint, text, policy)
+        if sum(cost(m) for m in msgs) <= cap:
+            return msgs, keep < len(sections), False
+    return [], False, True
+
+
+def _split_sections(summary: str) -> list[str]:
+    sections: list[str] = []
+    for line in summary.splitlines():
+        if line.startswith("## ") or not sections:
+            sections.append(line)
+        else:
+            sections[-1] += "\n" + line
+    return sections
+
+
+def _wrap_summary(checkpoint: Checkpoint, text: str, policy: ContextPolicy) -> list[Message]:
+    header = SUMMARY_HEADER.format(seq=checkpoint.covers_up_to)
+    meta = {"checkpoint_id": checkpoint.id, "covers_up_to": checkpoint.covers_up_to}
+    if policy.summary_placement == "system":
+        return [Message.system(f"{header}\n\n{text}", synthetic=True, summary=True, metadata=meta)]
+    return [
+        Message.user(BOUNDARY_TEXT, synthetic=True, summary=True, metadata=meta),
+        Message.assistant(f"{header}\n\n{text}", synthetic=True, summary=True, metadata=meta),
+    ]
+
+
+def _cp_id(checkpoint: Checkpoint | None) -> int | None:
+    return checkpoint.id if checkpoint else None
+
+
+def _prefix_signature(
+    system_prompt: str | None,
+    tools: Sequence[Mapping[str, Any]],
+    summary: list[Message],
+    first_seq: int | None,
+) -> str:
+    h = hashlib.sha256()
+    h.update((system_prompt or "").encode())
+    h.update(json.dumps(list(tools), sort_keys=True, default=str).encode())
+    for m in summary:
+        h.update(m.text.encode())
+    h.update(str(first_seq).encode())
+    return h.hexdigest()
+
+
+def _in_view(repair: RepairReport, history: list[Message]) -> list[str]:
+    ids = {m.tool_call_id for m in history if m.synthetic and m.role == "tool"}
+    return [i for i in repair.synthesized if i in ids]

@@ -1,0 +1,92 @@
+"""ContextPolicy: every knob of context building and compaction, with defaults.
+
+Defaults come from the reference documents (``shared/seeds``) unless a
+measured reason says otherwise; each is a named field here, never a bare
+number in a function. The same model validates the ``context:`` block of an
+agent's YAML file.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+TrimStrategy = Literal["stable", "greedy"]
+SummaryPlacement = Literal["system", "checkpoint_pair"]
+
+
+class ContextPolicy(BaseModel):
+    """How a context window is built, pruned and compacted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # -- budget
+    context_limit: int | None = Field(default=None, gt=0)
+    """Override the model's context window from the catalog."""
+    response_reserve: int = Field(default=4096, ge=0)
+    """Tokens kept free for the model's reply."""
+    min_recent_messages: int = Field(default=6, ge=0)
+    """Always keep at least this many recent messages (rounded up to whole units)."""
+    summary_share: float = Field(default=0.30, ge=0.0, le=1.0)
+    """The checkpoint summary may use at most this share of the budget."""
+    max_messages: int | None = Field(default=None, ge=1)
+    """Optional cap on the number of history messages sent (whole units)."""
+
+    # -- trimming
+    trim_strategy: TrimStrategy = "stable"
+    """``stable``: when full, drop whole units down to ``low_water`` so the prefix holds
+    for the following turns (prompt caches keep hitting). ``greedy``: fill newest to
+    oldest every turn."""
+    low_water: float = Field(default=0.75, gt=0.0, le=1.0)
+    """Share of the message budget a ``stable`` re-trim fills to."""
+
+    # -- emergency truncation (only when protected messages alone overflow)
+    emergency_truncation: bool = True
+    strip_images: bool = True
+    truncate_over_chars: int = Field(default=2000, ge=0)
+    """Text blocks longer than this are cut in an emergency..."""
+    truncate_keep_head: int = Field(default=1000, ge=0)
+    """...keeping this many leading characters..."""
+    truncate_keep_tail: int = Field(default=500, ge=0)
+    """...and this many trailing ones."""
+
+    # -- summary placement
+    summary_placement: SummaryPlacement = "system"
+    """``system``: the summary is a system message after the prompt. ``checkpoint_pair``:
+    a synthetic user boundary message plus an assistant message holding it."""
+
+    # -- tool-result pruning (view-time only)
+    pruning: bool = True
+    prune_min_prunable_chars: int = Field(default=50_000, ge=0)
+    """Pruning runs only when prunable tool text totals at least this much."""
+    prune_soft_at: float = Field(default=0.30, ge=0.0, le=1.0)
+    """Soft trim when the context passes this share of the limit."""
+    prune_hard_at: float = Field(default=0.50, ge=0.0, le=1.0)
+    """Hard clear when the context passes this share of the limit."""
+    prune_soft_over_chars: int = Field(default=4000, ge=0)
+    """Soft trim touches results longer than this..."""
+    prune_keep_chars: int = Field(default=1500, ge=0)
+    """...keeping this many characters at the head and at the tail."""
+    prune_protect_turns: int = Field(default=3, ge=0)
+    """Results in the last N assistant turns are never pruned."""
+    protected_tools: tuple[str, ...] = ()
+    """Results of these tools are never pruned."""
+    prune_aggressive_soft_at: float = Field(default=0.10, ge=0.0, le=1.0)
+    prune_aggressive_hard_at: float = Field(default=0.20, ge=0.0, le=1.0)
+    prune_aggressive_min_chars: int = Field(default=5_000, ge=0)
+
+    # -- compaction triggers (checked after a turn completes)
+    auto_summarize: bool = True
+    max_messages_before_summary: int = Field(default=30, ge=1)
+    max_tokens_before_summary: int = Field(default=128_000, ge=1)
+    compact_at_fraction: float = Field(default=0.80, gt=0.0, le=1.0)
+    summary_max_words: int = Field(default=600, ge=50)
+    preserve_user_turns: int = Field(default=4, ge=0)
+    """A compaction keeps at least this many of the last user turns verbatim."""
+
+    @model_validator(mode="after")
+    def _check(self) -> ContextPolicy:
+        if self.prune_hard_at < self.prune_soft_at:
+            raise ValueError("prune_hard_at must be >= prune_soft_at")
+        return self

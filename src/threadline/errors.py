@@ -1,0 +1,184 @@
+"""Every error threadline raises, in one family.
+
+Library code raises these with messages a user can act on; only the CLI turns
+them into one-line errors and exit codes (``exit_code`` on each class).
+
+    ThreadlineError
+    ├── UsageError                  the API or CLI was used wrongly (exit 2)
+    │   ├── InvalidSessionId        an id that could reach a path or query unchecked
+    │   ├── InvalidMessage          a message that cannot be stored as given
+    │   │   └── MessageTooLarge
+    │   └── AmbiguousSessionId      a prefix that matches several sessions
+    ├── ConfigError                 a bad agent file, policy or setting (exit 2)
+    ├── ImportFormatError           a file to import is malformed (exit 2)
+    ├── SessionNotFound             (exit 3)
+    ├── SessionExists               (exit 2)
+    ├── SessionLocked               another live process is attached (exit 4)
+    ├── CompactionInProgress        another process is compacting (exit 4)
+    ├── ContextOverflow             even the protected messages do not fit (exit 5)
+    ├── NotSupported                a backend lacks an optional ability (exit 6)
+    ├── ModelError                  a chat model provider failed (exit 7)
+    │   ├── ContextLengthExceeded   the provider said the prompt was too long
+    │   └── MissingCredentials      no API key in the environment
+    └── StoreError                  the storage itself is unusable (exit 8)
+        ├── StoreUnavailable        cannot open / connect / write
+        ├── NotAThreadlineStore     the file or database belongs to something else
+        ├── SchemaTooNew            written by a newer threadline
+        └── CorruptRecord           a stored record cannot be read (with where)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ThreadlineError(Exception):
+    """Base of every error threadline raises."""
+
+    exit_code = 1
+
+
+class UsageError(ThreadlineError, ValueError):
+    """The API or the CLI was used wrongly; fix the call, not the data."""
+
+    exit_code = 2
+
+
+class InvalidSessionId(UsageError):
+    """A session id, agent name or prefix that fails validation."""
+
+
+class InvalidMessage(UsageError):
+    """A message that cannot be stored as given (bad UTF-8, bad shape)."""
+
+
+class MessageTooLarge(InvalidMessage):
+    """A single message over the size limit (64 MiB serialised)."""
+
+
+class AmbiguousSessionId(UsageError):
+    """A prefix that matches more than one session."""
+
+    def __init__(self, prefix: str, candidates: list[str]) -> None:
+        shown = ", ".join(candidates[:5]) + (" ..." if len(candidates) > 5 else "")
+        super().__init__(
+            f"session id prefix {prefix!r} is ambiguous: "
+            f"matches {len(candidates)} sessions ({shown})"
+        )
+        self.prefix = prefix
+        self.candidates = candidates
+
+
+class ConfigError(ThreadlineError):
+    """A configuration file, policy or setting is invalid."""
+
+    exit_code = 2
+
+
+class ImportFormatError(ThreadlineError):
+    """A file to import is malformed; names the line when there is one."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, line: int | None = None, path: str | None = None) -> None:
+        where = ""
+        if path is not None:
+            where += f"{path}"
+        if line is not None:
+            where += f"{':' if where else 'line '}{line}"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.line = line
+        self.path = path
+
+
+class SessionNotFound(ThreadlineError, KeyError):
+    exit_code = 3
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session not found: {session_id}")
+        self.session_id = session_id
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class SessionExists(ThreadlineError):
+    exit_code = 2
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session already exists: {session_id}")
+        self.session_id = session_id
+
+
+class SessionLocked(ThreadlineError):
+    """Another live process holds the session's attach lock."""
+
+    exit_code = 4
+
+    def __init__(self, session_id: str, holder: Any) -> None:
+        super().__init__(
+            f"session {session_id} is locked by {holder} "
+            "(another process is attached; close it or wait for its lock to expire)"
+        )
+        self.session_id = session_id
+        self.holder = holder
+
+
+class CompactionInProgress(ThreadlineError):
+    exit_code = 4
+
+
+class ContextOverflow(ThreadlineError):
+    """Even the protected messages do not fit after emergency truncation."""
+
+    exit_code = 5
+
+    def __init__(self, message: str, *, needed: int, budget: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.budget = budget
+        self.over_by = needed - budget
+
+
+class NotSupported(ThreadlineError):
+    """An optional ability (search, TTL, ...) that this backend does not have."""
+
+    exit_code = 6
+
+
+class ModelError(ThreadlineError):
+    """A chat model provider failed after retries."""
+
+    exit_code = 7
+
+
+class ContextLengthExceeded(ModelError):
+    """The provider rejected the request as longer than the model's window."""
+
+
+class MissingCredentials(ModelError):
+    """The API key a provider needs is not set."""
+
+
+class StoreError(ThreadlineError):
+    exit_code = 8
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be opened, reached or written."""
+
+
+class NotAThreadlineStore(StoreError):
+    """The file or database at the URL was not made by threadline."""
+
+
+class SchemaTooNew(StoreError):
+    """The store was written by a newer threadline; upgrade to open it."""
+
+
+class CorruptRecord(StoreError):
+    """A stored record cannot be decoded; says where it is."""
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.where = where

@@ -1,0 +1,318 @@
+"""The provider-neutral message model, and tool-chain units.
+
+A ``Message`` is what a user, a model or a tool said, plus the metadata
+threadline keeps with it. It is a typed value: the store assigns ``seq`` and
+token counts once, at append, and nothing rewrites it afterwards.
+
+A *unit* is the smallest slice of history a view may keep or drop: an
+assistant message that calls tools together with the results of those calls,
+or any other single message. Views never split a unit (invariant 2). History
+broken by a crash is repaired here, in the view only: a call whose result is
+missing gets a synthetic "interrupted" result, and a result whose call is not
+in view is left out.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+INTERRUPTED_RESULT = "[interrupted: no result was recorded for this tool call]"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class _Model(BaseModel):
+    # extra="ignore": a record written by a newer threadline still loads here.
+    model_config = ConfigDict(extra="ignore", validate_assignment=False)
+
+
+class TextPart(_Model):
+    type: Literal["text"] = "text"
+    text: str
+    """The text itself."""
+
+
+class ImagePart(_Model):
+    """An image, by exactly one of: URL, inline base64 data, or stored media reference."""
+
+    type: Literal["image"] = "image"
+    url: str | None = None
+    """An http(s) or data: URL."""
+    data: str | None = None
+    """Base64-encoded bytes (no data: prefix); needs ``media_type``."""
+    media_ref: str | None = None
+    """A reference to media kept by the store (``<session>_media/<name>``)."""
+    media_type: str | None = None
+    """MIME type, e.g. ``image/png``."""
+    detail: Literal["auto", "low", "high"] | None = None
+    """OpenAI's detail level; drives the token formula."""
+    width: int | None = None
+    """Pixel width when known; makes the token estimate exact."""
+    height: int | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ImagePart:
+        sources = [s for s in (self.url, self.data, self.media_ref) if s is not None]
+        if len(sources) != 1:
+            raise ValueError("an image part needs exactly one of url, data or media_ref")
+        if self.data is not None and not self.media_type:
+            raise ValueError("an image given as base64 data needs media_type")
+        return self
+
+
+class FilePart(_Model):
+    """A reference to a file (by path or URI), optionally with inline data."""
+
+    type: Literal["file"] = "file"
+    uri: str
+    """A path or URI naming the file."""
+    name: str | None = None
+    media_type: str | None = None
+    data: str | None = None
+    """Base64 contents, when the file travels with the message."""
+
+
+Part = Annotated[TextPart | ImagePart | FilePart, Field(discriminator="type")]
+
+
+class ToolCall(_Model):
+    """One tool invocation requested by an assistant message."""
+
+    id: str
+    """The provider's call id; results answer it with ``tool_call_id``."""
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Parsed JSON arguments."""
+    raw_arguments: str | None = None
+    """The provider's argument string, kept only when it was not a JSON object."""
+
+    @classmethod
+    def from_json_arguments(cls, *, id: str, name: str, arguments: str | None) -> ToolCall:
+        """Build from a provider's JSON argument string; kept verbatim if it does not parse."""
+        text = arguments or ""
+        if not text.strip():
+            return cls(id=id, name=name)
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return cls(id=id, name=name, raw_arguments=text)
+        if isinstance(parsed, dict):
+            return cls(id=id, name=name, arguments=parsed)
+        return cls(id=id, name=name, raw_arguments=text)
+
+    def arguments_json(self) -> str:
+        if self.raw_arguments is not None:
+            return self.raw_arguments
+        return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+class Usage(_Model):
+    """Token usage as the provider reported it for one call."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    """Input tokens served from the provider's prompt cache."""
+    cache_write_tokens: int | None = None
+
+
+class Message(_Model):
+    """One stored message. Build with ``Message.user(...)`` and friends."""
+
+    role: Role
+    content: str | list[Part] = ""
+    """Plain text, or a list of text / image / file parts."""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Assistant only: the tools it asks to run."""
+    tool_call_id: str | None = None
+    """Tool only: the call this result answers."""
+    name: str | None = None
+    """Tool name on results; optional participant name otherwise."""
+    id: str = Field(default_factory=new_id)
+    """A UUID chosen by the client; appends are idempotent on it."""
+    seq: int | None = None
+    """Position in the session, 1-based, assigned by the store."""
+    created_at: datetime = Field(default_factory=utcnow)
+    """When it was created (UTC; RFC 3339 when serialised)."""
+    model: str | None = None
+    """Which model produced it (assistant messages)."""
+    usage: Usage | None = None
+    synthetic: bool = False
+    """Made by threadline or the runtime, not said by a user, model or tool."""
+    summary: bool = False
+    """Part of a compaction checkpoint (a summary, not history)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    token_counts: dict[str, int] = Field(default_factory=dict)
+    """Tokens this message costs, keyed by tokenizer family; set at append."""
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> Message:
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs tool_call_id")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("only assistant messages carry tool_calls")
+        if self.created_at.tzinfo is None:
+            self.created_at = self.created_at.replace(tzinfo=UTC)
+        return self
+
+    # -- constructors -------------------------------------------------------
+
+    @classmethod
+    def system(cls, content: str | list[Part], **kw: Any) -> Message:
+        return cls(role="system", content=content, **kw)
+
+    @classmethod
+    def user(cls, content: str | list[Part], **kw: Any) -> Message:
+        return cls(role="user", content=content, **kw)
+
+    @classmethod
+    def assistant(
+        cls, content: str | list[Part] = "", *, tool_calls: Sequence[ToolCall] = (), **kw: Any
+    ) -> Message:
+        return cls(role="assistant", content=content, tool_calls=list(tool_calls), **kw)
+
+    @classmethod
+    def tool(
+        cls, content: str | list[Part], *, tool_call_id: str, name: str | None = None, **kw: Any
+    ) -> Message:
+        return cls(role="tool", content=content, tool_call_id=tool_call_id, name=name, **kw)
+
+    # -- reading ------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The message's text, parts joined by newlines; images and files omitted."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    @property
+    def parts(self) -> list[TextPart | ImagePart | FilePart]:
+        if isinstance(self.content, str):
+            return [TextPart(text=self.content)] if self.content else []
+        return list(self.content)
+
+    def search_text(self) -> str:
+        """Text worth indexing: the content plus tool names and arguments."""
+        pieces = [self.text]
+        for call in self.tool_calls:
+            pieces.append(f"{call.name} {call.arguments_json()}")
+        return "\n".join(p for p in pieces if p)
+
+
+# -- units ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """Messages that a view keeps or drops together."""
+
+    messages: tuple[Message, ...]
+
+    @property
+    def is_tool_chain(self) -> bool:
+        return bool(self.messages[0].tool_calls)
+
+    @property
+    def first_seq(self) -> int | None:
+        return self.messages[0].seq
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+
+@dataclass(slots=True)
+class RepairReport:
+    """What view-time repair changed; storage is never touched."""
+
+    synthesized: list[str] = field(default_factory=list)
+    """Call ids that got a synthetic "interrupted" result."""
+    orphans: list[int | None] = field(default_factory=list)
+    """Seqs of tool results left out because their call is not in view."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.synthesized or self.orphans)
+
+
+def interrupted_result(call: ToolCall) -> Message:
+    return Message.tool(
+        INTERRUPTED_RESULT,
+        tool_call_id=call.id,
+        name=call.name,
+        synthetic=True,
+        metadata={"repair": "missing_result"},
+    )
+
+
+def group_units(messages: Iterable[Message]) -> tuple[list[Unit], RepairReport]:
+    """Group oldest-first messages into units, repairing broken chains.
+
+    Results pair with calls by id within the run of tool messages that follows
+    an assistant message; when ids repeat (seen in real logs), each result
+    answers the first call with that id that is still open, so pairing is
+    positional among equal ids. Results arrive in the order the calls were
+    made, whatever order the tools finished in.
+    """
+    units: list[Unit] = []
+    report = RepairReport()
+    pending: Message | None = None
+    results: list[Message] = []
+
+    def close() -> None:
+        nonlocal pending, results
+        if pending is None:
+            return
+        caller: Message = pending
+        open_calls = list(caller.tool_calls)
+        matched: list[Message | None] = [None] * len(open_calls)
+        for res in results:
+            for i, call in enumerate(open_calls):
+                if matched[i] is None and call.id == res.tool_call_id:
+                    matched[i] = res
+                    break
+            else:
+                report.orphans.append(res.seq)
+        chain: list[Message] = [caller]
+        for call, answer in zip(open_calls, matched, strict=True):
+            if answer is None:
+                report.synthesized.append(call.id)
+                chain.append(interrupted_result(call))
+            else:
+                chain.append(answer)
+        units.append(Unit(tuple(chain)))
+        pending, results = None, []
+
+    for msg in messages:
+        if msg.role == "tool":
+            if pending is None:
+                report.orphans.append(msg.seq)
+            else:
+                results.append(msg)
+            continue
+        close()
+        if msg.role == "assistant" and msg.tool_calls:
+            pending = msg
+        else:
+            units.append(Unit((msg,)))
+    close()
+    return units, report
+
+
+def flatten(units: Iterable[Unit]) -> list[Message]:
+    return [m for u in units for m in u.messages]

@@ -1,0 +1,405 @@
+"""An in-process store, for tests and for embedding threadline without a file.
+
+It keeps the same contract as the durable backends (validation, seqs,
+idempotent appends, locks, search) so code tested against it behaves the same
+on SQLite or PostgreSQL. Nothing survives the process.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.errors import (
+    InvalidMessage,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    UsageError,
+)
+from threadline.messages import Message, new_id, utcnow
+from threadline.store.base import (
+    DEFAULT_AGENT,
+    DEFAULT_PAGE_SIZE,
+    MIN_PREFIX_LENGTH,
+    Checkpoint,
+    LockHolder,
+    ScratchpadEntry,
+    SearchHit,
+    Session,
+    SessionInfo,
+    SessionPage,
+    check_scratchpad_name,
+    check_title,
+    encode_message,
+    pick_unique,
+    primary_tokens,
+    validate_agent,
+    validate_page_size,
+    validate_session_id,
+)
+
+SNIPPET_RADIUS = 60
+
+
+@dataclass
+class _Entry:
+    info: SessionInfo
+    messages: list[Message] = field(default_factory=list)
+    ids: dict[str, int] = field(default_factory=dict)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    scratchpad: dict[str, ScratchpadEntry] = field(default_factory=dict)
+    memo: dict[str, Any] = field(default_factory=dict)
+    lock: LockHolder | None = None
+
+
+class MemoryStore:
+    """Sessions in a dict, guarded by one lock."""
+
+    def __init__(self) -> None:
+        self.url = "memory://"
+        self._lock = threading.RLock()
+        self._sessions: dict[str, _Entry] = {}
+        self._next_checkpoint = 1
+
+    @classmethod
+    def from_url(cls, url: str) -> MemoryStore:
+        if url.rstrip("/") not in ("memory:", "memory:/"):
+            raise UsageError(f"the memory store takes no path: use memory://, not {url!r}")
+        return cls()
+
+    def close(self) -> None:
+        """Nothing to release; the data lives as long as this object."""
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _get(self, session_id: str) -> _Entry:
+        try:
+            return self._sessions[session_id]
+        except KeyError:
+            raise SessionNotFound(session_id) from None
+
+    # -- sessions ---------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        agent: str = DEFAULT_AGENT,
+        model: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        lock: LockHolder | None = None,
+    ) -> Session:
+        sid = validate_session_id(id) if id is not None else new_id()
+        now = utcnow()
+        info = SessionInfo(
+            id=sid,
+            agent=validate_agent(agent),
+            model=model,
+            title=check_title(title),
+            created_at=now,
+            updated_at=now,
+            metadata=copy.deepcopy(metadata or {}),
+        )
+        with self._lock:
+            if sid in self._sessions:
+                raise SessionExists(sid)
+            self._sessions[sid] = _Entry(info=info, lock=lock)
+        return Session(self, info.model_copy())
+
+    def get_session(self, id_or_prefix: str) -> Session:
+        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
+
+    def resolve_id(self, id_or_prefix: str) -> str:
+        validate_session_id(id_or_prefix)
+        with self._lock:
+            if id_or_prefix in self._sessions:
+                return id_or_prefix
+            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
+                raise SessionNotFound(id_or_prefix)
+            matches = sorted(s for s in self._sessions if s.startswith(id_or_prefix))
+        return pick_unique(id_or_prefix, matches)
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        with self._lock:
+            return self._get(session_id).info.model_copy()
+
+    def list_sessions(
+        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
+    ) -> SessionPage:
+        validate_page_size(limit)
+        if offset < 0:
+            raise UsageError("offset must be >= 0")
+        if agent is not None:
+            validate_agent(agent)
+        with self._lock:
+            infos = [
+                e.info.model_copy()
+                for e in self._sessions.values()
+                if agent is None or e.info.agent == agent
+            ]
+        infos.sort(key=lambda i: i.id)
+        infos.sort(key=lambda i: i.updated_at, reverse=True)
+        return SessionPage(
+            items=infos[offset : offset + limit], total=len(infos), offset=offset, limit=limit
+        )
+
+    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
+        title = check_title(title)
+        with self._lock:
+            e = self._get(session_id)
+            e.info.title = title
+            e.info.updated_at = utcnow()
+            return e.info.model_copy()
+
+    def update_session(
+        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> SessionInfo:
+        with self._lock:
+            e = self._get(session_id)
+            if model is not None:
+                e.info.model = model
+            e.info.metadata = {**e.info.metadata, **copy.deepcopy(metadata or {})}
+            return e.info.model_copy()
+
+    def delete_session(self, session_id: str, *, force: bool = False) -> None:
+        if self.delete_sessions([session_id], force=force) == 0:
+            raise SessionNotFound(session_id)
+
+    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+        deleted = 0
+        with self._lock:
+            for sid in session_ids:
+                e = self._sessions.get(sid)
+                if e is None:
+                    continue
+                if not force and e.lock is not None and not e.lock.is_stale():
+                    raise SessionLocked(sid, e.lock)
+                del self._sessions[sid]
+                deleted += 1
+        return deleted
+
+    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
+        with self._lock:
+            ids = [s for s, e in self._sessions.items() if agent is None or e.info.agent == agent]
+        return self.delete_sessions(ids, force=force)
+
+    # -- messages ---------------------------------------------------------------
+
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        if not messages:
+            return []
+        with self._lock:
+            e = self._get(session_id)
+            if messages[0].id in e.ids:
+                out = []
+                for m in messages:
+                    if m.id not in e.ids:
+                        raise InvalidMessage(
+                            f"batch partly stored already in session {session_id}: "
+                            f"message {messages[0].id} is stored but {m.id} is not"
+                        )
+                    out.append(e.messages[e.ids[m.id] - 1].model_copy(deep=True))
+                return out
+            if any(m.id in e.ids for m in messages):
+                raise InvalidMessage(
+                    f"a message id in this batch is already stored in session {session_id}"
+                )
+            seq = e.info.last_seq
+            stored = []
+            for m in messages:
+                seq += 1
+                sm = m.model_copy(deep=True, update={"seq": seq})
+                encode_message(sm)
+                stored.append(sm)
+            for sm in stored:
+                assert sm.seq is not None
+                e.ids[sm.id] = sm.seq
+                e.messages.append(sm)
+                e.info.total_tokens += primary_tokens(sm)
+            e.info.last_seq = seq
+            e.info.message_count += len(stored)
+            e.info.updated_at = utcnow()
+            return [m.model_copy(deep=True) for m in stored]
+
+    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        with self._lock:
+            e = self._get(session_id)
+            if limit <= 0:
+                return []
+            end = (
+                len(e.messages)
+                if before_seq is None
+                else max(0, min(before_seq - 1, len(e.messages)))
+            )
+            start = max(0, end - limit)
+            return [m.model_copy(deep=True) for m in reversed(e.messages[start:end])]
+
+    def read_messages(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Message]:
+        with self._lock:
+            e = self._get(session_id)
+            start = max(0, after_seq)
+            end = len(e.messages) if limit is None else start + limit
+            return [m.model_copy(deep=True) for m in e.messages[start:end]]
+
+    def count_messages(self, session_id: str) -> int:
+        with self._lock:
+            return self._get(session_id).info.message_count
+
+    # -- checkpoints ------------------------------------------------------------
+
+    def add_checkpoint(
+        self,
+        session_id: str,
+        *,
+        covers_up_to: int,
+        summary: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> Checkpoint:
+        with self._lock:
+            e = self._get(session_id)
+            if not 0 <= covers_up_to <= e.info.last_seq:
+                raise UsageError(
+                    f"checkpoint covers_up_to={covers_up_to} is outside the session "
+                    f"(last seq {e.info.last_seq})"
+                )
+            cp = Checkpoint(
+                id=self._next_checkpoint,
+                session_id=session_id,
+                covers_up_to=covers_up_to,
+                summary=summary,
+                metadata=copy.deepcopy(metadata or {}),
+            )
+            self._next_checkpoint += 1
+            e.checkpoints.append(cp)
+            return cp.model_copy(deep=True)
+
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+        with self._lock:
+            cps = self._get(session_id).checkpoints
+            return cps[-1].model_copy(deep=True) if cps else None
+
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+        with self._lock:
+            return [c.model_copy(deep=True) for c in self._get(session_id).checkpoints]
+
+    # -- scratchpad and memo ----------------------------------------------------
+
+    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        check_scratchpad_name(name)
+        with self._lock:
+            e = self._get(session_id)
+            now = utcnow()
+            old = e.scratchpad.get(name)
+            entry = ScratchpadEntry(
+                name=name,
+                content=content,
+                created_at=old.created_at if old else now,
+                updated_at=now,
+            )
+            e.scratchpad[name] = entry
+            return entry.model_copy()
+
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
+        with self._lock:
+            entry = self._get(session_id).scratchpad.get(name)
+            return entry.model_copy() if entry else None
+
+    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
+        with self._lock:
+            pad = self._get(session_id).scratchpad
+            return [pad[k].model_copy() for k in sorted(pad)]
+
+    def scratchpad_delete(self, session_id: str, name: str) -> bool:
+        with self._lock:
+            return self._get(session_id).scratchpad.pop(name, None) is not None
+
+    def get_memo(self, session_id: str) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy(self._get(session_id).memo)
+
+    def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
+        with self._lock:
+            self._get(session_id).memo = copy.deepcopy(memo)
+
+    # -- locks ------------------------------------------------------------------
+
+    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
+        holder = holder or LockHolder.current()
+        with self._lock:
+            e = self._get(session_id)
+            current = e.lock
+            if current is not None and not current.same_holder(holder) and not current.is_stale():
+                raise SessionLocked(session_id, current)
+            update: dict[str, Any] = {"renewed_at": utcnow()}
+            if current is not None and current.same_holder(holder):
+                update["started_at"] = current.started_at
+            e.lock = holder.model_copy(update=update)
+            return e.lock.model_copy()
+
+    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
+        holder = holder or LockHolder.current()
+        with self._lock:
+            e = self._sessions.get(session_id)
+            if e is None or e.lock is None or not e.lock.same_holder(holder):
+                return False
+            e.lock = None
+            return True
+
+    def lock_holder(self, session_id: str) -> LockHolder | None:
+        with self._lock:
+            lock = self._get(session_id).lock
+            return lock.model_copy() if lock else None
+
+    # -- search -----------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        session_id: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+    ) -> list[SearchHit]:
+        """Case-insensitive: every word of the query must occur in the message."""
+        validate_page_size(limit)
+        words = [w.lower() for w in query.split()]
+        if not words:
+            raise UsageError("the search query is empty")
+        hits: list[SearchHit] = []
+        with self._lock:
+            entries = list(self._sessions.values())
+            for e in sorted(entries, key=lambda e: e.info.updated_at, reverse=True):
+                if agent is not None and e.info.agent != agent:
+                    continue
+                if session_id is not None and e.info.id != session_id:
+                    continue
+                for m in reversed(e.messages):
+                    text = m.search_text()
+                    low = text.lower()
+                    if all(w in low for w in words):
+                        at = low.find(words[0])
+                        snippet = text[max(0, at - SNIPPET_RADIUS) : at + SNIPPET_RADIUS]
+                        assert m.seq is not None
+                        hits.append(
+                            SearchHit(
+                                session_id=e.info.id,
+                                seq=m.seq,
+                                role=m.role,
+                                snippet=snippet,
+                                agent=e.info.agent,
+                            )
+                        )
+                        if len(hits) >= limit:
+                            return hits
+        return hits

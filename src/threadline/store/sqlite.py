@@ -1,0 +1,827 @@
+"""The embedded default store: one SQLite file, WAL, FTS5.
+
+Durability: WAL journal with ``synchronous=FULL`` by default, so an
+acknowledged append survives a process kill *and* a power loss; pass
+``?synchronous=normal`` in the URL to trade power-loss durability for speed
+(a killed process still loses nothing in WAL mode). Writers take
+``BEGIN IMMEDIATE`` and wait up to ``busy_timeout`` (default 10 s) for each
+other, so many processes can share one file.
+
+Messages are stored as their JSON form plus the columns that queries need;
+``(session_id, seq)`` is the primary access path, so a tail read touches only
+the rows it returns, however long the session (invariant 4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from pydantic import ValidationError
+
+from threadline.errors import (
+    CorruptRecord,
+    InvalidMessage,
+    NotAThreadlineStore,
+    SchemaTooNew,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    StoreUnavailable,
+    ThreadlineError,
+    UsageError,
+)
+from threadline.messages import Message, new_id, utcnow
+from threadline.store.base import (
+    DEFAULT_AGENT,
+    DEFAULT_PAGE_SIZE,
+    MIN_PREFIX_LENGTH,
+    Checkpoint,
+    LockHolder,
+    ScratchpadEntry,
+    SearchHit,
+    Session,
+    SessionInfo,
+    SessionPage,
+    check_scratchpad_name,
+    check_title,
+    encode_message,
+    format_ts,
+    parse_ts,
+    pick_unique,
+    primary_tokens,
+    validate_agent,
+    validate_page_size,
+    validate_session_id,
+)
+
+APP_ID = "threadline"
+DEFAULT_BUSY_TIMEOUT_MS = 10_000
+SYNCHRONOUS_LEVELS = ("full", "normal", "extra", "off")
+DEFAULT_SYNCHRONOUS = "full"
+
+
+class CorruptRecordWarning(UserWarning):
+    """A stored row could not be decoded; it was left in place and skipped."""
+
+
+def fts5_query(query: str) -> str:
+    """Each word becomes a quoted FTS5 string: user text can never be FTS5 syntax."""
+    words = query.split()
+    if not words:
+        raise UsageError("the search query is empty")
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+# -- migrations: one ordered list, applied in one place when the store opens ------
+
+
+def _run_script(con: sqlite3.Connection, script: str) -> None:
+    """Statement by statement: executescript() would COMMIT the migration's transaction."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            con.execute(buf)
+            buf = ""
+
+
+def m001_initial(con: sqlite3.Connection) -> None:
+    _run_script(
+        con,
+        """
+        CREATE TABLE threadline_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            agent TEXT NOT NULL,
+            model TEXT,
+            title TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            total_tokens INTEGER NOT NULL DEFAULT 0,
+            last_seq INTEGER NOT NULL DEFAULT 0,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            memo TEXT NOT NULL DEFAULT '{}',
+            lock TEXT
+        );
+        CREATE INDEX sessions_by_updated ON sessions (updated_at DESC);
+        CREATE INDEX sessions_by_agent ON sessions (agent, updated_at DESC);
+        CREATE TABLE messages (
+            rowid INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            tokens INTEGER NOT NULL,
+            body TEXT NOT NULL,
+            text TEXT NOT NULL,
+            UNIQUE (session_id, seq),
+            UNIQUE (session_id, id)
+        );
+        CREATE VIRTUAL TABLE messages_fts USING fts5 (
+            text, content='messages', content_rowid='rowid', tokenize='unicode61'
+        );
+        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text);
+        END;
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text)
+            VALUES ('delete', old.rowid, old.text);
+        END;
+        CREATE TABLE checkpoints (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            covers_up_to INTEGER NOT NULL,
+            summary TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            metadata TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX checkpoints_by_session ON checkpoints (session_id, id);
+        CREATE TABLE scratchpad (
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            content TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, name)
+        );
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def parse_sqlite_url(url: str) -> tuple[Path, dict[str, str]]:
+    """``sqlite:///abs/path.db`` or ``sqlite://relative.db``, with ``?key=value`` options."""
+    rest = url[len("sqlite://") :] if url.startswith("sqlite://") else url
+    rest, _, query = rest.partition("?")
+    if not rest:
+        raise UsageError(f"no path in store URL {url!r} (expected sqlite:///path/to/file.db)")
+    options = {k: v[-1] for k, v in parse_qs(query).items()}
+    return Path(rest).expanduser(), options
+
+
+class SQLiteStore:
+    """Sessions in one SQLite file. Safe to share across threads and processes."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: str = DEFAULT_SYNCHRONOUS,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.path = Path(path)
+        self.url = f"sqlite://{self.path}"
+        if synchronous.lower() not in SYNCHRONOUS_LEVELS:
+            raise UsageError(f"synchronous must be one of {', '.join(SYNCHRONOUS_LEVELS)}")
+        self._lock = threading.RLock()
+        self._con = self._connect(synchronous.lower(), busy_timeout_ms)
+        self._migrate()
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteStore:
+        path, options = parse_sqlite_url(url)
+        return cls(
+            path,
+            synchronous=options.get("synchronous", DEFAULT_SYNCHRONOUS),
+            busy_timeout_ms=int(options.get("busy_timeout", DEFAULT_BUSY_TIMEOUT_MS)),
+        )
+
+    # -- opening ----------------------------------------------------------------
+
+    def _connect(self, synchronous: str, busy_timeout_ms: int) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"cannot create the store's directory {self.path.parent}: {exc.strerror}"
+            ) from exc
+        try:
+            con = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=busy_timeout_ms / 1000,
+            )
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open store {self.path}: {exc}") from exc
+        try:
+            con.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            mode = con.execute("PRAGMA journal_mode = WAL").fetchone()
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise StoreUnavailable(f"cannot switch {self.path} to WAL mode (got {mode!r})")
+            con.execute(f"PRAGMA synchronous = {synchronous}")
+            con.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            con.close()
+            msg = str(exc)
+            if "not a database" in msg or "malformed" in msg:
+                raise NotAThreadlineStore(
+                    f"{self.path} is not a threadline store (not an SQLite database)"
+                ) from exc
+            if "readonly" in msg or "read-only" in msg or "unable to open" in msg:
+                raise StoreUnavailable(f"store {self.path} is not writable: {msg}") from exc
+            raise StoreUnavailable(f"cannot open store {self.path}: {msg}") from exc
+        return con
+
+    def _migrate(self) -> None:
+        with self._translate(), self._lock:
+            con = self._con
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            tables = {
+                r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+            if version == 0 and tables:
+                raise NotAThreadlineStore(
+                    f"{self.path} is an SQLite database that threadline did not create "
+                    f"(it has tables: {', '.join(sorted(tables)[:5])})"
+                )
+            if version > 0:
+                app = None
+                if "threadline_meta" in tables:
+                    row = con.execute(
+                        "SELECT value FROM threadline_meta WHERE key = 'app'"
+                    ).fetchone()
+                    app = row[0] if row else None
+                if app != APP_ID:
+                    raise NotAThreadlineStore(f"{self.path} is not a threadline store")
+            if version > SCHEMA_VERSION:
+                raise SchemaTooNew(
+                    f"{self.path} has schema version {version}, newer than this threadline "
+                    f"understands ({SCHEMA_VERSION}); upgrade threadline to open it"
+                )
+            if version == SCHEMA_VERSION:
+                return
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                # re-read under the write lock: another process may have migrated meanwhile
+                version = con.execute("PRAGMA user_version").fetchone()[0]
+                for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
+                    migration(con)
+                    con.execute(f"PRAGMA user_version = {number}")
+                con.execute(
+                    "INSERT OR REPLACE INTO threadline_meta (key, value) VALUES ('app', ?)",
+                    (APP_ID,),
+                )
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+
+    # -- plumbing ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _translate(self) -> Iterator[None]:
+        try:
+            yield
+        except ThreadlineError:
+            raise
+        except sqlite3.OperationalError as exc:
+            msg = str(exc)
+            if "readonly" in msg or "read-only" in msg:
+                raise StoreUnavailable(f"store {self.path} is read-only: {msg}") from exc
+            if "locked" in msg or "busy" in msg:
+                raise StoreUnavailable(f"store {self.path} is busy: {msg}") from exc
+            raise StoreUnavailable(f"store {self.path}: {msg}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise CorruptRecord(f"database error: {exc}", where=str(self.path)) from exc
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._translate(), self._lock:
+            yield self._con
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._translate(), self._lock:
+            con = self._con
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions ---------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        agent: str = DEFAULT_AGENT,
+        model: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        lock: LockHolder | None = None,
+    ) -> Session:
+        sid = validate_session_id(id) if id is not None else new_id()
+        agent = validate_agent(agent)
+        now = format_ts(utcnow())
+        with self._write() as con:
+            try:
+                con.execute(
+                    "INSERT INTO sessions (id, agent, model, title, created_at, updated_at, "
+                    "metadata, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        sid,
+                        agent,
+                        model,
+                        check_title(title),
+                        now,
+                        now,
+                        json.dumps(metadata or {}),
+                        lock.model_dump_json() if lock else None,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise SessionExists(sid) from exc
+        return Session(self, self.session_info(sid))
+
+    def get_session(self, id_or_prefix: str) -> Session:
+        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
+
+    def resolve_id(self, id_or_prefix: str) -> str:
+        validate_session_id(id_or_prefix)
+        with self._read() as con:
+            if con.execute("SELECT 1 FROM sessions WHERE id = ?", (id_or_prefix,)).fetchone():
+                return id_or_prefix
+            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
+                raise SessionNotFound(id_or_prefix)
+            # ids are validated to [A-Za-z0-9._-]: only '_' is a LIKE wildcard among them
+            pattern = id_or_prefix.replace("_", "\\_") + "%"
+            rows = con.execute(
+                "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 20",
+                (pattern,),
+            ).fetchall()
+        return pick_unique(id_or_prefix, [r[0] for r in rows])
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        with self._read() as con:
+            row = con.execute(_SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return _session_from_row(row)
+
+    def list_sessions(
+        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
+    ) -> SessionPage:
+        validate_page_size(limit)
+        if offset < 0:
+            raise UsageError("offset must be >= 0")
+        where, args = ("", []) if agent is None else (" WHERE agent = ?", [validate_agent(agent)])
+        with self._read() as con:
+            total = con.execute("SELECT count(*) FROM sessions" + where, args).fetchone()[0]
+            rows = con.execute(
+                _SESSION_SELECT + where + " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
+                [*args, limit, offset],
+            ).fetchall()
+        return SessionPage(
+            items=[_session_from_row(r) for r in rows], total=total, offset=offset, limit=limit
+        )
+
+    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
+        title = check_title(title)
+        with self._write() as con:
+            cur = con.execute(
+                "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
+                (title, format_ts(utcnow()), session_id),
+            )
+            if cur.rowcount == 0:
+                raise SessionNotFound(session_id)
+        return self.session_info(session_id)
+
+    def update_session(
+        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> SessionInfo:
+        with self._write() as con:
+            row = con.execute(
+                "SELECT metadata FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            merged = {**json.loads(row[0]), **(metadata or {})}
+            con.execute(
+                "UPDATE sessions SET model = COALESCE(?, model), metadata = ? WHERE id = ?",
+                (model, json.dumps(merged), session_id),
+            )
+        return self.session_info(session_id)
+
+    def delete_session(self, session_id: str, *, force: bool = False) -> None:
+        if self.delete_sessions([session_id], force=force) == 0:
+            raise SessionNotFound(session_id)
+
+    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+        deleted = 0
+        with self._write() as con:
+            for sid in session_ids:
+                row = con.execute("SELECT lock FROM sessions WHERE id = ?", (sid,)).fetchone()
+                if row is None:
+                    continue
+                _refuse_if_locked(sid, row[0], force)
+                con.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+                deleted += 1
+        return deleted
+
+    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
+        where, args = ("", []) if agent is None else (" WHERE agent = ?", [validate_agent(agent)])
+        with self._read() as con:
+            ids = [r[0] for r in con.execute("SELECT id FROM sessions" + where, args)]
+        return self.delete_sessions(ids, force=force)
+
+    # -- messages ---------------------------------------------------------------
+
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        if not messages:
+            return []
+        rows = []
+        with self._write() as con:
+            head = con.execute(
+                "SELECT last_seq FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if head is None:
+                raise SessionNotFound(session_id)
+            if con.execute(
+                "SELECT 1 FROM messages WHERE session_id = ? AND id = ?",
+                (session_id, messages[0].id),
+            ).fetchone():
+                return self._stored_copies(con, session_id, messages)
+            seq = head[0]
+            stored: list[Message] = []
+            tokens = 0
+            now = utcnow()
+            for m in messages:
+                seq += 1
+                sm = m.model_copy(update={"seq": seq})
+                body = encode_message(sm).decode("utf-8")
+                t = primary_tokens(sm)
+                tokens += t
+                rows.append(
+                    (
+                        session_id,
+                        seq,
+                        sm.id,
+                        sm.role,
+                        format_ts(sm.created_at),
+                        t,
+                        body,
+                        sm.search_text(),
+                    )
+                )
+                stored.append(sm)
+            try:
+                con.executemany(
+                    "INSERT INTO messages "
+                    "(session_id, seq, id, role, created_at, tokens, body, text) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+            except sqlite3.IntegrityError as exc:
+                raise InvalidMessage(
+                    f"a message id in this batch is already stored in session {session_id}"
+                ) from exc
+            con.execute(
+                "UPDATE sessions SET last_seq = ?, message_count = message_count + ?, "
+                "total_tokens = total_tokens + ?, updated_at = ? WHERE id = ?",
+                (seq, len(rows), tokens, format_ts(now), session_id),
+            )
+        return stored
+
+    def _stored_copies(
+        self, con: sqlite3.Connection, session_id: str, messages: Sequence[Message]
+    ) -> list[Message]:
+        out = []
+        for m in messages:
+            row = con.execute(
+                "SELECT seq, body FROM messages WHERE session_id = ? AND id = ?",
+                (session_id, m.id),
+            ).fetchone()
+            if row is None:
+                raise InvalidMessage(
+                    f"batch partly stored already in session {session_id}: "
+                    f"message {messages[0].id} is stored but {m.id} is not"
+                )
+            decoded = self._decode(session_id, row[0], row[1])
+            if decoded is not None:
+                out.append(decoded)
+        return out
+
+    def _decode(self, session_id: str, seq: int, body: str) -> Message | None:
+        try:
+            m = Message.model_validate_json(body)
+        except ValidationError as exc:
+            warnings.warn(
+                f"skipping unreadable message {session_id} seq {seq}: {exc.errors()[0]['msg']}",
+                CorruptRecordWarning,
+                stacklevel=3,
+            )
+            return None
+        m.seq = seq
+        return m
+
+    def _decode_rows(self, session_id: str, rows: list[Any]) -> list[Message]:
+        out = []
+        for seq, body in rows:
+            m = self._decode(session_id, seq, body)
+            if m is not None:
+                out.append(m)
+        return out
+
+    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        if limit <= 0:
+            return []
+        with self._read() as con:
+            if before_seq is None:
+                rows = con.execute(
+                    "SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
+                    (session_id, limit),
+                ).fetchall()
+            else:
+                rows = con.execute(
+                    "SELECT seq, body FROM messages WHERE session_id = ? AND seq < ? "
+                    "ORDER BY seq DESC LIMIT ?",
+                    (session_id, before_seq, limit),
+                ).fetchall()
+            if not rows:
+                self._require(con, session_id)
+        return self._decode_rows(session_id, rows)
+
+    def read_messages(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Message]:
+        with self._read() as con:
+            rows = con.execute(
+                "SELECT seq, body FROM messages WHERE session_id = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (session_id, after_seq, -1 if limit is None else limit),
+            ).fetchall()
+            if not rows:
+                self._require(con, session_id)
+        return self._decode_rows(session_id, rows)
+
+    def count_messages(self, session_id: str) -> int:
+        return self.session_info(session_id).message_count
+
+    def _require(self, con: sqlite3.Connection, session_id: str) -> None:
+        if not con.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+            raise SessionNotFound(session_id)
+
+    # -- checkpoints ------------------------------------------------------------
+
+    def add_checkpoint(
+        self,
+        session_id: str,
+        *,
+        covers_up_to: int,
+        summary: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> Checkpoint:
+        created = utcnow()
+        with self._write() as con:
+            head = con.execute(
+                "SELECT last_seq FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if head is None:
+                raise SessionNotFound(session_id)
+            if not 0 <= covers_up_to <= head[0]:
+                raise UsageError(
+                    f"checkpoint covers_up_to={covers_up_to} is outside the session "
+                    f"(last seq {head[0]})"
+                )
+            cur = con.execute(
+                "INSERT INTO checkpoints (session_id, covers_up_to, summary, created_at, metadata) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, covers_up_to, summary, format_ts(created), json.dumps(metadata or {})),
+            )
+            cid = int(cur.lastrowid or 0)
+        return Checkpoint(
+            id=cid,
+            session_id=session_id,
+            covers_up_to=covers_up_to,
+            summary=summary,
+            created_at=created,
+            metadata=metadata or {},
+        )
+
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+        with self._read() as con:
+            row = con.execute(
+                _CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+            ).fetchone()
+            if row is None:
+                self._require(con, session_id)
+                return None
+        return _checkpoint_from_row(row)
+
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+        with self._read() as con:
+            rows = con.execute(
+                _CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id", (session_id,)
+            ).fetchall()
+            if not rows:
+                self._require(con, session_id)
+        return [_checkpoint_from_row(r) for r in rows]
+
+    # -- scratchpad and memo ----------------------------------------------------
+
+    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        check_scratchpad_name(name)
+        now = format_ts(utcnow())
+        with self._write() as con:
+            self._require(con, session_id)
+            con.execute(
+                "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, name) DO UPDATE SET "
+                "content = excluded.content, updated_at = excluded.updated_at",
+                (session_id, name, content, now, now),
+            )
+        entry = self.scratchpad_read(session_id, name)
+        assert entry is not None
+        return entry
+
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
+        with self._read() as con:
+            row = con.execute(
+                "SELECT name, content, created_at, updated_at FROM scratchpad "
+                "WHERE session_id = ? AND name = ?",
+                (session_id, name),
+            ).fetchone()
+            if row is None:
+                self._require(con, session_id)
+                return None
+        return _entry_from_row(row)
+
+    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
+        with self._read() as con:
+            self._require(con, session_id)
+            rows = con.execute(
+                "SELECT name, content, created_at, updated_at FROM scratchpad "
+                "WHERE session_id = ? ORDER BY name",
+                (session_id,),
+            ).fetchall()
+        return [_entry_from_row(r) for r in rows]
+
+    def scratchpad_delete(self, session_id: str, name: str) -> bool:
+        with self._write() as con:
+            self._require(con, session_id)
+            cur = con.execute(
+                "DELETE FROM scratchpad WHERE session_id = ? AND name = ?", (session_id, name)
+            )
+        return cur.rowcount > 0
+
+    def get_memo(self, session_id: str) -> dict[str, Any]:
+        with self._read() as con:
+            row = con.execute("SELECT memo FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        memo: dict[str, Any] = json.loads(row[0])
+        return memo
+
+    def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
+        text = json.dumps(memo)
+        with self._write() as con:
+            cur = con.execute("UPDATE sessions SET memo = ? WHERE id = ?", (text, session_id))
+            if cur.rowcount == 0:
+                raise SessionNotFound(session_id)
+
+    # -- locks ------------------------------------------------------------------
+
+    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
+        holder = holder or LockHolder.current()
+        with self._write() as con:
+            row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            current = LockHolder.model_validate_json(row[0]) if row[0] else None
+            if current is not None and not current.same_holder(holder) and not current.is_stale():
+                raise SessionLocked(session_id, current)
+            now = utcnow()
+            if current is not None and current.same_holder(holder):
+                holder = holder.model_copy(update={"started_at": current.started_at})
+            holder = holder.model_copy(update={"renewed_at": now})
+            con.execute(
+                "UPDATE sessions SET lock = ? WHERE id = ?", (holder.model_dump_json(), session_id)
+            )
+        return holder
+
+    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
+        holder = holder or LockHolder.current()
+        with self._write() as con:
+            row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None or not row[0]:
+                return False
+            if not LockHolder.model_validate_json(row[0]).same_holder(holder):
+                return False
+            con.execute("UPDATE sessions SET lock = NULL WHERE id = ?", (session_id,))
+        return True
+
+    def lock_holder(self, session_id: str) -> LockHolder | None:
+        with self._read() as con:
+            row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return LockHolder.model_validate_json(row[0]) if row[0] else None
+
+    # -- search -----------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        session_id: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+    ) -> list[SearchHit]:
+        validate_page_size(limit)
+        match = fts5_query(query)
+        sql = (
+            "SELECT m.session_id, m.seq, m.role, "
+            "snippet(messages_fts, 0, '[', ']', '…', 16), s.agent "
+            "FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid "
+            "JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ?"
+        )
+        args: list[Any] = [match]
+        if agent is not None:
+            sql += " AND s.agent = ?"
+            args.append(validate_agent(agent))
+        if session_id is not None:
+            sql += " AND m.session_id = ?"
+            args.append(session_id)
+        sql += " ORDER BY rank LIMIT ?"
+        args.append(limit)
+        with self._read() as con:
+            rows = con.execute(sql, args).fetchall()
+        return [
+            SearchHit(session_id=r[0], seq=r[1], role=r[2], snippet=r[3], agent=r[4]) for r in rows
+        ]
+
+
+_SESSION_SELECT = (
+    "SELECT id, agent, model, title, created_at, updated_at, message_count, total_tokens, "
+    "last_seq, metadata FROM sessions"
+)
+_CHECKPOINT_SELECT = (
+    "SELECT id, session_id, covers_up_to, summary, created_at, metadata FROM checkpoints"
+)
+
+
+def _session_from_row(row: Any) -> SessionInfo:
+    return SessionInfo(
+        id=row[0],
+        agent=row[1],
+        model=row[2],
+        title=row[3],
+        created_at=parse_ts(row[4]),
+        updated_at=parse_ts(row[5]),
+        message_count=row[6],
+        total_tokens=row[7],
+        last_seq=row[8],
+        metadata=json.loads(row[9]),
+    )
+
+
+def _checkpoint_from_row(row: Any) -> Checkpoint:
+    return Checkpoint(
+        id=row[0],
+        session_id=row[1],
+        covers_up_to=row[2],
+        summary=row[3],
+        created_at=parse_ts(row[4]),
+        metadata=json.loads(row[5]),
+    )
+
+
+def _entry_from_row(row: Any) -> ScratchpadEntry:
+    return ScratchpadEntry(
+        name=row[0], content=row[1], created_at=parse_ts(row[2]), updated_at=parse_ts(row[3])
+    )
+
+
+def _refuse_if_locked(session_id: str, lock_json: str | None, force: bool) -> None:
+    if force or not lock_json:
+        return
+    holder = LockHolder.model_validate_json(lock_json)
+    if not holder.is_stale():
+        raise SessionLocked(session_id, holder)

@@ -1,0 +1,64 @@
+"""Shared test set-up: where ../shared is, and how absent services are treated.
+
+Under ``CI=true`` a missing PostgreSQL or Redis server, or a missing ``../shared``,
+is a failure; on a developer's machine those tests skip with a reason.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+TRANSCRIPTS = SHARED / "transcripts"
+TIKTOKEN_DIR = SHARED / "tiktoken"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+POSTGRES_URL = os.environ.get(
+    "THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REDIS_URL = os.environ.get("THREADLINE_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+if TIKTOKEN_DIR.is_dir() and "TIKTOKEN_CACHE_DIR" not in os.environ:
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(TIKTOKEN_DIR)
+
+
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip with ``reason`` on a developer machine; fail under CI."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"required under CI=true: {reason}")
+    pytest.skip(reason)
+
+
+def require_postgres() -> str:
+    require(_port_open("127.0.0.1", 5432), "PostgreSQL is not reachable on 127.0.0.1:5432")
+    return POSTGRES_URL
+
+
+def require_redis() -> str:
+    require(_port_open("127.0.0.1", 6379), "Redis is not reachable on 127.0.0.1:6379")
+    return REDIS_URL
+
+
+def require_shared(path: Path = SHARED) -> Path:
+    require(path.exists(), f"{path} is absent (the shared test data lives beside the project)")
+    return path
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite://{tmp_path / 'store.db'}"

@@ -1,0 +1,47 @@
+"""Hypothesis strategies for histories: text turns, tool chains, and broken chains."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from threadline import Message, ToolCall
+
+WORDS = ["alpha", "beta", "src/app.py", "error", "ok", "42", "config", "the", "a", "run", "x=1"]
+
+
+def text(max_words: int = 400) -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(WORDS), min_size=0, max_size=max_words).map(" ".join)
+
+
+@st.composite
+def tool_chain(draw: st.DrawFn, *, broken: bool = False) -> list[Message]:
+    n = draw(st.integers(1, 3))
+    calls = [
+        ToolCall(id=f"call_{draw(st.integers(0, 10**9))}", name="grep", arguments={"q": "x"})
+        for _ in range(n)
+    ]
+    out = [Message.assistant(draw(text(20)), tool_calls=calls)]
+    for call in calls:
+        if broken and draw(st.booleans()):
+            continue  # a crash lost this result
+        out.append(Message.tool(draw(text(1500)), tool_call_id=call.id, name=call.name))
+    return out
+
+
+@st.composite
+def history(
+    draw: st.DrawFn, *, min_units: int = 1, max_units: int = 40, broken: bool = False
+) -> list[Message]:
+    units = draw(st.integers(min_units, max_units))
+    out: list[Message] = []
+    for _ in range(units):
+        kind = draw(st.sampled_from(["user", "assistant", "chain", "chain"]))
+        if kind == "user":
+            out.append(Message.user(draw(text(200))))
+        elif kind == "assistant":
+            out.append(Message.assistant(draw(text(300))))
+        else:
+            out.extend(draw(tool_chain(broken=broken)))
+        if broken and draw(st.integers(0, 20)) == 0:
+            out.append(Message.tool("orphan result", tool_call_id="nobody-called-this"))
+    return out

@@ -1,0 +1,345 @@
+"""Token counting: exact tiktoken counts, the estimator, fallback, calibration."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from threadline import catalog, tokens
+from threadline.messages import FilePart, ImagePart, Message, TextPart, ToolCall
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+TIKTOKEN_DIR = SHARED / "tiktoken"
+TRANSCRIPTS = SHARED / "transcripts"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _need(path: Path) -> None:
+    if not path.exists():
+        if IN_CI:
+            pytest.fail(f"{path} is missing (required under CI=true)")
+        pytest.skip(f"{path} is absent (shared test data beside the project)")
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv(tokens.TOKENIZER_ENV, raising=False)
+    monkeypatch.delenv(catalog.CATALOG_ENV, raising=False)
+    tokens._reset_caches()
+    catalog._reset_caches()
+    yield
+    tokens._reset_caches()
+    catalog._reset_caches()
+
+
+@pytest.fixture
+def tiktoken_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    _need(TIKTOKEN_DIR)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_DIR))
+
+
+def _exact(family: str) -> tokens.TokenCounter:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tokens.TokenizerFallbackWarning)
+        counter = tokens.counter_for_family(family)
+    assert isinstance(counter, tokens.TiktokenCounter)
+    return counter
+
+
+# -- exact counts ----------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+@pytest.mark.parametrize("family", ["o200k_base", "cl100k_base"])
+def test_known_counts(family: str) -> None:
+    counter = _exact(family)
+    assert counter.family == family
+    assert counter.count_text("hello world") == 2
+    assert counter.count_text("") == 0
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_counter_for_models() -> None:
+    assert tokens.counter_for(None).family == "o200k_base"
+    assert tokens.counter_for("gpt-4-0613").family == "cl100k_base"
+    assert tokens.counter_for("openai/gpt-4o") is tokens.counter_for("gpt-4.1")
+    assert tokens.counter_for("claude-sonnet-4-5").family == "anthropic"
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_special_tokens_are_text() -> None:
+    counter = _exact("o200k_base")
+    assert counter.count_text("a <|endoftext|> b") > 3
+    assert counter.count_message(Message.user("<|endoftext|><|im_start|>")) > 3
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_message_overhead_follows_openai_formula() -> None:
+    counter = _exact("o200k_base")
+    text = "What is the capital of France?"
+    body = counter.count_text(text)
+    assert counter.count_message(Message.user(text)) == body + 3
+    named = Message.user(text, name="alice")
+    assert counter.count_message(named) == body + 3 + 1 + counter.count_text("alice")
+    messages = [Message.system("You are terse."), Message.user(text)]
+    expected = sum(3 + counter.count_text(m.text) for m in messages) + 3
+    assert counter.count_messages(messages) == expected
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_tool_calls_and_results_are_counted() -> None:
+    counter = _exact("o200k_base")
+    call = ToolCall(id="call_1", name="read_file", arguments={"path": "/etc/hosts"})
+    bare = counter.count_message(Message.assistant(""))
+    with_call = counter.count_message(Message.assistant("", tool_calls=[call]))
+    expected = (
+        tokens.TOOL_CALL_OVERHEAD
+        + counter.count_text("call_1")
+        + counter.count_text("read_file")
+        + counter.count_text(call.arguments_json())
+    )
+    assert with_call - bare == expected
+    result = Message.tool("127.0.0.1 localhost", tool_call_id="call_1", name="read_file")
+    assert counter.count_message(result) == (
+        3
+        + counter.count_text("127.0.0.1 localhost")
+        + counter.count_text("call_1")
+        + 1
+        + counter.count_text("read_file")
+    )
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_tool_definitions_in_every_shape() -> None:
+    counter = _exact("o200k_base")
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "City name"}},
+        "required": ["city"],
+    }
+    neutral = {"name": "weather", "description": "Current weather", "parameters": schema}
+    openai = {"type": "function", "function": neutral}
+    anthropic = {"name": "weather", "description": "Current weather", "input_schema": schema}
+    n = counter.count_tools([neutral])
+    assert n == counter.count_tools([openai]) == counter.count_tools([anthropic])
+    assert n > counter.count_text(json.dumps(schema, separators=(",", ":")))
+    assert counter.count_tools([]) == 0
+    assert counter.count_tools([neutral, neutral]) > n
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_images_and_files() -> None:
+    counter = _exact("o200k_base")
+    base = counter.count_message(Message.user([TextPart(text="look")]))
+
+    def cost(part: ImagePart | FilePart) -> int:
+        return counter.count_message(Message.user([TextPart(text="look"), part])) - base
+
+    assert cost(ImagePart(url="https://x/y.png", detail="low", width=4000, height=4000)) == 85
+    assert cost(ImagePart(url="https://x/y.png")) == 765  # unknown size: 1024x1024
+    assert cost(ImagePart(url="https://x/y.png", width=2048, height=4096)) == 85 + 170 * 6
+    assert cost(ImagePart(url="https://x/y.png", width=512, height=512)) == 85 + 170
+    file_cost = cost(FilePart(uri="/data/report.pdf", name="report.pdf", data="QUJD" * 100))
+    assert file_cost >= math.ceil(400 / tokens.BASE64_CHARS_PER_TOKEN)
+
+
+def test_anthropic_image_formula() -> None:
+    est = tokens.EstimatingCounter("anthropic")
+    assert est.image_tokens(ImagePart(url="u")) == 1600
+    assert est.image_tokens(ImagePart(url="u", width=1000, height=750)) == 1000
+    assert est.image_tokens(ImagePart(url="u", width=200, height=200)) == math.ceil(40000 / 750)
+    assert est.image_tokens(ImagePart(url="u", width=8000, height=8000)) == 1600
+    assert est.image_tokens(ImagePart(url="u", width=3136, height=200)) == math.ceil(
+        1568 * 100 / 750
+    )
+
+
+# -- fallback --------------------------------------------------------------------
+
+
+def test_fallback_when_tiktoken_cannot_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tiktoken
+
+    def refuse(name: str) -> Any:
+        raise ConnectionError(f"no network for {name}")
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tiktoken, "get_encoding", refuse)
+    with pytest.warns(tokens.TokenizerFallbackWarning, match="TIKTOKEN_CACHE_DIR") as record:
+        counter = tokens.counter_for("gpt-4o")
+        again = tokens.counter_for("gpt-4o-mini")
+        n = counter.count_text("hello world")
+        counter.count_messages([Message.user("hi"), Message.assistant("hello")])
+    assert len(record) == 1
+    assert isinstance(counter, tokens.EstimatingCounter) and again is counter
+    assert counter.family == "o200k_base" + tokens.ESTIMATED_SUFFIX
+    assert n >= 2
+    assert counter.count_message(Message.user("x")) >= tokens.OPENAI_TOKENS_PER_MESSAGE
+
+
+def test_estimate_mode_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(tokens.TOKENIZER_ENV, "estimate")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        counter = tokens.counter_for("gpt-4o")
+    assert isinstance(counter, tokens.EstimatingCounter)
+
+
+def test_bad_tokenizer_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    from threadline.errors import ConfigError
+
+    monkeypatch.setenv(tokens.TOKENIZER_ENV, "magic")
+    with pytest.raises(ConfigError, match=tokens.TOKENIZER_ENV):
+        tokens.counter_for("gpt-4o")
+
+
+def test_non_openai_families_estimate_without_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for model in ("claude-sonnet-4-5", "gemini-2.5-pro", "llama3.1", "qwen3", "deepseek-chat"):
+            counter = tokens.counter_for(model)
+            assert isinstance(counter, tokens.EstimatingCounter)
+            assert counter.family == catalog.lookup(model).tokenizer
+
+
+# -- the estimator ---------------------------------------------------------------
+
+
+def _corpus() -> list[str]:
+    """Assistant prose, tool-call arguments and tool output from real sessions."""
+    _need(TRANSCRIPTS)
+    texts: list[str] = []
+    files = [
+        TRANSCRIPTS / "claude-code" / "spotter-tool_heavy.jsonl",
+        TRANSCRIPTS / "claude-code" / "spotter-subagent-task.jsonl",
+    ]
+    for path in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            message = record.get("message")
+            if not isinstance(message, dict):
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                texts.append(content)
+                continue
+            for part in content or []:
+                if part.get("type") == "text":
+                    texts.append(part["text"])
+                elif part.get("type") == "tool_use":
+                    texts.append(json.dumps(part["input"], ensure_ascii=False))
+                elif part.get("type") == "tool_result":
+                    inner = part.get("content")
+                    if isinstance(inner, str):
+                        texts.append(inner)
+                    elif isinstance(inner, list):
+                        texts.extend(q["text"] for q in inner if q.get("type") == "text")
+    return [t for t in texts if t.strip()]
+
+
+@pytest.mark.transcripts
+@pytest.mark.usefixtures("tiktoken_data")
+@pytest.mark.parametrize("family", sorted(tokens.FAMILY_RATIOS))
+def test_estimator_errs_high_within_bound(family: str) -> None:
+    corpus = _corpus()
+    exact = _exact("o200k_base")
+    est = tokens.EstimatingCounter(family)
+    actual = sum(exact.count_text(t) for t in corpus)
+    estimated = sum(est.count_text(t) for t in corpus)
+    assert actual > 10_000
+    ratio = estimated / actual
+    assert 1.0 <= ratio <= 1.6, f"{family}: estimate/o200k = {ratio:.3f}"
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_estimator_errs_high_on_english_and_code() -> None:
+    exact = _exact("o200k_base")
+    est = tokens.EstimatingCounter("o200k_base")
+    prose = (
+        "Threadline keeps agent conversations durable. When a session grows, it compacts "
+        "older history into a structured snapshot and never deletes what was said. "
+    ) * 20
+    code = Path(tokens.__file__).read_text(encoding="utf-8")
+    for text in (prose, code):
+        assert exact.count_text(text) <= est.count_text(text) <= 1.6 * exact.count_text(text)
+
+
+def test_estimator_is_fast() -> None:
+    text = ("def f(x):\n    return {'a': x, 'b': [1, 2, 3]}  # café\n" * 2000)[:100_000]
+    counter = tokens.EstimatingCounter("generic")
+    start = time.perf_counter()
+    for _ in range(20):
+        counter.count_text(text)
+    per_call = (time.perf_counter() - start) / 20
+    assert per_call < 0.005, f"{per_call * 1000:.2f} ms for 100 KB"
+
+
+def test_estimator_non_ascii_counts_about_one_each() -> None:
+    counter = tokens.EstimatingCounter("o200k_base")
+    cjk = "这是一个测试" * 100
+    assert counter.count_text(cjk) >= len(cjk)
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=st.text(max_size=300), b=st.text(max_size=300))
+def test_estimate_is_non_negative_and_monotone(a: str, b: str) -> None:
+    for family in ("anthropic", "o200k_base", "generic"):
+        counter = tokens.EstimatingCounter(family)
+        na, nab = counter.count_text(a), counter.count_text(a + b)
+        assert na >= 0
+        assert nab >= na
+        assert (na == 0) == (a == "")
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=200), role=st.sampled_from(["system", "user", "assistant"]))
+def test_count_message_at_least_overhead(text: str, role: str) -> None:
+    message = Message.model_validate({"role": role, "content": text})
+    for family in ("anthropic", "o200k_base", "llama"):
+        counter = tokens.EstimatingCounter(family)
+        assert counter.count_message(message) >= counter.per_message
+        assert counter.count_messages([message]) >= counter.per_message + counter.reply_priming
+
+
+# -- calibration -----------------------------------------------------------------
+
+
+def test_calibration_ema_and_clamp() -> None:
+    cal = tokens.Calibration(alpha=0.5)
+    assert cal.factor("gpt-4o") == 1.0
+    assert cal.observe("gpt-4o", 1200, 1000) == pytest.approx(1.2)
+    assert cal.observe("GPT-4o", 1000, 1000) == pytest.approx(1.1)
+    assert cal.observe("gpt-4o", 0, 1000) == pytest.approx(1.1)  # ignored
+    assert cal.observe("claude-sonnet-4-5", 10_000, 1_000) == tokens.CALIBRATION_MAX
+    assert cal.observe("gemini-2.5-pro", 1, 1_000) == tokens.CALIBRATION_MIN
+    assert cal.factor(None) == cal.factor("gpt-4o")
+
+
+def test_calibrated_counter_scales_and_rounds_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(tokens.TOKENIZER_ENV, "estimate")
+    base = tokens.counter_for("claude-sonnet-4-5")
+    scaled = tokens.CalibratedCounter(base, 1.5)
+    assert scaled.family == base.family
+    text = "some text to count"
+    assert scaled.count_text(text) == math.ceil(base.count_text(text) * 1.5)
+    msgs = [Message.user(text)]
+    assert scaled.count_messages(msgs) == math.ceil(base.count_messages(msgs) * 1.5)
+    assert scaled.count_message(msgs[0]) == math.ceil(base.count_message(msgs[0]) * 1.5)
+    assert isinstance(scaled, tokens.TokenCounter)
+    cal = tokens.Calibration()
+    cal.observe("claude-sonnet-4-5", 130, 100)
+    assert cal.counter("claude-sonnet-4-5").count_text(text) == math.ceil(
+        base.count_text(text) * 1.3
+    )
