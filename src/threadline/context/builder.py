@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from threadline.catalog import lookup
 from threadline.context.policy import ContextPolicy
+from threadline.context.pruning import prune_units
 from threadline.context.truncation import emergency_truncate
 from threadline.errors import ContextOverflow
 from threadline.messages import Message, RepairReport, Unit, flatten, group_units
@@ -76,6 +77,8 @@ class ContextReport(BaseModel):
     summary_cut: bool = False
     summary_omitted: bool = False
     truncations: list[dict[str, Any]] = Field(default_factory=list)
+    pruned: list[dict[str, Any]] = Field(default_factory=list)
+    """Tool results shrunk in this view (soft trim or hard clear)."""
     synthesized_results: list[str] = Field(default_factory=list)
     orphan_results: list[int | None] = Field(default_factory=list)
     prefix_changed: bool | None = None
@@ -121,8 +124,13 @@ def build_context(
     tools: Sequence[Mapping[str, Any]] | None = None,
     policy: ContextPolicy | None = None,
     counter: TokenCounter | None = None,
+    aggressive: bool = False,
 ) -> ContextWindow:
-    """Build the window for the next model call. Reads the store; never writes it."""
+    """Build the window for the next model call. Reads the store; never writes it.
+
+    ``aggressive`` prunes tool results with the policy's lower thresholds: the
+    retry after a provider said the prompt was too long.
+    """
     policy = policy or ContextPolicy()
     model = model or session.model or lookup(None).name
     info = lookup(model)
@@ -160,10 +168,22 @@ def build_context(
 
     collected, reached_floor = _collect(session, floor, msg_budget, policy, cost)
     units, repair = group_units(reversed(collected))
+    state = session.view_state
+    sticky: dict[int, Any] = state.setdefault("pruned", {})
+    for seq in [s for s in sticky if s <= floor]:
+        del sticky[seq]
+    units, pruned = prune_units(
+        units,
+        fixed_tokens=system_tokens + tool_tokens + summary_tokens + priming,
+        limit=limit,
+        policy=policy,
+        cost=cost,
+        sticky=sticky,
+        aggressive=aggressive,
+    )
     sizes = [sum(cost(m) for m in u.messages) for u in units]
     protected = _protected_start(units, policy.min_recent_messages)
 
-    state = session.view_state
     anchor = state.get("anchor") if state.get("checkpoint_id") == _cp_id(checkpoint) else None
     start, retrimmed = _choose_start(
         units, sizes, protected, msg_budget, policy, anchor=anchor, reached_floor=reached_floor
@@ -238,6 +258,7 @@ def build_context(
         summary_cut=summary_cut,
         summary_omitted=summary_omitted,
         truncations=truncations,
+        pruned=[asdict(p) for p in pruned],
         synthesized_results=_in_view(repair, history),
         orphan_results=repair.orphans,
         prefix_changed=None if previous is None else previous != signature,

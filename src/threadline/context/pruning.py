@@ -1,0 +1,145 @@
+"""Tool-result pruning: shrink old, large tool results in the view only.
+
+Two passes, as in the agent-server reference document. When the context
+passes ``prune_soft_at`` of the limit, results longer than
+``prune_soft_over_chars`` keep their head and tail with a notice of what was
+cut; when it passes ``prune_hard_at``, the oldest results are cleared to a
+notice, until the context is back under that line. Pruning runs only when the
+prunable text totals at least ``prune_min_prunable_chars``; results in the
+last ``prune_protect_turns`` assistant turns and of ``protected_tools`` are
+never touched. ``aggressive`` (a retry after a provider's context-length
+error) uses lower thresholds.
+
+Decisions are sticky: a result pruned once stays pruned the same way in later
+builds on the same handle, so the prefix never flips back and forth between
+turns (invariant 7). Stored history is never changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from threadline.context.policy import ContextPolicy
+from threadline.context.truncation import cut_middle
+from threadline.messages import Message, Unit
+
+Action = Literal["soft", "hard"]
+
+
+@dataclass(slots=True)
+class Pruned:
+    seq: int
+    tool: str | None
+    action: Action
+    chars_before: int
+    chars_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    soft_at: float
+    hard_at: float
+    min_prunable_chars: int
+
+    @classmethod
+    def of(cls, policy: ContextPolicy, *, aggressive: bool) -> Thresholds:
+        if aggressive:
+            return cls(
+                policy.prune_aggressive_soft_at,
+                policy.prune_aggressive_hard_at,
+                policy.prune_aggressive_min_chars,
+            )
+        return cls(policy.prune_soft_at, policy.prune_hard_at, policy.prune_min_prunable_chars)
+
+
+def soft_trim(m: Message, keep: int) -> Message:
+    text = cut_middle(m.text, keep, keep, what="characters of this tool result")
+    return m.model_copy(update={"content": text, "token_counts": {}})
+
+
+def hard_clear(m: Message) -> Message:
+    notice = (
+        f"[tool result cleared by threadline to save context: {len(m.text):,} characters"
+        f"{' from ' + m.name if m.name else ''}; the full result stays stored as message #{m.seq}]"
+    )
+    return m.model_copy(update={"content": notice, "token_counts": {}})
+
+
+def _eligible(units: list[Unit], policy: ContextPolicy) -> list[tuple[int, int]]:
+    """(unit index, message index) of prunable results, oldest first."""
+    protected_units = 0
+    protect_from = len(units)
+    for i in range(len(units) - 1, -1, -1):
+        if protected_units >= policy.prune_protect_turns:
+            break
+        if units[i].messages[0].role == "assistant":
+            protected_units += 1
+            protect_from = i
+    out = []
+    for ui, unit in enumerate(units[:protect_from]):
+        if not unit.is_tool_chain:
+            continue
+        for mi, m in enumerate(unit.messages[1:], start=1):
+            if m.seq is None or m.synthetic or m.name in policy.protected_tools:
+                continue
+            out.append((ui, mi))
+    return out
+
+
+def prune_units(
+    units: list[Unit],
+    *,
+    fixed_tokens: int,
+    limit: int,
+    policy: ContextPolicy,
+    cost: Callable[[Message], int],
+    sticky: dict[int, Action],
+    aggressive: bool = False,
+) -> tuple[list[Unit], list[Pruned]]:
+    """Prune copies of the units' tool results; ``sticky`` (seq -> action) carries
+    earlier decisions in and this build's decisions out."""
+    if not policy.pruning or not units:
+        return units, []
+    th = Thresholds.of(policy, aggressive=aggressive)
+    eligible = _eligible(units, policy)
+    msgs = [list(u.messages) for u in units]
+    sizes = [[cost(m) for m in u] for u in msgs]
+    total = fixed_tokens + sum(map(sum, sizes))
+    done: list[Pruned] = []
+
+    def apply(ui: int, mi: int, action: Action) -> None:
+        nonlocal total
+        m = msgs[ui][mi]
+        new = soft_trim(m, policy.prune_keep_chars) if action == "soft" else hard_clear(m)
+        if len(new.text) >= len(m.text):
+            return
+        assert m.seq is not None
+        size = cost(new)
+        total += size - sizes[ui][mi]
+        msgs[ui][mi], sizes[ui][mi] = new, size
+        sticky[m.seq] = action
+        done.append(Pruned(m.seq, m.name, action, len(m.text), len(new.text)))
+
+    # earlier decisions first, so the view does not flip back
+    for ui, mi in eligible:
+        seq = msgs[ui][mi].seq
+        if seq is not None and seq in sticky:
+            apply(ui, mi, sticky[seq])
+
+    prunable_chars = sum(len(msgs[ui][mi].text) for ui, mi in eligible)
+    if prunable_chars >= th.min_prunable_chars:
+        if total > th.soft_at * limit:
+            for ui, mi in eligible:
+                m = msgs[ui][mi]
+                if m.seq not in sticky and len(m.text) > policy.prune_soft_over_chars:
+                    apply(ui, mi, "soft")
+        for ui, mi in eligible:
+            if total <= th.hard_at * limit:
+                break
+            if sticky.get(msgs[ui][mi].seq or -1) != "hard":
+                apply(ui, mi, "hard")
+    if not done:
+        return units, []
+    return [Unit(tuple(u)) for u in msgs], done
