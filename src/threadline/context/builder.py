@@ -34,6 +34,8 @@ from threadline.store.base import Checkpoint, Session
 from threadline.tokens import TokenCounter, counter_for
 
 FIRST_PAGE = 64
+VIEW_COUNT_CACHE_SIZE = 100_000
+_VIEW_COUNTS: dict[tuple[str, str, str, int], int] = {}
 MAX_PAGE = 4096
 SUMMARY_HEADER = (
     "Summary of the earlier conversation (messages up to #{seq}), written by threadline's "
@@ -141,7 +143,17 @@ def build_context(
 
     def cost(m: Message) -> int:
         stored = m.token_counts.get(family)
-        return stored if stored is not None else counter.count_message(m)
+        if stored is not None:
+            return stored
+        # view copies (pruned, truncated, synthetic) are counted once per process
+        key = (family, m.id, m.role, len(m.text))
+        n = _VIEW_COUNTS.get(key)
+        if n is None:
+            n = counter.count_message(m)
+            if len(_VIEW_COUNTS) >= VIEW_COUNT_CACHE_SIZE:
+                _VIEW_COUNTS.pop(next(iter(_VIEW_COUNTS)))
+            _VIEW_COUNTS[key] = n
+        return n
 
     system_msgs = [Message.system(system_prompt, synthetic=True)] if system_prompt else []
     system_tokens = sum(cost(m) for m in system_msgs)
@@ -258,7 +270,16 @@ def build_context(
         summary_cut=summary_cut,
         summary_omitted=summary_omitted,
         truncations=truncations,
-        pruned=[asdict(p) for p in pruned],
+        pruned=[
+            {
+                "seq": p.seq,
+                "tool": p.tool,
+                "action": p.action,
+                "chars_before": p.chars_before,
+                "chars_after": p.chars_after,
+            }
+            for p in pruned
+        ],
         synthesized_results=_in_view(repair, history),
         orphan_results=repair.orphans,
         prefix_changed=None if previous is None else previous != signature,

@@ -1,0 +1,67 @@
+"""Provider formats, importers from other tools, and exporters.
+
+Re-exports only; each module's docstring says what it is for.
+"""
+
+from threadline.interop.anthropic_format import from_anthropic, to_anthropic
+from threadline.interop.export import (
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    ImportedSession,
+    from_json_export,
+    to_json,
+    to_markdown,
+)
+from threadline.interop.importers import (
+    FORMATS,
+    detect_format,
+    import_file,
+    read_aider,
+    read_claude_code,
+    read_codex,
+    read_gemini,
+    read_openai_chat,
+    read_openai_runs,
+    read_openhands,
+    read_openhands_runs,
+    read_swe_agent,
+    read_transcript,
+    read_transcript_runs,
+)
+from threadline.interop.openai_format import (
+    MediaResolver,
+    message_from_openai,
+    message_to_openai,
+    messages_from_openai,
+    messages_to_openai,
+)
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "FORMATS",
+    "ImportedSession",
+    "MediaResolver",
+    "detect_format",
+    "from_anthropic",
+    "from_json_export",
+    "import_file",
+    "message_from_openai",
+    "message_to_openai",
+    "messages_from_openai",
+    "messages_to_openai",
+    "read_aider",
+    "read_claude_code",
+    "read_codex",
+    "read_gemini",
+    "read_openai_chat",
+    "read_openai_runs",
+    "read_openhands",
+    "read_openhands_runs",
+    "read_swe_agent",
+    "read_transcript",
+    "read_transcript_runs",
+    "to_anthropic",
+    "to_json",
+    "to_markdown",
+]

@@ -1,0 +1,229 @@
+"""Sessions out of threadline: a Markdown transcript for people, JSON for machines.
+
+The Markdown is meant to be read on a forge or in an editor, so it must keep
+its shape whatever a user, a model or a tool said. Prose is HTML-escaped
+(``<``, ``>``, ``&``) so it cannot open or close ``<details>`` or inject
+markup; a line that would become a heading (``#``, or a setext ``===`` /
+``---`` underline) is backslash-escaped; a code fence the text opens is closed
+at the end of its message. Tool calls and results sit in
+``<details><summary>`` blocks whose code fence is longer than any backtick run
+in the content, so nothing inside can end it early.
+
+The JSON export is the stable interchange format, read back by
+:func:`threadline.interop.importers.import_file`::
+
+    {"format": "threadline.session", "version": 1,
+     "session": {...},                      # title, agent, model, metadata, ...
+     "messages": [Message.model_dump(mode="json"), ...],
+     "checkpoints": [{...}, ...]}
+
+Readers must ignore keys they do not know; a change that old readers would
+misread bumps ``version``. Reading an export back (:func:`from_json_export`)
+gives every message a fresh id and keeps the old one in
+``metadata["imported_id"]``, so importing one file twice into one store never
+collides; ``seq`` is cleared for the importing store to assign.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
+
+from threadline.errors import ImportFormatError
+from threadline.messages import FilePart, ImagePart, Message, TextPart, new_id
+
+EXPORT_FORMAT = "threadline.session"
+EXPORT_VERSION = 1
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+_FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+_HEADING = re.compile(r"^( {0,3})(#)")
+_SETEXT = re.compile(r"^( {0,3})([=-])(?=[=\- \t]*$)")
+_BACKTICKS = re.compile(r"`+")
+_ROLE_TITLES = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
+
+
+def _inline(text: str) -> str:
+    """One line of escaped text, for titles, summaries and metadata."""
+    return html.escape(" ".join(text.split()), quote=False)
+
+
+def _prose(text: str) -> str:
+    """Message text as Markdown that cannot break the document around it."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines():
+        if fence is not None:
+            out.append(line)
+            closing = _FENCE_CLOSE.match(line)
+            if closing and closing[1][0] == fence[0] and len(closing[1]) >= len(fence):
+                fence = None
+            continue
+        opened = _FENCE_OPEN.match(line)
+        if opened and not (opened["fence"][0] == "`" and "`" in opened["info"]):
+            fence = opened["fence"]
+            out.append(line)
+            continue
+        line = html.escape(line, quote=False)
+        line = _HEADING.sub(r"\1\\\2", line)
+        line = _SETEXT.sub(r"\1\\\2", line)
+        out.append(line)
+    if fence is not None:
+        out.append(fence)
+    return "\n".join(out)
+
+
+def _fenced(content: str, info: str = "") -> str:
+    """A fenced code block that no backtick run in ``content`` can close."""
+    longest = max((len(run) for run in _BACKTICKS.findall(content)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{content}\n{fence}"
+
+
+def _details(summary: str, body: str, info: str = "") -> str:
+    return f"<details><summary>{_inline(summary)}</summary>\n\n{_fenced(body, info)}\n\n</details>"
+
+
+def _content_text(m: Message) -> str:
+    if isinstance(m.content, str):
+        return m.content
+    pieces: list[str] = []
+    for part in m.content:
+        if isinstance(part, TextPart):
+            pieces.append(part.text)
+        elif isinstance(part, ImagePart):
+            pieces.append(f"[image: {part.url or part.media_ref or part.media_type}]")
+        elif isinstance(part, FilePart):
+            pieces.append(f"[file: {part.uri}]")
+    return "\n\n".join(pieces)
+
+
+def _heading(m: Message) -> str:
+    bits = [_ROLE_TITLES[m.role]]
+    bits.append(m.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"))
+    if m.model:
+        bits.append(_inline(m.model))
+    if m.synthetic:
+        bits.append("synthetic")
+    if m.summary:
+        bits.append("summary")
+    return "## " + " · ".join(bits)
+
+
+def _meta_line(info: Mapping[str, Any], count: int) -> str:
+    bits = []
+    for key in ("id", "agent", "model", "created_at", "updated_at"):
+        value = info.get(key)
+        if value:
+            bits.append(f"{key.replace('_', ' ')}: {_inline(str(value))}")
+    bits.append(f"messages: {count}")
+    return "*" + " · ".join(bits) + "*"
+
+
+def to_markdown(session: Mapping[str, Any] | str, messages: Iterable[Message]) -> str:
+    """A readable Markdown transcript; ``session`` is a title or a dict with one.
+
+    Each user, assistant or system message is a ``##`` section; tool calls and
+    their results are collapsible ``<details>`` blocks under the assistant
+    message that made them.
+    """
+    info: Mapping[str, Any] = {"title": session} if isinstance(session, str) else session
+    items = list(messages)
+    title = str(info.get("title") or info.get("id") or "Session")
+    blocks = [f"# {_inline(title)}", _meta_line(info, len(items))]
+    for m in items:
+        if m.role == "tool":
+            label = f"Result: {m.name or 'tool'} ({m.tool_call_id})"
+            if m.metadata.get("is_error"):
+                label += " (error)"
+            blocks.append(_details(label, _content_text(m)))
+            continue
+        blocks.append(_heading(m))
+        text = _content_text(m)
+        if text:
+            blocks.append(_prose(text))
+        for call in m.tool_calls:
+            if call.raw_arguments is not None:
+                body, info_string = call.raw_arguments, ""
+            else:
+                body = json.dumps(call.arguments, ensure_ascii=False, indent=2)
+                info_string = "json"
+            blocks.append(_details(f"Tool call: {call.name} ({call.id})", body, info_string))
+    return "\n\n".join(blocks) + "\n"
+
+
+def to_json(
+    session_info: Mapping[str, Any],
+    messages: Iterable[Message],
+    checkpoints: list[dict[str, Any]] | None = None,
+) -> str:
+    """The documented JSON export (see the module docstring); UTF-8, indented."""
+    document = {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "session": to_jsonable_python(dict(session_info)),
+        "messages": [m.model_dump(mode="json") for m in messages],
+        "checkpoints": to_jsonable_python(checkpoints or []),
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+@dataclass(slots=True)
+class ImportedSession:
+    """One conversation read from a file, with what the file said about it."""
+
+    messages: list[Message]
+    title: str | None = None
+    agent: str | None = None
+    """The exported agent, or the tool that wrote a transcript (``claude-code``, ...)."""
+    model: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    """Checkpoints of a threadline export, as exported (seqs refer to the old session)."""
+
+
+def from_json_export(
+    data: Any, *, path: str | None = None, fresh_ids: bool = True
+) -> ImportedSession:
+    """Read a parsed :func:`to_json` document back; ImportFormatError if it is not one."""
+    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+        raise ImportFormatError(f"not a {EXPORT_FORMAT} document", path=path)
+    version = data.get("version")
+    if not isinstance(version, int) or version < 1:
+        raise ImportFormatError(f"bad export version {version!r}", path=path)
+    if version > EXPORT_VERSION:
+        raise ImportFormatError(
+            f"export version {version} was written by a newer threadline (this one reads "
+            f"{EXPORT_VERSION}); upgrade to import it",
+            path=path,
+        )
+    session = data.get("session") or {}
+    raw_messages = data.get("messages")
+    if not isinstance(session, dict) or not isinstance(raw_messages, list):
+        raise ImportFormatError("'session' must be an object and 'messages' a list", path=path)
+    messages: list[Message] = []
+    for i, raw in enumerate(raw_messages):
+        try:
+            m = Message.model_validate(raw)
+        except ValidationError as exc:
+            raise ImportFormatError(f"messages[{i}]: {exc.errors()[0]['msg']}", path=path) from exc
+        m.seq = None
+        if fresh_ids:
+            m.metadata["imported_id"] = m.id
+            m.id = new_id()
+        messages.append(m)
+    return ImportedSession(
+        messages=messages,
+        title=session.get("title"),
+        agent=session.get("agent"),
+        model=session.get("model"),
+        metadata=dict(session.get("metadata") or {}),
+        checkpoints=list(data.get("checkpoints") or []),
+    )
