@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from tests.strategies import history
 from threadline import ContextOverflow, ContextPolicy, Message, build_context, open_store
 from threadline.messages import INTERRUPTED_RESULT
+from threadline.store.base import Session, prepare_messages
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -22,12 +23,13 @@ policies = st.builds(
 )
 
 
-def _session(msgs: list[Message]):  # type: ignore[no-untyped-def]
+def _session(msgs: list[Message]) -> Session:
+    """Stored through the low-level append, so crash-broken chains get in as they would."""
     store = open_store("memory://")
     s = store.create_session(agent="prop", model="gpt-4o")
     for i in range(0, len(msgs), 7):
-        s.append(msgs[i : i + 7])
-    return s
+        store.append_messages(s.id, prepare_messages(s.model, msgs[i : i + 7]))
+    return s.refresh()
 
 
 def _check_units(window_msgs: list[Message]) -> None:

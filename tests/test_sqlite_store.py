@@ -122,6 +122,17 @@ def test_bad_messages_are_refused_and_nothing_is_stored(tmp_path: Path) -> None:
             s.store.get_session(bad)
 
 
+def test_tool_result_without_its_call_is_refused(tmp_path: Path) -> None:
+    from threadline import ToolCall
+
+    s = open_store(f"sqlite://{tmp_path}/s.db").create_session()
+    with pytest.raises(InvalidMessage, match="no matching tool call"):
+        s.append([Message.user("q"), Message.tool("result", tool_call_id="nobody")])
+    s.append(Message.assistant("", tool_calls=[ToolCall(id="c9", name="grep")]))
+    s.append(Message.tool("answer", tool_call_id="c9"))  # call in an earlier batch: fine
+    assert [m.role for m in s.messages()] == ["assistant", "tool"]
+
+
 def test_second_process_cannot_attach(tmp_path: Path) -> None:
     url = f"sqlite://{tmp_path}/s.db"
     s = open_store(url).create_session()

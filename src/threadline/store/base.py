@@ -46,6 +46,8 @@ DEFAULT_AGENT = "default"
 DEFAULT_LOCK_LEASE = timedelta(minutes=10)
 """A lock not renewed for this long is stale even when its holder is on another host."""
 TAIL_BATCH = 1000
+RESULT_LOOKBACK = (8, 256)
+"""How far back a tool result's call is looked for at append."""
 
 
 # -- validation ------------------------------------------------------------------
@@ -403,10 +405,38 @@ class Session:
 
     # -- messages
     def append(self, messages: Message | Sequence[Message]) -> list[Message]:
+        """Store a batch atomically; returns the stored copies with seq and token counts.
+
+        A tool result must answer a call made in the same batch or in the recent
+        history; anything else is refused (``InvalidMessage``) before storing.
+        """
         batch = [messages] if isinstance(messages, Message) else list(messages)
-        stored = self.store.append_messages(self.id, prepare_messages(self.model, batch))
+        prepared = prepare_messages(self.model, batch)
+        self._check_results_have_calls(prepared)
+        stored = self.store.append_messages(self.id, prepared)
         self.refresh()
         return stored
+
+    def _check_results_have_calls(self, batch: list[Message]) -> None:
+        called: set[str] = set()
+        missing: list[str] = []
+        for m in batch:
+            called.update(c.id for c in m.tool_calls)
+            if m.role == "tool" and m.tool_call_id not in called:
+                missing.append(m.tool_call_id or "")
+        for limit in RESULT_LOOKBACK:
+            if not missing:
+                return
+            recent = self.store.tail(self.id, limit)
+            called = {c.id for m in recent for c in m.tool_calls}
+            missing = [x for x in missing if x not in called]
+            if len(recent) < limit:
+                break
+        if missing:
+            raise InvalidMessage(
+                f"tool result for call {missing[0]!r} has no matching tool call in this batch "
+                f"or the last {RESULT_LOOKBACK[-1]} messages of session {self.id}"
+            )
 
     def messages(self, *, after_seq: int = 0) -> list[Message]:
         """Every stored message after ``after_seq``, oldest first."""
