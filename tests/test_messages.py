@@ -12,7 +12,9 @@ from threadline.messages import INTERRUPTED_RESULT, flatten
 
 
 def test_constructors_and_text() -> None:
-    m = Message.user([TextPart(text="look"), ImagePart(url="https://x/y.png"), TextPart(text="here")])
+    m = Message.user(
+        [TextPart(text="look"), ImagePart(url="https://x/y.png"), TextPart(text="here")]
+    )
     assert m.text == "look\nhere"
     assert m.created_at.tzinfo is not None
     assert Message.assistant("hi").role == "assistant"

@@ -39,7 +39,7 @@ def test_example_from_the_issue(tmp_path: Path) -> None:
     s.append(
         [
             Message.user("hi"),
-            Message.assistant("", tool_calls=[ToolCall(id="c1", name="grep", arguments={"q": "x"})]),
+            Message.assistant("", tool_calls=[ToolCall(id="c1", name="grep", arguments={"q": 1})]),
             Message.tool("3 matches", tool_call_id="c1"),
         ]
     )
