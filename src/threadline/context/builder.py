@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from threadline.store.base import Checkpoint, Session
 from threadline.tokens import TokenCounter, counter_for
 
 FIRST_PAGE = 64
+MAX_READ_ROUNDS = 8
 VIEW_COUNT_CACHE_SIZE = 100_000
 _VIEW_COUNTS: dict[tuple[str, str, str, int], int] = {}
 MAX_PAGE = 4096
@@ -178,22 +179,33 @@ def build_context(
     summary_tokens = sum(cost(m) for m in summary_msgs)
     msg_budget = room - summary_tokens
 
-    collected, reached_floor = _collect(session, floor, msg_budget, policy, cost)
-    units, repair = group_units(reversed(collected))
     state = session.view_state
     sticky: dict[int, Any] = state.setdefault("pruned", {})
-    for seq in [s for s in sticky if s <= floor]:
+    for seq in [q for q in sticky if q <= floor]:
         del sticky[seq]
-    units, pruned = prune_units(
-        units,
-        fixed_tokens=system_tokens + tool_tokens + summary_tokens + priming,
-        limit=limit,
-        policy=policy,
-        cost=cost,
-        sticky=sticky,
-        aggressive=aggressive,
-    )
-    sizes = [sum(cost(m) for m in u.messages) for u in units]
+    # Read the tail until the window is full; pruning can free room, so read on
+    # past what it freed (a few rounds at most) before choosing the window.
+    reader = _TailReader(session, floor)
+    need = msg_budget
+    for _ in range(MAX_READ_ROUNDS):
+        reader.read_until(need, policy, cost)
+        units, repair = group_units(reversed(reader.collected))
+        units, pruned = prune_units(
+            units,
+            fixed_tokens=system_tokens + tool_tokens + summary_tokens + priming,
+            limit=limit,
+            policy=policy,
+            cost=cost,
+            sticky=sticky,
+            aggressive=aggressive,
+        )
+        sizes = [sum(cost(m) for m in u.messages) for u in units]
+        freed = msg_budget - sum(sizes)
+        capped = policy.max_messages is not None and len(reader.collected) > policy.max_messages
+        if reader.reached_floor or freed < 0 or capped:
+            break
+        need = reader.tokens + freed
+    reached_floor = reader.reached_floor
     protected = _protected_start(units, policy.min_recent_messages)
 
     anchor = state.get("anchor") if state.get("checkpoint_id") == _cp_id(checkpoint) else None
@@ -300,30 +312,45 @@ def build_context(
 # -- steps -------------------------------------------------------------------------
 
 
-def _collect(
-    session: Session, floor: int, need: int, policy: ContextPolicy, cost: Any
-) -> tuple[list[Message], bool]:
-    """Newest-first messages after ``floor``, until the budget is surely exceeded at a
-    unit boundary. Returns them and whether the floor (or history start) was reached."""
-    collected: list[Message] = []
-    tokens = 0
-    before: int | None = None
-    page = FIRST_PAGE
-    cap = policy.max_messages
-    while True:
-        batch = session.tail(page, before_seq=before)
-        for m in batch:
-            if m.seq is not None and m.seq <= floor:
-                return collected, True
-            collected.append(m)
-            tokens += cost(m)
-            enough = tokens > need or (cap is not None and len(collected) > cap)
-            if enough and len(collected) >= policy.min_recent_messages and m.role != "tool":
-                return collected, False
-        if len(batch) < page:
-            return collected, True
-        before = batch[-1].seq
-        page = min(page * 2, MAX_PAGE)
+class _TailReader:
+    """Reads a session's tail newest-first, a page at a time, resumably."""
+
+    def __init__(self, session: Session, floor: int) -> None:
+        self.session = session
+        self.floor = floor
+        self.collected: list[Message] = []
+        """Taken so far, newest first."""
+        self.tokens = 0
+        self.reached_floor = False
+        """The checkpoint's seq or the start of history was reached: nothing older to read."""
+        self._buffer: list[Message] = []
+        self._before: int | None = None
+        self._page = FIRST_PAGE
+        self._exhausted = False
+
+    def _next(self) -> Message | None:
+        if not self._buffer and not self._exhausted:
+            batch = self.session.tail(self._page, before_seq=self._before)
+            self._exhausted = len(batch) < self._page
+            if batch:
+                self._before = batch[-1].seq
+            self._page = min(self._page * 2, MAX_PAGE)
+            self._buffer = batch[::-1]
+        return self._buffer.pop() if self._buffer else None
+
+    def read_until(self, need: int, policy: ContextPolicy, cost: Callable[[Message], int]) -> None:
+        """Take messages until their tokens exceed ``need`` at a unit boundary."""
+        cap = policy.max_messages
+        while not self.reached_floor:
+            m = self._next()
+            if m is None or (m.seq is not None and m.seq <= self.floor):
+                self.reached_floor = True
+                return
+            self.collected.append(m)
+            self.tokens += cost(m)
+            enough = self.tokens > need or (cap is not None and len(self.collected) > cap)
+            if enough and len(self.collected) >= policy.min_recent_messages and m.role != "tool":
+                return
 
 
 def _protected_start(units: list[Unit], min_recent: int) -> int:

@@ -1,0 +1,120 @@
+"""Turning failures into one line on stderr and a documented exit code.
+
+The library raises ``ThreadlineError`` subclasses, each carrying its own
+``exit_code``; this module is the single place where they meet the terminal.
+``ErrorMappingGroup`` is the Click group class of the root Typer app: every
+command runs inside its ``invoke``, so no command needs its own ``try``. Click's
+own usage errors (a missing argument, an unknown option) are raised before
+``invoke`` and keep Click's exit code 2.
+
+Library warnings (an unknown model, a tokenizer fallback) are shown the same
+way, as one ``threadline: warning: ...`` line each, instead of Python's
+file-and-line format.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+import typer
+from typer._click import ClickException, Context
+from typer.core import TyperGroup
+
+from threadline.errors import ThreadlineError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+"""A generic or unexpected failure."""
+EXIT_USAGE = 2
+"""Bad arguments, an invalid id, a bad config or a malformed import file."""
+EXIT_NOT_FOUND = 3
+EXIT_LOCKED = 4
+EXIT_OVERFLOW = 5
+EXIT_NOT_SUPPORTED = 6
+EXIT_MODEL = 7
+EXIT_STORE = 8
+EXIT_INTERRUPTED = 130
+"""Ctrl-C, as shells report a SIGINT."""
+
+DEBUG_ENV = "THREADLINE_DEBUG"
+PROGRAM = "threadline"
+
+
+def debug_enabled() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def one_line(text: str) -> str:
+    """Join a (possibly multi-line) message so that stderr gets exactly one line."""
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def exit_code_for(exc: BaseException) -> int:
+    if isinstance(exc, ThreadlineError):
+        return int(exc.exit_code)
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_ERROR
+
+
+def error_message(exc: BaseException) -> str:
+    """The text after ``threadline: error:``; unexpected errors name their type."""
+    text = one_line(str(exc))
+    if isinstance(exc, ThreadlineError):
+        return text or type(exc).__name__
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    hint = "" if debug_enabled() else f" (set {DEBUG_ENV}=1 for a traceback)"
+    detail = f": {text}" if text else ""
+    return f"unexpected {type(exc).__name__}{detail}{hint}"
+
+
+def report(exc: BaseException, *, file: TextIO | None = None) -> int:
+    """Print one error line (after a traceback when debugging) and return the exit code."""
+    stream = file if file is not None else sys.stderr
+    if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
+        traceback.print_exception(exc, file=stream)
+    print(f"{PROGRAM}: error: {error_message(exc)}", file=stream, flush=True)
+    return exit_code_for(exc)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    print(f"{PROGRAM}: warning: {one_line(str(message))}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """Show warnings raised inside the block as single ``threadline: warning:`` lines."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning
+        yield
+
+
+class ErrorMappingGroup(TyperGroup):
+    """The root command group: runs a command and maps what it raises to an exit code."""
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            with one_line_warnings():
+                return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, ClickException):
+            raise  # Click's own flow: --help, usage errors, typer.Exit
+        except (Exception, KeyboardInterrupt) as exc:
+            raise typer.Exit(report(exc)) from exc

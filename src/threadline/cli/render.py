@@ -1,0 +1,305 @@
+"""Rich building blocks the commands share: consoles, bars, tables, messages, JSON.
+
+Everything that came from a user, a model or a tool is wrapped in ``Text``
+and never parsed as Rich markup, so stored content cannot restyle or break the
+output. JSON goes through ``print_json`` untouched by Rich, so scripts get
+exactly the documented shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import typer
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from threadline.context.truncation import cut_middle
+from threadline.messages import FilePart, ImagePart, Message, TextPart, ToolCall
+from threadline.store import SearchHit, SessionInfo, SessionPage, Store
+
+PIPE_WIDTH = 120
+"""Console width when stdout is not a terminal and ``COLUMNS`` is unset."""
+BAR_WIDTH = 20
+"""Cells in a usage bar, as in the reference ``/context`` output."""
+BAR_FULL = "█"
+BAR_EMPTY = "░"
+PREVIEW_CHARS = 60
+"""Characters of the first user message shown when a session has no title."""
+PREVIEW_SCAN = 3
+"""Messages read from the start of a session to find its preview."""
+HISTORY_HEAD_CHARS = 1200
+"""``sessions history`` shows this much of a long message's start..."""
+HISTORY_TAIL_CHARS = 300
+"""...and this much of its end."""
+ARGUMENTS_CHARS = 160
+"""Tool-call arguments longer than this are shortened in compact views."""
+RESULT_LINE_CHARS = 160
+"""The first line of a tool result shown in compact views."""
+SNIPPET_CHARS = 160
+MIN_PREVIEW_WIDTH = 12
+COLUMN_GAP = 2
+"""Spaces Rich puts between two table columns (padding 1 on each side)."""
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console on the current stdout/stderr (looked up now, so test runners capture it)."""
+    stream = sys.stderr if stderr else sys.stdout
+    width = None
+    if not _isatty(stream) and not os.environ.get("COLUMNS"):
+        width = PIPE_WIDTH
+    return Console(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def print_json(data: Any) -> None:
+    """The documented ``--json`` output: indented, UTF-8, one document."""
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+# -- numbers, times, bars ---------------------------------------------------------
+
+
+def fmt_int(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def fmt_time(dt: datetime | None) -> str:
+    """Local time to the minute, as people read a listing."""
+    return "-" if dt is None else dt.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def fmt_pct(used: int, total: int) -> str:
+    return f"{(used / total * 100) if total > 0 else 0.0:.0f}%"
+
+
+def bar(used: float, total: float, *, width: int = BAR_WIDTH) -> str:
+    """``[████████░░░░░░░░░░░░]``: the share ``used / total``, clamped to the bar."""
+    share = 0.0 if total <= 0 else min(max(used / total, 0.0), 1.0)
+    full = round(share * width)
+    if used > 0 and full == 0:
+        full = 1  # something is there; show it
+    return "[" + BAR_FULL * full + BAR_EMPTY * (width - full) + "]"
+
+
+def usage_line(label: str, used: int, total: int, *, label_width: int = 10) -> Text:
+    """``Tokens:   45,000 / 128,000 (35%)`` with its bar on the next line.
+
+    The reference ``/context`` output draws trigger progress this way; the
+    compaction-trigger block reuses it.
+    """
+    head = f"{label + ':':<{label_width}}{used:,} / {total:,} ({fmt_pct(used, total)})"
+    return Text(f"{head}\n{' ' * label_width}{bar(used, total)}")
+
+
+def plural(n: int, word: str) -> str:
+    """``1 message``, ``2 messages``: counts read as English."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+# -- sessions ----------------------------------------------------------------------
+
+
+def session_preview(store: Store, info: SessionInfo) -> str:
+    """The title, or the start of the first user message (read from the head only)."""
+    if info.title:
+        return info.title
+    for m in store.read_messages(info.id, limit=PREVIEW_SCAN):
+        if m.role == "user" and m.text.strip():
+            return shorten(m.text, PREVIEW_CHARS)
+    return ""
+
+
+def sessions_table(store: Store, page: SessionPage, *, width: int) -> Table:
+    """One row per session; only the preview column gives way to fit ``width``."""
+    headers = ("ID", "Agent", "Updated", "Msgs", "Tokens")
+    cells = [
+        (
+            info.id,
+            info.agent,
+            fmt_time(info.updated_at),
+            fmt_int(info.message_count),
+            fmt_int(info.total_tokens),
+        )
+        for info in page.items
+    ]
+    widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
+    room = max(MIN_PREVIEW_WIDTH, width - sum(widths) - COLUMN_GAP * len(widths))
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("ID", no_wrap=True, min_width=widths[0])
+    table.add_column("Agent", no_wrap=True, min_width=widths[1])
+    table.add_column("Title / preview", overflow="ellipsis", no_wrap=True, max_width=room)
+    table.add_column("Updated", no_wrap=True, min_width=widths[2])
+    table.add_column("Msgs", no_wrap=True, min_width=widths[3], justify="right")
+    table.add_column("Tokens", no_wrap=True, min_width=widths[4], justify="right")
+    for info, (sid, agent, updated, count, tokens) in zip(page.items, cells, strict=True):
+        text = shorten(session_preview(store, info), room)
+        preview = Text(text, style="" if info.title else "dim")
+        table.add_row(Text(sid), Text(agent), preview, updated, count, tokens)
+    return table
+
+
+def page_footer(page: SessionPage) -> Text:
+    if page.total == 0:
+        return Text("no sessions", style="dim")
+    if not page.items:
+        return Text(f"no sessions at offset {page.offset} ({page.total} in all)", style="dim")
+    first, last = page.offset + 1, page.offset + len(page.items)
+    return Text(f"{first}-{last} of {plural(page.total, 'session')}", style="dim")
+
+
+def session_details(info: SessionInfo) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    rows: list[tuple[str, str]] = [
+        ("ID", info.id),
+        ("Agent", info.agent),
+        ("Title", info.title or "-"),
+        ("Model", info.model or "-"),
+        ("Created", fmt_time(info.created_at)),
+        ("Updated", fmt_time(info.updated_at)),
+        ("Messages", fmt_int(info.message_count)),
+        ("Tokens", fmt_int(info.total_tokens)),
+        ("Last seq", fmt_int(info.last_seq)),
+    ]
+    if info.metadata:
+        rows.append(("Metadata", json.dumps(info.metadata, ensure_ascii=False, sort_keys=True)))
+    for key, value in rows:
+        grid.add_row(key, Text(value))
+    return grid
+
+
+def search_table(hits: Sequence[SearchHit], *, width: int) -> Table:
+    """One line per hit; the snippet is shortened to what the terminal has left."""
+    cells = [(h.session_id, str(h.seq), h.role, h.agent or "-") for h in hits]
+    headers = ("Session", "Seq", "Role", "Agent")
+    widths = [max([len(t), *(len(row[i]) for row in cells)]) for i, t in enumerate(headers)]
+    room = max(MIN_PREVIEW_WIDTH, width - sum(widths) - COLUMN_GAP * len(widths))
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for title, w in zip(headers, widths, strict=True):
+        table.add_column(
+            title, no_wrap=True, min_width=w, justify="right" if title == "Seq" else "left"
+        )
+    table.add_column("Snippet", no_wrap=True, overflow="ellipsis", max_width=room)
+    for (sid, seq, role, agent), hit in zip(cells, hits, strict=True):
+        snippet = shorten(hit.snippet, min(room, SNIPPET_CHARS))
+        table.add_row(Text(sid), seq, role, Text(agent), Text(snippet))
+    return table
+
+
+# -- messages ----------------------------------------------------------------------
+
+
+def compact_call(call: ToolCall) -> Text:
+    """``→ grep {"q": "x"}  [call_1]``: one line per tool call."""
+    args = shorten(call.arguments_json(), ARGUMENTS_CHARS)
+    text = Text("→ ", style="cyan")
+    text.append(call.name, style="bold cyan")
+    text.append(f" {args}")
+    text.append(f"  [{call.id}]", style="dim")
+    return text
+
+
+def part_label(part: ImagePart | FilePart) -> str:
+    if isinstance(part, ImagePart):
+        size = f" {part.width}x{part.height}" if part.width and part.height else ""
+        if part.url is not None:
+            source = "url"
+        elif part.media_ref is not None:
+            source = f"ref {part.media_ref}"
+        else:
+            source = f"inline {len(part.data or ''):,} base64 chars"
+        return f"[image {part.media_type or ''}{size}, {source}]".replace("image ,", "image,")
+    return f"[file {part.name or part.uri}{' ' + part.media_type if part.media_type else ''}]"
+
+
+def message_body(m: Message, *, full: bool = False) -> Text:
+    """The content of a message: text (cut in the middle when long) and part labels."""
+    body = Text()
+    for part in m.parts:
+        if body:
+            body.append("\n")
+        if isinstance(part, TextPart):
+            text = part.text
+            if not full:
+                text = cut_middle(text, HISTORY_HEAD_CHARS, HISTORY_TAIL_CHARS)
+            body.append(text)
+        else:
+            body.append(part_label(part), style="magenta")
+    return body
+
+
+def message_header(m: Message) -> Text:
+    head = Text()
+    head.append(f"#{m.seq if m.seq is not None else '-'} ", style="dim")
+    style = {"user": "bold green", "assistant": "bold blue", "tool": "bold yellow"}.get(
+        m.role, "bold"
+    )
+    head.append(m.role, style=style)
+    if m.role == "tool":
+        head.append(f" {m.name or '?'} ← [{m.tool_call_id}]", style="yellow")
+    extras = [fmt_time(m.created_at)]
+    if m.model:
+        extras.append(m.model)
+    tokens = next(iter(m.token_counts.values()), None)
+    if tokens is not None:
+        extras.append(f"{tokens:,} tokens")
+    if m.synthetic:
+        extras.append("synthetic")
+    if m.summary:
+        extras.append("summary")
+    head.append("  " + " · ".join(extras), style="dim")
+    return head
+
+
+def render_message(m: Message, *, full: bool = False) -> RenderableType:
+    """A message as a few lines; tool results show their first line and their size."""
+    lines: list[RenderableType] = [message_header(m)]
+    if m.role == "tool" and not full:
+        text = m.text
+        first = shorten(text.splitlines()[0] if text.strip() else "", RESULT_LINE_CHARS)
+        summary = Text("  " + first)
+        more = len(text.splitlines())
+        if more > 1 or len(text) > RESULT_LINE_CHARS:
+            summary.append(f"  ({more:,} lines, {len(text):,} chars)", style="dim")
+        lines.append(summary)
+        for part in m.parts:
+            if not isinstance(part, TextPart):
+                lines.append(Text("  " + part_label(part), style="magenta"))
+    else:
+        body = message_body(m, full=full)
+        if body:
+            lines.append(Padding(body, (0, 0, 0, 2), expand=False))
+    for call in m.tool_calls:
+        line = Text("  ")
+        line.append_text(compact_call(call))
+        lines.append(line)
+    return Group(*lines)
+
+
+def render_messages(messages: Sequence[Message], *, full: bool = False) -> RenderableType:
+    items: list[RenderableType] = []
+    for i, m in enumerate(messages):
+        if i:
+            items.append(Text(""))
+        items.append(render_message(m, full=full))
+    return Group(*items)
