@@ -2,19 +2,36 @@
 
 Each factory returns a fresh, empty store for one test. PostgreSQL tests use a
 schema of their own (``?schema=``) and Redis tests a key prefix of their own
-(``?prefix=``), so tests never see each other's data and can run in parallel.
+(``?prefix=``), so tests never see each other's data and can run in parallel;
+``cleanup_url`` drops them afterwards.
+
+This module is also the one place where the suite declares what a backend does
+not do: ``SEARCH_UNSUPPORTED`` (search raises ``NotSupported``) and
+``KNOWN_GAPS`` (applied as strict expected failures by ``conftest.py``, never
+as skips, so a gap that gets fixed turns the run red until it is removed here).
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from tests.conftest import require_postgres, require_redis
-from threadline import Store, open_store
+from threadline import Message, Store, open_store
 
 BACKENDS = ["memory", "sqlite", "jsonl", "postgres", "redis"]
+
+SEARCH_UNSUPPORTED: frozenset[str] = frozenset({"redis"})
+"""Backends whose ``search`` raises ``NotSupported`` (Redis core has no full-text index)."""
+
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
+"""(backend, test function name) -> why that backend is expected to fail that test."""
+
+IN_PROCESS = frozenset({"memory"})
+"""Backends whose data lives in one process: concurrency tests use threads for them."""
 
 
 def make_url(backend: str, tmp_path: Path) -> str:
@@ -24,7 +41,7 @@ def make_url(backend: str, tmp_path: Path) -> str:
     if backend == "sqlite":
         return f"sqlite://{tmp_path / 'store.db'}"
     if backend == "jsonl":
-        return f"jsonl://{tmp_path / 'sessions'}"
+        return f"jsonl://{tmp_path / 'jsonl-store'}"
     if backend == "postgres":
         return f"{require_postgres()}?schema={tag}"
     if backend == "redis":
@@ -36,4 +53,74 @@ def open_backend(backend: str, tmp_path: Path) -> Store:
     return open_store(make_url(backend, tmp_path))
 
 
+def cleanup_url(backend: str, url: str) -> None:
+    """Drop what a test left on a shared server (files go with pytest's tmp_path)."""
+    options = {k: v[-1] for k, v in parse_qs(urlsplit(url).query).items()}
+    if backend == "postgres" and options.get("schema", "").startswith("t"):
+        import psycopg
+        from psycopg import sql
+
+        dsn = url.split("?", 1)[0]
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
+                    sql.Identifier(options["schema"])
+                )
+            )
+    elif backend == "redis" and options.get("prefix", "").startswith("threadline-test:"):
+        import redis
+
+        client = redis.Redis.from_url(url.split("?", 1)[0])
+        try:
+            keys = list(client.scan_iter(match=options["prefix"] + "*", count=1000))
+            for start in range(0, len(keys), 500):
+                client.delete(*keys[start : start + 500])
+        finally:
+            client.close()
+
+
 Factory = Callable[[str, Path], Store]
+
+
+# -- the concurrency workers: module level, so spawned processes can import them -----
+
+
+def append_worker(url: str, session_id: str, worker: int, count: int, start: object) -> None:
+    """Append ``count`` one-message batches through the Session handle, as an agent would.
+
+    ``start`` is a barrier shared by all workers, so their appends overlap.
+    """
+    store = open_store(url)
+    try:
+        session = store.get_session(session_id)
+        start.wait()  # type: ignore[attr-defined]
+        for i in range(count):
+            session.append(
+                Message.user(f"worker {worker} message {i}", metadata={"w": worker, "i": i})
+            )
+    finally:
+        store.close()
+
+
+def thread_workers(store: Store, session_ids: list[str], count: int) -> list[BaseException]:
+    """The in-process version: one thread per session id (ids may repeat), one store."""
+    barrier = threading.Barrier(len(session_ids))
+    errors: list[BaseException] = []
+
+    def run(worker: int, sid: str) -> None:
+        try:
+            session = store.get_session(sid)
+            barrier.wait()
+            for i in range(count):
+                session.append(
+                    Message.user(f"worker {worker} message {i}", metadata={"w": worker, "i": i})
+                )
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w, s)) for w, s in enumerate(session_ids)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors

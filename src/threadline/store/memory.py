@@ -209,7 +209,10 @@ class MemoryStore:
                         )
                     out.append(e.messages[e.ids[m.id] - 1].model_copy(deep=True))
                 return out
-            if any(m.id in e.ids for m in messages):
+            ids = [m.id for m in messages]
+            if len(set(ids)) != len(ids):
+                raise InvalidMessage("a message id appears twice in one batch")
+            if any(i in e.ids for i in ids):
                 raise InvalidMessage(
                     f"a message id in this batch is already stored in session {session_id}"
                 )
