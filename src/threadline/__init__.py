@@ -3,9 +3,24 @@
 The public API is what this module exports; everything else is internal.
 """
 
+from threadline.agent import (
+    Agent,
+    AgentConfig,
+    Tool,
+    ToolRegistry,
+    TurnResult,
+    default_agent,
+    load_agent,
+)
+from threadline.compaction.compactor import CompactionResult, Compactor
+from threadline.compaction.extractive import ExtractiveSummarizer
+from threadline.compaction.llm import HybridSummarizer, LLMSummarizer, make_summarizer
+from threadline.compaction.triggers import TriggerDecision, check_triggers
 from threadline.context import ContextPolicy, ContextReport, ContextWindow, build_context
+from threadline.context.strategies import StrategyRegistry
 from threadline.errors import (
     AmbiguousSessionId,
+    CompactionInProgress,
     ConfigError,
     ContextLengthExceeded,
     ContextOverflow,
@@ -14,6 +29,8 @@ from threadline.errors import (
     InvalidMessage,
     InvalidSessionId,
     MessageTooLarge,
+    MissingCredentials,
+    ModelError,
     NotAThreadlineStore,
     NotSupported,
     SchemaTooNew,
@@ -51,8 +68,13 @@ from threadline.store import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
+    "AgentConfig",
     "AmbiguousSessionId",
     "Checkpoint",
+    "CompactionInProgress",
+    "CompactionResult",
+    "Compactor",
     "ConfigError",
     "ContextLengthExceeded",
     "ContextOverflow",
@@ -60,14 +82,19 @@ __all__ = [
     "ContextReport",
     "ContextWindow",
     "CorruptRecord",
+    "ExtractiveSummarizer",
     "FilePart",
+    "HybridSummarizer",
     "ImagePart",
     "ImportFormatError",
     "InvalidMessage",
     "InvalidSessionId",
+    "LLMSummarizer",
     "LockHolder",
     "Message",
     "MessageTooLarge",
+    "MissingCredentials",
+    "ModelError",
     "NotAThreadlineStore",
     "NotSupported",
     "SchemaTooNew",
@@ -82,15 +109,24 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "StrategyRegistry",
     "TextPart",
     "ThreadlineError",
+    "Tool",
     "ToolCall",
+    "ToolRegistry",
+    "TriggerDecision",
+    "TurnResult",
     "Unit",
     "Usage",
     "UsageError",
     "__version__",
     "build_context",
+    "check_triggers",
+    "default_agent",
     "default_store_url",
     "group_units",
+    "load_agent",
+    "make_summarizer",
     "open_store",
 ]

@@ -21,6 +21,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from threadline.cli.compact_cmd import render_trigger_progress
 from threadline.cli.render import (
     bar,
     fmt_int,
@@ -31,6 +32,7 @@ from threadline.cli.render import (
     print_json,
 )
 from threadline.cli.state import store_of
+from threadline.compaction.triggers import check_triggers
 from threadline.context import ContextPolicy, ContextWindow, build_context
 from threadline.errors import UsageError
 from threadline.store import Checkpoint, Session
@@ -279,7 +281,10 @@ def context(
             {"messages": window.to_openai(), "report": window.report.model_dump(mode="json")}
         )
         return
-    print_context_report(render_context_report(window, session, session.latest_checkpoint()))
+    blocks = render_context_report(window, session, session.latest_checkpoint())
+    decision = check_triggers(session, policy, model=window.model, context_tokens=window.tokens)
+    blocks.append(render_trigger_progress(decision))
+    print_context_report(blocks)
 
 
 def register(root: typer.Typer) -> None:

@@ -63,7 +63,10 @@ class ContextPolicy(BaseModel):
     prune_soft_at: float = Field(default=0.30, ge=0.0, le=1.0)
     """Soft trim when the context passes this share of the limit."""
     prune_hard_at: float = Field(default=0.50, ge=0.0, le=1.0)
-    """Hard clear when the context passes this share of the limit."""
+    """Hard clear when the context passes this share of the limit..."""
+    prune_hard_to: float = Field(default=0.40, ge=0.0, le=1.0)
+    """...clearing oldest results until it is back under this share: one chunk of
+    clears instead of one a turn, so the prefix breaks rarely (invariant 7)."""
     prune_soft_over_chars: int = Field(default=4000, ge=0)
     """Soft trim touches results longer than this..."""
     prune_keep_chars: int = Field(default=1500, ge=0)
@@ -74,6 +77,7 @@ class ContextPolicy(BaseModel):
     """Results of these tools are never pruned."""
     prune_aggressive_soft_at: float = Field(default=0.10, ge=0.0, le=1.0)
     prune_aggressive_hard_at: float = Field(default=0.20, ge=0.0, le=1.0)
+    prune_aggressive_hard_to: float = Field(default=0.15, ge=0.0, le=1.0)
     prune_aggressive_min_chars: int = Field(default=5_000, ge=0)
 
     # -- compaction triggers (checked after a turn completes)
@@ -89,4 +93,6 @@ class ContextPolicy(BaseModel):
     def _check(self) -> ContextPolicy:
         if self.prune_hard_at < self.prune_soft_at:
             raise ValueError("prune_hard_at must be >= prune_soft_at")
+        if self.prune_hard_to > self.prune_hard_at:
+            raise ValueError("prune_hard_to must be <= prune_hard_at")
         return self

@@ -7,8 +7,10 @@ cut; when it passes ``prune_hard_at``, the oldest results are cleared to a
 notice, until the context is back under that line. Pruning runs only when the
 prunable text totals at least ``prune_min_prunable_chars``; results in the
 last ``prune_protect_turns`` assistant turns and of ``protected_tools`` are
-never touched. ``aggressive`` (a retry after a provider's context-length
-error) uses lower thresholds.
+never touched. A hard clear, once it starts, clears down to ``prune_hard_to``
+in one chunk, so it happens every many turns rather than one result a turn.
+``aggressive`` (a retry after a provider's context-length error) uses lower
+thresholds.
 
 Decisions are sticky: a result pruned once stays pruned the same way in later
 builds on the same handle, so the prefix never flips back and forth between
@@ -41,6 +43,7 @@ class Pruned:
 class Thresholds:
     soft_at: float
     hard_at: float
+    hard_to: float
     min_prunable_chars: int
 
     @classmethod
@@ -49,9 +52,15 @@ class Thresholds:
             return cls(
                 policy.prune_aggressive_soft_at,
                 policy.prune_aggressive_hard_at,
+                policy.prune_aggressive_hard_to,
                 policy.prune_aggressive_min_chars,
             )
-        return cls(policy.prune_soft_at, policy.prune_hard_at, policy.prune_min_prunable_chars)
+        return cls(
+            policy.prune_soft_at,
+            policy.prune_hard_at,
+            policy.prune_hard_to,
+            policy.prune_min_prunable_chars,
+        )
 
 
 def soft_trim(m: Message, keep: int) -> Message:
@@ -135,11 +144,12 @@ def prune_units(
                 m = msgs[ui][mi]
                 if m.seq not in sticky and len(m.text) > policy.prune_soft_over_chars:
                     apply(ui, mi, "soft")
-        for ui, mi in eligible:
-            if total <= th.hard_at * limit:
-                break
-            if sticky.get(msgs[ui][mi].seq or -1) != "hard":
-                apply(ui, mi, "hard")
+        if total > th.hard_at * limit:
+            for ui, mi in eligible:
+                if total <= th.hard_to * limit:
+                    break
+                if sticky.get(msgs[ui][mi].seq or -1) != "hard":
+                    apply(ui, mi, "hard")
     if not done:
         return units, []
     return [Unit(tuple(u)) for u in msgs], done

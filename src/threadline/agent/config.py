@@ -1,0 +1,331 @@
+"""Agent configuration: ``agents/NAME.yaml`` files, validated, and the built-in default.
+
+An agent file is the reference CLI's format (``shared/seeds/000``/``001``)::
+
+    name: coder
+    model:
+      provider: anthropic/claude-sonnet-4-5-20250929   # or simply  model: openai/gpt-4o
+      temperature: 0.2
+    system_prompt: You are a careful coding assistant.
+    context:                       # any ContextPolicy field
+      max_messages_before_summary: 30
+      min_recent_messages: 6
+    memory:                        # reserved for the memory issue; kept, not used yet
+      enabled: false
+    max_steps: 10
+    summarizer: auto
+    tools: [scratchpad_write, scratchpad_read, scratchpad_list]
+
+``load_agent(NAME)`` looks in ``./agents`` first (a project's own agents win),
+then in the user config directory; a path to a file works too. Every problem
+is a ``ConfigError`` naming the file, the field path (``context.min_recent_messages``)
+and what was expected; YAML syntax errors name the line. Unknown keys are
+errors, not silently ignored: a typo in a threshold should not quietly fall
+back to the default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from threadline.agent.tools import BUILTIN_TOOLS
+from threadline.context.policy import ContextPolicy
+from threadline.errors import ConfigError, InvalidSessionId
+from threadline.store.base import DEFAULT_AGENT, validate_agent
+
+APP_NAME = "threadline"
+AGENTS_DIRNAME = "agents"
+AGENT_SUFFIXES = (".yaml", ".yml")
+CONFIG_DIR_ENV = "THREADLINE_CONFIG_DIR"
+"""Overrides the user config directory (``platformdirs.user_config_dir("threadline")``)."""
+MODEL_ENV = "THREADLINE_MODEL"
+"""The default agent's model, as ``provider/model``."""
+DEFAULT_MODEL_SPEC = "openai/gpt-4o"
+DEFAULT_MAX_STEPS = 10
+"""Model calls per turn (the agent server's ``maxSteps``)."""
+MAX_STEPS_LIMIT = 1000
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant. Answer clearly and concisely. When tools are available, "
+    "use them when they help, and say what you did. If you are unsure, say so."
+)
+DEFAULT_TOOLS: tuple[str, ...] = tuple(BUILTIN_TOOLS)
+"""The built-in agent gets the scratchpad tools."""
+MAX_AGENT_FILE_BYTES = 1024 * 1024
+
+SummarizerKind = Literal["extractive", "llm", "hybrid", "auto"]
+TimeResolution = Literal["date", "hour", "none"]
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(_Config):
+    """Which model an agent talks to, and how."""
+
+    provider: str = Field(min_length=1)
+    """The model string, ``provider/model`` (the reference CLI's key name)."""
+    base_url: str | None = None
+    """An OpenAI-compatible server's URL (Ollama, vLLM, ...); overrides the provider's."""
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Cap on the reply's length; None leaves it to the provider."""
+
+    @property
+    def spec(self) -> str:
+        return self.provider.strip()
+
+
+class MemoryConfig(_Config):
+    """Reserved for cross-session memory: accepted and kept, not used yet."""
+
+    enabled: bool = False
+    extraction_threshold: int = Field(default=5, ge=1)
+    """Extract every N signal-flagged exchanges."""
+    retrieval_limit: int = Field(default=10, ge=0)
+    """Inject up to N memories per turn."""
+    auto_extract: bool = True
+
+
+class RuntimeContextConfig(_Config):
+    """What the system prompt says about the runtime (see ``threadline.agent.prompt``)."""
+
+    time: TimeResolution = "date"
+    """``date`` (default) or ``hour``: coarse on purpose, so the prompt prefix stays
+    cacheable; ``none`` leaves the time out."""
+    working_directory: bool = True
+    os: bool = True
+
+
+class AgentConfig(_Config):
+    """One agent: model, prompt, context policy and tools."""
+
+    name: str = DEFAULT_AGENT
+    """Validated like a session id: it becomes part of stored records."""
+    description: str | None = None
+    model: ModelConfig = Field(default_factory=lambda: ModelConfig(provider=DEFAULT_MODEL_SPEC))
+    """A ``provider/model`` string, or a mapping (provider, base_url, temperature, max_tokens)."""
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    context: ContextPolicy = Field(default_factory=ContextPolicy)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    max_steps: int = Field(default=DEFAULT_MAX_STEPS, ge=1, le=MAX_STEPS_LIMIT)
+    summarizer: SummarizerKind = "auto"
+    """How compaction summarizes: offline ``extractive``, the agent's ``llm``, ``hybrid``,
+    or ``auto`` (the LLM when one is configured, extractive otherwise)."""
+    tools: tuple[str, ...] = ()
+    """Built-in tools to enable, by name."""
+    runtime_context: RuntimeContextConfig = Field(default_factory=RuntimeContextConfig)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        try:
+            return validate_agent(value)
+        except InvalidSessionId as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"provider": value}
+        if value is None or isinstance(value, Mapping | ModelConfig):
+            return value
+        raise ValueError(
+            "expected a provider/model string (openai/gpt-4o) or a mapping with provider, "
+            "base_url, temperature, max_tokens"
+        )
+
+    @field_validator("tools")
+    @classmethod
+    def _check_tools(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [name for name in value if name not in BUILTIN_TOOLS]
+        if unknown:
+            raise ValueError(
+                f"unknown tool(s) {', '.join(map(repr, unknown))}; built-in tools: "
+                f"{', '.join(BUILTIN_TOOLS)}"
+            )
+        if len(set(value)) != len(value):
+            raise ValueError("a tool is listed twice")
+        return value
+
+    @property
+    def model_spec(self) -> str:
+        """The ``provider/model`` string."""
+        return self.model.spec
+
+    def with_model(self, spec: str) -> AgentConfig:
+        """This agent on another model (``--model``): keeps ``base_url`` only for the same
+        provider, since another provider's server would not serve it."""
+        spec = spec.strip()
+        if not spec:
+            raise ConfigError("an empty model name; use provider/model, e.g. openai/gpt-4o")
+        same_provider = spec.split("/", 1)[0] == self.model.spec.split("/", 1)[0]
+        model = self.model.model_copy(
+            update={"provider": spec, "base_url": self.model.base_url if same_provider else None}
+        )
+        return self.model_copy(update={"model": model})
+
+
+# -- loading -------------------------------------------------------------------------
+
+
+def user_config_dir() -> Path:
+    """``$THREADLINE_CONFIG_DIR``, else the platform's user config dir for threadline."""
+    override = os.environ.get(CONFIG_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def agent_dirs(cwd: Path | None = None) -> list[Path]:
+    """Where agents are looked up, in order: ``./agents``, then the user config dir."""
+    return [(cwd or Path.cwd()) / AGENTS_DIRNAME, user_config_dir() / AGENTS_DIRNAME]
+
+
+def _looks_like_path(text: str) -> bool:
+    return "/" in text or os.sep in text or text.endswith(AGENT_SUFFIXES)
+
+
+def find_agent_file(name: str, dirs: Sequence[Path] | None = None) -> Path | None:
+    """The first ``NAME.yaml`` (or ``.yml``) in the search dirs, or None."""
+    validate_agent(name)
+    for directory in dirs if dirs is not None else agent_dirs():
+        for suffix in AGENT_SUFFIXES:
+            candidate = directory / f"{name}{suffix}"
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def list_agents(dirs: Sequence[Path] | None = None) -> dict[str, Path]:
+    """Agent names found in the search dirs, each with the file that wins the lookup."""
+    found: dict[str, Path] = {}
+    for directory in dirs if dirs is not None else agent_dirs():
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.iterdir()):
+            if path.suffix not in AGENT_SUFFIXES or not path.is_file():
+                continue
+            try:
+                validate_agent(path.stem)
+            except InvalidSessionId:
+                continue
+            found.setdefault(path.stem, path)
+    return found
+
+
+def load_agent(name_or_path: str | Path, *, dirs: Sequence[Path] | None = None) -> AgentConfig:
+    """An agent by name (``./agents`` then the user config dir) or by file path.
+
+    ``default`` with no file of that name is the built-in default agent.
+    """
+    if isinstance(name_or_path, Path) or _looks_like_path(name_or_path):
+        path = Path(name_or_path).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"agent file not found: {path}")
+        return load_agent_file(path)
+    try:
+        name = validate_agent(name_or_path)
+    except InvalidSessionId as exc:
+        raise ConfigError(str(exc)) from exc
+    search = list(dirs) if dirs is not None else agent_dirs()
+    found = find_agent_file(name, search)
+    if found is not None:
+        return load_agent_file(found)
+    if name == DEFAULT_AGENT:
+        return default_agent()
+    looked = ", ".join(str(d / f"{name}.yaml") for d in search)
+    known = sorted(list_agents(search))
+    hint = f"; agents found: {', '.join(known)}" if known else ""
+    raise ConfigError(f"agent {name!r} not found (looked for {looked}){hint}")
+
+
+def load_agent_file(path: Path) -> AgentConfig:
+    """Read and validate one agent file; the name defaults to the file's stem."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_AGENT_FILE_BYTES:
+            raise ConfigError(f"{path}: {size:,} bytes is too large for an agent file")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the agent file: {exc.strerror or exc}") from exc
+    return parse_agent(text, source=str(path), default_name=path.stem)
+
+
+def parse_agent(
+    text: str, *, source: str = "<agent>", default_name: str | None = None
+) -> AgentConfig:
+    """Validate agent YAML; errors name ``source``, the line or the field."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise ConfigError(f"{where}: YAML syntax error: {problem}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: YAML error: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            f"{source}: an agent file must be a mapping of fields (name, model, ...), "
+            f"got {type(data).__name__}"
+        )
+    data = dict(data)
+    if default_name is not None and "name" not in data:
+        try:
+            data["name"] = validate_agent(default_name)
+        except InvalidSessionId as exc:
+            raise ConfigError(f"{source}: {exc}") from exc
+    try:
+        return AgentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, source)) from exc
+
+
+def format_validation_error(exc: ValidationError, source: str) -> str:
+    """One line per problem: ``file: field.path: what is expected (got X)``."""
+    lines = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        message = str(error["msg"])
+        if error["type"] == "extra_forbidden":
+            message = "unknown field (check the spelling; see the agent file reference)"
+        elif message.startswith("Value error, "):
+            message = message.removeprefix("Value error, ")
+        got = error.get("input")
+        shown = "" if error["type"] in ("missing", "extra_forbidden") else f" (got {got!r})"
+        if len(shown) > 100:
+            shown = shown[:97] + "...)"
+        lines.append(f"{loc}: {message}{shown}")
+    head = f"{source}: invalid agent configuration"
+    if len(lines) == 1:
+        return f"{source}: {lines[0]}"
+    return head + "\n  " + "\n  ".join(lines)
+
+
+# -- the built-in agent ---------------------------------------------------------------
+
+
+def default_agent(model: str | None = None) -> AgentConfig:
+    """The agent used when none is given: ``$THREADLINE_MODEL`` or ``openai/gpt-4o``,
+    a short helpful prompt and the scratchpad tools."""
+    spec = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL_SPEC
+    return AgentConfig(
+        name=DEFAULT_AGENT,
+        description="threadline's built-in agent",
+        model=ModelConfig(provider=spec),
+        system_prompt=DEFAULT_SYSTEM_PROMPT,
+        tools=DEFAULT_TOOLS,
+    )

@@ -1,0 +1,584 @@
+"""The turn loop: user message in, model and tools until done, compaction after.
+
+One turn (``Agent.run_turn``), following the agent server's prompt flow:
+
+1. append the user message;
+2. build the context (the agent's policy, system prompt and tool definitions);
+3. call the model (streaming text to a callback when one is given);
+4. append the reply with its model name and reported usage, *before* running
+   any tool, so a crash mid-tool leaves a call without a result, which the
+   view repairs (invariant 2) instead of a result nobody asked for;
+5. run the tool calls through the registry and append their results as one
+   batch; check for doom loops and append a warning if one is found;
+6. repeat from 2 until a reply has no tool calls, or ``max_steps`` model calls
+   were made (then a synthetic note says so and the turn stops);
+7. after the turn, never inside the tool loop, let the compactor check its
+   triggers; a failed compaction is reported and never breaks the turn.
+
+When the provider says the prompt is too long (``ContextLengthExceeded``), the
+turn forces a compaction, rebuilds with aggressive tool-result pruning and
+retries that call once; a second refusal raises ``ContextLengthExceeded``
+saying what was tried. This is the one place a compaction runs mid-turn: the
+alternative is a failed turn.
+
+Every model call records the builder's estimate next to the input tokens the
+provider reported; the ratio calibrates budgets per model
+(``threadline.agent.calibration``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from threadline.agent.calibration import (
+    DEFAULT_CALIBRATOR,
+    Calibrator,
+    UsageObservation,
+    calibrated_policy,
+)
+from threadline.agent.config import AgentConfig
+from threadline.agent.doom import DoomLoopDetector, LoopWarning
+from threadline.agent.prompt import build_system_prompt
+from threadline.agent.tools import BUILTIN_TOOLS, ToolRegistry
+from threadline.compaction.compactor import CompactionResult, Compactor
+from threadline.compaction.llm import make_summarizer
+from threadline.context.builder import ContextReport, ContextWindow, build_context
+from threadline.context.policy import ContextPolicy
+from threadline.errors import ContextLengthExceeded, ModelError, UsageError
+from threadline.llm.base import ChatModel, ChatRequest, ChatResponse
+from threadline.llm.registry import resolve_model
+from threadline.messages import Message, Usage
+from threadline.store.base import LockHolder, Session, Store
+
+logger = logging.getLogger(__name__)
+
+AgentEvent = Literal[
+    "turn_started",
+    "model_called",
+    "tool_started",
+    "tool_finished",
+    "doom_loop",
+    "step_limit",
+    "context_length_exceeded",
+    "compacted",
+    "compaction_failed",
+    "turn_finished",
+]
+EventHandler = Callable[[str, dict[str, Any]], None]
+"""``on_event(name, payload)``; payload keys per event are listed on ``Agent``."""
+
+StopReason = Literal["done", "step_limit"]
+
+STEP_LIMIT_PREFIX = "[threadline: step limit reached]"
+STEP_LIMIT_TEXT = (
+    STEP_LIMIT_PREFIX + " The agent made {steps} model calls in this turn (max_steps) and was "
+    "stopped before it gave a final answer; the results of its last tool calls are above. "
+    "(This note was written by threadline, not by the user.)"
+)
+ESTIMATE_METADATA_KEY = "estimated_input_tokens"
+"""Stored on each reply: the builder's estimate of the context it answered."""
+REPLY_METADATA_STEP = "step"
+
+
+@dataclass
+class TurnResult:
+    """What one turn did."""
+
+    reply: Message
+    """The last assistant message, as stored (with ``seq``)."""
+    steps: int
+    """Model calls made (retries after a context-length error not counted)."""
+    messages_appended: list[Message]
+    """Everything the turn stored, in order: user, replies, tool results, notices."""
+    compaction: CompactionResult | None
+    """The after-turn compaction check (None when the agent has no compactor)."""
+    usage: Usage
+    """Summed over the turn's model calls."""
+    context_report: ContextReport
+    """The report of the last context built."""
+    context_tokens: int
+    """The builder's estimate of the last context sent."""
+    observations: list[UsageObservation] = field(default_factory=list)
+    """Per model call: estimated vs reported input tokens."""
+    stopped: StopReason = "done"
+    loop_warnings: list[LoopWarning] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+    """What the context-length recovery did, when it ran."""
+
+    @property
+    def text(self) -> str:
+        return self.reply.text
+
+    @property
+    def estimated_input_tokens(self) -> int:
+        return self.context_tokens
+
+    @property
+    def reported_input_tokens(self) -> int | None:
+        return self.observations[-1].reported_input_tokens if self.observations else None
+
+
+def add_usage(total: Usage, more: Usage | None) -> Usage:
+    """Field-wise sum; a field stays None until some call reports it."""
+    if more is None:
+        return total
+
+    def plus(a: int | None, b: int | None) -> int | None:
+        return b if a is None else a if b is None else a + b
+
+    return Usage(
+        input_tokens=plus(total.input_tokens, more.input_tokens),
+        output_tokens=plus(total.output_tokens, more.output_tokens),
+        cached_tokens=plus(total.cached_tokens, more.cached_tokens),
+        cache_write_tokens=plus(total.cache_write_tokens, more.cache_write_tokens),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One answered model call: the reply, the window it answered, how it was recovered."""
+
+    response: ChatResponse
+    window: ContextWindow
+    recovery: list[str]
+    duration_ms: float
+
+
+class Agent:
+    """An agent: a config, a store, a chat model, tools and a compactor.
+
+    ``model`` defaults to ``resolve_model(config.model_spec)`` on first use;
+    ``tools`` to the config's built-in tools (a given registry is copied and
+    combined with them, so register tools before making the agent);
+    ``compactor`` to one with the config's summarizer and policy (``auto``
+    means hybrid with this agent's model: it calls the model to summarize, so
+    give a scripted model ``summarizer: extractive``).
+
+    Events (``on_event(name, payload)``; a handler that raises is logged, never
+    propagated): ``turn_started {session_id, message}``, ``model_called {step,
+    model, estimated_input_tokens, reported_input_tokens, output_tokens,
+    duration_ms, tool_calls}``, ``tool_started {step, call}``, ``tool_finished
+    {step, call, result, is_error, duration_ms}``, ``doom_loop {warning}``,
+    ``step_limit {steps}``, ``context_length_exceeded {step, error,
+    estimated_input_tokens}``, ``compacted {result}``, ``compaction_failed
+    {result}``, ``turn_finished {result}``.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        store: Store,
+        model: ChatModel | None = None,
+        tools: ToolRegistry | None = None,
+        compactor: Compactor | None = None,
+        on_event: EventHandler | None = None,
+        calibrator: Calibrator | None = None,
+        detector: DoomLoopDetector | None = None,
+        now: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self._model = model
+        self._owns_model = model is None
+        self.tools = _combine_tools(tools, config.tools)
+        self._compactor = compactor
+        self.on_event = on_event
+        self.calibrator = calibrator or DEFAULT_CALIBRATOR
+        self.detector = detector or DoomLoopDetector()
+        self._now = now
+        self._calibration_loaded: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"Agent({self.config.name!r}, model={self.model_spec!r})"
+
+    # -- parts ------------------------------------------------------------------------
+
+    @property
+    def model_spec(self) -> str:
+        """``provider/model``: what budgets, token counts and calibration are keyed by."""
+        return self.config.model_spec
+
+    @property
+    def policy(self) -> ContextPolicy:
+        return self.config.context
+
+    @property
+    def model(self) -> ChatModel:
+        """The chat model, resolved from the config on first use (may raise
+        ``MissingCredentials`` or ``ConfigError`` naming what to set)."""
+        if self._model is None:
+            overrides: dict[str, Any] = {}
+            if self.config.model.base_url:
+                overrides["base_url"] = self.config.model.base_url
+            self._model = resolve_model(self.model_spec, **overrides)
+        return self._model
+
+    @property
+    def compactor(self) -> Compactor:
+        if self._compactor is None:
+            kind = self.config.summarizer
+            needs_model = kind in ("llm", "hybrid", "auto")
+            summarizer = make_summarizer(
+                None if kind == "auto" else kind,
+                self.model if needs_model else None,
+                max_words=self.policy.summary_max_words,
+            )
+            self._compactor = Compactor(summarizer, policy=self.policy)
+        return self._compactor
+
+    def close(self) -> None:
+        """Close the model's connections if this agent created the model."""
+        if self._owns_model and self._model is not None:
+            close = getattr(self._model, "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- sessions and views -------------------------------------------------------------
+
+    def new_session(
+        self,
+        *,
+        title: str | None = None,
+        id: str | None = None,
+        lock: LockHolder | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Session:
+        """A new session of this agent on this agent's model."""
+        return self.store.create_session(
+            agent=self.config.name,
+            model=self.model_spec,
+            title=title,
+            id=id,
+            metadata=metadata,
+            lock=lock,
+        )
+
+    def system_prompt(self, now: datetime | None = None) -> str:
+        """The agent's prompt plus runtime context; stable within a day (see ``prompt``)."""
+        when = now or (self._now() if self._now is not None else None)
+        return build_system_prompt(self.config.system_prompt, self.config.runtime_context, now=when)
+
+    def build(
+        self,
+        session: Session,
+        *,
+        aggressive: bool = False,
+        system_prompt: str | None = None,
+        calibrated: bool = True,
+    ) -> ContextWindow:
+        """The window the next model call would get (what ``/context`` shows)."""
+        self._load_calibration(session)
+        policy = self.policy
+        factor = self.calibrator.factor(self.model_spec)
+        if calibrated:
+            policy = calibrated_policy(policy, model=self.model_spec, factor=factor)
+        window = build_context(
+            session,
+            model=self.model_spec,
+            system_prompt=system_prompt if system_prompt is not None else self.system_prompt(),
+            tools=self.tools.definitions(),
+            policy=policy,
+            aggressive=aggressive,
+        )
+        if policy is not self.policy:
+            window.report.notes.append(
+                f"budget calibrated: {self.model_spec} counts {factor:.3f}x our estimate, so "
+                f"the window is built against {policy.context_limit:,} estimated tokens"
+            )
+        return window
+
+    def compact(self, session: Session, *, force: bool = True) -> CompactionResult:
+        """Compact now (``/summarize``); raises on failure, unlike the after-turn check."""
+        return self.compactor.compact(session, force=force, model=self.model_spec)
+
+    # -- the turn -------------------------------------------------------------------------
+
+    def run_turn(
+        self,
+        session: Session,
+        user: str | Message,
+        *,
+        stream: Callable[[str], None] | None = None,
+        max_steps: int | None = None,
+    ) -> TurnResult:
+        """Run one user turn to its end; see the module docstring for the steps."""
+        message = _user_message(user)
+        limit = max_steps if max_steps is not None else self.config.max_steps
+        if limit < 1:
+            raise UsageError(f"max_steps must be at least 1, got {limit}")
+        self._ensure_model(session)
+        self._load_calibration(session)
+        self._emit("turn_started", session_id=session.id, message=message)
+
+        appended: list[Message] = list(session.append(message))
+        system_prompt = self.system_prompt()
+        tool_defs = self.tools.definitions()
+        observations: list[UsageObservation] = []
+        warnings: list[LoopWarning] = []
+        recovered: list[str] = []
+        usage = Usage()
+        steps = 0
+        stopped: StopReason = "done"
+        while True:
+            steps += 1
+            call = self._call_model(session, system_prompt, tool_defs, stream=stream, step=steps)
+            window = call.window
+            recovered += call.recovery
+            reply = self._stamp_reply(call.response, window, steps)
+            observation = self.calibrator.observe(
+                self.model_spec, estimated=window.tokens, usage=reply.usage, step=steps
+            )
+            observations.append(observation)
+            usage = add_usage(usage, reply.usage)
+            stored_reply = session.append(reply)[0]
+            appended.append(stored_reply)
+            self._emit(
+                "model_called",
+                step=steps,
+                model=stored_reply.model,
+                estimated_input_tokens=window.tokens,
+                reported_input_tokens=observation.reported_input_tokens,
+                output_tokens=observation.output_tokens,
+                duration_ms=round(call.duration_ms, 3),
+                tool_calls=list(stored_reply.tool_calls),
+            )
+            if not stored_reply.tool_calls:
+                break
+            # the results, and any notice about them, are stored as one batch
+            batch = self._run_tools(session, stored_reply, steps)
+            warning = self.detector.check([*appended, *batch])
+            if warning is not None:
+                warnings.append(warning)
+                batch.append(warning.message())
+            if steps >= limit:
+                stopped = "step_limit"
+                batch.append(
+                    Message.user(
+                        STEP_LIMIT_TEXT.format(steps=steps),
+                        synthetic=True,
+                        metadata={"step_limit": {"steps": steps, "max_steps": limit}},
+                    )
+                )
+            appended += session.append(batch)
+            if warning is not None:
+                self._emit("doom_loop", warning=warning)
+            if stopped == "step_limit":
+                self._emit("step_limit", steps=steps)
+                break
+
+        self._save_calibration(session, observations)
+        last = observations[-1]
+        real_context = (
+            last.reported_input_tokens
+            or self.calibrator.real_tokens(self.model_spec, last.estimated_input_tokens)
+        ) + (last.output_tokens or 0)
+        compaction = self._compact_after_turn(session, real_context)
+        result = TurnResult(
+            reply=stored_reply,
+            steps=steps,
+            messages_appended=appended,
+            compaction=compaction,
+            usage=usage,
+            context_report=window.report,
+            context_tokens=window.tokens,
+            observations=observations,
+            stopped=stopped,
+            loop_warnings=warnings,
+            recovered=recovered,
+        )
+        self._emit("turn_finished", result=result)
+        return result
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _request(self, window: ContextWindow) -> ChatRequest:
+        return ChatRequest(
+            messages=window.messages,
+            tools=window.tools,
+            temperature=self.config.model.temperature,
+            max_tokens=self.config.model.max_tokens,
+        )
+
+    def _send(
+        self, window: ContextWindow, stream: Callable[[str], None] | None, recovery: list[str]
+    ) -> _Call:
+        started = time.perf_counter()
+        if stream is None:
+            response = self.model.complete(self._request(window))
+        else:
+            final: ChatResponse | None = None
+            for item in self.model.stream(self._request(window)):
+                if isinstance(item, ChatResponse):
+                    final = item
+                elif item:
+                    stream(item)
+            if final is None:
+                raise ModelError(f"{self.model_spec}: the stream ended without a final reply")
+            response = final
+        return _Call(response, window, recovery, (time.perf_counter() - started) * 1000)
+
+    def _call_model(
+        self,
+        session: Session,
+        system_prompt: str,
+        tool_defs: Sequence[Mapping[str, Any]],
+        *,
+        stream: Callable[[str], None] | None,
+        step: int,
+    ) -> _Call:
+        """One model call; on a context-length refusal, compact, prune hard, retry once."""
+        window = self.build(session, system_prompt=system_prompt)
+        try:
+            return self._send(window, stream, [])
+        except ContextLengthExceeded as first:
+            self._emit(
+                "context_length_exceeded",
+                step=step,
+                error=str(first),
+                estimated_input_tokens=window.tokens,
+            )
+            tried = [f"the first request ({window.tokens:,} estimated tokens) was refused"]
+            tried.append(self._emergency_compaction(session))
+            retry = self.build(session, system_prompt=system_prompt, aggressive=True)
+            pruned = len(retry.report.pruned)
+            tried.append(
+                f"aggressive pruning ({pruned} tool result{'s' if pruned != 1 else ''} "
+                f"shrunk) rebuilt it at {retry.tokens:,} estimated tokens"
+            )
+            try:
+                return self._send(retry, stream, tried)
+            except ContextLengthExceeded as second:
+                raise ContextLengthExceeded(
+                    f"{self.model_spec} still refused the prompt as too long after recovery: "
+                    + "; ".join(tried)
+                    + f"; the retry was refused too ({second}). The window is "
+                    f"{retry.limit:,} tokens with {self.policy.response_reserve:,} reserved for "
+                    "the reply: lower context.context_limit or raise response_reserve in the "
+                    "agent file, shorten the system prompt or tools, or start a new session."
+                ) from second
+
+    def _emergency_compaction(self, session: Session) -> str:
+        try:
+            result = self.compactor.compact(session, force=True, model=self.model_spec)
+        except Exception as exc:  # the retry still goes ahead, with pruning only
+            logger.warning("emergency compaction of %s failed: %s", session.id, exc)
+            return f"a forced compaction failed ({type(exc).__name__}: {exc})"
+        if result.compacted:
+            self._emit("compacted", result=result)
+            return (
+                f"a forced compaction summarized messages {result.covers_from}-"
+                f"{result.covers_up_to}"
+            )
+        return f"a forced compaction did nothing ({result.reason or result.status})"
+
+    def _stamp_reply(self, response: ChatResponse, window: ContextWindow, step: int) -> Message:
+        reply = response.message
+        if reply.role != "assistant":
+            raise ModelError(f"{self.model_spec}: the model's reply has role {reply.role!r}")
+        metadata = dict(reply.metadata)
+        metadata[ESTIMATE_METADATA_KEY] = window.tokens
+        metadata[REPLY_METADATA_STEP] = step
+        return reply.model_copy(
+            update={
+                "model": reply.model or response.model or self.model.model,
+                "usage": reply.usage or response.usage,
+                "metadata": metadata,
+                "seq": None,
+                "token_counts": {},
+            }
+        )
+
+    def _run_tools(self, session: Session, reply: Message, step: int) -> list[Message]:
+        results: list[Message] = []
+        for call in reply.tool_calls:
+            self._emit("tool_started", step=step, call=call)
+            started = time.perf_counter()
+            result = self.tools.run(call, session=session)
+            self._emit(
+                "tool_finished",
+                step=step,
+                call=call,
+                result=result,
+                is_error=bool(result.metadata.get("is_error")),
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+            results.append(result)
+        return results
+
+    def _compact_after_turn(self, session: Session, context_tokens: int) -> CompactionResult | None:
+        try:
+            result = self.compactor.compact_if_needed(
+                session, model=self.model_spec, context_tokens=context_tokens
+            )
+        except Exception as exc:  # compact_if_needed should not raise; a turn never fails here
+            logger.warning("after-turn compaction of %s failed: %s", session.id, exc, exc_info=exc)
+            result = CompactionResult(
+                session_id=session.id, status="failed", error=f"{type(exc).__name__}: {exc}"
+            )
+        if result.compacted:
+            self._emit("compacted", result=result)
+        elif result.status == "failed":
+            self._emit("compaction_failed", result=result)
+        return result
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def _ensure_model(self, session: Session) -> None:
+        """A session without a model takes the agent's, so appends count with its tokenizer."""
+        if session.model is None:
+            self.store.update_session(session.id, model=self.model_spec)
+            session.refresh()
+
+    def _load_calibration(self, session: Session) -> None:
+        if session.id in self._calibration_loaded:
+            return
+        try:
+            self.calibrator.load(session)
+        except Exception as exc:  # calibration is an optimisation; never fail a turn for it
+            logger.warning("could not load the calibration of %s: %s", session.id, exc)
+        self._calibration_loaded.add(session.id)
+
+    def _save_calibration(self, session: Session, observations: Sequence[UsageObservation]) -> None:
+        try:
+            self.calibrator.save(session, observations)
+        except Exception as exc:
+            logger.warning("could not save the calibration of %s: %s", session.id, exc)
+
+    def _emit(self, name: AgentEvent, **payload: Any) -> None:
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(name, payload)
+        except Exception as exc:  # a listener's bug must not break the turn
+            logger.warning("agent event handler failed on %s: %s", name, exc, exc_info=exc)
+
+
+def _user_message(user: str | Message) -> Message:
+    if isinstance(user, str):
+        if not user.strip():
+            raise UsageError("the user message is empty")
+        return Message.user(user)
+    if not isinstance(user, Message) or user.role != "user":
+        raise UsageError("run_turn takes the user's text or a user Message")
+    return user
+
+
+def _combine_tools(tools: ToolRegistry | None, builtin: Sequence[str]) -> ToolRegistry:
+    """The given tools plus the config's built-ins (a given tool of the same name wins)."""
+    combined = ToolRegistry(list(tools) if tools is not None else [])
+    for name in builtin:
+        if name not in combined:
+            combined.register(BUILTIN_TOOLS[name])
+    return combined

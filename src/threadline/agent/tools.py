@@ -1,0 +1,422 @@
+"""Tools an agent can call: Python callables with JSON-schema parameters.
+
+A ``ToolRegistry`` turns a model's ``ToolCall`` into a tool ``Message``. It is
+the one place a model's output becomes a function call, so it never lets a
+failure out: an unknown tool, arguments that are not a JSON object, a missing
+or mistyped required argument, or an exception inside the tool all become an
+*error result* (``metadata={"is_error": True}``) that tells the model what went
+wrong, and the turn goes on. Only ``KeyboardInterrupt`` and friends
+(``BaseException``) pass through.
+
+Argument checking is deliberately minimal (required keys and top-level JSON
+types): enough to give the model a precise message for the common mistakes,
+without a JSON-schema validator dependency. Deeper checks belong in the tool.
+
+Tools that need the session (the built-in scratchpad tools, later the memory
+tools) declare ``takes_context=True`` and receive a ``ToolContext`` first, so
+one registry serves every session an agent talks in.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, get_type_hints
+
+from threadline.errors import UsageError
+from threadline.messages import Message, ToolCall
+from threadline.store.base import Session, Store
+
+logger = logging.getLogger(__name__)
+
+MAX_RESULT_CHARS = 4_000_000
+"""A result longer than this is cut before it is stored (the store refuses messages over
+64 MiB; pruning keeps big results out of the window, but they must be storable first)."""
+RESULT_CUT_NOTICE = "\n[threadline: tool output cut from {total:,} to {kept:,} characters]"
+ERROR_PREFIX = "Error: "
+NO_OUTPUT = "(no output)"
+"""What a tool that returned None (or an empty string) reports to the model."""
+
+JSON_TYPES: Mapping[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+"""JSON-schema ``type`` names and the Python values that satisfy them."""
+PYTHON_TO_JSON: Mapping[type, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    tuple: "array",
+    dict: "object",
+}
+"""For schemas derived from a function signature."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolError(Exception):
+    """Raised by a tool for an expected failure; the model sees just the message."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a ``takes_context`` tool receives before its arguments."""
+
+    session: Session
+    call: ToolCall
+
+    @property
+    def store(self) -> Store:
+        return self.session.store
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One tool: what the model sees (name, description, parameters) and what runs."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    """A JSON schema of type ``object`` (``properties``, ``required``)."""
+    func: Callable[..., Any]
+    takes_context: bool = False
+    """Call ``func(ToolContext, **arguments)`` instead of ``func(**arguments)``."""
+
+    def definition(self) -> dict[str, Any]:
+        """The provider-neutral definition: ``{name, description, parameters}``."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": dict(self.parameters),
+        }
+
+
+# -- schemas from signatures -----------------------------------------------------------
+
+
+def _json_type(annotation: Any) -> dict[str, Any]:
+    """A small JSON schema for a Python annotation; ``{}`` (anything) when unsure."""
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return {}
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(options) == 1:
+            return _json_type(options[0])
+        return {}
+    base = origin or annotation
+    if base is typing.Literal:
+        values = list(typing.get_args(annotation))
+        return {"enum": values}
+    for py, name in PYTHON_TO_JSON.items():
+        if isinstance(base, type) and issubclass(base, py) and not (py is int and base is bool):
+            if base is bool:
+                return {"type": "boolean"}
+            return {"type": name}
+    return {}
+
+
+def schema_from_signature(func: Callable[..., Any], *, skip_first: bool = False) -> dict[str, Any]:
+    """Parameters schema from a function's signature: hints give types, defaults optionality."""
+    signature = inspect.signature(func)
+    try:
+        hints = get_type_hints(func)
+    except (NameError, TypeError):  # unresolvable forward references: fall back to "anything"
+        hints = {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    params = list(signature.parameters.values())
+    if skip_first and params:
+        params = params[1:]
+    for param in params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        properties[param.name] = _json_type(hints.get(param.name, param.annotation))
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _first_paragraph(doc: str | None) -> str:
+    if not doc:
+        return ""
+    return inspect.cleandoc(doc).split("\n\n", 1)[0].replace("\n", " ").strip()
+
+
+def make_tool(
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    takes_context: bool = False,
+) -> Tool:
+    """A ``Tool`` from a function; name, description and schema default to what it declares."""
+    tool_name = name or getattr(func, "__name__", "")
+    if not tool_name or not tool_name.replace("_", "").replace("-", "").isalnum():
+        raise UsageError(f"tool name {tool_name!r} must be letters, digits, '_' or '-'")
+    schema = (
+        dict(parameters)
+        if parameters is not None
+        else schema_from_signature(func, skip_first=takes_context)
+    )
+    if schema.get("type", "object") != "object":
+        raise UsageError(f"tool {tool_name!r}: parameters must be a JSON schema of type object")
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else _first_paragraph(func.__doc__),
+        parameters=schema,
+        func=func,
+        takes_context=takes_context,
+    )
+
+
+# -- checking arguments ------------------------------------------------------------------
+
+
+def _type_ok(value: Any, expected: Any) -> bool:
+    names = expected if isinstance(expected, list) else [expected]
+    for type_name in names:
+        accepted = JSON_TYPES.get(str(type_name))
+        if accepted is None:
+            return True  # a type we do not know: let the tool decide
+        if isinstance(value, bool) and type_name in ("integer", "number"):
+            continue
+        if isinstance(value, accepted):
+            return True
+    return False
+
+
+def _json_kind(value: Any) -> str:
+    for name, accepted in JSON_TYPES.items():
+        if name in ("integer", "number") and isinstance(value, bool):
+            continue
+        if isinstance(value, accepted):
+            return name
+    return type(value).__name__
+
+
+def check_arguments(tool: Tool, arguments: Mapping[str, Any]) -> str | None:
+    """What is wrong with ``arguments`` for ``tool`` (required keys, top-level types), or None."""
+    schema = tool.parameters
+    properties = schema.get("properties") or {}
+    missing = [k for k in schema.get("required") or [] if k not in arguments]
+    if missing:
+        expected = ", ".join(properties) or "none"
+        return (
+            f"missing required argument(s) {', '.join(map(repr, missing))} (expected: {expected})"
+        )
+    for key, value in arguments.items():
+        spec = properties.get(key)
+        if not isinstance(spec, Mapping):
+            continue
+        if "type" in spec and not _type_ok(value, spec["type"]):
+            return f"argument {key!r} must be {spec['type']}, got {_json_kind(value)}"
+        if "enum" in spec and value not in spec["enum"]:
+            return f"argument {key!r} must be one of {spec['enum']!r}, got {value!r}"
+    return None
+
+
+# -- results -------------------------------------------------------------------------
+
+
+def render_result(value: Any) -> str:
+    """A tool's return value as the text the model reads: str as is, anything else as JSON."""
+    if value is None:
+        return NO_OUTPUT
+    if isinstance(value, str):
+        text = value or NO_OUTPUT
+    else:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > MAX_RESULT_CHARS:
+        text = text[:MAX_RESULT_CHARS] + RESULT_CUT_NOTICE.format(
+            total=len(text), kept=MAX_RESULT_CHARS
+        )
+    return text
+
+
+def error_result(call: ToolCall, message: str, *, kind: str) -> Message:
+    """An error result the model can act on; ``kind`` says which check failed."""
+    return Message.tool(
+        ERROR_PREFIX + message,
+        tool_call_id=call.id,
+        name=call.name,
+        metadata={"is_error": True, "error_kind": kind},
+    )
+
+
+# -- the registry ----------------------------------------------------------------------
+
+
+class ToolRegistry:
+    """Named tools; turns tool calls into tool result messages, never raising for them."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> typing.Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({', '.join(self._tools)})"
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def register(self, tool: Tool | Callable[..., Any], *, replace: bool = False) -> Tool:
+        """Add a ``Tool`` (or a plain function, described by its signature and docstring)."""
+        if not isinstance(tool, Tool):
+            tool = make_tool(tool)
+        if tool.name in self._tools and not replace:
+            raise UsageError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        return tool
+
+    def unregister(self, name: str) -> bool:
+        return self._tools.pop(name, None) is not None
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        takes_context: bool = False,
+    ) -> Callable[[F], F]:
+        """Decorator: ``@registry.tool()`` registers the function and returns it unchanged."""
+
+        def decorate(func: F) -> F:
+            self.register(
+                make_tool(
+                    func,
+                    name=name,
+                    description=description,
+                    parameters=parameters,
+                    takes_context=takes_context,
+                )
+            )
+            return func
+
+        return decorate
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """Neutral ``{name, description, parameters}`` definitions, in registration order."""
+        return [t.definition() for t in self._tools.values()]
+
+    def run(self, call: ToolCall, *, session: Session | None = None) -> Message:
+        """Run one call; every failure becomes an error result, never an exception."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            return error_result(
+                call, f"unknown tool {call.name!r} (available tools: {known})", kind="unknown_tool"
+            )
+        if call.raw_arguments is not None:
+            shown = call.raw_arguments[:200]
+            return error_result(
+                call,
+                f"the arguments for {call.name} are not a JSON object: {shown!r}",
+                kind="bad_arguments",
+            )
+        problem = check_arguments(tool, call.arguments)
+        if problem is not None:
+            return error_result(call, f"{call.name}: {problem}", kind="bad_arguments")
+        if tool.takes_context and session is None:
+            return error_result(
+                call, f"{call.name} needs a session and none was given", kind="no_session"
+            )
+        try:
+            if tool.takes_context:
+                assert session is not None
+                value = tool.func(ToolContext(session=session, call=call), **call.arguments)
+            else:
+                value = tool.func(**call.arguments)
+            text = render_result(value)
+        except ToolError as exc:
+            return error_result(call, str(exc), kind="tool_error")
+        except Exception as exc:  # a tool's bug must not end the turn
+            logger.debug("tool %s raised", call.name, exc_info=exc)
+            return error_result(call, f"{type(exc).__name__}: {exc}", kind="exception")
+        return Message.tool(text, tool_call_id=call.id, name=call.name)
+
+    def run_all(
+        self, calls: Sequence[ToolCall], *, session: Session | None = None
+    ) -> list[Message]:
+        """Results in call order (the order providers expect them back)."""
+        return [self.run(call, session=session) for call in calls]
+
+
+# -- built-in tools: the session's scratchpad --------------------------------------------
+
+
+def scratchpad_write(ctx: ToolContext, name: str, content: str) -> str:
+    """Save a note in this session's scratchpad under a name (replacing any note of that name).
+
+    Notes survive compaction: use them for plans, findings and values you must not lose.
+    """
+    entry = ctx.session.scratchpad_write(name, content)
+    return f"saved scratchpad note {entry.name!r} ({len(entry.content):,} characters)"
+
+
+def scratchpad_read(ctx: ToolContext, name: str) -> str:
+    """Read a note from this session's scratchpad by name."""
+    entry = ctx.session.scratchpad_read(name)
+    if entry is None:
+        names = [e.name for e in ctx.session.scratchpad_list()]
+        known = ", ".join(repr(n) for n in names) or "the scratchpad is empty"
+        raise ToolError(f"no scratchpad note named {name!r} (notes: {known})")
+    return entry.content
+
+
+def scratchpad_list(ctx: ToolContext) -> list[dict[str, Any]]:
+    """List the notes in this session's scratchpad: names, sizes and when they were updated."""
+    return [
+        {"name": e.name, "characters": len(e.content), "updated_at": e.updated_at.isoformat()}
+        for e in ctx.session.scratchpad_list()
+    ]
+
+
+SCRATCHPAD_TOOLS: tuple[Tool, ...] = tuple(
+    make_tool(f, takes_context=True) for f in (scratchpad_write, scratchpad_read, scratchpad_list)
+)
+BUILTIN_TOOLS: Mapping[str, Tool] = {t.name: t for t in SCRATCHPAD_TOOLS}
+"""Tools an agent file can enable by name (``tools: [scratchpad_write, ...]``)."""
+
+
+def builtin_registry(names: Iterable[str]) -> ToolRegistry:
+    """A registry of the named built-in tools; an unknown name is a ``UsageError``."""
+    registry = ToolRegistry()
+    for name in names:
+        tool = BUILTIN_TOOLS.get(name)
+        if tool is None:
+            raise UsageError(
+                f"unknown built-in tool {name!r} (built-in tools: {', '.join(BUILTIN_TOOLS)})"
+            )
+        registry.register(tool)
+    return registry

@@ -1,0 +1,240 @@
+"""``threadline compact ID``: compact a session now and show the snapshot and its report.
+
+The command parses options, builds a summarizer (extractive without a model,
+hybrid with one), runs ``Compactor.compact(force=True)`` and renders: the
+snapshot, then what was summarized, what it cost and how many exact values
+survived verbatim. ``--dry-run`` shows the same without writing a checkpoint.
+
+``render_trigger_progress`` draws the compaction-trigger bars of the
+reference ``/context`` output; ``threadline context`` and the chat REPL append
+it to their report.
+
+``compact ID --json``::
+
+    {"status", "reason", "session_id", "dry_run", "checkpoint": Checkpoint | null,
+     "covers_from", "covers_up_to", "messages_summarized", "messages_kept",
+     "summarizer", "summarizer_model", "input_tokens", "output_tokens", "words",
+     "retention": {"total", "kept", "missing", "ratio"}, "duration_ms", "summary"}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from threadline.cli.render import make_console, print_json, usage_line
+from threadline.cli.state import store_of
+from threadline.compaction.compactor import CompactionResult, Compactor
+from threadline.compaction.llm import SummarizerKind, make_summarizer
+from threadline.compaction.snapshot import words
+from threadline.compaction.triggers import TriggerDecision
+from threadline.context import ContextPolicy
+from threadline.errors import UsageError
+from threadline.llm import ChatModel, resolve_model
+
+MISSING_SHOWN = 10
+"""Values missing from the snapshot listed by name in the report."""
+TRIGGER_LABELS = {"messages": "Messages", "tokens": "Tokens", "context": "Context"}
+LABEL_WIDTH = 18
+
+
+class SummarizerChoice(StrEnum):
+    extractive = "extractive"
+    llm = "llm"
+    hybrid = "hybrid"
+
+
+KINDS: dict[SummarizerChoice, SummarizerKind] = {
+    SummarizerChoice.extractive: "extractive",
+    SummarizerChoice.llm: "llm",
+    SummarizerChoice.hybrid: "hybrid",
+}
+
+
+def make_compaction_policy(*, max_words: int | None, keep_recent: int | None) -> ContextPolicy:
+    fields: dict[str, object] = {}
+    if max_words is not None:
+        fields["summary_max_words"] = max_words
+    if keep_recent is not None:
+        fields["min_recent_messages"] = keep_recent
+    try:
+        return ContextPolicy.model_validate(fields)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise UsageError(f"invalid compaction options: {problems}") from exc
+
+
+def _chat_model(
+    choice: SummarizerChoice | None, model: str | None, session_model: str | None
+) -> ChatModel | None:
+    """The summarizer's model: ``--model``, else the session's when a model is required."""
+    if model is not None:
+        return resolve_model(model)
+    if choice in (SummarizerChoice.llm, SummarizerChoice.hybrid):
+        if not session_model:
+            raise UsageError(
+                f"--summarizer {choice.value} needs a model: pass --model provider/name"
+            )
+        return resolve_model(session_model)
+    return None
+
+
+def _kv(label: str, value: str) -> Text:
+    return Text(f"  {label + ':':<{LABEL_WIDTH}}{value}")
+
+
+def result_json(result: CompactionResult) -> dict[str, Any]:
+    """The documented ``--json`` document."""
+    summary = result.summary
+    checkpoint = result.checkpoint
+    metadata = checkpoint.metadata if checkpoint else {}
+    return {
+        "status": result.status,
+        "reason": result.reason,
+        "session_id": result.session_id,
+        "dry_run": result.status == "dry_run",
+        "checkpoint": checkpoint.model_dump(mode="json") if checkpoint else None,
+        "covers_from": result.covers_from,
+        "covers_up_to": result.covers_up_to,
+        "messages_summarized": result.messages_summarized,
+        "messages_kept": result.messages_kept,
+        "summarizer": summary.summarizer if summary else None,
+        "summarizer_model": metadata.get("summarizer_model"),
+        "input_tokens": summary.input_tokens if summary else None,
+        "output_tokens": summary.output_tokens if summary else None,
+        "words": words(summary.text) if summary else None,
+        "retention": dataclasses.asdict(summary.retention) if summary else None,
+        "duration_ms": round(result.duration_ms, 3),
+        "summary": summary.text if summary else None,
+    }
+
+
+def render_result(result: CompactionResult) -> list[RenderableType]:
+    """The snapshot, then the report, as printable blocks."""
+    summary = result.summary
+    if summary is None:
+        return [Text(f"Nothing compacted: {result.reason}", style="yellow")]
+    blocks: list[RenderableType] = [Text(summary.text.rstrip())]
+    if result.status == "dry_run":
+        title = Text("Dry run", style="bold")
+        title.append("  (no checkpoint written)", style="dim")
+    else:
+        title = Text("Compacted", style="bold green")
+        if result.checkpoint is not None:
+            title.append(f"  checkpoint #{result.checkpoint.id}", style="dim")
+    r = summary.retention
+    lines = [
+        _kv(
+            "Summarized",
+            f"{result.messages_summarized:,} messages (seq {result.covers_from}-"
+            f"{result.covers_up_to}); {result.messages_kept:,} recent kept verbatim",
+        ),
+        _kv("Summarizer", summary.summarizer),
+        _kv("Snapshot", f"{words(summary.text):,} words"),
+        _kv(
+            "Tokens",
+            "none (offline)"
+            if summary.input_tokens is None
+            else f"{summary.input_tokens:,} in, {summary.output_tokens or 0:,} out",
+        ),
+        _kv(
+            "Exact values",
+            f"{r.kept:,} of {r.total:,} kept verbatim ({r.ratio * 100:.0f}%)",
+        ),
+    ]
+    if r.missing:
+        shown = ", ".join(r.missing[:MISSING_SHOWN])
+        more = (
+            f" and {len(r.missing) - MISSING_SHOWN} more" if len(r.missing) > MISSING_SHOWN else ""
+        )
+        lines.append(_kv("Not kept", f"{shown}{more}"))
+    lines.append(_kv("Time", f"{result.duration_ms:,.0f} ms"))
+    for err in result.hook_errors:
+        lines.append(_kv("Hook failed", f"{err.event}: {err.hook}: {err.error}"))
+    blocks.append(Group(title, Text("\n").join(lines)))
+    return blocks
+
+
+def render_trigger_progress(decision: TriggerDecision) -> RenderableType:
+    """``Summarization Triggers`` with a bar per trigger, as in the reference ``/context``."""
+    head = Text("Compaction Triggers", style="bold")
+    if not decision.auto_summarize:
+        head.append("  (auto_summarize is off)", style="dim")
+    else:
+        head.append(
+            f"  (any one fires after {decision.minimum_messages} new messages)", style="dim"
+        )
+    rows: list[RenderableType] = [head]
+    for p in decision.progress:
+        label = TRIGGER_LABELS.get(p.name, p.name)
+        if not p.available:
+            rows.append(Text(f"  {label + ':':<10}- (no context built yet)", style="dim"))
+            continue
+        line = usage_line(label, p.value, p.threshold)
+        line.pad_left(2)
+        rows.append(line)
+    if decision.fire:
+        rows.append(Text(f"  fires now: {decision.note}", style="yellow"))
+    elif decision.note:
+        rows.append(Text(f"  {decision.note}", style="dim"))
+    return Group(*rows)
+
+
+def compact(
+    ctx: typer.Context,
+    session_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")
+    ],
+    summarizer: Annotated[
+        SummarizerChoice | None,
+        typer.Option(
+            "--summarizer",
+            "-s",
+            help="extractive (offline), llm, or hybrid (llm + exact values). "
+            "Default: hybrid with --model, else extractive.",
+            show_default=False,
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="Summarizer model, e.g. openai/gpt-4o-mini."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Summarize and report; write no checkpoint.")
+    ] = False,
+    max_words: Annotated[
+        int | None, typer.Option("--max-words", help="Snapshot word limit (default 600).")
+    ] = None,
+    keep_recent: Annotated[
+        int | None,
+        typer.Option("--keep-recent", min=0, help="Recent messages kept verbatim (default 6)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Compact a session now: summarize older messages into a checkpoint (history is kept)."""
+    policy = make_compaction_policy(max_words=max_words, keep_recent=keep_recent)
+    session = store_of(ctx).get_session(session_id)
+    chat_model = _chat_model(summarizer, model, session.model)
+    kind = KINDS[summarizer] if summarizer is not None else None
+    summ = make_summarizer(kind, chat_model, max_words=policy.summary_max_words)
+    result = Compactor(summ, policy=policy).compact(session, force=True, dry_run=dry_run)
+    if as_json:
+        print_json(result_json(result))
+        return
+    console = make_console()
+    for i, block in enumerate(render_result(result)):
+        if i:
+            console.print()
+        console.print(block)
+
+
+def register(root: typer.Typer) -> None:
+    root.command("compact")(compact)

@@ -1,0 +1,17 @@
+"""Compaction: older history replaced, in the view only, by a structured state snapshot.
+
+A compaction appends a checkpoint (never edits history): a snapshot of five
+sections (Files Modified, Key Decisions, Important Values, Current State,
+Pending Tasks) under a word limit, with exact paths, URLs, ids, error lines
+and settings kept verbatim. Snapshots are incremental: each one is the
+previous snapshot updated with the messages since, so the cost follows the
+new messages, not the history.
+
+    snapshot.py    the snapshot model: sections, ranked bullets, render / parse
+    values.py      extraction of the exact values to keep, and retention reports
+    toolcalls.py   what tool calls did to files, and tool results in brief
+    extractive.py  the offline, deterministic summarizer (no model)
+    llm.py         the summarizer that asks a chat model
+    triggers.py    when to compact
+    compactor.py   runs a compaction and appends the checkpoint
+"""

@@ -1,0 +1,578 @@
+"""Important values: the exact strings a summary must carry over verbatim.
+
+An agent that resumes from a summary needs the precise path it edited, the URL
+it called, the id a tool returned and the exact error text; a paraphrase of
+any of them is useless. ``extract_values`` finds such strings with precise
+patterns, and ``retention`` measures how many survive, verbatim, in a summary.
+
+Every value is a substring of the text it came from, so "kept verbatim" is a
+plain substring test. The patterns lean towards precision: a sentence-ending
+period is not part of a path, a closing parenthesis or backtick is not part of
+a URL, ``and/or`` is not a path and ``2024/01/02`` is not one either. Token
+values (paths, URLs, ids, versions, ...) are matched in one pass and overlaps
+are settled longest-first, so a UUID inside a path or a version inside a
+package pin is reported once, as the longer value. Error lines are matched per
+line and may contain token values; a summary that keeps the line keeps them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+def _split(text: str) -> tuple[str, ...]:
+    """The words of ``text``: long word lists stay readable as one string."""
+    return tuple(text.split())
+
+
+ValueKind = Literal[
+    "error",
+    "url",
+    "path",
+    "uuid",
+    "hex",
+    "id",
+    "email",
+    "setting",
+    "port",
+    "address",
+    "version",
+    "exception",
+    "identifier",
+]
+VALUE_KINDS: tuple[ValueKind, ...] = (
+    "error",
+    "url",
+    "path",
+    "uuid",
+    "hex",
+    "id",
+    "email",
+    "setting",
+    "port",
+    "address",
+    "version",
+    "exception",
+    "identifier",
+)
+
+ERROR_LINE_MAX_CHARS = 200
+"""An error line longer than this is cut at a word boundary (still a substring)."""
+QUOTED_MAX_CHARS = 60
+"""Longest backtick-quoted span taken as an identifier."""
+SETTING_VALUE_MAX_CHARS = 120
+"""Longest quoted value of a ``key="value"`` setting."""
+MIN_VALUE_CHARS = 2
+
+# File extensions accepted on a bare file name (no slash). Names that are also
+# common attribute names in code (``self.log``, ``process.env``, ``self.db``,
+# ``self.lock``) are left out on purpose; with a slash any extension is fine.
+BARE_EXTENSIONS = _split(
+    "py pyi pyx ipynb js jsx ts tsx mjs cjs json jsonl ndjson yaml yml toml ini md mdx rst "
+    "txt csv tsv html htm css scss sass less sql sh bash zsh fish ps1 bat go rs rb java kt "
+    "kts scala c h cc cpp cxx hpp cs swift php exs erl hrl lua dart vue svelte xml proto "
+    "graphql gql tf tfvars hcl gradle patch diff pem crt traj parquet sqlite sqlite3 wasm zip "
+    "tgz gz bz2 xz tar whl png jpg jpeg gif svg webp pdf mp4 mp3 wav lockb"
+)
+KNOWN_FILE_NAMES = _split(
+    "Makefile Dockerfile Containerfile Jenkinsfile Procfile Gemfile Rakefile Justfile "
+    "Vagrantfile CODEOWNERS"
+)
+KNOWN_DOTFILES = _split(
+    ".env .gitignore .gitattributes .dockerignore .bashrc .zshrc .profile .npmrc .nvmrc "
+    ".editorconfig .prettierrc .eslintrc .babelrc .python-version .tool-versions"
+)
+RUNTIME_NAMES = _split(
+    "python node nodejs go golang ruby java rust rustc postgres postgresql redis ubuntu "
+    "debian django flask fastapi react vue angular npm pip elixir erlang phoenix "
+    "kubernetes docker sqlite mysql pydantic typescript version release"
+)
+
+_PATH_CHARS = r"[\w.@+~%-]"
+_NOT_BEFORE_PATH = r"(?<![\w.~:/@%+\\-])"
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+# Token patterns, each run only on the whitespace-free chunks that can hold it (see
+# ``_token_matches``). Their order is their priority when two matches tie in length.
+_URL = _rx(
+    r"\b(?:https?|wss?|ftp|file|s3|gs|git|ssh|postgres(?:ql)?|mysql|rediss?|"
+    r"mongodb(?:\+srv)?|amqps?|sqlite|jdbc:[a-z]+)://[^\s<>\"'`\\|{}^\[\]]+"
+)
+_WINDOWS_PATH = _rx(r"\b[A-Za-z]:\\(?:[^\\/:*?\"<>|\s]+\\)*[^\\/:*?\"<>|\s]+")
+_ROOTED_PATH = _rx(
+    _NOT_BEFORE_PATH + r"(?:~|\.{1,2})?/" + _PATH_CHARS + r"+(?:/" + _PATH_CHARS + r"+)*/?"
+)
+_RELATIVE_PATH = _rx(_NOT_BEFORE_PATH + _PATH_CHARS + r"+(?:/" + _PATH_CHARS + r"+)+/?")
+_FILE_NAME = _rx(
+    _NOT_BEFORE_PATH
+    + r"[\w@+~%-]"
+    + _PATH_CHARS
+    + r"*\.(?:"
+    + "|".join(BARE_EXTENSIONS)
+    + r")(?![\w(/@%+~-])"
+)
+_DOTFILE = _rx(r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in KNOWN_DOTFILES) + r")(?![\w-])")
+_EMAIL = _rx(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+_SETTING = _rx(
+    r"(?<![\w.-])(?:--?)?[A-Za-z_][\w.-]*=(?![=>~])"
+    rf"(?:\"[^\"\n]{{0,{SETTING_VALUE_MAX_CHARS}}}\"|'[^'\n]{{0,{SETTING_VALUE_MAX_CHARS}}}'|"
+    r"[^\s\"'`,;()\[\]{}<>]+)"
+)
+_SETTING_LINE = _rx(
+    r"(?m)^[ \t]*(?P<inner>[A-Za-z_][\w.-]{2,}[ \t]*(?:=|:)[ \t]*"
+    rf"(?:\d+(?:\.\d+)?|true|false|\"[^\"\n]{{0,{SETTING_VALUE_MAX_CHARS}}}\"|"
+    rf"'[^'\n]{{0,{SETTING_VALUE_MAX_CHARS}}}'))[ \t]*$"
+)
+_UUID = _rx(
+    r"(?<![\w-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+    r"[0-9a-fA-F]{12}(?![\w-])"
+)
+_HEX_LITERAL = _rx(r"(?<![\w-])0x[0-9a-fA-F]{4,}(?![\w-])")
+_HEX = _rx(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,64}(?![\w-])")
+_PREFIXED_ID = _rx(
+    r"(?<![\w-])[A-Za-z][A-Za-z0-9]{1,11}[_-](?=[A-Za-z0-9_-]*\d)"
+    r"[A-Za-z0-9][A-Za-z0-9_-]{6,}(?![\w-])"
+)
+_CODE_ID = _rx(r"(?<![\w-])(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,12}(?![\w-])")
+_HOST_PORT = _rx(
+    r"(?<![\w.-])(?:localhost|(?:\d{1,3}\.){3}\d{1,3}|\[[0-9a-fA-F:]+\]|"
+    r"[A-Za-z][\w-]*(?:\.[\w-]+)+):\d{2,5}(?![\d.])"
+)
+_PORT_PHRASE = _rx(r"(?i)port(?:[ \t]+(?:number|is|to|on))?[ \t]*[:=]?[ \t]*\d{2,5}(?!\d)")
+_ADDRESS = _rx(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.]*\d)")
+_PINNED_VERSION = _rx(
+    r"(?i)(?<![\w.-])[A-Za-z][\w.-]*(?:==|>=|<=|~=|!=|@)v?\d+(?:\.\d+)+"
+    r"(?:[-+.]?[0-9A-Za-z]+)*(?![\w])"
+)
+_RUNTIME_BEFORE = _rx(r"(?i)\b(?:" + "|".join(RUNTIME_NAMES) + r")[ \t]+$")
+_BARE_VERSION = _rx(r"^v?\d+\.\d+(?:\.\d+)*$")
+_V_VERSION = _rx(r"(?<![\w.-])v\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z.]+)?(?![\w])")
+_SEMVER = _rx(r"(?<![\w.-])\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+|\+[0-9A-Za-z.]+)?(?![\w.]*\d)")
+_EXCEPTION = _rx(
+    r"(?<![\w.])(?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*"
+    r"(?:Error|Exception|Warning|Fault|Failure|Interrupt)(?![\w])"
+)
+_EXCEPTION_HINTS = ("Error", "Exception", "Warning", "Fault", "Failure", "Interrupt")
+_BACKTICKED = _rx(rf"`(?P<inner>[^`\n]{{{MIN_VALUE_CHARS},{QUOTED_MAX_CHARS}}})`")
+_QUOTED = _rx(r"(?<![\w\\])[\"'](?P<inner>[A-Za-z_][\w.:/-]{2,63})[\"']")
+
+_PRIORITY = {
+    name: i
+    for i, name in enumerate(
+        _split(
+            "url windows rooted relative file dotfile name email setting setting_line uuid "
+            "hex_literal hex prefixed code host_port port_phrase address pinned runtime v_version "
+            "semver exception backticked quoted"
+        )
+    )
+}
+_CHUNK = re.compile(
+    r"(?<!\S)(?=\S*?(?:[/\\@=\d_:'\"]|\.\w|" + "|".join(_EXCEPTION_HINTS) + r"))\S+"
+)
+"""Whitespace-free chunks that may hold a token value: plain words are skipped at C speed."""
+_DIGIT = re.compile(r"\d")
+_EXCEPTION_HINT = re.compile("|".join(_EXCEPTION_HINTS))
+_INNER_RULES = frozenset({"setting_line", "backticked", "quoted"})
+
+_ERROR_LINE = re.compile(
+    r"""(?mx)^[ \t]*(?:E[ \t]+(?P<pytest>\S.*?)|(?P<line>
+        (?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)(?::[ \t]+\S.*)?
+      | (?i:error|fatal|panic)(?:\[[\w-]+\])?:[ \t]+\S.*
+      | (?:FAILED|ERROR)[ \t]+\S.*
+      | \[(?i:error|fatal|critical)\][ \t]*\S.*
+      | .*\b(?:npm[ ]ERR!|Segmentation[ ]fault|command[ ]not[ ]found
+            |No[ ]such[ ]file[ ]or[ ]directory|Permission[ ]denied|Connection[ ]refused
+            |Traceback[ ]\(most[ ]recent[ ]call[ ]last\))\b.*
+      | .*\b(?:ERROR|FATAL|CRITICAL)\b:?[ \t]+\S.*
+    ))[ \t]*\r?$""",
+)
+
+_TRAILING_PUNCT = ".,;:!?*"
+_LETTER = re.compile(r"[A-Za-z]")
+_HAS_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}$")
+_NOT_PATHS = frozenset(
+    _split(
+        "and/or w/o i/o n/a tcp/ip input/output read/write true/false yes/no on/off client/server "
+        "either/or he/she him/her his/her km/h"
+    )
+)
+_NOISE_PATHS = frozenset(
+    [
+        "/dev/null",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/stdin",
+        "/dev/zero",
+        "/dev/tty",
+        "/dev/random",
+        "/dev/urandom",
+        "/bin/sh",
+        "/bin/bash",
+        "/usr/bin/env",
+    ]
+)
+_IDENTIFIER_SHAPE = re.compile(r"[\W\d_]|[a-z][A-Z]|^[A-Z]{2,}$|^[A-Z][a-z]+[A-Z]")
+"""A quoted word is an identifier when it is not plain lower-case prose: it has a digit,
+punctuation, an underscore, a space (a code snippet) or mixed case (``historyPath``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """One exact string worth keeping, and what kind of thing it is."""
+
+    kind: ValueKind
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(slots=True)
+class RetentionReport:
+    """How many distinct extracted values a summary keeps verbatim."""
+
+    total: int
+    kept: int
+    missing: list[str] = field(default_factory=list)
+    """The values not found verbatim, in extraction order."""
+    ratio: float = 1.0
+    """kept / total; 1.0 when there was nothing to keep."""
+
+
+def _strip_url(text: str) -> str:
+    while text:
+        if text[-1] in _TRAILING_PUNCT or (text[-1] == ")" and text.count("(") < text.count(")")):
+            text = text[:-1]
+        else:
+            break
+    return text
+
+
+def _clean_path(text: str) -> str | None:
+    text = text.rstrip(_TRAILING_PUNCT)
+    if len(text) < MIN_VALUE_CHARS or not _LETTER.search(text):
+        return None
+    if "\\" in text:  # a Windows path
+        return text
+    if text in _NOISE_PATHS:
+        return None
+    if text.startswith(("/", "~/", "./", "../")):
+        body = text.rstrip("/")
+        if body.count("/") < 2 and not _HAS_EXTENSION.search(body):
+            return None  # "/tmp", "/mcp": slash commands and bare roots are too vague
+        return text
+    if "/" not in text:
+        return text  # a bare file name; its pattern already demanded a known extension
+    if text.lower() in _NOT_PATHS or text.startswith("/"):
+        return None
+    parts = [p for p in text.split("/") if p]
+    if any(not p.strip(".") for p in parts):
+        return None
+    if len(parts) < 3 and not _HAS_EXTENSION.search(text) and not text.endswith("/"):
+        return None  # "src/app" is too ambiguous with "yes/no"; "a/b/c" or "a/b.py" is not
+    return text
+
+
+def _clean(kind: ValueKind, text: str) -> str | None:
+    if kind == "url":
+        text = _strip_url(text)
+        return text if "://" in text and not text.endswith("://") else None
+    if kind == "path":
+        return _clean_path(text)
+    if kind == "setting":
+        key, _, value = text.partition("=") if "=" in text else text.partition(":")
+        if not value.strip():
+            return None
+        if value[:1] not in "\"'":
+            text = text.rstrip(_TRAILING_PUNCT)
+            if text.endswith(("=", ":")):
+                return None
+        return text.strip() if len(key.strip().lstrip("-")) >= MIN_VALUE_CHARS else None
+    if kind == "identifier":
+        text = text.strip()
+        if len(text) < MIN_VALUE_CHARS or not _LETTER.search(text):
+            return None
+        return text if _IDENTIFIER_SHAPE.search(text) else None
+    return text
+
+
+Match = tuple[int, int, int, ValueKind, str]
+
+
+def _add(
+    found: list[Match], regex: re.Pattern[str], rule: str, kind: ValueKind, text: str, base: int
+) -> None:
+    priority = _PRIORITY[rule]
+    group: int | str = "inner" if rule in _INNER_RULES else 0
+    for m in regex.finditer(text):
+        raw = m.group(group)
+        cleaned = _clean(kind, raw)
+        if cleaned:
+            s = base + m.start(group) + max(raw.find(cleaned), 0)
+            found.append((s, s + len(cleaned), priority, kind, cleaned))
+
+
+def _chunk_matches(found: list[Match], chunk: str, base: int, text: str) -> None:
+    """Token values inside one whitespace-free chunk of ``text`` starting at ``base``.
+
+    Each pattern runs only when the chunk has the character it needs, which is
+    what makes extraction cheap on long, mostly plain text. Chunk edges are
+    whitespace in ``text``, so the patterns' look-arounds see what they would
+    see in the whole text.
+    """
+    digit = _DIGIT.search(chunk) is not None
+    if ":" in chunk:
+        if "://" in chunk:
+            _add(found, _URL, "url", "url", chunk, base)
+        if digit:
+            _add(found, _HOST_PORT, "host_port", "port", chunk, base)
+    if "\\" in chunk:
+        _add(found, _WINDOWS_PATH, "windows", "path", chunk, base)
+    if "/" in chunk:
+        _add(found, _ROOTED_PATH, "rooted", "path", chunk, base)
+        _add(found, _RELATIVE_PATH, "relative", "path", chunk, base)
+    if "." in chunk:
+        _add(found, _FILE_NAME, "file", "path", chunk, base)
+        if chunk.startswith(".") or "/." in chunk or "(." in chunk or "`." in chunk:
+            _add(found, _DOTFILE, "dotfile", "path", chunk, base)
+        if digit:
+            _add(found, _ADDRESS, "address", "address", chunk, base)
+            _add(found, _SEMVER, "semver", "version", chunk, base)
+            if "v" in chunk:
+                _add(found, _V_VERSION, "v_version", "version", chunk, base)
+            core = chunk.rstrip(_TRAILING_PUNCT + ")")
+            if _BARE_VERSION.match(core):
+                head = _RUNTIME_BEFORE.search(text, max(0, base - 24), base)
+                if head is not None:
+                    end = base + len(core)
+                    found.append(
+                        (
+                            head.start(),
+                            end,
+                            _PRIORITY["runtime"],
+                            "version",
+                            text[head.start() : end],
+                        )
+                    )
+    if "@" in chunk:
+        _add(found, _EMAIL, "email", "email", chunk, base)
+    if "=" in chunk:
+        if '="' in chunk or "='" in chunk:
+            end = min(len(text), base + len(chunk) + SETTING_VALUE_MAX_CHARS + 2)
+            line_end = text.find("\n", base, end)
+            _add(
+                found,
+                _SETTING,
+                "setting",
+                "setting",
+                text[base : line_end if line_end >= 0 else end],
+                base,
+            )
+        else:
+            _add(found, _SETTING, "setting", "setting", chunk, base)
+    if digit:
+        if ("=" in chunk or "@" in chunk) and "." in chunk:
+            _add(found, _PINNED_VERSION, "pinned", "version", chunk, base)
+        if "-" in chunk and len(chunk) >= 36:
+            _add(found, _UUID, "uuid", "uuid", chunk, base)
+        if "0x" in chunk:
+            _add(found, _HEX_LITERAL, "hex_literal", "hex", chunk, base)
+        _add(found, _HEX, "hex", "hex", chunk, base)
+        if "_" in chunk or "-" in chunk:
+            _add(found, _PREFIXED_ID, "prefixed", "id", chunk, base)
+        _add(found, _CODE_ID, "code", "id", chunk, base)
+    if _EXCEPTION_HINT.search(chunk):
+        _add(found, _EXCEPTION, "exception", "exception", chunk, base)
+    if '"' in chunk or "'" in chunk:
+        _add(found, _QUOTED, "quoted", "identifier", chunk, base)
+
+
+def _known_names(found: list[Match], text: str) -> None:
+    """Well-known extensionless file names (``Makefile``), found with plain string search."""
+    priority = _PRIORITY["name"]
+    for name in KNOWN_FILE_NAMES:
+        start = text.find(name)
+        while start >= 0:
+            end = start + len(name)
+            before = text[start - 1] if start else " "
+            after = text[end] if end < len(text) else " "
+            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+                found.append((start, end, priority, "path", name))
+            start = text.find(name, end)
+
+
+def _port_phrases(found: list[Match], text: str) -> None:
+    """ "port 8080", "PORT: 8080": found where the word occurs, not by scanning every position."""
+    lower = text.lower()
+    priority = _PRIORITY["port_phrase"]
+    start = lower.find("port")
+    while start >= 0:
+        before = text[start - 1] if start else " "
+        if not (before.isalnum() or before in "_-"):
+            m = _PORT_PHRASE.match(text, start)
+            if m:
+                found.append((start, m.end(), priority, "port", m.group(0)))
+        start = lower.find("port", start + 4)
+
+
+def _token_matches(text: str) -> list[Match]:
+    """Every candidate token value in ``text`` as (start, end, priority, kind, text)."""
+    found: list[Match] = []
+    for m in _CHUNK.finditer(text):
+        _chunk_matches(found, m.group(), m.start(), text)
+    if "`" in text:
+        _add(found, _BACKTICKED, "backticked", "identifier", text, 0)
+    if "=" in text or ":" in text:
+        _add(found, _SETTING_LINE, "setting_line", "setting", text, 0)
+    if "port" in text or "PORT" in text or "Port" in text:
+        _port_phrases(found, text)
+    if "file" in text or "CODEOWNERS" in text:
+        _known_names(found, text)
+    return found
+
+
+def _resolve(matches: list[Match]) -> list[tuple[int, ValueKind, str]]:
+    """Settle overlapping token matches: the longer wins, then the earlier-listed kind."""
+    ordered = sorted(matches, key=lambda m: (m[0] - m[1], m[2], m[0]))
+    taken = bytearray(max((m[1] for m in matches), default=0))
+    kept: list[tuple[int, ValueKind, str]] = []
+    for start, end, _, kind, text in ordered:
+        if 1 in taken[start:end]:
+            continue
+        taken[start:end] = b"\x01" * (end - start)
+        kept.append((start, kind, text))
+    return kept
+
+
+_ERROR_KEYWORDS = (
+    "error",
+    "err!",
+    "fail",
+    "fatal",
+    "panic",
+    "exception",
+    "traceback",
+    "denied",
+    "refused",
+    "not found",
+    "no such file",
+    "fault",
+    "critical",
+    "exit",
+)
+"""Lower-case words one of which every error-line pattern contains: lines without any are
+never handed to the (slower) error-line pattern."""
+
+
+_FAILURE_WORD = re.compile(
+    r"(?i)[\w.]*(?:error|exception|fail\w*|fatal|panic|traceback|denied|refused|not found|"
+    r"no such file|fault|critical)"
+)
+
+
+def _error_line_starts(text: str) -> list[int]:
+    lower = text.lower()
+    starts: set[int] = set()
+    for keyword in _ERROR_KEYWORDS:
+        i = lower.find(keyword)
+        while i >= 0:
+            starts.add(text.rfind("\n", 0, i) + 1)
+            end = text.find("\n", i)
+            if end < 0:
+                break
+            i = lower.find(keyword, end)
+    if text.startswith("E ") or "\nE " in text:
+        i = 0 if text.startswith("E ") else text.find("\nE ") + 1
+        while i > 0 or text.startswith("E "):
+            starts.add(i)
+            nxt = text.find("\nE ", i)
+            if nxt < 0:
+                break
+            i = nxt + 1
+    return sorted(starts)
+
+
+def _error_lines(text: str) -> list[tuple[int, ValueKind, str]]:
+    out: list[tuple[int, ValueKind, str]] = []
+    for start in _error_line_starts(text):
+        end = text.find("\n", start)
+        m = _ERROR_LINE.match(text, start, end if end >= 0 else len(text))
+        if m is None:
+            continue
+        group = "pytest" if m.group("pytest") is not None else "line"
+        line, at = m.group(group).rstrip(), m.start(group)
+        if len(line) > ERROR_LINE_MAX_CHARS:
+            line, at = _error_excerpt(line, at)
+        if len(line) >= MIN_VALUE_CHARS:
+            out.append((at, "error", line))
+    return out
+
+
+def _error_excerpt(line: str, at: int) -> tuple[str, int]:
+    """A long error line cut to ``ERROR_LINE_MAX_CHARS`` from where the failure is named.
+
+    A log line may carry a timestamp and request ids before ``ERROR: disk
+    full``; the excerpt starts at the word that names the failure (or at the
+    line start when none does) and ends at a word boundary. It is still a
+    substring of the text.
+    """
+    named = _FAILURE_WORD.search(line)
+    start = line.rfind(" ", 0, named.start()) + 1 if named else 0
+    cut = line[start : start + ERROR_LINE_MAX_CHARS]
+    space = cut.rfind(" ")
+    if len(line) - start > ERROR_LINE_MAX_CHARS and space > ERROR_LINE_MAX_CHARS // 2:
+        cut = cut[:space]
+    return cut, at + start
+
+
+def extract_values(text: str) -> list[Value]:
+    """Distinct important values in ``text``, in order of first appearance.
+
+    Each value's text is a substring of ``text``. A string found as more than
+    one kind keeps the kind of its first match.
+    """
+    if not text:
+        return []
+    hits = _resolve(_token_matches(text)) + _error_lines(text)
+    hits.sort(key=lambda h: h[0])
+    seen: set[str] = set()
+    out: list[Value] = []
+    for _, kind, value in hits:
+        if value not in seen:
+            seen.add(value)
+            out.append(Value(kind, value))
+    return out
+
+
+def extract_error_lines(text: str) -> list[Value]:
+    """Only the error lines of ``text`` (cheap: a keyword pre-scan picks the lines to parse)."""
+    return unique_values(Value(kind, line) for _, kind, line in _error_lines(text))
+
+
+def unique_values(values: Iterable[Value]) -> list[Value]:
+    """``values`` without repeated texts, first occurrence kept."""
+    seen: set[str] = set()
+    out: list[Value] = []
+    for v in values:
+        if v.text not in seen:
+            seen.add(v.text)
+            out.append(v)
+    return out
+
+
+def retention(values: Sequence[Value], snapshot_text: str) -> RetentionReport:
+    """Count the distinct ``values`` that appear verbatim in ``snapshot_text``."""
+    distinct = unique_values(values)
+    missing = [v.text for v in distinct if v.text not in snapshot_text]
+    total = len(distinct)
+    kept = total - len(missing)
+    return RetentionReport(
+        total=total, kept=kept, missing=missing, ratio=kept / total if total else 1.0
+    )

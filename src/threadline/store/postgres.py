@@ -1,0 +1,940 @@
+"""Sessions in PostgreSQL, for many processes on many machines (psycopg 3 + a pool).
+
+The same contract as the SQLite reference, with PostgreSQL doing the
+coordination: an append locks its session's row (``FOR NO KEY UPDATE``), reads
+``last_seq``, inserts the batch and bumps the counters in one transaction, so
+seqs stay gap-free however many writers race, and a batch is all-or-nothing.
+Appends are idempotent on client message ids (unique ``(session_id, id)``): a
+retry after a dropped connection returns the stored copies instead of writing
+twice. Attach locks are a JSON column changed under the same row lock.
+
+Everything lives in one schema (``?schema=``, default ``threadline``) created on
+first open; migrations are one ordered list, run under an advisory lock and
+recorded in ``threadline_meta``. Tail, list and prefix lookups are served by
+btree indexes (ids use the "C" collation so ordering matches the other
+backends byte for byte and ``LIKE 'prefix%'`` can use the primary key); search
+uses a generated ``tsvector`` column with a GIN index.
+
+Columns that hold caller-supplied JSON or free text (metadata, memo, summary,
+scratchpad content) use the ``json`` type, not ``jsonb`` or ``text``: ``json``
+keeps the exact text, so NUL characters, key order and float spelling
+round-trip as they do in every other backend (``jsonb`` and ``text`` refuse NUL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import select
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+import psycopg.conninfo
+import psycopg.errors
+from psycopg import sql
+from psycopg.abc import Params
+from psycopg.rows import class_row
+from psycopg.types.json import Json
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+from pydantic import BaseModel, ValidationError
+
+from threadline.errors import (
+    InvalidMessage,
+    NotAThreadlineStore,
+    SchemaTooNew,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    StoreError,
+    StoreUnavailable,
+    ThreadlineError,
+    UsageError,
+)
+from threadline.messages import Message, new_id, utcnow
+from threadline.store.base import (
+    DEFAULT_AGENT,
+    DEFAULT_PAGE_SIZE,
+    MIN_PREFIX_LENGTH,
+    Checkpoint,
+    LockHolder,
+    ScratchpadEntry,
+    SearchHit,
+    Session,
+    SessionInfo,
+    SessionPage,
+    check_scratchpad_name,
+    check_title,
+    encode_message,
+    pick_unique,
+    primary_tokens,
+    validate_agent,
+    validate_page_size,
+    validate_session_id,
+)
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+R = TypeVar("R", bound=BaseModel)
+T = TypeVar("T", int, float)
+
+APP_ID = "threadline"
+DEFAULT_SCHEMA = "threadline"
+DEFAULT_POOL_SIZE = 4
+"""Most connections one store holds; it keeps one open and grows under concurrency."""
+DEFAULT_POOL_TIMEOUT = 10.0
+"""Seconds a call waits for a pooled connection before ``StoreUnavailable``."""
+RECONNECT_FRACTION = 0.5
+"""The pool retries a lost connection in the background for this share of the pool
+timeout, then stops and reconnects on the next call: a server that comes back is
+used again at once instead of after a long exponential backoff."""
+DEFAULT_CONNECT_TIMEOUT = 10
+"""Seconds to establish one connection (libpq ``connect_timeout``), unless the URL says."""
+DEFAULT_APPLICATION_NAME = "threadline"
+"""Shown in ``pg_stat_activity`` unless the URL sets ``application_name``."""
+DIAGNOSE_CONNECT_TIMEOUT = 3
+"""Seconds for the probe connection that explains a pool timeout."""
+MIGRATION_LOCK_KEY = 0x74686C6E
+"""First half of the advisory lock key that serialises migrations (second: the schema)."""
+SEARCH_TEXT_LIMIT = 100_000
+"""Characters of a message indexed for search; a tsvector is limited to 1 MB."""
+HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments=1"
+"""``ts_headline`` options: mark hits like the SQLite backend's snippet does."""
+STORE_OPTIONS = ("schema", "pool_size", "pool_timeout")
+"""URL query options that are ours; every other option goes to libpq."""
+_SCHEMA_NAME_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+class CorruptRecordWarning(UserWarning):
+    """A stored row could not be decoded; it was left in place and skipped."""
+
+
+# -- migrations: one ordered list, applied in one place when the store opens ------
+
+
+def m001_initial(conn: Conn) -> None:
+    conn.execute(_M001)
+
+
+_M001 = """
+CREATE TABLE threadline_meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE sessions (
+    id text COLLATE "C" PRIMARY KEY, agent text COLLATE "C" NOT NULL, model text, title text,
+    created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+    message_count bigint NOT NULL DEFAULT 0, total_tokens bigint NOT NULL DEFAULT 0,
+    last_seq bigint NOT NULL DEFAULT 0,
+    metadata json NOT NULL DEFAULT '{}', memo json NOT NULL DEFAULT '{}', lock json);
+CREATE INDEX sessions_by_updated ON sessions (updated_at DESC, id);
+CREATE INDEX sessions_by_agent ON sessions (agent, updated_at DESC, id);
+CREATE TABLE messages (
+    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq bigint NOT NULL, id text NOT NULL, role text NOT NULL, created_at timestamptz NOT NULL,
+    tokens bigint NOT NULL, body text NOT NULL, search_text text NOT NULL,
+    search tsvector GENERATED ALWAYS AS (to_tsvector('simple', search_text)) STORED,
+    CONSTRAINT messages_by_seq PRIMARY KEY (session_id, seq),
+    CONSTRAINT messages_by_id UNIQUE (session_id, id));
+CREATE INDEX messages_search ON messages USING gin (search);
+CREATE TABLE checkpoints (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    covers_up_to bigint NOT NULL, summary json NOT NULL, created_at timestamptz NOT NULL,
+    metadata json NOT NULL DEFAULT '{}');
+CREATE INDEX checkpoints_by_session ON checkpoints (session_id, id);
+CREATE TABLE scratchpad (
+    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    name text COLLATE "C" NOT NULL, content json NOT NULL,
+    created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+    PRIMARY KEY (session_id, name))
+"""
+
+MIGRATIONS: list[Callable[[Conn], None]] = [m001_initial]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+# -- the queries that indexes must serve (tests EXPLAIN these very strings) --------
+
+SESSION_COLUMNS = (
+    "id, agent, model, title, created_at, updated_at, message_count, total_tokens, "
+    "last_seq, metadata"
+)
+LIST_SQL = (
+    f"SELECT {SESSION_COLUMNS} FROM sessions "
+    "ORDER BY updated_at DESC, id LIMIT %(limit)s OFFSET %(offset)s"
+)
+LIST_BY_AGENT_SQL = (
+    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE agent = %(agent)s "
+    "ORDER BY updated_at DESC, id LIMIT %(limit)s OFFSET %(offset)s"
+)
+TAIL_SQL = (
+    "SELECT seq, body FROM messages WHERE session_id = %(sid)s AND seq < %(before)s "
+    "ORDER BY seq DESC LIMIT %(limit)s"
+)
+READ_SQL = (
+    "SELECT seq, body FROM messages WHERE session_id = %(sid)s AND seq > %(after)s "
+    "ORDER BY seq LIMIT %(limit)s"
+)
+RESOLVE_PREFIX_SQL = (
+    "SELECT id FROM sessions WHERE id LIKE %(pattern)s ESCAPE '\\' ORDER BY id LIMIT 20"
+)
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, seq, id, role, created_at, tokens, body, search_text) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+)
+_SESSION_SQL = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s"
+_CHECKPOINT_COLUMNS = "id, session_id, covers_up_to, summary, created_at, metadata"
+_CHECKPOINT_SQL = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_id = %s"
+_ENTRY_COLUMNS = "name, content, created_at, updated_at"
+_ENTRY_SQL = f"SELECT {_ENTRY_COLUMNS} FROM scratchpad WHERE session_id = %s"
+_NO_SEQ_LIMIT = 2**63 - 1
+
+
+# -- URLs ------------------------------------------------------------------------
+
+
+def split_postgres_url(url: str) -> tuple[str, dict[str, str]]:
+    """The libpq URL (our options removed) and our options (``schema``, ``pool_size``...)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("postgresql", "postgres"):
+        raise UsageError(f"not a PostgreSQL URL: {redact_url(url)}")
+    ours: dict[str, str] = {}
+    theirs: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in STORE_OPTIONS:
+            ours[key] = value
+        else:
+            theirs.append((key, value))
+    return urlunsplit(parts._replace(query=urlencode(theirs))), ours
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password replaced, safe to print and to keep as ``store.url``."""
+    parts = urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    user = userinfo.split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{hostport}"))
+
+
+def check_schema_name(name: str) -> str:
+    """A schema name we create and quote ourselves: lower-case letters, digits, '_'."""
+    if not _SCHEMA_NAME_RE.fullmatch(name):
+        raise UsageError(
+            f"schema name {name!r} is invalid: use 1-63 lower-case letters, digits or '_', "
+            "not starting with a digit"
+        )
+    return name
+
+
+def _positive(options: dict[str, str], key: str, default: T, kind: Callable[[str], T]) -> T:
+    if key not in options:
+        return default
+    with contextlib.suppress(ValueError):
+        if (value := kind(options[key])) > 0:
+            return value
+    raise UsageError(f"store URL option {key} must be a positive number, got {options[key]!r}")
+
+
+# -- the store ---------------------------------------------------------------------
+
+
+class PostgresStore:
+    """Sessions in one PostgreSQL schema, shared safely by any number of processes."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        pool_timeout: float = DEFAULT_POOL_TIMEOUT,
+        url: str | None = None,
+    ) -> None:
+        self.schema = check_schema_name(schema)
+        if pool_size < 1:
+            raise UsageError(f"pool_size must be at least 1, got {pool_size}")
+        self._pool_size = pool_size
+        self._password = urlsplit(conninfo).password or ""
+        try:
+            params = psycopg.conninfo.conninfo_to_dict(conninfo)
+        except psycopg.ProgrammingError as exc:
+            raise UsageError(f"invalid PostgreSQL connection string: {self._clean(exc)}") from None
+        self._password = str(params.get("password") or "")
+        extra: dict[str, Any] = {}
+        if "connect_timeout" not in params:
+            extra["connect_timeout"] = DEFAULT_CONNECT_TIMEOUT
+        if "application_name" not in params:
+            extra["application_name"] = DEFAULT_APPLICATION_NAME
+        self._conninfo = psycopg.conninfo.make_conninfo(conninfo, **extra)
+        host, port = params.get("host") or "localhost", params.get("port") or "5432"
+        user = params.get("user") or "(default user)"
+        place = f"{user}@{host}:{port}/{params.get('dbname') or user}"
+        self._where = f"PostgreSQL {place}"
+        self.url = redact_url(url) if url else f"postgresql://{place}?schema={schema}"
+        self._migrate()
+        self._pool: ConnectionPool[Conn] = ConnectionPool(
+            self._conninfo,
+            kwargs={"autocommit": True},
+            min_size=1,
+            max_size=pool_size,
+            timeout=pool_timeout,
+            reconnect_timeout=pool_timeout * RECONNECT_FRACTION,
+            configure=self._configure,
+            name=f"threadline-{schema}",
+            open=False,
+        )
+        self._pool.open(wait=False)
+
+    @classmethod
+    def from_url(cls, url: str) -> PostgresStore:
+        """``postgresql://user@host:port/db?schema=NAME&pool_size=N&pool_timeout=S``."""
+        conninfo, options = split_postgres_url(url)
+        return cls(
+            conninfo,
+            schema=options.get("schema") or DEFAULT_SCHEMA,
+            pool_size=_positive(options, "pool_size", DEFAULT_POOL_SIZE, int),
+            pool_timeout=_positive(options, "pool_timeout", DEFAULT_POOL_TIMEOUT, float),
+            url=url,
+        )
+
+    # -- opening ----------------------------------------------------------------
+
+    def _connect(self, *, timeout: int | None = None) -> Conn:
+        """One direct connection; a failure says what and where, never the password."""
+        conninfo = self._conninfo
+        if timeout is not None:
+            conninfo = psycopg.conninfo.make_conninfo(conninfo, connect_timeout=timeout)
+        try:
+            return psycopg.connect(conninfo, autocommit=True)
+        except psycopg.ProgrammingError as exc:
+            raise UsageError(f"invalid PostgreSQL URL: {self._clean(exc)}") from None
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot connect to {self._where}: {self._clean(exc)}") from exc
+
+    def _configure(self, conn: Conn) -> None:
+        conn.execute(
+            sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)), prepare=False
+        )
+        conn.execute("SET TIME ZONE 'UTC'", prepare=False)
+
+    def _migrate(self) -> None:
+        """Create or upgrade the schema, serialised by an advisory lock across processes."""
+        with self._connect() as conn, self._translate(), conn.transaction():
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                (MIGRATION_LOCK_KEY, self.schema),
+            )
+            exists = conn.execute(
+                "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+            ).fetchone()
+            if not exists:
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+            conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self.schema)))
+            version = self._schema_version(conn)
+            for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
+                migration(conn)
+                conn.execute(
+                    "INSERT INTO threadline_meta (key, value) VALUES ('app', %s), "
+                    "('schema_version', %s) ON CONFLICT (key) DO UPDATE "
+                    "SET value = excluded.value",
+                    (APP_ID, str(number)),
+                )
+
+    def _schema_version(self, conn: Conn) -> int:
+        where = f"{self._where} schema {self.schema}"
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+                (self.schema,),
+            )
+        }
+        if "threadline_meta" not in tables:
+            if tables:
+                shown = ", ".join(sorted(tables)[:5])
+                raise NotAThreadlineStore(
+                    f"{where} holds tables threadline did not create ({shown}); "
+                    "choose another schema with ?schema=NAME"
+                )
+            return 0
+        meta: dict[str, str] = dict(
+            conn.execute("SELECT key, value FROM threadline_meta").fetchall()
+        )
+        if meta.get("app") != APP_ID:
+            raise NotAThreadlineStore(f"{where} is not a threadline store")
+        try:
+            version = int(meta.get("schema_version", ""))
+        except ValueError:
+            raise NotAThreadlineStore(f"{where} has no readable schema version") from None
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{where} has schema version {version}, newer than this threadline "
+                f"understands ({SCHEMA_VERSION}); upgrade threadline to open it"
+            )
+        return version
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def _clean(self, exc: BaseException) -> str:
+        text = " ".join(str(exc).split())
+        return text.replace(self._password, "***") if self._password else text
+
+    @contextlib.contextmanager
+    def _translate(self) -> Iterator[None]:
+        try:
+            yield
+        except ThreadlineError:
+            raise
+        except PoolClosed as exc:
+            raise StoreUnavailable(f"store {self.url} is closed") from exc
+        except PoolTimeout as exc:
+            raise StoreUnavailable(
+                f"no connection to {self._where} became available: {self._diagnose()}"
+            ) from exc
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            raise StoreUnavailable(f"{self._where}: {self._clean(exc)}") from exc
+        except psycopg.DataError as exc:
+            raise UsageError(f"PostgreSQL cannot store this value: {self._clean(exc)}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"{self._where} schema {self.schema}: {self._clean(exc)}") from exc
+
+    def _diagnose(self) -> str:
+        """Why the pool has no connection: try one directly and report what happened."""
+        try:
+            probe = self._connect(timeout=DIAGNOSE_CONNECT_TIMEOUT)
+        except ThreadlineError as exc:
+            return str(exc)
+        probe.close()
+        return "the server accepts connections, but the pool is exhausted or stuck"
+
+    def _checkout(self) -> Conn:
+        """A pooled connection not known to be dead.
+
+        A server restart or ``pg_terminate_backend`` leaves dead connections idle in
+        the pool; each is closed and handed back (the pool replaces it) until a live
+        one or a fresh one comes, without the pool's back-off between checks.
+        """
+        for _ in range(self._pool_size):
+            conn = self._pool.getconn()
+            if _looks_alive(conn):
+                return conn
+            conn.close()
+            self._pool.putconn(conn)
+        return self._pool.getconn()
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[Conn]:
+        with self._translate():
+            conn = self._checkout()
+            try:
+                yield conn
+            finally:
+                self._pool.putconn(conn)
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Conn]:
+        with self._read() as conn, conn.transaction():
+            yield conn
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions ---------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        agent: str = DEFAULT_AGENT,
+        model: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        lock: LockHolder | None = None,
+    ) -> Session:
+        sid = validate_session_id(id) if id is not None else new_id()
+        agent = validate_agent(agent)
+        now = utcnow()
+        with self._write() as conn:
+            args = (sid, agent, model, check_title(title), now, now, Json(metadata or {}))
+            try:
+                info = _one(
+                    conn,
+                    SessionInfo,
+                    "INSERT INTO sessions (id, agent, model, title, created_at, updated_at, "
+                    "metadata, lock) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                    f"RETURNING {SESSION_COLUMNS}",
+                    (*args, Json(lock.model_dump(mode="json")) if lock else None),
+                )
+            except psycopg.errors.UniqueViolation as exc:
+                raise SessionExists(sid) from exc
+        assert info is not None
+        return Session(self, info)
+
+    def get_session(self, id_or_prefix: str) -> Session:
+        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
+
+    def resolve_id(self, id_or_prefix: str) -> str:
+        validate_session_id(id_or_prefix)
+        with self._read() as conn:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = %s", (id_or_prefix,)).fetchone():
+                return id_or_prefix
+            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
+                raise SessionNotFound(id_or_prefix)
+            # ids are validated to [A-Za-z0-9._-]: only '_' is a LIKE wildcard among them
+            pattern = id_or_prefix.replace("_", "\\_") + "%"
+            rows = conn.execute(RESOLVE_PREFIX_SQL, {"pattern": pattern}).fetchall()
+        return pick_unique(id_or_prefix, [r[0] for r in rows])
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        with self._read() as conn:
+            info = _one(conn, SessionInfo, _SESSION_SQL, (session_id,))
+        if info is None:
+            raise SessionNotFound(session_id)
+        return info
+
+    def list_sessions(
+        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
+    ) -> SessionPage:
+        validate_page_size(limit)
+        if offset < 0:
+            raise UsageError("offset must be >= 0")
+        args: dict[str, Any] = {"limit": limit, "offset": offset}
+        with self._read() as conn:
+            if agent is None:
+                total_row = conn.execute("SELECT count(*) FROM sessions").fetchone()
+                items = _all(conn, SessionInfo, LIST_SQL, args)
+            else:
+                args["agent"] = validate_agent(agent)
+                total_row = conn.execute(
+                    "SELECT count(*) FROM sessions WHERE agent = %(agent)s", args
+                ).fetchone()
+                items = _all(conn, SessionInfo, LIST_BY_AGENT_SQL, args)
+        total = total_row[0] if total_row else 0
+        return SessionPage(items=items, total=total, offset=offset, limit=limit)
+
+    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
+        title = check_title(title)
+        with self._write() as conn:
+            info = _one(
+                conn,
+                SessionInfo,
+                f"UPDATE sessions SET title = %s, updated_at = %s WHERE id = %s "
+                f"RETURNING {SESSION_COLUMNS}",
+                (title, utcnow(), session_id),
+            )
+        if info is None:
+            raise SessionNotFound(session_id)
+        return info
+
+    def update_session(
+        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> SessionInfo:
+        with self._write() as conn:
+            head = conn.execute(
+                "SELECT metadata FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
+            ).fetchone()
+            if head is None:
+                raise SessionNotFound(session_id)
+            merged = {**head[0], **(metadata or {})}
+            info = _one(
+                conn,
+                SessionInfo,
+                "UPDATE sessions SET model = COALESCE(%s, model), metadata = %s WHERE id = %s "
+                f"RETURNING {SESSION_COLUMNS}",
+                (model, Json(merged), session_id),
+            )
+        assert info is not None
+        return info
+
+    def delete_session(self, session_id: str, *, force: bool = False) -> None:
+        if self.delete_sessions([session_id], force=force) == 0:
+            raise SessionNotFound(session_id)
+
+    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+        ids = list(dict.fromkeys(session_ids))
+        if not ids:
+            return 0
+        with self._write() as conn:
+            # lock in id order, so two deleters never deadlock on each other
+            locks = dict(
+                conn.execute(
+                    "SELECT id, lock FROM sessions WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
+                    (ids,),
+                ).fetchall()
+            )
+            for sid in ids:
+                if sid in locks:
+                    _refuse_if_locked(sid, locks[sid], force)
+            if locks:
+                conn.execute("DELETE FROM sessions WHERE id = ANY(%s)", (list(locks),))
+        return len(locks)
+
+    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
+        agent = None if agent is None else validate_agent(agent)
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id FROM sessions WHERE %(agent)s::text IS NULL OR agent = %(agent)s",
+                {"agent": agent},
+            ).fetchall()
+        return self.delete_sessions([r[0] for r in rows], force=force)
+
+    # -- messages ---------------------------------------------------------------
+
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        if not messages:
+            return []
+        prepared = [_message_row(m) for m in messages]  # before the session is locked
+        with self._read() as conn:
+            try:
+                # one pipeline: BEGIN, lock and lookup travel together, then the inserts,
+                # the counters and COMMIT; two round trips whatever the batch size
+                with conn.pipeline(), conn.transaction():
+                    first = self._append_in(conn, session_id, messages, prepared)
+            except psycopg.errors.UniqueViolation as exc:
+                raise InvalidMessage(
+                    f"a message id in this batch is already stored in session {session_id}"
+                ) from exc
+            except psycopg.DataError as exc:
+                raise InvalidMessage(
+                    f"a message in this batch cannot be stored: {self._clean(exc)}"
+                ) from exc
+        if isinstance(first, list):
+            return first
+        return [m.model_copy(update={"seq": first + i}) for i, m in enumerate(messages)]
+
+    def _append_in(
+        self,
+        conn: Conn,
+        session_id: str,
+        messages: Sequence[Message],
+        prepared: Sequence[tuple[str, str, datetime, int, str, str]],
+    ) -> int | list[Message]:
+        """The first seq given to the batch, or the stored copies of a batch already stored."""
+        # the row lock serialises appenders of this session: seqs stay gap-free
+        head_cur = conn.execute(
+            "SELECT last_seq FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
+        )
+        # a separate statement: under READ COMMITTED it sees what committed while we waited
+        known_cur = conn.execute(
+            "SELECT id, seq, body FROM messages WHERE session_id = %s AND id = ANY(%s)",
+            (session_id, [p[0] for p in prepared]),
+        )
+        head = head_cur.fetchone()
+        if head is None:
+            raise SessionNotFound(session_id)
+        known = {r[0]: (r[1], r[2]) for r in known_cur.fetchall()}
+        if messages[0].id in known:
+            missing = [m.id for m in messages if m.id not in known]
+            if missing:
+                raise InvalidMessage(
+                    f"batch partly stored already in session {session_id}: "
+                    f"message {messages[0].id} is stored but {missing[0]} is not"
+                )
+            return _decode_rows(session_id, [known[m.id] for m in messages])
+        if known:
+            raise InvalidMessage(
+                f"a message id in this batch is already stored in session {session_id}"
+            )
+        first = int(head[0]) + 1
+        rows = [(session_id, first + i, *p) for i, p in enumerate(prepared)]
+        with conn.cursor() as cur:
+            cur.executemany(_INSERT_MESSAGE, rows)
+        conn.execute(
+            "UPDATE sessions SET last_seq = %s, message_count = message_count + %s, "
+            "total_tokens = total_tokens + %s, updated_at = %s WHERE id = %s",
+            (first + len(rows) - 1, len(rows), sum(p[3] for p in prepared), utcnow(), session_id),
+        )
+        return first
+
+    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        if limit <= 0:
+            return []
+        before = _NO_SEQ_LIMIT if before_seq is None else before_seq
+        with self._read() as conn:
+            rows = conn.execute(
+                TAIL_SQL, {"sid": session_id, "before": before, "limit": limit}
+            ).fetchall()
+            if not rows:
+                _require(conn, session_id)
+        return _decode_rows(session_id, rows)
+
+    def read_messages(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Message]:
+        if limit is not None and limit < 0:
+            limit = None  # as in SQLite: a negative limit means no limit
+        with self._read() as conn:
+            rows = conn.execute(
+                READ_SQL, {"sid": session_id, "after": after_seq, "limit": limit}
+            ).fetchall()
+            if not rows:
+                _require(conn, session_id)
+        return _decode_rows(session_id, rows)
+
+    def count_messages(self, session_id: str) -> int:
+        return self.session_info(session_id).message_count
+
+    # -- checkpoints ------------------------------------------------------------
+
+    def add_checkpoint(
+        self,
+        session_id: str,
+        *,
+        covers_up_to: int,
+        summary: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> Checkpoint:
+        with self._write() as conn:
+            head = conn.execute(
+                "SELECT last_seq FROM sessions WHERE id = %s FOR KEY SHARE", (session_id,)
+            ).fetchone()
+            if head is None:
+                raise SessionNotFound(session_id)
+            if not 0 <= covers_up_to <= head[0]:
+                raise UsageError(
+                    f"checkpoint covers_up_to={covers_up_to} is outside the session "
+                    f"(last seq {head[0]})"
+                )
+            checkpoint = _one(
+                conn,
+                Checkpoint,
+                "INSERT INTO checkpoints (session_id, covers_up_to, summary, created_at, "
+                f"metadata) VALUES (%s, %s, %s, %s, %s) RETURNING {_CHECKPOINT_COLUMNS}",
+                (session_id, covers_up_to, Json(summary), utcnow(), Json(metadata or {})),
+            )
+        assert checkpoint is not None
+        return checkpoint
+
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+        with self._read() as conn:
+            sql_text = _CHECKPOINT_SQL + " ORDER BY id DESC LIMIT 1"
+            latest = _one(conn, Checkpoint, sql_text, (session_id,))
+            if latest is None:
+                _require(conn, session_id)
+        return latest
+
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+        with self._read() as conn:
+            found = _all(conn, Checkpoint, _CHECKPOINT_SQL + " ORDER BY id", (session_id,))
+            if not found:
+                _require(conn, session_id)
+        return found
+
+    # -- scratchpad and memo ----------------------------------------------------
+
+    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        check_scratchpad_name(name)
+        now = utcnow()
+        with self._write() as conn:
+            try:
+                entry = _one(
+                    conn,
+                    ScratchpadEntry,
+                    "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id, name) DO UPDATE SET "
+                    f"content = excluded.content, updated_at = excluded.updated_at "
+                    f"RETURNING {_ENTRY_COLUMNS}",
+                    (session_id, name, Json(content), now, now),
+                )
+            except psycopg.errors.ForeignKeyViolation as exc:
+                raise SessionNotFound(session_id) from exc
+        assert entry is not None
+        return entry
+
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
+        with self._read() as conn:
+            entry = _one(conn, ScratchpadEntry, _ENTRY_SQL + " AND name = %s", (session_id, name))
+            if entry is None:
+                _require(conn, session_id)
+        return entry
+
+    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
+        with self._read() as conn:
+            entries = _all(conn, ScratchpadEntry, _ENTRY_SQL + " ORDER BY name", (session_id,))
+            if not entries:
+                _require(conn, session_id)
+        return entries
+
+    def scratchpad_delete(self, session_id: str, name: str) -> bool:
+        with self._write() as conn:
+            gone = conn.execute(
+                "DELETE FROM scratchpad WHERE session_id = %s AND name = %s RETURNING 1",
+                (session_id, name),
+            ).fetchone()
+            if gone is None:
+                _require(conn, session_id)
+        return gone is not None
+
+    def get_memo(self, session_id: str) -> dict[str, Any]:
+        with self._read() as conn:
+            row = conn.execute("SELECT memo FROM sessions WHERE id = %s", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        memo: dict[str, Any] = row[0]
+        return memo
+
+    def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
+        with self._write() as conn:
+            done = conn.execute(
+                "UPDATE sessions SET memo = %s WHERE id = %s RETURNING 1", (Json(memo), session_id)
+            ).fetchone()
+        if done is None:
+            raise SessionNotFound(session_id)
+
+    # -- locks ------------------------------------------------------------------
+
+    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
+        holder = holder or LockHolder.current()
+        with self._write() as conn:
+            current = _holder_for_update(conn, session_id)
+            if current is not None and not current.same_holder(holder) and not current.is_stale():
+                raise SessionLocked(session_id, current)
+            if current is not None and current.same_holder(holder):
+                holder = holder.model_copy(update={"started_at": current.started_at})
+            holder = holder.model_copy(update={"renewed_at": utcnow()})
+            conn.execute(
+                "UPDATE sessions SET lock = %s WHERE id = %s",
+                (Json(holder.model_dump(mode="json")), session_id),
+            )
+        return holder
+
+    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
+        holder = holder or LockHolder.current()
+        with self._write() as conn:
+            try:
+                current = _holder_for_update(conn, session_id)
+            except SessionNotFound:
+                return False
+            if current is None or not current.same_holder(holder):
+                return False
+            conn.execute("UPDATE sessions SET lock = NULL WHERE id = %s", (session_id,))
+        return True
+
+    def lock_holder(self, session_id: str) -> LockHolder | None:
+        with self._read() as conn:
+            row = conn.execute("SELECT lock FROM sessions WHERE id = %s", (session_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return LockHolder.model_validate(row[0]) if row[0] else None
+
+    # -- search -----------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        session_id: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+    ) -> list[SearchHit]:
+        """Every word must occur (``plainto_tsquery``: user text is never query syntax)."""
+        validate_page_size(limit)
+        words = query.replace("\x00", " ").split()
+        if not words:
+            raise UsageError("the search query is empty")
+        filters: list[sql.Composable] = []
+        args: dict[str, Any] = {"q": " ".join(words), "limit": limit, "opts": HEADLINE_OPTIONS}
+        if agent is not None:
+            args["agent"] = validate_agent(agent)
+            filters.append(sql.SQL(" AND s.agent = %(agent)s"))
+        if session_id is not None:
+            args["sid"] = session_id
+            filters.append(sql.SQL(" AND m.session_id = %(sid)s"))
+        # rank and cut first, then build snippets for the few rows that are returned
+        stmt = sql.SQL(
+            "SELECT h.session_id, h.seq, h.role, h.agent,"
+            " ts_headline('simple', h.search_text, h.q, %(opts)s) AS snippet FROM ("
+            " SELECT m.session_id, m.seq, m.role, m.search_text, s.agent, q,"
+            " ts_rank(m.search, q) AS rank"
+            " FROM messages m JOIN sessions s ON s.id = m.session_id,"
+            " plainto_tsquery('simple', %(q)s) AS q"
+            " WHERE m.search @@ q{filters}"
+            " ORDER BY rank DESC, m.session_id, m.seq DESC LIMIT %(limit)s"
+            ") h ORDER BY h.rank DESC, h.session_id, h.seq DESC"
+        ).format(filters=sql.Composed(filters))
+        with self._read() as conn:
+            return conn.cursor(row_factory=class_row(SearchHit)).execute(stmt, args).fetchall()
+
+
+# -- rows -------------------------------------------------------------------------
+
+
+def _looks_alive(conn: Conn) -> bool:
+    """Free when healthy: an idle connection has nothing to read, so a readable
+    socket means the server hung up (or sent something worth a real round trip)."""
+    if conn.closed or conn.broken:
+        return False
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        if readable:
+            conn.execute("")
+    except (psycopg.Error, OSError, ValueError):
+        return False
+    return True
+
+
+def _one(conn: Conn, record: type[R], query: str, args: Params) -> R | None:
+    """One row as a record: the selected columns are named like the record's fields."""
+    return conn.cursor(row_factory=class_row(record)).execute(query, args).fetchone()
+
+
+def _all(conn: Conn, record: type[R], query: str, args: Params) -> list[R]:
+    return conn.cursor(row_factory=class_row(record)).execute(query, args).fetchall()
+
+
+def _message_row(m: Message) -> tuple[str, str, datetime, int, str, str]:
+    """A message's columns but session and seq; search sees a bounded, NUL-free text."""
+    text = m.search_text()[:SEARCH_TEXT_LIMIT].replace("\x00", " ")
+    body = encode_message(m).decode("utf-8")
+    return (m.id, m.role, m.created_at, primary_tokens(m), body, text)
+
+
+def _holder_for_update(conn: Conn, session_id: str) -> LockHolder | None:
+    """The attach lock's holder, the session's row locked until the transaction ends."""
+    row = conn.execute(
+        "SELECT lock FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
+    ).fetchone()
+    if row is None:
+        raise SessionNotFound(session_id)
+    return LockHolder.model_validate(row[0]) if row[0] else None
+
+
+def _require(conn: Conn, session_id: str) -> None:
+    if not conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone():
+        raise SessionNotFound(session_id)
+
+
+def _decode(session_id: str, seq: int, body: str) -> Message | None:
+    """As in SQLite: an unreadable row is reported with where it is, left in place, skipped."""
+    try:
+        m = Message.model_validate_json(body)
+    except ValidationError as exc:
+        warnings.warn(
+            f"skipping unreadable message {session_id} seq {seq}: {exc.errors()[0]['msg']}",
+            CorruptRecordWarning,
+            stacklevel=3,
+        )
+        return None
+    m.seq = seq
+    return m
+
+
+def _decode_rows(session_id: str, rows: Sequence[tuple[Any, ...]]) -> list[Message]:
+    return [m for seq, body in rows if (m := _decode(session_id, seq, body)) is not None]
+
+
+def _refuse_if_locked(session_id: str, lock: dict[str, Any] | None, force: bool) -> None:
+    if force or not lock:
+        return
+    holder = LockHolder.model_validate(lock)
+    if not holder.is_stale():
+        raise SessionLocked(session_id, holder)

@@ -1,0 +1,800 @@
+"""A Redis store: fast, shared between processes and machines, with optional TTL.
+
+For sessions that are hot and short-lived. Every write that must be atomic is
+one Lua script (``redis_scripts``; EVALSHA, loading the script when the server
+lacks it) or a WATCH/MULTI transaction when the decision needs Python (lock
+staleness checks the holder's pid on this host). Listing, tails and prefix lookups are served
+by index structures, never by KEYS or SCAN, so their cost follows the page or
+the window, not the number of sessions or messages (invariant 4).
+
+Durability is the server's: an append is acknowledged once Redis holds it in
+memory; configure AOF (``appendfsync always``/``everysec``) for more. The
+scripts build key names from the prefix, so this backend needs a single Redis
+server or primary, not Redis Cluster.
+
+Data layout, every key under the prefix ``P`` (default ``threadline:``):
+
+    P s:<id>        hash: id, agent, model, title, created_at, updated_at,
+                    message_count, total_tokens, last_seq, metadata (JSON),
+                    memo (JSON), lock (LockHolder JSON, absent when free),
+                    ttl_ms (absent without TTL)
+    P m:<id>        list of message JSON without seq; index = seq - 1
+    P i:<id>        hash message id -> seq (idempotent appends)
+    P c:<id>        list of checkpoint JSON; checkpoint id = index + 1
+    P p:<id>        hash scratchpad name -> ScratchpadEntry JSON
+    P sessions      sorted set of ids, score -updated_at in microseconds, so
+                    ZRANGE gives newest first and ties by id ascending
+    P agent:<name>  the same, one per agent
+    P ids           sorted set of ids, all scored 0, for ZRANGEBYLEX prefixes
+    P owner         hash id -> agent, to clean an expired session's indexes
+    P expires       sorted set of ids with a TTL, score = expiry (server ms)
+
+TTL: a store-wide default from the URL (``?ttl=SECONDS``) applies to new
+sessions, ``set_ttl`` changes one session. Every write refreshes the TTL on
+all of the session's keys at once. An expired session's index entries are
+removed lazily: each listing first reaps ``P expires`` entries that are due,
+and any read that finds a session hash gone forgets its index entries, so
+totals (ZCARD) stay exact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar, cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis
+from pydantic import ValidationError
+from redis.backoff import ExponentialBackoff
+from redis.client import Pipeline
+from redis.retry import Retry
+
+from threadline.errors import (
+    CorruptRecord,
+    InvalidMessage,
+    InvalidSessionId,
+    NotSupported,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    StoreUnavailable,
+    ThreadlineError,
+    UsageError,
+)
+from threadline.messages import Message, new_id, utcnow
+from threadline.store.base import (
+    DEFAULT_AGENT,
+    DEFAULT_PAGE_SIZE,
+    MIN_PREFIX_LENGTH,
+    Checkpoint,
+    LockHolder,
+    ScratchpadEntry,
+    SearchHit,
+    Session,
+    SessionInfo,
+    SessionPage,
+    check_scratchpad_name,
+    check_title,
+    encode_message,
+    format_ts,
+    pick_unique,
+    primary_tokens,
+    validate_agent,
+    validate_page_size,
+    validate_session_id,
+)
+from threadline.store.redis_scripts import SCRIPTS
+
+DEFAULT_PREFIX = "threadline:"
+CONNECT_TIMEOUT_SECONDS = 5.0
+"""How long opening a connection may take before the server counts as unreachable."""
+RETRIES = 3
+"""Resends on a dropped connection; every write is safe to resend (appends and checkpoints
+recognise a batch they already stored, the rest set values or run under WATCH)."""
+RETRY_BACKOFF_BASE = 0.05
+RETRY_BACKOFF_CAP = 0.5
+"""Seconds: the first resend waits 0.05 s, doubling up to 0.5 s."""
+PREFIX_MATCH_LIMIT = 20
+"""Candidates fetched when resolving an id prefix, as in the SQLite store."""
+MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
+"""Longer is a mistake (or inf/nan): use no TTL to keep a session for good."""
+URL_OPTIONS = ("prefix", "ttl")
+"""Query options this store reads itself and hides from redis-py."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_PARTS = ("s", "m", "i", "c", "p")
+T = TypeVar("T")
+
+
+class CorruptRecordWarning(UserWarning):
+    """A stored record could not be decoded; it was left in place and skipped."""
+
+
+# -- helpers -----------------------------------------------------------------------
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _score(dt: datetime) -> str:
+    """Minus microseconds since the epoch: exact in a double, newest sorts first."""
+    return str(-((dt - _EPOCH) // timedelta(microseconds=1)))
+
+
+def _ttl_ms(seconds: float | None) -> int:
+    if seconds is None:
+        return 0
+    if not 0 <= seconds < MAX_TTL_SECONDS:
+        raise UsageError(f"a TTL must be between 0 and {MAX_TTL_SECONDS} seconds, got {seconds}")
+    ms = round(seconds * 1000)
+    if seconds > 0 and ms == 0:
+        raise UsageError(f"a TTL of {seconds} s is below Redis's 1 ms resolution")
+    return ms
+
+
+def parse_redis_url(url: str) -> tuple[str, dict[str, str]]:
+    """Split our own query options (``prefix``, ``ttl``) off a ``redis://`` URL."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("redis", "rediss", "unix"):
+        raise UsageError(f"not a Redis URL: {url!r} (expected redis://host:port/db)")
+    ours: dict[str, str] = {}
+    theirs: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in URL_OPTIONS:
+            ours[key] = value
+        else:
+            theirs.append((key, value))
+    return urlunsplit(parts._replace(query=urlencode(theirs))), ours
+
+
+class RedisStore:
+    """Sessions in one Redis database, under a key prefix."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        ttl: float | None = None,
+        url: str | None = None,
+        owns_client: bool = False,
+    ) -> None:
+        if not prefix:
+            raise UsageError("the Redis key prefix cannot be empty")
+        if client.get_connection_kwargs().get("decode_responses"):
+            raise UsageError(
+                "give the Redis store a client without decode_responses: it decodes values "
+                "itself, so that one corrupt value is skipped instead of failing a whole read"
+            )
+        self._r = client
+        self._owns_client = owns_client
+        self.prefix = prefix
+        self.default_ttl_ms = _ttl_ms(ttl)
+        self.url = url or f"redis://{self._where()}?prefix={prefix}"
+        self._scripts = {name: client.register_script(src) for name, src in SCRIPTS.items()}
+        with self._translate():
+            self._r.ping()
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisStore:
+        """``redis://host:port/db?prefix=threadline:&ttl=SECONDS``; other options go to redis-py."""
+        client_url, options = parse_redis_url(url)
+        try:
+            ttl = float(options["ttl"]) if options.get("ttl") else None
+        except ValueError:
+            raise UsageError(f"ttl must be a number of seconds, got {options['ttl']!r}") from None
+        try:
+            client = redis.Redis.from_url(
+                client_url,
+                socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                retry=Retry(ExponentialBackoff(RETRY_BACKOFF_CAP, RETRY_BACKOFF_BASE), RETRIES),
+            )
+        except ValueError as exc:
+            raise UsageError(f"bad Redis URL {url!r}: {exc}") from exc
+        try:
+            return cls(
+                client,
+                prefix=options.get("prefix", DEFAULT_PREFIX),
+                ttl=ttl,
+                url=url,
+                owns_client=True,
+            )
+        except BaseException:
+            client.close()
+            raise
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def _where(self) -> str:
+        kw = self._r.connection_pool.connection_kwargs
+        if kw.get("path"):
+            return f"{kw['path']} db {kw.get('db', 0)}"
+        return f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
+
+    @contextlib.contextmanager
+    def _translate(self) -> Iterator[None]:
+        """Driver errors become ours: unreachable -> StoreUnavailable, wrong type -> corrupt."""
+        try:
+            yield
+        except ThreadlineError:
+            raise
+        except redis.AuthenticationError as exc:
+            raise StoreUnavailable(
+                f"Redis at {self._where()} refused the credentials: {exc}"
+            ) from exc
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise StoreUnavailable(f"Redis at {self._where()} is unreachable: {exc}") from exc
+        except redis.ResponseError as exc:
+            if str(exc).startswith("WRONGTYPE"):
+                raise CorruptRecord(
+                    "a key under this store's prefix holds the wrong type of value "
+                    f"(was it written by something else?): {exc}",
+                    where=f"redis {self._where()} prefix {self.prefix!r}",
+                ) from exc
+            raise StoreUnavailable(f"Redis at {self._where()} refused a command: {exc}") from exc
+        except redis.RedisError as exc:
+            raise StoreUnavailable(f"Redis at {self._where()}: {exc}") from exc
+
+    def _run(self, script: str, *args: str | int) -> Any:
+        with self._translate():
+            return self._scripts[script](keys=[], args=[self.prefix, *args])
+
+    def _key(self, part: str, session_id: str) -> str:
+        return f"{self.prefix}{part}:{session_id}"
+
+    def _keys(self, session_id: str) -> list[str]:
+        return [self._key(part, session_id) for part in _PARTS]
+
+    def _atomic(self, fn: Callable[[Pipeline], T], *watch: str) -> T:
+        """``fn`` reads, calls ``pipe.multi()`` and queues writes; rerun if a watched key moved."""
+        with self._translate():
+            run = cast(Callable[..., T], self._r.transaction)
+            return run(fn, *watch, value_from_callable=True)
+
+    def _read(self, session_id: str, queue: Callable[[Pipeline], object]) -> list[Any]:
+        """One MULTI: does the session exist, then what ``queue`` asks for."""
+        key = self._session_key(session_id)
+        with self._translate():
+            pipe = self._r.pipeline(transaction=True)
+            pipe.exists(key)
+            queue(pipe)
+            exists, *results = pipe.execute()
+        if not exists:
+            raise SessionNotFound(session_id)
+        return results
+
+    def _queue_touch(self, pipe: Pipeline, session_id: str) -> None:
+        """Inside MULTI: EVAL, not EVALSHA, since a missing script would fail only at EXEC."""
+        pipe.eval(SCRIPTS["touch"], 0, self.prefix, session_id)
+
+    def close(self) -> None:
+        """Closes the client only if this store created it."""
+        if self._owns_client:
+            self._r.close()
+
+    def __enter__(self) -> RedisStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions ---------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        agent: str = DEFAULT_AGENT,
+        model: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        lock: LockHolder | None = None,
+    ) -> Session:
+        sid = validate_session_id(id) if id is not None else new_id()
+        agent = validate_agent(agent)
+        title = check_title(title)
+        now = utcnow()
+        fields: dict[str, str] = {
+            "id": sid,
+            "agent": agent,
+            "created_at": format_ts(now),
+            "updated_at": format_ts(now),
+            "message_count": "0",
+            "total_tokens": "0",
+            "last_seq": "0",
+            "metadata": json.dumps(metadata or {}),
+            "memo": "{}",
+        }
+        if model is not None:
+            fields["model"] = model
+        if title is not None:
+            fields["title"] = title
+        if lock is not None:
+            fields["lock"] = lock.model_dump_json()
+        if self.default_ttl_ms:
+            fields["ttl_ms"] = str(self.default_ttl_ms)
+        pairs = [x for kv in fields.items() for x in kv]
+        if not self._run("create", sid, agent, _score(now), *pairs):
+            raise SessionExists(sid)
+        return Session(self, self.session_info(sid))
+
+    def get_session(self, id_or_prefix: str) -> Session:
+        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
+
+    def resolve_id(self, id_or_prefix: str) -> str:
+        validate_session_id(id_or_prefix)
+        with self._translate():
+            if self._r.exists(self._key("s", id_or_prefix)):
+                return id_or_prefix
+            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
+                raise SessionNotFound(id_or_prefix)
+            low = b"[" + id_or_prefix.encode()
+            found = self._r.zrangebylex(
+                self.prefix + "ids", low, low + b"\xff", start=0, num=PREFIX_MATCH_LIMIT
+            )
+            ids = [_text(x) for x in found]
+            pipe = self._r.pipeline(transaction=False)
+            for sid in ids:
+                pipe.exists(self._key("s", sid))
+            alive = pipe.execute()
+        dead = [sid for sid, ok in zip(ids, alive, strict=True) if not ok]
+        if dead:
+            self._run("forget", *dead)
+        return pick_unique(id_or_prefix, [s for s, ok in zip(ids, alive, strict=True) if ok])
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        key = self._session_key(session_id)
+        with self._translate():
+            raw = self._r.hgetall(key)
+        if not raw:
+            raise SessionNotFound(session_id)
+        return self._info(key, raw)
+
+    def _session_key(self, session_id: str) -> str:
+        """The hash key; an id that fails validation cannot exist, so it is simply not found."""
+        try:
+            validate_session_id(session_id)
+        except InvalidSessionId:
+            raise SessionNotFound(str(session_id)) from None
+        return self._key("s", session_id)
+
+    def _info(self, key: str, raw: dict[Any, Any]) -> SessionInfo:
+        """Hash fields are strings; pydantic's lax mode reads the numbers and times back."""
+        try:
+            f = {_text(k): _text(v) for k, v in raw.items()}
+            f["metadata"] = json.loads(f.get("metadata") or "{}")
+            return SessionInfo.model_validate(f)
+        except (ValueError, ValidationError) as exc:
+            raise CorruptRecord(f"unreadable session record: {exc}", where=key) from exc
+
+    def list_sessions(
+        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
+    ) -> SessionPage:
+        validate_page_size(limit)
+        if offset < 0:
+            raise UsageError("offset must be >= 0")
+        index = "sessions" if agent is None else f"agent:{validate_agent(agent)}"
+        while True:
+            res = self._run("list", index, offset, limit)
+            if res[0] != -1:
+                break
+        items = []
+        for row in res[1]:
+            if row and _text(row[0]) == "!corrupt":
+                key = self._key("s", _text(row[1]))
+                warnings.warn(
+                    f"skipping session {_text(row[1])}: {key} is not a hash",
+                    CorruptRecordWarning,
+                    stacklevel=2,
+                )
+                continue
+            fields = dict(zip(row[::2], row[1::2], strict=True))
+            key = self._key("s", _text(fields.get(b"id", b"?")))
+            try:
+                items.append(self._info(key, fields))
+            except CorruptRecord as exc:
+                warnings.warn(f"skipping session: {exc}", CorruptRecordWarning, stacklevel=2)
+        return SessionPage(items=items, total=int(res[0]), offset=offset, limit=limit)
+
+    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
+        title = check_title(title)
+        self._session_key(session_id)
+        now = utcnow()
+        if title is None:
+            args: list[str | int] = [1, "updated_at", format_ts(now), "title"]
+        else:
+            args = [2, "updated_at", format_ts(now), "title", title]
+        if not self._run("set_fields", session_id, _score(now), *args):
+            raise SessionNotFound(session_id)
+        return self.session_info(session_id)
+
+    def update_session(
+        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> SessionInfo:
+        key = self._session_key(session_id)
+
+        def merge(pipe: Pipeline) -> None:
+            found, old = pipe.hmget(key, ["id", "metadata"])
+            if found is None:
+                raise SessionNotFound(session_id)
+            try:
+                merged = {**json.loads(_text(old or "{}")), **(metadata or {})}
+            except ValueError as exc:
+                raise CorruptRecord(f"unreadable metadata: {exc}", where=key) from exc
+            fields = {"metadata": json.dumps(merged)}
+            if model is not None:
+                fields["model"] = model
+            pipe.multi()
+            pipe.hset(key, mapping=fields)  # type: ignore[arg-type]
+            self._queue_touch(pipe, session_id)
+
+        self._atomic(merge, key)
+        return self.session_info(session_id)
+
+    def delete_session(self, session_id: str, *, force: bool = False) -> None:
+        if self.delete_sessions([session_id], force=force) == 0:
+            raise SessionNotFound(session_id)
+
+    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+        """All or nothing, like one SQL transaction: a live lock anywhere refuses the lot."""
+        ids: list[str] = []
+        for sid in dict.fromkeys(session_ids):
+            with contextlib.suppress(SessionNotFound):
+                self._session_key(sid)
+                ids.append(sid)
+        if not ids:
+            return 0
+        watched = [self._key("s", sid) for sid in ids]
+
+        def delete(pipe: Pipeline) -> int:
+            reader = self._r.pipeline(transaction=False)
+            for key in watched:
+                reader.hmget(key, ["agent", "lock"])
+            rows = reader.execute()
+            for sid, (_, lock) in zip(ids, rows, strict=True):
+                if lock and not force:
+                    holder = self._holder(sid, lock)
+                    if not holder.is_stale():
+                        raise SessionLocked(sid, holder)
+            pipe.multi()
+            for sid, (agent, _) in zip(ids, rows, strict=True):
+                pipe.unlink(*self._keys(sid))  # freed in the background
+                for index in ("sessions", "ids", "expires", f"agent:{_text(agent or b'')}"):
+                    pipe.zrem(self.prefix + index, sid)
+                pipe.hdel(self.prefix + "owner", sid)
+            return sum(1 for agent, _ in rows if agent is not None)
+
+        return self._atomic(delete, *watched)
+
+    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
+        index = "sessions" if agent is None else f"agent:{validate_agent(agent)}"
+        with self._translate():
+            ids = [_text(x) for x in cast(list[bytes], self._r.zrange(self.prefix + index, 0, -1))]
+        return self.delete_sessions(ids, force=force)
+
+    # -- TTL (this backend only) ------------------------------------------------
+
+    def set_ttl(self, session_id: str, seconds: float | None) -> None:
+        """Expire the session ``seconds`` after its last write; ``None`` or 0 keeps it for good."""
+        self._session_key(session_id)
+        if not self._run("set_ttl", session_id, _ttl_ms(seconds)):
+            raise SessionNotFound(session_id)
+
+    def ttl(self, session_id: str) -> float | None:
+        """Seconds until the session expires, or ``None`` when it has no TTL."""
+        key = self._session_key(session_id)
+        with self._translate():
+            left = int(self._r.pttl(key))
+        if left == -2:
+            raise SessionNotFound(session_id)
+        return None if left < 0 else left / 1000
+
+    # -- messages ---------------------------------------------------------------
+
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        if not messages:
+            return []
+        self._session_key(session_id)
+        bodies = [encode_message(m) for m in messages]
+        tokens = sum(primary_tokens(m) for m in messages)
+        now = utcnow()
+        with self._translate():
+            res = self._scripts["append"](
+                keys=[],
+                args=[
+                    self.prefix,
+                    session_id,
+                    format_ts(now),
+                    _score(now),
+                    tokens,
+                    len(messages),
+                    *(m.id for m in messages),
+                    *bodies,
+                ],
+            )
+        code = int(res[0])
+        if code == 1:
+            first = int(res[1])
+            return [m.model_copy(update={"seq": first + k}) for k, m in enumerate(messages)]
+        if code == 0:
+            out = []
+            for seq, body in zip(res[1::2], res[2::2], strict=True):
+                decoded = self._decode(session_id, int(seq), body)
+                if decoded is not None:
+                    out.append(decoded)
+            return out
+        if code == -1:
+            raise SessionNotFound(session_id)
+        if code == -2:
+            raise InvalidMessage(
+                f"batch partly stored already in session {session_id}: "
+                f"message {messages[0].id} is stored but {_text(res[1])} is not"
+            )
+        if code == -3:
+            raise InvalidMessage(
+                f"message id {_text(res[1])} is already stored in session {session_id} "
+                "or appears twice in this batch"
+            )
+        raise CorruptRecord(
+            f"the message list holds {res[1]} entries but the session's last seq is {res[2]}; "
+            "refusing to append",
+            where=self._key("m", session_id),
+        )
+
+    def _decode(self, session_id: str, seq: int, body: bytes | str | None) -> Message | None:
+        try:
+            if body is None:
+                raise ValueError("the message is missing from the list")
+            m = Message.model_validate_json(body)
+        except (ValidationError, ValueError) as exc:
+            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            warnings.warn(
+                f"skipping unreadable message {session_id} seq {seq}: {detail}",
+                CorruptRecordWarning,
+                stacklevel=3,
+            )
+            return None
+        m.seq = seq
+        return m
+
+    def _slice(self, session_id: str, mode: str, a: int, b: int | None) -> list[Message]:
+        """One atomic read of a run of messages, oldest first (see ``_SLICE``)."""
+        self._session_key(session_id)
+        first, rows = self._run("slice", session_id, mode, a, "" if b is None else b)
+        if first == -1:
+            raise SessionNotFound(session_id)
+        out = [self._decode(session_id, int(first) + k, body) for k, body in enumerate(rows)]
+        return [m for m in out if m is not None]
+
+    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        if limit <= 0:
+            return []
+        return self._slice(session_id, "tail", limit, before_seq)[::-1]
+
+    def read_messages(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Message]:
+        unlimited = limit is None or limit < 0  # as SQLite's LIMIT -1
+        return self._slice(session_id, "read", max(0, after_seq), None if unlimited else limit)
+
+    def count_messages(self, session_id: str) -> int:
+        return self.session_info(session_id).message_count
+
+    # -- checkpoints ------------------------------------------------------------
+
+    def add_checkpoint(
+        self,
+        session_id: str,
+        *,
+        covers_up_to: int,
+        summary: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> Checkpoint:
+        self._session_key(session_id)
+        cp = Checkpoint(
+            session_id=session_id,
+            covers_up_to=covers_up_to,
+            summary=summary,
+            metadata=metadata or {},
+        )
+        body = cp.model_dump_json(exclude={"id"})
+        code, value = self._run("checkpoint", session_id, covers_up_to, body)
+        if code == -1:
+            raise SessionNotFound(session_id)
+        if code == -2:
+            raise UsageError(
+                f"checkpoint covers_up_to={covers_up_to} is outside the session (last seq {value})"
+            )
+        return cp.model_copy(update={"id": int(value)})
+
+    def _checkpoint(self, session_id: str, cid: int, body: bytes | str) -> Checkpoint | None:
+        try:
+            cp = Checkpoint.model_validate_json(body)
+        except ValidationError as exc:
+            warnings.warn(
+                f"skipping unreadable checkpoint {session_id} #{cid}: {exc.errors()[0]['msg']}",
+                CorruptRecordWarning,
+                stacklevel=3,
+            )
+            return None
+        return cp.model_copy(update={"id": cid, "session_id": session_id})
+
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+        key = self._key("c", session_id)
+
+        def queue(pipe: Pipeline) -> None:
+            pipe.llen(key)
+            pipe.lindex(key, -1)
+
+        length, body = self._read(session_id, queue)
+        if body is None:
+            return None
+        latest = self._checkpoint(session_id, int(length), body)
+        if latest is None:  # the newest is unreadable: fall back to the newest good one
+            good = self.list_checkpoints(session_id)
+            return good[-1] if good else None
+        return latest
+
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+        key = self._key("c", session_id)
+        (rows,) = self._read(session_id, lambda p: p.lrange(key, 0, -1))
+        out = [self._checkpoint(session_id, k + 1, body) for k, body in enumerate(rows)]
+        return [cp for cp in out if cp is not None]
+
+    # -- scratchpad and memo ----------------------------------------------------
+
+    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        check_scratchpad_name(name)
+        key = self._session_key(session_id)
+        pad = self._key("p", session_id)
+        now = utcnow()
+
+        def write(pipe: Pipeline) -> ScratchpadEntry:
+            if not pipe.exists(key):
+                raise SessionNotFound(session_id)
+            raw = pipe.hget(pad, name)
+            old = None if raw is None else self._pad_entry(session_id, name, raw)
+            created = now if old is None else old.created_at
+            entry = ScratchpadEntry(name=name, content=content, created_at=created, updated_at=now)
+            pipe.multi()
+            pipe.hset(pad, name, entry.model_dump_json())
+            self._queue_touch(pipe, session_id)
+            return entry
+
+        return self._atomic(write, key, pad)
+
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
+        pad = self._key("p", session_id)
+        (raw,) = self._read(session_id, lambda p: p.hget(pad, name))
+        return None if raw is None else self._pad_entry(session_id, name, raw)
+
+    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
+        pad = self._key("p", session_id)
+        (raw,) = self._read(session_id, lambda p: p.hgetall(pad))
+        entries = [self._pad_entry(session_id, _text(k), v) for k, v in raw.items()]
+        return sorted((e for e in entries if e is not None), key=lambda e: e.name)
+
+    def _pad_entry(self, session_id: str, name: str, raw: bytes | str) -> ScratchpadEntry | None:
+        try:
+            return ScratchpadEntry.model_validate_json(raw).model_copy(update={"name": name})
+        except ValidationError as exc:
+            warnings.warn(
+                f"skipping unreadable scratchpad entry {session_id} {name!r}: "
+                f"{exc.errors()[0]['msg']}",
+                CorruptRecordWarning,
+                stacklevel=3,
+            )
+            return None
+
+    def scratchpad_delete(self, session_id: str, name: str) -> bool:
+        key = self._session_key(session_id)
+        pad = self._key("p", session_id)
+
+        def delete(pipe: Pipeline) -> bool:
+            if not pipe.exists(key):
+                raise SessionNotFound(session_id)
+            present = bool(pipe.hexists(pad, name))
+            pipe.multi()
+            pipe.hdel(pad, name)
+            self._queue_touch(pipe, session_id)
+            return present
+
+        return self._atomic(delete, key, pad)
+
+    def get_memo(self, session_id: str) -> dict[str, Any]:
+        key = self._session_key(session_id)
+        with self._translate():
+            found, raw = self._r.hmget(key, ["id", "memo"])
+        if found is None:
+            raise SessionNotFound(session_id)
+        try:
+            memo: dict[str, Any] = json.loads(raw or "{}")
+        except ValueError as exc:
+            raise CorruptRecord(f"unreadable memo: {exc}", where=key) from exc
+        return memo
+
+    def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
+        self._session_key(session_id)
+        if not self._run("set_fields", session_id, "", 1, "memo", json.dumps(memo)):
+            raise SessionNotFound(session_id)
+
+    # -- locks ------------------------------------------------------------------
+
+    def _holder(self, session_id: str, raw: bytes | str) -> LockHolder:
+        try:
+            return LockHolder.model_validate_json(raw)
+        except ValidationError as exc:
+            raise CorruptRecord(
+                f"unreadable lock record: {exc.errors()[0]['msg']}",
+                where=self._key("s", session_id),
+            ) from exc
+
+    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
+        wanted = holder or LockHolder.current()
+        key = self._session_key(session_id)
+
+        def take(pipe: Pipeline) -> LockHolder:
+            found, raw = pipe.hmget(key, ["id", "lock"])
+            if found is None:
+                raise SessionNotFound(session_id)
+            current = self._holder(session_id, raw) if raw else None
+            if current is not None and not current.same_holder(wanted) and not current.is_stale():
+                raise SessionLocked(session_id, current)
+            update: dict[str, Any] = {"renewed_at": utcnow()}
+            if current is not None and current.same_holder(wanted):
+                update["started_at"] = current.started_at
+            taken = wanted.model_copy(update=update)
+            pipe.multi()
+            pipe.hset(key, "lock", taken.model_dump_json())
+            self._queue_touch(pipe, session_id)
+            return taken
+
+        return self._atomic(take, key)
+
+    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
+        holder = holder or LockHolder.current()
+        try:
+            key = self._session_key(session_id)
+        except SessionNotFound:
+            return False
+
+        def release(pipe: Pipeline) -> bool:
+            raw = pipe.hget(key, "lock")
+            if not raw or not self._holder(session_id, raw).same_holder(holder):
+                pipe.multi()
+                return False
+            pipe.multi()
+            pipe.hdel(key, "lock")
+            self._queue_touch(pipe, session_id)
+            return True
+
+        return self._atomic(release, key)
+
+    def lock_holder(self, session_id: str) -> LockHolder | None:
+        key = self._session_key(session_id)
+        with self._translate():
+            found, raw = self._r.hmget(key, ["id", "lock"])
+        if found is None:
+            raise SessionNotFound(session_id)
+        return self._holder(session_id, raw) if raw else None
+
+    # -- search -----------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        session_id: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+    ) -> list[SearchHit]:
+        """Redis core has no full-text index, and scanning every message would not scale."""
+        raise NotSupported(
+            "the Redis store cannot search message text (Redis core has no full-text index); "
+            "copy the sessions to an sqlite:// or postgresql:// store to search them"
+        )

@@ -1,0 +1,250 @@
+"""The server-side half of the Redis store: its Lua scripts.
+
+Redis runs a script atomically, so each script is one indivisible step of the
+store: create a session, append a batch with consecutive seqs, page through an
+index, forget an expired session. The scripts build key names from the prefix
+passed as ``ARGV[1]`` (the layout is described in ``threadline.store.redis``)
+and read everything they check before they write anything, so a script that
+fails on a bad key fails before changing the data. They return small arrays
+whose first element is a status code, decoded by ``RedisStore``.
+"""
+
+from __future__ import annotations
+
+REAP_BATCH = 500
+"""Expired sessions forgotten per script call, so one call never blocks Redis for long."""
+PUSH_CHUNK = 1000
+"""Arguments unpacked per Lua call (Lua's stack limits unpack())."""
+
+
+_PRELUDE = f"""
+local P = ARGV[1]
+local PARTS = {{'s:', 'm:', 'i:', 'c:', 'p:'}}
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function touch(id)
+  local ttl = tonumber(redis.call('HGET', P .. 's:' .. id, 'ttl_ms') or '0') or 0
+  if ttl > 0 then
+    for _, part in ipairs(PARTS) do redis.call('PEXPIRE', P .. part .. id, ttl) end
+    redis.call('ZADD', P .. 'expires', now_ms() + ttl, id)
+  end
+end
+
+local function reindex(id, score)
+  local agent = redis.call('HGET', P .. 's:' .. id, 'agent')
+  redis.call('ZADD', P .. 'sessions', score, id)
+  redis.call('ZADD', P .. 'agent:' .. agent, score, id)
+end
+
+local function forget(id)
+  local agent = redis.call('HGET', P .. 'owner', id)
+  if agent then redis.call('ZREM', P .. 'agent:' .. agent, id) end
+  redis.call('HDEL', P .. 'owner', id)
+  redis.call('ZREM', P .. 'sessions', id)
+  redis.call('ZREM', P .. 'ids', id)
+  redis.call('ZREM', P .. 'expires', id)
+  for _, part in ipairs(PARTS) do redis.call('UNLINK', P .. part .. id) end
+end
+
+local function reap()
+  local now = now_ms()
+  local due = redis.call('ZRANGEBYSCORE', P .. 'expires', '-inf', now, 'LIMIT', 0, {REAP_BATCH})
+  for _, id in ipairs(due) do
+    if redis.call('EXISTS', P .. 's:' .. id) == 0 then
+      forget(id)
+    else
+      local left = redis.call('PTTL', P .. 's:' .. id)
+      if left >= 0 then redis.call('ZADD', P .. 'expires', now + left, id)
+      else redis.call('ZREM', P .. 'expires', id) end
+    end
+  end
+  return #due
+end
+"""
+
+# ARGV: P, id, agent, score, field, value, ...
+_CREATE = """
+local id, agent, score = ARGV[2], ARGV[3], ARGV[4]
+if redis.call('EXISTS', P .. 's:' .. id) == 1 then return 0 end
+forget(id)
+redis.call('HSET', P .. 's:' .. id, unpack(ARGV, 5))
+redis.call('ZADD', P .. 'sessions', score, id)
+redis.call('ZADD', P .. 'agent:' .. agent, score, id)
+redis.call('ZADD', P .. 'ids', 0, id)
+redis.call('HSET', P .. 'owner', id, agent)
+touch(id)
+return 1
+"""
+
+# ARGV: P, id, updated_at, score, tokens, n, ids[n], bodies[n]
+# -> {1, first seq} | {0, seq, body, ...} (already stored) | {-1} no session
+#    | {-2, id} partly stored | {-3, id} stored already or twice in the batch
+#    | {-4, llen, last_seq} the list and the counter disagree
+_APPEND = f"""
+local id = ARGV[2]
+local s, m, ix = P .. 's:' .. id, P .. 'm:' .. id, P .. 'i:' .. id
+local n = tonumber(ARGV[6])
+if redis.call('EXISTS', s) == 0 then return {{-1}} end
+if redis.call('HEXISTS', ix, ARGV[7]) == 1 then
+  local out = {{0}}
+  for k = 1, n do
+    local seq = redis.call('HGET', ix, ARGV[6 + k])
+    if not seq then return {{-2, ARGV[6 + k]}} end
+    out[#out + 1] = tonumber(seq)
+    out[#out + 1] = redis.call('LINDEX', m, tonumber(seq) - 1)
+  end
+  return out
+end
+local seen = {{}}
+for k = 1, n do
+  local mid = ARGV[6 + k]
+  if seen[mid] or redis.call('HEXISTS', ix, mid) == 1 then return {{-3, mid}} end
+  seen[mid] = true
+end
+local last = tonumber(redis.call('HGET', s, 'last_seq'))
+local len = redis.call('LLEN', m)
+if len ~= last then return {{-4, len, last}} end
+for a = 1, n, {PUSH_CHUNK} do
+  local b = math.min(a + {PUSH_CHUNK} - 1, n)
+  redis.call('RPUSH', m, unpack(ARGV, 6 + n + a, 6 + n + b))
+  local seqs = {{}}
+  for k = a, b do
+    seqs[#seqs + 1] = ARGV[6 + k]
+    seqs[#seqs + 1] = last + k
+  end
+  redis.call('HSET', ix, unpack(seqs))
+end
+redis.call('HSET', s, 'last_seq', last + n, 'updated_at', ARGV[3])
+redis.call('HINCRBY', s, 'message_count', n)
+redis.call('HINCRBY', s, 'total_tokens', ARGV[5])
+reindex(id, ARGV[4])
+touch(id)
+return {{1, last + 1}}
+"""
+
+# ARGV: P, id, score ('' keeps updated_at's index), nset, field, value, ..., fields to delete
+_SET_FIELDS = """
+local id = ARGV[2]
+local s = P .. 's:' .. id
+if redis.call('EXISTS', s) == 0 then return 0 end
+local nset = tonumber(ARGV[4])
+if nset > 0 then redis.call('HSET', s, unpack(ARGV, 5, 4 + 2 * nset)) end
+if #ARGV > 4 + 2 * nset then redis.call('HDEL', s, unpack(ARGV, 5 + 2 * nset)) end
+if ARGV[3] ~= '' then reindex(id, ARGV[3]) end
+touch(id)
+return 1
+"""
+
+# ARGV: P, id, covers_up_to, checkpoint JSON -> {0, id} | {-1, 0} | {-2, last_seq}
+_CHECKPOINT = """
+local id = ARGV[2]
+local s = P .. 's:' .. id
+if redis.call('EXISTS', s) == 0 then return {-1, 0} end
+local last = tonumber(redis.call('HGET', s, 'last_seq'))
+local covers = tonumber(ARGV[3])
+if covers < 0 or covers > last then return {-2, last} end
+local c = P .. 'c:' .. id
+-- a resend after a lost reply carries the very same body (created_at included)
+if redis.call('LINDEX', c, -1) == ARGV[4] then return {0, redis.call('LLEN', c)} end
+local cid = redis.call('RPUSH', c, ARGV[4])
+touch(id)
+return {0, cid}
+"""
+
+# ARGV: P, index key (without P), offset, limit -> {-1} (more to reap) | {total, {hash, ...}}
+_LIST = f"""
+if reap() >= {REAP_BATCH} then return {{-1}} end
+local index = P .. ARGV[2]
+local offset, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+while true do
+  local ids = redis.call('ZRANGE', index, offset, offset + limit - 1)
+  local rows, gone = {{}}, false
+  for _, id in ipairs(ids) do
+    local h = redis.pcall('HGETALL', P .. 's:' .. id)
+    if type(h) == 'table' and h.err then
+      rows[#rows + 1] = {{'!corrupt', id}}
+    elseif #h == 0 then
+      forget(id)
+      gone = true
+    else
+      rows[#rows + 1] = h
+    end
+  end
+  if not gone then return {{redis.call('ZCARD', index), rows}} end
+end
+"""
+
+# ARGV: P, id, 'tail', limit, before_seq | P, id, 'read', after_seq, limit ('' = none)
+# -> {-1, {}} no session | {first seq, {body, ...}}; LRANGE counts from the nearer end of the
+# list, so a tail costs the same however long the session (invariant 4)
+_SLICE = """
+local id, mode = ARGV[2], ARGV[3]
+if redis.call('EXISTS', P .. 's:' .. id) == 0 then return {-1, {}} end
+local m = P .. 'm:' .. id
+local len = redis.call('LLEN', m)
+local start, stop
+if mode == 'tail' then
+  stop = len - 1
+  if ARGV[5] ~= '' then stop = math.min(stop, tonumber(ARGV[5]) - 2) end
+  start = math.max(0, stop - tonumber(ARGV[4]) + 1)
+else
+  start = tonumber(ARGV[4])
+  stop = len - 1
+  if ARGV[5] ~= '' then stop = math.min(stop, start + tonumber(ARGV[5]) - 1) end
+end
+if stop < start then return {start + 1, {}} end
+local first = start + 1
+if start > len - 1 - stop then start, stop = start - len, stop - len end
+return {first, redis.call('LRANGE', m, start, stop)}
+"""
+
+# ARGV: P, id, ... : forget the ids whose session hash is gone
+_FORGET = """
+for k = 2, #ARGV do
+  if redis.call('EXISTS', P .. 's:' .. ARGV[k]) == 0 then forget(ARGV[k]) end
+end
+return 1
+"""
+
+# ARGV: P, id, ttl in ms (0: none)
+_SET_TTL = """
+local id = ARGV[2]
+local s = P .. 's:' .. id
+if redis.call('EXISTS', s) == 0 then return 0 end
+local ttl = tonumber(ARGV[3])
+if ttl > 0 then
+  redis.call('HSET', s, 'ttl_ms', ttl)
+  touch(id)
+else
+  redis.call('HDEL', s, 'ttl_ms')
+  for _, part in ipairs(PARTS) do redis.call('PERSIST', P .. part .. id) end
+  redis.call('ZREM', P .. 'expires', id)
+end
+return 1
+"""
+
+# ARGV: P, id: refresh the TTL after a MULTI/EXEC write
+_TOUCH = """
+if redis.call('EXISTS', P .. 's:' .. ARGV[2]) == 1 then touch(ARGV[2]) end
+return 1
+"""
+
+SCRIPTS: dict[str, str] = {
+    name: _PRELUDE + body
+    for name, body in (
+        ("create", _CREATE),
+        ("append", _APPEND),
+        ("set_fields", _SET_FIELDS),
+        ("checkpoint", _CHECKPOINT),
+        ("list", _LIST),
+        ("slice", _SLICE),
+        ("forget", _FORGET),
+        ("set_ttl", _SET_TTL),
+        ("touch", _TOUCH),
+    )
+}
+"""Every Lua script the store runs, by name (tests inspect them)."""

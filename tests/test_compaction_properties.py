@@ -1,0 +1,187 @@
+"""Compaction as properties: history unchanged, view invariants kept, cost incremental."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.strategies import history
+from threadline import ContextOverflow, ContextPolicy, Message, Session, build_context, open_store
+from threadline.compaction.compactor import Compactor, is_user_turn
+from threadline.compaction.extractive import ExtractiveSummarizer
+from threadline.compaction.snapshot import SummaryResult, words
+from threadline.store.base import prepare_messages
+
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+class RecordingSummarizer:
+    """ExtractiveSummarizer that records what each call was given."""
+
+    def __init__(self) -> None:
+        self.inner = ExtractiveSummarizer()
+        self.calls: list[dict[str, Any]] = []
+
+    def summarize(
+        self, messages: Sequence[Message], *, previous: str | None = None, max_words: int = 600
+    ) -> SummaryResult:
+        self.calls.append(
+            {
+                "seqs": [m.seq for m in messages],
+                "chars": sum(len(m.search_text()) for m in messages),
+                "previous_chars": len(previous or ""),
+            }
+        )
+        return self.inner.summarize(messages, previous=previous, max_words=max_words)
+
+
+def _check_units(window: list[Message]) -> None:
+    """No tool result without its call, no call without its results right after it."""
+    i = 0
+    while i < len(window):
+        m = window[i]
+        assert m.role != "tool", f"tool result at {i} without its call"
+        ids = [c.id for c in m.tool_calls]
+        results = window[i + 1 : i + 1 + len(ids)]
+        assert [r.tool_call_id for r in results if r.role == "tool"] == ids
+        i += 1 + len(ids)
+
+
+def _session(model: str = "gpt-4o") -> Session:
+    return open_store("memory://").create_session(model=model)
+
+
+def append_raw(s: Session, batch: list[Message]) -> None:
+    """Store a batch as an importer would, orphan results included (crash-broken logs)."""
+    s.store.append_messages(s.id, prepare_messages(s.model, batch))
+    s.refresh()
+
+
+def _dump(s: Session) -> list[dict[str, Any]]:
+    return [m.model_dump() for m in s.messages()]
+
+
+def _check_view(s: Session, policy: ContextPolicy) -> None:
+    try:
+        w = build_context(s, system_prompt="You are a careful agent.", policy=policy)
+    except ContextOverflow as exc:
+        assert exc.needed > exc.budget
+        return
+    assert policy.context_limit is not None
+    assert w.tokens <= policy.context_limit - policy.response_reserve  # invariant 3
+    body = [m for m in w.messages if not m.summary and m.role != "system"]
+    _check_units(body)  # invariant 2
+    summaries = [m for m in w.messages if m.summary]
+    assert all(m.synthetic for m in summaries)
+    assert all(m.role != "user" or "not written by the user" in m.text for m in summaries)
+    seqs = [m.seq for m in body if m.seq is not None]
+    assert seqs == sorted(seqs)
+    cp = s.latest_checkpoint()
+    floor = cp.covers_up_to if cp else 0
+    assert all(q > floor for q in seqs), "a message covered by the summary is shown again"
+    stored = s.messages(after_seq=floor)
+    need = min(policy.min_recent_messages, len(stored))
+    tail = {m.seq for m in stored[len(stored) - need :] if m.role != "tool"}
+    assert tail <= set(seqs) | set(w.report.orphan_results), "min_recent not honoured"
+
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), history(min_units=1, max_units=12, broken=True)),
+        st.tuples(st.just("compact"), st.booleans()),
+    ),
+    min_size=1,
+    max_size=8,
+)
+policies = st.builds(
+    ContextPolicy,
+    context_limit=st.integers(2_000, 20_000),
+    response_reserve=st.integers(0, 500),
+    min_recent_messages=st.integers(0, 8),
+    preserve_user_turns=st.integers(0, 4),
+    trim_strategy=st.sampled_from(["stable", "greedy"]),
+    summary_placement=st.sampled_from(["system", "checkpoint_pair"]),
+    summary_max_words=st.integers(80, 600),
+    max_messages_before_summary=st.integers(1, 30),
+    pruning=st.just(False),
+)
+
+
+@given(operations=ops, policy=policies)
+@SETTINGS
+def test_any_appends_and_compactions_keep_history_and_view_invariants(
+    operations: list[tuple[str, Any]], policy: ContextPolicy
+) -> None:
+    s = _session()
+    comp = Compactor(ExtractiveSummarizer(), policy=policy)
+    last_cover = 0
+    for op, arg in operations:
+        if op == "append":
+            append_raw(s, arg)
+            continue
+        before = _dump(s)
+        r = comp.compact(s, force=True) if arg else comp.compact_if_needed(s)
+        assert _dump(s) == before, "compaction changed stored messages"  # invariant 1
+        assert r.status in {"compacted", "noop", "not_needed"}, r.error
+        if r.compacted:
+            assert r.checkpoint is not None and r.covers_up_to is not None
+            assert r.covers_up_to > last_cover
+            last_cover = r.covers_up_to
+            kept = s.messages(after_seq=r.covers_up_to)
+            assert len(kept) >= policy.min_recent_messages
+            assert sum(is_user_turn(m) for m in kept) >= policy.preserve_user_turns
+            assert not kept or kept[0].role != "tool"
+            assert words(r.checkpoint.summary) <= policy.summary_max_words
+        _check_view(s, policy)
+
+
+def _turn(i: int) -> list[Message]:
+    return [
+        Message.user(f"step {i}: update src/module_{i}.py and set timeout_{i}=30"),
+        Message.assistant(f"Done with step {i}; module_{i} now validates its input."),
+    ]
+
+
+def test_incremental_cost_follows_new_messages_not_history() -> None:
+    s = _session()
+    rec = RecordingSummarizer()
+    comp = Compactor(rec, policy=ContextPolicy(min_recent_messages=6, preserve_user_turns=2))
+    rounds = 30
+    per_round = 10  # turns appended between compactions
+    for r in range(rounds):
+        s.append([m for i in range(r * per_round, (r + 1) * per_round) for m in _turn(i)])
+        assert comp.compact(s, force=True).compacted
+    covered = [q for call in rec.calls for q in call["seqs"]]
+    last = s.latest_checkpoint()
+    assert last is not None
+    # each message is summarized exactly once, in order: no round re-reads history
+    assert covered == list(range(1, last.covers_up_to + 1))
+    sizes = [len(call["seqs"]) for call in rec.calls]
+    assert max(sizes[1:]) == 2 * per_round  # one round's worth, in round 30 as in round 2
+    chars = [call["chars"] for call in rec.calls]
+    assert max(chars[1:]) <= 1.2 * min(chars[1:])  # flat, not growing with history
+    # the previous snapshot passed along is bounded by the word limit, not the history
+    prev = [call["previous_chars"] for call in rec.calls[1:]]
+    assert max(prev) < 600 * 40
+    total_input = sum(chars)
+    assert total_input <= 1.05 * sum(len(m.search_text()) for m in s.messages())
+
+
+@given(batches=st.lists(st.integers(1, 25), min_size=2, max_size=10), keep=st.integers(0, 10))
+@SETTINGS
+def test_rounds_partition_the_history(batches: list[int], keep: int) -> None:
+    s = _session()
+    rec = RecordingSummarizer()
+    comp = Compactor(rec, policy=ContextPolicy(min_recent_messages=keep, preserve_user_turns=1))
+    n = 0
+    for size in batches:
+        s.append([m for i in range(n, n + size) for m in _turn(i)])
+        n += size
+        comp.compact(s, force=True)
+    covered = [q for call in rec.calls for q in call["seqs"]]
+    assert covered == sorted(set(covered))  # no message summarized twice
+    cp = s.latest_checkpoint()
+    assert covered == list(range(1, (cp.covers_up_to if cp else 0) + 1))
