@@ -50,6 +50,12 @@ RESULT_LOOKBACK = (8, 256)
 """How far back a tool result's call is looked for at append."""
 
 
+class CorruptRecordWarning(UserWarning):
+    """A stored record could not be decoded; it was left in place, skipped, and
+    the good records around it were still returned. One class for every backend,
+    so callers can filter or escalate it with one ``warnings`` rule."""
+
+
 # -- validation ------------------------------------------------------------------
 
 

@@ -175,17 +175,15 @@ class MemoryStore:
             raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
-        deleted = 0
         with self._lock:
-            for sid in session_ids:
-                e = self._sessions.get(sid)
-                if e is None:
-                    continue
-                if not force and e.lock is not None and not e.lock.is_stale():
-                    raise SessionLocked(sid, e.lock)
+            present = [sid for sid in dict.fromkeys(session_ids) if sid in self._sessions]
+            for sid in present:  # all or nothing: check every lock before deleting any
+                lock = self._sessions[sid].lock
+                if not force and lock is not None and not lock.is_stale():
+                    raise SessionLocked(sid, lock)
+            for sid in present:
                 del self._sessions[sid]
-                deleted += 1
-        return deleted
+        return len(present)
 
     def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
         with self._lock:
@@ -251,6 +249,8 @@ class MemoryStore:
     ) -> list[Message]:
         with self._lock:
             e = self._get(session_id)
+            if limit is not None and limit <= 0:
+                return []
             start = max(0, after_seq)
             end = len(e.messages) if limit is None else start + limit
             return [m.model_copy(deep=True) for m in e.messages[start:end]]

@@ -56,6 +56,7 @@ from threadline.errors import (
 )
 from threadline.messages import Message, new_id, utcnow
 from threadline.store.base import (
+    CorruptRecordWarning,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
@@ -105,10 +106,6 @@ HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments
 STORE_OPTIONS = ("schema", "pool_size", "pool_timeout")
 """URL query options that are ours; every other option goes to libpq."""
 _SCHEMA_NAME_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-
-
-class CorruptRecordWarning(UserWarning):
-    """A stored row could not be decoded; it was left in place and skipped."""
 
 
 # -- migrations: one ordered list, applied in one place when the store opens ------

@@ -67,6 +67,7 @@ from threadline.errors import (
 )
 from threadline.messages import Message, new_id, utcnow
 from threadline.store.base import (
+    CorruptRecordWarning,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
@@ -108,10 +109,6 @@ URL_OPTIONS = ("prefix", "ttl")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PARTS = ("s", "m", "i", "c", "p")
 T = TypeVar("T")
-
-
-class CorruptRecordWarning(UserWarning):
-    """A stored record could not be decoded; it was left in place and skipped."""
 
 
 # -- helpers -----------------------------------------------------------------------

@@ -40,6 +40,7 @@ from threadline.errors import (
 )
 from threadline.messages import Message, new_id, utcnow
 from threadline.store.base import (
+    CorruptRecordWarning,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
@@ -66,10 +67,6 @@ APP_ID = "threadline"
 DEFAULT_BUSY_TIMEOUT_MS = 10_000
 SYNCHRONOUS_LEVELS = ("full", "normal", "extra", "off")
 DEFAULT_SYNCHRONOUS = "full"
-
-
-class CorruptRecordWarning(UserWarning):
-    """A stored row could not be decoded; it was left in place and skipped."""
 
 
 def fts5_query(query: str) -> str:
@@ -550,9 +547,10 @@ class SQLiteStore:
         return out
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
-        if limit <= 0:
-            return []
         with self._read() as con:
+            if limit <= 0:
+                self._require(con, session_id)
+                return []
             if before_seq is None:
                 rows = con.execute(
                     "SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
@@ -575,7 +573,7 @@ class SQLiteStore:
             rows = con.execute(
                 "SELECT seq, body FROM messages WHERE session_id = ? AND seq > ? "
                 "ORDER BY seq LIMIT ?",
-                (session_id, after_seq, -1 if limit is None else limit),
+                (session_id, after_seq, -1 if limit is None else max(limit, 0)),
             ).fetchall()
             if not rows:
                 self._require(con, session_id)
