@@ -34,6 +34,8 @@ format: install
 bench: install
 	$(PY) bench/context_build.py
 	$(PY) bench/append.py
+	$(PY) bench/compaction.py
+	$(PY) bench/backends.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -79,12 +79,28 @@ from typing import Annotated
 import typer
 
 from threadline import __version__
-from threadline.cli import context_cmd, demo, sessions
+from threadline.cli import (
+    chat,
+    cleanup_cmd,
+    compact_cmd,
+    context_cmd,
+    copy_cmd,
+    demo,
+    sessions,
+)
 from threadline.cli.errors import ErrorMappingGroup
 from threadline.cli.state import CliState
 from threadline.store import STORE_ENV, default_store_url
 
-COMMAND_MODULES: tuple[ModuleType, ...] = (sessions, context_cmd, demo)
+COMMAND_MODULES: tuple[ModuleType, ...] = (
+    chat,
+    sessions,
+    context_cmd,
+    compact_cmd,
+    demo,
+    cleanup_cmd,
+    copy_cmd,
+)
 """Each has ``register(root: typer.Typer)``; add new command modules here."""
 
 app = typer.Typer(

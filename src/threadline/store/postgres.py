@@ -56,11 +56,11 @@ from threadline.errors import (
 )
 from threadline.messages import Message, new_id, utcnow
 from threadline.store.base import (
-    CorruptRecordWarning,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
+    CorruptRecordWarning,
     LockHolder,
     ScratchpadEntry,
     SearchHit,

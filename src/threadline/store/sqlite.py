@@ -40,11 +40,11 @@ from threadline.errors import (
 )
 from threadline.messages import Message, new_id, utcnow
 from threadline.store.base import (
-    CorruptRecordWarning,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
+    CorruptRecordWarning,
     LockHolder,
     ScratchpadEntry,
     SearchHit,
@@ -581,6 +581,17 @@ class SQLiteStore:
 
     def count_messages(self, session_id: str) -> int:
         return self.session_info(session_id).message_count
+
+    def session_bytes(self, session_id: str) -> int:
+        """Stored size of the session's messages, for retention's storage cap."""
+        with self._read() as con:
+            self._require(con, session_id)
+            row = con.execute(
+                "SELECT COALESCE(SUM(length(CAST(body AS BLOB))), 0) FROM messages "
+                "WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+        return int(row[0])
 
     def _require(self, con: sqlite3.Connection, session_id: str) -> None:
         if not con.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
