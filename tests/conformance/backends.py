@@ -17,10 +17,12 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from tests.conftest import require_postgres, require_redis
 from threadline import Message, Store, open_store
+from threadline.store.base import prepare_messages
 
 BACKENDS = ["memory", "sqlite", "jsonl", "postgres", "redis"]
 
@@ -85,40 +87,48 @@ Factory = Callable[[str, Path], Store]
 # -- the concurrency workers: module level, so spawned processes can import them -----
 
 
-def append_worker(url: str, session_id: str, worker: int, count: int, start: object) -> None:
-    """Append ``count`` one-message batches through the Session handle, as an agent would.
+class _Start(Protocol):
+    def wait(self, timeout: float | None = None) -> int: ...
 
-    ``start`` is a barrier shared by all workers, so their appends overlap.
+
+def append_loop(
+    store: Store, own: str, shared: str, worker: int, count: int, start: _Start
+) -> None:
+    """Append ``count`` one-message batches to ``own`` and as many to ``shared``, alternating.
+
+    Each batch is prepared as ``Session.append`` prepares it (the handle's refresh
+    after each append is left out: it is a read, not a write). ``start`` is a barrier
+    shared by all writers, so their appends overlap.
     """
+    models = {sid: store.session_info(sid).model for sid in (own, shared)}
+    start.wait()
+    for i in range(count):
+        for sid in (own, shared):
+            message = Message.user(f"worker {worker} message {i}", metadata={"w": worker, "i": i})
+            store.append_messages(sid, prepare_messages(models[sid], [message]))
+
+
+def append_worker(url: str, own: str, shared: str, worker: int, count: int, start: _Start) -> None:
+    """A writer process: it gets the URL as a string and opens a store of its own."""
     store = open_store(url)
     try:
-        session = store.get_session(session_id)
-        start.wait()  # type: ignore[attr-defined]
-        for i in range(count):
-            session.append(
-                Message.user(f"worker {worker} message {i}", metadata={"w": worker, "i": i})
-            )
+        append_loop(store, own, shared, worker, count, start)
     finally:
         store.close()
 
 
-def thread_workers(store: Store, session_ids: list[str], count: int) -> list[BaseException]:
-    """The in-process version: one thread per session id (ids may repeat), one store."""
-    barrier = threading.Barrier(len(session_ids))
+def thread_workers(store: Store, own: list[str], shared: str, count: int) -> list[BaseException]:
+    """The in-process version: one thread per own session, all sharing one store."""
+    barrier = threading.Barrier(len(own))
     errors: list[BaseException] = []
 
     def run(worker: int, sid: str) -> None:
         try:
-            session = store.get_session(sid)
-            barrier.wait()
-            for i in range(count):
-                session.append(
-                    Message.user(f"worker {worker} message {i}", metadata={"w": worker, "i": i})
-                )
+            append_loop(store, sid, shared, worker, count, barrier)
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=run, args=(w, s)) for w, s in enumerate(session_ids)]
+    threads = [threading.Thread(target=run, args=(w, s)) for w, s in enumerate(own)]
     for t in threads:
         t.start()
     for t in threads:

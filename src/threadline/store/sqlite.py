@@ -4,7 +4,7 @@ Durability: WAL journal with ``synchronous=FULL`` by default, so an
 acknowledged append survives a process kill *and* a power loss; pass
 ``?synchronous=normal`` in the URL to trade power-loss durability for speed
 (a killed process still loses nothing in WAL mode). Writers take
-``BEGIN IMMEDIATE`` and wait up to ``busy_timeout`` (default 10 s) for each
+``BEGIN IMMEDIATE`` and wait up to ``busy_timeout`` (default 60 s) for each
 other, so many processes can share one file.
 
 Messages are stored as their JSON form plus the columns that queries need;
@@ -64,7 +64,7 @@ from threadline.store.base import (
 )
 
 APP_ID = "threadline"
-DEFAULT_BUSY_TIMEOUT_MS = 10_000
+DEFAULT_BUSY_TIMEOUT_MS = 60_000
 SYNCHRONOUS_LEVELS = ("full", "normal", "extra", "off")
 DEFAULT_SYNCHRONOUS = "full"
 

@@ -1,0 +1,859 @@
+"""Sessions as JSONL files that a person can read, grep, ``jq`` and version.
+
+Layout under the store's root directory (``jsonl:///abs/dir`` or ``jsonl://rel/dir``)::
+
+    threadline.json                 marker: which program and format made this directory
+    sessions/<agent>/<id>.jsonl     line 1: the immutable creation record {"type": "session", ...}
+                                    then one line per message {"type": "message", "seq": N, ...}
+    sessions/<agent>/<id>.meta.json mutable metadata: title, model, metadata, updated_at, memo, lock
+    sessions/<agent>/<id>_summary.json     checkpoints (compaction summaries), oldest first
+    sessions/<agent>/<id>_scratchpad.json  scratchpad entries
+    sessions/<agent>/<id>.jsonl.corrupt    lines set aside because they could not be read
+    .locks/                         one lock file per session, one for the whole store
+
+The ideas behind it:
+
+* **The .jsonl is the only source of truth for messages and counters.** Every message
+  line carries its ``seq``, the ``batch_last`` seq of the batch it was written in, and
+  the session's running ``total_tokens`` and ``stored_at`` after it. So a session's
+  counters come from its last line (read backwards from the end), listing never reads a
+  whole file, and an append costs one write and one ``fsync`` with no second file to
+  keep consistent. Mutable metadata lives in the ``.meta.json`` sidecar, replaced
+  atomically (temporary file, ``fsync``, ``os.replace``); without a sidecar, a session
+  falls back to its creation record, so a bare ``.jsonl`` copied in from elsewhere
+  shows up. A session exists exactly when its ``.jsonl`` exists.
+* **A batch is committed when its closing line is complete.** A crash can leave a torn
+  line or the first lines of a batch at the end of the file; reads ignore that
+  uncommitted tail, and the next append sets it aside to ``.corrupt`` and truncates it,
+  so a batch is all-or-nothing and new lines never glue onto a torn one.
+* **Corrupt lines elsewhere (a hand edit) are left in place.** Reads skip them with a
+  ``CorruptRecordWarning`` naming the file and line number, and a copy goes to
+  ``.corrupt`` once. Such a line keeps its seq slot, so seqs are never reused. A file
+  whose first line is not a session record raises ``CorruptRecord`` naming the file.
+* **Every operation on a session holds its file lock** (``filelock``), so readers never
+  see a half-written batch and writers in many processes never interleave. Creating and
+  deleting sessions also hold the store lock, which keeps ids unique across agents.
+* **Long sessions stay cheap where it matters.** ``tail`` and recent reads go backwards
+  from the end of the file in blocks. Appends (which must know every stored message id
+  to stay idempotent) and far-back reads use an in-process index of ids and line
+  offsets, built by one forward scan the first time a process needs it and extended
+  incrementally afterwards. The line format and that machinery live in
+  ``store/jsonl_file.py``.
+* ``message_count`` is the last seq: a corrupt line still counts, as it keeps its slot.
+
+Search is a plain scan of the files (every word must occur, case-insensitively), fine
+for the sizes this backend is for. Images are stored inline; ``<id>_media/`` is removed
+with its session but nothing is moved there yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import re
+import shutil
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import filelock
+from pydantic import ValidationError
+
+from threadline.errors import (
+    CorruptRecord,
+    InvalidMessage,
+    NotAThreadlineStore,
+    SchemaTooNew,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    StoreUnavailable,
+    ThreadlineError,
+    UsageError,
+)
+from threadline.messages import Message, new_id, utcnow
+from threadline.store.base import (
+    DEFAULT_AGENT,
+    DEFAULT_PAGE_SIZE,
+    MIN_PREFIX_LENGTH,
+    SESSION_ID_PATTERN,
+    Checkpoint,
+    CorruptRecordWarning,
+    LockHolder,
+    ScratchpadEntry,
+    SearchHit,
+    Session,
+    SessionInfo,
+    SessionPage,
+    check_scratchpad_name,
+    check_title,
+    format_ts,
+    parse_ts,
+    pick_unique,
+    primary_tokens,
+    validate_agent,
+    validate_page_size,
+    validate_session_id,
+)
+from threadline.store.jsonl_file import (
+    FORMAT_VERSION,
+    Index,
+    Line,
+    SessionFile,
+    SessionPaths,
+    State,
+    atomic_write,
+    encode_line,
+    fsync_dir,
+    json_bytes,
+    loads_object,
+    tail_state,
+)
+
+APP_ID = "threadline"
+MARKER_NAME = "threadline.json"
+SESSIONS_DIR = "sessions"
+LOCKS_DIR = ".locks"
+STORE_LOCK_NAME = "_store.lock"
+"""Session ids start with a letter or digit, so this name can never be a session's lock."""
+LOCK_TIMEOUT_SECONDS = 30.0
+LOCK_POLL_SECONDS = 0.001
+"""filelock polls; a short interval keeps many writers on one session from idling."""
+BACKWARD_READ_LIMIT = 2000
+"""``read_messages`` this close to the end reads backwards instead of building the index."""
+SNIPPET_RADIUS = 60
+MAX_CACHED_INDEXES = 64
+"""Sessions whose index a process keeps; the least recently used is dropped first."""
+
+_ID_RE = re.compile(SESSION_ID_PATTERN)
+
+__all__ = ["CorruptRecordWarning", "JSONLStore", "parse_jsonl_url"]
+
+
+def parse_jsonl_url(url: str) -> Path:
+    """``jsonl:///abs/dir`` or ``jsonl://relative/dir`` (no options)."""
+    rest = url[len("jsonl://") :] if url.startswith("jsonl://") else url
+    if "?" in rest:
+        raise UsageError(f"the jsonl store takes no options: {url!r}")
+    if not rest:
+        raise UsageError(f"no directory in store URL {url!r} (expected jsonl:///path/to/dir)")
+    return Path(rest).expanduser()
+
+
+class JSONLStore:
+    """Sessions as JSONL files under one directory; safe across threads and processes."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.url = f"jsonl://{self.root}"
+        self._sessions = self.root / SESSIONS_DIR
+        self._locks = self.root / LOCKS_DIR
+        self._mutex = threading.RLock()
+        self._file_locks: dict[str, filelock.FileLock] = {}
+        self._agents: dict[str, str] = {}
+        self._indexes: dict[str, Index] = {}
+        self._set_aside: set[tuple[str, int, str]] = set()
+        self._open_root()
+
+    @classmethod
+    def from_url(cls, url: str) -> JSONLStore:
+        return cls(parse_jsonl_url(url))
+
+    def _open_root(self) -> None:
+        marker = self.root / MARKER_NAME
+        try:
+            if self.root.exists() and not self.root.is_dir():
+                raise NotAThreadlineStore(f"{self.root} is a file, not a JSONL store directory")
+            if marker.exists():
+                info = loads_object(marker.read_bytes())
+                if info is None or info.get("app") != APP_ID:
+                    raise NotAThreadlineStore(f"{marker} was not written by threadline")
+                if int(info.get("format", 0)) > FORMAT_VERSION:
+                    raise SchemaTooNew(
+                        f"{self.root} uses JSONL format {info['format']}, newer than this "
+                        f"threadline understands ({FORMAT_VERSION}); upgrade threadline"
+                    )
+            elif self.root.exists() and any(
+                p.name not in (SESSIONS_DIR, LOCKS_DIR) for p in self.root.iterdir()
+            ):
+                raise NotAThreadlineStore(
+                    f"{self.root} holds files threadline did not create (no {MARKER_NAME}); "
+                    "point the jsonl store at an empty or threadline-made directory"
+                )
+            self._sessions.mkdir(parents=True, exist_ok=True)
+            self._locks.mkdir(parents=True, exist_ok=True)
+            if not marker.exists():
+                atomic_write(marker, json_bytes({"app": APP_ID, "format": FORMAT_VERSION}))
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot open the JSONL store at {self.root}: {exc}") from exc
+
+    def close(self) -> None:
+        """Drop in-process caches; no file stays open between calls."""
+        with self._mutex:
+            self._indexes.clear()
+            self._agents.clear()
+
+    def __enter__(self) -> JSONLStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _translate(self) -> Iterator[None]:
+        try:
+            yield
+        except ThreadlineError:
+            raise
+        except filelock.Timeout as exc:
+            raise StoreUnavailable(
+                f"store {self.root} is busy: waited {LOCK_TIMEOUT_SECONDS:.0f} s "
+                f"for {exc.lock_file}"
+            ) from exc
+        except OSError as exc:
+            raise StoreUnavailable(f"store {self.root}: {exc}") from exc
+
+    def _file_lock(self, name: str) -> filelock.FileLock:
+        lock = self._file_locks.get(name)
+        if lock is None:
+            lock = self._file_locks[name] = filelock.FileLock(str(self._locks / name))
+        return lock
+
+    @contextlib.contextmanager
+    def _hold(self, name: str) -> Iterator[None]:
+        lock = self._file_lock(name)
+        lock.acquire(timeout=LOCK_TIMEOUT_SECONDS, poll_interval=LOCK_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @contextlib.contextmanager
+    def _store_locked(self) -> Iterator[None]:
+        with self._translate(), self._mutex, self._hold(STORE_LOCK_NAME):
+            yield
+
+    @contextlib.contextmanager
+    def _locked(self, session_id: str) -> Iterator[SessionPaths]:
+        """The session's files, with its lock held; ``SessionNotFound`` if it has none."""
+        if not isinstance(session_id, str) or not _ID_RE.match(session_id):
+            raise SessionNotFound(str(session_id))
+        with self._translate(), self._mutex, self._hold(f"{session_id}.lock"):
+            yield self._find(session_id)
+
+    def _find(self, sid: str) -> SessionPaths:
+        agent = self._agents.get(sid)
+        if agent is not None:
+            paths = SessionPaths(sid, agent, self._sessions / agent)
+            if paths.jsonl.exists():
+                return paths
+            self._forget(sid)
+        for agent in self._agent_names():
+            paths = SessionPaths(sid, agent, self._sessions / agent)
+            if paths.jsonl.exists():
+                self._agents[sid] = agent
+                return paths
+        raise SessionNotFound(sid)
+
+    def _forget(self, sid: str) -> None:
+        self._agents.pop(sid, None)
+        self._indexes.pop(sid, None)
+
+    def _agent_names(self) -> list[str]:
+        try:
+            names = os.listdir(self._sessions)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if _ID_RE.match(n) and (self._sessions / n).is_dir())
+
+    def _session_ids(self, agent: str) -> list[str]:
+        try:
+            names = os.listdir(self._sessions / agent)
+        except FileNotFoundError:
+            return []
+        return [n[:-6] for n in names if n.endswith(".jsonl") and _ID_RE.match(n[:-6])]
+
+    def _meta(self, paths: SessionPaths, header: dict[str, Any]) -> dict[str, Any]:
+        """The sidecar, or defaults from the creation record when there is none."""
+        try:
+            raw = paths.meta.read_bytes()
+        except FileNotFoundError:
+            return {
+                "title": header.get("title"),
+                "model": header.get("model"),
+                "metadata": header.get("metadata") or {},
+                "updated_at": header.get("created_at"),
+                "memo": {},
+                "lock": None,
+            }
+        meta = loads_object(raw)
+        if meta is None:
+            raise CorruptRecord(
+                "the metadata sidecar is not a JSON object (delete it to fall back to the "
+                "session's creation record)",
+                where=str(paths.meta),
+            )
+        return meta
+
+    def _write_meta(self, paths: SessionPaths, meta: dict[str, Any]) -> None:
+        atomic_write(paths.meta, json_bytes(meta))
+
+    def _with_meta(self, paths: SessionPaths) -> tuple[dict[str, Any], dict[str, Any]]:
+        with open(paths.jsonl, "rb") as f:
+            header, _ = SessionFile(paths, f, self._set_aside).header()
+        return header, self._meta(paths, header)
+
+    # -- the index and the committed end ---------------------------------------------
+
+    @contextlib.contextmanager
+    def _open(self, paths: SessionPaths, mode: str = "rb") -> Iterator[tuple[SessionFile, int]]:
+        """The session file, checked to be one, and where its first message line starts."""
+        with open(paths.jsonl, mode) as f:
+            sf = SessionFile(paths, f, self._set_aside)
+            _, header_end = sf.header()
+            yield sf, header_end
+
+    def _index(self, sf: SessionFile, header_end: int, *, build: bool = True) -> Index | None:
+        """This process's index of the file, brought up to date (built only if ``build``)."""
+        st = os.fstat(sf.f.fileno())
+        index = self._indexes.get(sf.paths.sid)
+        if index is not None and (index.ino != st.st_ino or st.st_size < index.scanned_to):
+            index = None  # replaced or cut short behind our back: start over
+        if index is None:
+            if not build:
+                return None
+            index = Index(ino=st.st_ino, scanned_to=header_end, lines=1)
+        if st.st_size > index.scanned_to:
+            sf.extend(index)
+        self._indexes.pop(sf.paths.sid, None)  # re-insert: the dict keeps recency order
+        self._indexes[sf.paths.sid] = index
+        while len(self._indexes) > MAX_CACHED_INDEXES:
+            del self._indexes[next(iter(self._indexes))]
+        return index
+
+    def _state(self, sf: SessionFile, header_end: int) -> State:
+        index = self._index(sf, header_end, build=False)
+        return index.state if index is not None else tail_state(sf.f, header_end, sf.size())
+
+    # -- sessions -----------------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        agent: str = DEFAULT_AGENT,
+        model: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        lock: LockHolder | None = None,
+    ) -> Session:
+        sid = validate_session_id(id) if id is not None else new_id()
+        agent = validate_agent(agent)
+        title = check_title(title)
+        created = format_ts(utcnow())
+        metadata = copy.deepcopy(metadata or {})
+        with self._store_locked(), self._hold(f"{sid}.lock"):
+            with contextlib.suppress(SessionNotFound):
+                self._find(sid)
+                raise SessionExists(sid)
+            paths = SessionPaths(sid, agent, self._sessions / agent)
+            paths.dir.mkdir(parents=True, exist_ok=True)
+            self._remove_files(paths)  # what a crashed create or delete may have left
+            header = {
+                "type": "session",
+                "format": FORMAT_VERSION,
+                "id": sid,
+                "agent": agent,
+                "model": model,
+                "title": title,
+                "created_at": created,
+                "metadata": metadata,
+            }
+            meta = {
+                "id": sid,
+                "agent": agent,
+                "created_at": created,
+                "title": title,
+                "model": model,
+                "metadata": metadata,
+                "updated_at": created,
+                "memo": {},
+                "lock": lock.model_dump(mode="json") if lock else None,
+            }
+            # the sidecar (and with it the lock) exists before the session becomes visible
+            self._write_meta(paths, meta)
+            atomic_write(paths.jsonl, json.dumps(header, ensure_ascii=False).encode() + b"\n")
+            self._agents[sid] = agent
+            info = self._info(paths)
+        return Session(self, info)
+
+    def _remove_files(self, paths: SessionPaths) -> None:
+        for path in paths.leftovers():
+            path.unlink(missing_ok=True)
+        if paths.media.is_dir():
+            shutil.rmtree(paths.media)
+
+    def _info(self, paths: SessionPaths) -> SessionInfo:
+        with open(paths.jsonl, "rb") as f:
+            sf = SessionFile(paths, f, self._set_aside)
+            header, header_end = sf.header()
+            meta = self._meta(paths, header)
+            state = self._state(sf, header_end)
+        created = str(header.get("created_at") or meta.get("created_at"))
+        updated = max(str(meta.get("updated_at") or created), state.stored_at or "")
+        try:
+            return SessionInfo(
+                id=paths.sid,
+                agent=paths.agent,
+                model=meta.get("model"),
+                title=meta.get("title"),
+                created_at=parse_ts(created),
+                updated_at=parse_ts(updated),
+                message_count=state.last_seq,
+                total_tokens=state.total_tokens,
+                last_seq=state.last_seq,
+                metadata=meta.get("metadata") or {},
+            )
+        except (ValueError, ValidationError) as exc:
+            raise CorruptRecord(
+                f"unreadable session metadata: {exc}", where=str(paths.meta)
+            ) from exc
+
+    def get_session(self, id_or_prefix: str) -> Session:
+        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
+
+    def resolve_id(self, id_or_prefix: str) -> str:
+        validate_session_id(id_or_prefix)
+        with self._translate(), self._mutex:
+            with contextlib.suppress(SessionNotFound):
+                return self._find(id_or_prefix).sid
+            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
+                raise SessionNotFound(id_or_prefix)
+            matches = sorted(
+                sid
+                for agent in self._agent_names()
+                for sid in self._session_ids(agent)
+                if sid.startswith(id_or_prefix)
+            )
+        return pick_unique(id_or_prefix, matches)
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        with self._locked(session_id) as paths:
+            return self._info(paths)
+
+    def list_sessions(
+        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
+    ) -> SessionPage:
+        """Reads each session's sidecar, first line and last lines, never a whole file."""
+        validate_page_size(limit)
+        if offset < 0:
+            raise UsageError("offset must be >= 0")
+        infos = self._all_infos(validate_agent(agent) if agent is not None else None)
+        return SessionPage(
+            items=infos[offset : offset + limit], total=len(infos), offset=offset, limit=limit
+        )
+
+    def _all_infos(self, agent: str | None) -> list[SessionInfo]:
+        """Every readable session, newest updated first; unreadable ones are reported."""
+        infos: list[SessionInfo] = []
+        with self._translate(), self._mutex:
+            for name in [agent] if agent is not None else self._agent_names():
+                for sid in self._session_ids(name):
+                    try:
+                        with self._locked(sid) as paths:
+                            infos.append(self._info(paths))
+                    except SessionNotFound:
+                        continue  # deleted while we listed
+                    except CorruptRecord as exc:
+                        warnings.warn(
+                            f"not listing session {sid}: {exc}", CorruptRecordWarning, stacklevel=3
+                        )
+        infos.sort(key=lambda i: i.id)
+        infos.sort(key=lambda i: i.updated_at, reverse=True)
+        return infos
+
+    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
+        title = check_title(title)
+        with self._locked(session_id) as paths:
+            _, meta = self._with_meta(paths)
+            meta.update(title=title, updated_at=format_ts(utcnow()))
+            self._write_meta(paths, meta)
+            return self._info(paths)
+
+    def update_session(
+        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> SessionInfo:
+        with self._locked(session_id) as paths:
+            _, meta = self._with_meta(paths)
+            if model is not None:
+                meta["model"] = model
+            meta["metadata"] = {**(meta.get("metadata") or {}), **copy.deepcopy(metadata or {})}
+            self._write_meta(paths, meta)
+            return self._info(paths)
+
+    def delete_session(self, session_id: str, *, force: bool = False) -> None:
+        if self.delete_sessions([session_id], force=force) == 0:
+            raise SessionNotFound(session_id)
+
+    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+        """Refuses (deleting nothing) when any of them is locked by a live holder."""
+        with self._store_locked():
+            targets: list[str] = []
+            for sid in dict.fromkeys(session_ids):
+                try:
+                    with self._locked(sid) as paths:
+                        self._refuse_if_locked(paths, force)
+                        targets.append(sid)
+                except SessionNotFound:
+                    continue
+            deleted = 0
+            for sid in targets:
+                with self._locked(sid) as paths:
+                    self._refuse_if_locked(paths, force)
+                    paths.jsonl.unlink()  # from here on the session does not exist
+                    fsync_dir(paths.dir)
+                    self._remove_files(paths)
+                    self._forget(sid)
+                    with contextlib.suppress(OSError):
+                        paths.dir.rmdir()  # only when it was the agent's last session
+                deleted += 1
+        return deleted
+
+    def _refuse_if_locked(self, paths: SessionPaths, force: bool) -> None:
+        if force:
+            return
+        try:
+            _, meta = self._with_meta(paths)
+        except CorruptRecord:
+            return  # an unreadable session can always be deleted
+        holder = _holder(meta)
+        if holder is not None and not holder.is_stale():
+            raise SessionLocked(paths.sid, holder)
+
+    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
+        agents = [validate_agent(agent)] if agent is not None else None
+        with self._store_locked():
+            ids = [
+                sid
+                for name in (agents if agents is not None else self._agent_names())
+                for sid in self._session_ids(name)
+            ]
+            return self.delete_sessions(ids, force=force)
+
+    # -- messages -----------------------------------------------------------------------
+
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        if not messages:
+            return []
+        with self._locked(session_id) as paths, self._open(paths, "r+b") as (sf, header_end):
+            index = self._index(sf, header_end)
+            assert index is not None
+            sf.repair(index)
+            if messages[0].id in index.ids:
+                return self._stored_copies(sf, index, messages)
+            ids = [m.id for m in messages]
+            if len(set(ids)) != len(ids) or any(i in index.ids for i in ids):
+                raise InvalidMessage(
+                    f"a message id in this batch is already stored in session {session_id}"
+                )
+            seq, total = index.last_seq, index.total_tokens
+            last = seq + len(messages)
+            stored_at = format_ts(utcnow())
+            stored: list[Message] = []
+            chunks: list[bytes] = []
+            for m in messages:  # encode everything before writing anything
+                seq += 1
+                total += primary_tokens(m)
+                sm = m.model_copy(deep=True, update={"seq": seq})
+                chunks.append(
+                    encode_line(sm, batch_last=last, total_tokens=total, stored_at=stored_at)
+                )
+                stored.append(sm)
+            f = sf.f
+            f.seek(index.scanned_to)
+            try:
+                f.write(b"".join(chunks))
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError:
+                with contextlib.suppress(OSError):
+                    f.truncate(index.scanned_to)
+                raise
+            offset = index.scanned_to
+            for sm, chunk in zip(stored, chunks, strict=True):
+                assert sm.seq is not None
+                index.commit(offset, Line(sm.seq, sm.id, last, 0, stored_at))
+                offset += len(chunk)
+            index.total_tokens, index.scanned_to = total, offset
+            index.lines += len(chunks)
+            return [m.model_copy(deep=True) for m in stored]
+
+    def _stored_copies(
+        self, sf: SessionFile, index: Index, messages: Sequence[Message]
+    ) -> list[Message]:
+        """A retried batch: the stored messages, or an error if only part of it is stored."""
+        out: list[Message] = []
+        for m in messages:
+            seq = index.ids.get(m.id)
+            if seq is None:
+                raise InvalidMessage(
+                    f"batch partly stored already in session {sf.paths.sid}: "
+                    f"message {messages[0].id} is stored but {m.id} is not"
+                )
+            out.extend(sf.read_indexed(index, seq, seq))
+        return out
+
+    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        with self._locked(session_id) as paths, self._open(paths) as (sf, header_end):
+            if limit <= 0:
+                return []
+            index = self._index(sf, header_end, build=False)
+            if index is None:  # read backwards from the end: no need to scan the whole file
+                state = tail_state(sf.f, header_end, sf.size())
+                before = state.last_seq + 1 if before_seq is None else before_seq
+                return sf.read_backwards(header_end, state.end, after=0, before=before, limit=limit)
+            hi = index.last_seq if before_seq is None else min(before_seq - 1, index.last_seq)
+            if hi < 1:
+                return []
+            return sf.read_indexed(index, max(1, hi - limit + 1), hi)[::-1]
+
+    def read_messages(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Message]:
+        with self._locked(session_id) as paths, self._open(paths) as (sf, header_end):
+            if limit is not None and limit <= 0:
+                return []
+            after_seq = max(0, after_seq)
+            index = self._index(sf, header_end, build=False)
+            if index is None:
+                state = tail_state(sf.f, header_end, sf.size())
+                if state.last_seq - after_seq <= BACKWARD_READ_LIMIT:
+                    found = sf.read_backwards(
+                        header_end,
+                        state.end,
+                        after=after_seq,
+                        before=state.last_seq + 1,
+                        limit=None,
+                    )[::-1]
+                    return found if limit is None else found[:limit]
+                index = self._index(sf, header_end)
+                assert index is not None
+            hi = index.last_seq if limit is None else min(index.last_seq, after_seq + limit)
+            if hi <= after_seq:
+                return []
+            return sf.read_indexed(index, after_seq + 1, hi)
+
+    def count_messages(self, session_id: str) -> int:
+        return self.session_info(session_id).message_count
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def _checkpoints(self, paths: SessionPaths) -> list[Checkpoint]:
+        try:
+            raw = paths.summary.read_bytes()
+        except FileNotFoundError:
+            return []
+        data = loads_object(raw)
+        try:
+            if data is None:
+                raise ValueError("not a JSON object")
+            return [Checkpoint.model_validate(c) for c in data.get("checkpoints", [])]
+        except (ValueError, ValidationError) as exc:
+            raise CorruptRecord(f"unreadable checkpoints: {exc}", where=str(paths.summary)) from exc
+
+    def add_checkpoint(
+        self,
+        session_id: str,
+        *,
+        covers_up_to: int,
+        summary: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> Checkpoint:
+        with self._locked(session_id) as paths:
+            last = self._info(paths).last_seq
+            if not 0 <= covers_up_to <= last:
+                raise UsageError(
+                    f"checkpoint covers_up_to={covers_up_to} is outside the session "
+                    f"(last seq {last})"
+                )
+            existing = self._checkpoints(paths)
+            cp = Checkpoint(
+                id=max((c.id for c in existing), default=0) + 1,
+                session_id=session_id,
+                covers_up_to=covers_up_to,
+                summary=summary,
+                metadata=copy.deepcopy(metadata or {}),
+            )
+            records = [c.model_dump(mode="json") for c in [*existing, cp]]
+            atomic_write(
+                paths.summary, json_bytes({"session_id": session_id, "checkpoints": records})
+            )
+            return cp
+
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+        checkpoints = self.list_checkpoints(session_id)
+        return checkpoints[-1] if checkpoints else None
+
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+        with self._locked(session_id) as paths:
+            return self._checkpoints(paths)
+
+    # -- scratchpad and memo ------------------------------------------------------------
+
+    def _pad(self, paths: SessionPaths) -> dict[str, dict[str, Any]]:
+        try:
+            raw = paths.scratchpad.read_bytes()
+        except FileNotFoundError:
+            return {}
+        data = loads_object(raw)
+        if data is None or not isinstance(data.get("entries"), dict):
+            raise CorruptRecord("unreadable scratchpad", where=str(paths.scratchpad))
+        entries: dict[str, dict[str, Any]] = data["entries"]
+        return entries
+
+    def _entry(self, paths: SessionPaths, name: str, value: dict[str, Any]) -> ScratchpadEntry:
+        try:
+            return ScratchpadEntry.model_validate({"name": name, **value})
+        except ValidationError as exc:
+            raise CorruptRecord(f"unreadable entry {name!r}", where=str(paths.scratchpad)) from exc
+
+    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        check_scratchpad_name(name)
+        with self._locked(session_id) as paths:
+            pad = self._pad(paths)
+            now = format_ts(utcnow())
+            old = pad.get(name) or {}
+            pad[name] = {
+                "content": content,
+                "created_at": old.get("created_at", now),
+                "updated_at": now,
+            }
+            atomic_write(paths.scratchpad, json_bytes({"entries": pad}))
+            return self._entry(paths, name, pad[name])
+
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
+        with self._locked(session_id) as paths:
+            value = self._pad(paths).get(name)
+            return None if value is None else self._entry(paths, name, value)
+
+    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
+        with self._locked(session_id) as paths:
+            pad = self._pad(paths)
+            return [self._entry(paths, k, pad[k]) for k in sorted(pad)]
+
+    def scratchpad_delete(self, session_id: str, name: str) -> bool:
+        with self._locked(session_id) as paths:
+            pad = self._pad(paths)
+            if pad.pop(name, None) is None:
+                return False
+            atomic_write(paths.scratchpad, json_bytes({"entries": pad}))
+            return True
+
+    def get_memo(self, session_id: str) -> dict[str, Any]:
+        with self._locked(session_id) as paths:
+            memo: dict[str, Any] = self._with_meta(paths)[1].get("memo") or {}
+            return memo
+
+    def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
+        with self._locked(session_id) as paths:
+            _, meta = self._with_meta(paths)
+            meta["memo"] = copy.deepcopy(memo)
+            self._write_meta(paths, meta)
+
+    # -- locks ------------------------------------------------------------------------
+
+    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
+        holder = holder or LockHolder.current()
+        with self._locked(session_id) as paths:
+            _, meta = self._with_meta(paths)
+            current = _holder(meta)
+            if current is not None and not current.same_holder(holder) and not current.is_stale():
+                raise SessionLocked(session_id, current)
+            update: dict[str, Any] = {"renewed_at": utcnow()}
+            if current is not None and current.same_holder(holder):
+                update["started_at"] = current.started_at
+            holder = holder.model_copy(update=update)
+            meta["lock"] = holder.model_dump(mode="json")
+            self._write_meta(paths, meta)
+            return holder
+
+    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
+        """False when not held by ``holder`` (or when the session is gone)."""
+        holder = holder or LockHolder.current()
+        try:
+            with self._locked(session_id) as paths:
+                _, meta = self._with_meta(paths)
+                current = _holder(meta)
+                if current is None or not current.same_holder(holder):
+                    return False
+                meta["lock"] = None
+                self._write_meta(paths, meta)
+                return True
+        except SessionNotFound:
+            return False
+
+    def lock_holder(self, session_id: str) -> LockHolder | None:
+        with self._locked(session_id) as paths:
+            return _holder(self._with_meta(paths)[1])
+
+    # -- search -----------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        session_id: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+    ) -> list[SearchHit]:
+        """A scan: every word of the query must occur in the message, case-insensitively."""
+        validate_page_size(limit)
+        words = [w.lower() for w in query.split()]
+        if not words:
+            raise UsageError("the search query is empty")
+        if agent is not None:
+            validate_agent(agent)
+        if session_id is not None:
+            try:
+                candidates = [self.session_info(session_id)]
+            except SessionNotFound:
+                return []
+        else:
+            candidates = self._all_infos(agent)
+        hits: list[SearchHit] = []
+        for info in candidates:
+            if agent is not None and info.agent != agent:
+                continue
+            try:
+                messages = self.read_messages(info.id)
+            except (SessionNotFound, CorruptRecord):
+                continue
+            for m in reversed(messages):
+                text = m.search_text()
+                low = text.lower()
+                if all(w in low for w in words):
+                    at = low.find(words[0])
+                    assert m.seq is not None
+                    hits.append(
+                        SearchHit(
+                            session_id=info.id,
+                            seq=m.seq,
+                            role=m.role,
+                            snippet=text[max(0, at - SNIPPET_RADIUS) : at + SNIPPET_RADIUS],
+                            agent=info.agent,
+                        )
+                    )
+                    if len(hits) >= limit:
+                        return hits
+        return hits
+
+
+def _holder(meta: dict[str, Any]) -> LockHolder | None:
+    raw = meta.get("lock")
+    return LockHolder.model_validate(raw) if raw else None

@@ -1,0 +1,555 @@
+"""What only the JSONL backend has: its files, and how it survives damage to them.
+
+The Store protocol itself is checked by ``tests/conformance``; here: the layout a
+person sees, lines that ``jq`` reads, corrupt and torn lines, a file replaced by
+garbage, and processes killed with SIGKILL in the middle of appends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+import warnings
+from collections import defaultdict
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from threadline import (
+    CorruptRecord,
+    Message,
+    NotAThreadlineStore,
+    SchemaTooNew,
+    SessionNotFound,
+    UsageError,
+    open_store,
+)
+from threadline.store.base import prepare_messages
+from threadline.store.jsonl import CorruptRecordWarning, JSONLStore, parse_jsonl_url
+
+CUT_SAMPLE = 40
+"""Cut points tested besides the line boundaries of the last batch."""
+THREADS = 4
+THREAD_APPENDS = 50
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def store(root: Path) -> JSONLStore:
+    return JSONLStore(root)
+
+
+def session_file(root: Path, agent: str, sid: str, suffix: str = ".jsonl") -> Path:
+    return root / "sessions" / agent / f"{sid}{suffix}"
+
+
+def lines_of(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines()
+
+
+def fill(store: JSONLStore, sid: str, n: int, start: int = 1) -> list[Message]:
+    out: list[Message] = []
+    for i in range(start, start + n):
+        out += store.append_messages(sid, prepare_messages(None, [Message.user(f"message {i}")]))
+    return out
+
+
+def corrupt_records(root: Path, agent: str, sid: str) -> list[dict[str, Any]]:
+    path = session_file(root, agent, sid, ".jsonl.corrupt")
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in lines_of(path)]
+
+
+def read_quietly(store: JSONLStore, sid: str) -> list[Message]:
+    """Read, failing if any line was reported corrupt."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CorruptRecordWarning)
+        return store.read_messages(sid)
+
+
+# -- layout --------------------------------------------------------------------------
+
+
+def test_layout_and_line_format(store: JSONLStore, root: Path) -> None:
+    session = store.create_session(id="s1", agent="coder", title="Layout", metadata={"k": 1})
+    session.append([Message.user("hello"), Message.assistant("hi there")])
+    session.append(Message.user("again"))
+    session.add_checkpoint(covers_up_to=2, summary="greetings")
+    session.scratchpad_write("plan", "step 1")
+    assert json.loads((root / "threadline.json").read_text())["app"] == "threadline"
+    jsonl = session_file(root, "coder", "s1")
+    records = [json.loads(line) for line in lines_of(jsonl)]
+    header, *messages = records
+    assert header["type"] == "session"
+    assert (header["id"], header["agent"], header["title"]) == ("s1", "coder", "Layout")
+    assert [r["type"] for r in messages] == ["message"] * 3
+    assert [r["seq"] for r in messages] == [1, 2, 3]
+    assert [r["batch_last"] for r in messages] == [2, 2, 3]
+    assert [r["message"]["content"] for r in messages] == ["hello", "hi there", "again"]
+    assert [r["id"] for r in messages] == [r["message"]["id"] for r in messages]
+    assert messages[-1]["total_tokens"] == session.refresh().total_tokens
+    meta = json.loads(session_file(root, "coder", "s1", ".meta.json").read_text())
+    assert meta["title"] == "Layout"
+    summary = json.loads(session_file(root, "coder", "s1", "_summary.json").read_text())
+    assert [c["summary"] for c in summary["checkpoints"]] == ["greetings"]
+    pad = json.loads(session_file(root, "coder", "s1", "_scratchpad.json").read_text())
+    assert pad["entries"]["plan"]["content"] == "step 1"
+
+
+def test_every_line_reads_with_jq(store: JSONLStore, root: Path) -> None:
+    jq = shutil.which("jq")
+    if jq is None:
+        pytest.skip("jq is not installed (apt-get install -y jq)")
+    session = store.create_session(id="jq-me")
+    session.append([Message.user('quotes " and \\ and \n newline and 🦊'), Message.assistant("ok")])
+    path = session_file(root, "default", "jq-me")
+    out = subprocess.run([jq, "-c", ".", str(path)], capture_output=True, text=True, check=True)
+    assert len(out.stdout.splitlines()) == 3
+    seqs = subprocess.run(
+        [jq, "-r", 'select(.type == "message") | .seq', str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert seqs.stdout.split() == ["1", "2"]
+    first = subprocess.run(
+        [jq, "-r", "select(.seq == 1) | .message.content", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert first.stdout == 'quotes " and \\ and \n newline and 🦊\n'
+
+
+def test_url_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_jsonl_url("jsonl:///abs/dir") == Path("/abs/dir")
+    assert parse_jsonl_url("jsonl://rel/dir") == Path("rel/dir")
+    with pytest.raises(UsageError):
+        parse_jsonl_url("jsonl://")
+    with pytest.raises(UsageError):
+        parse_jsonl_url("jsonl:///x?fsync=0")
+    monkeypatch.chdir(tmp_path)
+    store = open_store("jsonl://relative-store")
+    store.create_session(id="here")
+    assert (tmp_path / "relative-store" / "sessions" / "default" / "here.jsonl").exists()
+
+
+def test_refuses_a_directory_it_did_not_make(tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(NotAThreadlineStore):
+        JSONLStore(foreign)
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(NotAThreadlineStore):
+        JSONLStore(a_file)
+    newer = tmp_path / "newer"
+    JSONLStore(newer)
+    (newer / "threadline.json").write_text('{"app": "threadline", "format": 99}')
+    with pytest.raises(SchemaTooNew):
+        JSONLStore(newer)
+
+
+def test_missing_sidecar_falls_back_to_the_creation_record(store: JSONLStore, root: Path) -> None:
+    store.create_session(id="bare", title="From header", model="gpt-4o", metadata={"a": 1})
+    fill(store, "bare", 2)
+    store.set_memo("bare", {"x": 1})
+    session_file(root, "default", "bare", ".meta.json").unlink()
+    info = JSONLStore(root).session_info("bare")
+    assert (info.title, info.model, info.metadata, info.message_count) == (
+        "From header",
+        "gpt-4o",
+        {"a": 1},
+        2,
+    )
+    assert store.get_memo("bare") == {}
+    store.rename_session("bare", "again")  # writes a new sidecar
+    assert store.session_info("bare").title == "again"
+
+
+# -- damage --------------------------------------------------------------------------
+
+
+def test_corrupt_line_is_reported_with_its_number_and_set_aside(
+    store: JSONLStore, root: Path
+) -> None:
+    store.create_session(id="c1")
+    fill(store, "c1", 5)
+    path = session_file(root, "default", "c1")
+    lines = lines_of(path)
+    lines[2] = b'{"type": "message", "seq": 2, "this is not json'  # line 3 holds seq 2
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.warns(CorruptRecordWarning, match=r"c1\.jsonl:3:"):
+        got = store.read_messages("c1")
+    assert [m.seq for m in got] == [1, 3, 4, 5]
+    assert [m.text for m in got] == ["message 1", "message 3", "message 4", "message 5"]
+    with pytest.warns(CorruptRecordWarning, match=r"c1\.jsonl:3:"):
+        assert [m.seq for m in JSONLStore(root).tail("c1", 10)] == [5, 4, 3, 1]
+    records = corrupt_records(root, "default", "c1")
+    assert len(records) == 1  # set aside once, however often it is read
+    assert records[0]["line"] == 3
+    assert records[0]["text"] == lines[2].decode()
+    assert lines_of(path)[2] == lines[2]  # left in place: nothing rewritten
+    info = store.session_info("c1")
+    assert info.last_seq == info.message_count == 5
+    with pytest.warns(CorruptRecordWarning):
+        stored = fill(store, "c1", 1, start=6)
+    assert stored[0].seq == 6
+
+
+def test_valid_json_that_is_not_a_message_is_corrupt(store: JSONLStore, root: Path) -> None:
+    store.create_session(id="c2")
+    fill(store, "c2", 3)
+    path = session_file(root, "default", "c2")
+    lines = lines_of(path)
+    bogus = {
+        "type": "message",
+        "seq": 2,
+        "id": "x",
+        "batch_last": 2,
+        "total_tokens": 1,
+        "stored_at": "2025-01-01T00:00:00.000000Z",
+        "message": {"role": "bogus"},
+    }
+    lines[2] = json.dumps(bogus).encode()
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.warns(CorruptRecordWarning, match="invalid message"):
+        assert [m.seq for m in store.read_messages("c2")] == [1, 3]
+
+
+def test_corrupt_last_line_keeps_its_seq(store: JSONLStore, root: Path) -> None:
+    store.create_session(id="c3")
+    fill(store, "c3", 3)
+    path = session_file(root, "default", "c3")
+    lines = lines_of(path)
+    lines[-1] = b"hand-edited nonsense"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    fresh = JSONLStore(root)
+    assert fresh.session_info("c3").last_seq == 3  # the slot stays taken
+    with pytest.warns(CorruptRecordWarning):
+        assert [m.seq for m in fresh.read_messages("c3")] == [1, 2]
+    with pytest.warns(CorruptRecordWarning):
+        assert fill(fresh, "c3", 1, start=4)[0].seq == 4  # never reused
+
+
+def test_torn_last_line_is_repaired_on_the_next_append(store: JSONLStore, root: Path) -> None:
+    store.create_session(id="t1")
+    fill(store, "t1", 3)
+    path = session_file(root, "default", "t1")
+    torn = path.read_bytes()[:-25]  # a crash in the middle of writing the last line
+    path.write_bytes(torn)
+    fresh = JSONLStore(root)
+    assert [m.seq for m in read_quietly(fresh, "t1")] == [1, 2]
+    assert fresh.session_info("t1").last_seq == 2
+    with pytest.warns(CorruptRecordWarning, match="interrupted append"):
+        stored = fill(fresh, "t1", 1, start=4)
+    assert stored[0].seq == 3
+    records = [json.loads(line) for line in lines_of(path)]  # nothing glued together
+    assert [r.get("seq") for r in records[1:]] == [1, 2, 3]
+    assert [m.text for m in read_quietly(fresh, "t1")] == ["message 1", "message 2", "message 4"]
+    (aside,) = corrupt_records(root, "default", "t1")
+    assert aside["line"] == 4
+    assert torn.endswith(aside["text"].encode())
+
+
+def test_unfinished_batch_is_invisible_and_removed(store: JSONLStore, root: Path) -> None:
+    store.create_session(id="b1")
+    fill(store, "b1", 1)
+    store.append_messages(
+        "b1", prepare_messages(None, [Message.user(f"batch {i}") for i in range(3)])
+    )
+    path = session_file(root, "default", "b1")
+    lines = lines_of(path)
+    path.write_bytes(b"\n".join(lines[:4]) + b"\n")  # two of the batch's three lines survived
+    fresh = JSONLStore(root)
+    assert [m.seq for m in read_quietly(fresh, "b1")] == [1]
+    assert [m.seq for m in fresh.tail("b1", 10)] == [1]
+    assert fresh.session_info("b1").message_count == 1
+    with pytest.warns(CorruptRecordWarning):
+        assert fill(fresh, "b1", 1, start=9)[0].seq == 2
+    assert [m.text for m in read_quietly(fresh, "b1")] == ["message 1", "message 9"]
+    assert [r["line"] for r in corrupt_records(root, "default", "b1")] == [3, 4]
+
+
+def test_garbage_file_raises_corrupt_record_and_others_still_work(
+    store: JSONLStore, root: Path
+) -> None:
+    store.create_session(id="bad", agent="a")
+    store.create_session(id="good", agent="a")
+    fill(store, "bad", 2)
+    fill(store, "good", 2)
+    path = session_file(root, "a", "bad")
+    path.write_bytes(random.Random(7).randbytes(5000))
+    for call in (
+        lambda: store.session_info("bad"),
+        lambda: store.tail("bad", 5),
+        lambda: store.read_messages("bad"),
+        lambda: store.append_messages("bad", prepare_messages(None, [Message.user("x")])),
+        lambda: store.get_memo("bad"),
+    ):
+        with pytest.raises(CorruptRecord, match=r"bad\.jsonl"):
+            call()
+    assert [m.seq for m in store.read_messages("good")] == [1, 2]
+    with pytest.warns(CorruptRecordWarning, match="bad"):
+        page = store.list_sessions()
+    assert [s.id for s in page] == ["good"]
+    store.delete_session("bad")  # an unreadable session can still be deleted
+    with pytest.raises(SessionNotFound):
+        store.session_info("bad")
+    assert not path.exists()
+
+
+def _cut_points(committed: int, full: bytes, sample: int, rnd: random.Random) -> list[int]:
+    """Each line boundary of the last batch (and its neighbours), plus a random sample."""
+    edges = [committed] + [i + 1 for i in range(committed, len(full)) if full[i : i + 1] == b"\n"]
+    near = {c + d for c in edges for d in range(-2, 3) if committed <= c + d < len(full)}
+    rest = [c for c in range(committed, len(full)) if c not in near]
+    return sorted(near | set(rnd.sample(rest, min(sample, len(rest)))))
+
+
+def test_a_cut_anywhere_in_the_last_batch_loses_only_that_batch(root: Path) -> None:
+    """Where a crash can stop the last write: the batch is all or nothing, then repaired."""
+    store = JSONLStore(root)
+    store.create_session(id="cut")
+    fill(store, "cut", 2)
+    path = session_file(root, "default", "cut")
+    committed = path.read_bytes()
+    store.append_messages("cut", prepare_messages(None, [Message.user(f"b{i}") for i in range(3)]))
+    full = path.read_bytes()
+    for cut in _cut_points(len(committed), full, CUT_SAMPLE, random.Random(5)):
+        path.write_bytes(full[:cut])
+        fresh = JSONLStore(root)
+        assert [m.text for m in read_quietly(fresh, "cut")] == ["message 1", "message 2"], cut
+        assert fresh.session_info("cut").last_seq == 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CorruptRecordWarning)
+            assert fresh.append_messages("cut", [Message.user("next")])[0].seq == 3
+        assert path.read_bytes().startswith(committed)
+        assert [m.seq for m in read_quietly(fresh, "cut")] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("keep", [0, 10], ids=["empty", "half-header"])
+def test_truncated_file(store: JSONLStore, root: Path, keep: int) -> None:
+    store.create_session(id="cut")
+    fill(store, "cut", 2)
+    path = session_file(root, "default", "cut")
+    path.write_bytes(path.read_bytes()[:keep])
+    with pytest.raises(CorruptRecord, match=r"cut\.jsonl"):
+        store.read_messages("cut")
+
+
+# -- reading without reading everything --------------------------------------------------
+
+
+def test_listing_and_tail_do_not_read_whole_files(store: JSONLStore, root: Path) -> None:
+    """A corrupt early line goes unnoticed by reads that should never reach it."""
+    store.create_session(id="long")
+    batch = 50
+    for b in range(60):
+        msgs = [Message.user(f"m {b * batch + i}") for i in range(batch)]
+        store.append_messages("long", prepare_messages(None, msgs))
+    path = session_file(root, "default", "long")
+    lines = lines_of(path)
+    lines[5] = b"corrupted early line"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    fresh = JSONLStore(root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CorruptRecordWarning)
+        (info,) = fresh.list_sessions().items
+        assert info.message_count == 3000
+        assert [m.seq for m in fresh.tail("long", 3)] == [3000, 2999, 2998]
+        assert [m.seq for m in fresh.tail("long", 2, before_seq=2900)] == [2899, 2898]
+        assert [m.seq for m in fresh.read_messages("long", after_seq=2995)] == [
+            2996,
+            2997,
+            2998,
+            2999,
+            3000,
+        ]
+    with pytest.warns(CorruptRecordWarning, match=":6:"):
+        assert len(fresh.read_messages("long")) == 2999
+
+
+# -- SIGKILL ------------------------------------------------------------------------------
+
+BIG_WRITE_CHANCE = 0.05
+"""Large writes are the ones a kill can cut short (a small write() is never torn)."""
+BIG_WRITE_BYTES = 4 * 2**20
+AIMED_EVERY = 3
+"""Every third kill is aimed at a large write, announced by the child just before it."""
+AIM_WINDOW_SECONDS = 0.03
+BIG_ANNOUNCE = b"+"
+WAVES = 8
+CHILDREN_PER_WAVE = 3
+"""8 waves x 3 children = 24 kills, each at a random moment of its own."""
+MAX_ACKS_BEFORE_KILL = 30
+CRASH_SEED = 20240229
+
+
+def crash_child(root: str, sid: str, seed: int, big_chance: float, acks: Connection) -> None:
+    """Append random batches forever, acknowledging each one after append returns."""
+    store = JSONLStore(root)
+    rnd = random.Random(seed)
+    while True:
+        n, tag = rnd.randint(1, 4), uuid.uuid4().hex
+        big = rnd.random() < big_chance
+        size = BIG_WRITE_BYTES // n if big else rnd.randint(1, 4000)
+        batch = [Message.user("x" * size, metadata={"b": tag, "k": k, "n": n}) for k in range(n)]
+        if big:
+            acks.send_bytes(BIG_ANNOUNCE)
+        stored = store.append_messages(sid, batch)
+        acks.send_bytes(" ".join(f"{m.seq}:{m.id}" for m in stored).encode())  # one write
+
+
+def _receive_until_killed(
+    rnd: random.Random, proc: BaseProcess, receive: Connection, aimed: bool
+) -> list[bytes]:
+    """Acks received before and after a SIGKILL at a random (or aimed) moment."""
+    got: list[bytes] = []
+    with contextlib.suppress(EOFError):  # EOF: the child died by itself (checked below)
+        if aimed:
+            while (msg := receive.recv_bytes()) != BIG_ANNOUNCE:
+                got.append(msg)
+            time.sleep(rnd.uniform(0, AIM_WINDOW_SECONDS))
+        else:
+            for _ in range(rnd.randint(0, MAX_ACKS_BEFORE_KILL)):
+                got.append(receive.recv_bytes())
+            time.sleep(rnd.uniform(0, 0.01))
+    proc.kill()
+    proc.join()
+    assert proc.exitcode == -signal.SIGKILL, f"the child exited with {proc.exitcode}"
+    with contextlib.suppress(EOFError):
+        while True:  # everything sent before the kill was acknowledged
+            got.append(receive.recv_bytes())
+    return [m for m in got if m != BIG_ANNOUNCE]
+
+
+def _check_session(store: JSONLStore, sid: str, acked: dict[str, int]) -> None:
+    messages = read_quietly(store, sid)
+    assert [m.seq for m in messages] == list(range(1, len(messages) + 1))
+    by_id = {m.id: m.seq for m in messages}
+    assert len(by_id) == len(messages)
+    missing = {i: s for i, s in acked.items() if by_id.get(i) != s}
+    assert missing == {}, f"acknowledged messages lost or moved: {missing}"
+    batches: dict[str, list[Message]] = defaultdict(list)
+    for m in messages:
+        batches[m.metadata["b"]].append(m)
+    for parts in batches.values():  # every batch whole, or not there at all
+        assert [m.metadata["k"] for m in parts] == list(range(parts[0].metadata["n"]))
+        assert [m.seq for m in parts] == list(
+            range(parts[0].seq or 0, (parts[0].seq or 0) + len(parts))
+        )
+
+
+@pytest.mark.slow
+def test_sigkill_during_appends_loses_nothing_acknowledged(store: JSONLStore, root: Path) -> None:
+    rnd = random.Random(CRASH_SEED)
+    sids = [store.create_session(agent="crash").id for _ in range(CHILDREN_PER_WAVE)]
+    acked: dict[str, dict[str, int]] = {sid: {} for sid in sids}
+    kills = kills_started = 0
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])  # children start in milliseconds
+    for _ in range(WAVES):
+        children = []
+        for sid in sids:
+            aimed = kills_started % AIMED_EVERY == AIMED_EVERY - 1
+            kills_started += 1
+            chance = 1 / MAX_ACKS_BEFORE_KILL if aimed else BIG_WRITE_CHANCE
+            receive, send = ctx.Pipe(duplex=False)
+            args = (str(root), sid, rnd.randrange(10**9), chance, send)
+            proc = ctx.Process(target=crash_child, args=args)
+            proc.start()
+            send.close()
+            children.append((sid, proc, receive, aimed))
+        for sid, proc, receive, aimed in children:
+            got = _receive_until_killed(rnd, proc, receive, aimed)
+            receive.close()
+            kills += 1
+            for line in got:
+                for pair in line.decode().split():
+                    seq, _, mid = pair.partition(":")
+                    acked[sid][mid] = int(seq)
+        fresh = JSONLStore(root)  # as a new process would see the files
+        for sid in sids:
+            _check_session(fresh, sid, acked[sid])
+    assert kills >= 20
+    assert sum(len(a) for a in acked.values()) > 0
+    for sid in sids:  # a last append repairs any torn tail; then every line is JSON
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CorruptRecordWarning)
+            last = Message.user("after the crashes", metadata={"b": "final", "k": 0, "n": 1})
+            store.append_messages(sid, [last])
+        for line in lines_of(session_file(root, "crash", sid)):
+            json.loads(line)
+        _check_session(JSONLStore(root), sid, acked[sid])
+
+
+def test_concurrent_stores_in_one_process_share_files(root: Path) -> None:
+    """Two store objects on one directory see each other's writes at once."""
+    a, b = JSONLStore(root), JSONLStore(root)
+    sid = a.create_session().id
+    fill(a, sid, 2)
+    assert [m.seq for m in b.read_messages(sid)] == [1, 2]
+    b.append_messages(sid, prepare_messages(None, [Message.user("from b")]))
+    assert [m.text for m in a.tail(sid, 1)] == ["from b"]
+    assert a.session_info(sid).last_seq == 3
+    assert str(uuid.UUID(sid)) == sid
+    assert os.path.exists(root / ".locks")
+
+
+def test_evicted_indexes_are_rebuilt(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("threadline.store.jsonl.MAX_CACHED_INDEXES", 2)
+    store = JSONLStore(root)
+    sids = [store.create_session().id for _ in range(4)]
+    for round_ in range(3):
+        for sid in sids:  # each append pushes another session's index out
+            fill(store, sid, 1, start=round_ + 1)
+    for sid in sids:
+        assert [m.text for m in read_quietly(store, sid)] == ["message 1", "message 2", "message 3"]
+        again = prepare_messages(None, [Message.user("retry me")])
+        assert store.append_messages(sid, again) == store.append_messages(sid, again)
+
+
+def test_threads_sharing_one_store(root: Path) -> None:
+    store = JSONLStore(root)
+    sid = store.create_session().id
+    errors: list[BaseException] = []
+
+    def writer(worker: int) -> None:
+        try:
+            for i in range(THREAD_APPENDS):
+                msg = Message.user(f"{worker}:{i}", metadata={"w": worker, "i": i})
+                store.append_messages(sid, prepare_messages(None, [msg]))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    messages = read_quietly(JSONLStore(root), sid)
+    assert [m.seq for m in messages] == list(range(1, THREADS * THREAD_APPENDS + 1))
+    for w in range(THREADS):
+        assert [m.metadata["i"] for m in messages if m.metadata["w"] == w] == list(
+            range(THREAD_APPENDS)
+        )
