@@ -1,4 +1,4 @@
-"""The sample session and ``threadline demo``."""
+"""The sample session (``threadline demo`` itself is tested in ``test_demo_run``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ import zlib
 from datetime import UTC, datetime
 from typing import Any
 
-from typer.testing import CliRunner
-
 from threadline import ContextPolicy, ImagePart, Message, build_context, group_units, open_store
-from threadline.cli.app import app
 from threadline.demo import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, build_sample_session
 from threadline.demo.sample import DEMO_TITLE, IMAGE_SIZE, sample_png
 
@@ -81,23 +78,3 @@ def test_sample_context_fits_a_small_window() -> None:
     w = build_context(s, system_prompt=DEMO_SYSTEM_PROMPT, tools=DEMO_TOOLS, policy=policy)
     assert w.tokens <= 16_000 - policy.response_reserve
     assert w.report.included_messages < s.message_count  # trimming is visible
-
-
-def test_demo_command(sqlite_url: str) -> None:
-    result = CliRunner().invoke(app, ["--store", sqlite_url, "demo"])
-    assert result.exit_code == 0, result.stderr
-    out = result.stdout
-    assert "Stored a sample session" in out and "Context Status" in out
-    assert "Context limit:    24,000 tokens" in out and "Tool definitions" in out
-    store = open_store(sqlite_url)
-    try:
-        (info,) = store.list_sessions().items
-        assert info.id in out and info.agent == "demo-coder"
-        messages = store.read_messages(info.id)
-        assert any(isinstance(p, ImagePart) for m in messages for p in m.parts)
-        assert max(len(m.text) for m in messages if m.role == "tool") > LARGE_OUTPUT
-    finally:
-        store.close()
-    again = CliRunner().invoke(app, ["--store", sqlite_url, "demo", "--limit", "16000"])
-    assert again.exit_code == 0 and "Context limit:    16,000 tokens" in again.stdout
-    assert "2 of 2 sessions" in again.stdout

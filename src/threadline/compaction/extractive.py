@@ -65,15 +65,18 @@ from threadline.compaction.toolcalls import (
     DEST_ARG_KEYS,
     DONE_STATUSES,
     PATH_ARG_KEYS,
+    SHELL_ARG_KEYS,
     SOURCE_ARG_KEYS,
     brief_result,
     call_action,
     describe_call,
+    is_patch,
     patch_ops,
     path_args,
     plausible_path,
     shell_file_ops,
     shell_text,
+    split_heredocs,
     strings,
     todo_items,
 )
@@ -161,6 +164,8 @@ PREVIOUS_VALUE_SCORE = KIND_WEIGHTS["path"] * SOURCE_WEIGHTS["assistant"]
 MENTIONED_FILE_FACTOR = 0.6
 """A file the assistant says it changed, with no tool call to show it."""
 USER_DECISION_FACTOR = 1.3
+MAX_DECISIONS_PER_MESSAGE = 5
+"""A prompt template's ten "always ..." rules must not crowd out the session's decisions."""
 
 MAX_BULLET_WORDS = 40
 REQUEST_MAX_WORDS = 60
@@ -180,16 +185,24 @@ _CHECKBOX_LINE = re.compile(r"^\s*[-*+]\s*\[[ xX]\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])")
 _EMPHASIS = re.compile(r"\*\*|__")
 _DECISION = re.compile(
-    r"\b(?:decid(?:e|ed|es|ing)|chose|choose|chosen|opt(?:ed|ing)?\s+(?:for|to)|"
-    r"agree(?:d|s)?|settled\s+on|going\s+with|go\s+with|stick(?:ing)?\s+with|instead\s+of|"
-    r"rather\s+than|prefer(?:red|s)?|switch(?:ed|ing)?\s+(?:to|from)|"
+    r"\b(?:(?<!before\s)(?<!whether\s)decid(?:e|ed|es)|chose|choose|chosen|"
+    r"opt(?:ed|ing)?\s+(?:for|to)|agree(?:d|s)?|settled\s+on|going\s+with|go\s+with|"
+    r"stick(?:ing)?\s+with|instead\s+of|rather\s+than|prefer(?:red|s)?|"
+    r"switch(?:ed|ing)?\s+(?:to|from)|"
     r"we(?:'ll|\s+will|\s+should|\s+are\s+going\s+to)\s+(?:use|keep|go|switch|stick|adopt)|"
-    r"(?:I|we)(?:'ll|\s+will)\s+use|let\s+us|"
-    r"let['\u2019]?s\s+(?!(?:see|look|check|start|first|examine|read|view|verify|explore|find|"
-    r"search|open|run|take|begin|dig|review|investigate|understand|inspect|figure|debug|test|"
-    r"try|get|analyze|analyse|trace|confirm|also)\b))",
+    r"(?:I|we)(?:'ll|\s+will)\s+use)\b",
     re.I,
 )
+_LETS = re.compile(
+    r"\blet(?:['\u2019]?s|\s+us)\s+(?!(?:see|look|check|start|first|examine|read|view|verify|"
+    r"explore|find|search|open|run|take|begin|dig|review|investigate|understand|inspect|figure|"
+    r"debug|test|try|get|analyze|analyse|trace|confirm|also|now|paste|list|create|scroll|go\s+"
+    r"ahead|proceed|continue)\b)",
+    re.I,
+)
+"""A "let's" that is not just the next step ("let's check"): a weaker sign of a decision."""
+LETS_FACTOR = 0.6
+"""An assistant's "let's" is often a plan for the next minute, not a decision; a user's is."""
 _DIRECTIVE = re.compile(
     r"\b(?:must(?:n't|\s+not)?|should(?:n't|\s+not)?|don't|do\s+not|never|always|make\s+sure|"
     r"important|avoid|no\s+need\s+to|not\s+(?:acceptable|accepable|valid|allowed|needed))\b",
@@ -262,6 +275,16 @@ def _sentences(text: str) -> Iterator[str]:
         for sentence in _SENTENCE_END.split(stripped):
             if sentence.strip():
                 yield sentence.strip()
+
+
+def _decision_strength(sentence: str, user: bool) -> float:
+    """How surely a sentence records a decision (0: it does not)."""
+    factor = USER_DECISION_FACTOR if user else 1.0
+    if _DECISION.search(sentence) or (user and _DIRECTIVE.search(sentence)):
+        return factor
+    if _LETS.search(sentence):
+        return factor if user else LETS_FACTOR
+    return 0.0
 
 
 def _account(text: str) -> str:
@@ -429,6 +452,7 @@ class _Pass:
 
     def sentences(self, text: str, role: str, recency: float) -> None:
         user = role == "user"
+        decisions = 0
         for sentence in _sentences(text):
             if words(sentence) < 3:
                 continue
@@ -436,12 +460,11 @@ class _Pass:
             if statement and _TASK.search(sentence):
                 clipped = clip_words(sentence, MAX_BULLET_WORDS)
                 self.add_ranked(self.tasks, clipped, TASK_SCORE * recency)
-            elif statement and (
-                _DECISION.search(sentence) or (user and _DIRECTIVE.search(sentence))
-            ):
-                clipped = ("User: " if user else "") + clip_words(sentence, MAX_BULLET_WORDS)
-                score = DECISION_SCORE * (USER_DECISION_FACTOR if user else 1.0) * recency
-                self.add_ranked(self.decisions, clipped, score)
+            elif statement and (strength := _decision_strength(sentence, user)):
+                decisions += 1
+                if decisions <= MAX_DECISIONS_PER_MESSAGE:
+                    clipped = ("User: " if user else "") + clip_words(sentence, MAX_BULLET_WORDS)
+                    self.add_ranked(self.decisions, clipped, DECISION_SCORE * strength * recency)
             if not user and _CHANGE_CLAIM.search(sentence):
                 for v in extract_values(sentence):
                     if v.kind == "path" and v.text not in self.files:
@@ -475,16 +498,25 @@ class _Pass:
         for call in calls:
             for key, value in call.arguments.items():
                 for s in strings(value):
-                    self.add_values(
-                        s, "bulk" if key in CODE_ARG_KEYS else "argument", recency, index
-                    )
+                    self.argument_values(s, key, recency, index)
             if call.raw_arguments:
-                self.add_values(call.raw_arguments, "argument", recency, index)
+                self.argument_values(call.raw_arguments, "", recency, index)
             todos = todo_items(call)
             if todos is not None:
                 self.todo_list = todos
                 self.done.update(_norm(t) for t, status in todos if status in DONE_STATUSES)
             self.file_ops(call, recency, index)
+
+    def argument_values(self, text: str, key: str, recency: float, index: int) -> None:
+        """Values of an argument; code in it (file content, patches, heredocs) is bulk."""
+        if key in CODE_ARG_KEYS or is_patch(text):
+            self.add_values(text, "bulk", recency, index)
+        elif key in SHELL_ARG_KEYS and "<<" in text:
+            commands, bodies = split_heredocs(text)
+            self.add_values(commands, "argument", recency, index)
+            self.add_values(bodies, "bulk", recency, index)
+        else:
+            self.add_values(text, "argument", recency, index)
 
     def file_ops(self, call: ToolCall, recency: float, index: int) -> None:
         texts = [s for v in call.arguments.values() for s in strings(v)]
@@ -500,7 +532,7 @@ class _Pass:
                 if rec is not None and dest:
                     rec.moved_to = dest
             return
-        if action is None or action == "read":
+        if action in (None, "read", "search"):
             return
         sources, dests = path_args(call, SOURCE_ARG_KEYS), path_args(call, DEST_ARG_KEYS)
         paths = path_args(call, PATH_ARG_KEYS)
@@ -510,7 +542,7 @@ class _Pass:
                 if rec is not None:
                     rec.moved_to = dests[0]
             return
-        for path in paths or dests:
+        for path in paths:
             self.touch(path, action, recency, index=index)
 
     def touch(

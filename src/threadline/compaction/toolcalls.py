@@ -75,7 +75,7 @@ PATH_ARG_KEYS = _split(
 )
 SOURCE_ARG_KEYS = _split("old_path source src from from_path")
 DEST_ARG_KEYS = _split("new_path destination dest target to to_path")
-_SHELL_ARG_KEYS = _split("command cmd script commands")
+SHELL_ARG_KEYS = _split("command cmd script commands")
 _HINT_ARG_KEYS = _split("command cmd pattern query q url path file_path filename target_file args")
 CODE_ARG_KEYS = frozenset(
     _split(
@@ -98,6 +98,7 @@ _NAME_TOKENS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _SUMMARY_LINE = re.compile(
     r"\b\d+\s+(?:passed|failed|errors?|skipped|warnings?|tests?|files?\s+changed|"
     r"insertions?|deletions?|deselected|xfailed|rows?)\b|\bexit\s+(?:code|status)\s*:?\s*-?\d+|"
+    r"\bexited\s+with\s+(?:code|status)\s+-?\d+|"
     r"\breturn(?:ed)?\s+code\s*:?\s*-?\d+",
     re.I,
 )
@@ -106,9 +107,15 @@ _CONFIRMATION_LINE = re.compile(
     r"(?:updated|created|written|saved|edited|modified|deleted)(?:\s+successfully)?\.?$|"
     r"^(?:file\s+)?(?:created|written|updated|saved|deleted)\s+successfully\b.{0,200}$|"
     r"^successfully\s+(?:wrote|written|created|updated|saved|edited|applied|deleted)\b.{0,200}$|"
-    r"^todos\s+have\s+been\s+modified\s+successfully\b.*$|^plan\s+updated\.?$",
+    r"^todos\s+have\s+been\s+modified\s+successfully\b.*$|^plan\s+updated\.?$|"
+    r"^(?:your\s+)?command\s+ran\s+successfully\s+and\s+did\s+not\s+produce\s+any\s+output\.?$",
     re.I | re.S,
 )
+_RUNNER_HEADER = re.compile(
+    r"\AChunk ID: \S+\nWall time: [^\n]*\n(?P<status>Process [^\n]*)\n"
+    r"(?:Original token count: [^\n]*\n)?Output:\n?"
+)
+"""Codex wraps command output in a header; the status line is the part worth keeping."""
 _PATCH_FILE = re.compile(
     r"(?m)^\*\*\*\s+(?P<op>Add|Update|Delete)\s+File:\s*(?P<path>\S.*?)\s*$|"
     r"^\*\*\*\s+Move\s+to:\s*(?P<moved>\S.*?)\s*$|^\+\+\+\s+(?:b/)?(?P<diff>\S+)"
@@ -176,7 +183,7 @@ def path_args(call: ToolCall, keys: Sequence[str]) -> list[str]:
 
 
 def shell_text(call: ToolCall) -> str | None:
-    for key in _SHELL_ARG_KEYS:
+    for key in SHELL_ARG_KEYS:
         value = call.arguments.get(key)
         if isinstance(value, str) and value.strip():
             return value
@@ -186,17 +193,34 @@ def shell_text(call: ToolCall) -> str | None:
     return None
 
 
+def split_heredocs(command: str) -> tuple[str, str]:
+    """A shell script's command lines, and its heredoc bodies (code or data, not commands)."""
+    commands: list[str] = []
+    bodies: list[str] = []
+    until: str | None = None
+    for line in command.splitlines():
+        if until is not None:
+            if line.strip() == until:
+                until = None
+            else:
+                bodies.append(line)
+            continue
+        commands.append(line)
+        heredoc = _HEREDOC.search(line)
+        if heredoc:
+            until = heredoc.group(1)
+    return "\n".join(commands), "\n".join(bodies)
+
+
+def is_patch(text: str) -> bool:
+    """Patch text (Codex's ``*** Begin Patch`` or a unified diff): code, not values."""
+    return "*** Begin Patch" in text or ("\n+++ " in text and "\n--- " in text)
+
+
 def shell_file_ops(command: str) -> list[tuple[str, str]]:
     """(action, path) pairs a shell command performs on files; heredoc bodies are skipped."""
     ops: list[tuple[str, str]] = []
-    skip_until: str | None = None
-    for line in command.splitlines():
-        if skip_until is not None:
-            skip_until = None if line.strip() == skip_until else skip_until
-            continue
-        heredoc = _HEREDOC.search(line)
-        if heredoc:
-            skip_until = heredoc.group(1)
+    for line in split_heredocs(command)[0].splitlines():
         for op, target in _REDIRECT.findall(line):
             if target not in _DEVICES and _PATHISH.search(target):
                 ops.append(("edited" if op == ">>" else "written", target.strip("'\"")))
@@ -273,7 +297,7 @@ def describe_call(call: ToolCall) -> str:
             f"{k}={v}"
             for k, v in call.arguments.items()
             if isinstance(v, str | int | float) and not isinstance(v, bool)
-            if k not in CODE_ARG_KEYS
+            if k not in CODE_ARG_KEYS and str(v).strip()
         ][:3]
         if pairs:
             hint = clip_words(", ".join(pairs), ARG_HINT_MAX_WORDS)
@@ -338,6 +362,11 @@ def brief_result(text: str, *, read: bool = False, limit: int = BRIEF_MAX_WORDS)
     they are what an agent resuming the work needs; a file read is reported by
     its size (its content is in the file); JSON shows its scalar fields.
     """
+    header = _RUNNER_HEADER.match(text)
+    if header:
+        status = header.group("status").removeprefix("Process ").strip()
+        rest = brief_result(text[header.end() :], read=read, limit=limit)
+        return f"{status}; {rest}" if rest else status
     if is_confirmation(text):
         return None
     stripped = text.strip()
@@ -368,16 +397,19 @@ __all__ = [
     "DEST_ARG_KEYS",
     "DONE_STATUSES",
     "PATH_ARG_KEYS",
+    "SHELL_ARG_KEYS",
     "SOURCE_ARG_KEYS",
     "brief_result",
     "call_action",
     "describe_call",
     "is_confirmation",
+    "is_patch",
     "patch_ops",
     "path_args",
     "plausible_path",
     "shell_file_ops",
     "shell_text",
+    "split_heredocs",
     "strings",
     "todo_items",
 ]

@@ -126,7 +126,7 @@ _SETTING = _rx(
     r"[^\s\"'`,;()\[\]{}<>]+)"
 )
 _SETTING_LINE = _rx(
-    r"(?m)^[ \t]*(?P<inner>[A-Za-z_][\w.-]{2,}[ \t]*(?:=|:)[ \t]*"
+    r"(?m)^[ \t]*(?P<inner>[A-Za-z_][\w.-]{2,63}[ \t]*(?:=|:)[ \t]*"
     rf"(?:\d+(?:\.\d+)?|true|false|\"[^\"\n]{{0,{SETTING_VALUE_MAX_CHARS}}}\"|"
     rf"'[^'\n]{{0,{SETTING_VALUE_MAX_CHARS}}}'))[ \t]*$"
 )
@@ -161,7 +161,8 @@ _EXCEPTION = _rx(
 )
 _EXCEPTION_HINTS = ("Error", "Exception", "Warning", "Fault", "Failure", "Interrupt")
 _BACKTICKED = _rx(rf"`(?P<inner>[^`\n]{{{MIN_VALUE_CHARS},{QUOTED_MAX_CHARS}}})`")
-_QUOTED = _rx(r"(?<![\w\\])[\"'](?P<inner>[A-Za-z_][\w.:/-]{2,63})[\"']")
+_QUOTED = _rx(r"(?<![\w\\])[\"'](?P<inner>[A-Za-z_][\w.:/-]{2,63})[\"'](?!\s*:)")
+"""A quoted identifier, but not a JSON or dict key (``"user_id":``): keys are not values."""
 
 _PRIORITY = {
     name: i
@@ -173,8 +174,12 @@ _PRIORITY = {
         )
     )
 }
+CHUNK_LOOKAHEAD = 256
+"""A chunk is a candidate when one of its first this-many characters can start a value."""
 _CHUNK = re.compile(
-    r"(?<!\S)(?=\S*?(?:[/\\@=\d_:'\"]|\.\w|" + "|".join(_EXCEPTION_HINTS) + r"))\S+"
+    rf"(?<!\S)(?=\S{{0,{CHUNK_LOOKAHEAD}}}?(?:[/\\@=\d_:'\"]|\.\w|"
+    + "|".join(_EXCEPTION_HINTS)
+    + r"))\S+"
 )
 """Whitespace-free chunks that may hold a token value: plain words are skipped at C speed."""
 _DIGIT = re.compile(r"\d")
@@ -218,6 +223,14 @@ _NOISE_PATHS = frozenset(
         "/usr/bin/env",
     ]
 )
+_DIRECTORY_NAMES = frozenset(
+    _split(
+        "src lib libs test tests spec specs docs doc app apps bin cmd pkg internal config configs "
+        "scripts assets public static dist build node_modules vendor packages examples tools "
+        "fixtures migrations templates home usr etc var tmp opt .github .git"
+    )
+)
+"""A slash-separated word list without an extension is a path only when it names one of these."""
 _IDENTIFIER_SHAPE = re.compile(r"[\W\d_]|[a-z][A-Z]|^[A-Z]{2,}$|^[A-Z][a-z]+[A-Z]")
 """A quoted word is an identifier when it is not plain lower-case prose: it has a digit,
 punctuation, an underscore, a space (a code snippet) or mixed case (``historyPath``)."""
@@ -275,9 +288,9 @@ def _clean_path(text: str) -> str | None:
     parts = [p for p in text.split("/") if p]
     if any(not p.strip(".") for p in parts):
         return None
-    if len(parts) < 3 and not _HAS_EXTENSION.search(text) and not text.endswith("/"):
-        return None  # "src/app" is too ambiguous with "yes/no"; "a/b/c" or "a/b.py" is not
-    return text
+    # "yes/no" and "side/difficulty/orientation" are prose; "src/engine" is a directory.
+    named = text.endswith("/") or any(p.lower() in _DIRECTORY_NAMES for p in parts)
+    return text if named or _HAS_EXTENSION.search(text) else None
 
 
 def _clean(kind: ValueKind, text: str) -> str | None:
@@ -472,42 +485,49 @@ never handed to the (slower) error-line pattern."""
 
 
 _FAILURE_WORD = re.compile(
-    r"(?i)[\w.]*(?:error|exception|fail\w*|fatal|panic|traceback|denied|refused|not found|"
-    r"no such file|fault|critical)"
+    r"(?i)error|exception|fail|fatal|panic|traceback|denied|refused|not found|no such file|"
+    r"fault|critical"
 )
+"""The word that names a failure; a long line's excerpt starts at the token holding it."""
+LONG_LINE_CHARS = 4_000
+"""Lines longer than this (minified code, one-line dumps) are parsed near the failure word only."""
 
 
-def _error_line_starts(text: str) -> list[int]:
+def _error_line_starts(text: str) -> dict[int, int]:
+    """Start of each line holding an error keyword -> where its first keyword is."""
     lower = text.lower()
-    starts: set[int] = set()
+    starts: dict[int, int] = {}
     for keyword in _ERROR_KEYWORDS:
         i = lower.find(keyword)
         while i >= 0:
-            starts.add(text.rfind("\n", 0, i) + 1)
+            line = text.rfind("\n", 0, i) + 1
+            starts[line] = min(i, starts.get(line, i))
             end = text.find("\n", i)
             if end < 0:
                 break
             i = lower.find(keyword, end)
-    if text.startswith("E ") or "\nE " in text:
-        i = 0 if text.startswith("E ") else text.find("\nE ") + 1
-        while i > 0 or text.startswith("E "):
-            starts.add(i)
-            nxt = text.find("\nE ", i)
-            if nxt < 0:
-                break
-            i = nxt + 1
-    return sorted(starts)
+    i = 0 if text.startswith("E ") else text.find("\nE ") + 1
+    while i >= 0 and text.startswith("E ", i):  # pytest's "E   <detail>" lines
+        starts.setdefault(i, i)
+        i = text.find("\nE ", i) + 1 or -1
+    return dict(sorted(starts.items()))
 
 
 def _error_lines(text: str) -> list[tuple[int, ValueKind, str]]:
     out: list[tuple[int, ValueKind, str]] = []
-    for start in _error_line_starts(text):
+    for start, keyword in _error_line_starts(text).items():
         end = text.find("\n", start)
-        m = _ERROR_LINE.match(text, start, end if end >= 0 else len(text))
+        end = end if end >= 0 else len(text)
+        base = 0
+        if end - start > LONG_LINE_CHARS:
+            base = max(start, text.rfind(" ", start, keyword) + 1)
+            m = _ERROR_LINE.match(text[base : min(end, base + 2 * ERROR_LINE_MAX_CHARS)])
+        else:
+            m = _ERROR_LINE.match(text, start, end)
         if m is None:
             continue
         group = "pytest" if m.group("pytest") is not None else "line"
-        line, at = m.group(group).rstrip(), m.start(group)
+        line, at = m.group(group).rstrip(), base + m.start(group)
         if len(line) > ERROR_LINE_MAX_CHARS:
             line, at = _error_excerpt(line, at)
         if len(line) >= MIN_VALUE_CHARS:
