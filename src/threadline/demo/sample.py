@@ -8,8 +8,9 @@ screenshot as an inline PNG. Content is a pure function of ``seed``, so the
 same seed gives the same conversation. Timestamps start ``SESSION_MINUTES``
 before ``now`` and advance by seeded gaps, so listings look natural.
 
-It is library code, not a CLI detail: ``threadline demo`` prints it, and the
-later simulated agent run reuses the same generators.
+It is library code for tests and examples (one realistic session with an image
+and large outputs); the long offline run of ``threadline demo`` is
+``demo.run`` driving ``demo.coding_run``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,598 @@
+"""``threadline chat``: talk to an agent; every turn goes through the store, builder and compactor.
+
+The behaviour follows the reference agent shell (``shared/seeds/003``): a
+session is created lazily, at the first message, and its id is printed to
+stderr then and again on exit; ``-c`` resumes the agent's most recently
+updated session and ``--session ID`` (or a prefix) a given one. While
+attached, the session's lock is held (a second attach fails with exit 4
+naming the holder; a lock whose process died is taken over by the store),
+its lease renewed in the background so a chat left open for hours stays
+locked. The lock is released on every way out, exceptions included.
+
+Before anything else the model is resolved (and a keyless local server is
+probed), so a missing key or a stopped server gets a setup hint and exit 7
+instead of a REPL that fails at the first message.
+
+Interactive use is a prompt_toolkit prompt (history file in the user data
+dir, slash-command completion) with replies streamed as Rich Markdown;
+``-m TEXT``, or a stdin that is not a terminal, answers once and exits with
+only the reply on stdout, for scripts. The REPL loop takes its line reader as
+an argument (``run_repl``), so tests drive it with prompt_toolkit's pipe input.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+from urllib.parse import urlsplit
+
+import platformdirs
+import typer
+from prompt_toolkit import PromptSession
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.text import Text
+
+from threadline.agent import Agent, AgentConfig, TurnResult, default_agent, load_agent
+from threadline.catalog import lookup
+from threadline.cli.errors import EXIT_MODEL, PROGRAM, one_line
+from threadline.cli.render import compact_call, make_console, shorten
+from threadline.cli.slash import Outcome, SlashCompleter, dispatch, parse_command, tokens_line
+from threadline.cli.state import stdin_is_interactive, store_of
+from threadline.compaction.compactor import CompactionResult
+from threadline.errors import (
+    MissingCredentials,
+    SessionLocked,
+    ThreadlineError,
+    UsageError,
+)
+from threadline.llm import ChatModel, parse_model, resolve_model
+from threadline.messages import Message, ToolCall
+from threadline.store.base import LockHolder, Session, Store
+
+logger = logging.getLogger(__name__)
+
+APP_NAME = "threadline"
+HISTORY_FILENAME = "chat_history"
+"""The prompt's history file, in the user data directory (next to the default store)."""
+LOCK_RENEWALS_PER_LEASE = 3
+"""The attach lock is renewed this many times per lease, so one missed renewal is harmless."""
+REACH_TIMEOUT = 3.0
+"""Seconds to wait for a keyless local server (Ollama, vLLM, ...) to accept a connection."""
+LIVE_REFRESH_PER_SECOND = 10
+PROMPT_SUFFIX = "> "
+ERROR_RESULT_CHARS = 160
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+# -- the attach lock -----------------------------------------------------------------------
+
+
+class LockKeeper:
+    """Renews an attach lock's lease in a daemon thread until stopped, then releases it.
+
+    The store's lock goes stale when its holder's pid is dead on this host or
+    when its lease (``LockHolder.lease_seconds``) passes without a renewal; the
+    second rule is what protects a session held from another machine, so a
+    chat left idle must keep renewing.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        session_id: str,
+        holder: LockHolder,
+        *,
+        interval: float | None = None,
+        on_lost: Callable[[SessionLocked], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.holder = holder
+        self.interval = (
+            interval if interval is not None else holder.lease_seconds / LOCK_RENEWALS_PER_LEASE
+        )
+        self.on_lost = on_lost
+        self.lost: SessionLocked | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"threadline-lock-{session_id[:8]}", daemon=True
+        )
+
+    def start(self) -> LockKeeper:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.holder = self.store.acquire_lock(self.session_id, self.holder)
+            except SessionLocked as exc:  # our lease ran out and someone else took over
+                self.lost = exc
+                if self.on_lost is not None:
+                    self.on_lost(exc)
+                return
+            except ThreadlineError as exc:  # a busy or unreachable store: try again next time
+                logger.warning("could not renew the lock of %s: %s", self.session_id, exc)
+
+    def stop(self) -> None:
+        """Stop renewing and release the lock (when it is still ours)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        if self.lost is not None:
+            return
+        try:
+            self.store.release_lock(self.session_id, self.holder)
+        except ThreadlineError as exc:
+            logger.warning("could not release the lock of %s: %s", self.session_id, exc)
+
+
+# -- rendering a turn ---------------------------------------------------------------------
+
+
+class ReplyRenderer:
+    """Streams reply text into a live Markdown view; tool calls and notices go between.
+
+    Each model step's text is its own block: a tool call closes the block (its
+    final Markdown stays on screen) and prints one line. Without a terminal
+    nothing can be redrawn, so each block is printed once, when it closes.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._live: Live | None = None
+        self._text = ""
+        self.streamed = False
+
+    def chunk(self, piece: str) -> None:
+        if not self._text and self._live is None and self.console.is_terminal:
+            self._live = Live(
+                console=self.console,
+                refresh_per_second=LIVE_REFRESH_PER_SECOND,
+                get_renderable=lambda: Markdown(self._text),
+            )
+            self._live.start()
+        self._text += piece
+        self.streamed = True
+
+    def close_block(self) -> None:
+        if self._live is not None:
+            self._live.stop()  # its last render reads the text: clear that only after
+            self._live = None
+        elif self._text.strip():
+            self.console.print(Markdown(self._text))
+        self._text = ""
+
+    def tool_call(self, call: ToolCall) -> None:
+        self.close_block()
+        line = Text("  ")
+        line.append_text(compact_call(call))
+        line.stylize("dim")
+        self.console.print(line)
+
+    def note(self, text: str, *, style: str = "dim") -> None:
+        self.close_block()
+        self.console.print(Text(text, style=style), soft_wrap=True)
+
+    def finish(self, reply: Message | None) -> None:
+        """Close the last block; print the reply when nothing was streamed."""
+        self.close_block()
+        if reply is not None and not self.streamed and reply.text.strip():
+            self.console.print(Markdown(reply.text))
+
+
+# -- the REPL state -------------------------------------------------------------------------
+
+
+class ChatController:
+    """The chat's state: the agent, the attached session and its lock, display toggles.
+
+    Implements ``threadline.cli.slash.ChatHost``. Session ids go to
+    ``err_console`` (stderr), so stdout carries only what the user asked for.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        console: Console,
+        err_console: Console,
+        resume_command: str = "threadline chat",
+        lock_interval: float | None = None,
+    ) -> None:
+        self.agent = agent
+        self.console = console
+        self.err_console = err_console
+        self.resume_command = resume_command
+        self.lock_interval = lock_interval
+        self.show_tokens = False
+        self.pending_title: str | None = None
+        self._session: Session | None = None
+        self._keeper: LockKeeper | None = None
+        self._renderer: ReplyRenderer | None = None
+        agent.on_event = self._on_event
+
+    @property
+    def store(self) -> Store:
+        return self.agent.store
+
+    @property
+    def session(self) -> Session | None:
+        return self._session
+
+    def say(self, text: str) -> None:
+        """One line to stderr (ids, attach notices): never mixed into a script's stdout."""
+        self.err_console.print(Text(text), highlight=False, soft_wrap=True)
+
+    def _lost(self, exc: SessionLocked) -> None:
+        self.say(f"{PROGRAM}: warning: lost the lock of session {exc.session_id}: {exc.holder}")
+
+    def _hold(self, session: Session, holder: LockHolder) -> None:
+        self._session = session
+        self._keeper = LockKeeper(
+            self.store, session.id, holder, interval=self.lock_interval, on_lost=self._lost
+        ).start()
+
+    def _release(self) -> Session | None:
+        session, keeper = self._session, self._keeper
+        self._session, self._keeper = None, None
+        if keeper is not None:
+            keeper.stop()
+        return session
+
+    # -- attaching
+
+    def attach(self, id_or_prefix: str) -> Session:
+        """Lock and resume a session (``SessionLocked`` when another live process has it)."""
+        session = self.store.get_session(id_or_prefix)
+        holder = self.store.acquire_lock(session.id, LockHolder.current())
+        left = self._release()
+        if left is not None:
+            self.say(f"left session {left.id}")
+        self._hold(session, holder)
+        self.say(f"session {session.id} resumed ({session.message_count:,} messages)")
+        return session
+
+    def switch_to(self, id_or_prefix: str) -> Session:
+        return self.attach(id_or_prefix)
+
+    def detach(self) -> Session | None:
+        left = self._release()
+        if left is not None:
+            self.say(f"left session {left.id}")
+        return left
+
+    def ensure_session(self) -> Session:
+        """The attached session, created (and locked) now if there is none yet."""
+        if self._session is None:
+            holder = LockHolder.current()
+            session = self.agent.new_session(title=self.pending_title, lock=holder)
+            self.pending_title = None
+            self._hold(session, holder)
+            self.say(f"session {session.id} created")
+        assert self._session is not None
+        return self._session
+
+    def close(self) -> None:
+        """Release the session and print its id again, as the reference shell does on exit."""
+        left = self._release()
+        if left is not None:
+            self.say(f"session {left.id} (resume: {self.resume_command} --session {left.id})")
+
+    # -- talking
+
+    def send(self, text: str, *, stream: Callable[[str], None] | None = None) -> TurnResult:
+        """One turn in the attached session (created now if needed).
+
+        After the lock was lost (our lease ran out and another process took the
+        session) nothing more is appended: ``SessionLocked`` until the user
+        switches with ``/new`` or ``/session``.
+        """
+        if self._keeper is not None and self._keeper.lost is not None:
+            raise self._keeper.lost
+        return self.agent.run_turn(self.ensure_session(), text, stream=stream)
+
+    def converse(self, text: str) -> TurnResult | None:
+        """One interactive turn: stream it, show tool calls and notices; never raises for
+        a model or store failure (it is shown and the REPL goes on)."""
+        renderer = ReplyRenderer(self.console)
+        self._renderer = renderer
+        try:
+            result = self.send(text, stream=renderer.chunk)
+        except KeyboardInterrupt:
+            renderer.note("interrupted: the reply was not finished (what was stored stays)")
+            return None
+        except ThreadlineError as exc:
+            renderer.note(f"error: {one_line(str(exc))}", style="red")
+            return None
+        finally:
+            self._renderer = None
+        renderer.finish(result.reply)
+        if self.show_tokens:
+            agent = self.agent
+            line = tokens_line(
+                result.context_report,
+                factor=agent.calibrator.factor(agent.model_spec),
+                window=agent.policy.context_limit or lookup(agent.model_spec).context_window,
+            )
+            self.console.print(Text(line, style="dim"))
+        return result
+
+    def _on_event(self, name: str, payload: dict[str, Any]) -> None:
+        renderer = self._renderer
+        if renderer is None:
+            return
+        if name == "tool_started":
+            renderer.tool_call(payload["call"])
+        elif name == "tool_finished" and payload.get("is_error"):
+            result: Message = payload["result"]
+            renderer.note(f"    {shorten(result.text, ERROR_RESULT_CHARS)}", style="red")
+        elif name == "doom_loop":
+            renderer.note(f"loop detected: {payload['warning'].text}", style="yellow")
+        elif name == "step_limit":
+            renderer.note(
+                f"step limit reached after {payload['steps']} model calls", style="yellow"
+            )
+        elif name == "compacted":
+            compaction: CompactionResult = payload["result"]
+            cp = compaction.checkpoint
+            renderer.note(
+                f"compacted: messages {compaction.covers_from}-{compaction.covers_up_to} "
+                f"summarized" + (f" into checkpoint #{cp.id}" if cp is not None else "")
+            )
+
+
+def run_repl(chat: ChatController, read_line: Callable[[str], str], *, prompt: str) -> None:
+    """Read lines until Ctrl-D or ``/quit``: commands are dispatched, the rest is sent."""
+    while True:
+        try:
+            line = read_line(prompt)
+        except EOFError:
+            return
+        except KeyboardInterrupt:  # Ctrl-C at the prompt clears the line, as in a shell
+            continue
+        text = line.strip()
+        if not text:
+            continue
+        command = parse_command(text)
+        if command is None:
+            chat.converse(text)
+        elif dispatch(chat, command) is Outcome.QUIT:
+            return
+
+
+# -- setting up ------------------------------------------------------------------------------
+
+
+def history_file() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / HISTORY_FILENAME
+
+
+def prompt_history() -> History:
+    """A file history in the user data dir, or one in memory when that is not writable."""
+    path = history_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+    except OSError as exc:
+        logger.warning("prompt history disabled: cannot write %s: %s", path, exc)
+        return InMemoryHistory()
+    return FileHistory(str(path))
+
+
+def prompt_reader(history: History) -> Callable[[str], str]:
+    """A line reader on the current prompt_toolkit app session (a terminal, or a test's pipe)."""
+    session: PromptSession[str] = PromptSession(
+        history=history, completer=SlashCompleter(), complete_while_typing=True
+    )
+    return lambda prompt: session.prompt(prompt)
+
+
+def setup_hint(problem: str, config: AgentConfig) -> list[str]:
+    """What to do when no model can be reached: the lines printed before exit 7."""
+    return [
+        f"{PROGRAM}: error: {one_line(problem)}",
+        "To chat, threadline needs a model it can reach. Any one of these works:",
+        "  export OPENAI_API_KEY=sk-...          then  threadline chat --model openai/gpt-4o",
+        "  export ANTHROPIC_API_KEY=sk-ant-...   then  threadline chat --model "
+        "anthropic/claude-sonnet-4-5",
+        "  ollama serve; ollama pull llama3.1    then  threadline chat --model ollama/llama3.1",
+        "  any OpenAI-compatible server: export OPENAI_BASE_URL=http://HOST:PORT/v1, then "
+        "--model compatible/MODEL",
+        f"Make it the default with THREADLINE_MODEL=provider/model, or `model:` in "
+        f"agents/{config.name}.yaml. Without any model, `threadline demo` runs a simulated "
+        "agent offline.",
+    ]
+
+
+def unreachable(spec: str, model: ChatModel) -> str | None:
+    """Why a keyless local server cannot be used, or None (hosted APIs are not probed)."""
+    provider = parse_model(spec).provider
+    base_url = getattr(model, "base_url", None)
+    if provider.key_required or not isinstance(base_url, str):
+        return None
+    parts = urlsplit(base_url)
+    host = parts.hostname
+    if not host:
+        return None
+    port = parts.port or DEFAULT_PORTS.get(parts.scheme, DEFAULT_PORTS["http"])
+    try:
+        with socket.create_connection((host, port), timeout=REACH_TIMEOUT):
+            return None
+    except OSError as exc:
+        hint = f"; {provider.hint}" if provider.hint else ""
+        return (
+            f"cannot reach the {provider.name} server for model {spec!r} at {base_url} "
+            f"({exc.strerror or exc}){hint}"
+        )
+
+
+def connect(config: AgentConfig) -> ChatModel:
+    """The agent's model, ready; a missing key or a dead local server exits 7 with a hint."""
+    overrides: dict[str, Any] = {}
+    if config.model.base_url:
+        overrides["base_url"] = config.model.base_url
+    try:
+        model = resolve_model(config.model_spec, **overrides)
+    except MissingCredentials as exc:
+        _exit_with_hint(str(exc), config)
+    problem = unreachable(config.model_spec, model)
+    if problem is not None:
+        _close_model(model)
+        _exit_with_hint(problem, config)
+    return model
+
+
+def _exit_with_hint(problem: str, config: AgentConfig) -> NoReturn:
+    for line in setup_hint(problem, config):
+        typer.echo(line, err=True)
+    raise typer.Exit(EXIT_MODEL)
+
+
+def _close_model(model: ChatModel) -> None:
+    close = getattr(model, "close", None)
+    if callable(close):
+        close()
+
+
+def _agent_config(name: str | None, model: str | None) -> AgentConfig:
+    config = load_agent(name) if name else default_agent()
+    return config.with_model(model) if model else config
+
+
+def _read_stdin() -> str:
+    try:
+        return sys.stdin.read()
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"stdin is not UTF-8 text (byte {exc.start})") from exc
+
+
+def chat(
+    ctx: typer.Context,
+    agent_name: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="AGENT",
+            help="Agent name (./agents, then the user config dir) or YAML file. "
+            "Default: the built-in agent.",
+            show_default=False,
+        ),
+    ] = None,
+    session_id: Annotated[
+        str | None,
+        typer.Option("--session", "-s", metavar="ID", help="Resume this session (id or prefix)."),
+    ] = None,
+    resume_last: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Resume this agent's most recently updated session."),
+    ] = False,
+    new: Annotated[bool, typer.Option("--new", help="Start a new session (the default).")] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            metavar="PROVIDER/MODEL",
+            help="Override the agent's model, e.g. ollama/llama3.1.",
+        ),
+    ] = None,
+    message: Annotated[
+        str | None,
+        typer.Option(
+            "--message", "-m", metavar="TEXT", help="Send one message, print the reply, exit."
+        ),
+    ] = None,
+) -> None:
+    """Chat with an agent; sessions are created at the first message and kept in the store.
+
+    Inside the chat, /help lists the slash commands. With -m, or with a stdin that is not
+    a terminal, one message is answered: the reply goes to stdout, session ids to stderr.
+    """
+    if sum((session_id is not None, resume_last, new)) > 1:
+        raise UsageError("give at most one of --session, --continue and --new")
+    config = _agent_config(agent_name, model)
+    chat_model = connect(config)
+    try:
+        store = store_of(ctx)
+        agent = Agent(config, store=store, model=chat_model)
+        interactive = message is None and stdin_is_interactive()
+        resume = f"threadline chat {agent_name}" if agent_name else "threadline chat"
+        controller = ChatController(
+            agent,
+            console=make_console(),
+            err_console=make_console(stderr=True),
+            resume_command=resume,
+        )
+        try:
+            _start(controller, store, config, session_id=session_id, resume_last=resume_last)
+            if interactive:
+                controller.console.print(
+                    Text(
+                        f"{config.name} on {config.model_spec} · /help for commands · "
+                        "Ctrl-D to quit",
+                        style="dim",
+                    )
+                )
+                run_repl(
+                    controller,
+                    prompt_reader(prompt_history()),
+                    prompt=f"{config.name}{PROMPT_SUFFIX}",
+                )
+                return
+            text = message if message is not None else _read_stdin()
+            if not text.strip():
+                raise UsageError(
+                    "nothing to send: the message is empty (give -m TEXT, pipe text on stdin, "
+                    "or run in a terminal to chat)"
+                )
+            result = controller.send(text)
+            typer.echo(result.text)
+        finally:
+            controller.close()
+    finally:
+        _close_model(chat_model)
+
+
+def _start(
+    controller: ChatController,
+    store: Store,
+    config: AgentConfig,
+    *,
+    session_id: str | None,
+    resume_last: bool,
+) -> None:
+    if session_id is not None:
+        controller.attach(session_id)
+        return
+    if resume_last:
+        latest = store.list_sessions(agent=config.name, limit=1).items
+        if latest:
+            controller.attach(latest[0].id)
+        else:
+            controller.say(
+                f"no earlier session of agent {config.name}; a new one starts with the first "
+                "message"
+            )
+
+
+def register(root: typer.Typer) -> None:
+    root.command("chat")(chat)
+
+
+__all__ = [
+    "ChatController",
+    "LockKeeper",
+    "ReplyRenderer",
+    "chat",
+    "connect",
+    "run_repl",
+    "setup_hint",
+    "unreachable",
+]
