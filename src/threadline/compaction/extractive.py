@@ -111,8 +111,9 @@ RECENCY_FLOOR = 0.4
 """Weight of the oldest message in the window; the newest weighs 1."""
 FREQUENCY_WEIGHT = 0.35
 """Something seen n times scores ``1 + FREQUENCY_WEIGHT * ln(n)`` times its best sighting."""
-SECTION_DECAY = 0.05
-"""The n-th best bullet of a section competes at ``1 / (1 + SECTION_DECAY * n)`` of its score."""
+SECTION_DECAY = 0.012
+"""A bullet competes at ``1 / (1 + SECTION_DECAY * w)`` of its score, ``w`` being the words its
+section spends on better bullets: after 80 words a section's next bullet counts about half."""
 PREVIOUS_FACTOR = 0.5
 """A bullet carried over from the previous snapshot scores this fraction of a fresh one..."""
 PREVIOUS_POSITION_DECAY = 0.3
@@ -141,12 +142,13 @@ SOURCE_WEIGHTS: dict[str, float] = {
     "tool_short": 0.8,
     "bulk": 0.4,
 }
-"""Who said it. ``bulk`` is file dumps, long logs and code being written: error lines only."""
+"""Who said it. ``bulk`` is a long tool output (logs): its error lines only. Code (a file read,
+a file being written, a patch, a heredoc) gives nothing: its "raise ValueError" is no event."""
 IMPORTANT_SOURCE_WEIGHT = 0.8
 """A value seen only in sources weighing less than this is not an important value."""
 SHORT_RESULT_CHARS = 1_500
 """A tool result up to this long is data worth mining in full (the ids, URLs it returned)."""
-MAX_VALUES_PER_RESULT = 8
+MAX_VALUES_PER_RESULT = 5
 """A short result listing many ids (``docker ps``) contributes its best few, not all."""
 SCAN_HEAD_CHARS = 12_000
 """Text longer than head + tail is mined for token values at its ends only..."""
@@ -161,6 +163,8 @@ STATE_SCORE = 10.0
 EARLIER_RESULT_SCORE = 1.6
 PREVIOUS_VALUE_SCORE = KIND_WEIGHTS["path"] * SOURCE_WEIGHTS["assistant"]
 """What a value carried over from the previous snapshot scores before its discount."""
+NOTED_FILES = 6
+"""Only the most recent files carry the why; older ones just say what happened to them."""
 MENTIONED_FILE_FACTOR = 0.6
 """A file the assistant says it changed, with no tool call to show it."""
 USER_DECISION_FACTOR = 1.3
@@ -176,7 +180,9 @@ RECENT_RESULTS = 4
 """Data-carrying tool results kept in brief besides the last one."""
 MAX_CALLS_IN_ACTION = 3
 CONTAINMENT_WINDOW = 300
-"""A value inside one of the best this-many others (a name inside its error line) is skipped."""
+"""A value inside one of the best this-many others (a name inside its error line) is skipped..."""
+CONTAINER_MIN_SHARE = 0.5
+"""...when that other value scores at least this share of its own, so it is likely shown."""
 
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
 _TAGGED = re.compile(r"<([a-z]\w*-[\w-]+)>.*?</\1>", re.S)
@@ -331,12 +337,12 @@ class _FileRecord:
         factor = MENTIONED_FILE_FACTOR if self.mentioned_only else 1.0
         return FILE_SCORE * self.last * (1.0 + FREQUENCY_WEIGHT * math.log(self.count)) * factor
 
-    def bullet(self) -> str:
+    def bullet(self, *, noted: bool = True) -> str:
         acts = ", ".join(f"{a} \u00d7{n}" if n > 1 else a for a, n in self.actions.items())
         text = f"{code_span(self.path)}: {acts}"
         if self.moved_to:
             text += f" to {code_span(self.moved_to)}"
-        if self.note:
+        if self.note and noted:
             text += f" \u2014 {self.note}"
         if self.failed:
             text += f"; last attempt failed: {self.failed}"
@@ -396,7 +402,7 @@ class _Pass:
     # -- values
 
     def add_values(self, text: str, source: str, recency: float, index: int) -> None:
-        if not text:
+        if not text or source == "code":
             return
         weight = SOURCE_WEIGHTS[source]
         if source == "bulk":
@@ -508,13 +514,13 @@ class _Pass:
             self.file_ops(call, recency, index)
 
     def argument_values(self, text: str, key: str, recency: float, index: int) -> None:
-        """Values of an argument; code in it (file content, patches, heredocs) is bulk."""
+        """Values of an argument; code in it (file content, patches, heredoc bodies) gives none."""
         if key in CODE_ARG_KEYS or is_patch(text):
-            self.add_values(text, "bulk", recency, index)
+            self.add_values(text, "code", recency, index)
         elif key in SHELL_ARG_KEYS and "<<" in text:
             commands, bodies = split_heredocs(text)
             self.add_values(commands, "argument", recency, index)
-            self.add_values(bodies, "bulk", recency, index)
+            self.add_values(bodies, "code", recency, index)
         else:
             self.add_values(text, "argument", recency, index)
 
@@ -566,7 +572,8 @@ class _Pass:
         call = self.pair(m)
         text = _message_text(m)
         action = call_action(call) if call is not None else None
-        source = "bulk" if action == "read" or len(text) > SHORT_RESULT_CHARS else "tool_short"
+        source = "tool_short" if len(text) <= SHORT_RESULT_CHARS else "bulk"
+        source = "code" if action == "read" else source
         self.add_values(text, source, recency, index)
         error = bool(m.metadata.get("is_error") or m.metadata.get("error"))
         name = call.name if call is not None else (m.name or "tool")
@@ -633,14 +640,20 @@ def _state_label(text: str) -> str:
 
 
 def _diminish(snapshot: Snapshot) -> None:
-    """Rank each section (order kept) and discount later bullets, so sections interleave."""
+    """Discount each bullet by the words its section already spent above it (order kept).
+
+    Sections then interleave in the competition for words, and a section of
+    long bullets (files with notes) pays for its length rather than crowding
+    out a section of one-word values.
+    """
     for name in SECTION_NAMES:
         bullets = snapshot.section(name)
-        ranked = sorted(bullets, key=lambda b: -b.score)
-        bullets[:] = [
-            b.model_copy(update={"score": b.score / (1.0 + SECTION_DECAY * i)})
-            for i, b in enumerate(ranked)
-        ]
+        spent = 0
+        out = []
+        for b in sorted(bullets, key=lambda b: -b.score):
+            out.append(b.model_copy(update={"score": b.score / (1.0 + SECTION_DECAY * spent)}))
+            spent += words(b.text)
+        bullets[:] = out
 
 
 class ExtractiveSummarizer:
@@ -688,9 +701,9 @@ class ExtractiveSummarizer:
     @staticmethod
     def _files(p: _Pass, old: Snapshot, snapshot: Snapshot) -> None:
         old_keys = {_bullet_key(b.text) for b in old.files_modified}
-        for rec in sorted(p.files.values(), key=lambda r: -r.score):
+        for rank, rec in enumerate(sorted(p.files.values(), key=lambda r: -r.score)):
             rec.earlier = rec.path in old_keys
-            snapshot.add("files_modified", rec.bullet(), rec.score)
+            snapshot.add("files_modified", rec.bullet(noted=rank < NOTED_FILES), rec.score)
         n = len(old.files_modified)
         for i, b in enumerate(old.files_modified):
             if _bullet_key(b.text) not in p.files:
@@ -721,16 +734,18 @@ class ExtractiveSummarizer:
             if s.source >= IMPORTANT_SOURCE_WEIGHT and s.value.text not in p.files
         ]
         stats.sort(key=lambda s: (-s.ranked, s.first))
-        joined = ""  # the best CONTAINMENT_WINDOW values shown so far, NUL-separated
-        shown = 0
+        stats = stats[:max_words]
+        top = stats[:CONTAINMENT_WINDOW]
         old_texts = {b.text for b in old.important_values}
-        for s in stats[:max_words]:
+        for s in stats:
             text = s.value.text
-            if text in joined:
-                continue  # inside a better-ranked value: a name inside its error line
-            shown += 1
-            if shown <= CONTAINMENT_WINDOW:
-                joined += "\x00" + text
+            if any(
+                len(o.value.text) > len(text)
+                and o.ranked >= CONTAINER_MIN_SHARE * s.ranked
+                and text in o.value.text
+                for o in top
+            ):
+                continue  # inside another value that will show it: a name in its error line
             bullet = code_span(text)
             bonus = 1.0 + FREQUENCY_WEIGHT if bullet in old_texts else 1.0
             snapshot.add("important_values", bullet, s.ranked * bonus)

@@ -340,3 +340,21 @@ class SummaryResult:
     @property
     def words(self) -> int:
         return words(self.text)
+
+
+__all__ = [
+    "DEFAULT_MAX_WORDS",
+    "EMPTY_BULLET",
+    "SECTION_NAMES",
+    "SECTION_TITLES",
+    "SKELETON_WORDS",
+    "Bullet",
+    "SectionName",
+    "Snapshot",
+    "SummaryResult",
+    "clip_words",
+    "code_span",
+    "one_line",
+    "parse",
+    "words",
+]

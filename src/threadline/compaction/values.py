@@ -596,3 +596,15 @@ def retention(values: Sequence[Value], snapshot_text: str) -> RetentionReport:
     return RetentionReport(
         total=total, kept=kept, missing=missing, ratio=kept / total if total else 1.0
     )
+
+
+__all__ = [
+    "VALUE_KINDS",
+    "RetentionReport",
+    "Value",
+    "ValueKind",
+    "extract_error_lines",
+    "extract_values",
+    "retention",
+    "unique_values",
+]

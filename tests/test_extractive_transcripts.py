@@ -1,0 +1,130 @@
+"""The extractive summarizer on real agent transcripts (``../shared/transcripts``).
+
+Each transcript is loaded through the importers and summarized whole and in
+three incremental rounds. The snapshot must have its five sections, stay
+under the word limit, and copy rather than invent: every Important Values
+bullet and every Files Modified path must appear verbatim in the source.
+Run with ``-s`` to see the snapshots (the first is printed in full).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TRANSCRIPTS, require_shared
+from threadline.compaction.extractive import ExtractiveSummarizer
+from threadline.compaction.snapshot import SECTION_NAMES, SECTION_TITLES, parse, words
+from threadline.interop.importers import read_transcript_runs
+from threadline.messages import Message
+
+pytestmark = pytest.mark.transcripts
+
+SUMMARIZER = ExtractiveSummarizer()
+MAX_WORDS = 600
+SMALL_WORDS = 250
+MAX_RUNS = 3
+"""tau-bench holds 200 conversations and OpenHands 3; the first few are enough."""
+ROUNDS = 3
+
+CASES = {
+    "claude-code-tool-heavy": "claude-code/spotter-tool_heavy.jsonl",
+    "claude-code-codemie": "claude-code/codemie-session-196820da.jsonl",
+    "claude-code-long": "claude-code/spotter-8463c716/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
+    "codex-rollout": "codex/codemie-rollout-2026-05-11T11-26-55-019e1625.jsonl",
+    "codex-rtchess": "codex/rtchess-session-019aad50-exported.jsonl",
+    "tau-bench": "openai-chat/tau-bench-gpt-4o-airline.json",
+    "swe-agent-marshmallow": "swe-agent/function-calling-marshmallow-code__marshmallow-1867.traj",
+    "openhands": "openhands/multi-swe-bench-llama4-maverick-output.jsonl",
+    "gemini-cli": "other/gemini-cli-session-2025-12-01T21-45-5b959dae.json",
+    "aider": "aider/pocketflow-text2sql-gui.aider.chat.history.md",
+}
+SHOWN = "claude-code-codemie"
+"""The snapshot printed in full for a reader to judge."""
+
+
+def load(name: str) -> list[list[Message]]:
+    """The conversations in a transcript (several for tau-bench and OpenHands, else one)."""
+    require_shared(TRANSCRIPTS)
+    path = TRANSCRIPTS / CASES[name]
+    if not path.exists():
+        pytest.fail(f"{path} is missing from the shared transcripts")
+    return read_transcript_runs(path)[:MAX_RUNS]
+
+
+def _leaves(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [str(value)]
+
+
+def source_text(messages: list[Message]) -> str:
+    """Everything a snapshot may copy from: text, part references, call names and arguments."""
+    pieces: list[str] = []
+    for m in messages:
+        pieces.append(m.text)
+        pieces.extend(getattr(p, "uri", None) or getattr(p, "url", None) or "" for p in m.parts)
+        for call in m.tool_calls:
+            pieces.extend([call.name, call.raw_arguments or "", *_leaves(call.arguments)])
+    return "\n".join(pieces)
+
+
+def unquote(bullet: str) -> str:
+    return bullet[1:-1] if len(bullet) > 1 and bullet[0] == bullet[-1] == "`" else bullet
+
+
+def check(text: str, source: str, limit: int) -> None:
+    assert words(text) <= limit
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings == [f"## {SECTION_TITLES[n]}" for n in SECTION_NAMES]
+    snapshot = parse(text)
+    for bullet in snapshot.important_values:
+        assert unquote(bullet.text) in source, f"invented value: {bullet.text!r}"
+    for bullet in snapshot.files_modified:
+        quoted = re.findall(r"`([^`]+)`", bullet.text)
+        assert quoted, f"a files bullet without a path: {bullet.text!r}"
+        assert quoted[0] in source, f"invented path: {quoted[0]!r}"
+        if " to `" in bullet.text:
+            assert quoted[1] in source, f"invented destination: {quoted[1]!r}"
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_snapshot_of_a_whole_transcript(name: str) -> None:
+    for messages in load(name):
+        source = source_text(messages)
+        result = SUMMARIZER.summarize(messages)
+        check(result.text, source, MAX_WORDS)
+        check(SUMMARIZER.summarize(messages, max_words=SMALL_WORDS).text, source, SMALL_WORDS)
+        assert all(v.text in source for v in result.values)
+        assert result.retention.kept == sum(v.text in result.text for v in result.values)
+        state = [b.text for b in parse(result.text).current_state]
+        assert any(s.startswith("Next step:") for s in state), state
+        print(
+            f"\n{name}: {len(messages)} messages -> {result.words} words; important values "
+            f"kept {result.retention.kept}/{result.retention.total}"
+        )
+        if name == SHOWN:
+            print(result.text)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_incremental_rounds_over_a_transcript(name: str) -> None:
+    for messages in load(name):
+        source = source_text(messages)
+        step = max(1, -(-len(messages) // ROUNDS))
+        previous: str | None = None
+        for start in range(0, len(messages), step):
+            previous = SUMMARIZER.summarize(messages[start : start + step], previous=previous).text
+            check(previous, source, MAX_WORDS)
+
+
+def test_shared_transcripts_are_where_the_readme_says(tmp_path: Path) -> None:
+    require_shared(TRANSCRIPTS)
+    missing = [rel for rel in CASES.values() if not (TRANSCRIPTS / rel).exists()]
+    assert not missing
+    assert json.loads((TRANSCRIPTS / CASES["tau-bench"]).read_text(encoding="utf-8"))
