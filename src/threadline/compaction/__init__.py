@@ -15,3 +15,26 @@ new messages, not the history.
     triggers.py    when to compact
     compactor.py   runs a compaction and appends the checkpoint
 """
+
+from threadline.compaction.compactor import CompactionResult, Compactor
+from threadline.compaction.extractive import ExtractiveSummarizer
+from threadline.compaction.llm import HybridSummarizer, LLMSummarizer, make_summarizer
+from threadline.compaction.snapshot import Snapshot, SummaryResult
+from threadline.compaction.triggers import TriggerDecision, check_triggers
+from threadline.compaction.values import RetentionReport, extract_values, retention
+
+__all__ = [
+    "CompactionResult",
+    "Compactor",
+    "ExtractiveSummarizer",
+    "HybridSummarizer",
+    "LLMSummarizer",
+    "RetentionReport",
+    "Snapshot",
+    "SummaryResult",
+    "TriggerDecision",
+    "check_triggers",
+    "extract_values",
+    "make_summarizer",
+    "retention",
+]
