@@ -553,3 +553,31 @@ def test_threads_sharing_one_store(root: Path) -> None:
         assert [m.metadata["i"] for m in messages if m.metadata["w"] == w] == list(
             range(THREAD_APPENDS)
         )
+
+
+def test_large_images_live_in_the_media_folder_and_read_back_inline(tmp_path: Path) -> None:
+    import base64
+
+    from threadline import ImagePart, TextPart
+
+    store = open_store(f"jsonl://{tmp_path / 'js'}")
+    s = store.create_session(agent="media")
+    big = base64.b64encode(os.urandom(60_000)).decode()
+    small = base64.b64encode(b"tiny").decode()
+    msg = Message.user(
+        [
+            TextPart(text="look"),
+            ImagePart(data=big, media_type="image/png"),
+            ImagePart(data=small, media_type="image/png"),
+        ]
+    )
+    s.append(msg)
+    media = list((tmp_path / "js").rglob(f"{s.id}_media/*"))
+    assert [p.suffix for p in media] == [".png"]
+    assert media[0].read_bytes() == base64.b64decode(big)
+    line = (tmp_path / "js").rglob(f"{s.id}.jsonl").__next__().read_text()
+    assert big not in line and small in line and f"{s.id}_media/" in line
+    (back,) = open_store(f"jsonl://{tmp_path / 'js'}").get_session(s.id).messages()
+    assert back.content == msg.content
+    s.delete()
+    assert not any((tmp_path / "js").rglob(f"{s.id}_media"))

@@ -42,8 +42,9 @@ The ideas behind it:
 * ``message_count`` is the last seq: a corrupt line still counts, as it keeps its slot.
 
 Search is a plain scan of the files (every word must occur, case-insensitively), fine
-for the sizes this backend is for. Images are stored inline; ``<id>_media/`` is removed
-with its session but nothing is moved there yet.
+for the sizes this backend is for. Images whose base64 data exceeds 32 KiB are written
+to ``<id>_media/`` (before the line that refers to them) and read back inline, so the
+``.jsonl`` stays small enough to read; the folder is removed with its session.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ from threadline.store.jsonl_file import (
     State,
     atomic_write,
     encode_line,
+    externalize_media,
     fsync_dir,
     json_bytes,
     loads_object,
@@ -571,8 +573,9 @@ class JSONLStore:
                 seq += 1
                 total += primary_tokens(m)
                 sm = m.model_copy(deep=True, update={"seq": seq})
+                line = externalize_media(sm, paths)
                 chunks.append(
-                    encode_line(sm, batch_last=last, total_tokens=total, stored_at=stored_at)
+                    encode_line(line, batch_last=last, total_tokens=total, stored_at=stored_at)
                 )
                 stored.append(sm)
             f = sf.f

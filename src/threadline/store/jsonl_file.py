@@ -19,6 +19,7 @@ slot so that seqs are never reused. ``tail_state`` (backwards) and ``Index.exten
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -34,7 +35,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from threadline.errors import CorruptRecord, InvalidMessage
-from threadline.messages import Message, utcnow
+from threadline.messages import ImagePart, Message, Part, utcnow
 from threadline.store.base import CorruptRecordWarning, encode_message, format_ts
 
 FORMAT_VERSION = 1
@@ -108,6 +109,67 @@ def decode(raw: bytes) -> Message | str:
         return f"invalid message: {exc.errors()[0]['msg']}"
     message.seq = record["seq"]
     return message
+
+
+MEDIA_INLINE_MAX = 32 * 1024
+"""Base64 image data longer than this is written to ``<id>_media/`` instead of the line."""
+MEDIA_EXTENSIONS = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+}
+
+
+def externalize_media(m: Message, paths: SessionPaths) -> Message:
+    """A copy whose large inline images live in the media folder, written and fsynced
+    first, so a line never points at a file that is not there."""
+    if isinstance(m.content, str) or not any(
+        isinstance(p, ImagePart) and p.data and len(p.data) > MEDIA_INLINE_MAX for p in m.content
+    ):
+        return m
+    parts: list[Part] = []
+    for i, p in enumerate(m.content):
+        if not (isinstance(p, ImagePart) and p.data and len(p.data) > MEDIA_INLINE_MAX):
+            parts.append(p)
+            continue
+        name = f"{m.id}-{i}{MEDIA_EXTENSIONS.get(p.media_type or '', '.bin')}"
+        paths.media.mkdir(exist_ok=True)
+        atomic_write(paths.media / name, base64.b64decode(p.data))
+        parts.append(p.model_copy(update={"data": None, "media_ref": f"{paths.media.name}/{name}"}))
+    return m.model_copy(update={"content": parts})
+
+
+def inline_media(m: Message, paths: SessionPaths) -> Message:
+    """The message as it was appended: images moved to the media folder read back inline."""
+    if isinstance(m.content, str):
+        return m
+    prefix = f"{paths.media.name}/"
+    if not any(
+        isinstance(p, ImagePart) and (p.media_ref or "").startswith(prefix) for p in m.content
+    ):
+        return m
+    parts: list[Part] = []
+    for p in m.content:
+        ref = p.media_ref if isinstance(p, ImagePart) else None
+        if ref is None or not ref.startswith(prefix) or "/" in ref[len(prefix) :]:
+            parts.append(p)
+            continue
+        try:
+            data = (paths.media / ref[len(prefix) :]).read_bytes()
+        except OSError as exc:
+            warnings.warn(
+                f"{paths.jsonl}: message {m.seq} refers to missing media {ref} ({exc.strerror}); "
+                "kept as a reference",
+                CorruptRecordWarning,
+                stacklevel=3,
+            )
+            parts.append(p)
+            continue
+        parts.append(
+            p.model_copy(update={"media_ref": None, "data": base64.b64encode(data).decode()})
+        )
+    return m.model_copy(update={"content": parts})
 
 
 def encode_line(m: Message, *, batch_last: int, total_tokens: int, stored_at: str) -> bytes:
@@ -458,7 +520,7 @@ class SessionFile:
     def _collect(self, offset: int, raw: bytes, out: list[Message]) -> None:
         decoded = decode(raw)
         if isinstance(decoded, Message):
-            out.append(decoded)
+            out.append(inline_media(decoded, self.paths))
         else:
             self.set_aside(offset, raw, self.line_number(offset), decoded)
 
