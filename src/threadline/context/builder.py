@@ -34,7 +34,9 @@ from threadline.store.base import Checkpoint, Session
 from threadline.tokens import TokenCounter, counter_for
 
 FIRST_PAGE = 64
-MAX_READ_ROUNDS = 8
+MAX_READ_ROUNDS = 2
+MIN_FREED_SHARE = 0.05
+"""Read on after pruning only when it freed at least this share of the budget."""
 VIEW_COUNT_CACHE_SIZE = 100_000
 _VIEW_COUNTS: dict[tuple[str, str, str, int], int] = {}
 MAX_PAGE = 4096
@@ -202,7 +204,7 @@ def build_context(
         sizes = [sum(cost(m) for m in u.messages) for u in units]
         freed = msg_budget - sum(sizes)
         capped = policy.max_messages is not None and len(reader.collected) > policy.max_messages
-        if reader.reached_floor or freed < 0 or capped:
+        if reader.reached_floor or freed < MIN_FREED_SHARE * msg_budget or capped:
             break
         need = reader.tokens + freed
     reached_floor = reader.reached_floor
@@ -354,10 +356,12 @@ class _TailReader:
 
 
 def _protected_start(units: list[Unit], min_recent: int) -> int:
+    """Index of the oldest protected unit: enough units for ``min_recent`` stored
+    messages (synthetic repair results do not count toward it)."""
     start, count = len(units), 0
     while start > 0 and count < min_recent:
         start -= 1
-        count += len(units[start])
+        count += sum(1 for m in units[start].messages if not m.synthetic)
     return start
 
 

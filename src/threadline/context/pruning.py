@@ -63,6 +63,24 @@ class Thresholds:
         )
 
 
+PRUNED_CACHE_SIZE = 50_000
+_PRUNED: dict[tuple[str, str, int], Message] = {}
+"""Pruned copies by (message id, action, keep): stored messages never change, so a
+decision re-applied on every build costs a lookup, not a rebuild."""
+
+
+def pruned_copy(m: Message, action: Action, keep: int) -> Message:
+    key = (m.id, action, keep if action == "soft" else 0)
+    cached = _PRUNED.get(key)
+    if cached is not None and cached.seq == m.seq:
+        return cached
+    new = soft_trim(m, keep) if action == "soft" else hard_clear(m)
+    if len(_PRUNED) >= PRUNED_CACHE_SIZE:
+        _PRUNED.pop(next(iter(_PRUNED)))
+    _PRUNED[key] = new
+    return new
+
+
 def soft_trim(m: Message, keep: int) -> Message:
     text = cut_middle(m.text, keep, keep, what="characters of this tool result")
     return m.model_copy(update={"content": text, "token_counts": {}})
@@ -121,7 +139,7 @@ def prune_units(
     def apply(ui: int, mi: int, action: Action) -> None:
         nonlocal total
         m = msgs[ui][mi]
-        new = soft_trim(m, policy.prune_keep_chars) if action == "soft" else hard_clear(m)
+        new = pruned_copy(m, action, policy.prune_keep_chars)
         if len(new.text) >= len(m.text):
             return
         assert m.seq is not None
