@@ -187,10 +187,13 @@ def build_context(
         del sticky[seq]
     # Read the tail until the window is full; pruning can free room, so read on
     # past what it freed (a few rounds at most) before choosing the window.
+    anchor = state.get("anchor") if state.get("checkpoint_id") == _cp_id(checkpoint) else None
     reader = _TailReader(session, floor)
     need = msg_budget
     for _ in range(MAX_READ_ROUNDS):
-        reader.read_until(need, policy, cost)
+        reader.read_until(
+            need, policy, cost, back_to=anchor if policy.trim_strategy == "stable" else None
+        )
         units, repair = group_units(reversed(reader.collected))
         units, pruned = prune_units(
             units,
@@ -210,7 +213,6 @@ def build_context(
     reached_floor = reader.reached_floor
     protected = _protected_start(units, policy.min_recent_messages)
 
-    anchor = state.get("anchor") if state.get("checkpoint_id") == _cp_id(checkpoint) else None
     start, retrimmed = _choose_start(
         units, sizes, protected, msg_budget, policy, anchor=anchor, reached_floor=reached_floor
     )
@@ -340,8 +342,16 @@ class _TailReader:
             self._buffer = batch[::-1]
         return self._buffer.pop() if self._buffer else None
 
-    def read_until(self, need: int, policy: ContextPolicy, cost: Callable[[Message], int]) -> None:
-        """Take messages until their tokens exceed ``need`` at a unit boundary."""
+    def read_until(
+        self,
+        need: int,
+        policy: ContextPolicy,
+        cost: Callable[[Message], int],
+        *,
+        back_to: int | None = None,
+    ) -> None:
+        """Take messages until their tokens exceed ``need`` at a unit boundary, and at
+        least back to seq ``back_to`` (the stable anchor, which fitted last time)."""
         cap = policy.max_messages
         while not self.reached_floor:
             m = self._next()
@@ -350,6 +360,8 @@ class _TailReader:
                 return
             self.collected.append(m)
             self.tokens += cost(m)
+            if back_to is not None and m.seq is not None and m.seq > back_to:
+                continue
             enough = self.tokens > need or (cap is not None and len(self.collected) > cap)
             if enough and len(self.collected) >= policy.min_recent_messages and m.role != "tool":
                 return
