@@ -28,6 +28,7 @@ from threadline.errors import (
     InvalidMessage,
     InvalidSessionId,
     MessageTooLarge,
+    SessionLocked,
     SessionNotFound,
     UsageError,
 )
@@ -192,6 +193,20 @@ class LockHolder(_Record):
 
     def __str__(self) -> str:
         return f"pid {self.pid} on {self.host} since {format_ts(self.started_at)}"
+
+    def claim(self, session_id: str, current: LockHolder | None) -> LockHolder:
+        """What to store when this holder takes a session whose lock is ``current``.
+
+        Every backend decides the same way, inside its own atomic step: a live lock
+        held by someone else is refused (``SessionLocked`` naming it); a stale one is
+        taken over; the same holder renews, keeping its start time.
+        """
+        if current is not None and not current.same_holder(self) and not current.is_stale():
+            raise SessionLocked(session_id, current)
+        update: dict[str, Any] = {"renewed_at": utcnow()}
+        if current is not None and current.same_holder(self):
+            update["started_at"] = current.started_at
+        return self.model_copy(update=update)
 
 
 class SearchHit(_Record):

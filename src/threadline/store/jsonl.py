@@ -775,13 +775,7 @@ class JSONLStore:
         holder = holder or LockHolder.current()
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
-            current = _holder(meta)
-            if current is not None and not current.same_holder(holder) and not current.is_stale():
-                raise SessionLocked(session_id, current)
-            update: dict[str, Any] = {"renewed_at": utcnow()}
-            if current is not None and current.same_holder(holder):
-                update["started_at"] = current.started_at
-            holder = holder.model_copy(update=update)
+            holder = holder.claim(session_id, _holder(meta))
             meta["lock"] = holder.model_dump(mode="json")
             self._write_meta(paths, meta)
             return holder

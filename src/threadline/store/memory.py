@@ -341,13 +341,7 @@ class MemoryStore:
         holder = holder or LockHolder.current()
         with self._lock:
             e = self._get(session_id)
-            current = e.lock
-            if current is not None and not current.same_holder(holder) and not current.is_stale():
-                raise SessionLocked(session_id, current)
-            update: dict[str, Any] = {"renewed_at": utcnow()}
-            if current is not None and current.same_holder(holder):
-                update["started_at"] = current.started_at
-            e.lock = holder.model_copy(update=update)
+            e.lock = holder.claim(session_id, e.lock)
             return e.lock.model_copy()
 
     def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:

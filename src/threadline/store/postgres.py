@@ -792,12 +792,7 @@ class PostgresStore:
     def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
         holder = holder or LockHolder.current()
         with self._write() as conn:
-            current = _holder_for_update(conn, session_id)
-            if current is not None and not current.same_holder(holder) and not current.is_stale():
-                raise SessionLocked(session_id, current)
-            if current is not None and current.same_holder(holder):
-                holder = holder.model_copy(update={"started_at": current.started_at})
-            holder = holder.model_copy(update={"renewed_at": utcnow()})
+            holder = holder.claim(session_id, _holder_for_update(conn, session_id))
             conn.execute(
                 "UPDATE sessions SET lock = %s WHERE id = %s",
                 (Json(holder.model_dump(mode="json")), session_id),

@@ -740,12 +740,7 @@ class RedisStore:
             if found is None:
                 raise SessionNotFound(session_id)
             current = self._holder(session_id, raw) if raw else None
-            if current is not None and not current.same_holder(wanted) and not current.is_stale():
-                raise SessionLocked(session_id, current)
-            update: dict[str, Any] = {"renewed_at": utcnow()}
-            if current is not None and current.same_holder(wanted):
-                update["started_at"] = current.started_at
-            taken = wanted.model_copy(update=update)
+            taken = wanted.claim(session_id, current)
             pipe.multi()
             pipe.hset(key, "lock", taken.model_dump_json())
             self._queue_touch(pipe, session_id)

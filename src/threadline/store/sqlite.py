@@ -724,12 +724,7 @@ class SQLiteStore:
             if row is None:
                 raise SessionNotFound(session_id)
             current = LockHolder.model_validate_json(row[0]) if row[0] else None
-            if current is not None and not current.same_holder(holder) and not current.is_stale():
-                raise SessionLocked(session_id, current)
-            now = utcnow()
-            if current is not None and current.same_holder(holder):
-                holder = holder.model_copy(update={"started_at": current.started_at})
-            holder = holder.model_copy(update={"renewed_at": now})
+            holder = holder.claim(session_id, current)
             con.execute(
                 "UPDATE sessions SET lock = ? WHERE id = ?", (holder.model_dump_json(), session_id)
             )
