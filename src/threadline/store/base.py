@@ -379,6 +379,9 @@ class Session:
         self._info = info
         self.view_state: dict[str, Any] = {}
         """In-memory state views keep between builds (the stable trim anchor)."""
+        self._recent_calls: set[str] = set()
+        """Call ids of the latest batch with tool calls this handle appended: the usual
+        next batch answers them, and needs no read of the tail to check so."""
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, agent={self.agent!r}, messages={self.message_count})"
@@ -435,6 +438,9 @@ class Session:
         prepared = prepare_messages(self.model, batch)
         self._check_results_have_calls(prepared)
         stored = self.store.append_messages(self.id, prepared)
+        calls = {c.id for m in stored for c in m.tool_calls}
+        if calls:
+            self._recent_calls = calls
         self.refresh()
         return stored
 
@@ -445,6 +451,7 @@ class Session:
             called.update(c.id for c in m.tool_calls)
             if m.role == "tool" and m.tool_call_id not in called:
                 missing.append(m.tool_call_id or "")
+        missing = [x for x in missing if x not in self._recent_calls]
         for limit in RESULT_LOOKBACK:
             if not missing:
                 return
