@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from tests.strategies import history
 from threadline import ContextOverflow, ContextPolicy, Message, Session, build_context, open_store
-from threadline.compaction.compactor import Compactor, is_user_turn
+from threadline.compaction.compactor import Compactor
+from threadline.compaction.triggers import is_user_turn
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.snapshot import SummaryResult, words
 from threadline.store.base import prepare_messages
@@ -79,8 +80,13 @@ def _check_view(s: Session, policy: ContextPolicy) -> None:
     assert all(m.role != "user" or "not written by the user" in m.text for m in summaries)
     seqs = [m.seq for m in body if m.seq is not None]
     assert seqs == sorted(seqs)
-    cp = s.latest_checkpoint()
-    floor = cp.covers_up_to if cp else 0
+    shown = {c.id: c for c in s.checkpoints()}.get(w.report.checkpoint_id or -1)
+    newest = s.latest_checkpoint()
+    assert w.report.newest_checkpoint_id == (newest.id if newest else None)
+    if shown is not None and newest is not None and shown.id != newest.id:
+        # a stable window holds an older checkpoint only while it drops nothing (invariant 7)
+        assert policy.trim_strategy == "stable" and w.report.dropped_messages == 0
+    floor = shown.covers_up_to if shown else 0
     assert all(q > floor for q in seqs), "a message covered by the summary is shown again"
     stored = s.messages(after_seq=floor)
     need = min(policy.min_recent_messages, len(stored))
@@ -132,10 +138,21 @@ def test_any_appends_and_compactions_keep_history_and_view_invariants(
             last_cover = r.covers_up_to
             kept = s.messages(after_seq=r.covers_up_to)
             assert len(kept) >= policy.min_recent_messages
-            assert sum(is_user_turn(m) for m in kept) >= policy.preserve_user_turns
+            if sum(is_user_turn(m) for m in kept) < policy.preserve_user_turns:
+                # fewer turns only because all of them would not fit the preserved share
+                whole = s.messages(after_seq=last_user_start(s, policy.preserve_user_turns))
+                tokens = sum(next(iter(m.token_counts.values())) for m in whole)
+                budget = policy.context_limit - policy.response_reserve  # type: ignore[operator]
+                assert tokens > int(budget * policy.preserve_share)
             assert not kept or kept[0].role != "tool"
             assert words(r.checkpoint.summary) <= policy.summary_max_words
         _check_view(s, policy)
+
+
+def last_user_start(s: Session, turns: int) -> int:
+    """The seq just before the ``turns``-th user turn from the end (0: from the start)."""
+    users = [m.seq or 0 for m in s.messages() if is_user_turn(m)]
+    return users[-turns] - 1 if len(users) >= turns else 0
 
 
 def _turn(i: int) -> list[Message]:

@@ -25,15 +25,14 @@ from threadline import (
     build_context,
     open_store,
 )
-from threadline.compaction.compactor import (
-    MARK_KEY,
-    Compactor,
+from threadline.compaction.compactor import MARK_KEY, Compactor, current_mark
+from threadline.compaction.snapshot import Snapshot, SummaryResult
+from threadline.compaction.triggers import (
+    TOKENS_THROUGH_KEY,
+    check_triggers,
     choose_cut,
-    current_mark,
     is_user_turn,
 )
-from threadline.compaction.snapshot import Snapshot, SummaryResult
-from threadline.compaction.triggers import TOKENS_THROUGH_KEY, check_triggers
 from threadline.compaction.values import extract_values, retention
 from threadline.errors import CompactionInProgress
 from threadline.messages import utcnow
@@ -162,7 +161,8 @@ def test_cut_never_splits_a_tool_chain(store: Store) -> None:
     s = make_session(store, msgs)
     for keep in range(0, len(msgs)):
         p = policy(min_recent_messages=keep, preserve_user_turns=0)
-        _, cut = Compactor(FakeSummarizer(), policy=p).plan(s)
+        cut = Compactor(FakeSummarizer(), policy=p).plan(s).cut
+        assert cut is not None
         if cut.seq is None:
             continue
         after = s.messages(after_seq=cut.seq)
@@ -174,20 +174,123 @@ def test_cut_never_splits_a_tool_chain(store: Store) -> None:
     msgs=history(min_units=1, max_units=25, broken=True),
     keep=st.integers(0, 12),
     users=st.integers(0, 5),
+    share=st.one_of(st.none(), st.integers(1, 4_000)),
 )
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_cut_rules_hold_for_any_history(msgs: list[Message], keep: int, users: int) -> None:
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_cut_rules_hold_for_any_history(
+    msgs: list[Message], keep: int, users: int, share: int | None
+) -> None:
+    """Min recent always kept, whole units, turns kept only while they fit, and a cut always
+    exists when the history since the floor does not fit the share."""
     s = open_store("memory://").create_session(model="gpt-4o")
     s.store.append_messages(s.id, prepare_messages(s.model, msgs))  # as an import would
     stored = s.messages()
-    cut = choose_cut(iter(reversed(stored)), min_recent=keep, user_turns=users)
+    cut = choose_cut(
+        iter(reversed(stored)), min_recent=keep, user_turns=users, max_kept_tokens=share
+    )
+    tokens = sum(next(iter(m.token_counts.values())) for m in stored)
     if cut.seq is None:
-        return  # everything is kept
+        # everything is kept: it fits, or nothing older than the kept minimum exists
+        assert share is None or tokens <= share or len(stored) <= keep or cut.rule == "none"
+        after = stored
+        assert (
+            len(after) < keep + 1 or share is None or tokens <= share or not _boundary(stored, keep)
+        )
+        return
     after = [m for m in stored if (m.seq or 0) > cut.seq]
     assert [m.seq for m in reversed(cut.kept)] == [m.seq for m in after]
+    assert cut.kept_tokens == sum(next(iter(m.token_counts.values())) for m in after)
     assert len(after) >= keep
-    assert sum(is_user_turn(m) for m in after) >= users
     assert not after or after[0].role != "tool"
+    if cut.rule == "turns" and share is not None:
+        assert cut.kept_tokens <= share
+    if sum(is_user_turn(m) for m in after) < users:
+        assert share is not None  # fewer turns only because they did not fit
+
+
+def _boundary(stored: list[Message], keep: int) -> bool:
+    """Whether a legal cut keeping at least ``keep`` messages exists at all."""
+    for i in range(len(stored) - 1, 0, -1):
+        kept = stored[i:]
+        if len(kept) >= keep and kept[0].role != "tool":
+            return True
+    return False
+
+
+def _one_request_run(steps: int, size: int = 400) -> list[Message]:
+    """One user request followed by ``steps`` tool steps: the commonest real shape."""
+    out: list[Message] = [Message.user("Work on bead spotter-dov: fix the transcript renderer")]
+    for i in range(steps):
+        call = ToolCall(id=f"t{i}", name="Bash", arguments={"command": f"mix test --seed {i}"})
+        out.append(Message.assistant(f"step {i}", tool_calls=[call]))
+        out.append(Message.tool("x " * size + f"result {i}", tool_call_id=call.id, name="Bash"))
+    return out
+
+
+def test_a_single_request_run_can_always_be_compacted(store: Store) -> None:
+    """The issue's case: one request, hundreds of steps, fewer than 4 user turns."""
+    s = make_session(store, _one_request_run(150))
+    budget = 20_000
+    comp = Compactor(FakeSummarizer())
+    plan = comp.plan(s, budget=budget)
+    assert plan.has_work and plan.cut is not None and plan.cut.rule == "recent"
+    r = comp.compact(s, force=True, budget=budget)
+    assert r.status == "compacted"
+    kept = s.messages(after_seq=r.covers_up_to or 0)
+    assert len(kept) >= 6 and kept[0].role != "tool"
+    assert sum(next(iter(m.token_counts.values())) for m in kept) <= budget // 2
+
+
+def test_whole_turns_are_kept_while_they_fit(store: Store) -> None:
+    s = make_session(store, turns(10))
+    tail4 = sum(next(iter(m.token_counts.values())) for m in s.messages(after_seq=30))
+    tail2 = sum(next(iter(m.token_counts.values())) for m in s.messages(after_seq=40))
+    # the last 4 turns fit half the budget: kept
+    cut = Compactor(FakeSummarizer()).plan(s, budget=tail4 * 2).cut
+    assert cut is not None and cut.seq == 30 and cut.rule == "turns"
+    # only the last 2 fit: the cut keeps those whole
+    cut = Compactor(FakeSummarizer()).plan(s, budget=(tail2 + 1) * 2).cut
+    assert cut is not None and cut.seq == 40 and cut.rule == "turns"
+
+
+def test_keep_overrides_and_focus_reach_the_summarizer(store: Store) -> None:
+    class Focused(FakeSummarizer):
+        focus: str | None = None
+
+        def summarize(  # type: ignore[override]
+            self,
+            messages: Sequence[Message],
+            *,
+            previous: str | None = None,
+            max_words: int = 600,
+            focus: str | None = None,
+        ) -> SummaryResult:
+            self.focus = focus
+            return super().summarize(messages, previous=previous, max_words=max_words)
+
+    s = make_session(store, turns(10))
+    fake = Focused()
+    r = Compactor(fake).compact(s, force=True, keep_recent=2, keep_turns=1, focus="the migration")
+    assert r.covers_up_to == 45 and fake.focus == "the migration"
+    assert r.checkpoint is not None and r.checkpoint.metadata["focus"] == "the migration"
+
+
+def test_every_snapshot_pins_the_first_and_latest_request(store: Store) -> None:
+    msgs = [Message.user("Caveat: The messages below were generated by the user")]
+    msgs += turns(10)
+    s = make_session(store, msgs)
+    comp = Compactor(FakeSummarizer(), policy=policy(summary_max_words=120))
+    first = comp.compact(s, force=True)
+    assert first.checkpoint is not None
+    assert "Primary request (user, #2): question 0: fix src/app0.py" in first.checkpoint.summary
+    for round_ in range(3):
+        s.append(turns(6, start=10 + 6 * round_))
+        r = comp.compact(s, force=True)
+        assert r.checkpoint is not None
+        summary = r.checkpoint.summary
+        assert "Primary request (user, #2): question 0: fix src/app0.py" in summary
+        assert f"Latest request (user, #{s.last_seq - 4}): question {15 + 6 * round_}" in summary
+        assert len([w for w in summary.split() if any(c.isalnum() for c in w)]) <= 120
 
 
 def test_plan_reads_only_the_tail_it_needs(store: Store) -> None:
@@ -203,8 +306,8 @@ def test_plan_reads_only_the_tail_it_needs(store: Store) -> None:
         return page
 
     s.store.tail = counting_tail  # type: ignore[method-assign]
-    _, cut = Compactor(FakeSummarizer()).plan(s)
-    assert cut.seq == 980
+    cut = Compactor(FakeSummarizer()).plan(s).cut
+    assert cut is not None and cut.seq == 980
     assert len(seen) <= 64  # one or two pages, not the history
 
 
@@ -298,20 +401,30 @@ def test_compact_if_needed_follows_the_triggers(store: Store) -> None:
     r = comp.compact_if_needed(s)
     assert r.status == "compacted" and r.checkpoint is not None
     assert r.checkpoint.metadata["trigger"] == "messages"
-    # the next turn does not fire again: counts restart after the checkpoint
+    # the next turn does not fire again: counts restart when the checkpoint was written
     s.append(turns(1, start=6))
     d = check_triggers(s.refresh(), p)
-    assert not d.fire and d.messages_since_checkpoint == 35 - r.checkpoint.covers_up_to
+    assert not d.fire and d.messages_since_checkpoint == 5
 
 
-def test_compact_if_needed_waits_while_a_tool_loop_is_open(store: Store) -> None:
+def test_compaction_inside_a_tool_loop_keeps_the_open_chain(store: Store) -> None:
     s = make_session(store, [*turns(7), Message.user("one more"), *chain(99)])
     comp = Compactor(FakeSummarizer(), policy=policy(max_messages_before_summary=30))
     r = comp.compact_if_needed(s)
-    assert r.status == "not_needed" and "tool loop" in r.reason
-    assert r.trigger is not None and r.trigger.fire
-    s.append(Message.assistant("done"))
-    assert comp.compact_if_needed(s).status == "compacted"
+    assert r.status == "compacted" and r.covers_up_to is not None
+    kept = s.messages(after_seq=r.covers_up_to)
+    assert kept[-3].tool_calls and [m.role for m in kept[-2:]] == ["tool", "tool"]
+    assert kept[0].role != "tool"
+
+
+def test_a_trigger_never_fires_when_there_is_nothing_to_summarize(store: Store) -> None:
+    s = make_session(store, turns(7))  # 35 messages, all within the last 4 turns + ...
+    p = policy(max_messages_before_summary=5, preserve_user_turns=10)
+    d = check_triggers(s, p)
+    assert d.get("messages") is not None and d.get("messages").reached  # type: ignore[union-attr]
+    assert not d.fire and "nothing to summarize" in d.note
+    r = Compactor(FakeSummarizer(), policy=p).compact_if_needed(s)
+    assert r.status == "not_needed" and s.latest_checkpoint() is None
 
 
 def test_token_trigger_does_not_refire_after_compaction(store: Store) -> None:

@@ -162,9 +162,9 @@ def test_progress_percentages(store: Store) -> None:
     assert [p.name for p in d.progress] == ["messages", "tokens", "context"]
 
 
-def test_check_reads_no_history(store: Store) -> None:
-    """O(1): the session info on the handle and the latest checkpoint, nothing else."""
-    s = _session(store, 50)
+def test_check_reads_no_history_below_the_thresholds(store: Store) -> None:
+    """O(1) until a threshold is reached: the session info and the latest checkpoint."""
+    s = _session(store, 20)
 
     class Guard:
         def __getattr__(self, name: str) -> Any:
@@ -173,7 +173,33 @@ def test_check_reads_no_history(store: Store) -> None:
             return getattr(store, name)
 
     guarded = Session(Guard(), s.info)  # type: ignore[arg-type]
-    assert check_triggers(guarded, _policy(), context_tokens=10).fire
+    assert not check_triggers(guarded, _policy(), context_tokens=10).fire
+
+
+def test_a_reached_threshold_reads_only_the_tail_to_the_cut(store: Store) -> None:
+    """The one decision: a reached threshold fires only with a cut, found in the tail."""
+    s = _session(store, 2_000)
+    read: list[int] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            if name in {"read_messages", "count_messages", "search"}:
+                raise AssertionError(f"check_triggers read history via {name}")
+            attr = getattr(store, name)
+            if name != "tail":
+                return attr
+
+            def tail(*args: Any, **kw: Any) -> Any:
+                page = attr(*args, **kw)
+                read.extend(m.seq for m in page)
+                return page
+
+            return tail
+
+    guarded = Session(Counting(), s.info)  # type: ignore[arg-type]
+    d = check_triggers(guarded, _policy(), context_tokens=10)
+    assert d.fire and d.covers_up_to == 2_000 - 8 and d.covers_from == 1
+    assert len(read) <= 64
 
 
 def test_progress_renders_as_the_reference_bars(store: Store) -> None:

@@ -4,6 +4,10 @@ One turn (``Agent.run_turn``), following the agent server's prompt flow:
 
 1. append the user message;
 2. build the context (the agent's policy, system prompt and tool definitions);
+   when that window would leave stored messages neither in it nor under a
+   checkpoint, compact first and build again, between the steps of a turn if
+   need be (invariant 8: a run of one request and hundreds of tool steps never
+   loses its history, its request included);
 3. call the model (streaming text to a callback when one is given);
 4. append the reply with its model name and reported usage, *before* running
    any tool, so a crash mid-tool leaves a call without a result, which the
@@ -12,14 +16,15 @@ One turn (``Agent.run_turn``), following the agent server's prompt flow:
    batch; check for doom loops and append a warning if one is found;
 6. repeat from 2 until a reply has no tool calls, or ``max_steps`` model calls
    were made (then a synthetic note says so and the turn stops);
-7. after the turn, never inside the tool loop, let the compactor check its
-   triggers; a failed compaction is reported and never breaks the turn.
+7. after the turn, let the compactor check its triggers (the one decision it
+   shares with ``threadline context``); a failed compaction is reported and
+   never breaks the turn. A checkpoint written here is adopted by a ``stable``
+   window only when it must re-trim anyway, so the prompt cache keeps hitting.
 
 When the provider says the prompt is too long (``ContextLengthExceeded``), the
 turn forces a compaction, rebuilds with aggressive tool-result pruning and
 retries that call once; a second refusal raises ``ContextLengthExceeded``
-saying what was tried. This is the one place a compaction runs mid-turn: the
-alternative is a failed turn.
+saying what was tried.
 
 Every model call records the builder's estimate next to the input tokens the
 provider reported; the ratio calibrates budgets per model
@@ -299,9 +304,27 @@ class Agent:
             )
         return window
 
-    def compact(self, session: Session, *, force: bool = True) -> CompactionResult:
-        """Compact now (``/summarize``); raises on failure, unlike the after-turn check."""
-        return self.compactor.compact(session, force=force, model=self.model_spec)
+    def compact(
+        self,
+        session: Session,
+        *,
+        force: bool = True,
+        keep_recent: int | None = None,
+        keep_turns: int | None = None,
+        focus: str | None = None,
+    ) -> CompactionResult:
+        """Compact now (``/compact [focus]``); raises on failure, unlike the after-turn check.
+
+        The kept tail is sized for this agent's window (the budget of its next build)."""
+        return self.compactor.compact(
+            session,
+            force=force,
+            model=self.model_spec,
+            budget=self.build(session).budget,
+            keep_recent=keep_recent,
+            keep_turns=keep_turns,
+            focus=focus,
+        )
 
     # -- the turn -------------------------------------------------------------------------
 
@@ -384,7 +407,7 @@ class Agent:
             last.reported_input_tokens
             or self.calibrator.real_tokens(self.model_spec, last.estimated_input_tokens)
         ) + (last.output_tokens or 0)
-        compaction = self._compact_after_turn(session, real_context)
+        compaction = self._compact_after_turn(session, real_context, window)
         result = TurnResult(
             reply=stored_reply,
             steps=steps,
@@ -439,7 +462,7 @@ class Agent:
         step: int,
     ) -> _Call:
         """One model call; on a context-length refusal, compact, prune hard, retry once."""
-        window = self.build(session, system_prompt=system_prompt)
+        window = self._fit(session, system_prompt)
         try:
             return self._send(window, stream, [])
         except ContextLengthExceeded as first:
@@ -468,6 +491,20 @@ class Agent:
                     "the reply: lower context.context_limit or raise response_reserve in the "
                     "agent file, shorten the system prompt or tools, or start a new session."
                 ) from second
+
+    def _fit(self, session: Session, system_prompt: str) -> ContextWindow:
+        """The next window; when it would leave stored messages neither in it nor under a
+        checkpoint, compact first, mid-turn if need be (invariant 8)."""
+        window, result = self.compactor.compact_to_fit(
+            session,
+            lambda: self.build(session, system_prompt=system_prompt),
+            model=self.model_spec,
+        )
+        if result is not None and result.compacted:
+            self._emit("compacted", result=result)
+        elif result is not None and result.status == "failed":
+            self._emit("compaction_failed", result=result)
+        return window
 
     def _emergency_compaction(self, session: Session) -> str:
         try:
@@ -517,10 +554,16 @@ class Agent:
             results.append(result)
         return results
 
-    def _compact_after_turn(self, session: Session, context_tokens: int) -> CompactionResult | None:
+    def _compact_after_turn(
+        self, session: Session, context_tokens: int, window: ContextWindow
+    ) -> CompactionResult | None:
         try:
             result = self.compactor.compact_if_needed(
-                session, model=self.model_spec, context_tokens=context_tokens
+                session,
+                model=self.model_spec,
+                context_tokens=context_tokens,
+                budget=window.budget,
+                window=window.report,
             )
         except Exception as exc:  # compact_if_needed should not raise; a turn never fails here
             logger.warning("after-turn compaction of %s failed: %s", session.id, exc, exc_info=exc)

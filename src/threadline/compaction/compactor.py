@@ -1,4 +1,4 @@
-"""Run a compaction: pick the cut, summarize incrementally, append a checkpoint.
+"""Run a compaction: plan the cut, summarize incrementally, append a checkpoint.
 
 A compaction never changes stored messages (invariant 1). It appends a
 *checkpoint*: a structured snapshot of everything up to a cut point, which the
@@ -7,10 +7,16 @@ only what lies between the previous checkpoint and the new cut, handing the
 summarizer the previous snapshot to update, so its cost follows the new
 messages, not the history.
 
-The cut sits on a unit boundary (a tool call and its results stay together,
-invariant 2) and keeps at least ``min_recent_messages`` messages and the last
-``preserve_user_turns`` user turns verbatim. Finding it reads the tail
-backwards only as far as those rules need.
+Where to cut and whether to compact at all is one decision, shared with the
+trigger check and ``threadline context`` (``triggers.plan_compaction``): the
+cut sits on a unit boundary, keeps ``min_recent_messages`` and the last user
+turns while they fit a share of the budget, and moves inside the turn when
+they do not. Every snapshot then carries the session's first request and its
+latest one, verbatim and clipped, at the top of Current State, so the task
+survives any number of compactions. ``compact_to_fit`` is the guarantee an
+agent loop needs (invariant 8): it builds the window and, when that window
+would leave stored messages neither in it nor under a checkpoint, compacts
+first and builds again.
 
 Two processes must not compact one session at once. The Store protocol has no
 atomic compare-and-set that every backend shares, so the mark is a record in
@@ -32,18 +38,33 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
 from threadline.compaction.events import CompactionHooks, EventName, Hook, HookError
-from threadline.compaction.snapshot import SummaryResult, words
-from threadline.compaction.triggers import TOKENS_THROUGH_KEY, TriggerDecision, check_triggers
+from threadline.compaction.pins import (
+    pin_requests,
+    pinned_bullets,
+    pinned_words,
+    request_metadata,
+    requests_to_pin,
+)
+from threadline.compaction.snapshot import SKELETON_WORDS, SummaryResult, words
+from threadline.compaction.triggers import (
+    TOKENS_THROUGH_KEY,
+    WRITTEN_AT_KEY,
+    CompactionPlan,
+    TriggerDecision,
+    TriggerName,
+    plan_compaction,
+)
+from threadline.context.builder import ContextReport, ContextWindow, build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import CompactionInProgress, ThreadlineError
 from threadline.messages import Message
-from threadline.store.base import Checkpoint, LockHolder, Session, format_ts, primary_tokens
+from threadline.store.base import Checkpoint, LockHolder, Session, format_ts
 
 logger = logging.getLogger(__name__)
 
@@ -54,15 +75,17 @@ COMPACTION_LEASE = timedelta(minutes=15)
 """A mark older than this is stale even when its holder is alive on another host:
 long enough for a chunked LLM summary of a large backlog, short enough that a
 crashed machine does not block compaction for long."""
-TAIL_FIRST_PAGE = 32
-TAIL_MAX_PAGE = 1024
 READ_BATCH = 1000
 
 Status = Literal["compacted", "dry_run", "noop", "not_needed", "in_progress", "failed"]
 
 
 class Summarizer(Protocol):
-    """Anything that turns messages (and the previous snapshot) into a snapshot."""
+    """Anything that turns messages (and the previous snapshot) into a snapshot.
+
+    A summarizer that also accepts ``focus: str | None`` (the built-in ones do) is
+    given the user's focus text when a compaction has one; others are never passed it.
+    """
 
     def summarize(
         self, messages: Sequence[Message], *, previous: str | None = None, max_words: int = ...
@@ -96,72 +119,6 @@ class CompactionResult:
     @property
     def compacted(self) -> bool:
         return self.status == "compacted"
-
-
-@dataclass(frozen=True, slots=True)
-class Cut:
-    """Where to cut, and what stays after it."""
-
-    seq: int | None
-    """Last seq to summarize; None when nothing lies between the floor and the kept tail."""
-    kept: list[Message]
-    """Newest first: the messages after the cut."""
-
-
-# -- choosing the cut --------------------------------------------------------------
-
-
-def iter_tail(session: Session, *, floor: int, last_seq: int) -> Iterator[Message]:
-    """Messages with ``floor < seq <= last_seq``, newest first, read in growing pages."""
-    before = last_seq + 1
-    page = TAIL_FIRST_PAGE
-    while before - 1 > floor:
-        batch = session.tail(page, before_seq=before)
-        for m in batch:
-            if m.seq is None or m.seq <= floor:
-                return
-            yield m
-        if len(batch) < page:
-            return
-        before = batch[-1].seq or floor
-        page = min(page * 2, TAIL_MAX_PAGE)
-
-
-def in_tool_loop(session: Session) -> bool:
-    """Whether the newest message is a tool call or result: the model has not answered yet.
-
-    Triggers are checked after a turn completes; this one-message read keeps a
-    caller that checks mid-loop from summarizing results the model is about to read.
-    """
-    newest = session.tail(1)
-    return bool(newest) and (newest[0].role == "tool" or bool(newest[0].tool_calls))
-
-
-def is_user_turn(m: Message) -> bool:
-    """A message the user said: starts a user turn (synthetic notices do not)."""
-    return m.role == "user" and not m.synthetic and not m.summary
-
-
-def choose_cut(newest_first: Iterator[Message], *, min_recent: int, user_turns: int) -> Cut:
-    """The latest cut that keeps ``min_recent`` messages and ``user_turns`` user turns.
-
-    The kept part must begin a unit: its oldest message is never a tool result,
-    so a call and its results are summarized together or kept together.
-    Consumes the iterator only as far as needed.
-    """
-    kept: list[Message] = []
-    users = 0
-    for m in newest_first:
-        oldest = kept[-1] if kept else None
-        if (
-            len(kept) >= min_recent
-            and users >= user_turns
-            and (oldest is None or oldest.role != "tool")
-        ):
-            return Cut(seq=m.seq, kept=kept)
-        kept.append(m)
-        users += is_user_turn(m)
-    return Cut(seq=None, kept=kept)
 
 
 # -- the mark -------------------------------------------------------------------------
@@ -298,16 +255,25 @@ class Compactor:
 
     # -- planning
 
-    def plan(self, session: Session) -> tuple[Checkpoint | None, Cut]:
-        """The latest checkpoint and the cut a compaction would make now. Reads only the tail."""
-        checkpoint = session.latest_checkpoint()
-        floor = checkpoint.covers_up_to if checkpoint else 0
-        cut = choose_cut(
-            iter_tail(session, floor=floor, last_seq=session.last_seq),
-            min_recent=self.policy.min_recent_messages,
-            user_turns=self.policy.preserve_user_turns,
+    def plan(
+        self,
+        session: Session,
+        *,
+        model: str | None = None,
+        budget: int | None = None,
+        keep_recent: int | None = None,
+        keep_turns: int | None = None,
+    ) -> CompactionPlan:
+        """What a forced compaction would cover now. Reads only the tail back to the cut."""
+        return plan_compaction(
+            session,
+            self.policy,
+            model=model,
+            budget=budget,
+            force=True,
+            keep_recent=keep_recent,
+            keep_turns=keep_turns,
         )
-        return checkpoint, cut
 
     # -- running
 
@@ -319,16 +285,37 @@ class Compactor:
         dry_run: bool = False,
         model: str | None = None,
         context_tokens: int | None = None,
+        budget: int | None = None,
+        window: ContextReport | None = None,
+        keep_recent: int | None = None,
+        keep_turns: int | None = None,
+        focus: str | None = None,
     ) -> CompactionResult:
-        """Compact now if a trigger fires and no tool loop is open (always with ``force``).
+        """Compact now if a trigger fires (always with ``force``).
 
-        ``dry_run`` summarizes and reports but writes nothing: no mark, no
-        checkpoint, no hooks. ``CompactionInProgress`` means another live
-        process holds the mark; any other failure is logged, fires
-        ``compaction_failed`` and is raised after the mark is cleared.
+        ``budget`` is the message budget of the window the session is built for
+        (``ContextWindow.budget``; default: the model's window less the reply
+        reserve): the tail a compaction keeps must fit ``preserve_share`` of it.
+        ``keep_recent`` / ``keep_turns`` override ``min_recent_messages`` /
+        ``preserve_user_turns`` for this compaction; ``focus`` asks the
+        summarizer to give one subject more room (Claude Code's ``/compact
+        <instructions>``). ``dry_run`` summarizes and reports but writes
+        nothing: no mark, no checkpoint, no hooks. ``CompactionInProgress``
+        means another live process holds the mark; any other failure is
+        logged, fires ``compaction_failed`` and is raised after the mark is
+        cleared.
         """
         result, error = self._attempt(
-            session, force=force, dry_run=dry_run, model=model, context_tokens=context_tokens
+            session,
+            force=force,
+            dry_run=dry_run,
+            model=model,
+            context_tokens=context_tokens,
+            budget=budget,
+            window=window,
+            keep_recent=keep_recent,
+            keep_turns=keep_turns,
+            focus=focus,
         )
         if error is not None:
             raise error
@@ -340,17 +327,61 @@ class Compactor:
         *,
         model: str | None = None,
         context_tokens: int | None = None,
+        budget: int | None = None,
+        window: ContextReport | None = None,
     ) -> CompactionResult:
         """Check the triggers and compact; never raises (call it after a turn completes).
 
         ``context_tokens`` is the size of the context last sent to ``model``
-        (``ContextWindow.tokens``), for the fraction-of-window trigger. A failure
+        (``ContextWindow.tokens``, or the provider's count), for the
+        fraction-of-window trigger; ``window`` is that window's report. A failure
         comes back as ``status="failed"`` with ``error`` set (already logged,
         ``compaction_failed`` already fired); a session another process is
         compacting comes back as ``in_progress``.
         """
-        result, _ = self._attempt(session, model=model, context_tokens=context_tokens)
+        result, _ = self._attempt(
+            session, model=model, context_tokens=context_tokens, budget=budget, window=window
+        )
         return result
+
+    def compact_to_fit(
+        self,
+        session: Session,
+        build: Callable[[], ContextWindow],
+        *,
+        model: str | None = None,
+    ) -> tuple[ContextWindow, CompactionResult | None]:
+        """Build with ``build`` and, when the window would drop stored messages that no
+        checkpoint covers, compact first and build again (invariant 8).
+
+        The compaction keeps a tail that fits ``preserve_share`` of the window's budget,
+        so the rebuilt window holds everything since the new checkpoint. Never raises
+        for a failed compaction (the window is then sent as built, its report saying
+        what it dropped); returns the window and the compaction, if one ran.
+        """
+        window = build()
+        if window.report.dropped_messages <= 0 or not self.policy.auto_summarize:
+            return window, None
+        result, _ = self._attempt(
+            session,
+            model=model or window.model,
+            budget=window.budget,
+            window=window.report,
+            trigger_only="window",
+        )
+        if not result.compacted:
+            why = result.error or result.reason
+            window.report.notes.append(
+                f"{window.report.dropped_messages} stored message(s) are neither in this "
+                f"window nor summarized: compaction {result.status} ({why})"
+            )
+            return window, result
+        rebuilt = build()
+        rebuilt.report.notes.append(
+            f"compacted messages {result.covers_from}-{result.covers_up_to} first, so no stored "
+            "message falls out unsummarized"
+        )
+        return rebuilt, result
 
     def _attempt(
         self,
@@ -360,32 +391,42 @@ class Compactor:
         dry_run: bool = False,
         model: str | None = None,
         context_tokens: int | None = None,
+        budget: int | None = None,
+        window: ContextReport | None = None,
+        keep_recent: int | None = None,
+        keep_turns: int | None = None,
+        focus: str | None = None,
+        trigger_only: TriggerName | None = None,
     ) -> tuple[CompactionResult, Exception | None]:
         started = time.perf_counter()
         result = CompactionResult(session_id=session.id, status="noop")
         mark: _Mark | None = None
         try:
             session.refresh()
+            plan = plan_compaction(
+                session,
+                self.policy,
+                model=model,
+                budget=budget,
+                context_tokens=context_tokens,
+                window=window,
+                force=force,
+                keep_recent=keep_recent,
+                keep_turns=keep_turns,
+            )
+            result.trigger = plan.decision
             if not force:
-                decision = check_triggers(
-                    session, self.policy, model=model, context_tokens=context_tokens
+                fired = plan.decision.fire and (
+                    trigger_only is None or plan.decision.reason == trigger_only
                 )
-                result.trigger = decision
-                if not decision.fire:
+                if not fired:
                     result.status = "not_needed"
-                    result.reason = decision.note or "no trigger fired"
+                    result.reason = plan.decision.note or "no trigger fired"
                     return result, None
-                if in_tool_loop(session):
-                    result.status = "not_needed"
-                    result.reason = (
-                        f"{decision.note}, but a tool loop is in progress (the newest message "
-                        "is a tool call or result); compaction waits for the turn to complete"
-                    )
-                    return result, None
-            if not dry_run:
+            if not dry_run and plan.has_work:
                 mark = _Mark(session, lease=self.lease)
                 mark.acquire()
-            self._run(session, result, mark=mark, dry_run=dry_run)
+            self._run(session, result, plan, mark=mark, dry_run=dry_run, focus=focus)
         except CompactionInProgress as exc:
             result.status = "in_progress"
             result.error = str(exc)
@@ -413,36 +454,47 @@ class Compactor:
     # -- the work
 
     def _run(
-        self, session: Session, result: CompactionResult, *, mark: _Mark | None, dry_run: bool
+        self,
+        session: Session,
+        result: CompactionResult,
+        plan: CompactionPlan,
+        *,
+        mark: _Mark | None,
+        dry_run: bool,
+        focus: str | None,
     ) -> None:
         total_tokens = session.total_tokens
-        previous, cut = self.plan(session)
-        floor = previous.covers_up_to if previous else 0
+        written_at = session.last_seq
+        previous, cut = plan.checkpoint, plan.cut
+        floor = plan.floor
         result.previous_checkpoint_id = previous.id if previous else None
-        result.messages_kept = len(cut.kept)
-        if cut.seq is None or cut.seq <= floor:
+        result.messages_kept = len(cut.kept) if cut is not None else 0
+        if cut is None or cut.seq is None or not plan.has_work:
             result.status = "noop"
-            result.reason = (
-                f"nothing to summarize: the {len(cut.kept)} message(s) since "
-                f"{'checkpoint ' + str(previous.id) if previous else 'the start'} are all kept "
-                f"(min_recent_messages={self.policy.min_recent_messages}, "
-                f"preserve_user_turns={self.policy.preserve_user_turns})"
-            )
+            result.reason = plan.nothing_reason(self.policy)
             return
-        if result.trigger is not None and result.trigger.reason:
-            result.reason = f"trigger: {result.trigger.note}"
+        if not plan.forced and plan.decision.reason:
+            result.reason = f"trigger: {plan.decision.note}"
         messages = _read_range(session, floor, cut.seq)
         result.covers_from = floor + 1
         result.covers_up_to = cut.seq
         result.messages_summarized = len(messages)
         if not dry_run:
             result.hook_errors += self.hooks.emit("before_compaction", session, messages)
+        first, latest = requests_to_pin(
+            session, previous, messages, cut.kept, max_words=self.policy.summary_max_words
+        )
+        pinned = pinned_bullets(first, latest)
+        budget_words = max(SKELETON_WORDS, self.policy.summary_max_words - pinned_words(pinned))
         began = time.perf_counter()
+        extra: dict[str, Any] = {"focus": focus} if focus else {}
         summary = self.summarizer.summarize(
             messages,
             previous=previous.summary if previous else None,
-            max_words=self.policy.summary_max_words,
+            max_words=budget_words,
+            **extra,
         )
+        summary = pin_requests(summary, pinned, max_words=self.policy.summary_max_words)
         summarize_ms = (time.perf_counter() - began) * 1000
         result.summary = summary
         if dry_run:
@@ -450,13 +502,12 @@ class Compactor:
             return
         assert mark is not None
         mark.check()
-        latest = session.latest_checkpoint()
-        if (latest.id if latest else None) != result.previous_checkpoint_id:
+        latest_cp = session.latest_checkpoint()
+        if (latest_cp.id if latest_cp else None) != result.previous_checkpoint_id:
             raise CompactionInProgress(
-                f"session {session.id}: checkpoint {latest.id if latest else None} appeared "
+                f"session {session.id}: checkpoint {latest_cp.id if latest_cp else None} appeared "
                 "while this compaction ran; its summary is discarded"
             )
-        kept_tokens = sum(primary_tokens(m) for m in cut.kept)
         metadata: dict[str, Any] = {
             "summarizer": summary.summarizer,
             "input_tokens": summary.input_tokens,
@@ -467,9 +518,16 @@ class Compactor:
             "covers_from": floor + 1,
             "previous_checkpoint": result.previous_checkpoint_id,
             "duration_ms": round(summarize_ms, 3),
-            TOKENS_THROUGH_KEY: max(0, total_tokens - kept_tokens),
-            "trigger": result.trigger.reason if result.trigger else "forced",
+            TOKENS_THROUGH_KEY: max(0, total_tokens - cut.kept_tokens),
+            WRITTEN_AT_KEY: written_at,
+            "kept_messages": len(cut.kept),
+            "kept_tokens": cut.kept_tokens,
+            "cut_rule": cut.rule,
+            "trigger": "forced" if plan.forced else plan.decision.reason,
+            **request_metadata(first, latest),
         }
+        if focus:
+            metadata["focus"] = focus
         model_name = getattr(self.summarizer, "model_name", None)
         if isinstance(model_name, str):
             metadata["summarizer_model"] = model_name
@@ -477,6 +535,33 @@ class Compactor:
             covers_up_to=cut.seq, summary=summary.text, metadata=metadata
         )
         result.status = "compacted"
+
+
+def prepare_context(
+    session: Session,
+    compactor: Compactor,
+    *,
+    model: str | None = None,
+    system_prompt: str | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    policy: ContextPolicy | None = None,
+) -> ContextWindow:
+    """The window for the next model call, compacting first when it would drop history.
+
+    ``build_context`` is a pure view and reports what it dropped; this is the call
+    for a loop of your own that must never send a window leaving stored messages
+    neither in it nor under a checkpoint (invariant 8). ``policy`` defaults to the
+    compactor's.
+    """
+    policy = policy or compactor.policy
+    window, _ = compactor.compact_to_fit(
+        session,
+        lambda: build_context(
+            session, model=model, system_prompt=system_prompt, tools=tools, policy=policy
+        ),
+        model=model,
+    )
+    return window
 
 
 def _read_range(session: Session, floor: int, cut: int) -> list[Message]:

@@ -171,6 +171,11 @@ USER_DECISION_FACTOR = 1.3
 MAX_DECISIONS_PER_MESSAGE = 5
 """A prompt template's ten "always ..." rules must not crowd out the session's decisions."""
 
+FOCUS_BOOST = 2.5
+"""A bullet that names a word of the user's focus text scores this many times more."""
+_FOCUS_STOPWORDS = frozenset(
+    _split("the and for with from that this into about focus focusing keep on of to in a an")
+)
 MAX_BULLET_WORDS = 40
 REQUEST_MAX_WORDS = 60
 NOTE_MAX_WORDS = 14
@@ -656,6 +661,18 @@ def _diminish(snapshot: Snapshot) -> None:
         bullets[:] = out
 
 
+def _boost_focus(snapshot: Snapshot, focus: str) -> None:
+    terms = {w for w in _norm(focus).split() if len(w) >= 3 and w not in _FOCUS_STOPWORDS}
+    if not terms:
+        return
+    for name in SECTION_NAMES:
+        bullets = snapshot.section(name)
+        for i, b in enumerate(bullets):
+            text = _norm(b.text)
+            if any(term in text for term in terms):
+                bullets[i] = b.model_copy(update={"score": b.score * FOCUS_BOOST})
+
+
 class ExtractiveSummarizer:
     """Offline, deterministic snapshots; the default when no model is configured."""
 
@@ -670,8 +687,10 @@ class ExtractiveSummarizer:
         *,
         previous: str | None = None,
         max_words: int = DEFAULT_MAX_WORDS,
+        focus: str | None = None,
     ) -> SummaryResult:
-        """Summarize ``messages``, folding in the ``previous`` snapshot when given."""
+        """Summarize ``messages``, folding in the ``previous`` snapshot when given; bullets
+        about ``focus`` (the user's ``/compact`` text) get more room."""
         p = _Pass(total=len(messages)).read(messages)
         old = parse(previous) if previous and previous.strip() else Snapshot()
         snapshot = Snapshot()
@@ -680,6 +699,8 @@ class ExtractiveSummarizer:
         self._values(p, old, snapshot, max_words)
         self._state(p, old, snapshot)
         self._tasks(p, old, snapshot)
+        if focus:
+            _boost_focus(snapshot, focus)
         _diminish(snapshot)
         text = snapshot.render(max_words, shares=self.shares)
         important = [s for s in p.values.values() if s.source >= IMPORTANT_SOURCE_WEIGHT]

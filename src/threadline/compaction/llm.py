@@ -93,6 +93,11 @@ older detail before exact values.
 - Output only the snapshot: no preamble, no closing remarks, no code fences. Do not call tools.
 """
 
+FOCUS_NOTE = """\
+The user asked that this snapshot focus on: {focus}
+Give what concerns it more room and detail; keep the five sections and the rules above.
+"""
+
 FIRST_REQUEST = """\
 Summarize the conversation below into the snapshot.
 
@@ -239,8 +244,11 @@ class LLMSummarizer:
 
     # -- sizing
 
-    def _system(self, max_words: int) -> Message:
-        return Message.system(SYSTEM_PROMPT.format(max_words=max_words))
+    def _system(self, max_words: int, focus: str | None = None) -> Message:
+        text = SYSTEM_PROMPT.format(max_words=max_words)
+        if focus and focus.strip():
+            text += "\n" + FOCUS_NOTE.format(focus=focus.strip())
+        return Message.system(text)
 
     def _user(self, transcript: str, previous: str | None) -> Message:
         if previous and previous.strip():
@@ -293,6 +301,7 @@ class LLMSummarizer:
         *,
         previous: str | None = None,
         max_words: int | None = None,
+        focus: str | None = None,
     ) -> SummaryResult:
         """Summarize ``messages`` into a snapshot, updating ``previous`` when given.
 
@@ -318,14 +327,14 @@ class LLMSummarizer:
         budget = self._room(limit, current)
         for block in self._blocks(messages, split_room):
             if chunk and used + block.tokens > budget:
-                current, sent, got = self._fold(chunk, current, limit)
+                current, sent, got = self._fold(chunk, current, limit, focus)
                 input_tokens, output_tokens = input_tokens + sent, output_tokens + got
                 chunk, used = [], 0
                 budget = self._room(limit, current)
             chunk.append(block.text)
             used += block.tokens
         if chunk:
-            current, sent, got = self._fold(chunk, current, limit)
+            current, sent, got = self._fold(chunk, current, limit, focus)
             input_tokens, output_tokens = input_tokens + sent, output_tokens + got
         text, snapshot = clean_output(current or "", limit)
         values = message_values(messages, previous)
@@ -340,11 +349,14 @@ class LLMSummarizer:
         )
 
     def _fold(
-        self, transcript: list[str], previous: str | None, max_words: int
+        self, transcript: list[str], previous: str | None, max_words: int, focus: str | None
     ) -> tuple[str, int, int]:
         """One request: the previous snapshot plus a chunk -> the updated snapshot."""
         request = ChatRequest(
-            messages=[self._system(max_words), self._user("\n\n".join(transcript), previous)],
+            messages=[
+                self._system(max_words, focus),
+                self._user("\n\n".join(transcript), previous),
+            ],
             tools=(),
             temperature=self.temperature,
             max_tokens=self.max_output_tokens,
@@ -449,11 +461,14 @@ class HybridSummarizer:
         *,
         previous: str | None = None,
         max_words: int | None = None,
+        focus: str | None = None,
     ) -> SummaryResult:
         limit = max_words or self.llm.max_words
         llm_words = max(SKELETON_WORDS, int(limit * (1.0 - self.value_share)))
-        from_llm = self.llm.summarize(messages, previous=previous, max_words=llm_words)
-        ranked = self.extractive.summarize(messages, previous=previous, max_words=limit).values
+        from_llm = self.llm.summarize(messages, previous=previous, max_words=llm_words, focus=focus)
+        ranked = self.extractive.summarize(
+            messages, previous=previous, max_words=limit, focus=focus
+        ).values
         values = unique_values([*ranked, *message_values(messages, previous)])
         text, appended = append_values(
             from_llm.text,

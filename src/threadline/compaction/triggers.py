@@ -1,40 +1,67 @@
-"""When to compact: the message-count, token-count and window-fraction triggers.
+"""When to compact and what a compaction would cover: one decision, shared.
 
-The reference CLI compacts when either N messages have arrived since the last
+The reference CLI compacts when N messages have arrived since the last
 summary or the conversation passes K tokens; the agent server compacts when
-the context uses 80% of the model's window. threadline checks all three after
-a turn completes (never in the middle of a tool loop), reports which one fired
-and how far each one is from firing (the ``/context`` progress bars).
+the context uses 80% of the model's window. threadline checks all three, plus
+a fourth that the agent loop raises itself: the next window would leave
+stored messages neither in the window nor under a checkpoint (``window``,
+invariant 8).
 
-A check is cheap by construction: it reads the session's info (already on the
-handle) and the latest checkpoint, never the history. The token trigger counts
-tokens *since the last checkpoint*, not the session's total: once a long
-session passes ``max_tokens_before_summary`` its total never falls again
-(history is append-only), so a total-based trigger would fire on every turn
-forever after one compaction. The compactor records in each checkpoint's
-metadata the session's cumulative token count through the checkpoint
-(``tokens_through``), so "tokens since" is one subtraction.
+A threshold alone is not a decision. ``plan_compaction`` is the one function
+the trigger check, the compactor and ``threadline context`` share: it measures
+the triggers, and when one is over its threshold it also finds the cut (the
+last seq a compaction would summarize). A trigger "fires" only when that cut
+lies past the latest checkpoint, so the report never says "fires now" while
+the compactor would say "nothing to do".
+
+The cut sits on a unit boundary (a tool call and its results stay together)
+and keeps at least ``min_recent_messages`` messages. It keeps the last
+``preserve_user_turns`` user turns too, but only while that tail fits
+``preserve_share`` of the budget; beyond that it keeps the newest whole user
+turns that fit, and when even the current turn does not fit (one request
+followed by hundreds of tool steps, the commonest shape of a coding-agent
+run) the cut moves inside the turn and keeps ``min_recent_messages``.
+
+Measuring is cheap: the session's info, the latest checkpoint and, only when
+a threshold is reached, the tail back to the cut (bounded by the share of the
+budget, never the whole history). "Messages since the last checkpoint" counts
+messages appended since that checkpoint was written (``written_at_seq`` in its
+metadata), so the tail a compaction keeps does not make the trigger fire again
+at once. The token trigger counts the tokens not covered by the checkpoint:
+once a long session passes ``max_tokens_before_summary`` its total never falls
+again (history is append-only), so a total-based trigger would fire forever.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
 from threadline.catalog import lookup
+from threadline.context.builder import ContextReport
 from threadline.context.policy import ContextPolicy
-from threadline.store.base import Checkpoint, Session
+from threadline.messages import Message
+from threadline.store.base import Checkpoint, Session, primary_tokens
+from threadline.tokens import counter_for
 
-TriggerName = Literal["messages", "tokens", "context"]
+TriggerName = Literal["messages", "tokens", "context", "window"]
 
 TOKENS_THROUGH_KEY = "tokens_through"
 """Checkpoint metadata: the session's cumulative tokens through ``covers_up_to``."""
+WRITTEN_AT_KEY = "written_at_seq"
+"""Checkpoint metadata: the session's last seq when the checkpoint was written."""
 MIN_MESSAGES_MARGIN = 4
-"""No trigger fires before ``min_recent_messages + MIN_MESSAGES_MARGIN`` new messages
-(the reference CLI's rule): below that, a compaction would summarize next to nothing."""
-TRIGGER_ORDER: tuple[TriggerName, ...] = ("context", "tokens", "messages")
+"""No threshold trigger fires before ``min_recent_messages + MIN_MESSAGES_MARGIN`` new
+messages (the reference CLI's rule): below that, a compaction would summarize next to nothing."""
+TRIGGER_ORDER: tuple[TriggerName, ...] = ("window", "context", "tokens", "messages")
 """Tie-break when several triggers are over their thresholds by the same share: the
 most urgent first (a nearly full window beats a long but roomy session)."""
+TAIL_FIRST_PAGE = 32
+TAIL_MAX_PAGE = 1024
+
+CutRule = Literal["turns", "recent", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +84,8 @@ class TriggerProgress:
 
 @dataclass(frozen=True, slots=True)
 class TriggerDecision:
-    """Whether to compact now, which trigger said so, and every trigger's progress."""
+    """Whether to compact now, which trigger said so, every trigger's progress, and the range
+    a compaction would cover."""
 
     fire: bool
     reason: TriggerName | None
@@ -65,17 +93,24 @@ class TriggerDecision:
     progress: list[TriggerProgress] = field(default_factory=list)
     messages_since_checkpoint: int = 0
     minimum_messages: int = 0
-    """Messages since the checkpoint needed before any trigger may fire."""
+    """Messages since the checkpoint needed before a threshold trigger may fire."""
     auto_summarize: bool = True
     note: str = ""
-    """Why nothing fired although a threshold was reached, or what fired, in words."""
+    """What fired, or why nothing fired although a threshold was reached, in words."""
+    covers_from: int | None = None
+    """First seq a compaction now would summarize (None: the cut was not computed, or
+    there is nothing to summarize)."""
+    covers_up_to: int | None = None
+    kept_messages: int | None = None
+    """Messages after the cut, left verbatim."""
+    kept_tokens: int | None = None
 
     def get(self, name: TriggerName) -> TriggerProgress | None:
         return next((p for p in self.progress if p.name == name), None)
 
 
 def tokens_since_checkpoint(session: Session, checkpoint: Checkpoint | None) -> int:
-    """Tokens stored after the checkpoint, from the session total and the checkpoint's record.
+    """Tokens stored after the checkpoint's cut, from the session total and its record.
 
     A checkpoint written without ``tokens_through`` (by another tool, or by hand)
     counts as covering nothing: the trigger may then fire once too early, and the
@@ -91,13 +126,145 @@ def tokens_since_checkpoint(session: Session, checkpoint: Checkpoint | None) -> 
 
 
 def messages_since_checkpoint(session: Session, checkpoint: Checkpoint | None) -> int:
-    floor = checkpoint.covers_up_to if checkpoint else 0
-    return max(0, session.last_seq - floor)
+    """Messages appended since the checkpoint was written (since its cut, for checkpoints
+    that do not say when they were written)."""
+    if checkpoint is None:
+        return session.last_seq
+    written = checkpoint.metadata.get(WRITTEN_AT_KEY)
+    if not isinstance(written, int) or isinstance(written, bool) or written < 0:
+        written = checkpoint.covers_up_to
+    return max(0, session.last_seq - max(written, checkpoint.covers_up_to))
 
 
 def window_size(model: str | None, policy: ContextPolicy) -> int:
     """The context window the fraction trigger measures against."""
     return policy.context_limit or lookup(model or None).context_window
+
+
+def default_budget(model: str | None, policy: ContextPolicy) -> int:
+    """The budget when no built window says it: the window less the reply reserve (the
+    system prompt and tools are unknown here; a caller that built a window passes its own)."""
+    return max(1, window_size(model, policy) - policy.response_reserve)
+
+
+# -- the cut ----------------------------------------------------------------------------
+
+
+def iter_tail(session: Session, *, floor: int, last_seq: int) -> Iterator[Message]:
+    """Messages with ``floor < seq <= last_seq``, newest first, read in growing pages."""
+    before = last_seq + 1
+    page = TAIL_FIRST_PAGE
+    while before - 1 > floor:
+        batch = session.tail(page, before_seq=before)
+        for m in batch:
+            if m.seq is None or m.seq <= floor:
+                return
+            yield m
+        if len(batch) < page:
+            return
+        before = batch[-1].seq or floor
+        page = min(page * 2, TAIL_MAX_PAGE)
+
+
+def is_user_turn(m: Message) -> bool:
+    """A message the user said: starts a user turn (synthetic notices do not)."""
+    return m.role == "user" and not m.synthetic and not m.summary
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """Where to cut, and what stays after it."""
+
+    seq: int | None
+    """Last seq to summarize; None when nothing lies between the floor and the kept tail."""
+    kept: list[Message]
+    """Newest first: the messages after the cut."""
+    kept_tokens: int = 0
+    rule: CutRule = "none"
+    """``turns``: whole user turns kept; ``recent``: the cut moved inside a turn and keeps
+    ``min_recent_messages``; ``none``: nothing to summarize."""
+
+
+def choose_cut(
+    newest_first: Iterator[Message],
+    *,
+    min_recent: int,
+    user_turns: int,
+    max_kept_tokens: int | None = None,
+) -> Cut:
+    """The latest cut that keeps ``min_recent`` messages and the last ``user_turns`` user turns
+    while they fit ``max_kept_tokens``; see the module docstring for the fallbacks.
+
+    The kept part must begin a unit: its oldest message is never a tool result, so a
+    call and its results are summarized together or kept together. Consumes the
+    iterator only as far as needed.
+    """
+    kept: list[Message] = []
+    tokens = users = 0
+    recent: Cut | None = None
+    turns: Cut | None = None
+    for m in newest_first:
+        oldest = kept[-1] if kept else None
+        if oldest is None and min_recent <= 0 and user_turns <= 0:
+            return Cut(seq=m.seq, kept=[], rule="recent")
+        if oldest is not None and oldest.role != "tool" and len(kept) >= min_recent:
+            if recent is None:
+                recent = Cut(seq=m.seq, kept=list(kept), kept_tokens=tokens, rule="recent")
+            fits = max_kept_tokens is None or tokens <= max_kept_tokens
+            if not fits:
+                return turns or recent
+            if users >= user_turns:
+                return Cut(seq=m.seq, kept=list(kept), kept_tokens=tokens, rule="turns")
+            if is_user_turn(oldest):  # whole recent turns, in case the rest does not fit
+                turns = Cut(seq=m.seq, kept=list(kept), kept_tokens=tokens, rule="turns")
+        kept.append(m)
+        tokens += primary_tokens(m)
+        users += is_user_turn(m)
+    # history since the floor is exhausted: everything is kept unless it is too big
+    if max_kept_tokens is not None and tokens > max_kept_tokens:
+        cut = turns or recent
+        if cut is not None:
+            return cut
+    return Cut(seq=None, kept=kept, kept_tokens=tokens, rule="none")
+
+
+# -- the one decision ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """What a compaction would do now, and whether the triggers say to do it."""
+
+    decision: TriggerDecision
+    checkpoint: Checkpoint | None
+    """The latest checkpoint: the floor the compaction builds on."""
+    cut: Cut | None
+    """None when no threshold was reached and the cut was not needed."""
+    budget: int
+    max_kept_tokens: int
+    forced: bool = False
+
+    @property
+    def floor(self) -> int:
+        return self.checkpoint.covers_up_to if self.checkpoint else 0
+
+    @property
+    def has_work(self) -> bool:
+        return self.cut is not None and self.cut.seq is not None and self.cut.seq > self.floor
+
+    @property
+    def fire(self) -> bool:
+        return self.decision.fire
+
+    def nothing_reason(self, policy: ContextPolicy) -> str:
+        where = f"checkpoint {self.checkpoint.id}" if self.checkpoint else "the start"
+        kept = len(self.cut.kept) if self.cut is not None else 0
+        return (
+            f"nothing to summarize: the {kept} message(s) since {where} are all kept "
+            f"(min_recent_messages={policy.min_recent_messages}, "
+            f"preserve_user_turns={policy.preserve_user_turns}, and they fit "
+            f"{policy.preserve_share:.0%} of the {self.budget:,}-token budget)"
+        )
 
 
 def _progress(
@@ -114,29 +281,64 @@ def _progress(
     )
 
 
-def check_triggers(
+def needed_context_tokens(
+    session: Session,
+    checkpoint: Checkpoint | None,
+    context_tokens: int | None,
+    window: ContextReport | None,
+    model: str | None,
+) -> int | None:
+    """The context the session needs with its newest checkpoint.
+
+    A ``stable`` window may still show an older checkpoint (it adopts the newest only
+    when it must re-trim), so its size can stay high although a fresh summary is ready;
+    the fraction trigger measures what the window would be with that summary.
+    """
+    if context_tokens is None or window is None or checkpoint is None:
+        return context_tokens
+    if window.checkpoint_id == checkpoint.id:
+        return context_tokens
+    shown = sum(s.tokens for s in window.sections if s.name in ("summary", "history"))
+    summary = counter_for(model or session.model).count_text(checkpoint.summary)
+    needed = context_tokens - shown + summary + tokens_since_checkpoint(session, checkpoint)
+    return max(0, min(context_tokens, needed))
+
+
+def plan_compaction(
     session: Session,
     policy: ContextPolicy,
     *,
     model: str | None = None,
+    budget: int | None = None,
     context_tokens: int | None = None,
+    window: ContextReport | None = None,
+    force: bool = False,
+    keep_recent: int | None = None,
+    keep_turns: int | None = None,
+    always_cut: bool = False,
     checkpoint: Checkpoint | None = None,
-) -> TriggerDecision:
-    """Decide whether the session should be compacted now.
+) -> CompactionPlan:
+    """Measure the triggers and, when one is reached (or ``force`` / ``always_cut``), find
+    the cut. ``window`` is the report of the window about to be sent: its
+    ``dropped_messages`` raise the ``window`` trigger, and its size (with ``context_tokens``,
+    the provider-reported size when known) feeds the fraction trigger.
 
-    ``context_tokens`` is the size of the last context built for the model
-    (``ContextWindow.tokens``); without it the fraction trigger is reported as
-    unavailable and cannot fire. ``checkpoint`` saves the one store read when
-    the caller already holds the latest checkpoint. ``session.info`` is used as
-    it is on the handle: call ``session.refresh()`` first if another process
-    may have appended.
+    ``session.info`` is used as it is on the handle: call ``session.refresh()`` first if
+    another process may have appended. ``checkpoint`` saves the one store read when the
+    caller holds the latest checkpoint.
     """
     if checkpoint is None:
         checkpoint = session.latest_checkpoint()
+    model = model or session.model
+    budget = budget if budget is not None else default_budget(model, policy)
+    max_kept = max(1, int(budget * policy.preserve_share))
     since = messages_since_checkpoint(session, checkpoint)
     minimum = policy.min_recent_messages + MIN_MESSAGES_MARGIN
-    window = window_size(model or session.model, policy)
-    context_threshold = max(1, int(window * policy.compact_at_fraction))
+    if context_tokens is None and window is not None:
+        context_tokens = window.total_tokens
+    context_value = needed_context_tokens(session, checkpoint, context_tokens, window, model)
+    context_threshold = max(1, int(window_size(model, policy) * policy.compact_at_fraction))
+    dropped = window.dropped_messages if window is not None else 0
 
     allowed = policy.auto_summarize and since >= minimum
     progress = [
@@ -149,27 +351,43 @@ def check_triggers(
         ),
         _progress(
             "context",
-            context_tokens or 0,
+            context_value or 0,
             context_threshold,
             allowed=allowed,
-            available=context_tokens is not None,
+            available=context_value is not None,
         ),
     ]
-    fired = [p for p in progress if p.fired]
-    if fired:
-        best = max(fired, key=lambda p: (p.percent, -TRIGGER_ORDER.index(p.name)))
-        note = f"{best.name}: {best.value:,} >= {best.threshold:,} ({best.percent:.0f}%)"
-        return TriggerDecision(
-            fire=True,
-            reason=best.name,
-            progress=progress,
-            messages_since_checkpoint=since,
-            minimum_messages=minimum,
-            auto_summarize=policy.auto_summarize,
-            note=note,
+    if window is not None:
+        progress.append(_progress("window", dropped, 1, allowed=policy.auto_summarize))
+    reached = [p for p in progress if p.fired]
+    cut: Cut | None = None
+    if force or always_cut or reached:
+        floor = checkpoint.covers_up_to if checkpoint else 0
+        cut = choose_cut(
+            iter_tail(session, floor=floor, last_seq=session.last_seq),
+            min_recent=policy.min_recent_messages if keep_recent is None else keep_recent,
+            user_turns=policy.preserve_user_turns if keep_turns is None else keep_turns,
+            max_kept_tokens=max_kept,
         )
-    note = ""
-    if any(p.reached for p in progress):
+    plan = CompactionPlan(
+        decision=TriggerDecision(fire=False, reason=None),
+        checkpoint=checkpoint,
+        cut=cut,
+        budget=budget,
+        max_kept_tokens=max_kept,
+        forced=force,
+    )
+    has_work = plan.has_work
+    fire, reason, note = False, None, ""
+    if reached and has_work:
+        best = max(reached, key=lambda p: (p.percent, -TRIGGER_ORDER.index(p.name)))
+        fire, reason = True, best.name
+        note = f"{best.name}: {best.value:,} >= {best.threshold:,} ({best.percent:.0f}%)"
+        if best.name == "window":
+            note = f"window: {best.value:,} stored message(s) would fall out unsummarized"
+    elif reached:
+        note = f"{reached[0].name} is over its threshold, but {plan.nothing_reason(policy)}"
+    elif any(p.reached for p in progress):
         if not policy.auto_summarize:
             note = "a threshold is reached but auto_summarize is off"
         else:
@@ -177,12 +395,39 @@ def check_triggers(
                 f"a threshold is reached but only {since} messages arrived since the last "
                 f"checkpoint; compaction waits for {minimum}"
             )
-    return TriggerDecision(
-        fire=False,
-        reason=None,
+    decision = TriggerDecision(
+        fire=fire,
+        reason=reason,
         progress=progress,
         messages_since_checkpoint=since,
         minimum_messages=minimum,
         auto_summarize=policy.auto_summarize,
         note=note,
+        covers_from=plan.floor + 1 if has_work else None,
+        covers_up_to=cut.seq if has_work and cut is not None else None,
+        kept_messages=len(cut.kept) if cut is not None else None,
+        kept_tokens=cut.kept_tokens if cut is not None else None,
     )
+    return dataclasses.replace(plan, decision=decision)
+
+
+def check_triggers(
+    session: Session,
+    policy: ContextPolicy,
+    *,
+    model: str | None = None,
+    context_tokens: int | None = None,
+    checkpoint: Checkpoint | None = None,
+    budget: int | None = None,
+    window: ContextReport | None = None,
+) -> TriggerDecision:
+    """Decide whether the session should be compacted now (see ``plan_compaction``)."""
+    return plan_compaction(
+        session,
+        policy,
+        model=model,
+        budget=budget,
+        context_tokens=context_tokens,
+        window=window,
+        checkpoint=checkpoint,
+    ).decision

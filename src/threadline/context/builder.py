@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from threadline.catalog import lookup
 from threadline.context.policy import ContextPolicy
-from threadline.context.pruning import prune_units
+from threadline.context.pruning import Pruned, prune_units
 from threadline.context.truncation import emergency_truncate
 from threadline.errors import ContextOverflow
 from threadline.messages import Message, RepairReport, Unit, flatten, group_units
@@ -79,6 +79,11 @@ class ContextReport(BaseModel):
     dropped_messages: int = 0
     """Messages neither in the window nor covered by a summary."""
     checkpoint_id: int | None = None
+    """The checkpoint whose summary the window shows."""
+    newest_checkpoint_id: int | None = None
+    """The session's newest checkpoint. A ``stable`` window adopts it only when it must
+    re-trim anyway, or when it would otherwise drop uncovered messages (invariant 7)."""
+    newest_checkpoint_covers: int | None = None
     summary_cut: bool = False
     summary_omitted: bool = False
     truncations: list[dict[str, Any]] = Field(default_factory=list)
@@ -134,7 +139,10 @@ def build_context(
     """Build the window for the next model call. Reads the store; never writes it.
 
     ``aggressive`` prunes tool results with the policy's lower thresholds: the
-    retry after a provider said the prompt was too long.
+    retry after a provider said the prompt was too long. The report's
+    ``dropped_messages`` counts stored messages neither in the window nor under
+    its summary; an agent loop compacts before sending such a window
+    (``Compactor.compact_to_fit`` / ``prepare_context``).
     """
     policy = policy or ContextPolicy()
     model = model or session.model or lookup(None).name
@@ -171,56 +179,49 @@ def build_context(
             needed=system_tokens + tool_tokens + policy.response_reserve + priming,
             budget=limit,
         )
-    room = budget - priming
-
-    checkpoint = session.latest_checkpoint()
-    floor = checkpoint.covers_up_to if checkpoint else 0
-    summary_msgs, summary_cut, summary_omitted = _summary_messages(
-        checkpoint, policy, int(room * policy.summary_share), cost
+    frame = _Frame(
+        session=session,
+        policy=policy,
+        cost=cost,
+        limit=limit,
+        room=budget - priming,
+        fixed=system_tokens + tool_tokens + priming,
+        aggressive=aggressive,
     )
-    summary_tokens = sum(cost(m) for m in summary_msgs)
-    msg_budget = room - summary_tokens
 
+    newest = session.latest_checkpoint()
     state = session.view_state
-    sticky: dict[int, Any] = state.setdefault("pruned", {})
-    for seq in [q for q in sticky if q <= floor]:
-        del sticky[seq]
-    # Read the tail until the window is full; pruning can free room, so read on
-    # past what it freed (a few rounds at most) before choosing the window.
-    anchor = state.get("anchor") if state.get("checkpoint_id") == _cp_id(checkpoint) else None
-    reader = _TailReader(session, floor)
-    need = msg_budget
-    for _ in range(MAX_READ_ROUNDS):
-        reader.read_until(
-            need, policy, cost, back_to=anchor if policy.trim_strategy == "stable" else None
+    stable = policy.trim_strategy == "stable"
+    held = state.get("checkpoint") if stable else None
+    anchor = state.get("anchor") if stable else None
+    if not isinstance(held, Checkpoint) or newest is None or held.id == newest.id:
+        held = None
+    elif held.covers_up_to > newest.covers_up_to:
+        held = None  # the store's checkpoints changed under this handle: start afresh
+    composed: _Composed | None = None
+    if held is not None:
+        # A stable window keeps the older checkpoint it shows while everything since its
+        # anchor still fits and nothing falls out: the prefix stays byte-identical.
+        composed = _compose(frame, held, anchor=anchor, sticky=dict(state.get("pruned", {})))
+        if composed.retrimmed or composed.dropped or composed.overflow:
+            composed = None
+    if composed is None:
+        same = state.get("checkpoint_id") == _cp_id(newest)
+        composed = _compose(
+            frame,
+            newest,
+            anchor=anchor if same else None,
+            sticky=dict(state.get("pruned", {})),
         )
-        units, repair = group_units(reversed(reader.collected))
-        units, pruned = prune_units(
-            units,
-            fixed_tokens=system_tokens + tool_tokens + summary_tokens + priming,
-            limit=limit,
-            policy=policy,
-            cost=cost,
-            sticky=sticky,
-            aggressive=aggressive,
-        )
-        sizes = [sum(cost(m) for m in u.messages) for u in units]
-        freed = msg_budget - sum(sizes)
-        capped = policy.max_messages is not None and len(reader.collected) > policy.max_messages
-        if reader.reached_floor or freed < MIN_FREED_SHARE * msg_budget or capped:
-            break
-        need = reader.tokens + freed
-    reached_floor = reader.reached_floor
-    protected = _protected_start(units, policy.min_recent_messages)
+    checkpoint = composed.checkpoint
+    floor = checkpoint.covers_up_to if checkpoint else 0
+    state["pruned"] = {q: a for q, a in composed.sticky.items() if q > floor}
 
-    start, retrimmed = _choose_start(
-        units, sizes, protected, msg_budget, policy, anchor=anchor, reached_floor=reached_floor
-    )
-    chosen = units[start:]
-    history = flatten(chosen)
+    history = composed.history
     notes: list[str] = []
     truncations: list[dict[str, Any]] = []
-    used = sum(sizes[start:])
+    used = composed.used
+    msg_budget = composed.msg_budget
     if used > msg_budget:
         if policy.emergency_truncation:
             history, cuts = emergency_truncate(
@@ -233,24 +234,33 @@ def build_context(
                 f"the last {len(history)} protected messages need {used:,} tokens but only "
                 f"{msg_budget:,} are left for history: over by {used - msg_budget:,} tokens "
                 f"(limit {limit:,}, reserve {policy.response_reserve:,}, system "
-                f"{system_tokens:,}, tools {tool_tokens:,}, summary {summary_tokens:,})",
+                f"{system_tokens:,}, tools {tool_tokens:,}, summary {composed.summary_tokens:,})",
                 needed=used,
                 budget=msg_budget,
             )
         notes.append("emergency truncation applied to protected messages")
 
-    first_seq = chosen[0].first_seq if chosen else None
-    if policy.trim_strategy == "stable" and first_seq is not None:
+    first_seq = composed.first_seq
+    if stable and first_seq is not None:
         state["anchor"] = first_seq
         state["checkpoint_id"] = _cp_id(checkpoint)
+        state["checkpoint"] = checkpoint
+    summary_msgs = composed.summary
     signature = _prefix_signature(system_prompt, tools, summary_msgs, first_seq)
     previous = state.get("prefix")
     state["prefix"] = signature
 
     messages = system_msgs + summary_msgs + history
+    summary_tokens = composed.summary_tokens
     total = system_tokens + tool_tokens + summary_tokens + used + priming
     stored_in_view = sum(1 for m in history if m.seq is not None)
     history_count = session.last_seq
+    if checkpoint is not None and newest is not None and checkpoint.id != newest.id:
+        notes.append(
+            f"shows checkpoint {checkpoint.id} (covers 1-{floor}); checkpoint {newest.id} "
+            f"(covers 1-{newest.covers_up_to}) is newer and is adopted at the next re-trim, "
+            "so the prompt-cache prefix holds until then"
+        )
     report = ContextReport(
         model=model,
         tokenizer=family,
@@ -272,7 +282,7 @@ def build_context(
                 name="history",
                 tokens=used,
                 messages=len(history),
-                detail=f"{len(chosen)} units",
+                detail=f"{len(composed.units)} units",
             ),
             Section(name="reply_priming", tokens=priming),
         ],
@@ -283,8 +293,10 @@ def build_context(
         covered_by_summary=floor,
         dropped_messages=max(0, history_count - floor - stored_in_view),
         checkpoint_id=checkpoint.id if checkpoint else None,
-        summary_cut=summary_cut,
-        summary_omitted=summary_omitted,
+        newest_checkpoint_id=newest.id if newest else None,
+        newest_checkpoint_covers=newest.covers_up_to if newest else None,
+        summary_cut=composed.summary_cut,
+        summary_omitted=composed.summary_omitted,
         truncations=truncations,
         pruned=[
             {
@@ -294,12 +306,12 @@ def build_context(
                 "chars_before": p.chars_before,
                 "chars_after": p.chars_after,
             }
-            for p in pruned
+            for p in composed.pruned
         ],
-        synthesized_results=_in_view(repair, history),
-        orphan_results=repair.orphans,
+        synthesized_results=_in_view(composed.repair, history),
+        orphan_results=composed.repair.orphans,
         prefix_changed=None if previous is None else previous != signature,
-        retrimmed=retrimmed,
+        retrimmed=composed.retrimmed,
         notes=notes,
     )
     return ContextWindow(
@@ -310,6 +322,115 @@ def build_context(
         report=report,
         model=model,
         tools=tools,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """What every candidate window of one build shares."""
+
+    session: Session
+    policy: ContextPolicy
+    cost: Callable[[Message], int]
+    limit: int
+    room: int
+    """The budget less reply priming: what summary and history may use."""
+    fixed: int
+    """System prompt, tools and priming."""
+    aggressive: bool
+
+
+@dataclass(slots=True)
+class _Composed:
+    """One candidate window: a checkpoint's summary and the history chosen after it."""
+
+    checkpoint: Checkpoint | None
+    summary: list[Message]
+    summary_tokens: int
+    summary_cut: bool
+    summary_omitted: bool
+    msg_budget: int
+    units: list[Unit]
+    history: list[Message]
+    used: int
+    first_seq: int | None
+    retrimmed: bool
+    dropped: int
+    """Stored messages after the checkpoint that the window leaves out."""
+    overflow: bool
+    """Even the protected messages exceed the budget (emergency truncation follows)."""
+    pruned: list[Pruned]
+    sticky: dict[int, Any]
+    repair: RepairReport
+
+
+def _compose(
+    frame: _Frame, checkpoint: Checkpoint | None, *, anchor: int | None, sticky: dict[int, Any]
+) -> _Composed:
+    """Read the tail after ``checkpoint`` until the window is full, prune, and choose the
+    oldest unit to keep (holding ``anchor`` under ``stable`` while it fits)."""
+    policy, cost, session = frame.policy, frame.cost, frame.session
+    floor = checkpoint.covers_up_to if checkpoint else 0
+    summary_msgs, summary_cut, summary_omitted = _summary_messages(
+        checkpoint, policy, int(frame.room * policy.summary_share), cost
+    )
+    summary_tokens = sum(cost(m) for m in summary_msgs)
+    msg_budget = frame.room - summary_tokens
+    stable = policy.trim_strategy == "stable"
+    for seq in [q for q in sticky if q <= floor]:
+        del sticky[seq]
+    # Read the tail until the window is full; pruning can free room, so read on
+    # past what it freed (a few rounds at most) before choosing the window.
+    reader = _TailReader(session, floor)
+    need = msg_budget
+    for _ in range(MAX_READ_ROUNDS):
+        reader.read_until(need, policy, cost, back_to=anchor if stable else None)
+        units, repair = group_units(reversed(reader.collected))
+        units, pruned = prune_units(
+            units,
+            fixed_tokens=frame.fixed + summary_tokens,
+            limit=frame.limit,
+            policy=policy,
+            cost=cost,
+            sticky=sticky,
+            aggressive=frame.aggressive,
+        )
+        sizes = [sum(cost(m) for m in u.messages) for u in units]
+        freed = msg_budget - sum(sizes)
+        capped = policy.max_messages is not None and len(reader.collected) > policy.max_messages
+        if reader.reached_floor or freed < MIN_FREED_SHARE * msg_budget or capped:
+            break
+        need = reader.tokens + freed
+    protected = _protected_start(units, policy.min_recent_messages)
+    start, retrimmed = _choose_start(
+        units,
+        sizes,
+        protected,
+        msg_budget,
+        policy,
+        anchor=anchor,
+        reached_floor=reader.reached_floor,
+    )
+    chosen = units[start:]
+    history = flatten(chosen)
+    stored_in_view = sum(1 for m in history if m.seq is not None)
+    return _Composed(
+        checkpoint=checkpoint,
+        summary=summary_msgs,
+        summary_tokens=summary_tokens,
+        summary_cut=summary_cut,
+        summary_omitted=summary_omitted,
+        msg_budget=msg_budget,
+        units=chosen,
+        history=history,
+        used=sum(sizes[start:]),
+        first_seq=chosen[0].first_seq if chosen else None,
+        retrimmed=retrimmed,
+        dropped=max(0, session.last_seq - floor - stored_in_view),
+        overflow=sum(sizes[start:]) > msg_budget,
+        pruned=pruned,
+        sticky=sticky,
+        repair=repair,
     )
 
 

@@ -58,8 +58,10 @@ class ContextPolicy(BaseModel):
 
     # -- tool-result pruning (view-time only)
     pruning: bool = True
-    prune_min_prunable_chars: int = Field(default=50_000, ge=0)
-    """Pruning runs only when prunable tool text totals at least this much."""
+    prune_min_chars: int = Field(default=50_000, ge=0)
+    """Only a tool result of at least this many characters is eligible; smaller ones are
+    never touched (the agent server's rule: a 124-character "file created" result keeps
+    its path)."""
     prune_soft_at: float = Field(default=0.30, ge=0.0, le=1.0)
     """Soft trim when the context passes this share of the limit."""
     prune_hard_at: float = Field(default=0.50, ge=0.0, le=1.0)
@@ -67,10 +69,8 @@ class ContextPolicy(BaseModel):
     prune_hard_to: float = Field(default=0.40, ge=0.0, le=1.0)
     """...clearing oldest results until it is back under this share: one chunk of
     clears instead of one a turn, so the prefix breaks rarely (invariant 7)."""
-    prune_soft_over_chars: int = Field(default=4000, ge=0)
-    """Soft trim touches results longer than this..."""
     prune_keep_chars: int = Field(default=1500, ge=0)
-    """...keeping this many characters at the head and at the tail."""
+    """A soft trim keeps this many characters at the head and at the tail."""
     prune_protect_turns: int = Field(default=3, ge=0)
     """Results in the last N assistant turns are never pruned."""
     protected_tools: tuple[str, ...] = ()
@@ -79,6 +79,7 @@ class ContextPolicy(BaseModel):
     prune_aggressive_hard_at: float = Field(default=0.20, ge=0.0, le=1.0)
     prune_aggressive_hard_to: float = Field(default=0.15, ge=0.0, le=1.0)
     prune_aggressive_min_chars: int = Field(default=5_000, ge=0)
+    """``prune_min_chars`` of the retry after a provider's context-length error."""
 
     # -- compaction triggers (checked after a turn completes)
     auto_summarize: bool = True
@@ -87,7 +88,11 @@ class ContextPolicy(BaseModel):
     compact_at_fraction: float = Field(default=0.80, gt=0.0, le=1.0)
     summary_max_words: int = Field(default=600, ge=50)
     preserve_user_turns: int = Field(default=4, ge=0)
-    """A compaction keeps at least this many of the last user turns verbatim."""
+    """A compaction keeps the last user turns verbatim..."""
+    preserve_share: float = Field(default=0.5, gt=0.0, le=1.0)
+    """...and ``min_recent_messages``, only while that tail fits this share of the budget.
+    Beyond it the cut moves inside the turn, on a unit boundary, so a run of one request
+    and hundreds of tool steps can still be compacted."""
 
     @model_validator(mode="after")
     def _check(self) -> ContextPolicy:

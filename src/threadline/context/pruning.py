@@ -1,20 +1,23 @@
-"""Tool-result pruning: shrink old, large tool results in the view only.
+"""Tool-result pruning: shrink old, very large tool results in the view only.
 
-Two passes, as in the agent-server reference document. When the context
-passes ``prune_soft_at`` of the limit, results longer than
-``prune_soft_over_chars`` keep their head and tail with a notice of what was
-cut; when it passes ``prune_hard_at``, the oldest results are cleared to a
-notice, until the context is back under that line. Pruning runs only when the
-prunable text totals at least ``prune_min_prunable_chars``; results in the
-last ``prune_protect_turns`` assistant turns and of ``protected_tools`` are
-never touched. A hard clear, once it starts, clears down to ``prune_hard_to``
-in one chunk, so it happens every many turns rather than one result a turn.
-``aggressive`` (a retry after a provider's context-length error) uses lower
-thresholds.
+Two passes, as in the agent-server reference document. Only an individual
+tool result of at least ``prune_min_chars`` characters (50,000) is eligible;
+smaller results are never touched, so a short "File created successfully at:
+<path>" keeps its path. When the context passes ``prune_soft_at`` of the
+limit, eligible results keep their first and last ``prune_keep_chars``
+characters with a notice of what was cut; when it passes ``prune_hard_at``,
+the oldest eligible results are replaced by a placeholder that keeps the
+tool's name, the result's first line and its exact stored size, until the
+context is back under ``prune_hard_to`` (one chunk of clears instead of one a
+turn, so the prefix breaks rarely, invariant 7). Results in the last
+``prune_protect_turns`` assistant turns and of ``protected_tools`` are never
+touched. ``aggressive`` (a retry after a provider's context-length error)
+uses lower thresholds.
 
 Decisions are sticky: a result pruned once stays pruned the same way in later
 builds on the same handle, so the prefix never flips back and forth between
-turns (invariant 7). Stored history is never changed.
+turns. Every copy is made from the stored message, never from an earlier
+copy. Stored history is never changed.
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ class Thresholds:
     soft_at: float
     hard_at: float
     hard_to: float
-    min_prunable_chars: int
+    min_chars: int
+    """A result shorter than this is not eligible."""
 
     @classmethod
     def of(cls, policy: ContextPolicy, *, aggressive: bool) -> Thresholds:
@@ -59,10 +63,11 @@ class Thresholds:
             policy.prune_soft_at,
             policy.prune_hard_at,
             policy.prune_hard_to,
-            policy.prune_min_prunable_chars,
+            policy.prune_min_chars,
         )
 
 
+FIRST_LINE_MAX_CHARS = 200
 PRUNED_CACHE_SIZE = 50_000
 _PRUNED: dict[tuple[str, str, int], Message] = {}
 """Pruned copies by (message id, action, keep): stored messages never change, so a
@@ -86,15 +91,24 @@ def soft_trim(m: Message, keep: int) -> Message:
     return m.model_copy(update={"content": text, "token_counts": {}})
 
 
+def first_line(text: str) -> str:
+    """The first line with something in it, clipped: what a cleared result was about."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= FIRST_LINE_MAX_CHARS else line[:FIRST_LINE_MAX_CHARS] + "..."
+
+
 def hard_clear(m: Message) -> Message:
+    tool = f" of {m.name}" if m.name else ""
+    head = first_line(m.text)
     notice = (
-        f"[tool result cleared by threadline to save context: {len(m.text):,} characters"
-        f"{' from ' + m.name if m.name else ''}; the full result stays stored as message #{m.seq}]"
+        f"[tool result{tool} cleared by threadline to save context: {len(m.text):,} characters"
+        f"{'; it began: ' + head if head else ''}; the full result stays stored as message "
+        f"#{m.seq}]"
     )
     return m.model_copy(update={"content": notice, "token_counts": {}})
 
 
-def _eligible(units: list[Unit], policy: ContextPolicy) -> list[tuple[int, int]]:
+def _eligible(units: list[Unit], policy: ContextPolicy, min_chars: int) -> list[tuple[int, int]]:
     """(unit index, message index) of prunable results, oldest first."""
     protected_units = 0
     protect_from = len(units)
@@ -111,7 +125,10 @@ def _eligible(units: list[Unit], policy: ContextPolicy) -> list[tuple[int, int]]
         for mi, m in enumerate(unit.messages[1:], start=1):
             if m.seq is None or m.synthetic or m.name in policy.protected_tools:
                 continue
-            out.append((ui, mi))
+            if isinstance(m.content, str) and len(m.content) < min_chars:
+                continue  # the common case, decided without joining parts
+            if len(m.text) >= min_chars:
+                out.append((ui, mi))
     return out
 
 
@@ -130,7 +147,9 @@ def prune_units(
     if not policy.pruning or not units:
         return units, []
     th = Thresholds.of(policy, aggressive=aggressive)
-    eligible = _eligible(units, policy)
+    eligible = _eligible(units, policy, th.min_chars)
+    if not eligible:
+        return units, []
     msgs = [list(u.messages) for u in units]
     sizes = [[cost(m) for m in u] for u in msgs]
     total = fixed_tokens + sum(map(sum, sizes))
@@ -138,16 +157,16 @@ def prune_units(
 
     def apply(ui: int, mi: int, action: Action) -> None:
         nonlocal total
-        m = msgs[ui][mi]
-        new = pruned_copy(m, action, policy.prune_keep_chars)
-        if len(new.text) >= len(m.text):
+        stored = units[ui].messages[mi]  # copies are always made from the stored message
+        new = pruned_copy(stored, action, policy.prune_keep_chars)
+        if len(new.text) >= len(msgs[ui][mi].text):
             return
-        assert m.seq is not None
+        assert stored.seq is not None
         size = cost(new)
         total += size - sizes[ui][mi]
         msgs[ui][mi], sizes[ui][mi] = new, size
-        sticky[m.seq] = action
-        done.append(Pruned(m.seq, m.name, action, len(m.text), len(new.text)))
+        sticky[stored.seq] = action
+        done.append(Pruned(stored.seq, stored.name, action, len(stored.text), len(new.text)))
 
     # earlier decisions first, so the view does not flip back
     for ui, mi in eligible:
@@ -155,19 +174,16 @@ def prune_units(
         if seq is not None and seq in sticky:
             apply(ui, mi, sticky[seq])
 
-    prunable_chars = sum(len(msgs[ui][mi].text) for ui, mi in eligible)
-    if prunable_chars >= th.min_prunable_chars:
-        if total > th.soft_at * limit:
-            for ui, mi in eligible:
-                m = msgs[ui][mi]
-                if m.seq not in sticky and len(m.text) > policy.prune_soft_over_chars:
-                    apply(ui, mi, "soft")
-        if total > th.hard_at * limit:
-            for ui, mi in eligible:
-                if total <= th.hard_to * limit:
-                    break
-                if sticky.get(msgs[ui][mi].seq or -1) != "hard":
-                    apply(ui, mi, "hard")
+    if total > th.soft_at * limit:
+        for ui, mi in eligible:
+            if msgs[ui][mi].seq not in sticky:
+                apply(ui, mi, "soft")
+    if total > th.hard_at * limit:
+        for ui, mi in eligible:
+            if total <= th.hard_to * limit:
+                break
+            if sticky.get(msgs[ui][mi].seq or -1) != "hard":
+                apply(ui, mi, "hard")
     if not done:
         return units, []
     return [Unit(tuple(u)) for u in msgs], done

@@ -52,7 +52,7 @@ DEMO_PRUNE_MIN_CHARS = 20_000
 DEMO_POLICY = ContextPolicy(
     context_limit=DEMO_CONTEXT_LIMIT,
     max_messages_before_summary=DEMO_MAX_MESSAGES_BEFORE_SUMMARY,
-    prune_min_prunable_chars=DEMO_PRUNE_MIN_CHARS,
+    prune_min_chars=DEMO_PRUNE_MIN_CHARS,
 )
 DEMO_SYSTEM_PROMPT = (
     "You are demo-coder, a careful coding agent working on the invoices service. Read before "

@@ -1,0 +1,170 @@
+"""The task survives compaction: the first and the latest request, pinned in every snapshot.
+
+A run of one request and hundreds of tool steps is summarized many times over;
+each snapshot is built from the previous one, and a ranked, word-limited
+snapshot can lose the one thing an agent cannot work without: what it was
+asked to do. Claude Code keeps a "Primary Request and Intent" section for the
+same reason. Every checkpoint therefore opens Current State with the session's
+first request and its latest one, clipped but verbatim (a clip keeps the
+opening words exactly), whatever the summarizer wrote.
+
+The first request is found once, from the start of the session, and carried in
+each checkpoint's metadata, so later compactions never read old history for
+it. Requests are told apart from tool wrappers and system reminders by
+``threadline.requests``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from threadline.compaction.snapshot import (
+    SKELETON_WORDS,
+    Snapshot,
+    SummaryResult,
+    clip_words,
+    parse,
+    words,
+)
+from threadline.compaction.values import retention
+from threadline.messages import Message
+from threadline.requests import request_text
+from threadline.store.base import Checkpoint, Session
+
+FIRST_KEY = "first_request"
+LATEST_KEY = "latest_request"
+FIRST_REQUEST_WORDS = 75
+"""At most this many words of the first request (fewer when the word limit is small)."""
+LATEST_REQUEST_WORDS = 50
+FIRST_SCAN_LIMIT = 5_000
+"""How far from the start a compaction looks for the first request when no checkpoint
+recorded it (an imported session whose first checkpoint came from another tool)."""
+SCAN_PAGE = 200
+PIN_SCORE = 1_000.0
+"""Pinned bullets outrank everything a summarizer writes."""
+_OWN_LABELS = frozenset({"primary request", "latest request", "last request", "request"})
+"""Current-state bullets the pins replace (the extractive summarizer writes a "Last request")."""
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedRequest:
+    seq: int
+    text: str
+    """Clipped, verbatim (on one line)."""
+
+    def as_metadata(self) -> dict[str, Any]:
+        return {"seq": self.seq, "text": self.text}
+
+    @classmethod
+    def from_metadata(cls, value: Any) -> PinnedRequest | None:
+        if not isinstance(value, dict):
+            return None
+        seq, text = value.get("seq"), value.get("text")
+        if isinstance(seq, int) and isinstance(text, str) and text:
+            return cls(seq, text)
+        return None
+
+
+def _pin(m: Message, limit: int) -> PinnedRequest | None:
+    text = request_text(m)
+    if text is None or m.seq is None:
+        return None
+    return PinnedRequest(m.seq, clip_words(text, limit))
+
+
+def _scan_first(session: Session, until: int, limit: int) -> PinnedRequest | None:
+    after = 0
+    while after < min(until, FIRST_SCAN_LIMIT):
+        page = session.store.read_messages(session.id, after_seq=after, limit=SCAN_PAGE)
+        for m in page:
+            if m.seq is not None and m.seq > until:
+                return None
+            pinned = _pin(m, limit)
+            if pinned is not None:
+                return pinned
+        if len(page) < SCAN_PAGE:
+            return None
+        after = page[-1].seq or until
+    return None
+
+
+def requests_to_pin(
+    session: Session,
+    previous: Checkpoint | None,
+    summarized: Sequence[Message],
+    kept_newest_first: Sequence[Message],
+    *,
+    max_words: int = 600,
+) -> tuple[PinnedRequest | None, PinnedRequest | None]:
+    """The session's first request and its latest one (None where there is none)."""
+    first_limit = max(5, min(FIRST_REQUEST_WORDS, max_words // 8))
+    latest_limit = max(5, min(LATEST_REQUEST_WORDS, max_words // 12))
+    first = PinnedRequest.from_metadata(previous.metadata.get(FIRST_KEY)) if previous else None
+    if first is None:
+        floor = previous.covers_up_to if previous else 0
+        if floor == 0:
+            first = next((p for m in summarized if (p := _pin(m, first_limit))), None)
+        if first is None:
+            first = _scan_first(session, session.last_seq, first_limit)
+    latest = next((p for m in kept_newest_first if (p := _pin(m, latest_limit))), None)
+    if latest is None:
+        latest = next((p for m in reversed(summarized) if (p := _pin(m, latest_limit))), None)
+    if latest is None and previous is not None:
+        latest = PinnedRequest.from_metadata(previous.metadata.get(LATEST_KEY))
+    return first, latest
+
+
+def pinned_bullets(first: PinnedRequest | None, latest: PinnedRequest | None) -> list[str]:
+    if first is not None and latest is not None and first.seq == latest.seq:
+        return [f"Primary request (user, #{first.seq}; also the latest): {first.text}"]
+    out = []
+    if first is not None:
+        out.append(f"Primary request (user, #{first.seq}): {first.text}")
+    if latest is not None:
+        out.append(f"Latest request (user, #{latest.seq}): {latest.text}")
+    return out
+
+
+def pinned_words(bullets: Sequence[str]) -> int:
+    return sum(words(f"- {b}") for b in bullets)
+
+
+def _label(text: str) -> str:
+    head, sep, _ = text.partition(":")
+    return head.split(" (")[0].strip().lower() if sep and len(head) <= 60 else ""
+
+
+def pin_requests(
+    summary: SummaryResult, bullets: Sequence[str], *, max_words: int
+) -> SummaryResult:
+    """``summary`` with ``bullets`` opening Current State (replacing the summarizer's own
+    request bullets), re-rendered under ``max_words``."""
+    if not bullets:
+        return summary
+    parsed = parse(summary.text)
+    state = [b for b in parsed.current_state if _label(b.text) not in _OWN_LABELS]
+    snapshot = parsed.model_copy(update={"current_state": []})
+    for i, text in enumerate(bullets):
+        snapshot.add("current_state", text, PIN_SCORE - i)
+    snapshot.current_state.extend(state)
+    text = snapshot.render(max(max_words, SKELETON_WORDS))
+    return SummaryResult(
+        text=text,
+        snapshot=Snapshot.parse(text),
+        values=summary.values,
+        retention=retention(summary.values, text),
+        input_tokens=summary.input_tokens,
+        output_tokens=summary.output_tokens,
+        summarizer=summary.summarizer,
+    )
+
+
+def request_metadata(first: PinnedRequest | None, latest: PinnedRequest | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if first is not None:
+        out[FIRST_KEY] = first.as_metadata()
+    if latest is not None:
+        out[LATEST_KEY] = latest.as_metadata()
+    return out
