@@ -35,6 +35,7 @@ bench: install
 	$(PY) bench/context_build.py
 	$(PY) bench/append.py
 	$(PY) bench/compaction.py
+	$(PY) bench/real_transcripts.py
 	$(PY) bench/backends.py
 
 clean:

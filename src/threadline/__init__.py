@@ -12,7 +12,7 @@ from threadline.agent import (
     default_agent,
     load_agent,
 )
-from threadline.compaction.compactor import CompactionResult, Compactor
+from threadline.compaction.compactor import CompactionResult, Compactor, prepare_context
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.llm import HybridSummarizer, LLMSummarizer, make_summarizer
 from threadline.compaction.triggers import TriggerDecision, check_triggers
@@ -129,4 +129,5 @@ __all__ = [
     "load_agent",
     "make_summarizer",
     "open_store",
+    "prepare_context",
 ]

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from threadline.cli.render import make_console, print_json, usage_line
+from threadline.cli.render import make_console, plural, print_json, usage_line
 from threadline.cli.state import store_of
 from threadline.compaction.compactor import CompactionResult, Compactor
 from threadline.compaction.llm import SummarizerKind, make_summarizer
@@ -40,7 +40,12 @@ from threadline.llm import ChatModel, resolve_model
 
 MISSING_SHOWN = 10
 """Values missing from the snapshot listed by name in the report."""
-TRIGGER_LABELS = {"messages": "Messages", "tokens": "Tokens", "context": "Context"}
+TRIGGER_LABELS = {
+    "messages": "Messages",
+    "tokens": "Tokens",
+    "context": "Context",
+    "window": "Unsummarized",
+}
 LABEL_WIDTH = 18
 
 
@@ -57,12 +62,10 @@ KINDS: dict[SummarizerChoice, SummarizerKind] = {
 }
 
 
-def make_compaction_policy(*, max_words: int | None, keep_recent: int | None) -> ContextPolicy:
+def make_compaction_policy(*, max_words: int | None) -> ContextPolicy:
     fields: dict[str, object] = {}
     if max_words is not None:
         fields["summary_max_words"] = max_words
-    if keep_recent is not None:
-        fields["min_recent_messages"] = keep_recent
     try:
         return ContextPolicy.model_validate(fields)
     except ValidationError as exc:
@@ -175,6 +178,16 @@ def render_trigger_progress(decision: TriggerDecision) -> RenderableType:
     rows: list[RenderableType] = [head]
     for p in decision.progress:
         label = TRIGGER_LABELS.get(p.name, p.name)
+        if p.name == "window":  # a count, not a threshold to approach
+            style = "yellow" if p.value else "dim"
+            rows.append(
+                Text(
+                    f"  {label + ':':<14}{plural(p.value, 'stored message')} outside the "
+                    "window and every checkpoint",
+                    style=style,
+                )
+            )
+            continue
         if not p.available:
             rows.append(Text(f"  {label + ':':<10}- (no context built yet)", style="dim"))
             continue
@@ -185,6 +198,23 @@ def render_trigger_progress(decision: TriggerDecision) -> RenderableType:
         rows.append(Text(f"  fires now: {decision.note}", style="yellow"))
     elif decision.note:
         rows.append(Text(f"  {decision.note}", style="dim"))
+    if decision.covers_up_to is not None:
+        rows.append(
+            Text(
+                f"  a compaction now would summarize seq {decision.covers_from}-"
+                f"{decision.covers_up_to} and keep {plural(decision.kept_messages or 0, 'message')}"
+                f" ({decision.kept_tokens or 0:,} tokens) verbatim",
+                style="dim",
+            )
+        )
+    elif decision.kept_messages is not None:
+        rows.append(
+            Text(
+                f"  a compaction now would summarize nothing: the "
+                f"{plural(decision.kept_messages, 'message')} since the last checkpoint are kept",
+                style="dim",
+            )
+        )
     return Group(*rows)
 
 
@@ -215,17 +245,36 @@ def compact(
     ] = None,
     keep_recent: Annotated[
         int | None,
-        typer.Option("--keep-recent", min=0, help="Recent messages kept verbatim (default 6)."),
+        typer.Option(
+            "--keep-recent", min=0, help="Recent messages kept verbatim (default 6, if they fit)."
+        ),
+    ] = None,
+    keep_turns: Annotated[
+        int | None,
+        typer.Option(
+            "--keep-turns", min=0, help="Last user turns kept verbatim (default 4, while they fit)."
+        ),
+    ] = None,
+    focus: Annotated[
+        str | None,
+        typer.Option("--focus", help="What the summary should give most room to."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Compact a session now: summarize older messages into a checkpoint (history is kept)."""
-    policy = make_compaction_policy(max_words=max_words, keep_recent=keep_recent)
+    policy = make_compaction_policy(max_words=max_words)
     session = store_of(ctx).get_session(session_id)
     chat_model = _chat_model(summarizer, model, session.model)
     kind = KINDS[summarizer] if summarizer is not None else None
     summ = make_summarizer(kind, chat_model, max_words=policy.summary_max_words)
-    result = Compactor(summ, policy=policy).compact(session, force=True, dry_run=dry_run)
+    result = Compactor(summ, policy=policy).compact(
+        session,
+        force=True,
+        dry_run=dry_run,
+        keep_recent=keep_recent,
+        keep_turns=keep_turns,
+        focus=focus.strip() if focus and focus.strip() else None,
+    )
     if as_json:
         print_json(result_json(result))
         return

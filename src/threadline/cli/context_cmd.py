@@ -32,7 +32,7 @@ from threadline.cli.render import (
     print_json,
 )
 from threadline.cli.state import store_of
-from threadline.compaction.triggers import check_triggers
+from threadline.compaction.triggers import plan_compaction
 from threadline.context import ContextPolicy, ContextWindow, build_context
 from threadline.errors import UsageError
 from threadline.store import Checkpoint, Session
@@ -207,7 +207,14 @@ def _summary_text(window: ContextWindow, checkpoint: Checkpoint | None) -> str:
     if r.summary_omitted:
         text += " (omitted: it does not fit its share of the budget)"
     elif r.summary_cut:
-        text += " (cut at a section boundary to fit its share)"
+        text += " (lowest-ranked bullets left out to fit its share)"
+    if r.newest_checkpoint_id is not None and r.newest_checkpoint_id != r.checkpoint_id:
+        text += (
+            f"; newest is #{r.newest_checkpoint_id} (covers 1-{r.newest_checkpoint_covers}), "
+            "adopted at the next re-trim"
+        )
+    elif r.newest_checkpoint_id is not None:
+        text += " (the newest)"
     return text
 
 
@@ -281,10 +288,25 @@ def context(
             {"messages": window.to_openai(), "report": window.report.model_dump(mode="json")}
         )
         return
+    print_context_report(context_blocks(window, session, policy))
+
+
+def context_blocks(
+    window: ContextWindow, session: Session, policy: ContextPolicy
+) -> list[RenderableType]:
+    """The report, then the triggers and the range a compaction would cover: one
+    decision, the same the compactor makes (``plan_compaction``)."""
     blocks = render_context_report(window, session, session.latest_checkpoint())
-    decision = check_triggers(session, policy, model=window.model, context_tokens=window.tokens)
-    blocks.append(render_trigger_progress(decision))
-    print_context_report(blocks)
+    plan = plan_compaction(
+        session,
+        policy,
+        model=window.model,
+        budget=window.budget,
+        window=window.report,
+        always_cut=True,
+    )
+    blocks.append(render_trigger_progress(plan.decision))
+    return blocks
 
 
 def register(root: typer.Typer) -> None:

@@ -31,8 +31,8 @@ from rich.table import Table
 from rich.text import Text
 
 from threadline.agent import Agent
-from threadline.cli.compact_cmd import render_result, render_trigger_progress
-from threadline.cli.context_cmd import render_context_report
+from threadline.cli.compact_cmd import render_result
+from threadline.cli.context_cmd import context_blocks
 from threadline.cli.render import (
     fmt_pct,
     page_footer,
@@ -41,7 +41,6 @@ from threadline.cli.render import (
     sessions_table,
 )
 from threadline.cli.sessions import DEFAULT_HISTORY, EXPORT_NAME, write_atomically
-from threadline.compaction.triggers import check_triggers
 from threadline.context.builder import ContextReport
 from threadline.errors import ThreadlineError, UsageError
 from threadline.interop.export import to_json, to_markdown
@@ -257,11 +256,7 @@ def cmd_context(host: ChatHost, args: str) -> None:
     session = _need_session(host, "report on").refresh()
     agent = host.agent
     window = agent.build(session)
-    blocks = render_context_report(window, session, session.latest_checkpoint())
-    decision = check_triggers(
-        session, agent.policy, model=agent.model_spec, context_tokens=window.tokens
-    )
-    blocks.append(render_trigger_progress(decision))
+    blocks = context_blocks(window, session, agent.policy)
     for i, block in enumerate(blocks):
         if i:
             host.console.print()
@@ -274,8 +269,9 @@ def cmd_tokens(host: ChatHost, args: str) -> None:
 
 
 def cmd_summarize(host: ChatHost, args: str) -> None:
+    """``/compact [focus]``: the rest of the line tells the summarizer what to keep most of."""
     session = _need_session(host, "summarize")
-    result = host.agent.compact(session, force=True)
+    result = host.agent.compact(session, force=True, focus=args.strip() or None)
     for i, block in enumerate(render_result(result)):
         if i:
             host.console.print()
@@ -316,8 +312,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("tokens", "/tokens", "Toggle the per-turn token usage line.", cmd_tokens),
     CommandSpec(
         "summarize",
-        "/summarize",
-        "Compact now: summarize older messages into a checkpoint.",
+        "/summarize [FOCUS]",
+        "Compact now: summarize older messages into a checkpoint (FOCUS: what to keep most of).",
         cmd_summarize,
         ("compact",),
     ),

@@ -262,8 +262,8 @@ class CompactionPlan:
         return (
             f"nothing to summarize: the {kept} message(s) since {where} are all kept "
             f"(min_recent_messages={policy.min_recent_messages}, "
-            f"preserve_user_turns={policy.preserve_user_turns}, and they fit "
-            f"{policy.preserve_share:.0%} of the {self.budget:,}-token budget)"
+            f"preserve_user_turns={policy.preserve_user_turns}, and they fit the "
+            f"{self.max_kept_tokens:,} tokens a compaction may keep)"
         )
 
 
@@ -332,6 +332,8 @@ def plan_compaction(
     model = model or session.model
     budget = budget if budget is not None else default_budget(model, policy)
     max_kept = max(1, int(budget * policy.preserve_share))
+    if policy.preserve_max_tokens:
+        max_kept = min(max_kept, policy.preserve_max_tokens)
     since = messages_since_checkpoint(session, checkpoint)
     minimum = policy.min_recent_messages + MIN_MESSAGES_MARGIN
     if context_tokens is None and window is not None:

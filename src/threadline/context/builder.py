@@ -490,9 +490,10 @@ class _TailReader:
 
 def _protected_start(units: list[Unit], min_recent: int) -> int:
     """Index of the oldest protected unit: enough units for ``min_recent`` stored
-    messages (synthetic repair results do not count toward it)."""
+    messages (synthetic repair results do not count toward it), and always the newest
+    unit: a window without the message the model must answer is no window."""
     start, count = len(units), 0
-    while start > 0 and count < min_recent:
+    while start > 0 and (count < min_recent or start == len(units)):
         start -= 1
         count += sum(1 for m in units[start].messages if not m.synthetic)
     return start
@@ -544,26 +545,84 @@ def _choose_start(
 def _summary_messages(
     checkpoint: Checkpoint | None, policy: ContextPolicy, cap: int, cost: Any
 ) -> tuple[list[Message], bool, bool]:
-    """The checkpoint as messages, cut at a section boundary to fit ``cap``."""
+    """The checkpoint as messages, shrunk bullet by bullet to fit ``cap``.
+
+    Bullets leave in ``SUMMARY_DROP_ORDER`` (lowest-ranked, i.e. last, first within a
+    section), so Current State, where the session's request is pinned, goes last.
+    """
     if checkpoint is None or not checkpoint.summary.strip():
         return [], False, False
+    msgs = _wrap_summary(checkpoint, checkpoint.summary.strip(), policy)
+    if sum(cost(m) for m in msgs) <= cap:
+        return msgs, False, False
     sections = _split_sections(checkpoint.summary)
-    for keep in range(len(sections), 0, -1):
-        text = "\n".join(sections[:keep]).strip()
-        msgs = _wrap_summary(checkpoint, text, policy)
-        if sum(cost(m) for m in msgs) <= cap:
-            return msgs, keep < len(sections), False
-    return [], False, True
+    order = _drop_order(sections)
+
+    def shrunk(k: int) -> list[Message]:
+        gone = set(order[:k])
+        text = "\n".join(_render_kept(sections, gone)).strip()
+        return _wrap_summary(checkpoint, text, policy)
+
+    lo, hi = 1, len(order)  # find the fewest drops that fit
+    if sum(cost(m) for m in shrunk(hi)) > cap:
+        return [], False, True
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sum(cost(m) for m in shrunk(mid)) <= cap:
+            hi = mid
+        else:
+            lo = mid + 1
+    return shrunk(lo), True, False
 
 
-def _split_sections(summary: str) -> list[str]:
-    sections: list[str] = []
+SUMMARY_DROP_ORDER = (
+    "important values",
+    "key decisions",
+    "files modified",
+    "pending tasks",
+    "current state",
+)
+"""Which snapshot sections give up bullets first when a summary must shrink to fit;
+sections with other titles (a model's own) go before all of these."""
+
+
+def _split_sections(summary: str) -> list[tuple[str, list[str]]]:
+    """(heading, items) pairs; an item is a bullet with its continuation lines."""
+    sections: list[tuple[str, list[str]]] = []
     for line in summary.splitlines():
         if line.startswith("## ") or not sections:
-            sections.append(line)
+            sections.append((line, []))
+        elif not line.strip():
+            continue
+        elif line.lstrip().startswith(("- ", "* ")) or not sections[-1][1]:
+            sections[-1][1].append(line)
         else:
-            sections[-1] += "\n" + line
+            sections[-1][1][-1] += "\n" + line
     return sections
+
+
+def _drop_order(sections: list[tuple[str, list[str]]]) -> list[tuple[int, int]]:
+    def rank(i: int) -> int:
+        title = sections[i][0].lstrip("# ").strip().lower()
+        return SUMMARY_DROP_ORDER.index(title) + 1 if title in SUMMARY_DROP_ORDER else 0
+
+    order: list[tuple[int, int]] = []
+    for i in sorted(range(len(sections)), key=rank):
+        order.extend((i, j) for j in reversed(range(len(sections[i][1]))))
+    return order
+
+
+def _render_kept(sections: list[tuple[str, list[str]]], gone: set[tuple[int, int]]) -> list[str]:
+    out: list[str] = []
+    for i, (heading, items) in enumerate(sections):
+        kept = [item for j, item in enumerate(items) if (i, j) not in gone]
+        if out:
+            out.append("")
+        out.append(heading)
+        out.extend(kept)
+        if items and not kept:
+            out.append("- (left out to fit this window)")
+    return out
 
 
 def _wrap_summary(checkpoint: Checkpoint, text: str, policy: ContextPolicy) -> list[Message]:

@@ -93,6 +93,10 @@ class ContextPolicy(BaseModel):
     """...and ``min_recent_messages``, only while that tail fits this share of the budget.
     Beyond it the cut moves inside the turn, on a unit boundary, so a run of one request
     and hundreds of tool steps can still be compacted."""
+    preserve_max_tokens: int = Field(default=20_000, ge=0)
+    """...and never more than this many tokens (Codex keeps at most 20k tokens of recent
+    user messages through a compaction): a compaction run for a large window still leaves
+    a tail that a smaller window shows whole. 0 removes the cap."""
 
     @model_validator(mode="after")
     def _check(self) -> ContextPolicy:
