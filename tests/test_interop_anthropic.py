@@ -9,8 +9,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from threadline.errors import InvalidMessage
-from threadline.interop.anthropic_format import CONTINUED_PLACEHOLDER, from_anthropic, to_anthropic
-from threadline.messages import ImagePart, Message, TextPart, ToolCall, group_units
+from threadline.interop.anthropic_format import (
+    CONTINUED_PLACEHOLDER,
+    EMPTY_ERROR_RESULT,
+    from_anthropic,
+    to_anthropic,
+)
+from threadline.interop.provider_rules import anthropic_problems
+from threadline.messages import (
+    INTERRUPTED_RESULT,
+    FilePart,
+    ImagePart,
+    Message,
+    TextPart,
+    ToolCall,
+    group_units,
+)
 
 from .test_interop_openai import b64, ids, json_values, raw_arguments
 
@@ -95,8 +109,11 @@ def test_images() -> None:
     ]
 
 
+SIG = "EqQBCkYIBxgCKkDkoj34" + "Ab9+/" * 20  # shaped like a real signature
+
+
 def test_from_anthropic_splits_results_and_keeps_thinking() -> None:
-    thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
+    thinking = {"type": "thinking", "thinking": "hmm", "signature": SIG}
     ms = from_anthropic(
         [
             {"role": "user", "content": "q"},
@@ -172,11 +189,15 @@ def conversations(draw: st.DrawFn) -> list[Message]:
     out: list[Message] = []
     if draw(st.booleans()):
         out.append(Message.system(draw(texts)))
+    n = 0
     for _ in range(draw(st.integers(1, 4))):
         content: Any = draw(user_contents)
         out.append(Message.user(content))
         for _ in range(draw(st.integers(0, 2))):
-            calls = draw(call_lists)
+            calls = []
+            for call in draw(call_lists):  # the API wants tool_use ids unique per request
+                n += 1
+                calls.append(call.model_copy(update={"id": f"{n}_{call.id}"}))
             out.append(Message.assistant(draw(st.just("") | texts), tool_calls=calls))
             for call in calls:
                 error = {"is_error": True} if draw(st.booleans()) else {}
@@ -197,4 +218,254 @@ def carried(m: Message) -> dict[str, Any]:
 def test_round_trip_preserves_content_calls_and_results(ms: list[Message]) -> None:
     system, turns = to_anthropic(ms)
     back = from_anthropic(turns, system=system)
-    assert [carried(m) for m in back] == [carried(m) for m in ms]
+    expected = [carried(m) for m in ms]
+    expected[-1]["content"] = ms[-1].text.rstrip()  # a final assistant turn is a prefill
+    assert [carried(m) for m in back] == expected
+
+
+# -- valid for the API, whatever the history held -----------------------------------
+
+
+def _valid(ms: list[Message]) -> tuple[Any, list[dict[str, Any]]]:
+    payload = to_anthropic(ms)
+    assert anthropic_problems(payload) == []
+    return payload
+
+
+def test_whitespace_only_text_is_dropped_and_empty_messages_merge_away() -> None:
+    call = ToolCall(id="toolu_1", name="ls")
+    _, turns = _valid(
+        [
+            Message.user("go"),
+            Message.assistant([TextPart(text="\n\n"), TextPart(text="looking")]),
+            Message.user(" \n"),  # dropped: the assistants around it merge
+            Message.assistant("\n\n", tool_calls=[call]),
+            Message.tool("   ", tool_call_id="toolu_1"),
+            Message.user([TextPart(text=""), TextPart(text="and?")]),
+        ]
+    )
+    assert turns == [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "looking"},
+                {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": ""},
+                {"type": "text", "text": "and?"},
+            ],
+        },
+    ]
+
+
+def test_a_window_of_blank_messages_still_starts_with_a_user() -> None:
+    _, turns = _valid([Message.user("\n"), Message.assistant("hi"), Message.user(" ")])
+    assert turns == [
+        {"role": "user", "content": CONTINUED_PLACEHOLDER},
+        {"role": "assistant", "content": "hi"},
+    ]
+    system, turns = to_anthropic([Message.system(" "), Message.user("\n\n")])
+    assert (system, turns) == (None, [])
+
+
+def thinking_block(signature: str | None) -> dict[str, Any]:
+    block = {"type": "thinking", "thinking": "hmm"}
+    if signature is not None:
+        block["signature"] = signature
+    return block
+
+
+@pytest.mark.parametrize(
+    ("blocks", "model", "kept"),
+    [
+        ([thinking_block(SIG)], "claude-opus-4-6", True),
+        ([thinking_block(SIG)], None, True),
+        ([{"type": "redacted_thinking", "data": "opaque"}], "claude-opus-4-6", True),
+        ([thinking_block("[REDACTED_SIGNATURE]")], "claude-opus-4-6", False),
+        ([thinking_block("")], "claude-opus-4-6", False),
+        ([thinking_block(None)], "claude-opus-4-6", False),
+        ([thinking_block("sig")], "claude-opus-4-6", False),
+        ([thinking_block(SIG)], "gemini-2.5-pro", False),  # another provider's reasoning
+        ([{"subject": "Plan", "description": "a Gemini thought"}], None, False),
+    ],
+)
+def test_only_signed_anthropic_thinking_is_replayed(
+    blocks: list[dict[str, Any]], model: str | None, kept: bool
+) -> None:
+    m = Message.assistant("answer", model=model, metadata={"thinking": blocks})
+    _, turns = _valid([Message.user("q"), m])
+    if kept:
+        assert turns[1]["content"] == [*blocks, {"type": "text", "text": "answer"}]
+    else:
+        assert turns[1]["content"] == "answer"
+
+
+@pytest.mark.parametrize("signature", ["[REDACTED_SIGNATURE]", SIG])
+def test_a_message_of_only_thinking_is_dropped(signature: str) -> None:
+    interrupted = {"thinking": [thinking_block(signature)]}  # the user stopped the response
+    _, turns = _valid(
+        [Message.user("q"), Message.assistant("", metadata=interrupted), Message.user("again")]
+    )
+    assert turns == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "q"}, {"type": "text", "text": "again"}],
+        }
+    ]
+
+
+def test_merged_assistant_turns_keep_only_the_first_ones_thinking() -> None:
+    signed = {"thinking": [thinking_block(SIG)]}
+    _, turns = _valid(
+        [
+            Message.user("q"),
+            Message.assistant("one", metadata=signed),
+            Message.user("\n"),
+            Message.assistant("two", metadata=signed),
+        ]
+    )
+    assert [b["type"] for b in turns[1]["content"]] == ["thinking", "text", "text"]
+
+
+def test_tool_input_is_always_an_object() -> None:
+    calls = [
+        ToolCall(id="a", name="f"),
+        ToolCall(id="b", name="apply_patch", raw_arguments="*** Begin Patch"),
+        ToolCall.from_json_arguments(id="c", name="g", arguments="[1, 2]"),
+        ToolCall.from_json_arguments(id="d", name="h", arguments=""),
+    ]
+    results = [Message.tool("ok", tool_call_id=c.id) for c in calls]
+    _, turns = _valid([Message.user("x"), Message.assistant("", tool_calls=calls), *results])
+    assert [b["input"] for b in turns[1]["content"]] == [
+        {},
+        {"_raw": "*** Begin Patch"},
+        {"_raw": "[1, 2]"},
+        {},
+    ]
+
+
+def test_tool_ids_and_names_are_made_valid_and_unique_for_call_and_result() -> None:
+    def chain(call_id: str, name: str, answer: str) -> list[Message]:
+        call = ToolCall(id=call_id, name=name)
+        return [
+            Message.assistant("", tool_calls=[call]),
+            Message.tool(answer, tool_call_id=call_id),
+        ]
+
+    _, turns = _valid(
+        [
+            Message.user("x"),
+            *chain("toolu.01", "[REDACTED_NAME len=4]", "first"),
+            *chain("call_1", "grep", "second"),
+            *chain("call_1", "grep", "third"),  # reused id (tau-bench, SWE-agent)
+        ]
+    )
+    uses = [t["content"][0] for t in turns if t["role"] == "assistant"]
+    results = [t["content"][0] for t in turns[2::2]]
+    assert [(u["id"], u["name"]) for u in uses] == [
+        ("toolu_01", "_REDACTED_NAME_len_4_"),
+        ("call_1", "grep"),
+        ("call_1_2", "grep"),
+    ]
+    assert [(r["tool_use_id"], r["content"]) for r in results] == [
+        ("toolu_01", "first"),
+        ("call_1", "second"),
+        ("call_1_2", "third"),
+    ]
+
+
+def test_duplicate_ids_in_one_message_pair_positionally() -> None:
+    calls = [ToolCall(id="x", name="a"), ToolCall(id="x", name="b")]
+    _, turns = _valid(
+        [
+            Message.user("go"),
+            Message.assistant("", tool_calls=calls),
+            Message.tool("from a", tool_call_id="x"),
+            Message.tool("from b", tool_call_id="x"),
+        ]
+    )
+    assert [b["id"] for b in turns[1]["content"]] == ["x", "x_2"]
+    assert [(b["tool_use_id"], b["content"]) for b in turns[2]["content"]] == [
+        ("x", "from a"),
+        ("x_2", "from b"),
+    ]
+
+
+def test_broken_chains_are_repaired() -> None:
+    call = ToolCall(id="a", name="ls")
+    _, turns = _valid(
+        [
+            Message.tool("orphan", tool_call_id="nobody"),
+            Message.user("go"),
+            Message.assistant("", tool_calls=[call]),
+            Message.user("never mind"),  # the result was lost
+        ]
+    )
+    assert turns[0] == {"role": "user", "content": "go"}
+    assert turns[2]["content"][0]["content"] == INTERRUPTED_RESULT
+
+
+def test_an_error_result_without_output_says_so() -> None:
+    call = ToolCall(id="a", name="sh")
+    _, turns = _valid(
+        [
+            Message.user("go"),
+            Message.assistant("", tool_calls=[call]),
+            Message.tool("\n", tool_call_id="a", metadata={"is_error": True}),
+        ]
+    )
+    assert turns[2]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "a",
+        "content": EMPTY_ERROR_RESULT,
+        "is_error": True,
+    }
+
+
+def test_media_the_api_refuses_becomes_a_placeholder() -> None:
+    redacted = "[REDACTED_IMAGE_URL len=9 sha=1]"
+    pdf = FilePart(uri="r.pdf", name="r.pdf", media_type="application/pdf", data="JVBE")
+    _, turns = _valid(
+        [
+            Message.user(
+                [
+                    ImagePart(url=redacted),
+                    ImagePart(data="Qk0=", media_type="image/bmp"),
+                    ImagePart(url="data:image/tiff;base64,SUkq"),
+                    FilePart(uri="notes.md", media_type="text/markdown", data="IyBoaQ=="),
+                    FilePart(uri="a.zip", media_type="application/zip", data="UEs="),
+                    pdf,
+                ]
+            )
+        ]
+    )
+    assert turns[0]["content"] == [
+        {"type": "text", "text": f"[image: {redacted}]"},
+        {"type": "text", "text": "[image: image/bmp]"},
+        {"type": "text", "text": "[image: image/tiff]"},
+        {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": "# hi"},
+            "title": "notes.md",
+        },
+        {"type": "text", "text": "[file: a.zip]"},
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"},
+            "title": "r.pdf",
+        },
+    ]
+
+
+def test_final_assistant_turn_loses_trailing_whitespace() -> None:
+    _, turns = _valid([Message.user("q"), Message.assistant("answer\n\n")])
+    assert turns[-1]["content"] == "answer"
+    _, turns = _valid(
+        [Message.user("q"), Message.assistant([TextPart(text="a "), TextPart(text="b \n")])]
+    )
+    assert turns[-1]["content"][-1] == {"type": "text", "text": "b"}

@@ -15,8 +15,10 @@ from threadline.interop.openai_format import (
     message_to_openai,
     messages_from_openai,
     messages_to_openai,
+    to_openai,
 )
-from threadline.messages import FilePart, ImagePart, Message, TextPart, ToolCall
+from threadline.interop.provider_rules import openai_problems
+from threadline.messages import INTERRUPTED_RESULT, FilePart, ImagePart, Message, TextPart, ToolCall
 
 # -- strategies ------------------------------------------------------------------
 
@@ -215,3 +217,132 @@ def test_malformed_input_raises_invalid_message(bad: Any, needle: str) -> None:
 def test_list_errors_name_the_index() -> None:
     with pytest.raises(InvalidMessage, match="message 1: a tool message needs"):
         messages_from_openai([{"role": "user", "content": "hi"}, {"role": "tool", "content": "x"}])
+
+
+# -- to_openai: valid for the API, whatever the history held -------------------------
+
+
+def _valid(ms: list[Message]) -> list[dict[str, Any]]:
+    out = to_openai(ms)
+    assert openai_problems(out) == []
+    return out
+
+
+def test_blank_messages_are_dropped_but_results_stay() -> None:
+    call = ToolCall(id="c1", name="sh")
+    out = _valid(
+        [
+            Message.system(" "),
+            Message.user("go"),
+            Message.user([TextPart(text="\n\n")]),
+            Message.assistant("\n\n", tool_calls=[call]),
+            Message.tool("  ", tool_call_id="c1"),
+            Message.assistant("", metadata={"thinking": [{"type": "thinking", "thinking": "x"}]}),
+            Message.user([TextPart(text=""), TextPart(text="next")]),
+        ]
+    )
+    assert out == [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "content": "", "tool_call_id": "c1"},
+        {"role": "user", "content": [{"type": "text", "text": "next"}]},
+    ]
+
+
+def test_arguments_are_always_a_json_object() -> None:
+    calls = [
+        ToolCall(id="a", name="apply_patch", raw_arguments="*** Begin Patch"),
+        ToolCall.from_json_arguments(id="b", name="f", arguments="[1]"),
+        ToolCall(id="c", name="g", arguments={"q": "x"}),
+    ]
+    out = _valid(
+        [
+            Message.assistant("", tool_calls=calls),
+            *(Message.tool("ok", tool_call_id=c.id) for c in calls),
+        ]
+    )
+    args = [json.loads(c["function"]["arguments"]) for c in out[0]["tool_calls"]]
+    assert args == [{"_raw": "*** Begin Patch"}, {"_raw": "[1]"}, {"q": "x"}]
+
+
+def test_ids_are_cut_and_made_unique_in_their_message_the_same_for_results() -> None:
+    long_id = "list_directory-1764625554423-6b5d2c6179cc4"  # Gemini CLI, 41 characters
+    calls = [
+        ToolCall(id=long_id, name="ls"),
+        ToolCall(id="x", name="a"),
+        ToolCall(id="x", name="b"),
+    ]
+    out = _valid(
+        [
+            Message.assistant("", tool_calls=calls),
+            Message.tool("listing", tool_call_id=long_id),
+            Message.tool("from a", tool_call_id="x"),
+            Message.tool("from b", tool_call_id="x"),
+        ]
+    )
+    ids = [c["id"] for c in out[0]["tool_calls"]]
+    assert len(ids[0]) == 40 and ids[0].startswith("list_directory-") and ids[1:] == ["x", "x_2"]
+    assert [(m["tool_call_id"], m["content"]) for m in out[1:]] == [
+        (ids[0], "listing"),
+        ("x", "from a"),
+        ("x_2", "from b"),
+    ]
+
+
+def test_names_are_made_to_match_the_pattern() -> None:
+    call = ToolCall(id="c", name="[REDACTED_NAME len=4]")
+    out = _valid(
+        [
+            Message.user("hi", name="Ana B."),
+            Message.assistant("", tool_calls=[call]),
+            Message.tool("ok", tool_call_id="c", name=call.name),
+        ]
+    )
+    assert out[0]["name"] == "Ana_B_"
+    assert out[1]["tool_calls"][0]["function"]["name"] == "_REDACTED_NAME_len_4_"
+    assert out[2]["name"] == "_REDACTED_NAME_len_4_"
+
+
+def test_media_goes_only_where_the_api_takes_it() -> None:
+    image = ImagePart(url="https://example.com/a.png")
+    call = ToolCall(id="c", name="shot")
+    out = _valid(
+        [
+            Message.user([image, ImagePart(url="[REDACTED_IMAGE_URL len=9]")]),
+            Message.assistant("", tool_calls=[call]),
+            Message.tool([TextPart(text="took it"), image], tool_call_id="c"),
+            Message.assistant([TextPart(text="see"), image]),
+        ]
+    )
+    assert out[0]["content"] == [
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+        {"type": "text", "text": "[image: [REDACTED_IMAGE_URL len=9]]"},
+    ]
+    placeholder = {"type": "text", "text": "[image: https://example.com/a.png]"}
+    assert out[2]["content"] == [{"type": "text", "text": "took it"}, placeholder]
+    assert out[3]["content"] == [{"type": "text", "text": "see"}, placeholder]
+
+
+def test_broken_chains_are_repaired_for_openai() -> None:
+    call = ToolCall(id="a", name="ls")
+    out = _valid(
+        [
+            Message.tool("orphan", tool_call_id="nobody"),
+            Message.user("go"),
+            Message.assistant("", tool_calls=[call]),
+            Message.user("never mind"),
+        ]
+    )
+    assert [m["role"] for m in out] == ["user", "assistant", "tool", "user"]
+    assert out[2]["content"] == INTERRUPTED_RESULT
+
+
+def test_developer_role_survives_to_openai() -> None:
+    m = Message.system("be brief", metadata={"openai_role": "developer"})
+    assert _valid([m, Message.user("hi")])[0] == {"role": "developer", "content": "be brief"}

@@ -507,8 +507,12 @@ class Agent:
         return window
 
     def _emergency_compaction(self, session: Session) -> str:
+        """The provider refused the prompt although it fitted our count: summarize all but
+        the newest message, which the model must answer."""
         try:
-            result = self.compactor.compact(session, force=True, model=self.model_spec)
+            result = self.compactor.compact(
+                session, force=True, model=self.model_spec, keep_recent=1, keep_turns=0
+            )
         except Exception as exc:  # the retry still goes ahead, with pruning only
             logger.warning("emergency compaction of %s failed: %s", session.id, exc)
             return f"a forced compaction failed ({type(exc).__name__}: {exc})"

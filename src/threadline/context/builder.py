@@ -111,9 +111,10 @@ class ContextWindow:
     tools: list[Mapping[str, Any]] = field(default_factory=list)
 
     def to_openai(self) -> list[dict[str, Any]]:
-        from threadline.interop.openai_format import messages_to_openai
+        """Chat Completions messages, with what the API refuses dropped or converted."""
+        from threadline.interop.openai_format import to_openai
 
-        return messages_to_openai(self.messages)
+        return to_openai(self.messages)
 
     def to_anthropic(self) -> dict[str, Any]:
         """``{"system": ..., "messages": [...]}`` for the Messages API."""
@@ -199,7 +200,7 @@ def build_context(
     elif held.covers_up_to > newest.covers_up_to:
         held = None  # the store's checkpoints changed under this handle: start afresh
     composed: _Composed | None = None
-    if held is not None:
+    if held is not None and not aggressive:  # a retry after a refusal takes the newest
         # A stable window keeps the older checkpoint it shows while everything since its
         # anchor still fits and nothing falls out: the prefix stays byte-identical.
         composed = _compose(frame, held, anchor=anchor, sticky=dict(state.get("pruned", {})))

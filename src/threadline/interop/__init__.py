@@ -34,7 +34,9 @@ from threadline.interop.openai_format import (
     message_to_openai,
     messages_from_openai,
     messages_to_openai,
+    to_openai,
 )
+from threadline.interop.provider_rules import anthropic_problems, openai_problems
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -42,6 +44,7 @@ __all__ = [
     "FORMATS",
     "ImportedSession",
     "MediaResolver",
+    "anthropic_problems",
     "detect_format",
     "from_anthropic",
     "from_json_export",
@@ -50,6 +53,7 @@ __all__ = [
     "message_to_openai",
     "messages_from_openai",
     "messages_to_openai",
+    "openai_problems",
     "read_aider",
     "read_claude_code",
     "read_codex",
@@ -64,4 +68,5 @@ __all__ = [
     "to_anthropic",
     "to_json",
     "to_markdown",
+    "to_openai",
 ]

@@ -13,13 +13,28 @@ tool Message per block, in order, followed by a user Message for any remaining
 blocks; ``thinking`` blocks are kept in the assistant's ``metadata["thinking"]``
 (never as content) and replayed when ``include_thinking`` is set.
 
+``to_anthropic`` sends only what the API takes, whatever the history came from
+(the rules are in ``provider_rules``): broken tool chains are repaired as views
+repair them (``group_units``); whitespace-only text is dropped, and a message
+left empty is dropped (its neighbours then merge); thinking is replayed only
+when it is Anthropic's own, signed (a redacted or missing signature fails the
+whole request, and another provider's reasoning is not a thinking block), and
+never as a turn of its own;
+tool ids and names are made to match the API's patterns and ids made unique,
+the same for a call and its result; an error result with no output gets a short
+text; images and documents in formats the API refuses become text placeholders;
+and trailing whitespace is cut from a final assistant turn.
+
 Lossy by design (and therefore documented): merged turns come back as one
 Message, a single text part comes back as a plain string, and a tool-call
-argument string that is not a JSON object travels as ``{"_raw": "..."}``.
+argument string that is not a JSON object travels as ``{"_raw": "..."}``
+(missing arguments travel as ``{}``).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -31,13 +46,32 @@ from threadline.interop.openai_format import (
     media_placeholder,
     parse_data_url,
 )
-from threadline.messages import FilePart, ImagePart, Message, Part, TextPart, ToolCall
+from threadline.interop.provider_rules import (
+    IMAGE_MEDIA_TYPES,
+    CallIds,
+    anthropic_tool_id,
+    conform_name,
+    is_blank,
+    is_http_url,
+    is_replayable_thinking,
+)
+from threadline.interop.provider_rules import RAW_ARGUMENTS_KEY as RAW_ARGUMENTS_KEY
+from threadline.messages import (
+    FilePart,
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    ToolCall,
+    flatten,
+    group_units,
+)
 
 CONTINUED_PLACEHOLDER = "(continued)"
 """The user turn prepended when a conversation would start with the assistant."""
 
-RAW_ARGUMENTS_KEY = "_raw"
-"""``tool_use.input`` key that carries an argument string that is not a JSON object."""
+EMPTY_ERROR_RESULT = "[error: the tool failed without output]"
+"""Sent for an error result with no output: the API refuses it empty."""
 
 Block = dict[str, Any]
 SystemParam = str | list[Block] | None
@@ -46,44 +80,61 @@ SystemParam = str | list[Block] | None
 # -- to Anthropic ----------------------------------------------------------------
 
 
+def _placeholder(part: ImagePart | FilePart) -> Block:
+    return {"type": "text", "text": media_placeholder(part)}
+
+
 def _image_block(part: ImagePart, resolve_media: MediaResolver | None) -> Block:
     if part.media_ref is not None:
         if resolve_media is None:
-            return {"type": "text", "text": media_placeholder(part)}
+            return _placeholder(part)
         part = resolve_media(part)
-    if part.data is not None and part.media_type:
+    if part.data is not None and part.media_type in IMAGE_MEDIA_TYPES:
         return {
             "type": "image",
             "source": {"type": "base64", "media_type": part.media_type, "data": part.data},
         }
-    if part.url is not None:
-        parsed = parse_data_url(part.url)
-        if parsed is not None:
-            source = {"type": "base64", "media_type": parsed[0], "data": parsed[1]}
-            return {"type": "image", "source": source}
+    parsed = parse_data_url(part.url) if part.url is not None else None
+    if parsed is not None and parsed[0] in IMAGE_MEDIA_TYPES:
+        source = {"type": "base64", "media_type": parsed[0], "data": parsed[1]}
+        return {"type": "image", "source": source}
+    if parsed is None and part.url is not None and is_http_url(part.url):
         return {"type": "image", "source": {"type": "url", "url": part.url}}
-    return {"type": "text", "text": media_placeholder(part)}
+    return _placeholder(part)  # redacted URLs, unsupported formats
 
 
-def _part_block(part: Part, resolve_media: MediaResolver | None) -> Block:
+def _document_block(part: FilePart) -> Block:
+    """PDFs travel as base64 and text as a text source; the API takes no other files."""
+    title = part.name or part.uri
+    if part.data is None:
+        return _placeholder(part)
+    if part.media_type == "application/pdf":
+        source = {"type": "base64", "media_type": part.media_type, "data": part.data}
+        return {"type": "document", "source": source, "title": title}
+    if part.media_type is not None and part.media_type.startswith("text/"):
+        try:
+            text = base64.b64decode(part.data, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return _placeholder(part)
+        if not is_blank(text):
+            source = {"type": "text", "media_type": "text/plain", "data": text}
+            return {"type": "document", "source": source, "title": title}
+    return _placeholder(part)
+
+
+def _part_block(part: Part, resolve_media: MediaResolver | None) -> Block | None:
     if isinstance(part, TextPart):
-        return {"type": "text", "text": part.text}
+        return None if is_blank(part.text) else {"type": "text", "text": part.text}
     if isinstance(part, ImagePart):
         return _image_block(part, resolve_media)
-    if part.data is None:
-        return {"type": "text", "text": media_placeholder(part)}
-    media_type = part.media_type or "application/octet-stream"
-    return {
-        "type": "document",
-        "source": {"type": "base64", "media_type": media_type, "data": part.data},
-        "title": part.name or part.uri,
-    }
+    return _document_block(part)
 
 
 def _content_blocks(content: str | list[Part], resolve_media: MediaResolver | None) -> list[Block]:
     if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    return [_part_block(p, resolve_media) for p in content]
+        return [] if is_blank(content) else [{"type": "text", "text": content}]
+    blocks = (_part_block(p, resolve_media) for p in content)
+    return [b for b in blocks if b is not None]
 
 
 def _tool_input(call: ToolCall) -> dict[str, Any]:
@@ -92,34 +143,51 @@ def _tool_input(call: ToolCall) -> dict[str, Any]:
     return dict(call.arguments)
 
 
-def _turn(
-    m: Message, resolve_media: MediaResolver | None, include_thinking: bool
-) -> tuple[str, str | list[Block]]:
-    if m.role == "tool":
-        result: Block = {"type": "tool_result", "tool_use_id": m.tool_call_id}
-        if isinstance(m.content, str):
-            result["content"] = m.content
-        else:
-            result["content"] = _content_blocks(m.content, resolve_media)
-        if m.metadata.get("is_error"):
-            result["is_error"] = True
-        return "user", [result]
-    if m.role == "user":
-        if isinstance(m.content, str):
-            return "user", m.content
-        return "user", _content_blocks(m.content, resolve_media)
-    thinking = m.metadata.get("thinking") if include_thinking else None
-    blocks: list[Block] = []
-    if isinstance(thinking, list):
-        blocks.extend(dict(b) for b in thinking if isinstance(b, Mapping))
-    if isinstance(m.content, str) and not m.tool_calls and not blocks:
-        return "assistant", m.content
-    blocks.extend(_content_blocks(m.content, resolve_media))
-    for call in m.tool_calls:
-        blocks.append(
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call)}
-        )
-    return "assistant", blocks
+def _thinking_blocks(m: Message) -> list[Block]:
+    """The thinking blocks of ``m`` the API will verify.
+
+    Only Anthropic's own blocks qualify: a message from another model carries
+    that provider's reasoning (Gemini "thoughts"), which no signature covers.
+    """
+    model = (m.model or "claude").lower()
+    if "claude" not in model and "anthropic" not in model:
+        return []
+    thinking = m.metadata.get("thinking")
+    if not isinstance(thinking, list):
+        return []
+    return [dict(b) for b in thinking if isinstance(b, Mapping) and is_replayable_thinking(b)]
+
+
+def _tool_result(m: Message, call_id: str, resolve_media: MediaResolver | None) -> Block:
+    result: Block = {"type": "tool_result", "tool_use_id": call_id}
+    content: str | list[Block]
+    if isinstance(m.content, str):
+        content = "" if is_blank(m.content) else m.content
+    else:
+        content = _content_blocks(m.content, resolve_media) or ""
+    if m.metadata.get("is_error"):
+        result["is_error"] = True
+        content = content or EMPTY_ERROR_RESULT
+    result["content"] = content
+    return result
+
+
+def _assistant_turn(
+    m: Message, ids: Sequence[str], resolve_media: MediaResolver | None, include_thinking: bool
+) -> str | list[Block]:
+    """The assistant turn; empty when only thinking is left (an interrupted response).
+
+    Thinking alone is not sent: the API sets earlier turns' thinking aside, which
+    would leave such a turn with no content.
+    """
+    blocks = _content_blocks(m.content, resolve_media)
+    for call, call_id in zip(m.tool_calls, ids, strict=True):
+        name = conform_name(call.name)
+        blocks.append({"type": "tool_use", "id": call_id, "name": name, "input": _tool_input(call)})
+    thinking = _thinking_blocks(m) if include_thinking and blocks else []
+    if isinstance(m.content, str) and not m.tool_calls and not thinking:
+        return "" if is_blank(m.content) else m.content
+    return thinking + blocks
 
 
 def _as_blocks(content: str | list[Block]) -> list[Block]:
@@ -129,6 +197,7 @@ def _as_blocks(content: str | list[Block]) -> list[Block]:
 
 
 def _system_param(systems: Sequence[Message], resolve_media: MediaResolver | None) -> SystemParam:
+    systems = [m for m in systems if _content_blocks(m.content, resolve_media)]
     if not systems:
         return None
     if all(isinstance(m.content, str) for m in systems):
@@ -142,6 +211,17 @@ def _system_param(systems: Sequence[Message], resolve_media: MediaResolver | Non
     return blocks
 
 
+def _trim_final_assistant(turns: list[dict[str, Any]]) -> None:
+    """A final assistant turn is a prefill, and the API refuses one ending in whitespace."""
+    if not turns or turns[-1]["role"] != "assistant":
+        return
+    content = turns[-1]["content"]
+    if isinstance(content, str):
+        turns[-1]["content"] = content.rstrip()
+    elif content[-1].get("type") == "text":
+        content[-1] = {**content[-1], "text": content[-1]["text"].rstrip()}
+
+
 def to_anthropic(
     messages: Iterable[Message],
     *,
@@ -149,20 +229,41 @@ def to_anthropic(
     ensure_user_first: bool = True,
     include_thinking: bool = True,
 ) -> tuple[SystemParam, list[Block]]:
-    """``(system, messages)`` for the Messages API.
+    """``(system, messages)`` for the Messages API, valid whatever the history held.
 
     ``system`` is None when there is no system message, a string when every
     system message is plain text (joined by blank lines), else text blocks.
     """
+    units, _ = group_units(messages)
+    call_ids = CallIds(anthropic_tool_id, per_message=False)
     systems: list[Message] = []
     turns: list[dict[str, Any]] = []
-    for m in messages:
+    for m in flatten(units):
         if m.role == "system":
             systems.append(m)
             continue
-        role, content = _turn(m, resolve_media, include_thinking)
+        role = "assistant" if m.role == "assistant" else "user"
+        content: str | list[Block]
+        if m.role == "tool":
+            call_id = call_ids.answer(m.tool_call_id or "")
+            if call_id is None:
+                continue
+            content = [_tool_result(m, call_id, resolve_media)]
+        elif m.role == "user":
+            if isinstance(m.content, str):
+                content = "" if is_blank(m.content) else m.content
+            else:
+                content = _content_blocks(m.content, resolve_media)
+        else:
+            ids = call_ids.calls([c.id for c in m.tool_calls])
+            content = _assistant_turn(m, ids, resolve_media, include_thinking)
+        if not content:
+            continue  # nothing the API takes; the neighbours merge instead
         if turns and turns[-1]["role"] == role:
-            merged = _as_blocks(turns[-1]["content"]) + _as_blocks(content)
+            later = _as_blocks(content)
+            if role == "assistant":  # a signature covers its own response, not a merged one
+                later = [b for b in later if b["type"] not in ("thinking", "redacted_thinking")]
+            merged = _as_blocks(turns[-1]["content"]) + later
             # tool_result blocks must open the user turn that answers a tool_use
             merged.sort(key=lambda b: b.get("type") != "tool_result")
             turns[-1]["content"] = merged
@@ -170,6 +271,7 @@ def to_anthropic(
             turns.append({"role": role, "content": content})
     if ensure_user_first and turns and turns[0]["role"] == "assistant":
         turns.insert(0, {"role": "user", "content": CONTINUED_PLACEHOLDER})
+    _trim_final_assistant(turns)
     return _system_param(systems, resolve_media), turns
 
 

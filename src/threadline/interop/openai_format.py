@@ -12,6 +12,9 @@ threadline's own fields (id, seq, timestamps, usage, metadata). A base64 image
 travels as a ``data:`` URL and comes back as ``data`` + ``media_type``; an
 image kept by the store (``media_ref``) must be resolved by the caller, so
 without a resolver it is sent as a text placeholder instead of silently lost.
+
+Requests go through ``to_openai`` instead: it gives up that losslessness to
+send only what the API accepts (see ``provider_rules``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,26 @@ from typing import Any
 from pydantic import ValidationError
 
 from threadline.errors import InvalidMessage
-from threadline.messages import FilePart, ImagePart, Message, Part, Role, TextPart, ToolCall
+from threadline.interop.provider_rules import (
+    IMAGE_MEDIA_TYPES,
+    RAW_ARGUMENTS_KEY,
+    CallIds,
+    conform_name,
+    is_blank,
+    is_http_url,
+    openai_tool_id,
+)
+from threadline.messages import (
+    FilePart,
+    ImagePart,
+    Message,
+    Part,
+    Role,
+    TextPart,
+    ToolCall,
+    flatten,
+    group_units,
+)
 
 MediaResolver = Callable[[ImagePart], ImagePart]
 """Turns a ``media_ref`` image into one with ``url`` or ``data`` (the store knows how)."""
@@ -52,9 +74,16 @@ def parse_data_url(url: str) -> tuple[str, str] | None:
 
 
 def media_placeholder(part: ImagePart | FilePart) -> str:
-    """The text sent in place of media that cannot travel in a format."""
+    """The text sent in place of media that cannot travel in a format.
+
+    A ``data:`` URL is named by its media type: its bytes are no use as a label.
+    """
     if isinstance(part, ImagePart):
-        return f"[image: {part.media_ref or part.url or part.media_type or 'inline'}]"
+        url = part.url
+        parsed = parse_data_url(url) if url is not None else None
+        if parsed is not None:
+            url = parsed[0]
+        return f"[image: {part.media_ref or url or part.media_type or 'inline'}]"
     return f"[file: {part.uri}]"
 
 
@@ -135,7 +164,111 @@ def message_to_openai(m: Message, *, resolve_media: MediaResolver | None = None)
 def messages_to_openai(
     messages: Iterable[Message], *, resolve_media: MediaResolver | None = None
 ) -> list[dict[str, Any]]:
+    """Lossless, for interchange; a request to the API wants ``to_openai``."""
     return [message_to_openai(m, resolve_media=resolve_media) for m in messages]
+
+
+# -- requests --------------------------------------------------------------------
+
+
+def _sendable_image(part: ImagePart) -> bool:
+    """Whether an image is one Chat Completions will fetch or decode."""
+    if part.data is not None:
+        return part.media_type in IMAGE_MEDIA_TYPES
+    if part.url is None:
+        return False
+    parsed = parse_data_url(part.url)
+    return parsed[0] in IMAGE_MEDIA_TYPES if parsed is not None else is_http_url(part.url)
+
+
+def _request_part(part: Part, role: str, resolve_media: MediaResolver | None) -> dict[str, Any]:
+    """Only user messages may carry media: system, assistant and tool content is
+    text parts only, so media there (and media the API cannot read) becomes a
+    text placeholder."""
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ImagePart) and part.media_ref is not None and resolve_media is not None:
+        part = resolve_media(part)
+    if role != "user" or (isinstance(part, ImagePart) and not _sendable_image(part)):
+        return {"type": "text", "text": media_placeholder(part)}
+    return _part_to_openai(part, None)
+
+
+def _request_content(
+    m: Message, resolve_media: MediaResolver | None
+) -> str | list[dict[str, Any]] | None:
+    """Content without blank text; None when nothing is left."""
+    if isinstance(m.content, str):
+        return None if is_blank(m.content) else m.content
+    parts = [
+        _request_part(p, m.role, resolve_media)
+        for p in m.content
+        if not isinstance(p, TextPart) or not is_blank(p.text)
+    ]
+    return parts or None
+
+
+def _request_message(
+    m: Message, call_ids: CallIds, resolve_media: MediaResolver | None
+) -> dict[str, Any] | None:
+    developer = m.role == "system" and m.metadata.get("openai_role") == "developer"
+    out: dict[str, Any] = {"role": "developer" if developer else m.role}
+    content = _request_content(m, resolve_media)
+    if m.role == "tool":
+        call_id = call_ids.answer(m.tool_call_id or "")
+        if call_id is None:
+            return None
+        out["content"] = content or ""  # a result must answer its call, even empty
+        out["tool_call_id"] = call_id
+    elif m.tool_calls:
+        ids = call_ids.calls([c.id for c in m.tool_calls])
+        out["content"] = content
+        out["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": conform_name(call.name), "arguments": _object_json(call)},
+            }
+            for call, call_id in zip(m.tool_calls, ids, strict=True)
+        ]
+    elif content is None:
+        return None  # blank system, user or assistant message: nothing to send
+    else:
+        out["content"] = content
+    name = conform_name(m.name, fallback="") if m.name is not None else ""
+    if name:
+        out["name"] = name
+    return out
+
+
+def _object_json(call: ToolCall) -> str:
+    if call.raw_arguments is not None:
+        return arguments_text({RAW_ARGUMENTS_KEY: call.raw_arguments})
+    return call.arguments_json()
+
+
+def to_openai(
+    messages: Iterable[Message], *, resolve_media: MediaResolver | None = None
+) -> list[dict[str, Any]]:
+    """A Chat Completions ``messages`` list the API accepts, whatever the history held.
+
+    Unlike ``messages_to_openai`` (lossless, for interchange) this conforms to
+    the API's rules (``provider_rules``): broken tool chains are repaired as
+    views repair them; blank messages are dropped (a tool result stays, empty);
+    arguments that are not a JSON object travel as ``{"_raw": "..."}``; tool
+    and participant names are made to match the API's pattern, and call ids are
+    cut to 40 characters and made unique within their message, the same for the
+    call and its result; media the API cannot take becomes a text placeholder.
+    Thinking kept in metadata never travels: Chat Completions has no such input.
+    """
+    units, _ = group_units(messages)
+    call_ids = CallIds(openai_tool_id, per_message=True)
+    out: list[dict[str, Any]] = []
+    for m in flatten(units):
+        d = _request_message(m, call_ids, resolve_media)
+        if d is not None:
+            out.append(d)
+    return out
 
 
 # -- from OpenAI -----------------------------------------------------------------

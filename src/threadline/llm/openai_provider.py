@@ -28,7 +28,7 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
     ) from _exc
 
 from threadline.errors import ContextLengthExceeded, MissingCredentials, ModelError
-from threadline.interop.openai_format import messages_to_openai, tool_call_from_openai
+from threadline.interop.openai_format import to_openai, tool_call_from_openai
 from threadline.llm.base import ChatRequest, ChatResponse
 from threadline.llm.retry import (
     RETRYABLE_STATUS,
@@ -272,7 +272,7 @@ class OpenAIChatModel:
     def _request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": messages_to_openai(request.messages),
+            "messages": to_openai(request.messages),
         }
         if request.tools:
             kwargs["tools"] = [tool_to_openai(t) for t in request.tools]
