@@ -12,7 +12,9 @@ each turn's first model call, and measures:
   that repeat the previous turn's prefix (message by message), for ``stable``
   and ``greedy`` trimming and for a newest-first fill that re-trims every turn
   (the first reference document's algorithm, re-implemented here as the
-  baseline). Target: stable >= 90% and >= 1.4x the baseline;
+  baseline). Target: stable >= 90% and >= 1.4x the baseline (with compaction
+  on, a baseline that compacts as rarely as the charitable reading below caps
+  that ratio at 100% over its own share; both readings are printed);
 * dropped: stored messages a sent window left neither in it nor under its
   summary, summed over all builds (0 expected wherever compaction is on: the
   window is built as the agent loop builds it, compacting first if needed).
@@ -249,11 +251,13 @@ def main() -> None:
             runs = [f.result() for f in futures]
         console.print(f"  {regime}: {time.perf_counter() - t0:.0f}s")
         baseline = runs[-2].share or 1e-9
+        literal = runs[-1].share or 1e-9
         table = Table(title=f"{regime}: {args.turns:,} turns, {args.window:,}-token window")
         for col in [
             "strategy",
             "cache-eligible share",
             "vs baseline",
+            "vs literal",
             "prefix changes",
             "compactions",
             "dropped",
@@ -265,6 +269,7 @@ def main() -> None:
                 run.name,
                 f"{run.share:.1%}",
                 f"{run.share / baseline:.2f}x",
+                f"{run.share / literal:.2f}x",
                 f"{run.prefix_changes:,}",
                 f"{run.compactions}",
                 "-" if "baseline" in run.name else f"{run.dropped:,}",

@@ -110,3 +110,18 @@ def test_a_summary_too_big_for_its_share_loses_values_before_the_request() -> No
     assert "module_0/" in shown  # the highest-ranked (first) values stay longest
     assert "module_399/" not in shown
     assert window.tokens <= window.limit - ContextPolicy().response_reserve
+
+
+def test_history_about_to_fall_out_is_the_reason_even_when_another_trigger_is_further() -> None:
+    s = open_store("memory://").create_session(agent="a", model="gpt-4o")
+    one_request_run(s, 150, size=100)  # 301 messages: the message trigger is at 1000%
+    window = build_context(s, policy=ContextPolicy(context_limit=16_000))
+    report = window.report.model_copy(update={"dropped_messages": 1})
+    plan = plan_compaction(s, ContextPolicy(), budget=window.budget, window=report)
+    assert plan.decision.fire and plan.decision.reason == "window"
+    compactor = Compactor(ExtractiveSummarizer())
+    rebuilt, result = compactor.compact_to_fit(
+        s, lambda: build_context(s, policy=ContextPolicy(context_limit=8_000))
+    )
+    assert result is not None and result.compacted
+    assert rebuilt.report.dropped_messages == 0

@@ -382,7 +382,12 @@ def plan_compaction(
     has_work = plan.has_work
     fire, reason, note = False, None, ""
     if reached and has_work:
-        best = max(reached, key=lambda p: (p.percent, -TRIGGER_ORDER.index(p.name)))
+        urgent = [p for p in reached if p.name == "window"]  # history about to fall out
+        best = (
+            urgent[0]
+            if urgent
+            else max(reached, key=lambda p: (p.percent, -TRIGGER_ORDER.index(p.name)))
+        )
         fire, reason = True, best.name
         note = f"{best.name}: {best.value:,} >= {best.threshold:,} ({best.percent:.0f}%)"
         if best.name == "window":
