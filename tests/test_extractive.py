@@ -26,6 +26,7 @@ from threadline.compaction.snapshot import (
     words,
 )
 from threadline.compaction.toolcalls import (
+    FileOp,
     brief_result,
     call_action,
     is_confirmation,
@@ -240,24 +241,28 @@ def test_call_actions(tool: ToolCall, action: str | None) -> None:
     assert call_action(tool) == action
 
 
+def ops_of(ops: list[FileOp]) -> list[tuple[str, str, str | None]]:
+    return [(op.action, op.path, op.other) for op in ops]
+
+
 def test_shell_commands_that_change_files() -> None:
     ops = shell_file_ops(
-        "rm -rf build/ && mv old.py new.py; cp a.txt b.txt dir/\n"
+        "rm -rf build/ old.txt && mv old.py new.py; cp a.txt b.txt dir/\n"
         "sed -i 's/a/b/' src/x.py | tee -a out.log\n"
         "echo hi > notes.md 2>/dev/null; cat >> log/app.log\n"
         "cat > gen.py <<'EOF'\nrm -rf /not/a/command\nEOF\n"
         "python -c 'print(1 > 0)'"
     )
-    assert ops == [
-        ("deleted", "build/"),
-        ("moved", "old.py -> new.py"),
-        ("copied", "a.txt -> dir/"),
-        ("copied", "b.txt -> dir/"),
-        ("edited", "src/x.py"),
-        ("edited", "out.log"),
-        ("written", "notes.md"),
-        ("edited", "log/app.log"),
-        ("written", "gen.py"),
+    assert ops_of(ops) == [
+        ("deleted", "old.txt", None),
+        ("moved", "old.py", "new.py"),
+        ("copied", "dir/a.txt", "a.txt"),
+        ("copied", "dir/b.txt", "b.txt"),
+        ("edited", "src/x.py", None),
+        ("edited", "out.log", None),
+        ("written", "notes.md", None),
+        ("edited", "log/app.log", None),
+        ("written", "gen.py", None),
     ]
 
 
@@ -266,12 +271,12 @@ def test_patch_text() -> None:
         "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: src/b.py\n+z\n"
         "*** Delete File: src/c.py\n*** End Patch\n"
     )
-    assert patch_ops(patch) == [
-        ("edited", "src/a.py"),
-        ("created", "src/b.py"),
-        ("deleted", "src/c.py"),
+    assert ops_of(patch_ops(patch)) == [
+        ("edited", "src/a.py", None),
+        ("created", "src/b.py", None),
+        ("deleted", "src/c.py", None),
     ]
-    assert patch_ops("--- a/x.py\n+++ b/x.py\n@@") == [("edited", "x.py")]
+    assert ops_of(patch_ops("--- a/x.py\n+++ b/x.py\n@@")) == [("edited", "x.py", None)]
 
 
 def test_todo_lists() -> None:

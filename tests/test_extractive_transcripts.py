@@ -3,13 +3,17 @@
 Each transcript is loaded through the importers and summarized whole and in
 three incremental rounds. The snapshot must have its five sections, stay
 under the word limit, and copy rather than invent: every Important Values
-bullet and every Files Modified path must appear verbatim in the source.
-Run with ``-s`` to see the snapshots (the first is printed in full).
+bullet must appear verbatim in the source, every Files Modified path too or
+relative to the session's working directory. And it must name the files the
+run changed: summarized in windows of 100 messages, as the compactor does,
+the final snapshot of every transcript that edits files names at least 90% of
+them. Run with ``-s`` to see the snapshots (the first is printed in full).
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from pathlib import Path
 
@@ -18,6 +22,7 @@ import pytest
 from tests.conftest import TRANSCRIPTS, require_shared
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.snapshot import SECTION_NAMES, SECTION_TITLES, parse, words
+from threadline.compaction.toolcalls import edited_files
 from threadline.interop.importers import read_transcript_runs
 from threadline.messages import Message
 
@@ -78,7 +83,16 @@ def unquote(bullet: str) -> str:
     return bullet[1:-1] if len(bullet) > 1 and bullet[0] == bullet[-1] == "`" else bullet
 
 
-def check(text: str, source: str, limit: int) -> None:
+def named(path: str, source: str, cwd: str | None) -> bool:
+    """A path the source names: as written, under the working directory, or by its name (a
+    shell ``cd dir && echo > name`` names the directory and the file apart)."""
+    forms = {path, path.replace("/", "\\"), posixpath.basename(path)}
+    if cwd:
+        forms.add(posixpath.join(cwd, path))
+    return any(form in source for form in forms)
+
+
+def check(text: str, source: str, limit: int, cwd: str | None = None) -> None:
     assert words(text) <= limit
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings == [f"## {SECTION_TITLES[n]}" for n in SECTION_NAMES]
@@ -88,19 +102,25 @@ def check(text: str, source: str, limit: int) -> None:
     for bullet in snapshot.files_modified:
         quoted = re.findall(r"`([^`]+)`", bullet.text)
         assert quoted, f"a files bullet without a path: {bullet.text!r}"
-        assert quoted[0] in source, f"invented path: {quoted[0]!r}"
-        if " to `" in bullet.text:
-            assert quoted[1] in source, f"invented destination: {quoted[1]!r}"
+        assert named(quoted[0], source, cwd), f"invented path: {quoted[0]!r}"
+        if bullet.text.startswith("Also changed:") or " to `" in bullet.text:
+            for path in quoted[1:]:
+                assert named(path, source, cwd), f"invented path: {path!r}"
+
+
+def cwd_of(messages: list[Message]) -> str | None:
+    return next((m.metadata["cwd"] for m in messages if "cwd" in m.metadata), None)
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_snapshot_of_a_whole_transcript(name: str) -> None:
     for messages in load(name):
-        source = source_text(messages)
+        source, cwd = source_text(messages), cwd_of(messages)
         result = SUMMARIZER.summarize(messages)
-        check(result.text, source, MAX_WORDS)
-        check(SUMMARIZER.summarize(messages, max_words=SMALL_WORDS).text, source, SMALL_WORDS)
-        assert all(v.text in source for v in result.values)
+        check(result.text, source, MAX_WORDS, cwd)
+        small = SUMMARIZER.summarize(messages, max_words=SMALL_WORDS).text
+        check(small, source, SMALL_WORDS, cwd)
+        assert all(named(v.text, source, cwd) for v in result.values)
         assert result.retention.kept == sum(v.text in result.text for v in result.values)
         state = [b.text for b in parse(result.text).current_state]
         assert any(s.startswith("Next step:") for s in state), state
@@ -115,12 +135,51 @@ def test_snapshot_of_a_whole_transcript(name: str) -> None:
 @pytest.mark.parametrize("name", list(CASES))
 def test_incremental_rounds_over_a_transcript(name: str) -> None:
     for messages in load(name):
-        source = source_text(messages)
+        source, cwd = source_text(messages), cwd_of(messages)
         step = max(1, -(-len(messages) // ROUNDS))
         previous: str | None = None
         for start in range(0, len(messages), step):
             previous = SUMMARIZER.summarize(messages[start : start + step], previous=previous).text
-            check(previous, source, MAX_WORDS)
+            check(previous, source, MAX_WORDS, cwd)
+
+
+RECALL_TARGET = 0.9
+WINDOW = 100
+"""Messages per compaction round, about what the compactor folds in at a time."""
+
+
+def all_transcripts() -> list[str]:
+    """Every transcript in the shared directory (several subagent files among them)."""
+    if not TRANSCRIPTS.exists():
+        return []
+    return sorted(
+        str(p.relative_to(TRANSCRIPTS))
+        for p in TRANSCRIPTS.rglob("*")
+        if p.is_file() and p.name != "README.md"
+    )
+
+
+@pytest.mark.parametrize("relative", all_transcripts() or ["(shared transcripts absent)"])
+def test_the_final_snapshot_names_the_files_the_run_changed(relative: str) -> None:
+    """Edited-file recall >= 90% per conversation, in rounds of 100 messages, within 600 words.
+
+    The files a run changed are what its tool calls did (``edited_files``);
+    a file counts as named when the snapshot shows it in backticks.
+    """
+    require_shared(TRANSCRIPTS)
+    for messages in read_transcript_runs(TRANSCRIPTS / relative)[:MAX_RUNS]:
+        changed = [p for p, f in edited_files(messages).items() if not f.mentioned_only]
+        previous: str | None = None
+        for start in range(0, len(messages), WINDOW):
+            window = messages[start : start + WINDOW]
+            previous = SUMMARIZER.summarize(window, previous=previous).text
+            assert words(previous) <= MAX_WORDS
+        text = previous or ""
+        missing = [p for p in changed if f"`{p}`" not in text]
+        if changed:
+            recall = 1 - len(missing) / len(changed)
+            print(f"\n{relative}: {len(changed) - len(missing)}/{len(changed)} files named")
+            assert recall >= RECALL_TARGET, missing
 
 
 def test_shared_transcripts_are_where_the_readme_says(tmp_path: Path) -> None:

@@ -3,24 +3,35 @@
 ``ExtractiveSummarizer`` reads the messages once, front to back, and collects
 candidates for each section of the snapshot:
 
-* **Files Modified** from tool calls: write / edit / create / delete / move
-  tools (by name, or by an editor's ``command`` argument such as
-  ``str_replace``) and their path arguments, shell commands that change files
-  (``rm``, ``mv``, ``cp``, ``touch``, ``sed -i``, redirections) and patch text
-  (``*** Update File:``, ``+++ b/...``); plus paths the assistant says it
-  changed. Each file gets what happened to it, how often, and why (the
-  assistant's own words for the turn, else the user's request).
-* **Key Decisions** from sentences that decide, choose, agree, prefer, or say
-  "let's", "going with", "instead of"; and the user's constraints ("must
-  not", "don't", "always").
+* **Files Modified** from tool calls, through ``toolcalls.FileTracker``: editor
+  tools (``Edit``, ``Write``, ``str_replace_editor``, SWE-agent's ``edit``
+  on the open file), patches (Codex's ``apply_patch``, also fed through a
+  shell heredoc), shell commands that change files (redirections, ``tee``,
+  ``sed -i``, ``mv`` / ``cp``, ``rm``), Aider's "Applied edit to"; plus paths
+  the assistant says it changed. Each file is listed once, relative to the
+  session's working directory (``metadata["cwd"]``, carried from snapshot to
+  snapshot as a Current State line), with what happened to it and how often,
+  and for the most recent ones what changed: the assistant's own words for the
+  edit, else the definitions the edit touched. Files beyond the first few are
+  folded into "Also changed:" lines, so a long session still names them all.
+* **Key Decisions** from sentences that decide, choose, prefer or contrast
+  ("we'll use X because Y", "instead of"), and the user's constraints ("must
+  not", "don't", "always"); the assistant narrating its next step ("Let me
+  check", "Now let's add") is not a decision, and a long prompt template's
+  rules weigh less than a short request's.
 * **Important Values** from ``values.extract_values`` over user and
   assistant text, tool arguments and short tool results, and error lines from
-  any tool result. File dumps and long logs give only their error lines, so
-  the values the participants actually handle win the space.
+  any tool result. File dumps and long logs give only their error lines, and
+  commands that merely read or run a file give its path little weight, so the
+  values the participants actually handle win the space. Values are merged
+  when they name the same thing (a path absolute and relative, a commit hash
+  short and long), dropped when Files Modified already names them, and ranked
+  by kind, frequency and recency, each further value of one kind and each
+  member of a long machine-made series (``seed: 4821``) counting less.
 * **Current State**: the last request, the last action, the last tool result
   in brief (``run_tests -> 1 failed, 4 passed; FAILED ...``; a bare "ok"
   confirmation is data only as the very last result), earlier results that
-  carried data, and the expected next step.
+  carried data, the expected next step and the working directory.
 * **Pending Tasks** from TODO / FIXME, unchecked ``- [ ]`` boxes, lists
   under "Remaining:" / "Next steps:", todo-list tools (``TodoWrite``,
   ``update_plan``), and stated next steps ("next, I'll", "still need to");
@@ -35,14 +46,15 @@ rewritten, so what the snapshot keeps it keeps verbatim.
 
 Incremental: ``previous`` (the last checkpoint's snapshot) is parsed back and
 its bullets compete with the new ones at a discount that grows with their
-position; the current state is superseded by newer state. The old messages
-are never needed again. Deterministic: no clocks, no randomness, ties broken
-by position.
+position (a file's earlier counts add to its new ones); the current state is
+superseded by newer state. The old messages are never needed again.
+Deterministic: no clocks, no randomness, ties broken by position.
 """
 
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,20 +74,14 @@ from threadline.compaction.snapshot import (
 from threadline.compaction.toolcalls import (
     BRIEF_MAX_WORDS,
     CODE_ARG_KEYS,
-    DEST_ARG_KEYS,
     DONE_STATUSES,
-    PATH_ARG_KEYS,
     SHELL_ARG_KEYS,
-    SOURCE_ARG_KEYS,
+    FileEdit,
+    FileTracker,
     brief_result,
     call_action,
     describe_call,
     is_patch,
-    patch_ops,
-    path_args,
-    plausible_path,
-    shell_file_ops,
-    shell_text,
     split_heredocs,
     strings,
     todo_items,
@@ -132,20 +138,34 @@ KIND_WEIGHTS: dict[ValueKind, float] = {
     "version": 2.0,
     "address": 1.8,
     "exception": 1.4,
-    "identifier": 1.0,
+    "identifier": 0.9,
 }
 SOURCE_WEIGHTS: dict[str, float] = {
     "user": 1.5,
     "argument": 1.3,
     "assistant": 1.2,
     "tool_error": 1.1,
+    "lookup": 1.0,
+    "snippet": 0.9,
     "tool_short": 0.8,
+    "command": 0.6,
     "bulk": 0.4,
 }
 """Who said it. ``bulk`` is a long tool output (logs): its error lines only. Code (a file read,
-a file being written, a patch, a heredoc) gives nothing: its "raise ValueError" is no event."""
+a file being written, a patch, a heredoc) gives nothing: its "raise ValueError" is no event.
+``lookup`` is a path a read or search names, ``command`` a path a shell command reads or runs
+(``mix test test/a_test.exs``), ``snippet`` a code block in a message (no bare identifiers)."""
 IMPORTANT_SOURCE_WEIGHT = 0.8
-"""A value seen only in sources weighing less than this is not an important value."""
+"""A value seen only in sources weighing less than this is not an important value..."""
+IMPORTANT_MIN_COUNT = 3
+"""...unless it recurs this often (the test file run again and again)."""
+KIND_DECAY = 0.06
+"""The n-th value of one kind competes at ``1 / (1 + KIND_DECAY * n)``: no kind floods."""
+SERIES_MIN = 5
+"""This many values of one shape (digits aside) from tool output or commands are a series..."""
+SERIES_KEEP = 2
+"""...of which only the best few are worth keeping (``seed: 4821``, ``run_17.log``)."""
+SERIES_SOURCES = frozenset({"tool_short", "command", "bulk", "lookup"})
 SHORT_RESULT_CHARS = 1_500
 """A tool result up to this long is data worth mining in full (the ids, URLs it returned)."""
 MAX_VALUES_PER_RESULT = 5
@@ -164,10 +184,23 @@ EARLIER_RESULT_SCORE = 1.6
 PREVIOUS_VALUE_SCORE = KIND_WEIGHTS["path"] * SOURCE_WEIGHTS["assistant"]
 """What a value carried over from the previous snapshot scores before its discount."""
 NOTED_FILES = 6
-"""Only the most recent files carry the why; older ones just say what happened to them."""
+"""Only the most recent files say what changed; older ones just say what happened to them."""
+FILE_BULLETS = 10
+"""Files with a line of their own; the rest are named in "Also changed:" lines..."""
+FOLD_SIZE = 10
+"""...this many to a line."""
+FOLD_FACTOR = 0.9
+MAX_SYMBOLS = 3
+MAX_IDENTIFIERS = 10
+"""Bare names (``renderBoard``, ``state.inCheck``) said in passing: the best few are enough."""
 MENTIONED_FILE_FACTOR = 0.6
 """A file the assistant says it changed, with no tool call to show it."""
 USER_DECISION_FACTOR = 1.3
+CONTRAST_FACTOR = 0.8
+"""An assistant's "X instead of Y" with no decision word: likely a choice, less surely one."""
+TEMPLATE_WORDS = 400
+"""A user message this long (an issue text, a prompt template) weighs half per sentence, and
+less the longer it is: its rules are boilerplate next to a short request's."""
 MAX_DECISIONS_PER_MESSAGE = 5
 """A prompt template's ten "always ..." rules must not crowd out the session's decisions."""
 
@@ -179,6 +212,8 @@ _FOCUS_STOPWORDS = frozenset(
 MAX_BULLET_WORDS = 40
 REQUEST_MAX_WORDS = 60
 NOTE_MAX_WORDS = 14
+NOTE_MIN_WORDS = 3
+""""add it" says nothing; "add Endpoint config" does."""
 ACCOUNT_MIN_WORDS = 4
 """"Perfect!" is no account of a reply; the first sentence at least this long is."""
 RECENT_RESULTS = 4
@@ -188,6 +223,9 @@ CONTAINMENT_WINDOW = 300
 """A value inside one of the best this-many others (a name inside its error line) is skipped..."""
 CONTAINER_MIN_SHARE = 0.5
 """...when that other value scores at least this share of its own, so it is likely shown."""
+WORKING_DIRECTORY = "Working directory"
+"""The Current State line that carries the session's working directory to the next round."""
+ALSO_CHANGED = "Also changed"
 
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
 _TAGGED = re.compile(r"<([a-z]\w*-[\w-]+)>.*?</\1>", re.S)
@@ -195,31 +233,52 @@ _LINE_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+\u2022]\s+|\d+[.)]\s+|>\s*)")
 _CHECKBOX_LINE = re.compile(r"^\s*[-*+]\s*\[[ xX]\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])")
 _EMPHASIS = re.compile(r"\*\*|__")
+_APOSTROPHE = "['\u2019]"
 _DECISION = re.compile(
-    r"\b(?:(?<!before\s)(?<!whether\s)decid(?:e|ed|es)|chose|choose|chosen|"
+    r"\b(?:(?<!before\s)(?<!whether\s)decid(?:e|ed|es)|decision|chose|choose|chosen|"
     r"opt(?:ed|ing)?\s+(?:for|to)|agree(?:d|s)?|settled\s+on|going\s+with|go\s+with|"
-    r"stick(?:ing)?\s+with|instead\s+of|rather\s+than|prefer(?:red|s)?|"
-    r"switch(?:ed|ing)?\s+(?:to|from)|"
-    r"we(?:'ll|\s+will|\s+should|\s+are\s+going\s+to)\s+(?:use|keep|go|switch|stick|adopt)|"
-    r"(?:I|we)(?:'ll|\s+will)\s+use)\b",
+    r"stick(?:ing)?\s+with|prefer(?:red|s)?|switch(?:ed|ing)?\s+(?:to|from)|"
+    rf"we(?:{_APOSTROPHE}ll|\s+will|\s+should|\s+are\s+going\s+to)\s+"
+    r"(?:use|keep|go|switch|stick|adopt))\b",
     re.I,
 )
-_LETS = re.compile(
-    r"\blet(?:['\u2019]?s|\s+us)\s+(?!(?:see|look|check|start|first|examine|read|view|verify|"
-    r"explore|find|search|open|run|take|begin|dig|review|investigate|understand|inspect|figure|"
-    r"debug|test|try|get|analyze|analyse|trace|confirm|also|now|paste|list|create|scroll|go\s+"
-    r"ahead|proceed|continue)\b)",
+"""Words that record a choice."""
+_CONTRAST = re.compile(r"\b(?:instead\s+of|rather\s+than|in\s+favou?r\s+of)\b", re.I)
+_RATIONALE = re.compile(r"\b(?:because|since|so\s+that|to\s+avoid|as\s+it|which\s+keeps)\b", re.I)
+_INTENT = re.compile(
+    rf"\b(?:needs?\s+to|should|must|will|{_APOSTROPHE}ll|going\s+to|has\s+to|have\s+to)\b", re.I
+)
+_LOOKING = re.compile(
+    r"(?:check|look|see|read|view|examine|explore|find|search|open|inspect|investigate|verify|"
+    r"review|understand|run|try|test|confirm|debug|figure)\b",
     re.I,
 )
-"""A "let's" that is not just the next step ("let's check"): a weaker sign of a decision."""
-LETS_FACTOR = 0.6
-"""An assistant's "let's" is often a plan for the next minute, not a decision; a user's is."""
-_DIRECTIVE = re.compile(
-    r"\b(?:must(?:n't|\s+not)?|should(?:n't|\s+not)?|don't|do\s+not|never|always|make\s+sure|"
-    r"important|avoid|no\s+need\s+to|not\s+(?:acceptable|accepable|valid|allowed|needed))\b",
+"""The verbs of an agent finding things out: narrating them is not deciding anything."""
+RATIONALE_FACTOR = 0.6
+"""An assistant's step with its reason ("add a nowarn since MapSet is opaque"): a small choice."""
+_OWN_CHOICE = re.compile(rf"\b(?:I|we)(?:{_APOSTROPHE}ll|\s+will)\s+use\b", re.I)
+""""I'll use X": a choice when it says why ("because"), else the next tool call narrated."""
+_NARRATION = re.compile(
+    r"^(?:(?:now|next|then|first|finally|ok(?:ay)?|good|great|perfect|alright|so|also)\b"
+    r"[,!.:]?\s+)*(?:let\s+me|let['\u2019]?s|let\s+us|"
+    rf"I{_APOSTROPHE}ll|I\s+will|I{_APOSTROPHE}m\s+going\s+to|I\s+am\s+going\s+to|I\s+need\s+to|"
+    r"I\s+should|I\s+can|we\s+need\s+to|we\s+can|to\s+\w[^,]{0,80},\s+I)\b",
     re.I,
 )
-"""A user's constraint ("don't commit until the end") is a decision the agent must keep."""
+"""The assistant telling its next move ("Now let's add", "Let me check"): not a decision."""
+_IMPERATIVE = re.compile(
+    r"^(?:(?:please|also|and|but|so|then|just|ok(?:ay)?|again|still)\b[,]?\s+)*"
+    rf"(?:don{_APOSTROPHE}?t|do\s+not|never|always|make\s+sure|ensure|avoid|must|only|keep|stop|"
+    r"no\s+need\s+to|use|prefer|let['\u2019]?s|let\s+us)\b",
+    re.I,
+)
+_OBLIGATION = re.compile(
+    rf"\b(?:must(?:n{_APOSTROPHE}t|\s+not)?(?!\s+have\b)|(?:you|we|I)\s+should(?:n{_APOSTROPHE}t|\s+not)?|"
+    r"should\s+(?:never|always|not)|not\s+(?:acceptable|accepable|allowed|valid)|"
+    r"(?:it|this)\s+is\s+important|important\s+(?:not\s+)?to)\b",
+    re.I,
+)
+"""A user's constraint ("don't commit until the end", "it must not block") the agent must keep."""
 _TASK = re.compile(
     r"\b(?:TODO|FIXME)\b|\b(?:next,?\s+(?:I|we)(?:'ll|\s+will|\s+need\s+to|\s+should|\s+must)|"
     r"(?:I|we)(?:'ll|\s+will)\s+(?:next|then|also\s+need\s+to)|"
@@ -250,6 +309,41 @@ _CHANGE_CLAIM = re.compile(
     r"^(?i:" + _CHANGE_VERBS + r")\b|\b[Aa]pplied\s+edit\s+to\b"
 )
 """The assistant saying it changed a file (not planning to): "I've updated `x.py`"."""
+_NOTE_LEAD = re.compile(
+    r"^(?:(?:now|next|then|first|finally|ok(?:ay)?|good|great|perfect|alright|also|and|so)\b"
+    r"[,!.:]?\s+)*(?:(?:let\s+me|let['\u2019]?s|let\s+us|"
+    rf"I{_APOSTROPHE}ll|I\s+will|I{_APOSTROPHE}m\s+going\s+to|I\s+am\s+going\s+to|I\s+need\s+to|"
+    rf"we\s+need\s+to|we{_APOSTROPHE}ll|we\s+will|I\s+should|we\s+should|I{_APOSTROPHE}m|"
+    r"I\s+am|we\s+are)\s+)?(?:(?:also|now|just|first|then)\s+)?",
+    re.I,
+)
+_NOTE_VERB = re.compile(
+    r"(?:add|fix|updat|remov|replac|renam|extract|creat|writ|wrote|implement|chang|refactor|"
+    r"mov|us(?:e|ing)\b|mak|handl|rewrit|simplif|convert|wir|regist|switch|introduc|defin|"
+    r"delet|adjust|apply|set|includ|insert|restructur|split|clean|expos|guard|wrap|"
+    r"inlin|drop|restor|revert|correct|modif|enabl|disabl|support|swap|bump|pin|migrat|patch|"
+    r"append|prepend|initiali|mark|skip|allow|prevent|ensur|align|format|tweak|improv|optimi|"
+    r"reduc|increas|limit|rais|catch|document|annotat|merg|sort|strip|normali|"
+    r"validat|connect|hook|configur|install|generat|build|render|rework|consolidat|reorder|"
+    r"comment|uncomment|emit|forward|lower|upgrad|downgrad|chang|put|fill|plug|gate|cache|"
+    r"defer|lazy|escape|quote|point)\w*\b",
+    re.I,
+)
+"""How an account of an edit starts: a verb that changes something ("fix", "extract")."""
+_CODE_CHARS = re.compile(r"[;{}<>]|\s==?\s|[(\[,]$|^\w+\s+[\"']")
+"""A line of code that happens to start with a verb (``return Response(``) is no account."""
+_OLD_FILE = re.compile(
+    r"^`(?P<path>[^`]+)`:\s*(?P<acts>(?:(?:created|written|edited|deleted|moved|copied|"
+    r"reverted|changed)(?:\s*\u00d7\d+)?(?:,\s*)?)*)(?P<tail>.*)$"
+)
+_ACTION_COUNT = re.compile(
+    r"(created|written|edited|deleted|moved|copied|reverted|changed)(?:\s*\u00d7(\d+))?"
+)
+_SHAPE_DIGITS = re.compile(r"\d+")
+_MENTIONED_FILE = re.compile(r"/.*\.\w{1,8}$|^[^/]+\.(?!js$)\w{1,8}$")
+"""A path the assistant says it changed names a file: it has an extension, and a bare
+``highlight.js`` is more likely a library than a file."""
+_HEREDOC_MARKER = re.compile(r"<<-?\s*['\"]?\w+['\"]?")
 # -- text ----------------------------------------------------------------------------
 
 
@@ -288,14 +382,53 @@ def _sentences(text: str) -> Iterator[str]:
                 yield sentence.strip()
 
 
-def _decision_strength(sentence: str, user: bool) -> float:
-    """How surely a sentence records a decision (0: it does not)."""
-    factor = USER_DECISION_FACTOR if user else 1.0
-    if _DECISION.search(sentence) or (user and _DIRECTIVE.search(sentence)):
-        return factor
-    if _LETS.search(sentence):
-        return factor if user else LETS_FACTOR
+def _decision_strength(sentence: str, speaker: str) -> float:
+    """How surely a sentence records a decision or a constraint (0: it does not).
+
+    The user decides by saying so or by telling the agent what to do ("don't
+    commit", "use httpx"). The assistant decides when it says it chose,
+    prefers or will use something and why, or weighs one thing against
+    another; narrating its next move ("Now let's add", "Let me check", "I'll
+    use the `view` command") is not a decision, unless it sets one option
+    against another ("let's install X instead of Y").
+    """
+    if speaker == "user":
+        if _DECISION.search(sentence) or _CONTRAST.search(sentence):
+            return USER_DECISION_FACTOR
+        if _IMPERATIVE.match(sentence) or _OBLIGATION.search(sentence):
+            return USER_DECISION_FACTOR
+        return 0.0
+    narration = _NARRATION.match(sentence) is not None
+    if _DECISION.search(sentence) and not narration:
+        return 1.0
+    if _OWN_CHOICE.search(sentence) and _RATIONALE.search(sentence):
+        return 1.0
+    if _CONTRAST.search(sentence):
+        return CONTRAST_FACTOR * (0.75 if narration else 1.0)
+    if _RATIONALE.search(sentence):
+        step = _NOTE_LEAD.sub("", sentence, count=1)
+        if _LOOKING.match(step):
+            return 0.0
+        if _INTENT.search(sentence) or (step is not sentence and _NOTE_VERB.match(step)):
+            return RATIONALE_FACTOR
     return 0.0
+
+
+def _edit_note(text: str) -> str | None:
+    """What an edit does, in the assistant's words: the last sentence that starts with a change.
+
+    "Now fix the credo nesting issue by extracting the helper." gives "fix the
+    credo nesting issue by extracting the helper"; "Now I have the full
+    picture." and "All 15 tests pass." say nothing about the edit.
+    """
+    for sentence in reversed(list(_sentences(text))):
+        rest = _NOTE_LEAD.sub("", sentence, count=1).strip()
+        code = _CODE_CHARS.search(rest) or rest.count("(") != rest.count(")")
+        if rest and _NOTE_VERB.match(rest) and words(rest) >= NOTE_MIN_WORDS and not code:
+            if rest is not sentence and rest[:1].isupper() and rest[1:2].islower():
+                rest = rest[0].lower() + rest[1:]
+            return clip_words(rest.rstrip(":.").rstrip(), NOTE_MAX_WORDS)
+    return None
 
 
 def _account(text: str) -> str:
@@ -309,6 +442,10 @@ def _account(text: str) -> str:
     return clip_words(sentences[0], BRIEF_MAX_WORDS) if sentences else ""
 
 
+def _recency(index: int, total: int) -> float:
+    return RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * (index + 1) / max(1, total)
+
+
 # -- one pass over the messages ------------------------------------------------------
 
 
@@ -319,41 +456,11 @@ class _ValueStat:
     source: float
     first: int
     count: int = 1
+    sources: set[str] = field(default_factory=set)
 
     @property
     def ranked(self) -> float:
         return self.score * (1.0 + FREQUENCY_WEIGHT * math.log(self.count))
-
-
-@dataclass(slots=True)
-class _FileRecord:
-    path: str
-    actions: dict[str, int] = field(default_factory=dict)
-    last: float = 0.0
-    count: int = 0
-    note: str | None = None
-    failed: str | None = None
-    moved_to: str | None = None
-    mentioned_only: bool = True
-    earlier: bool = False
-
-    @property
-    def score(self) -> float:
-        factor = MENTIONED_FILE_FACTOR if self.mentioned_only else 1.0
-        return FILE_SCORE * self.last * (1.0 + FREQUENCY_WEIGHT * math.log(self.count)) * factor
-
-    def bullet(self, *, noted: bool = True) -> str:
-        acts = ", ".join(f"{a} \u00d7{n}" if n > 1 else a for a, n in self.actions.items())
-        text = f"{code_span(self.path)}: {acts}"
-        if self.moved_to:
-            text += f" to {code_span(self.moved_to)}"
-        if self.note and noted:
-            text += f" \u2014 {self.note}"
-        if self.failed:
-            text += f"; last attempt failed: {self.failed}"
-        if self.earlier:
-            text += " (also changed earlier)"
-        return clip_words(text, MAX_BULLET_WORDS)
 
 
 @dataclass(slots=True)
@@ -374,39 +481,58 @@ class _Pass:
     """Everything one front-to-back reading of the window finds, before ranking."""
 
     total: int
+    tracker: FileTracker
     values: dict[str, _ValueStat] = field(default_factory=dict)
-    files: dict[str, _FileRecord] = field(default_factory=dict)
     decisions: Ranked = field(default_factory=dict)
     tasks: Ranked = field(default_factory=dict)
     done: set[str] = field(default_factory=set)
     todo_list: list[tuple[str, str]] | None = None
     results: list[_Result] = field(default_factory=list)
-    open_calls: list[ToolCall] = field(default_factory=list)
     last: Message | None = None
     last_request: str | None = None
     last_text: str | None = None
     last_calls: list[ToolCall] = field(default_factory=list)
+    last_command: str | None = None
+    """A SWE-agent text command: its output comes back as a user message."""
     calls_after_text: bool = False
+    last_observation: bool = False
     turn_note: str | None = None
-    """Why files change in this turn: the assistant's first sentence, else the request."""
+    """What the edits of this turn do, in the assistant's words."""
 
     def read(self, messages: Sequence[Message]) -> _Pass:
         for index, m in enumerate(messages):
-            if m.role == "system":
+            observation = m.role == "user" and self.tracker.after_action
+            answered, touched = self.tracker.observe(m, index)
+            if m.role == "system" or m.metadata.get("is_demo"):
                 continue
-            recency = RECENCY_FLOOR + (1.0 - RECENCY_FLOOR) * (index + 1) / max(1, self.total)
-            if m.role == "tool":
-                self.result(m, recency, index)
+            recency = _recency(index, self.total)
+            self.last_observation = observation
+            if m.role == "tool" or observation:
+                self.result(m, answered, recency, index)
             else:
                 self.said(m, recency, index)
                 if m.tool_calls:
                     self.calls(m.tool_calls, recency, index)
+                action = m.metadata.get("action")
+                if m.role == "assistant" and isinstance(action, str) and not m.tool_calls:
+                    self.last_command = action.strip().split("\n", 1)[0]
+                    command = self.last_command
+                    self.add_values(command, "argument", recency, index, paths="command")
+            for rec in touched:
+                rec.note = self.turn_note or rec.note
+                weight = SOURCE_WEIGHTS["argument"]
+                value = Value("path", self.tracker.shown(rec.path))
+                self.add_value(value, KIND_WEIGHTS["path"] * weight * recency, weight, index)
             self.last = m
         return self
 
     # -- values
 
-    def add_values(self, text: str, source: str, recency: float, index: int) -> None:
+    def add_values(
+        self, text: str, source: str, recency: float, index: int, *, paths: str | None = None
+    ) -> None:
+        """Values of ``text`` said by ``source``; ``paths`` is the source its paths (and its
+        ``--flag=value`` options) count as."""
         if not text or source == "code":
             return
         weight = SOURCE_WEIGHTS[source]
@@ -416,20 +542,29 @@ class _Pass:
             found = extract_values(_window(text))
             if len(text) > SCAN_HEAD_CHARS + SCAN_TAIL_CHARS:
                 found = unique_values([*found, *extract_error_lines(text)])
+            if source == "snippet":
+                found = [v for v in found if v.kind != "identifier"]
             if source == "tool_short" and len(found) > MAX_VALUES_PER_RESULT:
                 found = sorted(found, key=lambda v: -KIND_WEIGHTS[v.kind])[:MAX_VALUES_PER_RESULT]
         for v in found:
-            w = max(weight, SOURCE_WEIGHTS["tool_error"]) if v.kind == "error" else weight
-            self.add_value(v, KIND_WEIGHTS[v.kind] * w * recency, w, index)
+            flag = v.kind == "setting" and v.text.startswith("-")  # a command line's --type=bug
+            named = paths if paths and (v.kind == "path" or flag) else source
+            w = SOURCE_WEIGHTS[named]
+            if v.kind == "error":
+                w = max(weight, SOURCE_WEIGHTS["tool_error"])
+            self.add_value(v, KIND_WEIGHTS[v.kind] * w * recency, w, index, named)
 
-    def add_value(self, v: Value, score: float, source: float, index: int) -> None:
+    def add_value(
+        self, v: Value, score: float, source: float, index: int, name: str = "argument"
+    ) -> None:
         stat = self.values.get(v.text)
         if stat is None:
-            self.values[v.text] = _ValueStat(v, score, source, index)
+            self.values[v.text] = _ValueStat(v, score, source, index, sources={name})
         else:
             stat.count += 1
             stat.score = max(stat.score, score)
             stat.source = max(stat.source, source)
+            stat.sources.add(name)
 
     @staticmethod
     def add_ranked(bucket: Ranked, text: str, score: float) -> None:
@@ -445,43 +580,48 @@ class _Pass:
             self.turn_note = None
         if not text.strip():
             return
-        self.add_values(text, "user" if m.role == "user" else "assistant", recency, index)
+        injected = m.summary or m.synthetic or m.metadata.get("is_meta")
+        injected = injected or m.metadata.get("compact_summary")
+        speaker = "user" if m.role == "user" and not injected else "assistant"
+        prose = _FENCED.sub("\n", text)
+        self.add_values(prose, "user" if m.role == "user" else "assistant", recency, index)
+        self.add_values("\n".join(_FENCED.findall(text)), "snippet", recency, index)
         if m.role == "user":
             cleaned = _prose(text).strip()
-            injected = m.summary or m.synthetic or m.metadata.get("is_meta")
-            injected = injected or m.metadata.get("compact_summary")
             if cleaned and not injected and not _SKIP_REQUEST.match(cleaned):
                 self.last_request = clip_words(cleaned, REQUEST_MAX_WORDS)
-                self.turn_note = f"asked: {clip_words(cleaned, NOTE_MAX_WORDS)}"
         else:
             self.last_text, self.calls_after_text = text, False
-            first = next(_sentences(text), None)
-            if first:
-                self.turn_note = clip_words(first, NOTE_MAX_WORDS)
-        self.sentences(text, m.role, recency)
+            self.turn_note = _edit_note(text)
+        self.sentences(text, speaker, recency, index)
         self.lists(text, recency)
 
-    def sentences(self, text: str, role: str, recency: float) -> None:
-        user = role == "user"
+    def sentences(self, text: str, speaker: str, recency: float, index: int) -> None:
+        user = speaker == "user"
         decisions = 0
+        length = words(text)
+        template = 1.0 if length <= TEMPLATE_WORDS else TEMPLATE_WORDS / (2.0 * length)
         for sentence in _sentences(text):
             if words(sentence) < 3:
                 continue
             statement = not sentence.endswith("?")
-            if statement and _TASK.search(sentence):
-                clipped = clip_words(sentence, MAX_BULLET_WORDS)
-                self.add_ranked(self.tasks, clipped, TASK_SCORE * recency)
-            elif statement and (strength := _decision_strength(sentence, user)):
+            if statement and _TASK.search(sentence) and not sentence.endswith(":"):
+                if not _NARRATION.match(sentence) or "TODO" in sentence or "FIXME" in sentence:
+                    clipped = clip_words(sentence, MAX_BULLET_WORDS)
+                    self.add_ranked(self.tasks, clipped, TASK_SCORE * recency)
+            elif statement and (strength := _decision_strength(sentence, speaker)):
                 decisions += 1
                 if decisions <= MAX_DECISIONS_PER_MESSAGE:
                     clipped = ("User: " if user else "") + clip_words(sentence, MAX_BULLET_WORDS)
-                    self.add_ranked(self.decisions, clipped, DECISION_SCORE * strength * recency)
+                    score = DECISION_SCORE * strength * recency * (template if user else 1.0)
+                    self.add_ranked(self.decisions, clipped, score)
             if not user and _CHANGE_CLAIM.search(sentence):
                 for v in extract_values(sentence):
-                    if v.kind == "path" and v.text not in self.files:
-                        rec = self.touch(v.text, "changed", recency, mentioned=True)
-                        if rec is not None:
-                            rec.note = clip_words(sentence, NOTE_MAX_WORDS)
+                    if v.kind != "path" or not _MENTIONED_FILE.search(v.text):
+                        continue
+                    rec = self.tracker.mention(v.text, index)
+                    if rec is not None:
+                        rec.note = clip_words(sentence, NOTE_MAX_WORDS)
 
     def lists(self, text: str, recency: float) -> None:
         """Checkboxes, and list items under a "Remaining:" / "Next steps:" heading."""
@@ -505,96 +645,41 @@ class _Pass:
 
     def calls(self, calls: Sequence[ToolCall], recency: float, index: int) -> None:
         self.last_calls, self.calls_after_text = list(calls), True
-        self.open_calls.extend(calls)
+        self.last_command = None
         for call in calls:
+            action = call_action(call)
+            paths = "command" if action == "shell" else None
+            paths = "lookup" if action in ("read", "search") else paths
             for key, value in call.arguments.items():
                 for s in strings(value):
-                    self.argument_values(s, key, recency, index)
+                    self.argument_values(s, key, recency, index, paths)
             if call.raw_arguments:
-                self.argument_values(call.raw_arguments, "", recency, index)
+                self.argument_values(call.raw_arguments, "", recency, index, paths)
             todos = todo_items(call)
             if todos is not None:
                 self.todo_list = todos
                 self.done.update(_norm(t) for t, status in todos if status in DONE_STATUSES)
-            self.file_ops(call, recency, index)
 
-    def argument_values(self, text: str, key: str, recency: float, index: int) -> None:
+    def argument_values(
+        self, text: str, key: str, recency: float, index: int, paths: str | None
+    ) -> None:
         """Values of an argument; code in it (file content, patches, heredoc bodies) gives none."""
         if key in CODE_ARG_KEYS or is_patch(text):
-            self.add_values(text, "code", recency, index)
-        elif key in SHELL_ARG_KEYS and "<<" in text:
-            commands, bodies = split_heredocs(text)
-            self.add_values(commands, "argument", recency, index)
-            self.add_values(bodies, "code", recency, index)
-        else:
-            self.add_values(text, "argument", recency, index)
-
-    def file_ops(self, call: ToolCall, recency: float, index: int) -> None:
-        texts = [s for v in call.arguments.values() for s in strings(v)]
-        for text in [*texts, call.raw_arguments or ""]:
-            if "*** " in text or "+++ " in text:
-                for op, path in patch_ops(text):
-                    self.touch(path, op, recency, index=index)
-        action = call_action(call)
-        if action == "shell":
-            for op, target in shell_file_ops(shell_text(call) or ""):
-                src, _, dest = target.partition(" -> ")
-                rec = self.touch(src, op, recency, index=index)
-                if rec is not None and dest:
-                    rec.moved_to = dest
             return
-        if action in (None, "read", "search"):
-            return
-        sources, dests = path_args(call, SOURCE_ARG_KEYS), path_args(call, DEST_ARG_KEYS)
-        paths = path_args(call, PATH_ARG_KEYS)
-        if action in ("moved", "copied") and (sources or paths) and dests:
-            for src in sources or paths:
-                rec = self.touch(src, action, recency, index=index)
-                if rec is not None:
-                    rec.moved_to = dests[0]
-            return
-        for path in paths:
-            self.touch(path, action, recency, index=index)
+        if key in SHELL_ARG_KEYS and "<<" in text:
+            text = _HEREDOC_MARKER.sub(" ", split_heredocs(text)[0])
+        self.add_values(text, "argument", recency, index, paths=paths)
 
-    def touch(
-        self, path: str, action: str, recency: float, *, mentioned: bool = False, index: int = 0
-    ) -> _FileRecord | None:
-        path = path.strip().strip("'\"`")
-        if not plausible_path(path):
-            return None
-        rec = self.files.setdefault(path, _FileRecord(path))
-        rec.actions[action] = rec.actions.get(action, 0) + 1
-        rec.count += 1
-        rec.last = max(rec.last, recency)
-        if not mentioned:
-            rec.mentioned_only = False
-            rec.note = self.turn_note or rec.note
-        weight = SOURCE_WEIGHTS["argument"]
-        self.add_value(Value("path", path), KIND_WEIGHTS["path"] * weight * recency, weight, index)
-        return rec
-
-    def result(self, m: Message, recency: float, index: int) -> None:
-        call = self.pair(m)
+    def result(self, m: Message, call: ToolCall | None, recency: float, index: int) -> None:
         text = _message_text(m)
         action = call_action(call) if call is not None else None
+        command = self.last_command if m.role == "user" else None
+        read = action == "read" or (command or "").startswith(("open ", "goto ", "scroll_"))
         source = "tool_short" if len(text) <= SHORT_RESULT_CHARS else "bulk"
-        source = "code" if action == "read" else source
-        self.add_values(text, source, recency, index)
+        self.add_values(text, "code" if read else source, recency, index)
         error = bool(m.metadata.get("is_error") or m.metadata.get("error"))
-        name = call.name if call is not None else (m.name or "tool")
-        self.results.append(_Result(call, name, text, error, action == "read"))
-        if call is not None and error and action not in (None, "read", "shell"):
-            brief = brief_result(text)
-            for path in path_args(call, PATH_ARG_KEYS):
-                if path in self.files and brief:
-                    self.files[path].failed = brief
-
-    def pair(self, m: Message) -> ToolCall | None:
-        """The call a result answers: the first open call with its id, else the oldest open."""
-        for i, call in enumerate(self.open_calls):
-            if call.id == m.tool_call_id:
-                return self.open_calls.pop(i)
-        return self.open_calls.pop(0) if self.open_calls else None
+        name = call.name if call is not None else (command or m.name or "tool")
+        self.results.append(_Result(call, name, text, error, read))
 
     # -- the state at the end of the window
 
@@ -606,9 +691,11 @@ class _Pass:
         if last.role == "assistant" and last.tool_calls:
             names = ", ".join(dict.fromkeys(code_span(c.name) for c in last.tool_calls))
             return f"wait for the result of {names}."
-        if last.role == "user":
+        if last.role == "assistant" and self.last_command:
+            return f"wait for the output of {code_span(clip_words(self.last_command, 8))}."
+        if last.role == "user" and not self.last_observation:
             return "answer the last request."
-        if last.role == "tool" and self.results:
+        if last.role in ("tool", "user") and self.results:
             r = self.results[-1]
             verb = "deal with the error from" if r.error else "continue from the result of"
             return f"{verb} {code_span(r.name)}."
@@ -629,13 +716,89 @@ def _previous_weight(position: int, count: int) -> float:
     return PREVIOUS_FACTOR * (1.0 - PREVIOUS_POSITION_DECAY * position / max(1, count))
 
 
-def _bullet_key(text: str) -> str:
-    """What a Files Modified bullet is about: its first path, else its quoted head."""
-    for v in extract_values(text):
-        if v.kind == "path":
-            return v.text
-    quoted = re.match(r"\s*`([^`]+)`", text)
-    return quoted.group(1) if quoted else _norm(text)
+def _file_score(rec: FileEdit, total: int) -> float:
+    factor = MENTIONED_FILE_FACTOR if rec.mentioned_only else 1.0
+    frequency = 1.0 + FREQUENCY_WEIGHT * math.log(max(1, rec.count))
+    return FILE_SCORE * _recency(rec.last, total) * frequency * factor
+
+
+def _file_bullet(rec: FileEdit, *, noted: bool) -> str:
+    """``path: edited ×3: what changed``; a move says where to, a failure what went wrong."""
+    text = f"{code_span(rec.path)}: {rec.describe()}"
+    if rec.other:
+        text += f" {'from' if 'copied' in rec.actions else 'to'} {code_span(rec.other)}"
+    what = rec.note if noted else None
+    if noted and not what and rec.symbols:
+        what = ", ".join(code_span(s) for s in rec.symbols[-MAX_SYMBOLS:])
+    if what:
+        text += f": {what}"
+    if rec.failed:
+        text += f"; last attempt failed: {rec.failed}"
+    return clip_words(text, MAX_BULLET_WORDS)
+
+
+@dataclass(slots=True)
+class _OldFile:
+    """A Files Modified bullet of the previous snapshot, its path in today's form."""
+
+    path: str
+    position: int
+    counts: dict[str, int]
+    full: str
+    short: str
+
+
+def _shown(tracker: FileTracker, path: str) -> str:
+    key = tracker.key(path)
+    return tracker.shown(key) if key else path
+
+
+def _old_files(old: Snapshot, tracker: FileTracker) -> dict[str, _OldFile]:
+    """The previous snapshot's files by path, "Also changed:" lines unfolded."""
+    out: dict[str, _OldFile] = {}
+    for position, b in enumerate(old.files_modified):
+        text = b.text
+        if text.startswith(f"{ALSO_CHANGED}:"):
+            for raw in re.findall(r"`([^`]+)`", text):
+                path = _shown(tracker, raw)
+                out.setdefault(path, _OldFile(path, position, {}, code_span(path), code_span(path)))
+            continue
+        m = _OLD_FILE.match(text)
+        if m is None:
+            quoted = re.match(r"\s*`([^`]+)`", text)
+            path = _shown(tracker, quoted.group(1)) if quoted else _norm(text)
+            out.setdefault(path, _OldFile(path, position, {}, text, clip_words(text, 6)))
+            continue
+        path = _shown(tracker, m.group("path"))
+        counts: dict[str, int] = {}
+        for action, n in _ACTION_COUNT.findall(m.group("acts")):
+            counts[action] = counts.get(action, 0) + int(n or 1)
+        acts, tail = m.group("acts").strip().rstrip(","), m.group("tail")
+        head = f"{code_span(path)}: {acts}"
+        moved = re.match(r"\s*((?:to|from) `[^`]+`)", tail)
+        short = f"{head} {moved.group(1)}" if moved else head
+        out.setdefault(path, _OldFile(path, position, counts, f"{head}{tail}", short))
+    return out
+
+
+def _old_cwd(old: Snapshot) -> str | None:
+    for b in old.current_state:
+        if b.text.startswith(f"{WORKING_DIRECTORY}:"):
+            quoted = re.search(r"`([^`]+)`", b.text)
+            return quoted.group(1) if quoted else None
+    return None
+
+
+def _value_key(value: Value, tracker: FileTracker) -> str:
+    """What a value names: one path however written, one commit however abbreviated."""
+    text = value.text
+    if value.kind == "path":
+        return _shown(tracker, text[2:] if text[:2] in ("a/", "b/") else text)
+    if value.kind == "hex" and len(text) >= 7:
+        return text[:7].lower()
+    if value.kind == "url":
+        return text.rstrip("/")
+    return text
 
 
 def _state_label(text: str) -> str:
@@ -691,24 +854,22 @@ class ExtractiveSummarizer:
     ) -> SummaryResult:
         """Summarize ``messages``, folding in the ``previous`` snapshot when given; bullets
         about ``focus`` (the user's ``/compact`` text) get more room."""
-        p = _Pass(total=len(messages)).read(messages)
         old = parse(previous) if previous and previous.strip() else Snapshot()
+        tracker = FileTracker(_old_cwd(old))
+        p = _Pass(total=len(messages), tracker=tracker).read(messages)
         snapshot = Snapshot()
-        self._files(p, old, snapshot)
+        files = self._files(p, old, snapshot)
         self._ranked(p.decisions, old.key_decisions, snapshot, "key_decisions", set())
-        self._values(p, old, snapshot, max_words)
+        ranked = self._values(p, old, snapshot, max_words, files)
         self._state(p, old, snapshot)
         self._tasks(p, old, snapshot)
         if focus:
             _boost_focus(snapshot, focus)
         _diminish(snapshot)
         text = snapshot.render(max_words, shares=self.shares)
-        important = [s for s in p.values.values() if s.source >= IMPORTANT_SOURCE_WEIGHT]
-        important.sort(key=lambda s: (-s.ranked, s.first))
-        carried = [
-            v for b in old.important_values + old.files_modified for v in extract_values(b.text)
-        ]
-        values = unique_values([*(s.value for s in important), *carried])
+        shown = [Value("path", path) for path in files]
+        carried = [v for b in old.important_values for v in extract_values(b.text)]
+        values = unique_values([*ranked, *shown, *carried])
         return SummaryResult(
             text=text,
             snapshot=snapshot,
@@ -720,15 +881,41 @@ class ExtractiveSummarizer:
         )
 
     @staticmethod
-    def _files(p: _Pass, old: Snapshot, snapshot: Snapshot) -> None:
-        old_keys = {_bullet_key(b.text) for b in old.files_modified}
-        for rank, rec in enumerate(sorted(p.files.values(), key=lambda r: -r.score)):
-            rec.earlier = rec.path in old_keys
-            snapshot.add("files_modified", rec.bullet(noted=rank < NOTED_FILES), rec.score)
+    def _files(p: _Pass, old: Snapshot, snapshot: Snapshot) -> list[str]:
+        """One bullet per file, best first; the rest named in "Also changed:" lines.
+
+        Returns every path named, for Important Values to leave out.
+        """
+        fresh = p.tracker.files()
+        olds = _old_files(old, p.tracker)
+        entries: list[tuple[float, str, FileEdit | None, _OldFile | None]] = []
+        for path, rec in fresh.items():
+            if path in olds:
+                for action, n in olds[path].counts.items():
+                    rec.actions[action] = rec.actions.get(action, 0) + n
+            entries.append((_file_score(rec, p.total), path, rec, None))
         n = len(old.files_modified)
-        for i, b in enumerate(old.files_modified):
-            if _bullet_key(b.text) not in p.files:
-                snapshot.add("files_modified", b.text, FILE_SCORE * _previous_weight(i, n))
+        for path, o in olds.items():
+            if path not in fresh:
+                entries.append((FILE_SCORE * _previous_weight(o.position, n), path, None, o))
+        entries.sort(key=lambda e: -e[0])
+        folded: list[tuple[str, float]] = []
+        own = 0
+        for score, path, edit, carried in entries:
+            noted = own < NOTED_FILES
+            if own >= FILE_BULLETS or (carried is not None and not carried.counts):
+                folded.append((path, score))
+                continue
+            own += 1
+            if edit is not None:
+                snapshot.add("files_modified", _file_bullet(edit, noted=noted), score)
+            elif carried is not None:
+                snapshot.add("files_modified", carried.full if noted else carried.short, score)
+        for start in range(0, len(folded), FOLD_SIZE):
+            group = folded[start : start + FOLD_SIZE]
+            names = ", ".join(code_span(path) for path, _ in group)
+            snapshot.add("files_modified", f"{ALSO_CHANGED}: {names}", group[0][1] * FOLD_FACTOR)
+        return [path for _, path, _, _ in entries]
 
     @staticmethod
     def _ranked(
@@ -748,17 +935,56 @@ class ExtractiveSummarizer:
                 snapshot.add(section, b.text, base * _previous_weight(i, len(old)))
 
     @staticmethod
-    def _values(p: _Pass, old: Snapshot, snapshot: Snapshot, max_words: int) -> None:
-        stats = [
-            s
-            for s in p.values.values()
-            if s.source >= IMPORTANT_SOURCE_WEIGHT and s.value.text not in p.files
-        ]
-        stats.sort(key=lambda s: (-s.ranked, s.first))
-        stats = stats[:max_words]
-        top = stats[:CONTAINMENT_WINDOW]
+    def _values(
+        p: _Pass, old: Snapshot, snapshot: Snapshot, max_words: int, files: Sequence[str]
+    ) -> list[Value]:
+        """Important values: merged by what they name, ranked, without what Files Modified says.
+
+        Returns the values in rank order (files included), for retention accounting.
+        """
+        named = set(files) | ({p.tracker.root} if p.tracker.root else set())
+        basenames = {posixpath.basename(f) for f in files}
+        groups: dict[str, list[_ValueStat]] = {}
+        for s in p.values.values():
+            groups.setdefault(_value_key(s.value, p.tracker), []).append(s)
+        merged: list[tuple[str, _ValueStat]] = []
+        for key, members in groups.items():
+            best = max(members, key=lambda s: (s.value.text == key, s.count, s.ranked, -s.first))
+            stat = _ValueStat(
+                best.value,
+                max(s.score for s in members),
+                max(s.source for s in members),
+                min(s.first for s in members),
+                sum(s.count for s in members),
+                set().union(*(s.sources for s in members)),
+            )
+            if stat.source >= IMPORTANT_SOURCE_WEIGHT or stat.count >= IMPORTANT_MIN_COUNT:
+                merged.append((key, stat))
+        merged.sort(key=lambda ks: (-ks[1].ranked, ks[1].first))
+        ranked = [s.value for _, s in merged]
+        series: dict[tuple[str, str], int] = {}
+        for _, s in merged:
+            if s.sources <= SERIES_SOURCES:
+                shape = (s.value.kind, _SHAPE_DIGITS.sub("#", s.value.text))
+                series[shape] = series.get(shape, 0) + 1
+        kept: list[tuple[str, _ValueStat]] = []
+        seen_shapes: dict[tuple[str, str], int] = {}
+        for key, s in merged:
+            text = s.value.text
+            if key in named or text in named or ("/" not in text and text in basenames):
+                continue  # Files Modified or the working directory names it
+            if s.sources <= SERIES_SOURCES:
+                shape = (s.value.kind, _SHAPE_DIGITS.sub("#", text))
+                seen_shapes[shape] = seen_shapes.get(shape, 0) + 1
+                if series[shape] >= SERIES_MIN and seen_shapes[shape] > SERIES_KEEP:
+                    continue  # one more of a machine-made series
+            kept.append((key, s))
+        kept = kept[:max_words]
+        top = [s for _, s in kept[:CONTAINMENT_WINDOW]]
         old_texts = {b.text for b in old.important_values}
-        for s in stats:
+        per_kind: dict[str, int] = {}
+        present: set[str] = set()
+        for key, s in kept:
             text = s.value.text
             if any(
                 len(o.value.text) > len(text)
@@ -769,14 +995,28 @@ class ExtractiveSummarizer:
                 continue  # inside another value that will show it: a name in its error line
             bullet = code_span(text)
             bonus = 1.0 + FREQUENCY_WEIGHT if bullet in old_texts else 1.0
-            snapshot.add("important_values", bullet, s.ranked * bonus)
-        present = {b.text for b in snapshot.important_values}
+            n = per_kind.get(s.value.kind, 0)
+            per_kind[s.value.kind] = n + 1
+            if s.value.kind == "identifier" and n >= MAX_IDENTIFIERS:
+                continue
+            snapshot.add("important_values", bullet, s.ranked * bonus / (1.0 + KIND_DECAY * n))
+            present.update({bullet, key})
         n = len(old.important_values)
         for i, b in enumerate(old.important_values):  # in their old order: a stable prefix
-            if b.text not in present:
-                present.add(b.text)
-                score = PREVIOUS_VALUE_SCORE * _previous_weight(i, n)
-                snapshot.add("important_values", b.text, score)
+            inner = b.text[1:-1] if len(b.text) > 1 and b.text[0] == b.text[-1] == "`" else b.text
+            found = [v for v in extract_values(b.text) if v.text == inner]
+            value = found[0] if found else Value("identifier", inner)
+            key = _value_key(value, p.tracker)
+            if b.text in present or key in present or key in named:
+                continue
+            k = per_kind.get(value.kind, 0)
+            per_kind[value.kind] = k + 1
+            if value.kind == "identifier" and k >= MAX_IDENTIFIERS:
+                continue
+            present.update({b.text, key})
+            score = PREVIOUS_VALUE_SCORE * _previous_weight(i, n)
+            snapshot.add("important_values", b.text, score)
+        return ranked
 
     @staticmethod
     def _state(p: _Pass, old: Snapshot, snapshot: Snapshot) -> None:
@@ -803,6 +1043,9 @@ class ExtractiveSummarizer:
             fresh.append(("last result", f"Last result: {briefs[0]}"))
         if step := p.next_step():
             fresh.append(("next step", f"Next step: {step}"))
+        if p.tracker.root:
+            directory = f"{WORKING_DIRECTORY}: {code_span(p.tracker.root)}"
+            fresh.append((WORKING_DIRECTORY.lower(), directory))
         for rank, (_, text) in enumerate(fresh):
             snapshot.add("current_state", clip_words(text, REQUEST_MAX_WORDS), STATE_SCORE - rank)
         for rank, brief in enumerate(briefs[1:]):

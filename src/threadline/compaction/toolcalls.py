@@ -7,7 +7,12 @@ argument (``{"command": "str_replace", "path": ...}``), the words in the tool
 name (``write``, ``edit``, ``delete``, ``move``, ...), shell commands that
 change files (``rm``, ``mv``, ``cp``, ``touch``, ``sed -i``, ``tee``,
 redirections; heredoc bodies are not commands), and patch text (Codex's
-``*** Update File:``, unified diffs' ``+++ b/``). Todo-list tools
+``*** Update File:``, unified diffs' ``+++ b/``), also when a shell command
+feeds it to ``apply_patch``. SWE-agent's ``edit`` / ``insert`` change the file
+``open`` opened, and Aider logs "Applied edit to". ``FileTracker`` follows a
+session through all of these and keeps one record per file, its path resolved
+against the working directory the messages report (``metadata["cwd"]``) and
+shown relative to it; ``edited_files`` is its one-call form. Todo-list tools
 (``TodoWrite``, ``update_plan``) are recognised by their arguments: a list of
 items that each carry a ``status``.
 
@@ -20,13 +25,15 @@ confirmation and carries no data.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from threadline.compaction.snapshot import clip_words, code_span
 from threadline.compaction.values import extract_error_lines
-from threadline.messages import ToolCall
+from threadline.messages import Message, ToolCall
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -116,16 +123,63 @@ _RUNNER_HEADER = re.compile(
     r"(?:Original token count: [^\n]*\n)?Output:\n?"
 )
 """Codex wraps command output in a header; the status line is the part worth keeping."""
-_PATCH_FILE = re.compile(
-    r"(?m)^\*\*\*\s+(?P<op>Add|Update|Delete)\s+File:\s*(?P<path>\S.*?)\s*$|"
-    r"^\*\*\*\s+Move\s+to:\s*(?P<moved>\S.*?)\s*$|^\+\+\+\s+(?:b/)?(?P<diff>\S+)"
-)
+_CODEX_FILE = re.compile(r"^\*\*\*\s+(?P<op>Add|Update|Delete)\s+File:\s*(?P<path>\S.*?)\s*$")
 _PATCH_OPS = {"Add": "created", "Update": "edited", "Delete": "deleted"}
-_SHELL_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
-_HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
-_REDIRECT = re.compile(r"(?<![<>\d&])(>>?)\s*(?!&)([^\s;&|<>()]+)")
+_PATCH_KEYS = _split("input patch diff")
+_PATCH_COMMAND = re.compile(r"\b(?:apply_patch|applypatch|git\s+apply|patch)\b")
+_HEREDOC = re.compile(r"(?<!<)<<-?(?!<)\s*['\"]?(\w+)['\"]?")
+_REDIRECT_OP = re.compile(r"\d*(?:>>|>\||>&|>)|&>>?|\d*(?:<<<|<<-?|<&|<>|<)")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@#?*$!-]")
+_SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "(", ")", "\n"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PREFIX_COMMANDS = frozenset(
+    _split("sudo command exec env time nohup nice xargs builtin then do else")
+)
+"""Words before the command proper (``if ...; then rm x; fi`` runs ``rm x``)."""
+_GIT_VALUE_OPTIONS = frozenset({"-s", "--source"})
+_SUFFIX = re.compile(r"^\.\w+$")
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _PATHISH = re.compile(r"[/.]|^[A-Z][a-z]+file$")
-_DEVICES = frozenset({"/dev/null", "/dev/stderr", "/dev/stdout"})
+_BUILD_OUTPUTS = frozenset(
+    _split(
+        "build dist out target node_modules __pycache__ .pytest_cache .mypy_cache .ruff_cache "
+        ".cache .next coverage htmlcov _build deps"
+    )
+)
+"""Directories a clean removes: deleting them changes no source."""
+_SCRATCH_PREFIXES = ("/dev/", "/proc/", "/tmp/", "/var/tmp/", "/private/tmp/")
+"""Where a command's throw-away output goes; not files of the project."""
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:\\")
+_EDIT_TEXT_KEYS = _split(
+    "old_string new_string old_str new_str old new old_text new_text search replace "
+    "replacement text"
+)
+"""The parts of an editor call that hold the changed text (a whole new file is not a change)."""
+_DEFINITIONS = (
+    re.compile(
+        r"\s*(?:(?:export|default|public|private|protected|internal|static|async|abstract|final|"
+        r"override|pub(?:\([\w:]+\))?|unsafe|extern|inline)\s+)*"
+        r"(?:def|defp|defmacro|defmacrop|defmodule|defimpl|defprotocol|function\*?|class|fn|func|"
+        r"interface|struct|enum|trait|impl|module|type)\s+(?P<name>[A-Za-z_$][\w$.!?]*)"
+    ),
+    re.compile(r"(?:export\s+)?(?:const|let|var)\s+(?P<name>[A-Za-z_$][\w$]*)\s*="),
+    re.compile(r"(?P<name>[A-Z][A-Z0-9_]{2,})\s*(?::[^=]*)?=(?!=)"),
+)
+"""A definition's name: a function, class or module anywhere; a binding or constant at the
+top level (unindented) only."""
+_PROSE_FILE = re.compile(
+    r"\.(?:md|markdown|txt|rst|adoc|json|jsonl|ya?ml|toml|ini|cfg|csv|lock|html?|css|scss|svg|xml)$",
+    re.I,
+)
+"""Files whose changes name no definitions."""
+_SWE_EDITS = frozenset(_split("edit insert append edit_file"))
+_SWE_VIEWS = frozenset(
+    _split("open goto scroll_up scroll_down search_file search_dir find_file submit view")
+)
+_SWE_OPENERS = frozenset(_split("open create open_file"))
+_OPEN_FILE = re.compile(r"\(Open file: (?P<path>[^)\n]+)\)")
+_AIDER_APPLIED = re.compile(r"^Applied edit to (?P<path>\S.*?)\s*$")
+_AIDER_CREATE = re.compile(r"^Create new file\?.*:\s*y(?:es)?\s*$", re.I)
 
 
 def strings(value: Any) -> list[str]:
@@ -217,54 +271,6 @@ def is_patch(text: str) -> bool:
     return "*** Begin Patch" in text or ("\n+++ " in text and "\n--- " in text)
 
 
-def shell_file_ops(command: str) -> list[tuple[str, str]]:
-    """(action, path) pairs a shell command performs on files; heredoc bodies are skipped."""
-    ops: list[tuple[str, str]] = []
-    for line in split_heredocs(command)[0].splitlines():
-        for op, target in _REDIRECT.findall(line):
-            if target not in _DEVICES and _PATHISH.search(target):
-                ops.append(("edited" if op == ">>" else "written", target.strip("'\"")))
-        for segment in _SHELL_SPLIT.split(line):
-            ops.extend(_segment_ops(segment.split()))
-    return ops
-
-
-def _segment_ops(argv: list[str]) -> list[tuple[str, str]]:
-    while argv and ("=" in argv[0] or argv[0] in ("sudo", "command", "exec")):
-        argv = argv[1:]
-    if not argv:
-        return []
-    prog, args = argv[0].rsplit("/", 1)[-1], argv[1:]
-    if prog == "git" and args and args[0] in ("rm", "mv"):
-        prog, args = args[0], args[1:]
-    operands = [a.strip("'\"") for a in args if not a.startswith("-")]
-    operands = [a for a in operands if a and not a.startswith(("<", ">", "$(")) and "*" not in a]
-    if prog in ("rm", "unlink", "rmdir"):
-        return [("deleted", a) for a in operands]
-    if prog in ("touch", "mkdir"):
-        return [("created", a) for a in operands]
-    if prog in ("mv", "cp") and len(operands) >= 2:
-        action = "moved" if prog == "mv" else "copied"
-        return [(action, f"{a} -> {operands[-1]}") for a in operands[:-1]]
-    if prog == "sed" and any(a.startswith("-i") for a in args) and operands:
-        return [("edited", operands[-1])]
-    if prog == "tee" and operands:
-        return [("edited" if "-a" in args else "written", a) for a in operands]
-    return []
-
-
-def patch_ops(text: str) -> list[tuple[str, str]]:
-    ops: list[tuple[str, str]] = []
-    for m in _PATCH_FILE.finditer(text):
-        if m.group("op"):
-            ops.append((_PATCH_OPS[m.group("op")], m.group("path")))
-        elif m.group("moved"):
-            ops.append(("moved", m.group("moved")))
-        elif m.group("diff") and m.group("diff") != "/dev/null":
-            ops.append(("edited", m.group("diff")))
-    return ops
-
-
 def todo_items(call: ToolCall) -> list[tuple[str, str]] | None:
     """(text, status) of a todo-list tool's whole list, or None when the call holds none."""
     for value in call.arguments.values():
@@ -310,6 +316,693 @@ def _ends(text: str) -> str:
     if len(text) <= 2 * BRIEF_SCAN_CHARS:
         return text
     return text[:BRIEF_SCAN_CHARS] + "\n" + text[-BRIEF_SCAN_CHARS:]
+
+
+# -- what calls did to files ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FileOp:
+    """One change a call made to one file, as the call named it."""
+
+    action: str
+    """created, written, edited, deleted, moved, copied or reverted."""
+    path: str
+    other: str | None = None
+    """Where a move put the file, or where a copy came from."""
+    base: str | None = None
+    """The directory a relative ``path`` is relative to when the call said (``workdir``, ``cd``)."""
+    symbols: tuple[str, ...] = ()
+    """Definitions the change touched (``parse``, ``Client``): what changed, in brief."""
+
+
+def _definitions(lines: Iterable[str]) -> tuple[str, ...]:
+    """Names defined on the changed lines of an edit (an ``@@`` header names one too)."""
+    names: dict[str, None] = {}
+    for line in lines:
+        text = line.split("@@")[-1].strip() if line.startswith("@@") else line.lstrip("+-")
+        anywhere, *top_level = _DEFINITIONS
+        m = anywhere.match(text) or next((r.match(text) for r in top_level if r.match(text)), None)
+        if m:
+            names[m.group("name")] = None
+    return tuple(names)
+
+
+def _call_symbols(call: ToolCall) -> tuple[str, ...]:
+    """What an editor call changed: names defined in its old and new text (not in whole files)."""
+    texts: list[str] = []
+    for key in _EDIT_TEXT_KEYS:
+        texts.extend(strings(call.arguments.get(key)))
+    for edit in call.arguments.get("edits") or []:  # MultiEdit: a list of old/new pairs
+        if isinstance(edit, dict):
+            texts.extend(s for key in _EDIT_TEXT_KEYS for s in strings(edit.get(key)))
+    return _definitions(line for text in texts for line in text.splitlines())
+
+
+def patch_ops(text: str, *, base: str | None = None) -> list[FileOp]:
+    """The files a patch changes: Codex's ``*** Update File:`` sections or a unified diff."""
+    ops: list[FileOp] = []
+    action, path, other = "", "", None
+    changed: list[str] = []
+    old: str | None = None
+
+    def flush() -> None:
+        if path:
+            ops.append(FileOp(action, path, other, base, _definitions(changed)))
+        changed.clear()
+
+    for line in text.splitlines():
+        codex = _CODEX_FILE.match(line)
+        if codex:
+            flush()
+            action, path, other = _PATCH_OPS[codex.group("op")], codex.group("path"), None
+        elif line.startswith("*** Move to:") and path:
+            action, other = "moved", line.removeprefix("*** Move to:").strip() or None
+        elif line.startswith("*** End Patch"):
+            flush()
+            path = ""
+        elif line.startswith("--- ") and not line.startswith("--- -"):
+            old = _diff_path(line[4:])
+        elif line.startswith("+++ ") and old is not None:
+            flush()
+            new = _diff_path(line[4:])
+            if new == "/dev/null":
+                action, path = "deleted", old
+            else:
+                action, path = ("created" if old == "/dev/null" else "edited"), new
+            other, old = None, None
+        elif path and line[:1] in ("+", "-", "@"):
+            changed.append(line)
+    flush()
+    return [op for op in ops if op.path and op.path != "/dev/null"]
+
+
+def _diff_path(text: str) -> str:
+    name = text.split("\t")[0].strip()
+    return name[2:] if name[:2] in ("a/", "b/") else name
+
+
+def _lex(line: str) -> list[tuple[str, str]]:
+    """A shell script as ("w", word) and ("op", operator) tokens, quotes removed.
+
+    Enough of the shell's grammar to tell ``echo "a > b" > out.txt`` (one
+    redirection) from ``2>&1`` (none): quotes, escapes, ``$(...)``, file
+    descriptor prefixes and comments. A word holding a substitution or a
+    variable is marked with ``\\0`` so it is never taken for a path.
+    """
+    tokens: list[tuple[str, str]] = []
+    word: list[str] = []
+    started = False
+    i, n = 0, len(line)
+
+    def flush() -> None:
+        nonlocal started
+        if started:
+            tokens.append(("w", "".join(word)))
+        word.clear()
+        started = False
+
+    while i < n:
+        c = line[i]
+        if c in " \t\r":
+            flush()
+            i += 1
+        elif c == "\n":
+            flush()
+            tokens.append(("op", "\n"))
+            i += 1
+        elif c == "\\":
+            word.append(line[i + 1 : i + 2])
+            started, i = True, i + 2
+        elif c == "'":
+            end = line.find("'", i + 1)
+            end = n if end < 0 else end
+            word.append(line[i + 1 : end])
+            started, i = True, end + 1
+        elif c == '"':
+            j = i + 1
+            while j < n and line[j] != '"':
+                j += 2 if line[j] == "\\" else 1
+            body = line[i + 1 : j]
+            word.append(body + ("\0" if "$" in body or "`" in body else ""))
+            started, i = True, j + 1
+        elif c == "`" or c == "$":
+            j = _substitution_end(line, i)
+            word.append("\0" + line[i:j])
+            started, i = True, j
+        elif c == "#" and not started:
+            end = line.find("\n", i)
+            i = n if end < 0 else end
+        elif (c in "<>&" or (c.isdigit() and not started)) and (m := _REDIRECT_OP.match(line, i)):
+            flush()
+            tokens.append(("op", m.group()))
+            i = m.end()
+        elif c in "|&;()":
+            op = line[i : i + 2] if line[i : i + 2] in ("&&", "||", ";;", "|&") else c
+            flush()
+            tokens.append(("op", op))
+            i += len(op)
+        else:
+            word.append(c)
+            started, i = True, i + 1
+    flush()
+    return tokens
+
+
+def _substitution_end(line: str, i: int) -> int:
+    """Where a ``$(...)``, ``${...}``, ```...``` or ``$NAME`` starting at ``i`` ends."""
+    if line[i] == "`":
+        end = line.find("`", i + 1)
+        return len(line) if end < 0 else end + 1
+    if line.startswith(("$(", "${"), i):
+        opening, closing = line[i + 1], ")" if line[i + 1] == "(" else "}"
+        depth, j = 0, i + 1
+        while j < len(line):
+            depth += (line[j] == opening) - (line[j] == closing)
+            j += 1
+            if depth == 0:
+                break
+        return j
+    m = _VARIABLE.match(line, i + 1)
+    return m.end() if m else i + 1
+
+
+def _unnamed(path: str) -> bool:
+    """Not one file's name: a glob, a name built at run time, a bare directory marker."""
+    return not path or "\0" in path or "*" in path or path in ("-", ".", "..", "/")
+
+
+def _scratch(path: str) -> bool:
+    """Not a file of the project: unnamed, a device, a temp file, a descriptor number."""
+    return _unnamed(path) or path.startswith(_SCRATCH_PREFIXES) or path.isdigit()
+
+
+def shell_file_ops(command: str, *, base: str | None = None) -> list[FileOp]:
+    """The files a shell command changes: redirections, ``tee``, ``sed -i``, ``rm``, ``mv``, ...
+
+    Heredoc bodies are data, not commands; ``/dev/null``, descriptor
+    duplications (``2>&1``), temp files and comparisons inside ``[[ ]]`` are
+    not files. A ``cd`` moves the base of the relative paths after it.
+    """
+    ops: list[FileOp] = []
+    commands, _ = split_heredocs(command)
+    tokens = [*_lex(commands.replace("\\\n", " ")), ("op", "\n")]
+    argv: list[str] = []
+    redirects: list[tuple[str, str]] = []
+    in_test = False
+    i = 0
+    while i < len(tokens):
+        kind, text = tokens[i]
+        i += 1
+        if kind == "w":
+            in_test = (in_test or text == "[[") and text != "]]"
+            argv.append(text)
+        elif text in _SEPARATORS:
+            base = _segment(argv, redirects, base, ops)
+            argv, redirects = [], []
+        elif in_test and text in ("<", ">"):
+            continue  # [[ a > b ]] compares strings
+        else:
+            target = tokens[i][1] if i < len(tokens) and tokens[i][0] == "w" else ""
+            i += 1 if target else 0
+            if "<" in text or (text.endswith("&") and (target.isdigit() or target == "-")):
+                continue  # input, heredoc or here-string; or a descriptor duplicated
+            redirects.append(("edited" if ">>" in text else "written", target))
+    return ops
+
+
+def _segment(
+    argv: list[str], redirects: list[tuple[str, str]], base: str | None, ops: list[FileOp]
+) -> str | None:
+    """Add one simple command's file changes to ``ops``; the base directory after it."""
+    for action, target in redirects:
+        if not _scratch(target) and _PATHISH.search(target):
+            ops.append(FileOp(action, target, base=base))
+    while argv and (_ASSIGNMENT.match(argv[0]) or argv[0] in _PREFIX_COMMANDS):
+        argv = argv[1:]
+    if not argv:
+        return base
+    prog, args = argv[0].rsplit("/", 1)[-1], argv[1:]
+    if prog in ("cd", "pushd"):
+        target = args[0] if args else ""
+        if not target or _scratch(target) or target.startswith("~") or target == "-":
+            return base
+        return target if target.startswith("/") or base is None else posixpath.join(base, target)
+    if prog == "git" and args[:1] == ["-C"] and len(args) >= 3:
+        where = (
+            args[1] if args[1].startswith("/") or base is None else posixpath.join(base, args[1])
+        )
+        ops.extend(_command_ops("git", args[2:], where))
+        return base  # git -C does not move the shell
+    ops.extend(_command_ops(prog, args, base))
+    return base
+
+
+def _operands(args: list[str], takes_value: frozenset[str] = frozenset()) -> list[str]:
+    """Arguments that are not options (or option values); everything after ``--`` is one."""
+    out: list[str] = []
+    skip = False
+    for k, a in enumerate(args):
+        if skip:
+            skip = False
+        elif a == "--":
+            out.extend(args[k + 1 :])
+            break
+        elif a.startswith("-") and len(a) > 1:
+            skip = a in takes_value
+        else:
+            out.append(a)
+    return out
+
+
+def _command_ops(prog: str, args: list[str], base: str | None) -> list[FileOp]:
+    if prog == "git" and args:
+        sub, args = args[0], args[1:]
+        if sub in ("rm", "mv"):
+            prog = sub
+        elif sub == "restore" and ("--staged" not in args or "--worktree" in args):
+            return [FileOp("reverted", a, base=base) for a in _operands(args, _GIT_VALUE_OPTIONS)]
+        elif sub == "checkout" and "--" in args:
+            return [FileOp("reverted", a, base=base) for a in args[args.index("--") + 1 :]]
+        else:
+            return []
+    ops: list[FileOp] = []
+    if prog in ("rm", "unlink", "rmdir"):
+        ops = [
+            FileOp("deleted", a, base=base)
+            for a in _operands(args)
+            if posixpath.basename(a.rstrip("/")) not in _BUILD_OUTPUTS
+        ]
+    elif prog == "touch":
+        ops = [
+            FileOp("created", a, base=base) for a in _operands(args, frozenset({"-d", "-r", "-t"}))
+        ]
+    elif prog == "tee":
+        appended = any(a in ("-a", "--append") for a in args)
+        ops = [FileOp("edited" if appended else "written", a, base=base) for a in _operands(args)]
+    elif prog in ("mv", "cp"):
+        ops = _move_ops(prog, args, base)
+    elif prog in ("sed", "perl") and _in_place(args):
+        ops = [FileOp("edited", a, base=base) for a in _script_files(args)]
+    return [op for op in ops if not _scratch(op.path)]
+
+
+def _in_place(args: list[str]) -> bool:
+    return any(
+        a == "--in-place"
+        or a.startswith("--in-place=")
+        or (a.startswith("-") and not a.startswith("--") and "i" in a[1:].split(".")[0])
+        for a in args
+    )
+
+
+def _script_files(args: list[str]) -> list[str]:
+    """The files a ``sed`` / ``perl`` command works on: operands after its script."""
+    operands: list[str] = []
+    given = skip = False
+    for k, a in enumerate(args):
+        if skip:
+            skip = False
+        elif a in ("-e", "--expression", "-f", "--file", "-pe", "-ne", "-pie", "-lpe"):
+            given = skip = True
+        elif a.startswith(("--expression=", "--file=")):
+            given = True
+        elif a.startswith("-") and len(a) > 1:
+            nxt = args[k + 1] if k + 1 < len(args) else None
+            skip = a == "-i" and nxt is not None and (nxt == "" or bool(_SUFFIX.match(nxt)))
+        else:
+            operands.append(a)
+    return operands if given else operands[1:]
+
+
+def _move_ops(prog: str, args: list[str], base: str | None) -> list[FileOp]:
+    operands = _operands(args, frozenset({"-t", "--target-directory", "-S", "--suffix"}))
+    target = next((args[k + 1] for k, a in enumerate(args[:-1]) if a == "-t"), None)
+    sources = [a for a in operands if a != target] if target else operands[:-1]
+    dest = target or (operands[-1] if len(operands) >= 2 else None)
+    if dest is None or _scratch(dest):
+        return []
+    ops: list[FileOp] = []
+    for src in sources:
+        into = dest.endswith("/") or target is not None or len(sources) > 1
+        into = into or (bool(_EXTENSION.search(src)) and not _EXTENSION.search(dest))
+        where = posixpath.join(dest, posixpath.basename(src.rstrip("/"))) if into else dest
+        if prog == "mv":
+            ops.append(FileOp("moved", src, where, base))
+        else:
+            ops.append(FileOp("copied", where, src, base))
+    return ops
+
+
+def _applies_patch(command: str) -> bool:
+    """A shell command that feeds patch text to ``apply_patch`` / ``git apply`` / ``patch``."""
+    return is_patch(command) and bool(_PATCH_COMMAND.search(split_heredocs(command)[0]))
+
+
+def _workdir(call: ToolCall) -> str | None:
+    for key in ("workdir", "cwd", "working_dir", "working_directory"):
+        value = call.arguments.get(key)
+        if isinstance(value, str) and value.strip() and value.strip() != ".":
+            return value.strip()
+    return None
+
+
+def call_file_ops(call: ToolCall, *, open_file: str | None = None) -> list[FileOp]:
+    """The files one tool call changes, however the agent's tools are named.
+
+    ``open_file`` is the file an editor without a path argument works on
+    (SWE-agent's ``edit`` / ``insert`` change the file ``open`` opened).
+    """
+    action = call_action(call)
+    base = _workdir(call)
+    if action == "shell":
+        text = shell_text(call) or ""
+        ops = shell_file_ops(text, base=base)
+        return ops + patch_ops(text, base=base) if _applies_patch(text) else ops
+    if action in ("read", "search"):
+        return []
+    texts = [
+        call.raw_arguments or "",
+        *(s for k in _PATCH_KEYS for s in strings(call.arguments.get(k))),
+    ]
+    for text in texts:
+        if is_patch(text):
+            return patch_ops(text, base=base)
+    if action is None:
+        return []
+    symbols = () if action in ("written", "created") else _call_symbols(call)
+    sources, dests = path_args(call, SOURCE_ARG_KEYS), path_args(call, DEST_ARG_KEYS)
+    paths = path_args(call, PATH_ARG_KEYS)
+    if action in ("moved", "copied") and (sources or paths) and dests:
+        if action == "moved":
+            return [FileOp("moved", s, dests[0], base) for s in sources or paths]
+        return [FileOp("copied", dests[0], s, base) for s in sources or paths]
+    if not paths and not dests and open_file and action in ("edited", "written"):
+        paths = [open_file]
+    return [FileOp(action, p, base=base, symbols=symbols) for p in paths]
+
+
+def swe_agent_ops(action_text: str, *, open_file: str | None = None) -> list[FileOp]:
+    """The files a SWE-agent text command changes: ``create x.py``, ``edit 4:4``, a shell line."""
+    first = action_text.strip().split("\n", 1)[0]
+    word, _, rest = first.partition(" ")
+    if word in ("create", "touch") and rest.strip():
+        return [FileOp("created", rest.strip().strip("'\""))]
+    if word in _SWE_EDITS:
+        return [FileOp("edited", open_file)] if open_file else []
+    if word in _SWE_VIEWS:
+        return []
+    return shell_file_ops(action_text)
+
+
+@dataclass(slots=True)
+class FileEdit:
+    """What a session did to one file: its actions with counts, and when."""
+
+    path: str
+    """As shown: relative to the working directory when the file is under it."""
+    actions: dict[str, int] = field(default_factory=dict)
+    first: int = 0
+    """Index of the first message that changed it..."""
+    last: int = 0
+    """...and of the last one."""
+    other: str | None = None
+    """Where it was moved to, or copied from."""
+    symbols: list[str] = field(default_factory=list)
+    note: str | None = None
+    """Why, in the agent's words (set by a summarizer)."""
+    failed: str | None = None
+    """The error of the last attempt, while no later attempt succeeded."""
+    mentioned_only: bool = False
+    """Known only from the assistant saying it changed the file."""
+
+    @property
+    def count(self) -> int:
+        return sum(self.actions.values())
+
+    def describe(self) -> str:
+        """``edited ×3, created``: the actions, most frequent first; a move or copy last, so
+        the bullet can go on "to `where`"."""
+        order = sorted(self.actions.items(), key=lambda kv: (kv[0] in ("moved", "copied"), -kv[1]))
+        return ", ".join(f"{a} \u00d7{n}" if n > 1 else a for a, n in order)
+
+    def absorb(self, other: FileEdit) -> None:
+        """Fold another record of the same file into this one."""
+        for action, n in other.actions.items():
+            self.actions[action] = self.actions.get(action, 0) + n
+        newer = other.last >= self.last
+        self.first, self.last = min(self.first, other.first), max(self.last, other.last)
+        self.symbols = list(dict.fromkeys([*self.symbols, *other.symbols]))
+        if newer:
+            self.other = other.other or self.other
+            self.note = other.note or self.note
+            self.failed = other.failed
+        self.mentioned_only = self.mentioned_only and other.mentioned_only
+
+
+class FileTracker:
+    """Follows a session's messages and records what its tool calls did to files.
+
+    Paths are resolved against the working directory the messages report
+    (``metadata["cwd"]``) so ``/home/u/proj/lib/a.ex`` and ``lib/a.ex`` are one
+    file, shown relative to the project root: the first working directory
+    reported, until the session moves to an unrelated one. Without one, an
+    absolute path and a relative path it ends with are taken to be one file.
+    """
+
+    def __init__(self, cwd: str | None = None) -> None:
+        self.root: str | None = None
+        self.cwd: str | None = None
+        self.open_file: str | None = None
+        self.records: dict[str, FileEdit] = {}
+        self._open: list[tuple[ToolCall, list[FileEdit]]] = []
+        self.after_action = False
+        """The last assistant message gave a SWE-agent text command: the next user message is
+        its output, not the user speaking."""
+        self.set_cwd(cwd)
+
+    def set_cwd(self, cwd: str | None) -> None:
+        """A new working directory; the root moves only to one unrelated to it.
+
+        A shell that steps into ``assets/`` or up to ``/workspace`` is still
+        working on the same project, so its paths keep one form.
+        """
+        if not cwd or not cwd.startswith("/"):
+            return
+        cwd = posixpath.normpath(cwd)
+        self.cwd = cwd
+        root = self.root
+        if root is None or not (_inside(cwd, root) or _inside(root, cwd)):
+            self.root = cwd
+
+    def key(self, path: str, base: str | None = None) -> str | None:
+        """The absolute (or, with no working directory known, normalised) form of ``path``."""
+        p = path.strip().strip("'\"`").removeprefix("file://")
+        if not plausible_path(p) or _unnamed(p) or p.startswith(("/dev/", "/proc/")):
+            return None
+        if _WINDOWS_DRIVE.match(p):
+            return p
+        p = p.replace("\\", "/")
+        if p.startswith("~"):
+            return posixpath.normpath(p)
+        if not p.startswith("/"):
+            where = base if base and base.startswith("/") else None
+            if where is None and self.cwd:
+                where = posixpath.join(self.cwd, base) if base else self.cwd
+            elif where is None and base:
+                where = base
+            p = posixpath.join(where, p) if where else p
+        p = posixpath.normpath(p)
+        return None if p in (".", "..", "/") else p
+
+    def shown(self, key: str) -> str:
+        """``key`` as a reader sees it: relative to the root when inside it."""
+        if self.root and self.root != "/" and _inside(key, self.root) and key != self.root:
+            return key[len(self.root.rstrip("/")) + 1 :]
+        return key
+
+    def touch(
+        self,
+        path: str,
+        action: str,
+        index: int,
+        *,
+        base: str | None = None,
+        mentioned: bool = False,
+    ) -> FileEdit | None:
+        key = self.key(path, base)
+        if key is None:
+            return None
+        rec = self.records.get(key)
+        if rec is None:
+            rec = self.records[key] = FileEdit(key, first=index, last=index, mentioned_only=True)
+        rec.actions[action] = rec.actions.get(action, 0) + 1
+        rec.last = max(rec.last, index)
+        if not mentioned:
+            rec.mentioned_only = False
+            rec.failed = None
+        return rec
+
+    def mention(self, path: str, index: int) -> FileEdit | None:
+        """A file the assistant says it changed; None when a call already showed it.
+
+        A mentioned path is relative to the project root, not to wherever the
+        shell last went, and a bare ``parser.c`` is the ``src/parser.c`` already
+        recorded.
+        """
+        key = self.key(path, self.root)
+        if key is None or key in self.records:
+            return None
+        tail = "/" + path.strip().strip("'\"`").removeprefix("./")
+        if any(k.endswith(tail) for k in self.records):
+            return None
+        return self.touch(path, "changed", index, base=self.root, mentioned=True)
+
+    def apply(self, op: FileOp, index: int) -> FileEdit | None:
+        rec = self.touch(op.path, op.action, index, base=op.base)
+        if rec is not None:
+            if op.other:
+                other = self.key(op.other, op.base)
+                rec.other = self.shown(other) if other else op.other
+            if not _PROSE_FILE.search(op.path):
+                rec.symbols = list(dict.fromkeys([*rec.symbols, *op.symbols]))
+        return rec
+
+    def observe(self, m: Message, index: int) -> tuple[ToolCall | None, list[FileEdit]]:
+        """Take in one message: the call a tool result answers, and the files touched.
+
+        A demonstration (SWE-agent's ``is_demo``) shows another run: nothing in
+        it happened in this one.
+        """
+        if m.metadata.get("is_demo"):
+            return None, []
+        cwd = m.metadata.get("cwd")
+        if isinstance(cwd, str):
+            self.set_cwd(cwd)
+        touched: list[FileEdit] = []
+        notes = m.metadata.get("aider_notes")
+        if isinstance(notes, list):
+            touched += self._aider(notes, index)
+        if m.role == "assistant":
+            ops: list[tuple[ToolCall | None, FileOp]] = []
+            for call in m.tool_calls:
+                self._opened(call)
+                ops += [(call, op) for op in call_file_ops(call, open_file=self.open_file)]
+            action = m.metadata.get("action")
+            self.after_action = bool(isinstance(action, str) and action and not m.tool_calls)
+            if self.after_action:
+                ops += [(None, op) for op in swe_agent_ops(str(action), open_file=self.open_file)]
+                self._opened_by_text(str(action))
+            for call in m.tool_calls:
+                recs = [r for c, op in ops if c is call if (r := self.apply(op, index))]
+                self._open.append((call, recs))
+                touched += recs
+            touched += [r for c, op in ops if c is None if (r := self.apply(op, index))]
+            return None, touched
+        if m.role in ("tool", "user"):
+            self.after_action = False
+            self._observed_open_file(m.text)
+        if m.role != "tool":
+            return None, touched
+        answered, recs = self._pair(m)
+        error = m.metadata.get("is_error") or m.metadata.get("error")
+        if error and recs:
+            brief = brief_result(m.text) or "error"
+            for rec in recs:
+                rec.failed = brief
+        elif recs and m.text.lstrip().startswith("File created successfully"):
+            for rec in recs:
+                if rec.actions.get("written"):
+                    rec.actions["written"] -= 1
+                    rec.actions = {k: v for k, v in rec.actions.items() if v}
+                    rec.actions["created"] = rec.actions.get("created", 0) + 1
+        return answered, touched
+
+    def _pair(self, m: Message) -> tuple[ToolCall | None, list[FileEdit]]:
+        """The call a result answers: the first open call with its id, else the oldest open."""
+        for i, (call, recs) in enumerate(self._open):
+            if call.id == m.tool_call_id:
+                del self._open[i]
+                return call, recs
+        return self._open.pop(0) if self._open else (None, [])
+
+    def _opened(self, call: ToolCall) -> None:
+        if call.name in _SWE_OPENERS:
+            paths = path_args(call, PATH_ARG_KEYS)
+            if paths:
+                self.open_file = self.key(paths[0])
+
+    def _opened_by_text(self, action: str) -> None:
+        word, _, rest = action.strip().split("\n", 1)[0].partition(" ")
+        tokens = [text for kind, text in _lex(rest) if kind == "w"]
+        if word in _SWE_OPENERS and tokens:
+            self.open_file = self.key(tokens[0])
+
+    def _observed_open_file(self, text: str) -> None:
+        """SWE-agent observations end with ``(Open file: /repo/x.py)``."""
+        tail = text[-2_000:]
+        for match in list(_OPEN_FILE.finditer(tail))[-1:]:
+            path = match.group("path").strip()
+            self.open_file = None if path in ("n/a", "<path>") else self.key(path)
+
+    def _aider(self, notes: list[Any], index: int) -> list[FileEdit]:
+        """Aider logs ``Applied edit to x.py`` and ``Create new file? ... y`` after the path."""
+        touched: list[FileEdit] = []
+        previous = ""
+        for note in notes:
+            line = str(note).strip()
+            applied = _AIDER_APPLIED.match(line)
+            if applied:
+                rec = self.touch(applied.group("path"), "edited", index)
+            elif _AIDER_CREATE.match(line) and previous:
+                rec = self.touch(previous, "created", index)
+            else:
+                rec = None
+            if rec is not None:
+                touched.append(rec)
+            previous = line
+        return touched
+
+    def files(self, *, mentioned: bool = True) -> dict[str, FileEdit]:
+        """Every file touched, by its shown path, in order of first change."""
+        out: dict[str, FileEdit] = {}
+        for key, rec in sorted(self.records.items(), key=lambda kv: kv[1].first):
+            if rec.mentioned_only and not mentioned:
+                continue
+            shown = self.shown(key)
+            merged = replace(rec, path=shown, actions=dict(rec.actions), symbols=list(rec.symbols))
+            if shown in out:
+                out[shown].absorb(merged)
+            else:
+                out[shown] = merged
+        if self.root is None:
+            _merge_suffixes(out)
+        return out
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _merge_suffixes(files: dict[str, FileEdit]) -> None:
+    """With no working directory known, ``/x/proj/a.py`` and ``a.py`` are one file."""
+    relative = [p for p in files if not p.startswith(("/", "~"))]
+    for path in [p for p in files if p.startswith("/")]:
+        matches = [r for r in relative if path.endswith("/" + r)]
+        if len(matches) == 1:
+            files[matches[0]].absorb(files.pop(path))
+
+
+def edited_files(messages: Sequence[Message], *, cwd: str | None = None) -> dict[str, FileEdit]:
+    """The files ``messages`` created, wrote, edited, moved or deleted, by shown path.
+
+    Paths are relative to the session's working directory (``cwd``, else what
+    the messages report in ``metadata["cwd"]``) when the file is inside it.
+    """
+    tracker = FileTracker(cwd)
+    for index, m in enumerate(messages):
+        tracker.observe(m, index)
+    return tracker.files()
 
 
 # -- tool results --------------------------------------------------------------------
@@ -399,9 +1092,14 @@ __all__ = [
     "PATH_ARG_KEYS",
     "SHELL_ARG_KEYS",
     "SOURCE_ARG_KEYS",
+    "FileEdit",
+    "FileOp",
+    "FileTracker",
     "brief_result",
     "call_action",
+    "call_file_ops",
     "describe_call",
+    "edited_files",
     "is_confirmation",
     "is_patch",
     "patch_ops",
@@ -411,5 +1109,6 @@ __all__ = [
     "shell_text",
     "split_heredocs",
     "strings",
+    "swe_agent_ops",
     "todo_items",
 ]

@@ -191,6 +191,7 @@ _ERROR_LINE = re.compile(
         (?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault|Exit)(?::[ \t]+\S.*)?
       | (?i:error|fatal|panic)(?:\[[\w-]+\])?:[ \t]+\S.*
       | (?:FAILED|ERROR)[ \t]+\S.*
+      | \*\*[ ]\((?:[A-Z][\w.]*)\)[ \t]+\S.*
       | \[(?i:error|fatal|critical)\][ \t]*\S.*
       | .*\b(?:npm[ ]ERR!|Segmentation[ ]fault|command[ ]not[ ]found
             |No[ ]such[ ]file[ ]or[ ]directory|Permission[ ]denied|Connection[ ]refused

@@ -178,6 +178,22 @@ class _Where:
         raise ImportFormatError(detail, line=self.line, path=str(self.path)) from exc
 
 
+class _Cwd:
+    """Stamps the session's working directory on a message when it is new or has changed.
+
+    Summarizers read ``metadata["cwd"]`` to show the agent's paths relative to
+    the project; recording it only on change keeps the messages small.
+    """
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+
+    def stamp(self, m: Message, cwd: Any) -> None:
+        if isinstance(cwd, str) and cwd and cwd != self.last:
+            m.metadata["cwd"] = cwd
+            self.last = cwd
+
+
 # -- claude code -------------------------------------------------------------------
 
 
@@ -188,6 +204,7 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
     pending: dict[str, Any] = {}
     open_id: str | None = None  # message.id of the assistant message still being streamed
     open_at = -1
+    cwd = _Cwd()
     with _Where(path) as where:
         for where.line, rec in _jsonl(text, path):
             kind = rec.get("type")
@@ -253,6 +270,7 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
             if pending:
                 made[0].metadata.update(pending)
                 pending = {}
+            cwd.stamp(made[0], rec.get("cwd"))
             out.extend(made)
     if pending:
         result.skipped["compact_boundary_at_end"] += 1
@@ -283,6 +301,8 @@ def _parse_codex(text: str, path: Path) -> _Parsed:
     model: str | None = None
     open_calls: list[str] = []  # calls of the current assistant message still unanswered
     deferred: list[Message] = []
+    cwd = _Cwd()
+    cwd_now: Any = None
     with _Where(path) as where:
         for where.line, rec in _jsonl(text, path):
             kind, payload = rec.get("type"), rec.get("payload") or {}
@@ -292,8 +312,10 @@ def _parse_codex(text: str, path: Path) -> _Parsed:
                 result.info.update(
                     {k: payload.get(k) for k in ("id", "cwd", "cli_version", "model_provider")}
                 )
+                cwd_now = payload.get("cwd") or cwd_now
             elif kind == "turn_context":
                 model = payload.get("model") or model
+                cwd_now = payload.get("cwd") or cwd_now
             elif kind == "compacted":
                 history = payload.get("replacement_history") or []
                 pending["codex_compacted"] = {
@@ -347,6 +369,7 @@ def _parse_codex(text: str, path: Path) -> _Parsed:
             if made is None:
                 continue
             _stamp(made, rec.get("timestamp"), **pending)
+            cwd.stamp(made, cwd_now)
             pending = {}
             if made.role == "tool":
                 out.append(made)
@@ -423,8 +446,24 @@ def _parse_swe_agent(text: str, path: Path) -> _Parsed:
             if ids and len(ids) > 1:
                 m.metadata["tool_call_ids"] = ids
             out.append(m)
+    if out:
+        _Cwd().stamp(out[0], _swe_agent_cwd(data.get("trajectory")))
     info = data.get("info") or {}
     return _Parsed([out], {k: info.get(k) for k in ("exit_status", "model_stats") if k in info})
+
+
+def _swe_agent_cwd(trajectory: Any) -> str | None:
+    """The repository root: ``working_dir`` in the first step's state (a dict or JSON text)."""
+    for step in trajectory if isinstance(trajectory, list) else []:
+        state = step.get("state") if isinstance(step, dict) else None
+        if isinstance(state, str):
+            try:
+                state = json.loads(state)
+            except json.JSONDecodeError:
+                state = None
+        if isinstance(state, dict) and isinstance(state.get("working_dir"), str):
+            return str(state["working_dir"])
+    return None
 
 
 # -- openhands ----------------------------------------------------------------------
@@ -435,7 +474,12 @@ def _openhands_run(events: list[Any], skipped: Counter[str]) -> list[Message]:
     call_of: dict[Any, str] = {}  # action event id -> tool call id
     positional: list[tuple[str, str]] = []  # open calls of a legacy log: (id, name)
     responses: dict[str, int] = {}  # model response id -> index of its assistant message
+    cwd = _Cwd()
+    first_cwd = next((d for ev in events if (d := _openhands_cwd(ev))), None)
     for n, ev in enumerate(events):
+        if out and first_cwd:
+            cwd.stamp(out[0], first_cwd)
+            first_cwd = None
         args = ev.get("args") or {}
         meta = ev.get("tool_call_metadata") or {}
         when = ev.get("timestamp")
@@ -491,6 +535,7 @@ def _openhands_run(events: list[Any], skipped: Counter[str]) -> list[Message]:
             if call_id is not None:
                 name = meta.get("function_name") or kind
                 out.append(_stamp(Message.tool(content, tool_call_id=call_id, name=name), when))
+                cwd.stamp(out[-1], _openhands_cwd(ev))
             elif kind == "error":
                 out.append(
                     _stamp(Message.user(content, metadata={"openhands_observation": "error"}), when)
@@ -499,7 +544,17 @@ def _openhands_run(events: list[Any], skipped: Counter[str]) -> list[Message]:
                 skipped[f"observation:{kind}"] += 1
         else:
             skipped["unknown_event"] += 1
+    if out and first_cwd:
+        cwd.stamp(out[0], first_cwd)
     return out
+
+
+def _openhands_cwd(event: Any) -> str | None:
+    """Where a command ran: ``extras.metadata.working_dir`` of a ``run`` observation."""
+    extras = event.get("extras") if isinstance(event, dict) else None
+    meta = extras.get("metadata") if isinstance(extras, dict) else None
+    found = meta.get("working_dir") if isinstance(meta, dict) else None
+    return found if isinstance(found, str) and found else None
 
 
 def _parse_openhands(text: str, path: Path) -> _Parsed:

@@ -1,0 +1,58 @@
+"""Context fidelity on every real transcript: the figures ``bench/real_transcripts.py`` prints.
+
+Each conversation is imported, compacted with default settings and built at 32,000
+tokens. Asserted for each: no stored message is dropped unsummarized, the window is
+valid by OpenAI's and Anthropic's rules, the first user request is present (in the
+window or the snapshot), and at least 90% of the files the run edited are named there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.conftest import ROOT, TRANSCRIPTS, require_shared
+
+MIN_RECALL = 0.9
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bench_real_transcripts", ROOT / "bench" / "real_transcripts.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _bench()
+FILES = sorted(
+    str(p.relative_to(TRANSCRIPTS))
+    for p in (TRANSCRIPTS.rglob("*") if TRANSCRIPTS.is_dir() else [])
+    if p.is_file() and p.name != "README.md"
+)
+
+
+@pytest.mark.parametrize("name", FILES or ["(none)"])
+def test_compacted_window_keeps_everything_on_real_transcripts(name: str, tmp_path: Path) -> None:
+    require_shared(TRANSCRIPTS)
+    rows = [
+        bench.measure(conv, messages, str(tmp_path))
+        for conv, messages in bench.conversations(TRANSCRIPTS, only=name)
+    ]
+    assert rows
+    for row in rows:
+        where = f"{row.conversation}: "
+        assert row.dropped == 0, where + f"{row.dropped} messages dropped unsummarized"
+        assert row.valid_openai and row.valid_anthropic, where + "; ".join(row.problems)
+        assert row.first_request is not False, where + "the first request is lost"
+        if row.recall is not None:
+            assert row.recall >= MIN_RECALL, (
+                where + f"edited-file recall {row.edited_recalled}/{row.edited_files}"
+            )
