@@ -25,9 +25,7 @@ def one_request_run(session: Session, steps: int, size: int = 2_000) -> None:
     for i in range(steps):
         call = ToolCall(id=f"c{i}", name="bash", arguments={"command": f"pytest -k case_{i}"})
         batch.append(Message.assistant(f"Step {i}: running case {i}.", tool_calls=[call]))
-        batch.append(
-            Message.tool(f"case {i}: " + "ok line\n" * (size // 8), tool_call_id=f"c{i}")
-        )
+        batch.append(Message.tool(f"case {i}: " + "ok line\n" * (size // 8), tool_call_id=f"c{i}"))
     session.append(batch)
 
 
