@@ -1,0 +1,163 @@
+"""Crash safety under SIGKILL: a writer is killed at random moments, hundreds of times.
+
+For each backend a child process appends batches of two messages to one session
+(now and then one of 1-4 MiB) and prints each batch's number once the append
+returns. The parent kills it with SIGKILL after a random delay, then reads the
+session back and counts:
+
+* acknowledged: batches whose append returned (printed) before the kill;
+* lost: acknowledged batches not stored;
+* duplicated: batches stored more than once;
+* torn: batches stored with one message of the two;
+* order: whether seqs are 1..n with no gap.
+
+Every count but acknowledged must be 0 (invariant 5: a batch is all-or-nothing
+and an acknowledged append survives a killed process). The suite runs a short
+version of this (tests/test_sqlite_store.py, tests/test_jsonl_store.py); this
+script is the long one, run by hand:
+
+    python bench/stress_kill.py [--kills 200] [--pg-kills 50] [--backends sqlite,jsonl,postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+
+from threadline import open_store
+
+POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+BIG_EVERY = 25
+"""About one batch in this many carries a 1-4 MiB message."""
+
+CHILD = f"""
+import random, sys
+from threadline import Message, open_store
+url, sid, run = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rng = random.Random(run)
+s = open_store(url).get_session(sid)
+i = 0
+while True:
+    i += 1
+    big = rng.randrange({BIG_EVERY}) == 0
+    body = "x" * (rng.randint(1, 4) * 1024 * 1024 if big else rng.randint(1, 2000))
+    s.append([
+        Message.user(f"r{{run}}-b{{i}}-a " + body, metadata={{"batch": f"{{run}}-{{i}}"}}),
+        Message.assistant(f"r{{run}}-b{{i}}-b", metadata={{"batch": f"{{run}}-{{i}}"}}),
+    ])
+    print(f"{{run}}-{{i}}", flush=True)
+"""
+
+
+@dataclass
+class Tally:
+    backend: str
+    kills: int = 0
+    acknowledged: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    torn: int = 0
+    out_of_order: int = 0
+    seconds: float = 0.0
+
+
+def run_backend(backend: str, url: str, kills: int, seed: int) -> Tally:
+    tally = Tally(backend)
+    store = open_store(url)
+    sid = store.create_session(agent="crash").id
+    store.close()
+    rng = random.Random(seed)
+    acked: set[str] = set()
+    started = time.perf_counter()
+    for run in range(kills):
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, url, sid, str(run)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert child.stdout is not None
+        first = child.stdout.readline()  # the child is appending now
+        time.sleep(rng.uniform(0.0, 0.2))
+        child.send_signal(signal.SIGKILL)
+        out, _ = child.communicate()
+        acked.update(line for line in (first + out).split() if line)
+        tally.kills += 1
+    tally.seconds = time.perf_counter() - started
+    store = open_store(url)
+    messages = store.read_messages(sid)
+    store.close()
+    seqs = [m.seq for m in messages]
+    tally.out_of_order = int(seqs != list(range(1, len(seqs) + 1)))
+    per_batch = Counter(str(m.metadata.get("batch")) for m in messages)
+    tally.acknowledged = len(acked)
+    tally.lost = sum(1 for b in acked if b not in per_batch)
+    tally.duplicated = sum(1 for n in per_batch.values() if n > 2)
+    tally.torn = sum(1 for n in per_batch.values() if n % 2)
+    return tally
+
+
+def drop_schema(url: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    schema = url.rsplit("schema=", 1)[1]
+    with psycopg.connect(POSTGRES, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kills", type=int, default=200, help="kills per file backend")
+    ap.add_argument("--pg-kills", type=int, default=50, help="kills on PostgreSQL")
+    ap.add_argument("--backends", default="sqlite,jsonl,postgres")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    from rich.console import Console
+    from rich.table import Table
+
+    tallies: list[Tally] = []
+    with tempfile.TemporaryDirectory(prefix="threadline-kill-") as tmp:
+        for backend in args.backends.split(","):
+            if backend == "sqlite":
+                tallies.append(run_backend(backend, f"sqlite://{tmp}/s.db", args.kills, args.seed))
+            elif backend == "jsonl":
+                tallies.append(run_backend(backend, f"jsonl://{tmp}/j", args.kills, args.seed))
+            elif backend == "postgres":
+                url = f"{POSTGRES}?schema=kill{uuid.uuid4().hex[:12]}"
+                try:
+                    tallies.append(run_backend(backend, url, args.pg_kills, args.seed))
+                finally:
+                    drop_schema(url)
+            else:
+                sys.exit(f"unknown backend {backend!r}")
+    table = Table(title="SIGKILL during appends (batches of two; some messages 1-4 MiB)")
+    for col in ("backend", "kills", "acknowledged", "lost", "duplicated", "torn", "gap-free", "s"):
+        table.add_column(col, justify="right")
+    for t in tallies:
+        table.add_row(
+            t.backend,
+            f"{t.kills}",
+            f"{t.acknowledged:,}",
+            f"{t.lost}",
+            f"{t.duplicated}",
+            f"{t.torn}",
+            "yes" if not t.out_of_order else "NO",
+            f"{t.seconds:.0f}",
+        )
+    Console().print(table)
+    bad = [t.backend for t in tallies if t.lost or t.duplicated or t.torn or t.out_of_order]
+    if bad:
+        sys.exit(f"crash safety broken on: {', '.join(bad)}")
+
+
+if __name__ == "__main__":
+    main()
