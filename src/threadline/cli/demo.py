@@ -29,12 +29,10 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.text import Text
 
-from threadline.cli.compact_cmd import render_trigger_progress
-from threadline.cli.context_cmd import render_context_report
+from threadline.cli.context_cmd import context_blocks
 from threadline.cli.render import make_console, page_footer, plural, sessions_table, shorten
 from threadline.cli.sessions import write_atomically
 from threadline.cli.state import get_state
-from threadline.compaction.triggers import check_triggers
 from threadline.demo.run import (
     DEFAULT_SEED,
     DEFAULT_TURNS,
@@ -48,8 +46,11 @@ from threadline.demo.run import (
 from threadline.errors import ModelError
 from threadline.interop.export import to_markdown
 from threadline.store import Store
+from threadline.store.base import MAX_INT
 
 DEMO_LIST_SIZE = 10
+MAX_TURNS = 100_000
+"""A demo of more turns is a typo, not a demo: it would run for hours."""
 PIPED_STATUS_EVERY = 50
 """Without a terminal the status line cannot redraw: print it every this many turns."""
 LIVE_REFRESH_PER_SECOND = 8
@@ -193,11 +194,7 @@ def _resume(store: Store, session_id: str) -> None:
     console.print()
     session = r.session
     window = r.agent.build(session)
-    blocks = render_context_report(window, session, session.latest_checkpoint())
-    decision = check_triggers(
-        session, r.agent.policy, model=r.agent.model_spec, context_tokens=window.tokens
-    )
-    blocks.append(render_trigger_progress(decision))
+    blocks = context_blocks(window, session, r.agent.policy)
     console.print(
         Text(
             f"$ threadline context {session.id[:8]}   (with the demo agent's prompt, tools and "
@@ -241,9 +238,11 @@ def _listing_and_export(
 def demo(
     ctx: typer.Context,
     turns: Annotated[
-        int, typer.Option("--turns", "-n", min=1, help="Simulated turns to run.")
+        int, typer.Option("--turns", "-n", min=1, max=MAX_TURNS, help="Simulated turns to run.")
     ] = DEFAULT_TURNS,
-    seed: Annotated[int, typer.Option("--seed", help="Same seed, same session.")] = DEFAULT_SEED,
+    seed: Annotated[
+        int, typer.Option("--seed", min=-MAX_INT, max=MAX_INT, help="Same seed, same session.")
+    ] = DEFAULT_SEED,
     export: Annotated[
         Path | None,
         typer.Option(
