@@ -15,11 +15,10 @@ def text(max_words: int = 400) -> st.SearchStrategy[str]:
 
 @st.composite
 def tool_chain(draw: st.DrawFn, *, broken: bool = False) -> list[Message]:
-    n = draw(st.integers(1, 3))
-    calls = [
-        ToolCall(id=f"call_{draw(st.integers(0, 10**9))}", name="grep", arguments={"q": "x"})
-        for _ in range(n)
-    ]
+    """An assistant message calling 1-3 tools (ids unique within it, as a store requires)
+    and their results, some lost when ``broken``."""
+    numbers = draw(st.lists(st.integers(0, 10**9), min_size=1, max_size=3, unique=True))
+    calls = [ToolCall(id=f"call_{i}", name="grep", arguments={"q": "x"}) for i in numbers]
     out = [Message.assistant(draw(text(20)), tool_calls=calls)]
     for call in calls:
         if broken and draw(st.booleans()):

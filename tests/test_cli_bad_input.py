@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.conftest import TRANSCRIPTS, require_shared
 from threadline import Message, ToolCall, open_store
 from threadline.cli.app import app
 from threadline.errors import (
@@ -140,6 +142,23 @@ def test_import_of_a_missing_file_or_a_directory_is_a_usage_error(url: str, tmp_
     assert run(url, "sessions", "import", str(tmp_path / "absent.json")).exit_code == 2
     assert run(url, "sessions", "import", str(tmp_path)).exit_code == 2
     assert stored(url) == [("keep-0001", 1)]
+
+
+def test_import_from_a_pipe_reads_it_once(url: str, tmp_path: Path) -> None:
+    """The nesting check must not consume a stream the importer still has to read."""
+    fifo = tmp_path / "chat.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "w", encoding="utf-8") as pipe:
+            pipe.write(json.dumps([{"role": "user", "content": "through a pipe"}]))
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    result = run(url, "sessions", "import", str(fifo))
+    writer.join()
+    assert result.exit_code == 0, result.stderr
+    assert (result.stdout.strip(), 1) in stored(url)
 
 
 def test_import_with_a_bad_agent_name_creates_nothing(url: str, tmp_path: Path) -> None:
@@ -322,3 +341,67 @@ def test_delete_force_overrides_the_lock(url: str, held: subprocess.Popen[str]) 
     result = run(url, "sessions", "delete", "keep", "--force")
     assert result.exit_code == 0, result.stderr
     assert stored(url) == []
+
+
+# -- stored text on the terminal ---------------------------------------------------------------
+
+ESCAPES = "\x1b[2J\x1b[31mEVIL\x07\u202e"
+"""Clear the screen, turn red, ring the bell, reverse the line: what a title can carry."""
+
+
+def no_raw_controls(result: Any) -> str:
+    """Everything the command wrote, checked: no byte a terminal would act on."""
+    out = result.stdout + result.stderr
+    for char in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert char not in out, f"raw {char!r} in the output of a command"
+    return str(out)
+
+
+def test_control_characters_in_stored_text_are_shown_escaped(url: str) -> None:
+    renamed = run(url, "sessions", "rename", "keep-0001", ESCAPES)
+    assert renamed.exit_code == 0 and "\\x1b[2J\\x1b[31mEVIL" in no_raw_controls(renamed)
+    store = open_store(url)
+    call = ToolCall(id="call-1", name="sh\x1b[31m", arguments={"cmd": "\x1b]0;pwned\x07"})
+    store.get_session("keep-0001").append(
+        [
+            Message.user("colour \x1b[32mgreen\x1b[0m here", model="gpt\x9b2J"),
+            Message.assistant("", tool_calls=[call]),
+            Message.tool("\x1b[1mPASSED\x1b[0m\nline two", tool_call_id="call-1", name="sh\x1b"),
+        ]
+    )
+    store.close()
+    commands = [
+        ("sessions", "list"),
+        ("sessions", "show", "keep-0001"),
+        ("sessions", "history", "keep-0001"),
+        ("sessions", "history", "keep-0001", "--full"),
+        ("sessions", "search", "colour"),
+    ]
+    for args in commands:
+        result = run(url, *args)
+        assert result.exit_code == 0, (args, result.stderr)
+        assert "\\x1b" in no_raw_controls(result), args
+    no_raw_controls(run(url, "context", "keep-0001"))
+    shown = json.loads(run(url, "sessions", "show", "keep-0001", "--json").stdout)
+    assert shown["session"]["title"] == ESCAPES  # --json keeps the raw value
+    history = json.loads(run(url, "sessions", "history", "keep-0001", "--json").stdout)
+    assert history["items"][-1]["content"] == "\x1b[1mPASSED\x1b[0m\nline two"
+
+
+def test_rich_markup_in_stored_text_prints_literally(url: str) -> None:
+    assert run(url, "sessions", "rename", "keep-0001", "[bold red]x[/bold red]").exit_code == 0
+    for args in (("sessions", "list"), ("sessions", "show", "keep-0001")):
+        assert "[bold red]x[/bold red]" in run(url, *args).stdout
+
+
+def test_a_real_transcript_with_captured_colour_codes_prints_escaped(url: str) -> None:
+    name = "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"  # a command's output, colours and all
+    path = require_shared(TRANSCRIPTS / "claude-code" / "spotter-8463c716" / name)
+    imported = run(url, "sessions", "import", str(path))
+    assert imported.exit_code == 0, imported.stderr
+    sid = imported.stdout.strip()
+    stored = run(url, "sessions", "history", sid, "-n", "1000", "--json").stdout
+    assert "\\u001b[1m" in stored  # JSON's escape: the stored text holds a raw ESC
+    result = run(url, "sessions", "history", sid, "--full", "-n", "1000")
+    assert result.exit_code == 0
+    assert "\\x1b[1m" in no_raw_controls(result)

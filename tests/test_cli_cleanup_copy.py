@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import io
+import os
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from threadline import Message, open_store
+from threadline import ImagePart, Message, open_store
 from threadline.cli import cleanup_cmd
 from threadline.cli.app import app
 from threadline.cli.copy_cmd import redact
@@ -280,3 +282,24 @@ def test_redact_hides_passwords() -> None:
     )
     assert redact("redis://:pw@127.0.0.1/0") == "redis://:***@127.0.0.1/0"
     assert redact("sqlite:///tmp/a.db") == "sqlite:///tmp/a.db"
+
+
+def test_copy_does_not_carry_a_hostile_message_id_into_a_jsonl_store(tmp_path: Path) -> None:
+    """An id stored before ids were checked (here: appended below ``Session.append``) is
+    refused by the copy, and the JSONL destination writes nothing outside its directory."""
+    src_url, dst_dir = f"sqlite://{tmp_path / 'src.db'}", tmp_path / "deep" / "er" / "dst"
+    src = open_store(src_url)
+    session = src.create_session(id="hostile-0001")
+    session.append(Message.user("fine"))
+    image = ImagePart(data=base64.b64encode(os.urandom(40_000)).decode(), media_type="image/png")
+    hostile = Message.user([image], id="../../../../escaped", token_counts={"o200k": 1})
+    src.append_messages(session.id, [hostile])
+    src.close()
+    result = runner.invoke(
+        app, ["sessions", "copy", "--from", src_url, "--to", f"jsonl://{dst_dir}"]
+    )
+    assert result.exit_code == 1
+    assert "hostile-0001" in result.stderr and "message id" in result.stderr
+    assert [p.name for p in tmp_path.rglob("escaped*")] == []
+    dst = open_store(f"jsonl://{dst_dir}")
+    assert dst.read_messages("hostile-0001") == []  # the batch holding it is refused whole

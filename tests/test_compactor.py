@@ -34,7 +34,7 @@ from threadline.compaction.triggers import (
     is_user_turn,
 )
 from threadline.compaction.values import extract_values, retention
-from threadline.errors import CompactionInProgress
+from threadline.errors import CheckpointConflict, CompactionInProgress
 from threadline.messages import utcnow
 from threadline.store.base import Store, prepare_messages, this_host
 
@@ -545,15 +545,20 @@ def test_same_process_concurrent_compaction_is_refused(store: Store) -> None:
     assert len(s.checkpoints()) == 1
 
 
-def test_a_mark_taken_over_mid_run_discards_the_summary(any_store: Store) -> None:
+def test_a_mark_taken_over_mid_run_still_writes_on_an_unchanged_base(any_store: Store) -> None:
+    """The mark only saves work; the checkpoint's compare-and-set guards the chain. A
+    compaction whose mark was taken over still writes while its base is the latest, and
+    the taker's write on that same base is then refused."""
     s = make_session(any_store, turns(10))
     fake = FakeSummarizer()
     fake.during = lambda: _plant_mark(s, LockHolder(pid=1, host="another-host"))
-    with pytest.raises(CompactionInProgress, match="took over"):
-        Compactor(fake).compact(s, force=True)
-    assert s.latest_checkpoint() is None
+    r = Compactor(fake).compact(s, force=True)
+    assert r.status == "compacted" and r.checkpoint is not None
     mark = current_mark(s)
     assert mark is not None and mark["token"] == "someone-else"  # not cleared: not ours
+    with pytest.raises(CheckpointConflict, match="appeared after checkpoint None"):
+        s.add_checkpoint(covers_up_to=40, summary="the taker's", expect_previous=None)
+    assert [c.id for c in s.checkpoints()] == [r.checkpoint.id]
 
 
 def test_a_checkpoint_written_meanwhile_discards_the_summary(store: Store) -> None:

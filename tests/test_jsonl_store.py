@@ -7,6 +7,7 @@ garbage, and processes killed with SIGKILL in the middle of appends.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import multiprocessing
@@ -29,6 +30,8 @@ import pytest
 
 from threadline import (
     CorruptRecord,
+    ImagePart,
+    InvalidMessage,
     Message,
     NotAThreadlineStore,
     SchemaTooNew,
@@ -581,3 +584,56 @@ def test_large_images_live_in_the_media_folder_and_read_back_inline(tmp_path: Pa
     assert back.content == msg.content
     s.delete()
     assert not any((tmp_path / "js").rglob(f"{s.id}_media"))
+
+
+# -- hostile ids and media ------------------------------------------------------------
+
+
+def _big_image_message(message_id: str) -> Message:
+    data = base64.b64encode(os.urandom(40_000)).decode()  # over the 32 KiB inline limit
+    return Message.user([ImagePart(data=data, media_type="image/png")], id=message_id)
+
+
+def _files_outside(tmp_path: Path, root: Path) -> list[Path]:
+    return [p for p in tmp_path.rglob("*") if p.is_file() and root not in p.parents]
+
+
+@pytest.mark.parametrize("kind", ["relative", "absolute"])
+def test_a_message_id_cannot_write_media_outside_the_store(
+    tmp_path: Path, root: Path, kind: str
+) -> None:
+    store = JSONLStore(root)
+    s = store.create_session(agent="media")
+    escape = "../../../../escaped" if kind == "relative" else str(tmp_path / "abs-escaped")
+    with pytest.raises(InvalidMessage, match="message id"):
+        s.append(_big_image_message(escape))
+    assert _files_outside(tmp_path, root) == []
+    assert s.count() == 0
+
+
+def test_media_files_are_named_by_seq_not_by_message_id(tmp_path: Path, root: Path) -> None:
+    """Even an append that skips ``prepare_messages`` cannot pick a media path."""
+    store = JSONLStore(root)
+    s = store.create_session(agent="media")
+    s.append(Message.user("first"))
+    hostile = _big_image_message("../../../../escaped").model_copy(
+        update={"token_counts": {"o200k": 1}}
+    )
+    (stored,) = store.append_messages(s.id, [hostile])
+    assert _files_outside(tmp_path, root) == []
+    media = root / "sessions" / "media" / f"{s.id}_media"
+    assert sorted(p.name for p in media.iterdir()) == ["2-0.png"]
+    assert store.read_messages(s.id, after_seq=1)[0].content == stored.content
+
+
+def test_deleting_sessions_removes_their_media(root: Path) -> None:
+    store = JSONLStore(root)
+    one, two = store.create_session(agent="media"), store.create_session(agent="media")
+    for s in (one, two):
+        s.append(_big_image_message(str(uuid.uuid4())))
+    media = [root / "sessions" / "media" / f"{s.id}_media" for s in (one, two)]
+    assert all(m.is_dir() for m in media)
+    store.delete_sessions([one.id])
+    assert not media[0].exists() and media[1].is_dir()
+    store.delete_all()
+    assert not media[1].exists()

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-from pydantic import ValidationError
 
 from tests.strategies import history
-from threadline import ImagePart, Message, TextPart, ToolCall, group_units
+from threadline import ImagePart, InvalidMessage, Message, TextPart, ToolCall, group_units
 from threadline.messages import INTERRUPTED_RESULT, flatten
 
 
@@ -22,13 +21,13 @@ def test_constructors_and_text() -> None:
 
 
 def test_shape_errors() -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidMessage):
         Message(role="tool", content="x")  # no tool_call_id
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidMessage):
         Message(role="user", content="x", tool_calls=[ToolCall(id="1", name="f")])
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidMessage):
         ImagePart(url="a", data="b", media_type="image/png")
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidMessage):
         ImagePart(data="aGk=")  # base64 without a media type
 
 
@@ -48,6 +47,21 @@ def test_unparseable_arguments_are_kept_verbatim() -> None:
     assert call.raw_arguments == '{"a": 1' and call.arguments_json() == '{"a": 1'
     assert ToolCall.from_json_arguments(id="c", name="f", arguments='{"a":1}').arguments == {"a": 1}
     assert ToolCall.from_json_arguments(id="c", name="f", arguments="[1]").raw_arguments == "[1]"
+
+
+def test_arguments_that_are_not_strict_json_are_kept_verbatim() -> None:
+    """Python's parser takes NaN and Infinity, which no JSON store can hold (pydantic
+    would write null); and nesting deep enough to exhaust the parser's recursion."""
+    for text in ('{"x": NaN}', '{"x": -Infinity}', '{"a": ' * 5000 + "1" + "}" * 5000):
+        call = ToolCall.from_json_arguments(id="c", name="f", arguments=text)
+        assert call.raw_arguments == text and call.arguments == {}
+
+
+def test_construction_errors_name_the_field_and_value() -> None:
+    with pytest.raises(InvalidMessage, match=r"content.*\(got 123\)"):
+        Message.user(123)  # type: ignore[arg-type]
+    with pytest.raises(InvalidMessage, match=r"role: Input should be .*\(got 'bot'\)"):
+        Message(role="bot", content="x")  # type: ignore[arg-type]
 
 
 def _chain(*ids: str) -> Message:

@@ -425,9 +425,10 @@ parts = st.lists(
 
 @st.composite
 def tool_calls(draw: st.DrawFn) -> list[ToolCall]:
+    """Ids repeat across messages (tau-bench does), never within one: a store refuses that."""
     out = []
-    for _ in range(draw(st.integers(1, 3))):
-        call_id, name = draw(call_ids), draw(tool_names)
+    for call_id in draw(st.lists(call_ids, min_size=1, max_size=3, unique=True)):
+        name = draw(tool_names)
         if draw(st.booleans()):
             out.append(ToolCall(id=call_id, name=name, raw_arguments=draw(raw)))
         else:

@@ -183,7 +183,8 @@ def test_property_only_eligible_results_are_pruned_and_sizes_are_exact(
                 Message.assistant(f"a{i}"),
             ]
         )
-    policy = ContextPolicy(context_limit=max(2_000, int(s.total_tokens / fill)))
+    limit = max(2_000, int(s.total_tokens / fill))
+    policy = ContextPolicy(context_limit=limit, response_reserve=min(4_096, limit // 4))
     line = policy.prune_aggressive_min_chars if aggressive else policy.prune_min_chars
     try:
         w = build_context(s, policy=policy, aggressive=aggressive)

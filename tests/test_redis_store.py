@@ -385,6 +385,8 @@ class _Proxy:
         self.running = True
         self.cut_next_reply = False
         """Swallow the next reply and drop that connection: the command ran, its answer is lost."""
+        self.cut_reply_to: bytes | None = None
+        """Set ``cut_next_reply`` when a request containing these bytes goes by."""
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -403,6 +405,9 @@ class _Proxy:
     def _pump(self, src: socket.socket, dst: socket.socket, replies: bool) -> None:
         try:
             while data := src.recv(65536):
+                if not replies and self.cut_reply_to is not None and self.cut_reply_to in data:
+                    self.cut_reply_to = None
+                    self.cut_next_reply = True
                 if replies and self.cut_next_reply:
                     self.cut_next_reply = False
                     break
@@ -454,6 +459,22 @@ def test_a_server_that_goes_away_mid_run_is_store_unavailable_then_recovers(pref
         assert store.add_checkpoint(sid, covers_up_to=3, summary="once").id == 2
         assert not proxy.cut_next_reply
         assert [c.summary for c in store.list_checkpoints(sid)] == ["first", "once"]
+        # the compare-and-set scripts themselves, their replies lost and resent
+        store.append_messages(sid, _batch("more"))
+        proxy.cut_reply_to = b"EVALSHA"
+        third = store.add_checkpoint(sid, covers_up_to=4, summary="cas", expect_previous=2)
+        assert third.id == 3 and proxy.cut_reply_to is None and not proxy.cut_next_reply
+        proxy.cut_reply_to = b"EVALSHA"  # the resent swap finds its own memo: refused...
+        assert not store.replace_memo(sid, {}, {"n": 1})
+        assert proxy.cut_reply_to is None and store.get_memo(sid) == {"n": 1}
+        # ...and update_memo decides again on it: the mark recognises its own token
+        mark = {"token": "mine"}
+        proxy.cut_reply_to = b"EVALSHA"
+        took = store.get_session(sid).update_memo(
+            lambda m: None if m.get("mark") == mark else {**m, "mark": mark}
+        )
+        assert took == {"n": 1, "mark": mark} and proxy.cut_reply_to is None
+        assert [c.summary for c in store.list_checkpoints(sid)] == ["first", "once", "cas"]
     finally:
         store.close()
         proxy.stop()

@@ -116,7 +116,7 @@ def test_context_trigger_uses_the_model_window_from_the_catalog(store: Store) ->
 
 def test_context_trigger_unavailable_without_a_built_context(store: Store) -> None:
     s = _session(store, 12)
-    d = check_triggers(s, _policy(context_limit=100))
+    d = check_triggers(s, _policy(context_limit=100, response_reserve=0))
     p = d.get("context")
     assert p is not None and not p.available and not p.fired and p.percent == 0.0
 
@@ -135,7 +135,9 @@ def test_nothing_fires_before_min_recent_plus_four(store: Store) -> None:
 
 def test_auto_summarize_off_switches_every_trigger_off(store: Store) -> None:
     s = _session(store, 100, words=100)
-    policy = _policy(auto_summarize=False, max_tokens_before_summary=1, context_limit=1000)
+    policy = _policy(
+        auto_summarize=False, max_tokens_before_summary=1, context_limit=1000, response_reserve=0
+    )
     d = check_triggers(s, policy, context_tokens=10**6)
     assert not d.fire and d.reason is None
     assert all(p.reached and not p.fired for p in d.progress)
@@ -144,7 +146,7 @@ def test_auto_summarize_off_switches_every_trigger_off(store: Store) -> None:
 
 def test_the_trigger_furthest_past_its_threshold_wins(store: Store) -> None:
     s = _session(store, 60, words=5)
-    policy = _policy(max_messages_before_summary=30, context_limit=1000)
+    policy = _policy(max_messages_before_summary=30, context_limit=1000, response_reserve=0)
     d = check_triggers(s, policy, context_tokens=900)  # messages 200%, context 112%
     assert d.fire and d.reason == "messages"
     assert {p.name for p in d.progress if p.fired} == {"messages", "context"}
@@ -154,7 +156,7 @@ def test_the_trigger_furthest_past_its_threshold_wins(store: Store) -> None:
 
 def test_progress_percentages(store: Store) -> None:
     s = _session(store, 15)
-    d = check_triggers(s, _policy(context_limit=1000), context_tokens=200)
+    d = check_triggers(s, _policy(context_limit=1000, response_reserve=0), context_tokens=200)
     by_name = {p.name: p for p in d.progress}
     assert by_name["messages"].percent == pytest.approx(50.0)
     assert by_name["context"].percent == pytest.approx(25.0)

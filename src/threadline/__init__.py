@@ -20,6 +20,7 @@ from threadline.context import ContextPolicy, ContextReport, ContextWindow, buil
 from threadline.context.strategies import StrategyRegistry
 from threadline.errors import (
     AmbiguousSessionId,
+    CheckpointConflict,
     CompactionInProgress,
     ConfigError,
     ContextLengthExceeded,
@@ -72,6 +73,7 @@ __all__ = [
     "AgentConfig",
     "AmbiguousSessionId",
     "Checkpoint",
+    "CheckpointConflict",
     "CompactionInProgress",
     "CompactionResult",
     "Compactor",

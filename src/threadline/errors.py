@@ -15,6 +15,7 @@ them into one-line errors and exit codes (``exit_code`` on each class).
     ├── SessionExists               (exit 2)
     ├── SessionLocked               another live process is attached (exit 4)
     ├── CompactionInProgress        another process is compacting (exit 4)
+    │   └── CheckpointConflict      the checkpoint to build on is no longer the latest
     ├── ContextOverflow             even the protected messages do not fit (exit 5)
     ├── NotSupported                a backend lacks an optional ability (exit 6)
     ├── ModelError                  a chat model provider failed (exit 7)
@@ -29,7 +30,10 @@ them into one-line errors and exit codes (``exit_code`` on each class).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class ThreadlineError(Exception):
@@ -128,6 +132,17 @@ class CompactionInProgress(ThreadlineError):
     exit_code = 4
 
 
+class CheckpointConflict(CompactionInProgress):
+    """A checkpoint was to follow one that is no longer the session's latest (or would
+    not cover more than it): another compaction got there first, so this one's work is
+    discarded rather than moving the session's checkpoints backwards."""
+
+    def __init__(self, message: str, *, expected: int | None, latest: int | None) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.latest = latest
+
+
 class ContextOverflow(ThreadlineError):
     """Even the protected messages do not fit after emergency truncation."""
 
@@ -182,3 +197,26 @@ class CorruptRecord(StoreError):
     def __init__(self, message: str, *, where: str | None = None) -> None:
         super().__init__(f"{where}: {message}" if where else message)
         self.where = where
+
+
+MAX_SHOWN_INPUT = 60
+"""Characters of a refused input quoted when a pydantic error is reworded."""
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """pydantic's errors as one line naming each field and the value it refused.
+
+    Models that callers build directly (``Message``, ``ContextPolicy``) turn their
+    ``ValidationError`` into one of ours with this text, so the error tree holds.
+    """
+    problems: list[str] = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"])
+        text = str(error["msg"]).removeprefix("Value error, ")
+        if loc and error["type"] not in ("missing", "extra_forbidden"):
+            got = repr(error["input"])
+            if len(got) > MAX_SHOWN_INPUT:
+                got = got[:MAX_SHOWN_INPUT] + "..."
+            text += f" (got {got})"
+        problems.append(f"{loc}: {text}" if loc else text)
+    return "; ".join(dict.fromkeys(problems))

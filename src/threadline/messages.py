@@ -21,7 +21,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from threadline.errors import InvalidMessage, validation_problems
+from threadline.json_limits import nesting_too_deep
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -39,6 +42,21 @@ def new_id() -> str:
 class _Model(BaseModel):
     # extra="ignore": a record written by a newer threadline still loads here.
     model_config = ConfigDict(extra="ignore", validate_assignment=False)
+
+    def __init__(self, /, **data: Any) -> None:
+        """Build from fields; a bad field raises ``InvalidMessage`` naming it, so callers
+        meet only threadline's errors. (``model_validate``, which readers of stored and
+        imported records use, keeps pydantic's ``ValidationError``.)"""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise InvalidMessage(
+                f"invalid {type(self).__name__}: {validation_problems(exc)}"
+            ) from exc
+
+    # pydantic's mark for an __init__ that only wraps its own (RootModel does the same):
+    # nested and model_validate validation skip it, keeping their ValidationError and speed.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
 
 class TextPart(_Model):
@@ -103,12 +121,16 @@ class ToolCall(_Model):
 
     @classmethod
     def from_json_arguments(cls, *, id: str, name: str, arguments: str | None) -> ToolCall:
-        """Build from a provider's JSON argument string; kept verbatim if it does not parse."""
+        """Build from a provider's JSON argument string; kept verbatim if it does not parse
+        as strict JSON (``NaN`` and ``Infinity`` are not JSON, and would be stored as null)
+        or nests too deep to parse safely."""
         text = arguments or ""
         if not text.strip():
             return cls(id=id, name=name)
+        if nesting_too_deep(text) is not None:
+            return cls(id=id, name=name, raw_arguments=text)
         try:
-            parsed = json.loads(text)
+            parsed = json.loads(text, parse_constant=_not_json)
         except ValueError:
             return cls(id=id, name=name, raw_arguments=text)
         if isinstance(parsed, dict):
@@ -119,6 +141,10 @@ class ToolCall(_Model):
         if self.raw_arguments is not None:
             return self.raw_arguments
         return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 class Usage(_Model):

@@ -108,7 +108,10 @@ def test_create_with_caller_id_and_fields(store: Store) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ["a/b", "a\\b", "..", "a..b", "../etc", "x\x00y", "x" * 129, "", ".hidden", "-dash", "sp ace"],
+    [
+        *("a/b", "a\\b", "..", "a..b", "../etc", "x\x00y", "x" * 129, "", ".hidden", "-dash"),
+        *("sp ace", "coder\n", "coder\r\n", "\ncoder", "x" * 2**20),
+    ],
     ids=repr,
 )
 def test_create_refuses_bad_ids(store: Store, bad: str) -> None:
@@ -117,6 +120,80 @@ def test_create_refuses_bad_ids(store: Store, bad: str) -> None:
     with pytest.raises(InvalidSessionId):
         store.create_session(agent=bad)
     assert store.list_sessions().total == 0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../../../../escaped", "/abs/escaped", "id\n", "x" * 129, "x" * 2**20, "", "a b", "x\x1b[2J"],
+    ids=["relative", "absolute", "newline", "129", "1MiB", "empty", "space", "escape"],
+)
+def test_append_refuses_bad_message_ids(store: Store, bad: str) -> None:
+    session = store.create_session()
+    with pytest.raises(InvalidMessage, match="message id"):
+        session.append([Message.user("fine"), Message.user("hostile", id=bad)])
+    assert store.count_messages(session.id) == 0
+
+
+def test_append_refuses_what_could_not_be_read_back(store: Store) -> None:
+    """Duplicate call ids in one message, NaN, and nesting past the reader's limit."""
+    session = store.create_session()
+    twice = [ToolCall(id="c1", name="a"), ToolCall(id="c1", name="b")]
+    deep: Any = 1
+    for _ in range(150):
+        deep = {"d": deep}
+    bad = [
+        (Message.assistant("", tool_calls=twice), "appears twice"),
+        (
+            Message.assistant(
+                "", tool_calls=[ToolCall(id="c", name="f", arguments={"x": float("nan")})]
+            ),
+            "nan",
+        ),
+        (Message.user("x", metadata={"m": [float("inf")]}), "inf"),
+        (Message.user("x", metadata=deep), "levels deep"),
+    ]
+    for message, why in bad:
+        with pytest.raises(InvalidMessage, match=why):
+            session.append(message)
+    assert store.count_messages(session.id) == 0
+
+
+def test_huge_numbers_mean_everything_and_other_types_are_refused(store: Store) -> None:
+    """Past 64 bits SQLite overflowed and PostgreSQL refused; now every backend agrees."""
+    session = store.create_session()
+    stored = fill(session, 3)
+    assert store.tail(session.id, 10**30, before_seq=10**30) == stored[::-1]
+    assert store.read_messages(session.id, after_seq=-(10**30), limit=10**30) == stored
+    assert store.read_messages(session.id, after_seq=10**30) == []
+    page = store.list_sessions(offset=10**30)
+    assert page.items == [] and page.total == 1
+    for bad in ("5", 2.0, None):
+        with pytest.raises(UsageError, match="limit must be an integer"):
+            store.tail(session.id, bad)  # type: ignore[arg-type]
+
+
+def test_session_fields_scratchpad_and_checkpoints_are_checked(store: Store) -> None:
+    """A number where text goes once left a JSONL file unreadable; NaN was stored as NaN
+    by some backends and refused by PostgreSQL. Now every backend refuses both, first."""
+    session = store.create_session(id="keep-0001")
+    fill(session, 2)
+    before = (store.session_info(session.id), store.scratchpad_list(session.id))
+    calls: list[Callable[[], object]] = [
+        lambda: store.create_session(model=5),  # type: ignore[arg-type]
+        lambda: store.create_session(metadata={"x": float("nan")}),
+        lambda: store.update_session(session.id, model=5),  # type: ignore[arg-type]
+        lambda: store.update_session(session.id, metadata=[1]),  # type: ignore[arg-type]
+        lambda: store.scratchpad_write(session.id, "n", 123),  # type: ignore[arg-type]
+        lambda: store.add_checkpoint(session.id, covers_up_to=1, summary=5),  # type: ignore[arg-type]
+        lambda: store.add_checkpoint(
+            session.id, covers_up_to=1, summary="s", metadata={"x": float("inf")}
+        ),
+    ]
+    for call in calls:
+        with pytest.raises(UsageError):
+            call()
+    assert (store.session_info(session.id), store.scratchpad_list(session.id)) == before
+    assert store.list_sessions().total == 1 and store.list_checkpoints(session.id) == []
 
 
 def test_create_accepts_longest_id(store: Store) -> None:

@@ -139,7 +139,7 @@ def root(
     ] = False,
 ) -> None:
     """threadline: durable LLM-agent sessions, and context windows that fit."""
-    state = CliState(store_url=store or default_store_url())
+    state = CliState(store_url=store if store is not None else default_store_url())
     ctx.obj = state
     ctx.call_on_close(state.close)
 

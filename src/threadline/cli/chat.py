@@ -43,7 +43,7 @@ from rich.text import Text
 from threadline.agent import Agent, AgentConfig, TurnResult, default_agent, load_agent
 from threadline.catalog import lookup
 from threadline.cli.errors import EXIT_MODEL, PROGRAM, one_line
-from threadline.cli.render import compact_call, make_console, shorten
+from threadline.cli.render import compact_call, echo, make_console, shorten
 from threadline.cli.slash import Outcome, SlashCompleter, dispatch, parse_command, tokens_line
 from threadline.cli.state import stdin_is_interactive, store_of
 from threadline.compaction.compactor import CompactionResult
@@ -452,8 +452,8 @@ def connect(config: AgentConfig) -> ChatModel:
 
 
 def _exit_with_hint(problem: str, config: AgentConfig) -> NoReturn:
-    for line in setup_hint(problem, config):
-        typer.echo(line, err=True)
+    for line in setup_hint(problem, config):  # a provider's error text among them
+        echo(line, err=True)
     raise typer.Exit(EXIT_MODEL)
 
 
@@ -553,7 +553,7 @@ def chat(
                     "or run in a terminal to chat)"
                 )
             result = controller.send(text)
-            typer.echo(result.text)
+            echo(result.text)
         finally:
             controller.close()
     finally:

@@ -35,8 +35,9 @@ from threadline.compaction.llm import SummarizerKind, make_summarizer
 from threadline.compaction.snapshot import words
 from threadline.compaction.triggers import TriggerDecision
 from threadline.context import ContextPolicy
-from threadline.errors import UsageError
+from threadline.errors import UsageError, validation_problems
 from threadline.llm import ChatModel, resolve_model
+from threadline.store.base import MAX_INT
 
 MISSING_SHOWN = 10
 """Values missing from the snapshot listed by name in the report."""
@@ -69,10 +70,7 @@ def make_compaction_policy(*, max_words: int | None) -> ContextPolicy:
     try:
         return ContextPolicy.model_validate(fields)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise UsageError(f"invalid compaction options: {problems}") from exc
+        raise UsageError(f"invalid compaction options: {validation_problems(exc)}") from exc
 
 
 def _chat_model(
@@ -241,18 +239,25 @@ def compact(
         bool, typer.Option("--dry-run", help="Summarize and report; write no checkpoint.")
     ] = False,
     max_words: Annotated[
-        int | None, typer.Option("--max-words", help="Snapshot word limit (default 600).")
+        int | None,
+        typer.Option("--max-words", max=MAX_INT, help="Snapshot word limit (default 600)."),
     ] = None,
     keep_recent: Annotated[
         int | None,
         typer.Option(
-            "--keep-recent", min=0, help="Recent messages kept verbatim (default 6, if they fit)."
+            "--keep-recent",
+            min=0,
+            max=MAX_INT,
+            help="Recent messages kept verbatim (default 6, if they fit).",
         ),
     ] = None,
     keep_turns: Annotated[
         int | None,
         typer.Option(
-            "--keep-turns", min=0, help="Last user turns kept verbatim (default 4, while they fit)."
+            "--keep-turns",
+            min=0,
+            max=MAX_INT,
+            help="Last user turns kept verbatim (default 4, while they fit).",
         ),
     ] = None,
     focus: Annotated[

@@ -34,8 +34,10 @@ from threadline.cli.render import (
 from threadline.cli.state import store_of
 from threadline.compaction.triggers import plan_compaction
 from threadline.context import ContextPolicy, ContextWindow, build_context
-from threadline.errors import UsageError
+from threadline.errors import UsageError, validation_problems
+from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.store import Checkpoint, Session
+from threadline.store.base import MAX_INT
 
 SECTION_LABELS = {
     "system": "System prompt",
@@ -63,8 +65,14 @@ def read_text_file(path: Path, *, what: str) -> str:
 
 def read_tools_file(path: Path) -> list[dict[str, Any]]:
     """A JSON array of tool definitions (OpenAI ``{"type": "function", ...}`` or Anthropic)."""
+    text = read_text_file(path, what="tools file")
+    deep = nesting_too_deep(text)  # the parser would recurse into it
+    if deep is not None:
+        raise UsageError(
+            f"tools file {path} nests more than {MAX_JSON_DEPTH} levels deep (line {deep})"
+        )
     try:
-        tools = json.loads(read_text_file(path, what="tools file"))
+        tools = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"tools file {path} is not JSON: line {exc.lineno}: {exc.msg}") from exc
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
@@ -86,10 +94,7 @@ def make_policy(
     try:
         return ContextPolicy.model_validate(fields)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise UsageError(f"invalid context options: {problems}") from exc
+        raise UsageError(f"invalid context options: {validation_problems(exc)}") from exc
 
 
 def _kv(label: str, value: str | Text) -> Text:
@@ -265,10 +270,12 @@ def context(
         ),
     ] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Context limit override (tokens).")
+        int | None,
+        typer.Option("--limit", min=1, max=MAX_INT, help="Context limit override (tokens)."),
     ] = None,
     reserve: Annotated[
-        int | None, typer.Option("--reserve", min=0, help="Tokens reserved for the reply.")
+        int | None,
+        typer.Option("--reserve", min=0, max=MAX_INT, help="Tokens reserved for the reply."),
     ] = None,
     strategy: Annotated[
         Strategy | None, typer.Option("--strategy", help="Trim strategy (default: stable).")

@@ -18,7 +18,7 @@ from rich.text import Text
 from threadline.cli import sessions
 from threadline.cli.cleanup_cmd import progress_bar
 from threadline.cli.errors import EXIT_ERROR, PROGRAM
-from threadline.cli.render import make_console, plural
+from threadline.cli.render import echo, make_console, plural
 from threadline.cli.state import get_state
 from threadline.errors import SessionNotFound, UsageError
 from threadline.store import Store, open_store
@@ -164,7 +164,7 @@ def _print_report(report: CopyReport, source_url: str, to_url: str) -> None:
     )
     if report.failed:
         for s in report.failed:
-            typer.echo(f"{PROGRAM}: error: {s.session_id}: {s.error}", err=True)
+            echo(f"{PROGRAM}: error: {s.session_id}: {s.error}", err=True, one_line=True)
         typer.echo(
             f"{PROGRAM}: error: {len(report.failed)} of {plural(len(report.sessions), 'session')} "
             "failed to copy or verify (run again to resume an interrupted copy)",

@@ -26,6 +26,7 @@ import typer
 from typer._click import ClickException, Context
 from typer.core import TyperGroup
 
+from threadline.cli.render import printable
 from threadline.errors import ThreadlineError
 
 EXIT_OK = 0
@@ -83,7 +84,9 @@ def report(exc: BaseException, *, file: TextIO | None = None) -> int:
     stream = file if file is not None else sys.stderr
     if debug_enabled() and not isinstance(exc, KeyboardInterrupt):
         traceback.print_exception(exc, file=stream)
-    print(f"{PROGRAM}: error: {error_message(exc)}", file=stream, flush=True)
+    print(
+        f"{PROGRAM}: error: {printable(error_message(exc), one_line=True)}", file=stream, flush=True
+    )
     return exit_code_for(exc)
 
 
@@ -95,7 +98,8 @@ def _show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    print(f"{PROGRAM}: warning: {one_line(str(message))}", file=sys.stderr, flush=True)
+    text = printable(one_line(str(message)), one_line=True)
+    print(f"{PROGRAM}: warning: {text}", file=sys.stderr, flush=True)
 
 
 @contextmanager

@@ -1,23 +1,31 @@
 """Rich building blocks the commands share: consoles, bars, tables, messages, JSON.
 
-Everything that came from a user, a model or a tool is wrapped in ``Text``
-and never parsed as Rich markup, so stored content cannot restyle or break the
-output. JSON goes through ``print_json`` untouched by Rich, so scripts get
-exactly the documented shapes.
+Stored text (titles, messages, tool output, names) is hostile until shown otherwise:
+a title can hold ``\\x1b[2J``, a tool's captured output colour codes, a model's reply
+a right-to-left override. ``printable`` is the one rule for showing such text on a
+terminal: control characters appear escaped (``\\x1b``), newlines and tabs stay
+where a layout wants them. Every console comes from ``make_console``, whose
+``SafeConsole`` applies the rule to everything it renders (Markdown and tables
+included) and never reads Rich markup, so ``[bold]`` in a title prints as typed.
+Text printed without a console goes through ``echo``. JSON goes through
+``print_json`` untouched by Rich (JSON escapes control characters itself), so
+scripts get the raw values in exactly the documented shapes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 import typer
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.padding import Padding
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -49,13 +57,60 @@ COLUMN_GAP = 2
 """Spaces Rich puts between two table columns (padding 1 on each side)."""
 
 
+_BIDI_AND_SEPARATORS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029"
+_UNPRINTABLE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
+"""What a terminal would act on rather than show: C0 and C1 controls (ESC starts every
+escape sequence), DEL, and the Unicode marks that reorder or break lines."""
+_UNPRINTABLE_IN_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
+"""The same, and newline and tab too: for values that must stay on one line."""
+_NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED_ESCAPES.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """Stored text as a terminal may show it: control characters escaped (``\\x1b``),
+    newlines and tabs kept unless ``one_line``. The single rule for human output."""
+    return (_UNPRINTABLE_IN_LINE if one_line else _UNPRINTABLE).sub(_escaped, text)
+
+
+def echo(text: str, *, err: bool = False, one_line: bool = False) -> None:
+    """``typer.echo`` for text that holds stored or caller data."""
+    typer.echo(printable(text, one_line=one_line), err=err)
+
+
+class SafeConsole(Console):
+    """A console that no stored text can make emit a control sequence.
+
+    Every segment it renders, at every level (a table cell, a Markdown block, a live
+    view), passes through ``printable``; Rich's own control segments (cursor moves of a
+    live display) are left alone, and its styles are applied after, so colour still works.
+    """
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterator[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is None and _UNPRINTABLE.search(segment.text):
+                yield Segment(printable(segment.text), segment.style)
+            else:
+                yield segment
+
+
 def make_console(*, stderr: bool = False) -> Console:
-    """A console on the current stdout/stderr (looked up now, so test runners capture it)."""
+    """A console on the current stdout/stderr (looked up now, so test runners capture it);
+    markup off, because no command prints markup and stored text must not be read as it."""
     stream = sys.stderr if stderr else sys.stdout
     width = None
     if not _isatty(stream) and not os.environ.get("COLUMNS"):
         width = PIPE_WIDTH
-    return Console(file=stream, width=width, highlight=False, soft_wrap=False, emoji=False)
+    return SafeConsole(
+        file=stream, width=width, highlight=False, soft_wrap=False, emoji=False, markup=False
+    )
 
 
 def _isatty(stream: Any) -> bool:
@@ -111,7 +166,9 @@ def plural(n: int, word: str) -> str:
 
 
 def shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
+    """One line of at most ``limit`` characters: whitespace runs become one space, control
+    characters are escaped first (so the cut counts what is shown)."""
+    text = " ".join(printable(text).split())
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
@@ -121,7 +178,7 @@ def shorten(text: str, limit: int) -> str:
 def session_preview(store: Store, info: SessionInfo) -> str:
     """The title, or the start of the first user message (read from the head only)."""
     if info.title:
-        return info.title
+        return printable(info.title, one_line=True)
     for m in store.read_messages(info.id, limit=PREVIEW_SCAN):
         if m.role == "user" and m.text.strip():
             return shorten(m.text, PREVIEW_CHARS)
@@ -133,8 +190,8 @@ def sessions_table(store: Store, page: SessionPage, *, width: int) -> Table:
     headers = ("ID", "Agent", "Updated", "Msgs", "Tokens")
     cells = [
         (
-            info.id,
-            info.agent,
+            printable(info.id, one_line=True),
+            printable(info.agent, one_line=True),
             fmt_time(info.updated_at),
             fmt_int(info.message_count),
             fmt_int(info.total_tokens),
@@ -184,13 +241,18 @@ def session_details(info: SessionInfo) -> Table:
     if info.metadata:
         rows.append(("Metadata", json.dumps(info.metadata, ensure_ascii=False, sort_keys=True)))
     for key, value in rows:
-        grid.add_row(key, Text(value))
+        grid.add_row(key, Text(printable(value, one_line=True)))
     return grid
 
 
 def search_table(hits: Sequence[SearchHit], *, width: int) -> Table:
     """One line per hit; the snippet is shortened to what the terminal has left."""
-    cells = [(h.session_id, str(h.seq), h.role, h.agent or "-") for h in hits]
+    cells = [
+        tuple(
+            printable(c, one_line=True) for c in (h.session_id, str(h.seq), h.role, h.agent or "-")
+        )
+        for h in hits
+    ]
     headers = ("Session", "Seq", "Role", "Agent")
     widths = [max([len(t), *(len(row[i]) for row in cells)]) for i, t in enumerate(headers)]
     room = max(MIN_PREVIEW_WIDTH, width - sum(widths) - COLUMN_GAP * len(widths))
@@ -213,9 +275,9 @@ def compact_call(call: ToolCall) -> Text:
     """``→ grep {"q": "x"}  [call_1]``: one line per tool call."""
     args = shorten(call.arguments_json(), ARGUMENTS_CHARS)
     text = Text("→ ", style="cyan")
-    text.append(call.name, style="bold cyan")
+    text.append(printable(call.name, one_line=True), style="bold cyan")
     text.append(f" {args}")
-    text.append(f"  [{call.id}]", style="dim")
+    text.append(f"  [{printable(call.id, one_line=True)}]", style="dim")
     return text
 
 
@@ -228,8 +290,10 @@ def part_label(part: ImagePart | FilePart) -> str:
             source = f"ref {part.media_ref}"
         else:
             source = f"inline {len(part.data or ''):,} base64 chars"
-        return f"[image {part.media_type or ''}{size}, {source}]".replace("image ,", "image,")
-    return f"[file {part.name or part.uri}{' ' + part.media_type if part.media_type else ''}]"
+        label = f"[image {part.media_type or ''}{size}, {source}]".replace("image ,", "image,")
+    else:
+        label = f"[file {part.name or part.uri}{' ' + part.media_type if part.media_type else ''}]"
+    return printable(label, one_line=True)
 
 
 def message_body(m: Message, *, full: bool = False) -> Text:
@@ -242,7 +306,7 @@ def message_body(m: Message, *, full: bool = False) -> Text:
             text = part.text
             if not full:
                 text = cut_middle(text, HISTORY_HEAD_CHARS, HISTORY_TAIL_CHARS)
-            body.append(text)
+            body.append(printable(text))
         else:
             body.append(part_label(part), style="magenta")
     return body
@@ -256,10 +320,11 @@ def message_header(m: Message) -> Text:
     )
     head.append(m.role, style=style)
     if m.role == "tool":
-        head.append(f" {m.name or '?'} ← [{m.tool_call_id}]", style="yellow")
+        name, call_id = m.name or "?", m.tool_call_id or ""
+        head.append(printable(f" {name} ← [{call_id}]", one_line=True), style="yellow")
     extras = [fmt_time(m.created_at)]
     if m.model:
-        extras.append(m.model)
+        extras.append(printable(m.model, one_line=True))
     tokens = next(iter(m.token_counts.values()), None)
     if tokens is not None:
         extras.append(f"{tokens:,} tokens")

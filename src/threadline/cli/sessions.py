@@ -19,6 +19,7 @@ import typer
 from rich.text import Text
 
 from threadline.cli.render import (
+    echo,
     fmt_time,
     make_console,
     page_footer,
@@ -33,9 +34,11 @@ from threadline.cli.state import stdin_is_interactive, store_of
 from threadline.errors import ImportFormatError, ThreadlineError, UsageError
 from threadline.interop.export import to_json, to_markdown
 from threadline.interop.importers import import_file
+from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.store.base import (
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
+    MAX_INT,
     MAX_PAGE_SIZE,
     prepare_messages,
     validate_agent,
@@ -72,7 +75,9 @@ def list_sessions(
         int,
         typer.Option("-n", "--limit", min=1, max=MAX_PAGE_SIZE, help="Sessions per page."),
     ] = DEFAULT_PAGE_SIZE,
-    offset: Annotated[int, typer.Option("--offset", min=0, help="Skip this many.")] = 0,
+    offset: Annotated[
+        int, typer.Option("--offset", min=0, max=MAX_INT, help="Skip this many.")
+    ] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """Sessions, most recently updated first."""
@@ -126,7 +131,8 @@ def history(
     ctx: typer.Context,
     session_id: IdArg,
     count: Annotated[
-        int, typer.Option("-n", "--count", min=1, help="How many of the last messages.")
+        int,
+        typer.Option("-n", "--count", min=1, max=MAX_INT, help="How many of the last messages."),
     ] = DEFAULT_HISTORY,
     full: Annotated[bool, typer.Option("--full", help="Do not shorten long messages.")] = False,
     as_json: JsonOpt = False,
@@ -154,7 +160,7 @@ def rename(
     """Set or clear a session's title."""
     store = store_of(ctx)
     info = store.rename_session(store.resolve_id(session_id), title)
-    typer.echo(f"renamed {info.id}: {info.title or '(no title)'}")
+    echo(f"renamed {info.id}: {info.title or '(no title)'}", one_line=True)
 
 
 @app.command("delete")
@@ -276,10 +282,17 @@ def import_(
     A threadline JSON export brings its checkpoints along: its messages are
     numbered from 1 in both sessions, so each checkpoint covers the same seqs.
     """
+    # the parser would recurse into deep nesting; a pipe cannot be read twice, so only
+    # a regular file is checked here (the importer reading it is another module's)
+    deep = nesting_too_deep(file.read_bytes()) if file.is_file() else None
+    if deep is not None:
+        raise ImportFormatError(
+            f"JSON nests more than {MAX_JSON_DEPTH} levels deep", line=deep, path=str(file)
+        )
     imported = import_file(file)
     if not imported.messages:
         raise ImportFormatError("no messages to import", path=str(file))
-    session_agent = validate_agent(agent or imported.agent or DEFAULT_AGENT)
+    session_agent = validate_agent(agent if agent is not None else imported.agent or DEFAULT_AGENT)
     prepared = prepare_messages(imported.model, imported.messages)  # refuse before creating
     checkpoints = [_checkpoint_args(c, len(prepared), file) for c in imported.checkpoints]
     store = store_of(ctx)

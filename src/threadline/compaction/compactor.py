@@ -18,17 +18,22 @@ agent loop needs (invariant 8): it builds the window and, when that window
 would leave stored messages neither in it nor under a checkpoint, compacts
 first and builds again.
 
-Two processes must not compact one session at once. The Store protocol has no
-atomic compare-and-set that every backend shares, so the mark is a record in
-the session memo (holder, token, start time), written and then read back; it
-goes stale when its holder's pid is dead on this host or its lease expires,
-and another compactor then takes it over. Within one process the mark is also
-guarded by a real lock, so threads never race. Between processes a narrow
-window remains (two compactors read "no mark" before either writes); a second
-check just before the checkpoint is written (the mark is still ours and no
-other checkpoint appeared meanwhile) turns that race into wasted work, not a
-second checkpoint on a stale base. An additive ``Store.try_mark`` would close
-it.
+Two compactions of one session must not run at once, and must never both write
+a checkpoint on the same predecessor. Both rest on compare-and-set steps every
+backend supplies (``threadline.store.base``):
+
+* The *mark* is a record in the session memo (holder, token, start time), taken
+  and cleared with ``Session.update_memo``, so of two compactors that find no
+  mark exactly one takes it. It goes stale when its holder's pid is dead on this
+  host or its lease expires, and another compactor then takes it over. Within
+  one process it is also guarded by a real lock, so threads never race. The mark
+  saves work; it does not protect the checkpoints.
+* The *checkpoint* is written with ``expect_previous`` set to the checkpoint the
+  compaction built on: if another compaction wrote a successor meanwhile (it took
+  over a mark that looked stale, say), this one's summary is discarded
+  (``CheckpointConflict``, reported as ``in_progress``). So each checkpoint has one
+  successor, and ``covers_up_to`` only grows along the chain: concurrent
+  compactions waste work at most.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ from threadline.compaction.triggers import (
 )
 from threadline.context.builder import ContextReport, ContextWindow, build_context
 from threadline.context.policy import ContextPolicy
-from threadline.errors import CompactionInProgress, ThreadlineError
+from threadline.errors import CheckpointConflict, CompactionInProgress, ThreadlineError
 from threadline.messages import Message
 from threadline.store.base import Checkpoint, LockHolder, Session, format_ts
 
@@ -143,7 +148,7 @@ def current_mark(session: Session) -> dict[str, Any] | None:
 
 
 class _Mark:
-    """The in-progress mark of one compaction: taken, checked, released."""
+    """The in-progress mark of one compaction: taken and released by compare-and-set."""
 
     def __init__(self, session: Session, *, lease: timedelta) -> None:
         self.session = session
@@ -161,44 +166,44 @@ class _Mark:
             _local_active.add(self._key)
             self._local = True
         try:
-            memo = self.session.get_memo()
-            existing = memo.get(MARK_KEY)
-            holder = _mark_holder(existing)
-            if holder is not None and not holder.is_stale():
-                raise CompactionInProgress(
-                    f"session {self.session.id} is being compacted by {holder}; "
-                    "try again when it finishes"
-                )
-            if holder is not None:
-                logger.info("taking over a stale compaction mark of %s", holder)
-            memo[MARK_KEY] = {
-                "holder": self.holder.model_dump(mode="json"),
-                "token": self.token,
-                "started_at": format_ts(self.holder.started_at),
-            }
-            self.session.set_memo(memo)
-            self.check()
+            self.session.update_memo(self._take)
         except BaseException:
             self._release_local()
             raise
 
-    def check(self) -> None:
-        """Raise if the mark in the store is no longer ours (another process took it)."""
-        mark = current_mark(self.session)
-        if mark is None or mark.get("token") != self.token:
-            holder = _mark_holder(mark)
-            who = str(holder) if holder else "another process"
+    def _take(self, memo: dict[str, Any]) -> dict[str, Any] | None:
+        """The memo with our mark, decided on the memo as it is stored right now."""
+        existing = memo.get(MARK_KEY)
+        if self._ours(existing):
+            return None  # a resent swap already stored it
+        holder = _mark_holder(existing)
+        if holder is not None and not holder.is_stale():
             raise CompactionInProgress(
-                f"session {self.session.id}: {who} took over the compaction mark"
+                f"session {self.session.id} is being compacted by {holder}; "
+                "try again when it finishes"
             )
+        if holder is not None:
+            logger.info("taking over a stale compaction mark of %s", holder)
+        memo[MARK_KEY] = {
+            "holder": self.holder.model_dump(mode="json"),
+            "token": self.token,
+            "started_at": format_ts(self.holder.started_at),
+        }
+        return memo
+
+    def _drop(self, memo: dict[str, Any]) -> dict[str, Any] | None:
+        """The memo without our mark; a mark someone took over is theirs to clear."""
+        if not self._ours(memo.get(MARK_KEY)):
+            return None
+        del memo[MARK_KEY]
+        return memo
+
+    def _ours(self, mark: Any) -> bool:
+        return isinstance(mark, Mapping) and mark.get("token") == self.token
 
     def release(self) -> None:
         try:
-            memo = self.session.get_memo()
-            mark = memo.get(MARK_KEY)
-            if isinstance(mark, Mapping) and mark.get("token") == self.token:
-                del memo[MARK_KEY]
-                self.session.set_memo(memo)
+            self.session.update_memo(self._drop)
         except ThreadlineError as exc:  # the lease makes a leftover mark harmless
             logger.warning("could not clear the compaction mark of %s: %s", self.session.id, exc)
         finally:
@@ -301,9 +306,10 @@ class Compactor:
         summarizer to give one subject more room (Claude Code's ``/compact
         <instructions>``). ``dry_run`` summarizes and reports but writes
         nothing: no mark, no checkpoint, no hooks. ``CompactionInProgress``
-        means another live process holds the mark; any other failure is
-        logged, fires ``compaction_failed`` and is raised after the mark is
-        cleared.
+        means another live process holds the mark, or (``CheckpointConflict``)
+        another compaction wrote a checkpoint on the same base first; any other
+        failure is logged, fires ``compaction_failed`` and is raised after the
+        mark is cleared.
         """
         result, error = self._attempt(
             session,
@@ -337,7 +343,8 @@ class Compactor:
         fraction-of-window trigger; ``window`` is that window's report. A failure
         comes back as ``status="failed"`` with ``error`` set (already logged,
         ``compaction_failed`` already fired); a session another process is
-        compacting comes back as ``in_progress``.
+        compacting, or just compacted on the same base, comes back as
+        ``in_progress``.
         """
         result, _ = self._attempt(
             session, model=model, context_tokens=context_tokens, budget=budget, window=window
@@ -362,13 +369,20 @@ class Compactor:
         window = build()
         if window.report.dropped_messages <= 0 or not self.policy.auto_summarize:
             return window, None
-        result, _ = self._attempt(
+        result, error = self._attempt(
             session,
             model=model or window.model,
             budget=window.budget,
             window=window.report,
             trigger_only="window",
         )
+        if isinstance(error, CheckpointConflict):  # another compaction just wrote one
+            rebuilt = build()
+            if rebuilt.report.dropped_messages <= 0:
+                rebuilt.report.notes.append(
+                    "another compaction wrote a checkpoint meanwhile; the window builds on it"
+                )
+                return rebuilt, result
         if not result.compacted:
             why = result.error or result.reason
             window.report.notes.append(
@@ -426,7 +440,7 @@ class Compactor:
             if not dry_run and plan.has_work:
                 mark = _Mark(session, lease=self.lease)
                 mark.acquire()
-            self._run(session, result, plan, mark=mark, dry_run=dry_run, focus=focus)
+            self._run(session, result, plan, dry_run=dry_run, focus=focus)
         except CompactionInProgress as exc:
             result.status = "in_progress"
             result.error = str(exc)
@@ -459,7 +473,6 @@ class Compactor:
         result: CompactionResult,
         plan: CompactionPlan,
         *,
-        mark: _Mark | None,
         dry_run: bool,
         focus: str | None,
     ) -> None:
@@ -500,14 +513,6 @@ class Compactor:
         if dry_run:
             result.status = "dry_run"
             return
-        assert mark is not None
-        mark.check()
-        latest_cp = session.latest_checkpoint()
-        if (latest_cp.id if latest_cp else None) != result.previous_checkpoint_id:
-            raise CompactionInProgress(
-                f"session {session.id}: checkpoint {latest_cp.id if latest_cp else None} appeared "
-                "while this compaction ran; its summary is discarded"
-            )
         metadata: dict[str, Any] = {
             "summarizer": summary.summarizer,
             "input_tokens": summary.input_tokens,
@@ -531,8 +536,13 @@ class Compactor:
         model_name = getattr(self.summarizer, "model_name", None)
         if isinstance(model_name, str):
             metadata["summarizer_model"] = model_name
+        # written only on the checkpoint it built on: CheckpointConflict if another
+        # compaction got there first (the caller reports it as in_progress)
         result.checkpoint = session.add_checkpoint(
-            covers_up_to=cut.seq, summary=summary.text, metadata=metadata
+            covers_up_to=cut.seq,
+            summary=summary.text,
+            metadata=metadata,
+            expect_previous=result.previous_checkpoint_id,
         )
         result.status = "compacted"
 

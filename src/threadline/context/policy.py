@@ -8,9 +8,11 @@ agent's YAML file.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from threadline.errors import ConfigError, validation_problems
 
 TrimStrategy = Literal["stable", "greedy"]
 SummaryPlacement = Literal["system", "checkpoint_pair"]
@@ -98,10 +100,32 @@ class ContextPolicy(BaseModel):
     user messages through a compaction): a compaction run for a large window still leaves
     a tail that a smaller window shows whole. 0 removes the cap."""
 
+    def __init__(self, /, **data: Any) -> None:
+        """A policy that cannot work fails here, with ``ConfigError`` naming the field,
+        not later when a context is built. (``model_validate``, which reads agent files,
+        keeps pydantic's ``ValidationError`` for the file loader to word.)"""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid ContextPolicy: {validation_problems(exc)}") from exc
+
+    # pydantic's mark for an __init__ that only wraps its own (RootModel does the same): an
+    # agent file's ``context:`` block, validated nested, keeps its ValidationError and path.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     @model_validator(mode="after")
     def _check(self) -> ContextPolicy:
-        if self.prune_hard_at < self.prune_soft_at:
-            raise ValueError("prune_hard_at must be >= prune_soft_at")
-        if self.prune_hard_to > self.prune_hard_at:
-            raise ValueError("prune_hard_to must be <= prune_hard_at")
+        if self.context_limit is not None and self.response_reserve >= self.context_limit:
+            raise ValueError(
+                f"response_reserve ({self.response_reserve:,}) must be less than "
+                f"context_limit ({self.context_limit:,}): no room would be left for messages"
+            )
+        for prefix in ("prune", "prune_aggressive"):
+            soft, hard, to = (
+                getattr(self, f"{prefix}_{k}") for k in ("soft_at", "hard_at", "hard_to")
+            )
+            if hard < soft:
+                raise ValueError(f"{prefix}_hard_at must be >= {prefix}_soft_at")
+            if to > hard:
+                raise ValueError(f"{prefix}_hard_to must be <= {prefix}_hard_at")
         return self

@@ -19,7 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 TOOL_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
-"""Anthropic ``tool_use.id`` (``String should match pattern '^[a-zA-Z0-9_-]+$'``)."""
+"""Anthropic ``tool_use.id`` (``String should match pattern '^[a-zA-Z0-9_-]+$'``). The
+patterns keep the providers' spelling for error messages; they are only ever used with
+``fullmatch``, because ``$`` alone also accepts a trailing newline."""
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """Tool names on both APIs, and OpenAI participant names."""
@@ -63,7 +65,7 @@ def is_real_signature(signature: Any) -> bool:
     return (
         isinstance(signature, str)
         and len(signature) >= _MIN_SIGNATURE
-        and _BASE64.match(signature) is not None
+        and _BASE64.fullmatch(signature) is not None
         and "redacted" not in signature.lower()
     )
 
@@ -85,14 +87,14 @@ def is_http_url(url: str) -> bool:
 
 def conform_name(name: str, *, fallback: str = "tool") -> str:
     """``name`` made to match NAME_PATTERN; unchanged when it already does."""
-    if NAME_PATTERN.match(name):
+    if NAME_PATTERN.fullmatch(name):
         return name
     return re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64] or fallback
 
 
 def anthropic_tool_id(call_id: str) -> str:
     """``call_id`` made to match TOOL_ID_PATTERN; unchanged when it already does."""
-    if TOOL_ID_PATTERN.match(call_id):
+    if TOOL_ID_PATTERN.fullmatch(call_id):
         return call_id
     return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id) or "call"
 
@@ -271,7 +273,7 @@ class _AnthropicCheck:
         if role != "assistant":
             self.problems.append(f"{where}: tool_use blocks belong in an assistant message")
         call_id, name = block.get("id"), block.get("name")
-        if not isinstance(call_id, str) or not TOOL_ID_PATTERN.match(call_id):
+        if not isinstance(call_id, str) or not TOOL_ID_PATTERN.fullmatch(call_id):
             self.problems.append(
                 f"{where}: tool_use.id {call_id!r} does not match {TOOL_ID_PATTERN.pattern}"
             )
@@ -279,7 +281,7 @@ class _AnthropicCheck:
             self.problems.append(f"{where}: tool_use ids must be unique ({call_id})")
         else:
             self.tool_use_ids.add(call_id)
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             self.problems.append(
                 f"{where}: tool_use.name {name!r} does not match {NAME_PATTERN.pattern}"
             )
@@ -458,7 +460,7 @@ def _tool_call_problems(calls: Any, where: str) -> tuple[list[str], list[str]]:
             problems.append(f"{at}: function must be an object")
             continue
         name = function.get("name")
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             problems.append(f"{at}: function.name {name!r} does not match {NAME_PATTERN.pattern}")
         if not _is_object_json(function.get("arguments")):
             problems.append(f"{at}: function.arguments must be the JSON text of an object")
@@ -487,7 +489,7 @@ def openai_problems(messages: Any) -> list[str]:
             open_calls = None
             continue
         name = msg.get("name")
-        if name is not None and (not isinstance(name, str) or not NAME_PATTERN.match(name)):
+        if name is not None and (not isinstance(name, str) or not NAME_PATTERN.fullmatch(name)):
             problems.append(f"{where}: name {name!r} does not match {NAME_PATTERN.pattern}")
         problems += _openai_content_problems(msg, role, where)
         if role == "tool":

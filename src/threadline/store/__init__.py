@@ -52,8 +52,17 @@ def default_store_url() -> str:
 
 
 def open_store(url: str | None = None) -> Store:
-    """Open the store at ``url`` (default: ``$THREADLINE_STORE`` or the user data dir)."""
-    url = url or default_store_url()
+    """Open the store at ``url`` (default: ``$THREADLINE_STORE`` or the user data dir).
+
+    Only ``None`` means the default: an empty string is refused rather than quietly
+    opening the user's own store (``--store "$UNSET"`` must not reach it).
+    """
+    if url is None:
+        url = default_store_url()
+    if not isinstance(url, str):
+        raise UsageError(f"a store URL must be a string, got {type(url).__name__}")
+    if not url.strip():
+        raise UsageError("the store URL is empty; use sqlite:///path.db, memory://, ...")
     scheme, sep, _ = url.partition("://")
     if not sep:
         if url.endswith((".db", ".sqlite", ".sqlite3")):

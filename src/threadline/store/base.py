@@ -9,39 +9,76 @@ family, so views never recount stored history), check size.
 Optional abilities (full-text search, TTL) raise ``NotSupported`` on backends
 that lack them; everything else every backend must do, and the conformance
 suite checks it.
+
+Rules that every backend applies live here once, and each backend supplies only
+the atomic step around them: ``LockHolder.claim`` for attach locks,
+``check_checkpoint`` for a checkpoint on an expected predecessor (called inside
+the backend's transaction, lock or script), and ``update_memo`` on top of each
+backend's ``replace_memo`` compare-and-set. ``CONNECTION_RETRY`` is the one
+resend policy of the server backends.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
+import copy
+import json
 import os
 import re
 import socket
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.errors import (
     AmbiguousSessionId,
+    CheckpointConflict,
     InvalidMessage,
     InvalidSessionId,
     MessageTooLarge,
     SessionLocked,
     SessionNotFound,
+    StoreUnavailable,
     UsageError,
 )
-from threadline.messages import Message, utcnow
+from threadline.json_limits import value_problem
+from threadline.messages import FilePart, ImagePart, Message, utcnow
 from threadline.tokens import counter_for
 
-SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z"
+"""Session ids, agent names and message ids: they name files, keys and rows. ``\\Z``,
+not ``$``, which also matches before a trailing newline."""
 _SESSION_ID_RE = re.compile(SESSION_ID_PATTERN)
+MAX_ID_LENGTH = 128
+MAX_CALL_ID_LENGTH = 256
+"""Tool-call ids are the provider's (``call_...``, ``toolu_...``); they reach no path or
+key, so any printable text up to this length is kept as the provider sent it."""
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_PLAIN_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+_MEDIA_REF_RE = re.compile(rf"{_PLAIN_NAME}(?:/{_PLAIN_NAME}){{0,3}}")
+"""A stored media reference: a relative path of up to four plain names (``<id>_media/1-0.png``)."""
+MAX_MODEL_LENGTH = 256
+"""Longer is not a model name (those are ``provider/name``, a few dozen characters)."""
+MAX_SHOWN_VALUE = 60
+"""Characters of a refused value quoted in an error message."""
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """A single message larger than this (serialised) is refused."""
 MIN_PREFIX_LENGTH = 4
 """Shortest id prefix accepted in place of a full id."""
 MAX_PAGE_SIZE = 200
+MAX_INT = 2**63 - 1
+"""The largest integer every backend stores and compares (SQLite, PostgreSQL and Redis
+use signed 64 bits); the CLI refuses larger numbers."""
+MAX_BOUND = 2**46
+"""Library limits, offsets and seqs are clamped to this (see ``bounded``): about 7e13, far
+past any real count, and small enough for every backend's arithmetic (Redis scripts
+compute in Lua doubles and print them with 14 significant digits)."""
 DEFAULT_PAGE_SIZE = 20
 DEFAULT_AGENT = "default"
 DEFAULT_LOCK_LEASE = timedelta(minutes=10)
@@ -49,6 +86,11 @@ DEFAULT_LOCK_LEASE = timedelta(minutes=10)
 TAIL_BATCH = 1000
 RESULT_LOOKBACK = (8, 256)
 """How far back a tool result's call is looked for at append."""
+MEMO_CAS_ATTEMPTS = 100
+"""Compare-and-set rounds ``update_memo`` tries before giving up: each lost round means
+another writer changed the memo in between, so this is only reached under a storm."""
+
+T = TypeVar("T")
 
 
 class CorruptRecordWarning(UserWarning):
@@ -60,19 +102,34 @@ class CorruptRecordWarning(UserWarning):
 # -- validation ------------------------------------------------------------------
 
 
-def validate_session_id(value: object, *, what: str = "session id") -> str:
-    """Refuse anything that could reach a path or a query unchecked (invariant 6)."""
+def shown(value: str) -> str:
+    """A caller's value quoted in an error message: escaped, and cut when long."""
+    if len(value) <= MAX_SHOWN_VALUE:
+        return repr(value)
+    return f"{value[:MAX_SHOWN_VALUE]!r}... ({len(value):,} characters)"
+
+
+def validate_session_id(
+    value: object, *, what: str = "session id", error: type[UsageError] = InvalidSessionId
+) -> str:
+    """Refuse anything that could reach a path or a query unchecked (invariant 6).
+
+    The one rule for session ids, agent names and message ids: a full match of
+    ``SESSION_ID_PATTERN``, so neither a trailing newline nor a 1 MiB id gets through.
+    """
     if not isinstance(value, str):
-        raise InvalidSessionId(f"{what} must be a string, got {type(value).__name__}")
+        raise error(f"{what} must be a string, got {type(value).__name__}")
+    if len(value) > MAX_ID_LENGTH:
+        raise error(f"{what} {shown(value)} is too long: the limit is {MAX_ID_LENGTH} characters")
     if "\x00" in value:
-        raise InvalidSessionId(f"{what} contains a NUL byte")
+        raise error(f"{what} contains a NUL byte")
     if "/" in value or "\\" in value:
-        raise InvalidSessionId(f"{what} {value!r} contains a path separator")
+        raise error(f"{what} {shown(value)} contains a path separator")
     if ".." in value:
-        raise InvalidSessionId(f"{what} {value!r} contains '..'")
-    if not _SESSION_ID_RE.match(value):
-        raise InvalidSessionId(
-            f"{what} {value!r} is invalid: use 1-128 letters, digits, '.', '_' or '-', "
+        raise error(f"{what} {shown(value)} contains '..'")
+    if not _SESSION_ID_RE.fullmatch(value):
+        raise error(
+            f"{what} {shown(value)} is invalid: use 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
     return value
@@ -82,10 +139,60 @@ def validate_agent(value: object) -> str:
     return validate_session_id(value, what="agent name")
 
 
+def validate_message_id(value: object) -> str:
+    return validate_session_id(value, what="message id", error=InvalidMessage)
+
+
+def validate_call_id(value: object, *, what: str = "tool call id") -> str:
+    """A provider's tool-call id: kept as sent, but never empty, huge or with control characters."""
+    if not isinstance(value, str):
+        raise InvalidMessage(f"{what} must be a string, got {type(value).__name__}")
+    if not value or len(value) > MAX_CALL_ID_LENGTH:
+        raise InvalidMessage(
+            f"{what} {shown(value)} must be 1-{MAX_CALL_ID_LENGTH} characters long"
+        )
+    if _CONTROL_RE.search(value):
+        raise InvalidMessage(f"{what} {shown(value)} contains a control character")
+    return value
+
+
+def validate_media_ref(value: str) -> str:
+    """A media reference names a file under the store: no absolute path, no '..'."""
+    if not _MEDIA_REF_RE.fullmatch(value) or ".." in value:
+        raise InvalidMessage(
+            f"media reference {shown(value)} is invalid: use a relative path of plain names "
+            "such as <session>_media/<name> (no '..', no leading '/')"
+        )
+    return value
+
+
 def validate_page_size(limit: int) -> int:
-    if not 1 <= limit <= MAX_PAGE_SIZE:
+    if not 1 <= bounded(limit, "page size") <= MAX_PAGE_SIZE:
         raise UsageError(f"page size must be between 1 and {MAX_PAGE_SIZE}, got {limit}")
     return limit
+
+
+def validate_offset(offset: int) -> int:
+    if bounded(offset, "offset") < 0:
+        raise UsageError("offset must be >= 0")
+    return min(offset, MAX_BOUND)
+
+
+def bounded(value: int, what: str) -> int:
+    """An integer argument (a limit, an offset, a seq) as every backend can take it.
+
+    A bool, float, string or None is refused; a value past ``MAX_BOUND`` is clamped to
+    it, far beyond any count or seq a store holds, so ``tail(sid, 10**30)`` means "all"
+    everywhere instead of overflowing in SQLite.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{what} must be an integer, got {type(value).__name__}")
+    return max(-MAX_BOUND, min(value, MAX_BOUND))
+
+
+def bounded_or_none(value: int | None, what: str) -> int | None:
+    """``bounded`` for an argument where ``None`` means "no limit"."""
+    return None if value is None else bounded(value, what)
 
 
 def format_ts(dt: datetime) -> str:
@@ -159,6 +266,80 @@ class Checkpoint(_Record):
     summary: str
     created_at: datetime = Field(default_factory=utcnow)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class _AnyPrevious:
+    """The type of ``ANY_PREVIOUS``."""
+
+    def __repr__(self) -> str:
+        return "ANY_PREVIOUS"
+
+
+ANY_PREVIOUS: Final = _AnyPrevious()
+"""``add_checkpoint``'s default: add after whatever checkpoint is latest (imports, copies)."""
+ExpectPrevious = int | None | _AnyPrevious
+"""A checkpoint id, ``None`` for "no checkpoint yet", or ``ANY_PREVIOUS``."""
+
+
+def new_checkpoint(
+    session_id: str, *, covers_up_to: int, summary: str, metadata: dict[str, Any] | None
+) -> Checkpoint:
+    """The checkpoint to add, stamped once before the first attempt, so that a resend
+    after a lost reply is recognised as the checkpoint it already stored."""
+    check_checkpoint_fields(summary, metadata)
+    return Checkpoint(
+        session_id=session_id,
+        covers_up_to=covers_up_to,
+        summary=summary,
+        metadata=copy.deepcopy(metadata or {}),
+    )
+
+
+def check_checkpoint(
+    new: Checkpoint,
+    *,
+    last_seq: int,
+    latest: Checkpoint | None,
+    expect_previous: ExpectPrevious,
+) -> Checkpoint | None:
+    """The rule for adding a checkpoint, applied by every backend inside the atomic step
+    that writes it, with ``last_seq`` and ``latest`` read in that same step.
+
+    Returns ``latest`` when ``new`` is a resend of it (nothing to write). Otherwise
+    ``covers_up_to`` must lie within the session (``UsageError``), and with an
+    ``expect_previous`` the latest checkpoint must still be that one and ``new`` must
+    cover more than it (``CheckpointConflict``): two compactions that built on the same
+    checkpoint write one successor between them, and checkpoints only move forward.
+    """
+    if latest is not None and (latest.covers_up_to, latest.summary, latest.created_at) == (
+        new.covers_up_to,
+        new.summary,
+        new.created_at,
+    ):
+        return latest
+    if not 0 <= new.covers_up_to <= last_seq:
+        raise UsageError(
+            f"checkpoint covers_up_to={new.covers_up_to} is outside the session "
+            f"(last seq {last_seq})"
+        )
+    if isinstance(expect_previous, _AnyPrevious):
+        return None
+    latest_id = latest.id if latest is not None else None
+    if latest_id != expect_previous:
+        raise CheckpointConflict(
+            f"session {new.session_id}: checkpoint {latest_id} appeared after checkpoint "
+            f"{expect_previous}, which this one was to follow; not written",
+            expected=expect_previous,
+            latest=latest_id,
+        )
+    if latest is not None and new.covers_up_to <= latest.covers_up_to:
+        raise CheckpointConflict(
+            f"session {new.session_id}: a checkpoint covering up to {new.covers_up_to} "
+            f"cannot follow checkpoint {latest_id}, which covers up to {latest.covers_up_to}",
+            expected=expect_previous,
+            latest=latest_id,
+        )
+    return None
 
 
 class ScratchpadEntry(_Record):
@@ -281,7 +462,13 @@ class Store(Protocol):
         covers_up_to: int,
         summary: str,
         metadata: dict[str, Any] | None = None,
-    ) -> Checkpoint: ...
+        expect_previous: ExpectPrevious = ANY_PREVIOUS,
+    ) -> Checkpoint:
+        """Append a checkpoint, atomically checked by ``check_checkpoint``: with
+        ``expect_previous`` (an id, or ``None`` for none yet) only while that is still the
+        latest one, else ``CheckpointConflict``."""
+        ...
+
     def latest_checkpoint(self, session_id: str) -> Checkpoint | None: ...
     def list_checkpoints(self, session_id: str) -> list[Checkpoint]: ...
 
@@ -294,6 +481,11 @@ class Store(Protocol):
     # memo: one JSON document per session for strategies and runtime state
     def get_memo(self, session_id: str) -> dict[str, Any]: ...
     def set_memo(self, session_id: str, memo: dict[str, Any]) -> None: ...
+    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+        """Compare-and-set, in one atomic step: store ``memo`` only if the stored memo is
+        still ``expected`` (``same_memo``); False when it is not. ``update_memo`` builds
+        on it."""
+        ...
 
     # attach locks
     def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
@@ -338,8 +530,7 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> list[Mes
     prepared: list[Message] = []
     seen: set[str] = set()
     for m in messages:
-        if not isinstance(m, Message):
-            raise InvalidMessage(f"expected a Message, got {type(m).__name__}")
+        check_message(m)
         if m.id in seen:
             raise InvalidMessage(f"message id {m.id} appears twice in one batch")
         seen.add(m.id)
@@ -348,6 +539,47 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> list[Mes
         counts.update({k: v for k, v in m.token_counts.items() if k != family})
         prepared.append(m.model_copy(update={"seq": None, "token_counts": counts}))
     return prepared
+
+
+def check_message(m: object) -> Message:
+    """The rules a message must meet to be stored, on every write path (``prepare_messages``
+    for appends and imports, ``copy_sessions`` for messages read from another store).
+
+    Ids must be ids (a message id names rows and keys; a tool-call id is the provider's,
+    unique within its message), media references stay under the store, inline data is
+    base64 that decodes the same everywhere, and tool arguments and metadata are JSON
+    that can be read back (no NaN, no nesting past ``MAX_JSON_DEPTH``).
+    """
+    if not isinstance(m, Message):
+        raise InvalidMessage(f"expected a Message, got {type(m).__name__}")
+    validate_message_id(m.id)
+    where = f"message {m.id}"
+    calls: set[str] = set()
+    for call in m.tool_calls:
+        validate_call_id(call.id, what=f"{where}: tool call id")
+        if call.id in calls:
+            raise InvalidMessage(f"{where}: tool call id {shown(call.id)} appears twice")
+        calls.add(call.id)
+        problem = value_problem(call.arguments)
+        if problem is not None:
+            raise InvalidMessage(f"{where}: tool call {call.id} arguments: {problem}")
+    if m.tool_call_id is not None:
+        validate_call_id(m.tool_call_id, what=f"{where}: tool_call_id")
+    for part in m.parts:
+        if isinstance(part, ImagePart) and part.media_ref is not None:
+            validate_media_ref(part.media_ref)
+        if isinstance(part, ImagePart | FilePart) and part.data is not None:
+            try:
+                base64.b64decode(part.data, validate=True)
+            except binascii.Error as exc:
+                raise InvalidMessage(
+                    f"{where}: {part.type} data is not base64 ({exc}); "
+                    "give the bytes base64-encoded, without a data: prefix"
+                ) from exc
+    problem = value_problem(m.metadata)
+    if problem is not None:
+        raise InvalidMessage(f"{where}: metadata: {problem}")
+    return m
 
 
 def encode_message(m: Message) -> bytes:
@@ -366,6 +598,81 @@ def encode_message(m: Message) -> bytes:
 
 def primary_tokens(m: Message) -> int:
     return next(iter(m.token_counts.values()), 0)
+
+
+# -- compare-and-set on the memo ---------------------------------------------------
+
+
+def same_memo(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Equal as stored JSON: key order does not matter, and NaN equals NaN."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def update_memo(
+    store: Store,
+    session_id: str,
+    change: Callable[[dict[str, Any]], dict[str, Any] | None],
+) -> dict[str, Any]:
+    """Read the memo, let ``change`` decide, and write the result only if nobody wrote in
+    between (``Store.replace_memo``), else decide again on what they wrote.
+
+    ``change`` gets a copy and returns the new memo, or ``None`` to leave it as it is;
+    whatever it raises propagates. Returns the memo as stored afterwards. This is how
+    a decision on one memo key (the compaction mark) is atomic on every backend.
+    """
+    for _ in range(MEMO_CAS_ATTEMPTS):
+        memo = store.get_memo(session_id)
+        new = change(copy.deepcopy(memo))
+        if new is None:
+            return memo
+        if store.replace_memo(session_id, memo, new):
+            return new
+    raise StoreUnavailable(
+        f"session {session_id}: the memo changed under {MEMO_CAS_ATTEMPTS} attempts in a "
+        "row to update it; too many writers at once"
+    )
+
+
+# -- resending after a dropped connection ----------------------------------------
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a server backend resends an idempotent call after its connection dropped.
+
+    One policy for every backend that talks to a server: Redis hands it to redis-py
+    (``RedisStore``), PostgreSQL runs ``call`` around its idempotent operations.
+    """
+
+    retries: int = 4
+    """Resends after the first attempt."""
+    base: float = 0.05
+    cap: float = 0.5
+
+    def delay(self, failures: int) -> float:
+        """Seconds before resend number ``failures`` (from 1). The first goes at once: a
+        dropped connection is simply replaced, and waiting there halved the throughput
+        of a loop whose connections were being terminated. Later ones wait ``base``,
+        doubling up to ``cap`` (0, 0.05, 0.1, 0.2 s by default)."""
+        if failures <= 1:
+            return 0.0
+        return float(min(self.cap, self.base * 2 ** (failures - 2)))
+
+    def call(self, fn: Callable[[], T], *, retry_on: type[BaseException]) -> T:
+        """``fn()``, resent after ``retry_on`` up to ``retries`` times; the last one raises."""
+        failures = 0
+        while True:
+            try:
+                return fn()
+            except retry_on:
+                failures += 1
+                if failures > self.retries:
+                    raise
+                time.sleep(self.delay(failures))
+
+
+CONNECTION_RETRY = RetryPolicy()
+"""The policy both server backends use."""
 
 
 # -- the handle ------------------------------------------------------------------
@@ -486,10 +793,20 @@ class Session:
 
     # -- checkpoints
     def add_checkpoint(
-        self, *, covers_up_to: int, summary: str, metadata: dict[str, Any] | None = None
+        self,
+        *,
+        covers_up_to: int,
+        summary: str,
+        metadata: dict[str, Any] | None = None,
+        expect_previous: ExpectPrevious = ANY_PREVIOUS,
     ) -> Checkpoint:
+        """See ``Store.add_checkpoint``: pass ``expect_previous`` to build on a known one."""
         return self.store.add_checkpoint(
-            self.id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
+            self.id,
+            covers_up_to=covers_up_to,
+            summary=summary,
+            metadata=metadata,
+            expect_previous=expect_previous,
         )
 
     def latest_checkpoint(self) -> Checkpoint | None:
@@ -514,6 +831,12 @@ class Session:
     def set_memo(self, memo: dict[str, Any]) -> None:
         self.store.set_memo(self.id, memo)
 
+    def update_memo(
+        self, change: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> dict[str, Any]:
+        """Change the memo atomically (see ``update_memo``)."""
+        return update_memo(self.store, self.id, change)
+
     # -- lifecycle
     def rename(self, title: str | None) -> None:
         self._info = self.store.rename_session(self.id, title)
@@ -534,6 +857,8 @@ class Session:
 def check_title(title: str | None) -> str | None:
     if title is None:
         return None
+    if not isinstance(title, str):
+        raise UsageError(f"a title must be a string, got {type(title).__name__}")
     if "\x00" in title:
         raise UsageError("a title cannot contain a NUL byte")
     title = title.strip()
@@ -546,6 +871,40 @@ def check_scratchpad_name(name: str) -> str:
     if not isinstance(name, str) or not name or len(name) > 256 or "\x00" in name:
         raise UsageError("a scratchpad name must be 1-256 characters without NUL")
     return name
+
+
+def check_scratchpad_entry(name: str, content: str) -> None:
+    """What ``scratchpad_write`` stores: a name as above and text (a number written to a
+    JSONL store's file would leave it unreadable)."""
+    check_scratchpad_name(name)
+    if not isinstance(content, str):
+        raise UsageError(f"scratchpad content must be text, got {type(content).__name__}")
+
+
+def check_checkpoint_fields(summary: str, metadata: dict[str, Any] | None) -> None:
+    """A checkpoint's summary is text and its metadata a JSON object that reads back."""
+    if not isinstance(summary, str):
+        raise UsageError(f"a checkpoint summary must be text, got {type(summary).__name__}")
+    check_json_object(metadata, "checkpoint metadata")
+
+
+def check_json_object(value: dict[str, Any] | None, what: str) -> None:
+    """``None``, or a dict with string keys whose values JSON holds as they are."""
+    if value is None:
+        return
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise UsageError(f"{what} must be a JSON object (a dict with string keys)")
+    problem = value_problem(value)
+    if problem is not None:
+        raise UsageError(f"{what}: {problem}")
+
+
+def check_session_fields(model: str | None, metadata: dict[str, Any] | None) -> None:
+    """The ``model`` and ``metadata`` a session is created or updated with: a model name
+    and a JSON object that reads back as written (no NaN, bounded nesting)."""
+    if model is not None and (not isinstance(model, str) or len(model) > MAX_MODEL_LENGTH):
+        raise UsageError(f"a model name must be text of at most {MAX_MODEL_LENGTH} characters")
+    check_json_object(metadata, "session metadata")
 
 
 def pick_unique(prefix: str, matches: list[str]) -> str:

@@ -58,6 +58,7 @@ from threadline.store.base import (
     LockHolder,
     SessionInfo,
     Store,
+    check_message,
 )
 
 DEFAULT_BATCH = 500
@@ -280,7 +281,8 @@ class _Copier:
             page = self.src.read_messages(self.sid, after_seq=after, limit=batch)
             if not page:
                 break
-            fresh = [m.model_copy(update={"seq": None}) for m in page]
+            # the rules an append checks: a source written before them may break them
+            fresh = [check_message(m).model_copy(update={"seq": None}) for m in page]
             stored = self.dst.append_messages(self.sid, fresh)
             if [m.id for m in stored] != [m.id for m in page]:
                 raise _SessionFailed(

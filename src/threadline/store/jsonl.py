@@ -78,25 +78,34 @@ from threadline.errors import (
 )
 from threadline.messages import Message, new_id, utcnow
 from threadline.store.base import (
+    ANY_PREVIOUS,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     SESSION_ID_PATTERN,
     Checkpoint,
     CorruptRecordWarning,
+    ExpectPrevious,
     LockHolder,
     ScratchpadEntry,
     SearchHit,
     Session,
     SessionInfo,
     SessionPage,
-    check_scratchpad_name,
+    bounded,
+    bounded_or_none,
+    check_checkpoint,
+    check_scratchpad_entry,
+    check_session_fields,
     check_title,
     format_ts,
+    new_checkpoint,
     parse_ts,
     pick_unique,
     primary_tokens,
+    same_memo,
     validate_agent,
+    validate_offset,
     validate_page_size,
     validate_session_id,
 )
@@ -356,6 +365,7 @@ class JSONLStore:
         lock: LockHolder | None = None,
     ) -> Session:
         sid = validate_session_id(id) if id is not None else new_id()
+        check_session_fields(model, metadata)
         agent = validate_agent(agent)
         title = check_title(title)
         created = format_ts(utcnow())
@@ -454,8 +464,7 @@ class JSONLStore:
     ) -> SessionPage:
         """Reads each session's sidecar, first line and last lines, never a whole file."""
         validate_page_size(limit)
-        if offset < 0:
-            raise UsageError("offset must be >= 0")
+        offset = validate_offset(offset)
         infos = self._all_infos(validate_agent(agent) if agent is not None else None)
         return SessionPage(
             items=infos[offset : offset + limit], total=len(infos), offset=offset, limit=limit
@@ -491,6 +500,7 @@ class JSONLStore:
     def update_session(
         self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
     ) -> SessionInfo:
+        check_session_fields(model, metadata)
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
             if model is not None:
@@ -613,6 +623,7 @@ class JSONLStore:
         return out
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
         with self._locked(session_id) as paths, self._open(paths) as (sf, header_end):
             if limit <= 0:
                 return []
@@ -629,6 +640,7 @@ class JSONLStore:
     def read_messages(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[Message]:
+        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
         with self._locked(session_id) as paths, self._open(paths) as (sf, header_end):
             if limit is not None and limit <= 0:
                 return []
@@ -677,22 +689,23 @@ class JSONLStore:
         covers_up_to: int,
         summary: str,
         metadata: dict[str, Any] | None = None,
+        expect_previous: ExpectPrevious = ANY_PREVIOUS,
     ) -> Checkpoint:
-        with self._locked(session_id) as paths:
+        new = new_checkpoint(
+            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
+        )
+        with self._locked(session_id) as paths:  # the session's file lock: one atomic step
             last = self._info(paths).last_seq
-            if not 0 <= covers_up_to <= last:
-                raise UsageError(
-                    f"checkpoint covers_up_to={covers_up_to} is outside the session "
-                    f"(last seq {last})"
-                )
             existing = self._checkpoints(paths)
-            cp = Checkpoint(
-                id=max((c.id for c in existing), default=0) + 1,
-                session_id=session_id,
-                covers_up_to=covers_up_to,
-                summary=summary,
-                metadata=copy.deepcopy(metadata or {}),
+            stored = check_checkpoint(
+                new,
+                last_seq=last,
+                latest=existing[-1] if existing else None,
+                expect_previous=expect_previous,
             )
+            if stored is not None:
+                return stored
+            cp = new.model_copy(update={"id": max((c.id for c in existing), default=0) + 1})
             records = [c.model_dump(mode="json") for c in [*existing, cp]]
             atomic_write(
                 paths.summary, json_bytes({"session_id": session_id, "checkpoints": records})
@@ -727,7 +740,7 @@ class JSONLStore:
             raise CorruptRecord(f"unreadable entry {name!r}", where=str(paths.scratchpad)) from exc
 
     def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_name(name)
+        check_scratchpad_entry(name, content)
         with self._locked(session_id) as paths:
             pad = self._pad(paths)
             now = format_ts(utcnow())
@@ -768,6 +781,15 @@ class JSONLStore:
             _, meta = self._with_meta(paths)
             meta["memo"] = copy.deepcopy(memo)
             self._write_meta(paths, meta)
+
+    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+        with self._locked(session_id) as paths:  # compare and set under the file lock
+            _, meta = self._with_meta(paths)
+            if not same_memo(meta.get("memo") or {}, expected):
+                return False
+            meta["memo"] = copy.deepcopy(memo)
+            self._write_meta(paths, meta)
+            return True
 
     # -- locks ------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ slot so that seqs are never reused. ``tail_state`` (backwards) and ``Index.exten
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
 import os
@@ -123,19 +124,29 @@ MEDIA_EXTENSIONS = {
 
 def externalize_media(m: Message, paths: SessionPaths) -> Message:
     """A copy whose large inline images live in the media folder, written and fsynced
-    first, so a line never points at a file that is not there."""
+    first, so a line never points at a file that is not there.
+
+    A file is named by the message's seq and the part's index (``7-0.png``): values the
+    store assigns, so nothing a caller sends (a message id of ``../../x``) picks a path,
+    and a retried append after a crash rewrites the same name.
+    """
     if isinstance(m.content, str) or not any(
         isinstance(p, ImagePart) and p.data and len(p.data) > MEDIA_INLINE_MAX for p in m.content
     ):
         return m
+    assert m.seq is not None, "the store assigns the seq before media is written"
     parts: list[Part] = []
     for i, p in enumerate(m.content):
         if not (isinstance(p, ImagePart) and p.data and len(p.data) > MEDIA_INLINE_MAX):
             parts.append(p)
             continue
-        name = f"{m.id}-{i}{MEDIA_EXTENSIONS.get(p.media_type or '', '.bin')}"
+        name = f"{m.seq}-{i}{MEDIA_EXTENSIONS.get(p.media_type or '', '.bin')}"
         paths.media.mkdir(exist_ok=True)
-        atomic_write(paths.media / name, base64.b64decode(p.data))
+        try:
+            data = base64.b64decode(p.data, validate=True)
+        except binascii.Error as exc:  # prepare_messages refuses this; a direct append may not
+            raise InvalidMessage(f"message {m.id}: image data is not base64 ({exc})") from exc
+        atomic_write(paths.media / name, data)
         parts.append(p.model_copy(update={"data": None, "media_ref": f"{paths.media.name}/{name}"}))
     return m.model_copy(update={"content": parts})
 

@@ -22,22 +22,31 @@ from threadline.errors import (
 )
 from threadline.messages import Message, new_id, utcnow
 from threadline.store.base import (
+    ANY_PREVIOUS,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
+    ExpectPrevious,
     LockHolder,
     ScratchpadEntry,
     SearchHit,
     Session,
     SessionInfo,
     SessionPage,
-    check_scratchpad_name,
+    bounded,
+    bounded_or_none,
+    check_checkpoint,
+    check_scratchpad_entry,
+    check_session_fields,
     check_title,
     encode_message,
+    new_checkpoint,
     pick_unique,
     primary_tokens,
+    same_memo,
     validate_agent,
+    validate_offset,
     validate_page_size,
     validate_session_id,
 )
@@ -99,6 +108,7 @@ class MemoryStore:
         lock: LockHolder | None = None,
     ) -> Session:
         sid = validate_session_id(id) if id is not None else new_id()
+        check_session_fields(model, metadata)
         now = utcnow()
         info = SessionInfo(
             id=sid,
@@ -136,8 +146,7 @@ class MemoryStore:
         self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
     ) -> SessionPage:
         validate_page_size(limit)
-        if offset < 0:
-            raise UsageError("offset must be >= 0")
+        offset = validate_offset(offset)
         if agent is not None:
             validate_agent(agent)
         with self._lock:
@@ -163,6 +172,7 @@ class MemoryStore:
     def update_session(
         self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
     ) -> SessionInfo:
+        check_session_fields(model, metadata)
         with self._lock:
             e = self._get(session_id)
             if model is not None:
@@ -232,6 +242,7 @@ class MemoryStore:
             return [m.model_copy(deep=True) for m in stored]
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
         with self._lock:
             e = self._get(session_id)
             if limit <= 0:
@@ -247,6 +258,7 @@ class MemoryStore:
     def read_messages(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[Message]:
+        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
         with self._lock:
             e = self._get(session_id)
             if limit is not None and limit <= 0:
@@ -268,21 +280,20 @@ class MemoryStore:
         covers_up_to: int,
         summary: str,
         metadata: dict[str, Any] | None = None,
+        expect_previous: ExpectPrevious = ANY_PREVIOUS,
     ) -> Checkpoint:
-        with self._lock:
+        new = new_checkpoint(
+            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
+        )
+        with self._lock:  # the atomic step: the store's lock
             e = self._get(session_id)
-            if not 0 <= covers_up_to <= e.info.last_seq:
-                raise UsageError(
-                    f"checkpoint covers_up_to={covers_up_to} is outside the session "
-                    f"(last seq {e.info.last_seq})"
-                )
-            cp = Checkpoint(
-                id=self._next_checkpoint,
-                session_id=session_id,
-                covers_up_to=covers_up_to,
-                summary=summary,
-                metadata=copy.deepcopy(metadata or {}),
+            latest = e.checkpoints[-1] if e.checkpoints else None
+            stored = check_checkpoint(
+                new, last_seq=e.info.last_seq, latest=latest, expect_previous=expect_previous
             )
+            if stored is not None:
+                return stored.model_copy(deep=True)
+            cp = new.model_copy(update={"id": self._next_checkpoint})
             self._next_checkpoint += 1
             e.checkpoints.append(cp)
             return cp.model_copy(deep=True)
@@ -299,7 +310,7 @@ class MemoryStore:
     # -- scratchpad and memo ----------------------------------------------------
 
     def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_name(name)
+        check_scratchpad_entry(name, content)
         with self._lock:
             e = self._get(session_id)
             now = utcnow()
@@ -334,6 +345,14 @@ class MemoryStore:
     def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
         with self._lock:
             self._get(session_id).memo = copy.deepcopy(memo)
+
+    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+        with self._lock:
+            e = self._get(session_id)
+            if not same_memo(e.memo, expected):
+                return False
+            e.memo = copy.deepcopy(memo)
+            return True
 
     # -- locks ------------------------------------------------------------------
 

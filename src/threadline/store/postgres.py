@@ -6,7 +6,14 @@ coordination: an append locks its session's row (``FOR NO KEY UPDATE``), reads
 seqs stay gap-free however many writers race, and a batch is all-or-nothing.
 Appends are idempotent on client message ids (unique ``(session_id, id)``): a
 retry after a dropped connection returns the stored copies instead of writing
-twice. Attach locks are a JSON column changed under the same row lock.
+twice. So the store resends idempotent calls itself when their connection drops
+(``pg_terminate_backend``, a server restart, a network cut), with the policy the
+Redis store uses (``base.CONNECTION_RETRY``); only a loss that outlasts the
+resends reaches the caller, as ``StoreUnavailable``. The warnings psycopg and
+its pool log while a dead connection is replaced are filtered out
+(``QuietConnectionLoss``) unless the application configures those loggers.
+Attach locks are a JSON column changed under the same row lock, and so are the
+compare-and-set steps (a checkpoint on an expected predecessor, a memo swap).
 
 Everything lives in one schema (``?schema=``, default ``threadline``) created on
 first open; migrations are one ordered list, run under an advisory lock and
@@ -24,12 +31,14 @@ round-trip as they do in every other backend (``jsonb`` and ``text`` refuse NUL)
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import re
 import select
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -56,23 +65,33 @@ from threadline.errors import (
 )
 from threadline.messages import Message, new_id, utcnow
 from threadline.store.base import (
+    ANY_PREVIOUS,
+    CONNECTION_RETRY,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
+    ExpectPrevious,
     LockHolder,
     ScratchpadEntry,
     SearchHit,
     Session,
     SessionInfo,
     SessionPage,
-    check_scratchpad_name,
+    bounded,
+    bounded_or_none,
+    check_checkpoint,
+    check_scratchpad_entry,
+    check_session_fields,
     check_title,
     encode_message,
+    new_checkpoint,
     pick_unique,
     primary_tokens,
+    same_memo,
     validate_agent,
+    validate_offset,
     validate_page_size,
     validate_session_id,
 )
@@ -80,6 +99,8 @@ from threadline.store.base import (
 Conn = psycopg.Connection[tuple[Any, ...]]
 R = TypeVar("R", bound=BaseModel)
 T = TypeVar("T", int, float)
+P = ParamSpec("P")
+V = TypeVar("V")
 
 APP_ID = "threadline"
 DEFAULT_SCHEMA = "threadline"
@@ -106,6 +127,91 @@ HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments
 STORE_OPTIONS = ("schema", "pool_size", "pool_timeout")
 """URL query options that are ours; every other option goes to libpq."""
 _SCHEMA_NAME_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+SHUTDOWN_STATES = frozenset({"57P01", "57P02", "57P03", "57P05"})
+"""SQLSTATEs of a server that ended the session (admin shutdown or ``pg_terminate_backend``,
+crash, starting up, idle timeout): like class 08, the connection is gone, not the statement."""
+
+
+# -- connection loss: resent, and not narrated on stderr ----------------------------
+
+
+class ConnectionLost(StoreUnavailable):
+    """The connection dropped in the middle of a call. Idempotent calls are resent
+    (``CONNECTION_RETRY``), so callers only see this once the resends failed too."""
+
+
+def connection_lost(conn: Conn, exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection is gone rather than that the statement failed."""
+    if isinstance(exc, PoolTimeout | PoolClosed):
+        return False
+    if not isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return False
+    if conn.closed or conn.broken:
+        return True
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in SHUTDOWN_STATES
+
+
+def _resent(
+    method: Callable[Concatenate[PostgresStore, P], V],
+) -> Callable[Concatenate[PostgresStore, P], V]:
+    """Resend an idempotent call whose connection dropped, as the Redis store does:
+    reads, appends (idempotent on message ids), values set whole, and checkpoints and
+    memo swaps (a resend is recognised or re-decided, see ``check_checkpoint``)."""
+
+    @functools.wraps(method)
+    def resent(self: PostgresStore, /, *args: P.args, **kwargs: P.kwargs) -> V:
+        return CONNECTION_RETRY.call(lambda: method(self, *args, **kwargs), retry_on=ConnectionLost)
+
+    return resent
+
+
+CONNECTION_NOISE = frozenset(
+    {
+        # psycopg: a pipeline or transaction cleaning up after the connection died
+        "error ignored terminating %r: %s",
+        "error ignored exiting %r: %s",
+        "error ignored in rollback on %s: %s",
+        "error ignored in rollback of %s: %s",
+        # psycopg_pool: a dead connection replaced
+        "discarding closed connection: %s",
+        "discarding broken connection: %s",
+        "closing returned connection: %s",
+        "rolling back returned connection: %s",
+        "rollback failed: %s: %s. Discarding connection %s",
+        "error connecting in %r: %s",
+        "reconnection attempt in pool %r failed after %s sec",
+    }
+)
+"""Warnings psycopg and its pool log while a lost connection is replaced. The store
+resends the call (or raises ``StoreUnavailable`` saying why), so on their own they are
+noise: a few lines per dropped connection, hundreds when a server restarts."""
+NOISY_LOGGERS = {"psycopg": logging.WARNING, "psycopg.pool": logging.NOTSET}
+"""The loggers that report it, and the level each has unless an application sets one
+(psycopg sets WARNING on its own logger when it is imported)."""
+
+
+class QuietConnectionLoss(logging.Filter):
+    """Drops ``CONNECTION_NOISE`` unless the application configured the psycopg loggers
+    (a level other than their default, or a handler): then it asked to hear them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg not in CONNECTION_NOISE:
+            return True
+        return any(
+            logger.level != default or logger.handlers
+            for logger, default in (
+                (logging.getLogger(name), default) for name, default in NOISY_LOGGERS.items()
+            )
+        )
+
+
+def quiet_connection_loss() -> None:
+    """Install ``QuietConnectionLoss`` on the psycopg loggers, once."""
+    for name in NOISY_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, QuietConnectionLoss) for f in logger.filters):
+            logger.addFilter(QuietConnectionLoss())
 
 
 # -- migrations: one ordered list, applied in one place when the store opens ------
@@ -270,6 +376,7 @@ class PostgresStore:
         place = f"{user}@{host}:{port}/{params.get('dbname') or user}"
         self._where = f"PostgreSQL {place}"
         self.url = redact_url(url) if url else f"postgresql://{place}?schema={schema}"
+        quiet_connection_loss()
         self._migrate()
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             self._conninfo,
@@ -428,6 +535,11 @@ class PostgresStore:
             conn = self._checkout()
             try:
                 yield conn
+            except psycopg.Error as exc:
+                if not connection_lost(conn, exc):
+                    raise
+                conn.close()  # whatever state it is in, it goes back to the pool closed
+                raise ConnectionLost(f"{self._where}: {self._clean(exc)}") from exc
             finally:
                 self._pool.putconn(conn)
 
@@ -458,6 +570,7 @@ class PostgresStore:
         lock: LockHolder | None = None,
     ) -> Session:
         sid = validate_session_id(id) if id is not None else new_id()
+        check_session_fields(model, metadata)
         agent = validate_agent(agent)
         now = utcnow()
         with self._write() as conn:
@@ -479,6 +592,7 @@ class PostgresStore:
     def get_session(self, id_or_prefix: str) -> Session:
         return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
 
+    @_resent
     def resolve_id(self, id_or_prefix: str) -> str:
         validate_session_id(id_or_prefix)
         with self._read() as conn:
@@ -491,6 +605,7 @@ class PostgresStore:
             rows = conn.execute(RESOLVE_PREFIX_SQL, {"pattern": pattern}).fetchall()
         return pick_unique(id_or_prefix, [r[0] for r in rows])
 
+    @_resent
     def session_info(self, session_id: str) -> SessionInfo:
         with self._read() as conn:
             info = _one(conn, SessionInfo, _SESSION_SQL, (session_id,))
@@ -498,12 +613,12 @@ class PostgresStore:
             raise SessionNotFound(session_id)
         return info
 
+    @_resent
     def list_sessions(
         self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
     ) -> SessionPage:
         validate_page_size(limit)
-        if offset < 0:
-            raise UsageError("offset must be >= 0")
+        offset = validate_offset(offset)
         args: dict[str, Any] = {"limit": limit, "offset": offset}
         with self._read() as conn:
             if agent is None:
@@ -518,6 +633,7 @@ class PostgresStore:
         total = total_row[0] if total_row else 0
         return SessionPage(items=items, total=total, offset=offset, limit=limit)
 
+    @_resent
     def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
         title = check_title(title)
         with self._write() as conn:
@@ -532,9 +648,11 @@ class PostgresStore:
             raise SessionNotFound(session_id)
         return info
 
+    @_resent
     def update_session(
         self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
     ) -> SessionInfo:
+        check_session_fields(model, metadata)
         with self._write() as conn:
             head = conn.execute(
                 "SELECT metadata FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
@@ -586,6 +704,7 @@ class PostgresStore:
 
     # -- messages ---------------------------------------------------------------
 
+    @_resent
     def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         if not messages:
             return []
@@ -652,7 +771,9 @@ class PostgresStore:
         )
         return first
 
+    @_resent
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
         if limit <= 0:
             return []
         before = _NO_SEQ_LIMIT if before_seq is None else before_seq
@@ -664,9 +785,11 @@ class PostgresStore:
                 _require(conn, session_id)
         return _decode_rows(session_id, rows)
 
+    @_resent
     def read_messages(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[Message]:
+        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
         if limit is not None and limit < 0:
             limit = None  # as in SQLite: a negative limit means no limit
         with self._read() as conn:
@@ -689,28 +812,49 @@ class PostgresStore:
         covers_up_to: int,
         summary: str,
         metadata: dict[str, Any] | None = None,
+        expect_previous: ExpectPrevious = ANY_PREVIOUS,
     ) -> Checkpoint:
+        new = new_checkpoint(  # stamped once: a resend is recognised as the same checkpoint
+            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
+        )
+        return CONNECTION_RETRY.call(
+            lambda: self._add_checkpoint(new, expect_previous), retry_on=ConnectionLost
+        )
+
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        """One transaction: the session's row lock orders checkpoint writers, so the
+        latest checkpoint read here is still the latest when the insert commits."""
         with self._write() as conn:
             head = conn.execute(
-                "SELECT last_seq FROM sessions WHERE id = %s FOR KEY SHARE", (session_id,)
+                "SELECT last_seq FROM sessions WHERE id = %s FOR NO KEY UPDATE", (new.session_id,)
             ).fetchone()
             if head is None:
-                raise SessionNotFound(session_id)
-            if not 0 <= covers_up_to <= head[0]:
-                raise UsageError(
-                    f"checkpoint covers_up_to={covers_up_to} is outside the session "
-                    f"(last seq {head[0]})"
-                )
+                raise SessionNotFound(new.session_id)
+            latest = _one(
+                conn, Checkpoint, _CHECKPOINT_SQL + " ORDER BY id DESC LIMIT 1", (new.session_id,)
+            )
+            stored = check_checkpoint(
+                new, last_seq=head[0], latest=latest, expect_previous=expect_previous
+            )
+            if stored is not None:
+                return stored
             checkpoint = _one(
                 conn,
                 Checkpoint,
                 "INSERT INTO checkpoints (session_id, covers_up_to, summary, created_at, "
                 f"metadata) VALUES (%s, %s, %s, %s, %s) RETURNING {_CHECKPOINT_COLUMNS}",
-                (session_id, covers_up_to, Json(summary), utcnow(), Json(metadata or {})),
+                (
+                    new.session_id,
+                    new.covers_up_to,
+                    Json(new.summary),
+                    new.created_at,
+                    Json(new.metadata),
+                ),
             )
         assert checkpoint is not None
         return checkpoint
 
+    @_resent
     def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         with self._read() as conn:
             sql_text = _CHECKPOINT_SQL + " ORDER BY id DESC LIMIT 1"
@@ -719,6 +863,7 @@ class PostgresStore:
                 _require(conn, session_id)
         return latest
 
+    @_resent
     def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         with self._read() as conn:
             found = _all(conn, Checkpoint, _CHECKPOINT_SQL + " ORDER BY id", (session_id,))
@@ -728,8 +873,9 @@ class PostgresStore:
 
     # -- scratchpad and memo ----------------------------------------------------
 
+    @_resent
     def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_name(name)
+        check_scratchpad_entry(name, content)
         now = utcnow()
         with self._write() as conn:
             try:
@@ -747,6 +893,7 @@ class PostgresStore:
         assert entry is not None
         return entry
 
+    @_resent
     def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         with self._read() as conn:
             entry = _one(conn, ScratchpadEntry, _ENTRY_SQL + " AND name = %s", (session_id, name))
@@ -754,6 +901,7 @@ class PostgresStore:
                 _require(conn, session_id)
         return entry
 
+    @_resent
     def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
         with self._read() as conn:
             entries = _all(conn, ScratchpadEntry, _ENTRY_SQL + " ORDER BY name", (session_id,))
@@ -771,6 +919,7 @@ class PostgresStore:
                 _require(conn, session_id)
         return gone is not None
 
+    @_resent
     def get_memo(self, session_id: str) -> dict[str, Any]:
         with self._read() as conn:
             row = conn.execute("SELECT memo FROM sessions WHERE id = %s", (session_id,)).fetchone()
@@ -779,6 +928,7 @@ class PostgresStore:
         memo: dict[str, Any] = row[0]
         return memo
 
+    @_resent
     def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
         with self._write() as conn:
             done = conn.execute(
@@ -787,8 +937,25 @@ class PostgresStore:
         if done is None:
             raise SessionNotFound(session_id)
 
+    @_resent
+    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+        """Compare and set under the session's row lock. A resend after a lost COMMIT
+        answers False; ``update_memo`` then decides again on the memo as stored, in
+        which the compaction mark recognises its own token."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT memo FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            if not same_memo(row[0], expected):
+                return False
+            conn.execute("UPDATE sessions SET memo = %s WHERE id = %s", (Json(memo), session_id))
+        return True
+
     # -- locks ------------------------------------------------------------------
 
+    @_resent
     def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
         holder = holder or LockHolder.current()
         with self._write() as conn:
@@ -811,6 +978,7 @@ class PostgresStore:
             conn.execute("UPDATE sessions SET lock = NULL WHERE id = %s", (session_id,))
         return True
 
+    @_resent
     def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._read() as conn:
             row = conn.execute("SELECT lock FROM sessions WHERE id = %s", (session_id,)).fetchone()
@@ -820,6 +988,7 @@ class PostgresStore:
 
     # -- search -----------------------------------------------------------------
 
+    @_resent
     def search(
         self,
         query: str,

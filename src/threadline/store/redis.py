@@ -3,7 +3,10 @@
 For sessions that are hot and short-lived. Every write that must be atomic is
 one Lua script (``redis_scripts``; EVALSHA, loading the script when the server
 lacks it) or a WATCH/MULTI transaction when the decision needs Python (lock
-staleness checks the holder's pid on this host). Listing, tails and prefix lookups are served
+staleness checks the holder's pid on this host). The compare-and-set steps
+(``add_checkpoint`` on an expected predecessor, ``replace_memo``) read, let the
+shared rule decide in Python, and write with a script that first checks that
+what was read is still there. Listing, tails and prefix lookups are served
 by index structures, never by KEYS or SCAN, so their cost follows the page or
 the window, not the number of sessions or messages (invariant 4).
 
@@ -49,11 +52,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 from pydantic import ValidationError
-from redis.backoff import ExponentialBackoff
+from redis.backoff import AbstractBackoff
 from redis.client import Pipeline
 from redis.retry import Retry
 
 from threadline.errors import (
+    CheckpointConflict,
     CorruptRecord,
     InvalidMessage,
     InvalidSessionId,
@@ -67,24 +71,34 @@ from threadline.errors import (
 )
 from threadline.messages import Message, new_id, utcnow
 from threadline.store.base import (
+    ANY_PREVIOUS,
+    CONNECTION_RETRY,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
+    ExpectPrevious,
     LockHolder,
     ScratchpadEntry,
     SearchHit,
     Session,
     SessionInfo,
     SessionPage,
-    check_scratchpad_name,
+    bounded,
+    bounded_or_none,
+    check_checkpoint,
+    check_scratchpad_entry,
+    check_session_fields,
     check_title,
     encode_message,
     format_ts,
+    new_checkpoint,
     pick_unique,
     primary_tokens,
+    same_memo,
     validate_agent,
+    validate_offset,
     validate_page_size,
     validate_session_id,
 )
@@ -93,12 +107,9 @@ from threadline.store.redis_scripts import SCRIPTS
 DEFAULT_PREFIX = "threadline:"
 CONNECT_TIMEOUT_SECONDS = 5.0
 """How long opening a connection may take before the server counts as unreachable."""
-RETRIES = 3
-"""Resends on a dropped connection; every write is safe to resend (appends and checkpoints
-recognise a batch they already stored, the rest set values or run under WATCH)."""
-RETRY_BACKOFF_BASE = 0.05
-RETRY_BACKOFF_CAP = 0.5
-"""Seconds: the first resend waits 0.05 s, doubling up to 0.5 s."""
+CHECKPOINT_CAS_ROUNDS = 8
+"""Reads and compare-and-sets ``add_checkpoint`` tries; with ``expect_previous`` the second
+round already ends in ``CheckpointConflict``, without one the script never refuses."""
 PREFIX_MATCH_LIMIT = 20
 """Candidates fetched when resolving an id prefix, as in the SQLite store."""
 MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
@@ -132,6 +143,16 @@ def _ttl_ms(seconds: float | None) -> int:
     if seconds > 0 and ms == 0:
         raise UsageError(f"a TTL of {seconds} s is below Redis's 1 ms resolution")
     return ms
+
+
+class _PolicyBackoff(AbstractBackoff):
+    """redis-py's resends on a dropped connection, paced by the policy every server backend
+    shares (``CONNECTION_RETRY``). Every write is safe to resend: appends and checkpoints
+    recognise what they already stored, memo swaps are decided again, the rest set values
+    or run under WATCH."""
+
+    def compute(self, failures: int) -> float:
+        return CONNECTION_RETRY.delay(failures)
 
 
 def parse_redis_url(url: str) -> tuple[str, dict[str, str]]:
@@ -189,7 +210,7 @@ class RedisStore:
             client = redis.Redis.from_url(
                 client_url,
                 socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
-                retry=Retry(ExponentialBackoff(RETRY_BACKOFF_CAP, RETRY_BACKOFF_BASE), RETRIES),
+                retry=Retry(_PolicyBackoff(), CONNECTION_RETRY.retries),
             )
         except ValueError as exc:
             raise UsageError(f"bad Redis URL {url!r}: {exc}") from exc
@@ -293,6 +314,7 @@ class RedisStore:
         lock: LockHolder | None = None,
     ) -> Session:
         sid = validate_session_id(id) if id is not None else new_id()
+        check_session_fields(model, metadata)
         agent = validate_agent(agent)
         title = check_title(title)
         now = utcnow()
@@ -373,8 +395,7 @@ class RedisStore:
         self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
     ) -> SessionPage:
         validate_page_size(limit)
-        if offset < 0:
-            raise UsageError("offset must be >= 0")
+        offset = validate_offset(offset)
         index = "sessions" if agent is None else f"agent:{validate_agent(agent)}"
         while True:
             res = self._run("list", index, offset, limit)
@@ -413,6 +434,7 @@ class RedisStore:
     def update_session(
         self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
     ) -> SessionInfo:
+        check_session_fields(model, metadata)
         key = self._session_key(session_id)
 
         def merge(pipe: Pipeline) -> None:
@@ -569,6 +591,7 @@ class RedisStore:
         return [m for m in out if m is not None]
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
         if limit <= 0:
             return []
         return self._slice(session_id, "tail", limit, before_seq)[::-1]
@@ -576,6 +599,7 @@ class RedisStore:
     def read_messages(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[Message]:
+        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
         unlimited = limit is None or limit < 0  # as SQLite's LIMIT -1
         return self._slice(session_id, "read", max(0, after_seq), None if unlimited else limit)
 
@@ -591,23 +615,54 @@ class RedisStore:
         covers_up_to: int,
         summary: str,
         metadata: dict[str, Any] | None = None,
+        expect_previous: ExpectPrevious = ANY_PREVIOUS,
     ) -> Checkpoint:
-        self._session_key(session_id)
-        cp = Checkpoint(
-            session_id=session_id,
-            covers_up_to=covers_up_to,
-            summary=summary,
-            metadata=metadata or {},
+        """Read, decide (``check_checkpoint``), then one script appends the checkpoint only
+        if the session still has as many checkpoints as were read: a compare-and-set."""
+        key = self._session_key(session_id)
+        new = new_checkpoint(
+            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
         )
-        body = cp.model_dump_json(exclude={"id"})
-        code, value = self._run("checkpoint", session_id, covers_up_to, body)
-        if code == -1:
-            raise SessionNotFound(session_id)
-        if code == -2:
-            raise UsageError(
-                f"checkpoint covers_up_to={covers_up_to} is outside the session (last seq {value})"
+        body = new.model_dump_json(exclude={"id"})
+        c = self._key("c", session_id)
+
+        def queue(pipe: Pipeline) -> None:
+            pipe.hget(key, "last_seq")
+            pipe.llen(c)
+            pipe.lindex(c, -1)
+
+        for _ in range(CHECKPOINT_CAS_ROUNDS):
+            last_seq, count, newest = self._read(session_id, queue)
+            latest = None if newest is None else self._checkpoint(session_id, int(count), newest)
+            if latest is None and newest is not None:  # unreadable: as latest_checkpoint does
+                good = self.list_checkpoints(session_id)
+                latest = good[-1] if good else None
+            stored = check_checkpoint(
+                new,
+                last_seq=int(last_seq or 0),
+                latest=latest,
+                expect_previous=expect_previous,
             )
-        return cp.model_copy(update={"id": int(value)})
+            if stored is not None:
+                return stored
+            anyway = expect_previous is ANY_PREVIOUS
+            code, value = self._run(
+                "checkpoint", session_id, covers_up_to, body, "" if anyway else int(count)
+            )
+            if code == -1:
+                raise SessionNotFound(session_id)
+            if code == -2:
+                raise UsageError(
+                    f"checkpoint covers_up_to={covers_up_to} is outside the session "
+                    f"(last seq {value})"
+                )
+            if code == 0:
+                return new.model_copy(update={"id": int(value)})
+        raise CheckpointConflict(
+            f"session {session_id}: checkpoints kept being added while this one was written",
+            expected=expect_previous if isinstance(expect_previous, int) else None,
+            latest=None,
+        )
 
     def _checkpoint(self, session_id: str, cid: int, body: bytes | str) -> Checkpoint | None:
         try:
@@ -646,7 +701,7 @@ class RedisStore:
     # -- scratchpad and memo ----------------------------------------------------
 
     def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_name(name)
+        check_scratchpad_entry(name, content)
         key = self._session_key(session_id)
         pad = self._key("p", session_id)
         now = utcnow()
@@ -719,6 +774,30 @@ class RedisStore:
         self._session_key(session_id)
         if not self._run("set_fields", session_id, "", 1, "memo", json.dumps(memo)):
             raise SessionNotFound(session_id)
+
+    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+        """One script swaps the memo if its stored text is still the expected memo's
+        (``_SWAP_MEMO``). When it is not, the stored memo may still be the expected one
+        spelled differently (written by another client): compared as JSON, a swap is
+        tried once more on its exact text."""
+        key = self._session_key(session_id)
+        new = json.dumps(memo)
+        code = self._run("swap_memo", session_id, json.dumps(expected), new)
+        if code == 0:
+            with self._translate():
+                raw = self._r.hget(key, "memo")
+            if raw is None:
+                raise SessionNotFound(session_id)
+            try:
+                same = same_memo(json.loads(raw), expected)
+            except ValueError as exc:
+                raise CorruptRecord(f"unreadable memo: {exc}", where=key) from exc
+            if not same:
+                return False
+            code = self._run("swap_memo", session_id, _text(raw), new)
+        if code == -1:
+            raise SessionNotFound(session_id)
+        return bool(code == 1)
 
     # -- locks ------------------------------------------------------------------
 

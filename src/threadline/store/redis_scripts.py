@@ -139,7 +139,11 @@ touch(id)
 return 1
 """
 
-# ARGV: P, id, covers_up_to, checkpoint JSON -> {0, id} | {-1, 0} | {-2, last_seq}
+# ARGV: P, id, covers_up_to, checkpoint JSON, expected number of checkpoints ('' = any)
+# -> {0, id} | {-1, 0} no session | {-2, last_seq} out of range | {-3, count} not the expected
+# count: the compare-and-set under add_checkpoint, whose rule (check_checkpoint) Python
+# applied to what it read; checkpoints are only ever appended, so an unchanged count
+# means an unchanged latest checkpoint, and last_seq only grows
 _CHECKPOINT = """
 local id = ARGV[2]
 local s = P .. 's:' .. id
@@ -150,9 +154,25 @@ if covers < 0 or covers > last then return {-2, last} end
 local c = P .. 'c:' .. id
 -- a resend after a lost reply carries the very same body (created_at included)
 if redis.call('LINDEX', c, -1) == ARGV[4] then return {0, redis.call('LLEN', c)} end
+local count = redis.call('LLEN', c)
+if ARGV[5] ~= '' and count ~= tonumber(ARGV[5]) then return {-3, count} end
 local cid = redis.call('RPUSH', c, ARGV[4])
 touch(id)
 return {0, cid}
+"""
+
+# ARGV: P, id, expected memo JSON, new memo JSON -> 1 set | 0 not the expected memo | -1 no
+# session; the text is compared as stored, so a memo another writer changed is never
+# overwritten (the memo stays one JSON string, never re-encoded by Lua)
+_SWAP_MEMO = """
+local id = ARGV[2]
+local s = P .. 's:' .. id
+if redis.call('EXISTS', s) == 0 then return -1 end
+local memo = redis.call('HGET', s, 'memo') or '{}'
+if memo ~= ARGV[3] then return 0 end
+redis.call('HSET', s, 'memo', ARGV[4])
+touch(id)
+return 1
 """
 
 # ARGV: P, index key (without P), offset, limit -> {-1} (more to reap) | {total, {hash, ...}}
@@ -240,6 +260,7 @@ SCRIPTS: dict[str, str] = {
         ("append", _APPEND),
         ("set_fields", _SET_FIELDS),
         ("checkpoint", _CHECKPOINT),
+        ("swap_memo", _SWAP_MEMO),
         ("list", _LIST),
         ("slice", _SLICE),
         ("forget", _FORGET),

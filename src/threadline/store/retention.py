@@ -25,6 +25,7 @@ otherwise reads the session's messages once.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -101,7 +102,12 @@ def parse_duration(text: str) -> timedelta:
             raise UsageError(
                 f"unknown unit {unit!r} in duration {text!r} (units: {units}; m is minutes)"
             )
-        total += DURATION_UNITS[unit] * float(number)
+        try:
+            total += DURATION_UNITS[unit] * float(number)
+        except OverflowError:
+            raise UsageError(
+                f"duration {text!r} is too long (the most is {timedelta.max.days:,}d)"
+            ) from None
     if total <= timedelta():
         raise UsageError(f"duration {text!r} must be longer than zero")
     return total
@@ -118,7 +124,10 @@ def parse_size(text: str) -> int:
         raise UsageError(
             f"unknown unit {unit!r} in size {text!r} (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
         )
-    size = int(float(number) * SIZE_UNITS[unit])
+    value = float(number) * SIZE_UNITS[unit]
+    if not math.isfinite(value):
+        raise UsageError(f"size {text!r} is too large")
+    size = int(value)
     if size <= 0:
         raise UsageError(f"size {text!r} must be more than zero bytes")
     return size
@@ -256,6 +265,16 @@ def _live_holder(store: Store, session_id: str, now: datetime) -> LockHolder | N
     return holder if holder is not None and not holder.is_stale(now) else None
 
 
+def _age_cut(now: datetime, older_than: timedelta | None) -> datetime | None:
+    """``now - older_than``; an age reaching back before year 1 cuts nothing (no overflow)."""
+    if older_than is None:
+        return None
+    try:
+        return now - older_than
+    except OverflowError:
+        return datetime.min.replace(tzinfo=now.tzinfo)
+
+
 def plan_cleanup(
     store: Store,
     *,
@@ -288,7 +307,7 @@ def plan_cleanup(
     sessions = list(iter_sessions(store, agent=agent))
     sessions.sort(key=lambda i: (i.updated_at, i.id))  # oldest first
     plan.sessions_seen = len(sessions)
-    cut = now - older_than if older_than is not None else None
+    cut = _age_cut(now, older_than)
     by_age = [i for i in sessions if cut is not None and i.updated_at < cut]
     rest = [i for i in sessions if cut is None or i.updated_at >= cut]
 

@@ -40,25 +40,34 @@ from threadline.errors import (
 )
 from threadline.messages import Message, new_id, utcnow
 from threadline.store.base import (
+    ANY_PREVIOUS,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
+    ExpectPrevious,
     LockHolder,
     ScratchpadEntry,
     SearchHit,
     Session,
     SessionInfo,
     SessionPage,
-    check_scratchpad_name,
+    bounded,
+    bounded_or_none,
+    check_checkpoint,
+    check_scratchpad_entry,
+    check_session_fields,
     check_title,
     encode_message,
     format_ts,
+    new_checkpoint,
     parse_ts,
     pick_unique,
     primary_tokens,
+    same_memo,
     validate_agent,
+    validate_offset,
     validate_page_size,
     validate_session_id,
 )
@@ -335,6 +344,7 @@ class SQLiteStore:
         lock: LockHolder | None = None,
     ) -> Session:
         sid = validate_session_id(id) if id is not None else new_id()
+        check_session_fields(model, metadata)
         agent = validate_agent(agent)
         now = format_ts(utcnow())
         with self._write() as con:
@@ -386,8 +396,7 @@ class SQLiteStore:
         self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
     ) -> SessionPage:
         validate_page_size(limit)
-        if offset < 0:
-            raise UsageError("offset must be >= 0")
+        offset = validate_offset(offset)
         where, args = ("", []) if agent is None else (" WHERE agent = ?", [validate_agent(agent)])
         with self._read() as con:
             total = con.execute("SELECT count(*) FROM sessions" + where, args).fetchone()[0]
@@ -413,6 +422,7 @@ class SQLiteStore:
     def update_session(
         self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
     ) -> SessionInfo:
+        check_session_fields(model, metadata)
         with self._write() as con:
             row = con.execute(
                 "SELECT metadata FROM sessions WHERE id = ?", (session_id,)
@@ -547,6 +557,7 @@ class SQLiteStore:
         return out
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
         with self._read() as con:
             if limit <= 0:
                 self._require(con, session_id)
@@ -569,6 +580,7 @@ class SQLiteStore:
     def read_messages(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[Message]:
+        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
         with self._read() as con:
             rows = con.execute(
                 "SELECT seq, body FROM messages WHERE session_id = ? AND seq > ? "
@@ -606,33 +618,39 @@ class SQLiteStore:
         covers_up_to: int,
         summary: str,
         metadata: dict[str, Any] | None = None,
+        expect_previous: ExpectPrevious = ANY_PREVIOUS,
     ) -> Checkpoint:
-        created = utcnow()
-        with self._write() as con:
+        new = new_checkpoint(
+            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
+        )
+        with self._write() as con:  # BEGIN IMMEDIATE: the check and the insert are one step
             head = con.execute(
                 "SELECT last_seq FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
             if head is None:
                 raise SessionNotFound(session_id)
-            if not 0 <= covers_up_to <= head[0]:
-                raise UsageError(
-                    f"checkpoint covers_up_to={covers_up_to} is outside the session "
-                    f"(last seq {head[0]})"
-                )
+            row = con.execute(
+                _CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+            ).fetchone()
+            latest = _checkpoint_from_row(row) if row is not None else None
+            stored = check_checkpoint(
+                new, last_seq=head[0], latest=latest, expect_previous=expect_previous
+            )
+            if stored is not None:
+                return stored
             cur = con.execute(
                 "INSERT INTO checkpoints (session_id, covers_up_to, summary, created_at, metadata) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (session_id, covers_up_to, summary, format_ts(created), json.dumps(metadata or {})),
+                (
+                    session_id,
+                    new.covers_up_to,
+                    new.summary,
+                    format_ts(new.created_at),
+                    json.dumps(new.metadata),
+                ),
             )
             cid = int(cur.lastrowid or 0)
-        return Checkpoint(
-            id=cid,
-            session_id=session_id,
-            covers_up_to=covers_up_to,
-            summary=summary,
-            created_at=created,
-            metadata=metadata or {},
-        )
+        return new.model_copy(update={"id": cid})
 
     def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         with self._read() as con:
@@ -656,7 +674,7 @@ class SQLiteStore:
     # -- scratchpad and memo ----------------------------------------------------
 
     def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_name(name)
+        check_scratchpad_entry(name, content)
         now = format_ts(utcnow())
         with self._write() as con:
             self._require(con, session_id)
@@ -714,6 +732,17 @@ class SQLiteStore:
             cur = con.execute("UPDATE sessions SET memo = ? WHERE id = ?", (text, session_id))
             if cur.rowcount == 0:
                 raise SessionNotFound(session_id)
+
+    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+        text = json.dumps(memo)
+        with self._write() as con:  # BEGIN IMMEDIATE: compare and set in one step
+            row = con.execute("SELECT memo FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            if not same_memo(json.loads(row[0]), expected):
+                return False
+            con.execute("UPDATE sessions SET memo = ? WHERE id = ?", (text, session_id))
+        return True
 
     # -- locks ------------------------------------------------------------------
 

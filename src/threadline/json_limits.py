@@ -1,0 +1,68 @@
+"""The JSON threadline accepts: finite numbers, and nesting no deeper than ``MAX_JSON_DEPTH``.
+
+Two checks, one rule. ``nesting_too_deep`` reads raw text *before* a parse, because
+Python's parser recurses and a file of 200,000 ``[`` ends in ``RecursionError``.
+``value_problem`` reads a parsed value *before* it is stored: ``NaN`` and infinities
+are not JSON (pydantic writes them as ``null``, PostgreSQL refuses them), and a value
+nested deeper than the reader's recursion limit is written fine but can never be read
+back. Both limits are far above what real transcripts and tool arguments use (a dozen
+levels).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+MAX_JSON_DEPTH = 100
+"""Levels of ``[``/``{`` nesting accepted in a file to import and in a stored value."""
+
+MAX_SHOWN_PATH = 120
+"""A path in an error message is cut here (keys are caller data and may be huge)."""
+
+_STRING_OR_BRACKET = re.compile(rb'"(?:[^"\\\n]|\\.)*"|[\[\]{}]')
+
+
+def nesting_too_deep(data: bytes | str, limit: int = MAX_JSON_DEPTH) -> int | None:
+    """The line on which JSON (or JSON Lines) text first nests deeper than ``limit``;
+    ``None`` when it never does. Brackets inside strings do not count; the text need
+    not be valid (the parser reports that, with its own line number)."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return None
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(raw):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return raw.count(b"\n", 0, match.start()) + 1
+        elif token in (b"]", b"}"):
+            depth = max(0, depth - 1)
+    return None
+
+
+def value_problem(value: object, limit: int = MAX_JSON_DEPTH) -> str | None:
+    """Why ``value`` cannot be stored as JSON as it is, naming where; ``None`` if it can.
+
+    Walks without recursion, so a value nested a million deep is reported, not crashed on.
+    """
+    stack: list[tuple[object, str, int]] = [(value, "", 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{_shown(where)} is {item!r}, which JSON cannot hold"
+        if isinstance(item, dict | list | tuple):
+            if depth >= limit:
+                return f"{_shown(where)} nests more than {limit} levels deep"
+            if isinstance(item, dict):
+                stack.extend(
+                    (v, f"{where}.{k}" if where else str(k), depth + 1) for k, v in item.items()
+                )
+            else:
+                stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
+    return None
+
+
+def _shown(where: str) -> str:
+    return (where[:MAX_SHOWN_PATH] + "…" if len(where) > MAX_SHOWN_PATH else where) or "it"
