@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from tests.strategies import history
 from threadline import ContextOverflow, ContextPolicy, Message, Session, build_context, open_store
 from threadline.compaction.compactor import Compactor
-from threadline.compaction.triggers import is_user_turn
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.snapshot import SummaryResult, words
+from threadline.compaction.triggers import is_user_turn
 from threadline.store.base import prepare_messages
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
