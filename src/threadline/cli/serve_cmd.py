@@ -1,0 +1,84 @@
+"""``threadline serve``: run the agent server (``threadline.server``) on uvicorn.
+
+FastAPI and uvicorn are imported inside the command, so every other command
+works without the ``server`` extra and starts as fast as before.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from threadline.cli.state import get_state
+from threadline.errors import UsageError
+from threadline.store import open_store
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def serve(
+    ctx: typer.Context,
+    store: Annotated[
+        str | None,
+        typer.Option("--store", metavar="URL", help="Store URL (default: the global --store)."),
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to bind; loopback unless you mean it.")] = (
+        DEFAULT_HOST
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = DEFAULT_PORT,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="Bearer token (default: $THREADLINE_SERVER_TOKEN, else the token file, "
+            "created on first start).",
+            show_default=False,
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Default model (default: the offline simulated model).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Serve sessions and agent turns over HTTP (tRPC-style /trpc and REST /v1)."""
+    try:
+        import uvicorn
+
+        from threadline.server import ServerConfig, create_app
+        from threadline.server.auth import TOKEN_ENV, resolve_token, token_path
+    except ImportError as exc:
+        raise UsageError(
+            f"threadline serve needs the server extra ({exc.name} is missing): "
+            "pip install 'threadline[server]'"
+        ) from exc
+    secret = resolve_token(token)
+    state = get_state(ctx)
+    url = store or state.store_url
+    config = ServerConfig(token=secret)
+    if model:
+        config.default_model = model
+    app = create_app(open_store(url), config, owns_store=True)
+    if host not in LOOPBACK:
+        typer.echo(
+            f"threadline: warning: serving on {host}, reachable beyond this machine", err=True
+        )
+    if token:
+        where = "given with --token"
+    elif os.environ.get(TOKEN_ENV):
+        where = f"from ${TOKEN_ENV}"
+    else:
+        where = f"in {token_path()} (send it as Authorization: Bearer <token>)"
+    typer.echo(f"threadline server on http://{host}:{port} (store {url})", err=True)
+    typer.echo(f"bearer token: {where}", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="info", server_header=False)
+
+
+def register(root: typer.Typer) -> None:
+    root.command("serve")(serve)

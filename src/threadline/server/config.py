@@ -1,0 +1,47 @@
+"""What a server is configured with; plain data so tests and the CLI build it the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from threadline.context.policy import ContextPolicy
+from threadline.demo.run import DEMO_MODEL_SPEC, DEMO_POLICY
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+DEFAULT_IDLE_SECONDS = 30 * 60
+"""A cached agent is evicted (its session's attach lock released) after this long idle."""
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+"""Bigger request bodies are refused with 413 before they are read."""
+DEFAULT_MESSAGE_PAGE = 50
+MAX_PROMPT_CHARS = 200_000
+MAX_FILES = 10
+EVENT_BUFFER = 5000
+"""Events kept per session for ``Last-Event-ID`` resumption."""
+SIMULATED_PROVIDER = "simulated"
+"""``simulated/<model>``: the offline scripted coding agent of ``threadline demo``."""
+SIMULATED_TURNS = 12
+"""How many scripted turns the simulated model knows (prompts with their text play back)."""
+
+
+@dataclass
+class ServerConfig:
+    """Everything ``create_app`` needs besides the store and the hooks.
+
+    ``default_model`` is what a prompt runs on when neither the prompt nor the
+    session's workspace (``workspace_models``) names one; it is the offline
+    simulated model, so a bare server needs no API key and no network.
+    """
+
+    token: str
+    default_model: str = DEMO_MODEL_SPEC
+    workspace_models: Mapping[str, str] = field(default_factory=dict)
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    sweep_seconds: float = 60.0
+    """How often idle agents are evicted and held locks renewed."""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    simulated_policy: ContextPolicy = DEMO_POLICY
+    """The simulated model's context policy (tests shrink it to see compaction)."""
+    clock: Callable[[], float] | None = None
+    """Monotonic seconds for idle eviction; ``time.monotonic`` when None."""

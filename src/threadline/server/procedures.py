@@ -1,0 +1,365 @@
+"""The server's operations, independent of the wire: ``session.*`` and ``agent.prompt``.
+
+Each procedure takes a validated input model and returns JSON-ready data; the
+tRPC-style routes (``/trpc/<name>``) and the REST routes (``/v1``) both call
+them, so the two formats cannot drift apart. Field names are camelCase, as a
+TypeScript tRPC client expects. ``ERRORS`` maps the library's errors to a tRPC
+code and an HTTP status.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from threadline.context.builder import build_context
+from threadline.errors import (
+    CompactionInProgress,
+    ConfigError,
+    ContextOverflow,
+    ModelError,
+    NotSupported,
+    SessionExists,
+    SessionLocked,
+    SessionNotFound,
+    StoreUnavailable,
+    ThreadlineError,
+    UsageError,
+)
+from threadline.messages import FilePart, Message, TextPart
+from threadline.server.config import (
+    DEFAULT_MESSAGE_PAGE,
+    MAX_FILES,
+    MAX_PROMPT_CHARS,
+    SIMULATED_PROVIDER,
+    ServerConfig,
+)
+from threadline.server.events import ENDS_STREAM, EventHub
+from threadline.server.hooks import HookDispatcher
+from threadline.server.runner import AgentRunner, TurnInProgress
+from threadline.store.base import (
+    DEFAULT_AGENT,
+    DEFAULT_PAGE_SIZE,
+    MAX_BOUND,
+    MAX_MODEL_LENGTH,
+    MAX_PAGE_SIZE,
+    SESSION_ID_PATTERN,
+    Session,
+    SessionInfo,
+    Store,
+)
+
+logger = logging.getLogger(__name__)
+
+NAME_PATTERN: Final = SESSION_ID_PATTERN.replace(r"\Z", "$")
+"""Worker, workspace and agent ids follow the session id rule (invariant 6); pydantic's
+regex engine has no end-of-text escape, and its ``$`` matches only at the very end."""
+MODEL_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._:-]*/[^\s/][^\s]{0,250}$"
+MAX_TITLE = 500
+MAX_FILE_REF = 1024
+WORKER_KEY = "workerId"
+WORKSPACE_KEY = "workspaceId"
+
+
+# -- errors --------------------------------------------------------------------------
+
+
+class ProcedureError(ThreadlineError):
+    """An error with its tRPC code and HTTP status, raised by the wire layer itself."""
+
+    def __init__(self, code: str, status: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
+ERRORS: Final[tuple[tuple[type[Exception], str, int], ...]] = (
+    (SessionNotFound, "NOT_FOUND", 404),
+    (UsageError, "BAD_REQUEST", 400),
+    (ConfigError, "BAD_REQUEST", 400),
+    (TurnInProgress, "CONFLICT", 409),
+    (SessionLocked, "CONFLICT", 409),
+    (SessionExists, "CONFLICT", 409),
+    (CompactionInProgress, "CONFLICT", 409),
+    (ContextOverflow, "UNPROCESSABLE_CONTENT", 422),
+    (NotSupported, "NOT_IMPLEMENTED", 501),
+    (ModelError, "BAD_GATEWAY", 502),
+    (StoreUnavailable, "SERVICE_UNAVAILABLE", 503),
+)
+"""First match wins: (error class, tRPC code, HTTP status)."""
+
+
+def classify(exc: Exception) -> tuple[str, int, str]:
+    """(code, status, message) for an error; unknown ones are 500 with a generic message."""
+    if isinstance(exc, ProcedureError):
+        return exc.code, exc.status, str(exc)
+    if isinstance(exc, ValidationError):
+        return "BAD_REQUEST", 400, validation_message(exc.errors())
+    for kind, code, status in ERRORS:
+        if isinstance(exc, kind):
+            message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+            return code, status, message
+    logger.error("internal error: %s", exc, exc_info=exc)
+    return "INTERNAL_SERVER_ERROR", 500, f"internal error ({type(exc).__name__})"
+
+
+def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:
+    """Pydantic's errors as one line: ``field: problem; ...`` (the first five)."""
+    parts = []
+    for err in errors[:5]:
+        where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("body", "query"))
+        parts.append(f"{where or 'input'}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid input"
+
+
+def error_body(code: str, status: int, message: str, path: str | None = None) -> dict[str, Any]:
+    """``{"error": {"code", "message", "data": {...}}}``: tRPC's shape, readable plainly."""
+    data: dict[str, Any] = {"code": code, "httpStatus": status}
+    if path is not None:
+        data["path"] = path
+    return {"error": {"code": code, "message": message, "data": data}}
+
+
+# -- inputs ------------------------------------------------------------------------------
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+SessionId = Field(pattern=NAME_PATTERN, max_length=128)
+
+
+class CreateInput(_Input):
+    workerId: str = Field(pattern=NAME_PATTERN, max_length=128)
+    workspaceId: str = Field(pattern=NAME_PATTERN, max_length=128)
+    agent: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=128)
+    title: str | None = Field(default=None, max_length=MAX_TITLE)
+
+
+class ListInput(_Input):
+    workspaceId: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=128)
+    agent: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=128)
+    limit: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+    offset: int = Field(default=0, ge=0, le=MAX_BOUND)
+
+
+class GetInput(_Input):
+    sessionId: str = SessionId
+    limit: int = Field(default=DEFAULT_MESSAGE_PAGE, ge=1, le=MAX_PAGE_SIZE)
+    beforeSeq: int | None = Field(default=None, ge=1, le=MAX_BOUND)
+    """Messages with seq below this (the previous page's ``nextBeforeSeq``); newest if unset."""
+
+
+class RenameInput(_Input):
+    sessionId: str = SessionId
+    title: str | None = Field(max_length=MAX_TITLE)
+    """``""`` or null clears the title."""
+
+
+class DeleteInput(_Input):
+    sessionId: str = SessionId
+
+
+class PromptBody(_Input):
+    """``agent.prompt``'s input without the session id (REST has it in the path)."""
+
+    text: str = Field(min_length=1, max_length=MAX_PROMPT_CHARS)
+    model: str | None = Field(default=None, pattern=MODEL_PATTERN, max_length=MAX_MODEL_LENGTH)
+    files: list[str] = Field(default_factory=list, max_length=MAX_FILES)
+    """Paths or URIs the turn should look at, stored as file parts of the user message."""
+
+
+class PromptInput(PromptBody):
+    sessionId: str = SessionId
+
+
+# -- the procedures ------------------------------------------------------------------------
+
+
+def session_summary(info: SessionInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "agent": info.agent,
+        "title": info.title,
+        "model": info.model,
+        WORKER_KEY: info.metadata.get(WORKER_KEY),
+        WORKSPACE_KEY: info.metadata.get(WORKSPACE_KEY),
+        "createdAt": info.created_at.isoformat(),
+        "updatedAt": info.updated_at.isoformat(),
+        "messageCount": info.message_count,
+        "totalTokens": info.total_tokens,
+        "lastSeq": info.last_seq,
+    }
+
+
+@dataclass
+class Procedures:
+    """The operations over one store; see the module docstring."""
+
+    store: Store
+    config: ServerConfig
+    runner: AgentRunner
+    hooks: HookDispatcher
+    hub: EventHub
+
+    def model_for(self, workspace: str | None, asked: str | None = None) -> str:
+        """Prompt's model > the workspace's configured model > the server default."""
+        if asked:
+            return asked
+        if workspace is not None and workspace in self.config.workspace_models:
+            return self.config.workspace_models[workspace]
+        return self.config.default_model
+
+    def info(self, session_id: str) -> SessionInfo:
+        return self.store.session_info(session_id)
+
+    def create(self, inp: CreateInput) -> dict[str, Any]:
+        session_id = str(uuid.uuid4())
+        metadata = {WORKER_KEY: inp.workerId, WORKSPACE_KEY: inp.workspaceId}
+        session = self.store.create_session(
+            agent=inp.agent or DEFAULT_AGENT,
+            model=self.model_for(inp.workspaceId),
+            title=inp.title or None,
+            id=session_id,
+            metadata=metadata,
+        )
+        summary = session_summary(session.info)
+        self.hooks.fire("session_create", {"sessionId": session_id, "session": summary})
+        return {"sessionId": session_id, "session": summary}
+
+    def list_sessions(self, inp: ListInput) -> dict[str, Any]:
+        if inp.workspaceId is None:
+            page = self.store.list_sessions(agent=inp.agent, limit=inp.limit, offset=inp.offset)
+            items, total = list(page.items), page.total
+        else:
+            # the stores index agents, not metadata: a workspace filter scans (step one)
+            matching = [
+                info
+                for info in self._all_sessions(inp.agent)
+                if info.metadata.get(WORKSPACE_KEY) == inp.workspaceId
+            ]
+            items, total = matching[inp.offset : inp.offset + inp.limit], len(matching)
+        return {
+            "items": [session_summary(i) for i in items],
+            "total": total,
+            "offset": inp.offset,
+            "limit": inp.limit,
+        }
+
+    def _all_sessions(self, agent: str | None) -> list[SessionInfo]:
+        found: list[SessionInfo] = []
+        offset = 0
+        while True:
+            page = self.store.list_sessions(agent=agent, limit=MAX_PAGE_SIZE, offset=offset)
+            found += page.items
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                return found
+
+    def get(self, inp: GetInput) -> dict[str, Any]:
+        session = self.store.get_session(self.info(inp.sessionId).id)
+        newest_first = session.tail(inp.limit, before_seq=inp.beforeSeq)
+        messages = list(reversed(newest_first))
+        first_seq = messages[0].seq if messages else None
+        more = first_seq is not None and first_seq > 1
+        model = session.model or self.model_for(session.info.metadata.get(WORKSPACE_KEY))
+        return {
+            "session": session_summary(session.info),
+            "messages": [m.model_dump(mode="json") for m in messages],
+            "hasMore": more,
+            "nextBeforeSeq": first_seq if more else None,
+            "context": self._context(session, model),
+        }
+
+    def _context(self, session: Session, model: str) -> dict[str, Any] | None:
+        """``build_context``'s report for the next call, with the agent's policy where known."""
+        policy = self.config.simulated_policy if _simulated(model) else None
+        try:
+            window = build_context(session, model=model, policy=policy)
+        except ContextOverflow as exc:
+            return {"error": str(exc)}
+        report: dict[str, Any] = window.report.model_dump(mode="json")
+        report["tokens"] = window.tokens
+        return report
+
+    def rename(self, inp: RenameInput) -> dict[str, Any]:
+        info = self.store.rename_session(self.info(inp.sessionId).id, inp.title or None)
+        summary = session_summary(info)
+        self.hooks.fire("session_save", {"sessionId": info.id, "session": summary})
+        return summary
+
+    def delete(self, inp: DeleteInput) -> dict[str, Any]:
+        session_id = self.info(inp.sessionId).id
+        self.runner.evict(session_id)  # releases our attach lock first
+        self.store.delete_session(session_id)
+        self.hub.log(session_id).publish(ENDS_STREAM, {"sessionId": session_id})
+        self.hub.drop(session_id)
+        self.hooks.fire("session_delete", {"sessionId": session_id})
+        return {"sessionId": session_id, "deleted": True}
+
+    def prompt(self, inp: PromptInput) -> dict[str, Any]:
+        info = self.info(inp.sessionId)
+        model = self.model_for(info.metadata.get(WORKSPACE_KEY), inp.model)
+        content: str | list[Any] = inp.text
+        if inp.files:
+            content = [TextPart(text=inp.text)]
+            content += [FilePart(uri=_file_ref(f)) for f in inp.files]
+        entry = self.runner.reserve(info.id, model)
+        try:
+            if entry.session.model is None:
+                self.store.update_session(info.id, model=model)
+                entry.session.refresh()
+            stored = entry.session.append(Message.user(content))[0]
+        except BaseException:
+            self.runner.cancel(entry)
+            raise
+        before = self.runner.launch(entry, stored)
+        return {
+            "sessionId": info.id,
+            "messageId": stored.id,
+            "seq": stored.seq,
+            "model": model,
+            "lastEventId": before,
+            "events": f"/v1/sessions/{info.id}/events",
+        }
+
+
+def _file_ref(ref: str) -> str:
+    if not ref or len(ref) > MAX_FILE_REF or not ref.isprintable():
+        raise UsageError(f"a file reference must be 1-{MAX_FILE_REF} printable characters")
+    return ref
+
+
+def _simulated(model: str) -> bool:
+    return model.partition("/")[0] == SIMULATED_PROVIDER
+
+
+Kind = Literal["query", "mutation"]
+
+
+@dataclass(frozen=True)
+class Procedure:
+    name: str
+    kind: Kind
+    input: type[_Input]
+    call: Callable[[Procedures, Any], dict[str, Any]]
+
+
+PROCEDURES: Final[Mapping[str, Procedure]] = {
+    p.name: p
+    for p in (
+        Procedure("session.create", "mutation", CreateInput, Procedures.create),
+        Procedure("session.list", "query", ListInput, Procedures.list_sessions),
+        Procedure("session.get", "query", GetInput, Procedures.get),
+        Procedure("session.rename", "mutation", RenameInput, Procedures.rename),
+        Procedure("session.delete", "mutation", DeleteInput, Procedures.delete),
+        Procedure("agent.prompt", "mutation", PromptInput, Procedures.prompt),
+    )
+}
+"""tRPC name -> procedure; queries are GET, mutations POST (as tRPC's HTTP link sends them)."""

@@ -1,0 +1,377 @@
+"""``AgentRunner``: one cached agent per active session, and the turns it runs.
+
+An agent is built on a session's first prompt and kept while the session is
+active, holding the session's attach lock (so a ``threadline chat`` elsewhere
+sees who has it and does not write into a running turn). An agent idle for
+``idle_seconds`` (30 minutes by default) is evicted: its lock released, its
+model's connections closed. Time comes from an injectable monotonic clock so
+eviction is tested without sleeping. ``renew`` re-takes every held lock, so a
+lease (10 minutes) never lapses under a cached agent; the app calls it with
+``evict_idle`` from its sweeper.
+
+A turn runs in a worker thread (the agent loop is synchronous); its events go
+to the session's ``EventLog``; one turn per session at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.agent import Agent, AgentConfig, Calibrator, load_agent
+from threadline.agent.loop import TurnResult
+from threadline.demo.coding_run import coding_run
+from threadline.demo.run import DEMO_SYSTEM_PROMPT
+from threadline.demo.simulated import SimulatedCodingModel, simulated_tools
+from threadline.errors import ConfigError, SessionLocked, ThreadlineError
+from threadline.messages import Message
+from threadline.server.config import SIMULATED_PROVIDER, SIMULATED_TURNS, ServerConfig
+from threadline.server.events import EventHub
+from threadline.server.hooks import HookDispatcher
+from threadline.store.base import DEFAULT_AGENT, LockHolder, Session, Store
+
+logger = logging.getLogger(__name__)
+
+RESULT_PREVIEW_CHARS = 2000
+"""A tool result's event carries this much of its text; the store has all of it."""
+JOIN_SECONDS = 30.0
+
+
+class TurnInProgress(ThreadlineError):
+    """A turn of this session is already running; wait for its ``turn_finished``."""
+
+
+def build_agent(config: ServerConfig, store: Store, agent_name: str, model_spec: str) -> Agent:
+    """The agent for ``agent_name`` on ``model_spec``.
+
+    ``simulated/...`` is the offline scripted coding agent of ``threadline demo``
+    (prompts with the text of one of its scripted turns play that turn back, tools
+    included); any other spec uses the agent file ``agent_name`` (or the built-in
+    default) with its model replaced.
+    """
+    if model_spec.partition("/")[0] == SIMULATED_PROVIDER:
+        scenario = coding_run(SIMULATED_TURNS)
+        agent_config = AgentConfig(
+            name=agent_name,
+            description="the offline simulated coding agent",
+            model=model_spec,
+            system_prompt=DEMO_SYSTEM_PROMPT,
+            context=config.simulated_policy,
+            summarizer="extractive",
+            tools=(),
+        )
+        return Agent(
+            agent_config,
+            store=store,
+            model=SimulatedCodingModel(scenario),
+            tools=simulated_tools(scenario),
+            calibrator=Calibrator(),
+        )
+    try:
+        base = load_agent(agent_name)
+    except ConfigError as exc:
+        if agent_name == DEFAULT_AGENT:
+            raise
+        logger.info("agent %s: %s; using the built-in default agent", agent_name, exc)
+        base = load_agent(DEFAULT_AGENT)
+    if base.model_spec != model_spec:
+        base = base.with_model(model_spec)
+    return Agent(base, store=store)
+
+
+@dataclass
+class CachedAgent:
+    session_id: str
+    agent: Agent
+    model_spec: str
+    session: Session
+    last_used: float
+    running: bool = False
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+
+class AgentRunner:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: ServerConfig,
+        *,
+        hooks: HookDispatcher | None = None,
+        hub: EventHub | None = None,
+        clock: Callable[[], float] | None = None,
+        agent_factory: Callable[[Store, str, str], Agent] | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.hooks = hooks or HookDispatcher()
+        self.hub = hub or EventHub(1000)
+        self.clock = clock or config.clock or time.monotonic
+        self.holder = LockHolder.current()
+        self._factory = agent_factory or (
+            lambda store, name, spec: build_agent(config, store, name, spec)
+        )
+        self._cache: dict[str, CachedAgent] = {}
+        self._lock = threading.RLock()
+
+    # -- the cache ------------------------------------------------------------------
+
+    def cached(self) -> list[str]:
+        with self._lock:
+            return list(self._cache)
+
+    def get(self, session_id: str, model_spec: str) -> CachedAgent:
+        """The session's cached agent on ``model_spec``, built (and the lock taken) if need be.
+
+        Raises ``SessionLocked`` when another process holds the session."""
+        with self._lock:
+            entry = self._cache.get(session_id)
+            if entry is None:
+                session = self.store.get_session(session_id)
+                self.store.acquire_lock(session_id, self.holder)
+                try:
+                    agent = self._factory(self.store, session.agent, model_spec)
+                except BaseException:
+                    self.store.release_lock(session_id, self.holder)
+                    raise
+                entry = CachedAgent(session_id, agent, model_spec, session, self.clock())
+                self._cache[session_id] = entry
+            elif entry.model_spec != model_spec and not entry.running:
+                old = entry.agent
+                entry.agent = self._factory(self.store, entry.session.agent, model_spec)
+                entry.model_spec = model_spec
+                _close_agent(old)
+            entry.last_used = self.clock()
+            return entry
+
+    def evict(self, session_id: str) -> bool:
+        """Drop the session's agent and release its lock (``TurnInProgress`` mid-turn)."""
+        with self._lock:
+            entry = self._cache.get(session_id)
+            if entry is None:
+                return False
+            if entry.running:
+                raise TurnInProgress(f"a turn of session {session_id} is running")
+            del self._cache[session_id]
+        self._release(entry)
+        return True
+
+    def evict_idle(self) -> list[str]:
+        """Evict every agent idle for ``idle_seconds``; returns their session ids."""
+        now = self.clock()
+        with self._lock:
+            idle = [
+                e
+                for e in self._cache.values()
+                if not e.running and now - e.last_used >= self.config.idle_seconds
+            ]
+            for entry in idle:
+                del self._cache[entry.session_id]
+        for entry in idle:
+            self._release(entry)
+        return [e.session_id for e in idle]
+
+    def renew(self) -> None:
+        """Renew the lease of every held lock; a session lost to someone else is dropped."""
+        with self._lock:
+            entries = list(self._cache.values())
+        for entry in entries:
+            try:
+                self.store.acquire_lock(entry.session_id, self.holder)
+            except SessionLocked:
+                logger.warning("lost the lock of %s; dropping its agent", entry.session_id)
+                with self._lock:
+                    self._cache.pop(entry.session_id, None)
+                _close_agent(entry.agent)
+            except Exception as exc:
+                logger.warning("could not renew the lock of %s: %s", entry.session_id, exc)
+
+    def close(self) -> None:
+        """Wait for running turns, then evict everything."""
+        with self._lock:
+            threads = [e.thread for e in self._cache.values() if e.thread is not None]
+        for thread in threads:
+            thread.join(JOIN_SECONDS)
+        with self._lock:
+            entries = list(self._cache.values())
+            self._cache.clear()
+        for entry in entries:
+            self._release(entry)
+
+    def _release(self, entry: CachedAgent) -> None:
+        try:
+            self.store.release_lock(entry.session_id, self.holder)
+        except Exception as exc:  # deleted meanwhile, or the store is closing
+            logger.info("releasing the lock of %s: %s", entry.session_id, exc)
+        _close_agent(entry.agent)
+
+    # -- turns ----------------------------------------------------------------------
+
+    def is_running(self, session_id: str) -> bool:
+        with self._lock:
+            entry = self._cache.get(session_id)
+            return entry is not None and entry.running
+
+    def reserve(self, session_id: str, model_spec: str) -> CachedAgent:
+        """Claim the session for one turn (its agent built, its lock held); then store the
+        user message and ``launch``, or ``cancel`` if that fails.
+
+        Raises ``TurnInProgress`` while another turn runs, ``SessionLocked`` when another
+        process holds the session."""
+        with self._lock:
+            if self.is_running(session_id):
+                raise TurnInProgress(
+                    f"a turn of session {session_id} is already running; wait for its "
+                    "turn_finished event"
+                )
+            entry = self.get(session_id, model_spec)
+            entry.running = True
+            return entry
+
+    def cancel(self, entry: CachedAgent) -> None:
+        with self._lock:
+            entry.running = False
+            entry.last_used = self.clock()
+
+    def launch(self, entry: CachedAgent, message: Message) -> int:
+        """Run the reserved turn in a worker thread; returns the last event id before it.
+
+        ``message`` is already stored: the turn appends it again, which the store
+        answers idempotently (same message id), so the turn starts from it.
+        """
+        log = self.hub.log(entry.session_id)
+        before = log.last_id
+        thread = threading.Thread(
+            target=self._run,
+            args=(entry, message),
+            name=f"threadline-turn-{entry.session_id[:8]}",
+            daemon=True,
+        )
+        with self._lock:
+            entry.thread = thread
+        thread.start()
+        return before
+
+    def run_turn(self, session_id: str, text: str, model_spec: str) -> int:
+        """Store ``text`` as a user message and start its turn (what ``agent.prompt`` does)."""
+        entry = self.reserve(session_id, model_spec)
+        try:
+            stored = entry.session.append(Message.user(text))[0]
+        except BaseException:
+            self.cancel(entry)
+            raise
+        return self.launch(entry, stored)
+
+    def _run(self, entry: CachedAgent, message: Message) -> None:
+        log = self.hub.log(entry.session_id)
+        sid = entry.session_id
+
+        def on_event(name: str, payload: dict[str, Any]) -> None:
+            self._relay(sid, name, payload)
+
+        def on_text(text: str) -> None:
+            log.publish("text_delta", {"text": text})
+
+        agent = entry.agent
+        agent.on_event = on_event
+        ok = False
+        result: TurnResult | None = None
+        try:
+            entry.session.refresh()
+            result = agent.run_turn(
+                entry.session,
+                message,
+                stream=on_text,
+            )
+            ok = True
+        except Exception as exc:
+            logger.warning("turn of %s failed: %s", sid, exc, exc_info=exc)
+            log.publish("error", {"code": type(exc).__name__, "message": str(exc)})
+        finally:
+            agent.on_event = None
+            data: dict[str, Any] = {"sessionId": sid, "ok": ok}
+            if result is not None:
+                data.update(
+                    seq=result.reply.seq,
+                    text=result.reply.text,
+                    steps=result.steps,
+                    stopped=result.stopped,
+                    contextTokens=result.context_tokens,
+                    usage=result.usage.model_dump(mode="json"),
+                )
+            self._saved(sid)
+            with self._lock:
+                entry.running = False
+                entry.thread = None
+                entry.last_used = self.clock()
+            log.publish("turn_finished", data)
+
+    def _saved(self, session_id: str) -> None:
+        """``session_save``, before ``turn_finished``: a client that saw the turn end can
+        count on its hooks having run."""
+        try:
+            info = self.store.session_info(session_id)
+        except Exception:  # deleted meanwhile: nothing was saved for anyone to hear about
+            return
+        self.hooks.fire(
+            "session_save",
+            {"sessionId": session_id, "messageCount": info.message_count, "lastSeq": info.last_seq},
+        )
+
+    def _relay(self, session_id: str, name: str, payload: dict[str, Any]) -> None:
+        """Agent events -> the session's SSE events (and the compaction hook)."""
+        log = self.hub.log(session_id)
+        if name == "turn_started":
+            log.publish("turn_started", {"sessionId": session_id})
+        elif name == "tool_started":
+            call = payload["call"]
+            log.publish(
+                "tool_call",
+                {
+                    "step": payload["step"],
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                },
+            )
+        elif name == "tool_finished":
+            result: Message = payload["result"]
+            text = result.text
+            log.publish(
+                "tool_result",
+                {
+                    "step": payload["step"],
+                    "toolCallId": payload["call"].id,
+                    "name": payload["call"].name,
+                    "isError": payload["is_error"],
+                    "content": text[:RESULT_PREVIEW_CHARS],
+                    "truncated": len(text) > RESULT_PREVIEW_CHARS,
+                },
+            )
+        elif name == "compacted":
+            r = payload["result"]
+            data = {
+                "sessionId": session_id,
+                "coversFrom": r.covers_from,
+                "coversUpTo": r.covers_up_to,
+                "messagesSummarized": r.messages_summarized,
+                "messagesKept": r.messages_kept,
+                "checkpointId": r.checkpoint.id if r.checkpoint is not None else None,
+                "reason": r.reason,
+            }
+            log.publish("context_compacted", data)
+            self.hooks.fire("context_compacted", data)
+        elif name in ("compaction_failed", "doom_loop", "step_limit", "context_length_exceeded"):
+            log.publish("notice", {"kind": name, "detail": str(payload.get("result") or payload)})
+
+
+def _close_agent(agent: Agent) -> None:
+    try:
+        agent.close()
+    except Exception as exc:
+        logger.info("closing an agent: %s", exc)
