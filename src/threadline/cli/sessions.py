@@ -10,20 +10,28 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
+from threadline.cli.errors import exit_code_for
+from threadline.cli.errors import report as report_error
 from threadline.cli.render import (
     echo,
     fmt_time,
+    is_terminal,
     make_console,
     page_footer,
+    plural,
     print_json,
+    printable,
     render_messages,
     search_table,
     session_details,
@@ -31,17 +39,13 @@ from threadline.cli.render import (
     shorten,
 )
 from threadline.cli.state import stdin_is_interactive, store_of
-from threadline.errors import ImportFormatError, ThreadlineError, UsageError
+from threadline.errors import UsageError
 from threadline.interop.export import to_json, to_markdown
-from threadline.interop.importers import import_file
-from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
+from threadline.interop.sync import Source, Syncer, SyncReport, SyncResult, SyncStatus, find_sources
 from threadline.store.base import (
-    DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MAX_INT,
     MAX_PAGE_SIZE,
-    prepare_messages,
-    validate_agent,
 )
 
 DEFAULT_HISTORY = 10
@@ -81,7 +85,7 @@ def list_sessions(
     as_json: JsonOpt = False,
 ) -> None:
     """Sessions, most recently updated first."""
-    store = store_of(ctx)
+    store = store_of(ctx, create=False)
     page = store.list_sessions(agent=agent, limit=limit, offset=offset)
     if as_json:
         print_json(page.model_dump(mode="json"))
@@ -95,7 +99,7 @@ def list_sessions(
 @app.command("show")
 def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> None:
     """A session's details, checkpoints, lock holder and scratchpad entries."""
-    store = store_of(ctx)
+    store = store_of(ctx, create=False)
     sid = store.resolve_id(session_id)
     info = store.session_info(sid)
     checkpoints = store.list_checkpoints(sid)
@@ -138,7 +142,7 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """The last messages of a session, oldest first; tool calls shown compactly."""
-    store = store_of(ctx)
+    store = store_of(ctx, create=False)
     sid = store.resolve_id(session_id)
     messages = list(reversed(store.tail(sid, count)))
     if as_json:
@@ -221,7 +225,7 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Full-text search over message text across sessions."""
-    hits = store_of(ctx).search(query, agent=agent, limit=limit)
+    hits = store_of(ctx, create=False).search(query, agent=agent, limit=limit)
     if as_json:
         print_json({"query": query, "items": [h.model_dump(mode="json") for h in hits]})
         return
@@ -244,7 +248,7 @@ def export(
     ] = None,
 ) -> None:
     """Write a session as Markdown (for people) or JSON (lossless, for import)."""
-    store = store_of(ctx)
+    store = store_of(ctx, create=False)
     session = store.get_session(session_id)
     info = session.info.model_dump(mode="json")
     if fmt is ExportFormat.json:
@@ -253,7 +257,9 @@ def export(
     else:
         text = to_markdown(info, session.iter_messages())
     if output == STDOUT_PATH:
-        typer.echo(text, nl=False)
+        # Markdown may reach a terminal: control characters escaped (JSON escapes its own);
+        # a file (-o FILE) keeps the exact text
+        typer.echo(printable(text) if fmt is ExportFormat.md else text, nl=False)
         return
     path = Path(output) if output else Path(EXPORT_NAME.format(id=session.id, ext=fmt.value))
     write_atomically(path, text)
@@ -264,80 +270,121 @@ def export(
 @app.command("import")
 def import_(
     ctx: typer.Context,
-    file: Annotated[
-        Path,
+    paths: Annotated[
+        list[str],
         typer.Argument(
-            metavar="FILE",
-            exists=True,
-            dir_okay=False,
-            readable=True,
-            help="JSON or JSONL of OpenAI-format messages, or a threadline JSON export.",
+            metavar="PATH...",
+            help="Files, directories (searched recursively) or - for standard input.",
         ),
     ],
-    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent name.")] = None,
-    title: Annotated[str | None, typer.Option("--title", "-t", help="Session title.")] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="Agent name for new sessions.")
+    ] = None,
+    title: Annotated[
+        str | None, typer.Option("--title", "-t", help="Title for new sessions.")
+    ] = None,
+    run: Annotated[
+        int | None,
+        typer.Option(
+            "--run", min=1, max=MAX_INT, help="Only conversation N (from 1) of each file."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Create a new session from a file, all messages in one append; prints the new id.
+    """Import sessions, or bring earlier imports up to date; prints their ids.
 
-    A threadline JSON export brings its checkpoints along: its messages are
-    numbered from 1 in both sessions, so each checkpoint covers the same seqs.
+    Reads threadline JSON exports, OpenAI chat JSON / JSONL, and transcripts of
+    Claude Code (point it at ~/.claude/projects), Codex, SWE-agent, OpenHands,
+    Gemini CLI and Aider; a file of several conversations gives one session each.
+    Importing a source again changes nothing; a transcript that has grown gets
+    only its new messages. Native compactions become checkpoints.
     """
-    # the parser would recurse into deep nesting; a pipe cannot be read twice, so only
-    # a regular file is checked here (the importer reading it is another module's)
-    deep = nesting_too_deep(file.read_bytes()) if file.is_file() else None
-    if deep is not None:
-        raise ImportFormatError(
-            f"JSON nests more than {MAX_JSON_DEPTH} levels deep", line=deep, path=str(file)
-        )
-    imported = import_file(file)
-    if not imported.messages:
-        raise ImportFormatError("no messages to import", path=str(file))
-    session_agent = validate_agent(agent if agent is not None else imported.agent or DEFAULT_AGENT)
-    prepared = prepare_messages(imported.model, imported.messages)  # refuse before creating
-    checkpoints = [_checkpoint_args(c, len(prepared), file) for c in imported.checkpoints]
+    sources = find_sources(paths)
     store = store_of(ctx)
-    session = store.create_session(
-        agent=session_agent,
-        model=imported.model,
-        title=title if title is not None else imported.title,
-        metadata=imported.metadata or None,
+    syncer = Syncer(
+        store, agent=agent, title=title, run=run, stdin=getattr(sys.stdin, "buffer", None)
     )
-    try:
-        store.append_messages(session.id, prepared)
-        for covers_up_to, summary, metadata in checkpoints:
-            store.add_checkpoint(
-                session.id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-            )
-    except BaseException:
-        with contextlib.suppress(ThreadlineError):
-            store.delete_session(session.id, force=True)  # all or nothing: no half session
-        raise
-    session.refresh()
-    typer.echo(f"imported {session.message_count} messages from {file}", err=True)
-    typer.echo(session.id)
+    with _import_progress(len(sources), show=not as_json and is_terminal(sys.stderr)) as advance:
+        report = syncer.sync(sources, progress=advance)
+    results, failures = report.results, report.failures
+    single = len(results) == 1
+    if as_json:
+        print_json(report.to_json())
+    elif single and failures and failures[0].exception is not None:
+        raise failures[0].exception
+    else:
+        for failed in failures:
+            report_error(failed.exception or UsageError(failed.error or "failed"))
+        if single or not is_terminal(sys.stdout):
+            for r in results:
+                if r.session_id is not None:
+                    typer.echo(r.session_id)
+        echo(_import_summary(report), err=True, one_line=True)
+    if failures:
+        first = failures[0].exception
+        raise typer.Exit(exit_code_for(first) if first is not None else 1)
 
 
-def _checkpoint_args(
-    raw: object, message_count: int, file: Path
-) -> tuple[int, str, dict[str, Any] | None]:
-    """An exported checkpoint's fields, checked before anything is written."""
-    if not isinstance(raw, dict):
-        raise ImportFormatError("a checkpoint must be an object", path=str(file))
-    covers, summary, metadata = raw.get("covers_up_to"), raw.get("summary"), raw.get("metadata")
-    if not isinstance(covers, int) or not 0 < covers <= message_count:
-        raise ImportFormatError(
-            f"checkpoint covers_up_to {covers!r} is outside the {message_count} imported messages",
-            path=str(file),
-        )
-    if not isinstance(summary, str) or (metadata is not None and not isinstance(metadata, dict)):
-        raise ImportFormatError("a checkpoint needs a text summary", path=str(file))
-    return covers, summary, metadata
+@contextlib.contextmanager
+def _import_progress(
+    total: int, *, show: bool
+) -> Iterator[Callable[[Source, list[SyncResult]], None] | None]:
+    """A progress bar on a terminal's stderr while sources are imported."""
+    if not show or total < 2:
+        yield None
+        return
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=make_console(stderr=True), transient=True) as bar:
+        task = bar.add_task("importing", total=total)
+
+        def advance(source: Source, results: list[SyncResult]) -> None:
+            bar.update(task, advance=1, description=shorten(Path(source.name).name, 40))
+
+        yield advance
+
+
+def _import_summary(report: SyncReport) -> str:
+    """One line: what a single source became, or the counts of many."""
+    results = report.results
+    extras = []
+    if report.repairs:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in report.repairs.items())
+        extras.append(f"repairs flagged: {kinds}")
+    checkpoints = sum(r.checkpoints_added for r in results)
+    if checkpoints:
+        extras.append(f"{plural(checkpoints, 'checkpoint')} added")
+    tail = f" ({'; '.join(extras)})" if extras else ""
+    if len(results) == 1:
+        r = results[0]
+        if r.status is SyncStatus.NEW:
+            return f"imported {plural(r.messages_added, 'message')} from {r.source}{tail}"
+        if r.status is SyncStatus.UPDATED:
+            added = plural(r.messages_added, "new message")
+            return f"updated {r.session_id}: {added} from {r.source}{tail}"
+        if r.status is SyncStatus.UNCHANGED:
+            return f"unchanged: {r.source} is already session {r.session_id}"
+    counts = ", ".join(f"{n} {status}" for status, n in report.counts().items() if n)
+    added = plural(report.messages_added, "message")
+    done = plural(len(results), "conversation")
+    return f"{done}: {counts or 'nothing to do'}; {added} added{tail}"
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory, so a reader never sees half."""
+    """Write via a temporary file in the same directory, so a reader never sees half.
+
+    Errors name the file or its directory as the user gave them, never the temporary
+    file (whose name means nothing to them): a missing directory is a usage error.
+    """
     directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    if not directory.is_dir():
+        problem = "is not a directory" if directory.exists() else "does not exist"
+        raise UsageError(f"cannot write {path}: the directory {directory} {problem}")
+    if path.is_dir():
+        raise UsageError(f"cannot write {path}: it is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(directory)) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)

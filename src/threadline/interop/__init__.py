@@ -16,6 +16,7 @@ from threadline.interop.importers import (
     FORMATS,
     detect_format,
     import_file,
+    import_sessions,
     read_aider,
     read_claude_code,
     read_codex,
@@ -37,6 +38,14 @@ from threadline.interop.openai_format import (
     to_openai,
 )
 from threadline.interop.provider_rules import anthropic_problems, openai_problems
+from threadline.interop.sync import (
+    Source,
+    Syncer,
+    SyncReport,
+    SyncResult,
+    SyncStatus,
+    find_sources,
+)
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -44,11 +53,18 @@ __all__ = [
     "FORMATS",
     "ImportedSession",
     "MediaResolver",
+    "Source",
+    "SyncReport",
+    "SyncResult",
+    "SyncStatus",
+    "Syncer",
     "anthropic_problems",
     "detect_format",
+    "find_sources",
     "from_anthropic",
     "from_json_export",
     "import_file",
+    "import_sessions",
     "message_from_openai",
     "message_to_openai",
     "messages_from_openai",

@@ -186,7 +186,22 @@ class ImportedSession:
     model: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
-    """Checkpoints of a threadline export, as exported (seqs refer to the old session)."""
+    """``{"covers_up_to", "summary", "metadata"}`` each: a threadline export's checkpoints
+    as exported, or a transcript's native compactions. ``covers_up_to`` counts
+    ``messages`` from 1, which are the seqs they get in a session of their own."""
+    source_id: str | None = None
+    """The id the source gave this conversation (a Claude Code or Codex session id, a
+    subagent's ``<session>/agent-<id>``, an exported session's id); None when it has
+    none, and a syncing caller then knows it by where it came from."""
+    source_format: str | None = None
+    """Which reader made it: one of ``threadline.interop.importers.FORMATS``."""
+    run: int = 1
+    """Which conversation of its file this is, from 1."""
+    runs: int = 1
+    """How many conversations the file holds."""
+    repairs: dict[str, int] = field(default_factory=dict)
+    """Broken tool chains kept as written and flagged in ``metadata["import_repair"]``,
+    counted by kind (``orphan_result``, ``unanswered_call``, ``malformed_arguments``)."""
 
 
 def from_json_export(
@@ -219,6 +234,7 @@ def from_json_export(
             m.metadata["imported_id"] = m.id
             m.id = new_id()
         messages.append(m)
+    exported_id = session.get("id")
     return ImportedSession(
         messages=messages,
         title=session.get("title"),
@@ -226,4 +242,6 @@ def from_json_export(
         model=session.get("model"),
         metadata=dict(session.get("metadata") or {}),
         checkpoints=list(data.get("checkpoints") or []),
+        source_id=exported_id if isinstance(exported_id, str) and exported_id else None,
+        source_format="threadline",
     )

@@ -14,21 +14,42 @@ which pairs positionally among equal ids.
 
 Our own JSON export is read by :func:`threadline.interop.export.from_json_export`,
 next to the writer that defines it.
+
+Readers return what the file holds, in order. :func:`import_sessions` then maps
+each conversation to what a threadline session should hold, faithfully: the
+source's own session id, times, model, working directory and git branch go in
+session metadata; the title is the first genuine user request; a native
+compaction (Claude Code's ``compact_boundary`` + ``isCompactSummary``, Codex's
+``compacted``) becomes a checkpoint covering exactly what it summarised, so a
+window never shows a summary beside the messages it replaces; environment
+events (Claude Code ``system`` lines, OpenHands agent-state changes) are kept
+in ``metadata["events"]``, never as invented tool calls; and broken tool
+chains are kept as written but flagged in ``metadata["import_repair"]`` and
+counted, never silently.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+import os
+import stat
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import ValidationError
 
-from threadline.errors import ImportFormatError, InvalidMessage
+from threadline.errors import (
+    ConfigError,
+    ImportFormatError,
+    ImportTooLarge,
+    InvalidMessage,
+    UsageError,
+)
 from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.export import EXPORT_FORMAT, ImportedSession, from_json_export
 from threadline.interop.openai_format import (
@@ -36,7 +57,10 @@ from threadline.interop.openai_format import (
     message_from_openai,
     messages_from_openai,
 )
-from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage
+from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
+from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage, utcnow
+from threadline.requests import first_request, request_text
+from threadline.store.retention import parse_size
 
 FORMATS = (
     "threadline",
@@ -63,6 +87,24 @@ _CLAUDE_TYPES = {
 }
 _CODEX_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 _OPENHANDS_SKIP = {"recall"}
+_OPENHANDS_ENVIRONMENT = {"change_agent_state"}
+"""Actions the OpenHands runtime logs about itself; kept as events, not tool calls."""
+_OPENHANDS_ENVIRONMENT_OBSERVATIONS = {"agent_state_changed", "null"}
+
+
+TITLE_LENGTH = 80
+"""Characters of the first request kept as a session title (cut at a word)."""
+EVENT_TEXT_LENGTH = 500
+"""Characters of an environment event's text kept in session metadata."""
+MAX_EVENTS = 1000
+"""Environment events kept per session; more are counted in ``events_omitted``."""
+_NO_MODEL = {"<synthetic>"}
+"""Model names a tool writes on messages it made itself (Claude Code's notices)."""
+
+
+class NotATranscript(ImportFormatError):
+    """The file is in none of the :data:`FORMATS` (as opposed to one of them, malformed):
+    a directory sync passes over such files instead of failing on them."""
 
 
 @dataclass(slots=True)
@@ -70,13 +112,92 @@ class _Parsed:
     runs: list[list[Message]]
     info: dict[str, Any] = field(default_factory=dict)
     skipped: Counter[str] = field(default_factory=Counter)
+    extras: list[dict[str, Any]] = field(default_factory=list)
+    """Per run, what is not a message: ``events``, ``compactions`` (with the index of
+    the message they precede), ``free_form_calls``, and run facts (a task id)."""
+
+    def extra(self, run: int) -> dict[str, Any]:
+        while len(self.extras) <= run:
+            self.extras.append({})
+        return self.extras[run]
+
+
+def _event(kind: str, at: Any, after: int, **details: Any) -> dict[str, Any]:
+    """An environment event as kept in session metadata: what, when, and how many
+    messages came before it; long text clipped, empty details left out."""
+    event: dict[str, Any] = {"event": kind, "after_message": after}
+    when = _timestamp(at)
+    if when is not None:
+        event["at"] = when.isoformat()
+    for key, value in details.items():
+        if isinstance(value, str):
+            if value:
+                event[key] = value[:EVENT_TEXT_LENGTH]
+        elif value is not None:
+            event[key] = value
+    return event
 
 
 # -- reading files ----------------------------------------------------------------
 
 
-def _read_text(path: Path) -> str:
-    data = path.read_bytes()
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+"""The most bytes one import reads, unless ``$THREADLINE_MAX_IMPORT_BYTES`` says more."""
+IMPORT_LIMIT_ENV = "THREADLINE_MAX_IMPORT_BYTES"
+READ_CHUNK = 1024 * 1024
+
+
+def import_limit() -> int:
+    """The most bytes an import reads: ``$THREADLINE_MAX_IMPORT_BYTES`` (a size such as
+    ``1GiB`` or a number of bytes), else ``MAX_IMPORT_BYTES``."""
+    raw = os.environ.get(IMPORT_LIMIT_ENV, "").strip()
+    if not raw:
+        return MAX_IMPORT_BYTES
+    try:
+        return parse_size(raw)
+    except UsageError as exc:
+        raise ConfigError(f"{IMPORT_LIMIT_ENV}={raw!r}: {exc}") from None
+
+
+def read_bounded(stream: IO[bytes], limit: int, name: str) -> bytes:
+    """All of ``stream`` if it holds at most ``limit`` bytes, else ``ImportTooLarge`` as
+    soon as it is seen to hold more: an import is held in memory whole, and a device or
+    a pipe (``/dev/zero``, ``yes |``) may never end."""
+    chunks: list[bytes] = []
+    total = 0
+    while chunk := stream.read(min(READ_CHUNK, limit + 1 - total)):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise _too_large(name, limit)
+    return b"".join(chunks)
+
+
+def _too_large(name: str, limit: int, size: int | None = None) -> ImportTooLarge:
+    what = f"{size:,} bytes, more" if size is not None else "more"
+    return ImportTooLarge(
+        f"{what} than the import limit of {limit:,} bytes; set {IMPORT_LIMIT_ENV} "
+        "(e.g. 1GiB) to import something this large",
+        path=name,
+    )
+
+
+def _read_text(path: Path, max_bytes: int | None = None) -> str:
+    """The file's text: at most ``max_bytes`` (default ``import_limit()``), strict
+    UTF-8, and, for JSON, nested no deeper than ``MAX_JSON_DEPTH`` (the parser recurses,
+    so this is checked before any parse, for every reader and every caller)."""
+    limit = import_limit() if max_bytes is None else max_bytes
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+            raise _too_large(str(path), limit, st.st_size)  # refused before reading
+        data = read_bounded(f, limit, str(path))
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"[", b"{"):
+        deep = nesting_too_deep(data)
+        if deep is not None:
+            raise ImportFormatError(
+                f"JSON nests more than {MAX_JSON_DEPTH} levels deep", line=deep, path=str(path)
+            )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -197,9 +318,29 @@ class _Cwd:
 # -- claude code -------------------------------------------------------------------
 
 
+_CLAUDE_FACTS = {
+    "session_id": "sessionId",
+    "agent_id": "agentId",
+    "cwd": "cwd",
+    "git_branch": "gitBranch",
+    "version": "version",
+}
+"""Session facts read from Claude Code records: ids from the first record that has
+them (a file opens with a snapshot that has none), the rest as last seen."""
+_FIRST_SEEN = frozenset({"session_id", "agent_id"})
+
+
+def _claude_facts(info: dict[str, Any], rec: Mapping[str, Any]) -> None:
+    for ours, theirs in _CLAUDE_FACTS.items():
+        value = rec.get(theirs)
+        if isinstance(value, str) and value and not (ours in _FIRST_SEEN and ours in info):
+            info[ours] = value
+
+
 def _parse_claude_code(text: str, path: Path) -> _Parsed:
     result = _Parsed([[]])
     out = result.runs[0]
+    extra = result.extra(0)
     names: dict[str, str] = {}
     pending: dict[str, Any] = {}
     open_id: str | None = None  # message.id of the assistant message still being streamed
@@ -208,7 +349,7 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
     with _Where(path) as where:
         for where.line, rec in _jsonl(text, path):
             kind = rec.get("type")
-            result.info.setdefault("session_id", rec.get("sessionId"))
+            _claude_facts(result.info, rec)
             if kind == "summary":
                 result.info.setdefault("summaries", []).append(rec.get("summary"))
                 continue
@@ -220,6 +361,22 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
                     "at": rec.get("timestamp"),
                     "logical_parent_uuid": rec.get("logicalParentUuid"),
                 }
+                continue
+            if kind == "system":
+                # hook summaries, turn durations, local commands: the UI's, not the model's
+                extra.setdefault("events", []).append(
+                    _event(
+                        str(rec.get("subtype") or "system"),
+                        rec.get("timestamp"),
+                        len(out),
+                        content=rec.get("content"),
+                        level=rec.get("level"),
+                        duration_ms=rec.get("durationMs"),
+                        hook_count=rec.get("hookCount"),
+                        stop_reason=rec.get("stopReason"),
+                        source_uuid=rec.get("uuid"),
+                    )
+                )
                 continue
             if kind not in ("user", "assistant"):
                 result.skipped[f"{kind}:{rec['subtype']}" if rec.get("subtype") else str(kind)] += 1
@@ -293,9 +450,41 @@ def _codex_content(items: Any) -> str | list[Part]:
     return _normalise(parts)
 
 
+_CODEX_GIT = {"git_branch": "branch", "git_commit": "commit_hash"}
+
+
+def _codex_compaction_text(payload: Mapping[str, Any]) -> str:
+    """What the model went on from after a Codex compaction, as checkpoint text: the
+    summary message (older versions) and the replacement history in order; an
+    encrypted summary item is named, since only the provider can read it."""
+    blocks = ["[Codex compacted the conversation here; the model continued from this.]"]
+    message = payload.get("message")
+    if isinstance(message, str) and message.strip():
+        blocks.append(message.strip())
+    for item in payload.get("replacement_history") or []:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind == "message":
+            content = item.get("content")
+            pieces = [
+                str(c.get("text", "")) if c.get("type") != "input_image" else "[image]"
+                for c in (content if isinstance(content, list) else [])
+                if isinstance(c, Mapping)
+            ]
+            blocks.append(f"{item.get('role', 'message')}: " + "\n".join(pieces))
+        elif isinstance(item.get("encrypted_content"), str):
+            size = len(item["encrypted_content"])
+            blocks.append(f"[{kind}: encrypted by the provider, {size} characters]")
+        else:
+            blocks.append(f"[{kind}]")
+    return "\n\n".join(blocks)
+
+
 def _parse_codex(text: str, path: Path) -> _Parsed:
     result = _Parsed([[]])
     out = result.runs[0]
+    extra = result.extra(0)
     names: dict[str, str] = {}
     pending: dict[str, Any] = {}
     model: str | None = None
@@ -309,19 +498,37 @@ def _parse_codex(text: str, path: Path) -> _Parsed:
             item = payload.get("type")
             made: Message | None = None
             if kind == "session_meta":
-                result.info.update(
-                    {k: payload.get(k) for k in ("id", "cwd", "cli_version", "model_provider")}
-                )
+                keys = ("id", "cwd", "cli_version", "model_provider", "originator")
+                result.info.update({k: payload.get(k) for k in keys if payload.get(k)})
+                result.info["started"] = payload.get("timestamp") or rec.get("timestamp")
+                git = payload.get("git")
+                if isinstance(git, Mapping):
+                    for ours, theirs in _CODEX_GIT.items():
+                        if isinstance(git.get(theirs), str):
+                            result.info[ours] = git[theirs]
                 cwd_now = payload.get("cwd") or cwd_now
             elif kind == "turn_context":
                 model = payload.get("model") or model
                 cwd_now = payload.get("cwd") or cwd_now
+                if isinstance(cwd_now, str) and cwd_now:
+                    result.info["cwd"] = cwd_now
             elif kind == "compacted":
                 history = payload.get("replacement_history") or []
                 pending["codex_compacted"] = {
                     "at": rec.get("timestamp"),
                     "replacement_items": len(history),
                 }
+                extra.setdefault("compactions", []).append(
+                    {
+                        "before": len(out) + len(deferred),
+                        "summary": _codex_compaction_text(payload),
+                        "metadata": {
+                            "native": "codex",
+                            "replacement_items": len(history),
+                            "source_created_at": rec.get("timestamp"),
+                        },
+                    }
+                )
             elif kind == "event_msg" and item == "token_count":
                 last = (payload.get("info") or {}).get("last_token_usage")
                 usage = _usage(
@@ -351,6 +558,8 @@ def _parse_codex(text: str, path: Path) -> _Parsed:
                     arguments=arguments_text(args or ""),
                 )
                 names[call.id] = call.name
+                if item == "custom_tool_call":  # free-form input (a patch), not JSON
+                    extra.setdefault("free_form_calls", set()).add(call.id)
                 if out and out[-1].role == "assistant" and not pending:
                     out[-1].tool_calls = [*out[-1].tool_calls, call]
                     open_calls.append(call.id)
@@ -413,8 +622,8 @@ def _parse_openai_runs(text: str, path: Path) -> _Parsed:
         if data and all(isinstance(r, dict) and "traj" in r for r in data):
             runs = [_openai_list(r["traj"], f"run {i}") for i, r in enumerate(data)]
             keys = ("task_id", "trial", "reward")
-            info = {"runs": [{k: r.get(k) for k in keys if k in r} for r in data]}
-            return _Parsed(runs, info)
+            facts = [{k: r.get(k) for k in keys if k in r} for r in data]
+            return _Parsed(runs, {"runs": facts}, extras=[{"facts": f} for f in facts])
         return _Parsed([_openai_list(data, "array")])
 
 
@@ -469,9 +678,12 @@ def _swe_agent_cwd(trajectory: Any) -> str | None:
 # -- openhands ----------------------------------------------------------------------
 
 
-def _openhands_run(events: list[Any], skipped: Counter[str]) -> list[Message]:
+def _openhands_run(
+    events: list[Any], skipped: Counter[str], extra: dict[str, Any]
+) -> list[Message]:
     out: list[Message] = []
     call_of: dict[Any, str] = {}  # action event id -> tool call id
+    from_environment: set[Any] = set()  # ids of environment actions (agent-state changes)
     positional: list[tuple[str, str]] = []  # open calls of a legacy log: (id, name)
     responses: dict[str, int] = {}  # model response id -> index of its assistant message
     cwd = _Cwd()
@@ -488,10 +700,22 @@ def _openhands_run(events: list[Any], skipped: Counter[str]) -> list[Message]:
             if action in _OPENHANDS_SKIP:
                 skipped[f"action:{action}"] += 1
                 continue
-            if action == "system":
-                out.append(
-                    _stamp(Message.system(args.get("content") or ev.get("message", "")), when)
+            if action in _OPENHANDS_ENVIRONMENT or (ev.get("source") == "environment" and not meta):
+                # the runtime's own bookkeeping: no model asked for it, so no tool call
+                from_environment.add(ev.get("id", n))
+                extra.setdefault("events", []).append(
+                    _event(
+                        str(action),
+                        when,
+                        len(out),
+                        agent_state=args.get("agent_state"),
+                        content=ev.get("message"),
+                    )
                 )
+                continue
+            if action == "system":
+                text = args.get("content") or ev.get("message", "")
+                out.append(_stamp(Message.system(text, metadata={"event": "system"}), when))
                 continue
             if action == "message" and not meta:
                 text = args.get("content") or ev.get("message", "")
@@ -525,11 +749,33 @@ def _openhands_run(events: list[Any], skipped: Counter[str]) -> list[Message]:
             thought = message.get("content") or args.get("thought") or ""
             if rid:
                 responses[rid] = len(out)
-            out.append(_stamp(Message.assistant(thought, tool_calls=[call]), when))
+            model = response.get("model") if isinstance(response.get("model"), str) else None
+            out.append(_stamp(Message.assistant(thought, tool_calls=[call], model=model), when))
         elif "observation" in ev:
             kind = ev["observation"]
             content = _text_of(ev.get("content", ev.get("message", "")))
-            call_id = meta.get("tool_call_id") or call_of.get(ev.get("cause"))
+            cause = ev.get("cause")
+            if (
+                not meta
+                and cause not in call_of
+                and (
+                    kind in _OPENHANDS_ENVIRONMENT_OBSERVATIONS
+                    or cause in from_environment
+                    or ev.get("source") == "environment"
+                )
+            ):
+                extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+                extra.setdefault("events", []).append(
+                    _event(
+                        f"observation:{kind}",
+                        when,
+                        len(out),
+                        agent_state=extras.get("agent_state"),
+                        content=content,
+                    )
+                )
+                continue
+            call_id = meta.get("tool_call_id") or call_of.get(cause)
             if call_id is None and positional and ev.get("cause") is None and kind != "error":
                 call_id = positional.pop(0)[0]
             if call_id is not None:
@@ -570,9 +816,14 @@ def _parse_openhands(text: str, path: Path) -> _Parsed:
             history = rec.get("history")
             if not isinstance(history, list):
                 raise InvalidMessage("an OpenHands record needs a 'history' list of events")
-            result.runs.append(_openhands_run(history, result.skipped))
+            extra = result.extra(len(result.runs))
+            result.runs.append(_openhands_run(history, result.skipped, extra))
             if rec.get("instance_id"):
                 result.info.setdefault("instances", []).append(rec["instance_id"])
+                extra["facts"] = {"instance_id": rec["instance_id"]}
+            llm = (rec.get("metadata") or {}).get("llm_config")
+            if isinstance(llm, dict) and isinstance(llm.get("model"), str):
+                extra["model"] = llm["model"]
     return result
 
 
@@ -583,7 +834,14 @@ def _parse_gemini(text: str, path: Path) -> _Parsed:
     data = _load_json(text, path)
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise ImportFormatError("a Gemini CLI session needs a 'messages' list", path=str(path))
-    result = _Parsed([[]], {"session_id": data.get("sessionId"), "started": data.get("startTime")})
+    result = _Parsed(
+        [[]],
+        {
+            "session_id": data.get("sessionId"),
+            "started": data.get("startTime"),
+            "updated": data.get("lastUpdated"),
+        },
+    )
     out = result.runs[0]
     with _Where(path):
         for msg in data["messages"]:
@@ -674,6 +932,7 @@ def _parse_aider(text: str, path: Path) -> _Parsed:
         if line.startswith("# aider chat started at"):
             flush()
             started = line.removeprefix("# aider chat started at").strip()
+            result.info.setdefault("started", started)  # local time, as aider wrote it
         elif line.startswith("####"):
             if reply:
                 flush()
@@ -732,7 +991,7 @@ def _detect(text: str, path: Path) -> str:
     if head.startswith("# aider chat started at"):
         return "aider"
     if not head.startswith(("{", "[")):
-        raise ImportFormatError(
+        raise NotATranscript(
             "not a format threadline can import (unrecognised start)", path=str(path)
         )
     try:
@@ -745,7 +1004,7 @@ def _detect(text: str, path: Path) -> str:
         _, first = next(_jsonl(text, path))
         found = _classify(first, whole=False)
     if found is None:
-        raise ImportFormatError(
+        raise NotATranscript(
             "not a format threadline can import (unrecognised records)", path=str(path)
         )
     return found
@@ -836,29 +1095,324 @@ def read_aider(path: str | Path) -> list[Message]:
     return _one(_parse(path, "aider")[1], path, "")
 
 
+# -- sessions: what a store should hold ----------------------------------------------
+
+_SESSION_FACTS = (
+    "cwd",
+    "git_branch",
+    "git_commit",
+    "version",
+    "cli_version",
+    "originator",
+    "model_provider",
+    "summaries",
+    "exit_status",
+    "model_stats",
+)
+"""Facts a reader found about the whole file that a session's metadata keeps."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceText:
+    """A file or stream read once (size and UTF-8 checked), with the hash of its text.
+
+    A sync compares the hash before parsing anything, and the parser then reads this
+    same text: a pipe cannot be read twice, and a growing file must be hashed and
+    parsed as one version.
+    """
+
+    text: str
+    name: str
+    """How errors and reports name it: the path, or ``-`` for standard input."""
+    sha256: str
+
+
+def read_source(path: str | Path, *, name: str | None = None) -> SourceText:
+    """Read ``path`` for import; ``name`` replaces the path in errors (a spooled stdin)."""
+    p = Path(path)
+    try:
+        text = _read_text(p)
+    except ImportFormatError as exc:
+        if name is None:
+            raise
+        renamed = type(exc)(str(exc).replace(str(p), name, 1))
+        renamed.line, renamed.path = exc.line, name
+        raise renamed from exc
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return SourceText(text=text, name=name or str(p), sha256=digest)
+
+
+def sessions_from_source(source: SourceText, *, fresh_ids: bool = True) -> list[ImportedSession]:
+    """Every conversation of a read source, mapped as the module docstring says.
+
+    ``fresh_ids`` applies to threadline exports (see ``from_json_export``).
+    """
+    began = utcnow()
+    where = Path(source.name)
+    fmt = _detect(source.text, where)
+    if fmt == "threadline":
+        data = _load_json(source.text, where)
+        return [from_json_export(data, path=source.name, fresh_ids=fresh_ids)]
+    parsed = _PARSERS[fmt](source.text, where)
+    return [_session(fmt, parsed, i, began) for i in range(len(parsed.runs))]
+
+
+def import_sessions(path: str | Path, *, name: str | None = None) -> list[ImportedSession]:
+    """One session per conversation in the file at ``path``, any supported format."""
+    return sessions_from_source(read_source(path, name=name))
+
+
 def import_file(path: str | Path, *, fresh_ids: bool = True) -> ImportedSession:
     """One session from a file: our JSON export, OpenAI chat JSON / JSONL, or a transcript.
 
     ``fresh_ids`` applies to threadline exports (see the module docstring);
     other formats always get new ids. A file holding several conversations is
-    refused with a pointer to the reader that returns them all.
+    refused with a pointer to what imports them.
     """
     p = Path(path)
-    text = _read_text(p)
-    fmt = _detect(text, p)
-    if fmt == "threadline":
-        return from_json_export(_load_json(text, p), path=str(p), fresh_ids=fresh_ids)
-    parsed = _PARSERS[fmt](text, p)
-    messages = _one(parsed, p, "read_transcript_runs()")
-    model = parsed.info.get("model") or next((m.model for m in messages if m.model), None)
-    summaries = parsed.info.get("summaries") or []
-    metadata = {"format": fmt, "source": str(p), **parsed.info}
+    sessions = sessions_from_source(read_source(p), fresh_ids=fresh_ids)
+    if len(sessions) != 1:
+        raise ImportFormatError(
+            f"the file holds {len(sessions)} conversations; import them all (or one with "
+            "--run N) with `threadline sessions import`, or read them with import_sessions()",
+            path=str(p),
+        )
+    return sessions[0]
+
+
+def _session(fmt: str, parsed: _Parsed, index: int, began: datetime) -> ImportedSession:
+    info, extra = parsed.info, parsed.extra(index)
+    messages, checkpoints, kept_before = _fold_compactions(
+        parsed.runs[index], extra.get("compactions", [])
+    )
+    repairs = _flag_repairs(messages, free_form=extra.get("free_form_calls", set()))
+    metadata: dict[str, Any] = {"format": fmt}
+    metadata.update({k: info[k] for k in _SESSION_FACTS if info.get(k) is not None})
+    metadata.update(extra.get("facts", {}))
+    created, updated = _source_times(messages, info, began)
+    metadata.update(
+        {k: v for k, v in (("source_created_at", created), ("source_updated_at", updated)) if v}
+    )
+    source_id = _own_id(fmt, info)
+    if fmt == "claude-code" and info.get("agent_id") and info.get("session_id"):
+        metadata["agent_id"] = info["agent_id"]
+        metadata["parent_source_id"] = info["session_id"]  # a subagent's parent session
+    events = [
+        {**e, "after_message": kept_before[min(e["after_message"], len(kept_before) - 1)]}
+        for e in extra.get("events") or []
+    ]
+    if events:
+        metadata["events"] = events[:MAX_EVENTS]
+        if len(events) > MAX_EVENTS:
+            metadata["events_omitted"] = len(events) - MAX_EVENTS
     if parsed.skipped:
         metadata["skipped"] = dict(parsed.skipped)
+    if repairs:
+        metadata["import_repairs"] = repairs
+    named = [
+        m.model for m in messages if m.role == "assistant" and m.model and m.model not in _NO_MODEL
+    ]
+    model = named[-1] if named else info.get("model") or extra.get("model")
     return ImportedSession(
         messages=messages,
-        title=summaries[-1] if summaries else None,
+        title=session_title(messages),
         agent=fmt,
         model=model,
         metadata=metadata,
+        checkpoints=checkpoints,
+        source_id=source_id,
+        source_format=fmt,
+        run=index + 1,
+        runs=len(parsed.runs),
+        repairs=repairs,
     )
+
+
+def _own_id(fmt: str, info: Mapping[str, Any]) -> str | None:
+    """The id the source gave the conversation; a Claude Code subagent shares its
+    parent's ``sessionId``, so its agent id is added."""
+    found = {"claude-code": "session_id", "codex": "id", "gemini": "session_id"}.get(fmt)
+    own = info.get(found) if found else None
+    if not isinstance(own, str) or not own:
+        return None
+    agent = info.get("agent_id") if fmt == "claude-code" else None
+    return f"{own}/agent-{agent}" if isinstance(agent, str) and agent else own
+
+
+def session_title(messages: Iterable[Message]) -> str | None:
+    """The first genuine user request on one line, cut at a word: never a tool's wrapper,
+    a caveat or a system reminder (``threadline.requests``)."""
+    found = first_request(messages)
+    text = request_text(found) if found is not None else None
+    if not text:
+        return None
+    line = " ".join(text.split())
+    if len(line) <= TITLE_LENGTH:
+        return line
+    cut = line[: TITLE_LENGTH - 1]
+    space = cut.rfind(" ")
+    if space > TITLE_LENGTH // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:") + "\u2026"
+
+
+def _iso(value: Any) -> str | None:
+    """A source's own time as ISO 8601; a time without offset stays without one (aider
+    writes local time), rather than being passed off as UTC."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).isoformat()
+    except ValueError:
+        return None
+
+
+def _source_times(
+    messages: list[Message], info: Mapping[str, Any], began: datetime
+) -> tuple[str | None, str | None]:
+    """When the conversation began and last changed, by the source's own clock.
+
+    A message stamped before this import began carries a time read from the file; one
+    stamped later got the default (the format has no times), so it says nothing. The
+    source's own start and update times, where it states them, come first.
+    """
+    stamped = sorted(m.created_at for m in messages if m.created_at < began)
+    first = stamped[0].isoformat() if stamped else None
+    last = stamped[-1].isoformat() if stamped else None
+    return _iso(info.get("started")) or first, _iso(info.get("updated")) or last
+
+
+def _fold_compactions(
+    raw: list[Message], compactions: list[dict[str, Any]]
+) -> tuple[list[Message], list[dict[str, Any]], list[int]]:
+    """Native compactions as checkpoints covering exactly the messages they summarised.
+
+    A Claude Code summary message leaves the history (its text becomes the checkpoint's
+    summary): left in, a window would send it beside the messages it stands for. A
+    Codex compaction was recorded with the index of the message it precedes. Also
+    returns, per index into ``raw`` (and one past the end), how many kept messages
+    precede it, for events placed by raw index.
+    """
+    at: defaultdict[int, list[dict[str, Any]]] = defaultdict(list)
+    for c in compactions:
+        at[int(c["before"])].append(c)
+    kept: list[Message] = []
+    checkpoints: list[dict[str, Any]] = []
+    carry: dict[str, Any] = {}
+
+    def add(summary: str, metadata: dict[str, Any]) -> None:
+        checkpoints.append(
+            {
+                "covers_up_to": len(kept),
+                "summary": summary,
+                "metadata": {k: v for k, v in metadata.items() if v is not None},
+            }
+        )
+
+    kept_before: list[int] = []
+    for i, m in enumerate(raw):
+        kept_before.append(len(kept))
+        for c in at.pop(i, []):
+            add(c["summary"], c["metadata"])
+        if m.role == "user" and m.metadata.get("compact_summary"):
+            boundary = m.metadata.get("compact_boundary") or {}
+            add(
+                m.text,
+                {
+                    "native": "claude-code",
+                    "trigger": boundary.get("trigger"),
+                    "pre_tokens": boundary.get("pre_tokens"),
+                    "source_uuid": m.metadata.get("source_uuid"),
+                    "source_created_at": _iso(boundary.get("at")) or m.created_at.isoformat(),
+                },
+            )
+            if "cwd" in m.metadata:
+                carry["cwd"] = m.metadata["cwd"]
+            continue
+        for key, value in carry.items():
+            m.metadata.setdefault(key, value)
+        carry = {}
+        kept.append(m)
+    for index in sorted(at):
+        for c in at[index]:
+            add(c["summary"], c["metadata"])
+    kept_before.append(len(kept))
+    return kept, checkpoints, kept_before
+
+
+_CHAIN_REPAIRS = ("orphan_result", "unanswered_call")
+
+
+def _flag(m: Message, kind: str, **calls: list[str]) -> None:
+    kinds = m.metadata.setdefault("import_repair", [])
+    if kind not in kinds:
+        kinds.append(kind)
+    m.metadata.update(calls)
+
+
+def _flag_repairs(messages: list[Message], *, free_form: set[str]) -> dict[str, int]:
+    """Flag what an import keeps as written but must not pass silently: arguments that
+    should be JSON and are not (``malformed_arguments``, ids in ``malformed_calls``;
+    the raw text is kept in ``raw_arguments``), and broken chains (``flag_chains``)."""
+    for m in messages:
+        bad = [c.id for c in m.tool_calls if c.raw_arguments is not None and c.id not in free_form]
+        if bad:
+            _flag(m, "malformed_arguments", malformed_calls=bad)
+    flag_chains(messages)
+    return repair_counts(messages)
+
+
+def flag_chains(messages: list[Message]) -> None:
+    """(Re)flag broken tool chains in oldest-first ``messages``: a result whose call is
+    not open (``orphan_result``) and a call no result answers (``unanswered_call``, ids
+    in ``unanswered_calls``). Pairing is the view's (``group_units``): among the results
+    after an assistant message, by id, positionally among equal ids. Earlier chain flags
+    are cleared first, so an appended batch can be flagged again against the message
+    stored before it."""
+    for m in messages:
+        kinds = [k for k in m.metadata.get("import_repair") or [] if k not in _CHAIN_REPAIRS]
+        m.metadata.pop("unanswered_calls", None)
+        if kinds:
+            m.metadata["import_repair"] = kinds
+        else:
+            m.metadata.pop("import_repair", None)
+    owner: Message | None = None
+    answered: list[bool] = []
+
+    def close() -> None:
+        if owner is not None:
+            missing = [c.id for c, done in zip(owner.tool_calls, answered, strict=True) if not done]
+            if missing:
+                _flag(owner, "unanswered_call", unanswered_calls=missing)
+
+    for m in messages:
+        if m.role == "tool":
+            calls = owner.tool_calls if owner is not None else []
+            hit = next(
+                (i for i, c in enumerate(calls) if not answered[i] and c.id == m.tool_call_id),
+                None,
+            )
+            if hit is None:
+                _flag(m, "orphan_result")
+            else:
+                answered[hit] = True
+            continue
+        close()
+        owner, answered = None, []
+        if m.role == "assistant" and m.tool_calls:
+            owner, answered = m, [False] * len(m.tool_calls)
+    close()
+
+
+def repair_counts(messages: Iterable[Message]) -> dict[str, int]:
+    """How many repairs the messages' ``import_repair`` flags record, by kind."""
+    counts: Counter[str] = Counter()
+    for m in messages:
+        for kind in m.metadata.get("import_repair") or []:
+            if kind == "unanswered_call":
+                counts[kind] += len(m.metadata.get("unanswered_calls") or [])
+            elif kind == "malformed_arguments":
+                counts[kind] += len(m.metadata.get("malformed_calls") or [])
+            else:
+                counts[kind] += 1
+    return dict(sorted(counts.items()))

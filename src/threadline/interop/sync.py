@@ -1,0 +1,589 @@
+"""Other agents' sessions kept in step with a store: what ``threadline sessions import`` does.
+
+A *source* is one conversation of one file, or of standard input. It is known by
+its own id where it has one (a Claude Code or Codex session id, a subagent's
+``<session>/agent-<id>``, an exported session's id), else by where it came from:
+``file:<absolute path>`` (or ``stdin:sha256:<hash>``), with ``#run-N`` added in a
+file of several conversations. That identity is kept in the session's metadata as
+``source_id`` beside ``source_format``; threadline's session ids stay its own.
+
+Syncing a source again finds its session by scanning session metadata through
+``Store.list_sessions`` (no backend keeps an index of it). A file whose text hash
+and path are the ones recorded is unchanged without being parsed. Otherwise it is
+parsed, and when the messages imported before are still its first messages
+(compared by fingerprint: the source's record id where it has one, else role and
+text) only the messages after them are appended, with any new native compactions
+as checkpoints. A source that no longer begins with what was imported, or a
+session that had messages added in threadline since, fails with a message saying
+so: guessing would corrupt one or the other.
+
+Messages get ids derived from the source identity and their position, so a batch
+sent twice (two syncs racing, a retry) is stored once: appends are idempotent on
+ids. The store sets a session's own times, so the source's are kept in metadata
+as ``source_created_at`` / ``source_updated_at``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, Any
+
+from threadline.errors import ImportFormatError, ThreadlineError, UsageError
+from threadline.interop.export import ImportedSession
+from threadline.interop.importers import (
+    NotATranscript,
+    SourceText,
+    flag_chains,
+    import_limit,
+    read_bounded,
+    read_source,
+    repair_counts,
+    sessions_from_source,
+)
+from threadline.messages import Message
+from threadline.store.base import (
+    DEFAULT_AGENT,
+    MAX_PAGE_SIZE,
+    SessionInfo,
+    Store,
+    check_title,
+    prepare_messages,
+    validate_agent,
+)
+
+STDIN = "-"
+"""The path argument that means standard input."""
+SUFFIXES = (".jsonl", ".json", ".traj")
+"""Files a directory walk considers; aider's history is found by its name."""
+AIDER_HISTORY = ".aider.chat.history.md"
+_ID_NAMESPACE = uuid.UUID("6f0c9a52-1d7e-4c1b-9a43-2f5e8b7d0c11")
+"""Namespace of the message ids derived from a source (see the module docstring)."""
+
+
+class SyncStatus(StrEnum):
+    NEW = "new"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    """Found by walking a directory but not a conversation (another JSON file, or one
+    with no messages): passed over, not an error."""
+
+
+@dataclass(slots=True)
+class SyncResult:
+    """What happened to one source."""
+
+    source: str
+    """The path as given or found, or ``-``."""
+    status: SyncStatus
+    run: int | None = None
+    """Which conversation of a multi-conversation file (from 1); None in a file of one."""
+    format: str | None = None
+    source_id: str | None = None
+    session_id: str | None = None
+    title: str | None = None
+    messages_added: int = 0
+    checkpoints_added: int = 0
+    repairs: dict[str, int] = field(default_factory=dict)
+    """Repairs flagged on the messages this sync stored, by kind."""
+    error: str | None = None
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "run": self.run,
+            "format": self.format,
+            "status": self.status.value,
+            "source_id": self.source_id,
+            "session_id": self.session_id,
+            "title": self.title,
+            "messages_added": self.messages_added,
+            "checkpoints_added": self.checkpoints_added,
+            "repairs": dict(self.repairs),
+            "error": self.error,
+        }
+
+
+@dataclass(slots=True)
+class SyncReport:
+    results: list[SyncResult] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        found = Counter(r.status for r in self.results)
+        return {status.value: found[status] for status in SyncStatus}
+
+    @property
+    def messages_added(self) -> int:
+        return sum(r.messages_added for r in self.results)
+
+    @property
+    def repairs(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for r in self.results:
+            total.update(r.repairs)
+        return dict(sorted(total.items()))
+
+    @property
+    def failures(self) -> list[SyncResult]:
+        return [r for r in self.results if r.status is SyncStatus.FAILED]
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable ``sessions import --json`` document."""
+        return {
+            "counts": self.counts(),
+            "messages_added": self.messages_added,
+            "repairs": self.repairs,
+            "sources": [r.to_json() for r in self.results],
+        }
+
+
+# -- finding sources ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    path: Path | None
+    """None for standard input."""
+    found: bool = False
+    """Found by walking a directory, so a file that is no conversation is skipped."""
+
+    @property
+    def name(self) -> str:
+        return STDIN if self.path is None else str(self.path)
+
+
+def find_sources(args: Sequence[str]) -> list[Source]:
+    """The files named, every candidate file under the directories named (recursively),
+    and ``-`` for standard input; all checked before anything is imported, so a typo
+    imports nothing. A Claude Code subagent file (``<session>/subagents/``) comes after
+    the files it may belong to, so its parent session exists when it is linked."""
+    sources: list[Source] = []
+    seen: set[Path] = set()
+    for arg in args:
+        if arg == STDIN:
+            if any(s.path is None for s in sources):
+                raise UsageError("'-' (standard input) can be given only once")
+            sources.append(Source(None))
+            continue
+        path = Path(arg).expanduser()
+        if path.is_dir():
+            found = [Source(p, found=True) for p in _walk(path)]
+            if not found:
+                raise UsageError(
+                    f"no files to import under {arg} (looked for {', '.join(SUFFIXES)} "
+                    f"and {AIDER_HISTORY})"
+                )
+        elif path.exists():
+            found = [Source(path)]
+        else:
+            raise UsageError(f"no such file or directory: {arg}")
+        for source in found:
+            key = source.path.resolve() if source.path else Path(STDIN)
+            if key not in seen:
+                seen.add(key)
+                sources.append(source)
+    return sorted(sources, key=lambda s: s.path is not None and s.path.parent.name == "subagents")
+
+
+def _walk(top: Path) -> Iterator[Path]:
+    for root, dirs, files in os.walk(top):  # symlinked directories are not followed
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY):
+                yield Path(root) / name
+
+
+# -- syncing -------------------------------------------------------------------------
+
+
+def fingerprint(messages: Iterable[Message]) -> str:
+    """What must stay the same for a re-read source to extend an import: per message its
+    role, result id and source record id, or its text where the format has no record
+    ids. A streamed response that grew keeps its record id, so it still matches."""
+    digest = hashlib.sha256()
+    for m in messages:
+        anchor = m.metadata.get("source_uuid")
+        key = [m.role, m.tool_call_id, anchor] if anchor else [m.role, m.tool_call_id, m.text]
+        digest.update(json.dumps(key, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def checkpoint_args(
+    raw: object, message_count: int, where: str
+) -> tuple[int, str, dict[str, Any] | None]:
+    """An imported checkpoint's fields, checked before anything is written: it must lie
+    within the imported messages (0 for a compaction before the first one)."""
+    if not isinstance(raw, dict):
+        raise ImportFormatError("a checkpoint must be an object", path=where)
+    covers, summary, metadata = raw.get("covers_up_to"), raw.get("summary"), raw.get("metadata")
+    if isinstance(covers, bool) or not isinstance(covers, int) or not 0 <= covers <= message_count:
+        raise ImportFormatError(
+            f"checkpoint covers_up_to {covers!r} is outside the {message_count} imported messages",
+            path=where,
+        )
+    if not isinstance(summary, str) or (metadata is not None and not isinstance(metadata, dict)):
+        raise ImportFormatError("a checkpoint needs a text summary", path=where)
+    return covers, summary, metadata
+
+
+class Syncer:
+    """Imports sources into one store, or brings earlier imports up to date.
+
+    ``agent`` and ``title`` apply to sessions this creates; ``run`` picks one
+    conversation (from 1) of each file; ``stdin`` is what ``-`` reads.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        agent: str | None = None,
+        title: str | None = None,
+        run: int | None = None,
+        stdin: IO[bytes] | None = None,
+    ) -> None:
+        if run is not None and (isinstance(run, bool) or run < 1):
+            raise UsageError(f"run must be 1 or more, got {run!r}")
+        self.store = store
+        self.agent = validate_agent(agent) if agent is not None else None
+        self.title = check_title(title)
+        self.run = run
+        self.stdin = stdin
+        self._by_id: dict[tuple[str, str], SessionInfo] | None = None
+        self._by_file: dict[tuple[str, str], list[SessionInfo]] = {}
+
+    def sync(
+        self,
+        sources: Iterable[Source],
+        *,
+        progress: Callable[[Source, list[SyncResult]], None] | None = None,
+    ) -> SyncReport:
+        """Every source in turn; ``progress`` is told after each."""
+        report = SyncReport()
+        for source in sources:
+            results = self.sync_source(source)
+            report.results.extend(results)
+            if progress is not None:
+                progress(source, results)
+        return report
+
+    def sync_source(self, source: Source) -> list[SyncResult]:
+        """One file or stdin: a result per conversation, or one failure for the file.
+
+        Errors a file's content or the store raise become ``failed`` results (the CLI
+        shows them); an interrupt or an unexpected bug propagates.
+        """
+        try:
+            text = self._read(source)
+            base = str(source.path.resolve()) if source.path is not None else STDIN
+            unchanged = self._unchanged_by_hash(source, base, text.sha256)
+            if unchanged is not None:
+                return unchanged
+            sessions = sessions_from_source(text)
+        except NotATranscript as exc:
+            return [_failed(source, exc, skip=source.found)]
+        except (ThreadlineError, OSError) as exc:
+            return [_failed(source, exc)]
+        if self.run is not None:
+            if self.run > len(sessions):
+                held = f"{len(sessions)} conversation{'s' if len(sessions) != 1 else ''}"
+                problem = UsageError(f"{source.name} holds {held}; there is no run {self.run}")
+                return [_failed(source, problem)]
+            sessions = [sessions[self.run - 1]]
+        results = []
+        for imported in sessions:
+            try:
+                results.append(self._sync_one(source, text, base, imported))
+            except (ThreadlineError, OSError) as exc:
+                skip = source.found and not imported.messages
+                results.append(_failed(source, exc, skip=skip, imported=imported))
+        return results
+
+    # -- reading
+
+    def _read(self, source: Source) -> SourceText:
+        if source.path is not None:
+            return read_source(source.path)
+        if self.stdin is None:
+            raise UsageError("'-' reads standard input, but none was given")
+        data = read_bounded(self.stdin, import_limit(), STDIN)  # a pipe may never end
+        with tempfile.TemporaryDirectory(prefix="threadline-import-") as tmp:
+            spooled = Path(tmp) / "stdin"
+            spooled.write_bytes(data)  # through a file: every check of the reader applies
+            return read_source(spooled, name=STDIN)
+
+    # -- finding earlier imports
+
+    def _index(self) -> dict[tuple[str, str], SessionInfo]:
+        if self._by_id is None:
+            self._by_id = {}
+            offset = 0
+            while True:
+                page = self.store.list_sessions(limit=MAX_PAGE_SIZE, offset=offset)
+                for info in page.items:
+                    self._remember(info, replace=False)
+                offset += len(page.items)
+                if not page.items or offset >= page.total:
+                    break
+        return self._by_id
+
+    def _remember(self, info: SessionInfo, *, replace: bool = True) -> None:
+        meta, index = info.metadata, self._by_id
+        fmt, sid = meta.get("source_format"), meta.get("source_id")
+        if index is None or not isinstance(fmt, str) or not isinstance(sid, str):
+            return  # not read yet: the first lookup reads the store, this one included
+        if replace or (fmt, sid) not in index:
+            index[(fmt, sid)] = info  # the most recently updated wins among duplicates
+        where, sha = meta.get("source_path"), meta.get("source_sha256")
+        if isinstance(where, str) and isinstance(sha, str):
+            same = self._by_file.setdefault((where, sha), [])
+            same[:] = [i for i in same if i.id != info.id] + [info]
+
+    def _unchanged_by_hash(self, source: Source, base: str, sha: str) -> list[SyncResult] | None:
+        """Every wanted conversation of a file already imported from this path with this
+        exact text: unchanged, without parsing it."""
+        self._index()
+        same = self._by_file.get((base, sha))
+        if not same:
+            return None
+        runs = same[0].metadata.get("source_runs", 1)
+        by_run = {i.metadata.get("source_run", 1): i for i in same}
+        wanted = [self.run] if self.run is not None else list(range(1, int(runs) + 1))
+        if any(r not in by_run for r in wanted):
+            return None
+        results = []
+        for r in wanted:
+            info = self._link_parent(by_run[r])
+            results.append(
+                SyncResult(
+                    source=source.name,
+                    status=SyncStatus.UNCHANGED,
+                    run=r if int(runs) > 1 else None,
+                    format=info.metadata.get("source_format"),
+                    source_id=info.metadata.get("source_id"),
+                    session_id=info.id,
+                    title=info.title,
+                )
+            )
+        return results
+
+    def _parent_id(self, metadata: dict[str, Any]) -> str | None:
+        fmt, parent = metadata.get("source_format"), metadata.get("parent_source_id")
+        if not isinstance(fmt, str) or not isinstance(parent, str):
+            return None
+        found = self._index().get((fmt, parent))
+        return found.id if found is not None else None
+
+    def _link_parent(self, info: SessionInfo) -> SessionInfo:
+        """A subagent imported before its parent is linked once the parent is here."""
+        if info.metadata.get("parent_session"):
+            return info
+        parent = self._parent_id(info.metadata)
+        if parent is None:
+            return info
+        info = self.store.update_session(info.id, metadata={"parent_session": parent})
+        self._remember(info)
+        return info
+
+    # -- writing
+
+    def _sync_one(
+        self, source: Source, text: SourceText, base: str, imported: ImportedSession
+    ) -> SyncResult:
+        fmt = imported.source_format or "threadline"
+        key = imported.source_id or (
+            f"file:{base}" if source.path is not None else f"stdin:sha256:{text.sha256[:16]}"
+        )
+        if imported.source_id is None and imported.runs > 1:
+            key += f"#run-{imported.run}"
+        facts = {
+            "source_id": key,
+            "source_format": fmt,
+            "source_path": base,
+            "source_sha256": text.sha256,
+            "source_runs": imported.runs,
+        }
+        if imported.runs > 1:
+            facts["source_run"] = imported.run
+        result = SyncResult(
+            source=source.name,
+            status=SyncStatus.NEW,
+            run=imported.run if imported.runs > 1 else None,
+            format=fmt,
+            source_id=key,
+            title=imported.title,
+        )
+        existing = self._index().get((fmt, key))
+        if existing is None:
+            self._create(imported, facts, key, result, where=text.name)
+        else:
+            self._update(existing, imported, facts, key, result, where=text.name)
+        return result
+
+    def _create(
+        self,
+        imported: ImportedSession,
+        facts: dict[str, Any],
+        key: str,
+        result: SyncResult,
+        *,
+        where: str,
+    ) -> None:
+        messages = imported.messages
+        if not messages:
+            raise ImportFormatError("no messages to import", path=where)
+        fmt = facts["source_format"]
+        for i, m in enumerate(messages):
+            m.id = _message_id(fmt, key, i)
+        agent = self.agent or validate_agent(imported.agent or DEFAULT_AGENT)
+        prepared = prepare_messages(imported.model, messages)  # refuse before creating
+        checkpoints = [checkpoint_args(c, len(prepared), where) for c in imported.checkpoints]
+        metadata = {
+            **imported.metadata,
+            **facts,
+            "source_messages": len(messages),
+            "source_fingerprint": fingerprint(messages),
+            "source_checkpoints": len(checkpoints),
+        }
+        parent = self._parent_id(metadata)
+        if parent is not None:
+            metadata["parent_session"] = parent
+        session = self.store.create_session(
+            agent=agent,
+            model=imported.model,
+            title=self.title if self.title is not None else imported.title,
+            metadata=metadata,
+        )
+        try:
+            self.store.append_messages(session.id, prepared)
+            for covers_up_to, summary, cp_metadata in checkpoints:
+                self.store.add_checkpoint(
+                    session.id, covers_up_to=covers_up_to, summary=summary, metadata=cp_metadata
+                )
+        except BaseException:
+            with contextlib.suppress(ThreadlineError):
+                self.store.delete_session(session.id, force=True)  # all or nothing
+            raise
+        info = self.store.session_info(session.id)
+        self._remember(info)
+        result.session_id, result.title = info.id, info.title
+        result.messages_added, result.checkpoints_added = len(prepared), len(checkpoints)
+        result.repairs = dict(imported.repairs)
+
+    def _update(
+        self,
+        info: SessionInfo,
+        imported: ImportedSession,
+        facts: dict[str, Any],
+        key: str,
+        result: SyncResult,
+        *,
+        where: str,
+    ) -> None:
+        meta = info.metadata
+        result.session_id, result.title = info.id, info.title
+        done = meta.get("source_messages")
+        messages = imported.messages
+        if (
+            not isinstance(done, int)
+            or len(messages) < done
+            or fingerprint(messages[:done]) != meta.get("source_fingerprint")
+        ):
+            raise ImportFormatError(
+                f"already imported as session {info.id}, but it no longer begins with the "
+                "messages imported then; delete that session to import it afresh",
+                path=where,
+            )
+        if info.last_seq != done:
+            raise UsageError(
+                f"session {info.id} (imported from {where}) has had messages added since; "
+                "not syncing into it"
+            )
+        fresh = messages[done:]
+        done_checkpoints = int(meta.get("source_checkpoints", 0))
+        checkpoints = [
+            checkpoint_args(c, len(messages), where)
+            for c in imported.checkpoints[done_checkpoints:]
+        ]
+        refresh = {k: v for k, v in imported.metadata.items() if k != "import_repairs"}
+        refresh.update(facts)
+        if not fresh and not checkpoints:
+            changed = {k: v for k, v in refresh.items() if meta.get(k) != v}
+            if changed:
+                info = self.store.update_session(info.id, metadata=changed)
+                self._remember(info)
+            self._link_parent(info)
+            result.status = SyncStatus.UNCHANGED
+            return
+        repairs: dict[str, int] = {}
+        if fresh:
+            before = self.store.tail(info.id, 1)
+            window = [m.model_copy(deep=True) for m in before] + fresh
+            flag_chains(window)  # against what is stored, not against the re-read source
+            repairs = repair_counts(fresh)
+            for i, m in enumerate(fresh, start=done):
+                m.id = _message_id(facts["source_format"], key, i)
+            self.store.append_messages(info.id, prepare_messages(info.model, fresh))
+        total = Counter(meta.get("import_repairs") or {})
+        total.update(repairs)
+        refresh.update(
+            {
+                "source_messages": len(messages),
+                "source_fingerprint": fingerprint(messages),
+                "import_repairs": dict(sorted(total.items())),
+            }
+        )
+        parent = self._parent_id({**meta, **refresh})
+        if parent is not None:
+            refresh["parent_session"] = parent
+        self.store.update_session(info.id, model=imported.model, metadata=refresh)
+        for covers, summary, cp_metadata in checkpoints:
+            self.store.add_checkpoint(
+                info.id, covers_up_to=covers, summary=summary, metadata=cp_metadata
+            )
+        info = self.store.update_session(
+            info.id, metadata={"source_checkpoints": done_checkpoints + len(checkpoints)}
+        )
+        if info.title is None and imported.title is not None:
+            info = self.store.rename_session(info.id, imported.title)
+        self._remember(info)
+        result.status = SyncStatus.UPDATED
+        result.title = info.title
+        result.messages_added, result.checkpoints_added = len(fresh), len(checkpoints)
+        result.repairs = repairs
+
+
+def _message_id(fmt: str, key: str, index: int) -> str:
+    return str(uuid.uuid5(_ID_NAMESPACE, f"{fmt}\n{key}\n{index}"))
+
+
+def _failed(
+    source: Source,
+    exc: BaseException,
+    *,
+    skip: bool = False,
+    imported: ImportedSession | None = None,
+) -> SyncResult:
+    runs = imported.runs if imported is not None else 1
+    return SyncResult(
+        source=source.name,
+        status=SyncStatus.SKIPPED if skip else SyncStatus.FAILED,
+        run=imported.run if imported is not None and runs > 1 else None,
+        format=imported.source_format if imported is not None else None,
+        source_id=imported.source_id if imported is not None else None,
+        error=str(exc) or type(exc).__name__,
+        exception=exc,
+    )
