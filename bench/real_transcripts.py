@@ -241,7 +241,7 @@ def conversations(root: Path, *, only: str | None = None) -> Iterator[tuple[str,
 
 
 def measure(name: str, messages: list[Message], store_dir: str, limit: int = LIMIT) -> Row:
-    store = open_store(f"sqlite:///{store_dir}/{abs(hash(name))}.db")
+    store = open_store(f"sqlite://{store_dir}/{abs(hash(name))}.db")
     session = store.create_session(agent="bench")
     store.append_messages(session.id, prepare_messages(None, messages))
     session = store.get_session(session.id)

@@ -7,7 +7,11 @@ is a failure; on a developer's machine those tests skip with a reason.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -62,3 +66,42 @@ def require_shared(path: Path = SHARED) -> Path:
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite://{tmp_path / 'store.db'}"
+
+
+def _mount_works(directory: Path) -> bool:
+    probe = subprocess.run(
+        ["unshare", "--mount", "sh", "-c", 'mount --bind -o ro "$0" "$0"', str(directory)],
+        capture_output=True,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Callable[..., subprocess.CompletedProcess[str]]]:
+    """Runs the CLI (``read_only("--store", URL, "sessions", "list")``) where ``tmp_path``
+    cannot be written: as a user whom a chmod'ed tree stops, or, as root (whom
+    permissions do not stop), in a private mount namespace with ``tmp_path`` bound
+    read-only. Skips only when neither is possible."""
+    as_root = os.geteuid() == 0
+    if as_root and not (shutil.which("unshare") and _mount_works(tmp_path)):
+        pytest.skip("running as root without unshare/mount: nothing can make a path read-only")
+    cli = [sys.executable, "-c", "from threadline.cli.app import main; main()"]
+
+    def run_read_only(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [*cli, *args]
+        if as_root:
+            script = 'mount --bind -o ro "$0" "$0" && exec "$@"'
+            command = ["unshare", "--mount", "sh", "-c", script, str(tmp_path), *command]
+        return subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+
+    modes: dict[Path, int] = {}
+    if not as_root:
+        for path in [tmp_path, *tmp_path.rglob("*")]:
+            modes[path] = path.stat().st_mode
+            path.chmod(modes[path] & ~0o222)
+    try:
+        yield run_read_only
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)

@@ -100,6 +100,7 @@ def test_list_filters_and_pages(url: str) -> None:
 
 
 def test_list_empty_store(sqlite_url: str) -> None:
+    open_store(sqlite_url).close()  # listing never creates a store (test_store_faults.py)
     assert "no sessions" in ok(sqlite_url, "sessions", "list").stdout
     assert js(sqlite_url, "sessions", "list") == {
         "total": 0,

@@ -138,9 +138,20 @@ def test_invalid_utf8_import_names_the_byte_and_imports_nothing(url: str, tmp_pa
     assert stored(url) == [("keep-0001", 1)]
 
 
-def test_import_of_a_missing_file_or_a_directory_is_a_usage_error(url: str, tmp_path: Path) -> None:
-    assert run(url, "sessions", "import", str(tmp_path / "absent.json")).exit_code == 2
-    assert run(url, "sessions", "import", str(tmp_path)).exit_code == 2
+def test_import_of_a_missing_file_or_an_empty_directory_is_a_usage_error(
+    url: str, tmp_path: Path
+) -> None:
+    missing = run(url, "sessions", "import", str(tmp_path / "absent.json"))
+    assert missing.exit_code == 2 and "no such file or directory" in one_error_line(missing)
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a transcript", encoding="utf-8")
+    result = run(url, "sessions", "import", str(empty))
+    assert result.exit_code == 2 and "no files to import" in one_error_line(result)
+    # a missing path among good ones imports nothing at all
+    good = tmp_path / "chat.json"
+    good.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-8")
+    assert run(url, "sessions", "import", str(good), str(tmp_path / "absent.json")).exit_code == 2
     assert stored(url) == [("keep-0001", 1)]
 
 
@@ -271,26 +282,19 @@ def test_a_database_from_a_newer_schema(url: str) -> None:
 def test_a_store_under_a_regular_file_cannot_be_created(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory", encoding="utf-8")
-    result = run(f"sqlite://{blocker}/sub/store.db", "sessions", "list")
+    result = run(f"sqlite://{blocker}/sub/store.db", "sessions", "delete", "--all", "--yes")
     assert result.exit_code == StoreUnavailable.exit_code == 8
     assert "cannot create the store's directory" in one_error_line(result)
 
 
-@pytest.mark.skipif(
-    hasattr(os, "geteuid") and os.geteuid() == 0,
-    reason="running as root: directory permissions do not stop root (the regular-file "
-    "variant above covers an uncreatable path)",
-)
-def test_a_store_in_a_read_only_directory(tmp_path: Path) -> None:
-    locked = tmp_path / "ro"
-    locked.mkdir()
-    locked.chmod(0o555)
-    try:
-        result = run(f"sqlite://{locked}/store.db", "sessions", "list")
-        assert result.exit_code == 8
-        one_error_line(result)
-    finally:
-        locked.chmod(0o755)
+def test_a_store_in_a_read_only_directory(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Creating a store where nothing can be written fails with one line (see the
+    ``read_only`` fixture for how that is simulated as root)."""
+    read_only = request.getfixturevalue("read_only")
+    done = read_only("--store", f"sqlite://{tmp_path}/store.db", "sessions", "rename", "x", "t")
+    assert done.returncode == 8, done.stderr
+    assert done.stderr.startswith("threadline: error: ") and len(done.stderr.splitlines()) == 1
+    assert "store.db" in done.stderr and not (tmp_path / "store.db").exists()
 
 
 # -- a second process holds the lock -----------------------------------------------------------

@@ -208,3 +208,11 @@ def test_sigkill_never_loses_an_acknowledged_append(tmp_path: Path) -> None:
         assert store.session_info(sid).message_count == len(got)
         store.close()
     assert acknowledged > 20
+
+
+def test_four_slash_absolute_url_opens_the_file(tmp_path: Path) -> None:
+    """``sqlite:////abs/path.db`` (SQLAlchemy's spelling) is the same file as three slashes."""
+    four = open_store(f"sqlite:///{tmp_path}/s.db")  # tmp_path is absolute: four slashes
+    sid = four.create_session(agent="a").id
+    four.close()
+    assert open_store(f"sqlite://{tmp_path}/s.db").get_session(sid).id == sid

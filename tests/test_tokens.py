@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -343,3 +344,145 @@ def test_calibrated_counter_scales_and_rounds_up(monkeypatch: pytest.MonkeyPatch
     assert cal.counter("claude-sonnet-4-5").count_text(text) == math.ceil(
         base.count_text(text) * 1.3
     )
+
+
+# -- long text: split at safe points, bounded past a size ----------------------------
+
+SPLIT_PIECES = [
+    *"abcXYZ019 \n\t\r'.,;-_/\"{}()[]<>=+*&#@!~`|\\?:",
+    "é",
+    "字",
+    "Ж",
+    "\u0301",
+    "😀",
+    "²",
+    "٣",
+    "\u00a0",
+    "\u3000",
+    "\x0b",
+    "\x1c",
+    "'s",
+    "'LL",
+    "  ",
+    "\r\n",
+    "hello",
+    "World",
+    "2024",
+]
+
+
+def _sum_of_parts(counter: tokens.TokenCounter, text: str) -> int:
+    """The text's count when split at every safe split point."""
+    cuts = [0, *(m.start() for m in tokens.SAFE_SPLIT.finditer(text)), len(text)]
+    return sum(counter.count_text(text[a:b]) for a, b in itertools.pairwise(cuts))
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(st.sampled_from(SPLIT_PIECES), max_size=60).map("".join))
+def test_safe_split_points_are_exact(text: str) -> None:
+    for family in ("o200k_base", "cl100k_base"):
+        counter = tokens.counter_for_family(family)
+        assert _sum_of_parts(counter, text) == counter.count_text(text)
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_safe_split_points_are_exact_on_real_transcripts() -> None:
+    _need(TRANSCRIPTS)
+    files = sorted(p for p in TRANSCRIPTS.rglob("*") if p.is_file())
+    assert files
+    for family in ("o200k_base", "cl100k_base"):
+        counter = _exact(family)
+        for path in files:
+            text = path.read_text(errors="replace")[:60_000]
+            assert _sum_of_parts(counter, text) == counter.count_text(text), path
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+@pytest.mark.parametrize("family", ["o200k_base", "cl100k_base"])
+def test_long_normal_text_counts_exactly_in_parts(family: str) -> None:
+    counter = _exact(family)
+    assert isinstance(counter, tokens.TiktokenCounter)
+    unit = (
+        'def handler(event):\n    return {"status": 200, "body": event["x"] * 3}\n'
+        "The quick brown fox jumps over the lazy dog, 42 times; naïve café 字.\n"
+        '{"id":"call_123","args":{"path":"src/a.py","line":17}}\n'
+    )
+    text = unit * (3 * tokens.LONG_TEXT_CHARS // len(unit))
+    whole = len(counter._encoding.encode_ordinary(text))
+    detail = counter.count_long(text)
+    assert detail == tokens.LongTextCount(tokens=whole, bounded_chars=0)
+    assert counter.count_text(text) == whole
+    tiny = tokens.count_long_text(text, counter.count_text, split_target=50, max_stretch=500)
+    assert tiny.tokens == whole and tiny.bounded_chars == 0
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_counts_past_the_exact_size_are_bounded_high() -> None:
+    counter = _exact("o200k_base")
+    assert isinstance(counter, tokens.TiktokenCounter)
+    text = ("alpha beta 12 gamma, delta! " * 40_000)[:1_000_000]
+    whole = len(counter._encoding.encode_ordinary(text))
+    part = tokens.count_long_text(text, counter.count_text, exact_chars=300_000)
+    assert 650_000 < part.bounded_chars < 700_000  # the rest past ~300,000 characters
+    assert part.tokens >= whole
+    exact = tokens.count_long_text(text, counter.count_text, exact_chars=len(text))
+    assert exact == tokens.LongTextCount(tokens=whole, bounded_chars=0)
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_a_30_mb_line_takes_the_bounded_path() -> None:
+    """The import that took 39 s: no tiktoken on the long runs, and never low."""
+    counter = _exact("o200k_base")
+    assert isinstance(counter, tokens.TiktokenCounter)
+    one_word = "x" * 30_000_000  # one piece: superlinear in tiktoken
+    assert counter.count_long(one_word) == tokens.LongTextCount(30_000_000, 30_000_000)
+    assert counter.count_text(one_word) == 30_000_000
+    spaces = " " * 3_000_000  # crashes tiktoken (a stack overflow in its regex)
+    assert counter.count_text(spaces) == 3_000_000
+    line = "word " * 6_000_000  # 30 MB of ordinary words on one line
+    per_thousand = counter.count_text("word " * 1000)
+    detail = counter.count_long(line)
+    assert detail.bounded_chars == pytest.approx(len(line) - tokens.EXACT_TEXT_CHARS, abs=20_000)
+    assert detail.tokens >= per_thousand * 6000
+    cafe = "café " * 1_000_000  # non-ASCII past the exact size counts UTF-8 bytes
+    assert counter.count_long(cafe).tokens >= counter.count_text("café " * 1000) * 1000
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_a_tiktoken_panic_counts_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = _exact("o200k_base")
+    assert isinstance(counter, tokens.TiktokenCounter)
+
+    class PanicException(BaseException):
+        pass
+
+    class Panicking:
+        def encode_ordinary(self, text: str) -> list[int]:
+            raise PanicException("stack overflow")
+
+    monkeypatch.setattr(counter, "_encoding", Panicking())
+    assert counter.count_text("naïve") == len("naïve".encode())
+    monkeypatch.setattr(Panicking, "encode_ordinary", lambda self, t: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        counter.count_text("other errors are not swallowed")
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_batch_and_single_appends_count_the_same() -> None:
+    from threadline.store.base import prepare_messages
+
+    call = ToolCall(id="c1", name="grep", arguments={"q": "needle", "n": 3})
+    batch = [
+        Message.user("Please look at src/app.py and fix the failing check."),
+        Message.assistant("Looking.", tool_calls=[call]),
+        Message.tool("src/app.py:12: x = compute(0.25)\n" * 40, tool_call_id="c1", name="grep"),
+        Message.assistant("Fixed it: the value was computed twice. " * 5),
+    ]
+    together = prepare_messages("gpt-4o", batch)
+    alone = [prepare_messages("gpt-4o", [m])[0] for m in batch]
+    assert [m.token_counts for m in together] == [m.token_counts for m in alone]
+    counter = tokens.counter_for("gpt-4o")
+    assert [m.token_counts["o200k_base"] for m in together] == [
+        counter.count_message(m) for m in batch
+    ]

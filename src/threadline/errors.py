@@ -11,6 +11,7 @@ them into one-line errors and exit codes (``exit_code`` on each class).
     │   └── AmbiguousSessionId      a prefix that matches several sessions
     ├── ConfigError                 a bad agent file, policy or setting (exit 2)
     ├── ImportFormatError           a file to import is malformed (exit 2)
+    │   └── ImportTooLarge          larger than the import size limit
     ├── SessionNotFound             (exit 3)
     ├── SessionExists               (exit 2)
     ├── SessionLocked               another live process is attached (exit 4)
@@ -23,6 +24,8 @@ them into one-line errors and exit codes (``exit_code`` on each class).
     │   └── MissingCredentials      no API key in the environment
     └── StoreError                  the storage itself is unusable (exit 8)
         ├── StoreUnavailable        cannot open / connect / write
+        ├── StoreNotFound           nothing at the URL, and the caller asked not to create it
+        ├── StoreDamaged            a threadline store whose storage is damaged
         ├── NotAThreadlineStore     the file or database belongs to something else
         ├── SchemaTooNew            written by a newer threadline
         └── CorruptRecord           a stored record cannot be read (with where)
@@ -93,6 +96,11 @@ class ImportFormatError(ThreadlineError):
         super().__init__(f"{where}: {message}" if where else message)
         self.line = line
         self.path = path
+
+
+class ImportTooLarge(ImportFormatError):
+    """A file or stream to import is larger than the limit it is read up to: an import
+    is held in memory whole, so ``/dev/zero`` or a runaway pipe must not be read on."""
 
 
 class SessionNotFound(ThreadlineError, KeyError):
@@ -181,6 +189,22 @@ class StoreError(ThreadlineError):
 
 class StoreUnavailable(StoreError):
     """The store cannot be opened, reached or written."""
+
+
+class StoreNotFound(StoreError):
+    """No store at the URL, and it was opened not to create one (read commands: a
+    typo in ``--store`` must not leave an empty store and directories behind)."""
+
+
+class StoreDamaged(StoreError):
+    """A threadline store whose storage is damaged (torn or overwritten pages, a cut
+    file): distinct from a file that was never a store. ``threadline doctor`` names
+    what is still readable and ``--salvage`` copies it to a new store."""
+
+    def __init__(self, problem: str, *, hint: str | None = None) -> None:
+        super().__init__(f"{problem}; {hint}" if hint else problem)
+        self.problem = problem
+        self.hint = hint
 
 
 class NotAThreadlineStore(StoreError):

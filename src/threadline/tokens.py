@@ -7,8 +7,9 @@ the model's tokenizer family (from the catalog), cached per family:
 * ``TiktokenCounter`` (``o200k_base``, ``cl100k_base``) counts exactly with
   tiktoken and adds OpenAI's documented chat overhead: 3 tokens per message,
   1 more when the message has a ``name``, 3 to prime the reply. Text is
-  encoded with ``disallowed_special=()``, so ``<|endoftext|>`` in a message is
-  counted as text and never raises.
+  encoded with ``encode_ordinary``, so ``<|endoftext|>`` in a message is
+  counted as text and never raises. Very long text is split first (see "Long
+  text" below).
 * ``EstimatingCounter`` (``anthropic``, ``google``, ``mistral``, ``llama``,
   ``qwen``, ``deepseek``, ``generic``) estimates, because those tokenizers are
   not available offline.
@@ -48,6 +49,40 @@ underestimated (~0.6x); inline file data is therefore counted separately with
 ``BASE64_CHARS_PER_TOKEN``. The provider-reported usage corrects all of this
 over time through ``Calibration``.
 
+Long text
+---------
+tiktoken is linear on ordinary text (about 60 ns a character here) but not on
+one long regex piece: a run of one letter, punctuation or whitespace costs
+more per character the longer it is (3 MB of ``-`` takes 1.4 s), and a run of
+3 million spaces crashes it (a stack overflow inside its regex). So a text
+longer than ``LONG_TEXT_CHARS`` is split and each part is counted on its own:
+
+* Splits are made only at *safe split points*, where both tiktoken
+  pre-tokenisation patterns (o200k and cl100k) always end a piece: after an
+  ASCII digit before any other ASCII character (a number piece holds digits
+  only); after an ASCII letter before ASCII that is neither a letter nor an
+  apostrophe (a word piece goes on only with letters, marks or a contraction
+  such as ``'s``); after ASCII punctuation before a digit or a space (a
+  punctuation piece goes on only with punctuation and line breaks). BPE works
+  within a piece and no pattern looks behind, so the parts' counts add up to
+  the whole text's count exactly (tests split real transcripts at every such
+  point and compare).
+* Parts are about ``SPLIT_TARGET_CHARS`` long (the first safe point past
+  that). A stretch with no safe point for more than ``MAX_EXACT_STRETCH_CHARS``
+  (one 30 MB word, a megabyte of spaces) is not given to tiktoken: it counts
+  its UTF-8 bytes, a hard upper bound (every token stands for at least one
+  byte).
+* Only the first ``EXACT_TEXT_CHARS`` of one text are counted exactly; the rest,
+  which starts at a safe split point, counts its UTF-8 bytes too. Such a text
+  is already ~450,000 tokens or more for ordinary text, so the bound only ever
+  overcounts a message too big for most windows, and keeps counting a 30 MB
+  message well under a second.
+
+Each of these errs high, never low, so stored counts keep windows within budget.
+(tiktoken's ``encode_ordinary_batch`` with threads was measured slower than a
+plain loop on this machine, 2.8x for 45,000 texts: its calls contend instead of
+running in parallel, so batches are counted one text at a time.)
+
 Fallback
 --------
 When tiktoken's data cannot be loaded (no internet and no cache; any
@@ -75,10 +110,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import string
 import threading
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -161,6 +197,24 @@ _CLASS_TABLE[ord("\n")] = ord("n")
 CLASS_TABLE = bytes(_CLASS_TABLE)
 del _CLASS_TABLE, _c
 
+# -- long text (see "Long text" in the module docstring) -------------------------
+
+LONG_TEXT_CHARS = 65_536
+"""A longer text is counted in parts split at safe split points."""
+SPLIT_TARGET_CHARS = 16_384
+"""A long text's next split is the first safe split point past this many characters."""
+MAX_EXACT_STRETCH_CHARS = 65_536
+"""A stretch without a safe split point longer than this counts its UTF-8 bytes."""
+EXACT_TEXT_CHARS = 2_000_000
+"""Characters of one text counted exactly; the rest of it counts its UTF-8 bytes."""
+
+SAFE_SPLIT = re.compile(
+    r"(?<=[0-9])[\x00-\x2f\x3a-\x7f]"  # digit | other ASCII
+    r"|(?<=[A-Za-z])[\x00-\x26\x28-\x40\x5b-\x60\x7b-\x7f]"  # letter | ASCII not letter or '
+    r"|(?<=[!-/:-@\[-`{-~])[0-9 ]"  # ASCII punctuation | digit or space
+)
+"""Matches where a tiktoken piece always ends (o200k and cl100k): a split there is exact."""
+
 # -- images ----------------------------------------------------------------------
 
 OPENAI_IMAGE_BASE = 85
@@ -233,6 +287,64 @@ def anthropic_image_tokens(part: ImagePart) -> int:
     return min(
         ANTHROPIC_IMAGE_MAX_TOKENS, math.ceil(width * height / ANTHROPIC_IMAGE_PIXELS_PER_TOKEN)
     )
+
+
+def utf8_length(text: str) -> int:
+    """UTF-8 bytes of ``text``: an upper bound on its tokens for any byte-level BPE."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+@dataclass(frozen=True, slots=True)
+class LongTextCount:
+    """A long text's count, and how many of its characters were bounded, not counted."""
+
+    tokens: int
+    bounded_chars: int
+    """Characters counted by their UTF-8 bytes (an over-long stretch, or past
+    ``EXACT_TEXT_CHARS``); 0 when the count is exact."""
+
+
+def count_long_text(
+    text: str,
+    exact: Callable[[str], int],
+    *,
+    split_target: int = SPLIT_TARGET_CHARS,
+    max_stretch: int = MAX_EXACT_STRETCH_CHARS,
+    exact_chars: int = EXACT_TEXT_CHARS,
+) -> LongTextCount:
+    """Count ``text`` in parts split at ``SAFE_SPLIT`` points, each part with ``exact``;
+    parts that are too long, and everything past ``exact_chars``, count their UTF-8
+    bytes. Exact when nothing is bounded; otherwise never lower than exact.
+
+    No search looks past ``exact_chars`` (plus one stretch), so a 30 MB text costs a
+    scan of about ``exact_chars`` characters, whatever it holds."""
+    total = bounded = pos = 0
+    size = len(text)
+    while pos < size:
+        if pos >= exact_chars:
+            break
+        if size - pos <= split_target:
+            return LongTextCount(tokens=total + exact(text[pos:]), bounded_chars=bounded)
+        match = SAFE_SPLIT.search(text, pos + split_target, pos + max_stretch + 1)
+        if match is not None:
+            total += exact(text[pos : match.start()])
+            pos = match.start()
+            continue
+        if size - pos <= max_stretch:
+            return LongTextCount(tokens=total + exact(text[pos:]), bounded_chars=bounded)
+        # an over-long stretch: bound it up to the next safe point, if one comes soon
+        match = SAFE_SPLIT.search(text, pos + max_stretch, exact_chars + max_stretch)
+        if match is None:
+            break
+        total += utf8_length(text[pos : match.start()])
+        bounded += match.start() - pos
+        pos = match.start()
+    if pos < size:  # the rest starts at a safe split point: its bytes bound its tokens
+        total += utf8_length(text[pos:])
+        bounded += size - pos
+    return LongTextCount(tokens=total, bounded_chars=bounded)
 
 
 def _tool_definition_text(tool: Mapping[str, Any]) -> str:
@@ -318,7 +430,23 @@ class TiktokenCounter(_BaseCounter):
     def count_text(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._encoding.encode(text, disallowed_special=()))
+        if len(text) <= LONG_TEXT_CHARS:
+            return self._exact(text)
+        return count_long_text(text, self._exact).tokens
+
+    def count_long(self, text: str) -> LongTextCount:
+        """How ``count_text`` counts a text of any length, with what it bounded."""
+        return count_long_text(text, self._exact)
+
+    def _exact(self, text: str) -> int:
+        # encode_ordinary counts special-token text such as <|endoftext|> as text, the
+        # same as encode(text, disallowed_special=()) without its checks
+        try:
+            return len(self._encoding.encode_ordinary(text))
+        except BaseException as exc:  # tiktoken's Rust side panics on some huge pieces
+            if type(exc).__name__ != "PanicException":
+                raise
+            return utf8_length(text)
 
     def image_tokens(self, part: ImagePart) -> int:
         return openai_image_tokens(part)
@@ -421,7 +549,9 @@ def _load_encoding(name: str) -> Any:
     raise TimeoutError(f"no answer within {TIKTOKEN_LOAD_TIMEOUT_S:g} s")
 
 
-def _mode() -> str:
+def tokenizer_mode() -> str:
+    """``$THREADLINE_TOKENIZER`` (``auto`` when unset); any other value is a
+    ``ConfigError`` naming it, whatever model is counted (the CLI checks it at start)."""
     mode = os.environ.get(TOKENIZER_ENV, "auto").strip().lower() or "auto"
     if mode not in TOKENIZER_MODES:
         raise ConfigError(
@@ -431,7 +561,7 @@ def _mode() -> str:
 
 
 def _make_counter(family: str) -> TokenCounter:
-    if family not in TIKTOKEN_FAMILIES or _mode() == "estimate":
+    if tokenizer_mode() == "estimate" or family not in TIKTOKEN_FAMILIES:
         return EstimatingCounter(family)
     try:
         return TiktokenCounter(family)

@@ -23,8 +23,10 @@ Exit codes
 5     context overflow: even the protected messages do not fit
 6     not supported by this store backend (e.g. search)
 7     model provider error
-8     store error: cannot open or write, not a threadline database,
-      schema from a newer threadline, corrupt record
+8     store error: cannot open or write, no store at the URL (commands
+      that only read never create one), not a threadline database, schema
+      from a newer threadline, corrupt record, a damaged store (see
+      ``threadline doctor``); ``doctor`` exits 8 when it finds damage
 130   interrupted (Ctrl-C)
 ====  ==============================================================
 
@@ -67,8 +69,25 @@ which ``sessions import`` reads back.
 
     {"messages": [OpenAI chat message, ...], "report": ContextReport}
 
-``sessions import`` prints only the new session id on stdout; ``sessions
-export`` prints the path it wrote (nothing extra with ``-o -``).
+``doctor --json`` (see ``threadline.store.doctor``)::
+
+    {"store": URL, "ok": bool, "sessions": [{"session_id", "status", "readable",
+     "messages_read", "message_count", "checkpoints", "problems"}, ...],
+     "findings": [{"severity", "kind", "message", "session_id"}, ...],
+     "salvage": null | {"destination", "sessions": [...], "left_behind": [...]}}
+
+``sessions import PATH... --json`` (a sync: see ``threadline.interop.sync``)::
+
+    {"counts": {"new": N, "updated": N, "unchanged": N, "failed": N, "skipped": N},
+     "messages_added": N, "repairs": {KIND: N, ...},
+     "sources": [{"source", "run", "format", "status", "source_id", "session_id",
+                  "title", "messages_added", "checkpoints_added", "repairs",
+                  "error"}, ...]}
+
+Without ``--json``, ``sessions import`` prints on stdout the id of each session
+it created, updated or found unchanged, one per line (only the summary line on
+stderr when several sources meet a terminal); it exits with the first failure's
+code. ``sessions export`` prints the path it wrote (nothing extra with ``-o -``).
 """
 
 from __future__ import annotations
@@ -86,11 +105,14 @@ from threadline.cli import (
     context_cmd,
     copy_cmd,
     demo,
+    doctor_cmd,
+    serve_cmd,
     sessions,
 )
 from threadline.cli.errors import ErrorMappingGroup
 from threadline.cli.state import CliState
 from threadline.store import STORE_ENV, default_store_url
+from threadline.tokens import tokenizer_mode
 
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     chat,
@@ -100,6 +122,8 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     demo,
     cleanup_cmd,
     copy_cmd,
+    doctor_cmd,
+    serve_cmd,
 )
 """Each has ``register(root: typer.Typer)``; add new command modules here."""
 
@@ -139,6 +163,7 @@ def root(
     ] = False,
 ) -> None:
     """threadline: durable LLM-agent sessions, and context windows that fit."""
+    tokenizer_mode()  # a bad $THREADLINE_TOKENIZER is refused by every command, not some
     state = CliState(store_url=store if store is not None else default_store_url())
     ctx.obj = state
     ctx.call_on_close(state.close)

@@ -286,7 +286,7 @@ def context(
     system_prompt = read_text_file(system, what="system prompt file") if system else None
     tool_defs = read_tools_file(tools) if tools else None
     policy = make_policy(limit=limit, reserve=reserve, strategy=strategy)
-    session = store_of(ctx).get_session(session_id)
+    session = store_of(ctx, create=False).get_session(session_id)
     window = build_context(
         session, model=model, system_prompt=system_prompt, tools=tool_defs, policy=policy
     )

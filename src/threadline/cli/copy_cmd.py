@@ -110,7 +110,8 @@ def copy(
     source_url = from_url or state.store_url
     if source_url == to_url:
         raise UsageError(f"--from and --to are the same store ({redact(to_url)})")
-    src = state.store() if from_url is None else open_store(from_url)
+    # the source is only read: a mistyped --from must not leave an empty store behind
+    src = state.store(create=False) if from_url is None else open_store(from_url, create=False)
     try:
         dst = open_store(to_url)
         try:

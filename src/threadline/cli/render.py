@@ -120,6 +120,11 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (a closed or replaced stream is not)."""
+    return _isatty(stream)
+
+
 def print_json(data: Any) -> None:
     """The documented ``--json`` output: indented, UTF-8, one document."""
     typer.echo(json.dumps(data, ensure_ascii=False, indent=2))

@@ -3,7 +3,8 @@
 The root callback puts a ``CliState`` on the Click context; commands reach it
 with ``get_state(ctx)``. The store opens lazily, on the first command that
 needs it, so ``--help`` and usage errors never touch the database, and it is
-closed when the command's context ends.
+closed when the command's context ends. Commands that only read open it with
+``create=False``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ class CliState:
     store_url: str = field(default_factory=default_store_url)
     _store: Store | None = None
 
-    def store(self) -> Store:
+    def store(self, *, create: bool = True) -> Store:
+        """The store, opened on first use; ``create=False`` for commands that only read
+        (nothing is created, and a read-only store can be opened)."""
         if self._store is None:
-            self._store = open_store(self.store_url)
+            self._store = open_store(self.store_url, create=create)
         return self._store
 
     def close(self) -> None:
@@ -41,8 +44,10 @@ def get_state(ctx: typer.Context) -> CliState:
     return root.obj
 
 
-def store_of(ctx: typer.Context) -> Store:
-    return get_state(ctx).store()
+def store_of(ctx: typer.Context, *, create: bool = True) -> Store:
+    """The command's store; commands that only read pass ``create=False``, so a mistyped
+    ``--store`` fails (exit 8) instead of leaving an empty store and directories."""
+    return get_state(ctx).store(create=create)
 
 
 def stdin_is_interactive() -> bool:

@@ -1,6 +1,6 @@
 """Storage backends behind one ``Store`` protocol, chosen by URL.
 
-``open_store(url)`` understands ``sqlite:///path.db`` (the embedded default),
+``open_store(url, create=...)`` understands ``sqlite:///path.db`` (the embedded default),
 ``memory://``, ``jsonl:///dir``, ``postgresql://...`` and ``redis://...``.
 Backends import lazily, so a missing optional driver only matters when its
 URL is used, and the error names the extra to install.
@@ -51,11 +51,16 @@ def default_store_url() -> str:
     return os.environ.get(STORE_ENV) or f"sqlite://{default_store_path()}"
 
 
-def open_store(url: str | None = None) -> Store:
+def open_store(url: str | None = None, *, create: bool = True) -> Store:
     """Open the store at ``url`` (default: ``$THREADLINE_STORE`` or the user data dir).
 
     Only ``None`` means the default: an empty string is refused rather than quietly
     opening the user's own store (``--store "$UNSET"`` must not reach it).
+
+    With ``create=False`` nothing is created (no file, directory or schema): a store
+    that is not there raises ``StoreNotFound``, and one that cannot be written is opened
+    for reading. Commands that only read open stores this way, so a mistyped URL
+    leaves nothing behind and a read-only copy can still be inspected.
     """
     if url is None:
         url = default_store_url()
@@ -85,7 +90,7 @@ def open_store(url: str | None = None) -> Store:
         raise UsageError(
             f"the {scheme} backend needs {exc.name}: pip install 'threadline[{extra}]'"
         ) from exc
-    store: Store = getattr(module, class_name).from_url(url)
+    store: Store = getattr(module, class_name).from_url(url, create=create)
     return store
 
 

@@ -29,10 +29,11 @@ import os
 import re
 import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -72,6 +73,10 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MIN_PREFIX_LENGTH = 4
 """Shortest id prefix accepted in place of a full id."""
 MAX_PAGE_SIZE = 200
+MAX_SEARCH_QUERY_LENGTH = 1000
+"""Characters of a search query; see ``search_words``."""
+MAX_SEARCH_WORDS = 32
+"""Different words in a search query; see ``search_words``."""
 MAX_INT = 2**63 - 1
 """The largest integer every backend stores and compares (SQLite, PostgreSQL and Redis
 use signed 64 bits); the CLI refuses larger numbers."""
@@ -176,6 +181,68 @@ def validate_offset(offset: int) -> int:
     if bounded(offset, "offset") < 0:
         raise UsageError("offset must be >= 0")
     return min(offset, MAX_BOUND)
+
+
+def search_words(query: object) -> list[str]:
+    """The words of a search query, by one rule for every backend: text of at most
+    ``MAX_SEARCH_QUERY_LENGTH`` characters holding 1 to ``MAX_SEARCH_WORDS`` different
+    words (NUL counts as a space; a word repeated, in any case, counts once).
+
+    The limits bound the work one call can start: PostgreSQL's ranking and
+    ``ts_headline`` grow faster than linearly with the words of the query (a 100 KB
+    query ran on the server for minutes after its client was gone; 100 words over
+    long messages take a minute).
+    """
+    if not isinstance(query, str):
+        raise UsageError(f"a search query must be text, got {type(query).__name__}")
+    if len(query) > MAX_SEARCH_QUERY_LENGTH:
+        raise UsageError(
+            f"the search query is {len(query):,} characters; the limit is "
+            f"{MAX_SEARCH_QUERY_LENGTH:,} (search for a few distinctive words instead)"
+        )
+    firsts: dict[str, str] = {}
+    for word in query.replace("\x00", " ").split():
+        firsts.setdefault(word.casefold(), word)
+    words = list(firsts.values())
+    if not words:
+        raise UsageError("the search query is empty")
+    if len(words) > MAX_SEARCH_WORDS:
+        raise UsageError(
+            f"the search query has {len(words)} different words; the limit is "
+            f"{MAX_SEARCH_WORDS} (search for a few distinctive words instead)"
+        )
+    return words
+
+
+def split_url_options(
+    query: str, ours: Collection[str], *, store: str
+) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """A store URL's ``?key=value`` options: the store's own (``ours``), and the rest in
+    order, for a driver that judges its own. An option given twice is refused rather
+    than one of the two silently winning."""
+    mine: dict[str, str] = {}
+    rest: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key in seen:
+            raise UsageError(f"the {store} store URL gives option {shown(key)} twice")
+        seen.add(key)
+        if key in ours:
+            mine[key] = value
+        else:
+            rest.append((key, value))
+    return mine, rest
+
+
+def refuse_unknown_options(
+    rest: Sequence[tuple[str, str]], known: Collection[str], *, store: str
+) -> None:
+    """Options a store does not know are a usage error naming them: ignored, a typo such
+    as ``?synchronus=off`` would leave the store quietly doing something else."""
+    if rest:
+        names = ", ".join(shown(key) for key, _ in rest)
+        takes = ", ".join(known) if known else "no options"
+        raise UsageError(f"unknown option {names} in the {store} store URL (it takes: {takes})")
 
 
 def bounded(value: int, what: str) -> int:

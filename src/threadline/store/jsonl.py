@@ -23,8 +23,10 @@ The ideas behind it:
   falls back to its creation record, so a bare ``.jsonl`` copied in from elsewhere
   shows up. A session exists exactly when its ``.jsonl`` exists.
 * **A batch is committed when its closing line is complete.** A crash can leave a torn
-  line or the first lines of a batch at the end of the file; reads ignore that
-  uncommitted tail, and the next append sets it aside to ``.corrupt`` and truncates it,
+  line or the first lines of a batch at the end of the file; reads leave that
+  uncommitted tail out and say so (a ``CorruptRecordWarning`` naming the file and line:
+  a last line damaged after it was written looks the same, and must not just make a
+  session look shorter), and the next append sets it aside to ``.corrupt`` and truncates it,
   so a batch is all-or-nothing and new lines never glue onto a torn one.
 * **Corrupt lines elsewhere (a hand edit) are left in place.** Reads skip them with a
   ``CorruptRecordWarning`` naming the file and line number, and a copy goes to
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import json
 import os
 import re
@@ -72,6 +75,7 @@ from threadline.errors import (
     SessionExists,
     SessionLocked,
     SessionNotFound,
+    StoreNotFound,
     StoreUnavailable,
     ThreadlineError,
     UsageError,
@@ -104,6 +108,7 @@ from threadline.store.base import (
     pick_unique,
     primary_tokens,
     same_memo,
+    search_words,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -158,8 +163,11 @@ def parse_jsonl_url(url: str) -> Path:
 class JSONLStore:
     """Sessions as JSONL files under one directory; safe across threads and processes."""
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, *, create: bool = True) -> None:
         self.root = Path(root)
+        self.read_only = False
+        """Opened with ``create=False`` where nothing can be written (a read-only mount):
+        reads go on without file locks, since no writer can change the files either."""
         self.url = f"jsonl://{self.root}"
         self._sessions = self.root / SESSIONS_DIR
         self._locks = self.root / LOCKS_DIR
@@ -168,17 +176,22 @@ class JSONLStore:
         self._agents: dict[str, str] = {}
         self._indexes: dict[str, Index] = {}
         self._set_aside: set[tuple[str, int, str]] = set()
-        self._open_root()
+        self._open_root(create)
 
     @classmethod
-    def from_url(cls, url: str) -> JSONLStore:
-        return cls(parse_jsonl_url(url))
+    def from_url(cls, url: str, *, create: bool = True) -> JSONLStore:
+        return cls(parse_jsonl_url(url), create=create)
 
-    def _open_root(self) -> None:
+    def _open_root(self, create: bool) -> None:
         marker = self.root / MARKER_NAME
         try:
             if self.root.exists() and not self.root.is_dir():
                 raise NotAThreadlineStore(f"{self.root} is a file, not a JSONL store directory")
+            if not create and not marker.exists() and not self._sessions.is_dir():
+                raise StoreNotFound(
+                    f"no JSONL store at {self.root}: nothing was stored there yet, and this "
+                    "opens a store without creating it (a command that writes creates it)"
+                )
             if marker.exists():
                 info = loads_object(marker.read_bytes())
                 if info is None or info.get("app") != APP_ID:
@@ -195,12 +208,26 @@ class JSONLStore:
                     f"{self.root} holds files threadline did not create (no {MARKER_NAME}); "
                     "point the jsonl store at an empty or threadline-made directory"
                 )
+            if not create:
+                self.read_only = not self._can_lock()
+                return
             self._sessions.mkdir(parents=True, exist_ok=True)
             self._locks.mkdir(parents=True, exist_ok=True)
             if not marker.exists():
                 atomic_write(marker, json_bytes({"app": APP_ID, "format": FORMAT_VERSION}))
         except OSError as exc:
             raise StoreUnavailable(f"cannot open the JSONL store at {self.root}: {exc}") from exc
+
+    def _can_lock(self) -> bool:
+        """Whether lock files can be made here; not on a read-only mount or directory."""
+        try:
+            self._locks.mkdir(exist_ok=True)
+            os.close(os.open(self._locks / STORE_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644))
+        except OSError as exc:
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                return False
+            raise
+        return True
 
     def close(self) -> None:
         """Drop in-process caches; no file stays open between calls."""
@@ -238,6 +265,9 @@ class JSONLStore:
 
     @contextlib.contextmanager
     def _hold(self, name: str) -> Iterator[None]:
+        if self.read_only:
+            yield
+            return
         lock = self._file_lock(name)
         lock.acquire(timeout=LOCK_TIMEOUT_SECONDS, poll_interval=LOCK_POLL_SECONDS)
         try:
@@ -349,8 +379,14 @@ class JSONLStore:
         return index
 
     def _state(self, sf: SessionFile, header_end: int) -> State:
-        index = self._index(sf, header_end, build=False)
-        return index.state if index is not None else tail_state(sf.f, header_end, sf.size())
+        return self._committed(sf, header_end, self._index(sf, header_end, build=False))
+
+    def _committed(self, sf: SessionFile, header_end: int, index: Index | None) -> State:
+        """Where the committed part ends; a batch left unfinished after it is reported
+        (not shown: a batch is all or nothing), so a session never just looks shorter."""
+        state = index.state if index is not None else tail_state(sf.f, header_end, sf.size())
+        sf.report_unfinished(state.end)
+        return state
 
     # -- sessions -----------------------------------------------------------------------
 
@@ -375,8 +411,6 @@ class JSONLStore:
                 self._find(sid)
                 raise SessionExists(sid)
             paths = SessionPaths(sid, agent, self._sessions / agent)
-            paths.dir.mkdir(parents=True, exist_ok=True)
-            self._remove_files(paths)  # what a crashed create or delete may have left
             header = {
                 "type": "session",
                 "format": FORMAT_VERSION,
@@ -398,12 +432,31 @@ class JSONLStore:
                 "memo": {},
                 "lock": lock.model_dump(mode="json") if lock else None,
             }
+            try:  # encode both before writing either
+                first_line = json.dumps(header, ensure_ascii=False).encode() + b"\n"
+                sidecar = json_bytes(meta)
+            except UnicodeEncodeError as exc:
+                raise UsageError(f"session {sid}: a field is not valid UTF-8 text: {exc}") from exc
+            paths.dir.mkdir(parents=True, exist_ok=True)
+            self._remove_files(paths)  # what a crashed create or delete may have left
             # the sidecar (and with it the lock) exists before the session becomes visible
-            self._write_meta(paths, meta)
-            atomic_write(paths.jsonl, json.dumps(header, ensure_ascii=False).encode() + b"\n")
+            try:
+                atomic_write(paths.meta, sidecar)
+                atomic_write(paths.jsonl, first_line)
+            except BaseException:
+                self._undo_create(paths)
+                raise
             self._agents[sid] = agent
             info = self._info(paths)
         return Session(self, info)
+
+    def _undo_create(self, paths: SessionPaths) -> None:
+        """A create that failed part-way leaves nothing: no sidecar without its session
+        file, and no agent directory it made empty."""
+        with contextlib.suppress(OSError):
+            paths.jsonl.unlink(missing_ok=True)
+            paths.meta.unlink(missing_ok=True)
+            paths.dir.rmdir()  # only when empty
 
     def _remove_files(self, paths: SessionPaths) -> None:
         for path in paths.leftovers():
@@ -628,8 +681,8 @@ class JSONLStore:
             if limit <= 0:
                 return []
             index = self._index(sf, header_end, build=False)
+            state = self._committed(sf, header_end, index)
             if index is None:  # read backwards from the end: no need to scan the whole file
-                state = tail_state(sf.f, header_end, sf.size())
                 before = state.last_seq + 1 if before_seq is None else before_seq
                 return sf.read_backwards(header_end, state.end, after=0, before=before, limit=limit)
             hi = index.last_seq if before_seq is None else min(before_seq - 1, index.last_seq)
@@ -646,8 +699,8 @@ class JSONLStore:
                 return []
             after_seq = max(0, after_seq)
             index = self._index(sf, header_end, build=False)
+            state = self._committed(sf, header_end, index)
             if index is None:
-                state = tail_state(sf.f, header_end, sf.size())
                 if state.last_seq - after_seq <= BACKWARD_READ_LIMIT:
                     found = sf.read_backwards(
                         header_end,
@@ -833,9 +886,7 @@ class JSONLStore:
     ) -> list[SearchHit]:
         """A scan: every word of the query must occur in the message, case-insensitively."""
         validate_page_size(limit)
-        words = [w.lower() for w in query.split()]
-        if not words:
-            raise UsageError("the search query is empty")
+        words = [w.lower() for w in search_words(query)]
         if agent is not None:
             validate_agent(agent)
         if session_id is not None:

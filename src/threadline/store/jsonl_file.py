@@ -475,6 +475,35 @@ class SessionFile:
         self.f.flush()
         os.fsync(self.f.fileno())
 
+    def report_unfinished(self, end: int) -> None:
+        """Warn about lines after the committed end ``end``: a batch whose closing line
+        is missing or torn. Under the session lock no append is in progress, so this is
+        an append that never finished or a final line damaged after it was written; the
+        whole batch is left out either way, and the next append moves it to ``.corrupt``."""
+        size = self.size()
+        if size <= end:
+            return
+        self.f.seek(end)
+        pos, lines, blank, last = end, 0, True, b""
+        while pos < size:
+            chunk = self.f.read(min(READ_BLOCK, size - pos))
+            if not chunk:
+                break
+            lines, blank, last = lines + chunk.count(b"\n"), blank and not chunk.strip(), chunk
+            pos += len(chunk)
+        if blank:
+            return  # only blank space after the last complete line
+        lines += not last.endswith(b"\n")  # a torn last line has no newline
+        count = f"{lines} line{'s' if lines != 1 else ''}"
+        warnings.warn(
+            f"{self.paths.jsonl}:{self.line_number(end)}: an unfinished batch ({count} at the "
+            "end, whose closing line is missing or damaged) is left out of the session: an "
+            "append that never finished, or a last line damaged after it was written; "
+            f"the next append moves it to {self.paths.corrupt}",
+            CorruptRecordWarning,
+            stacklevel=5,
+        )
+
     def line_number(self, offset: int) -> int:
         """Counted only when a corrupt line needs reporting."""
         here = self.f.tell()
@@ -522,10 +551,13 @@ class SessionFile:
             "found_at": format_ts(utcnow()),
             "text": raw.decode("utf-8", "replace"),
         }
-        with open(paths.corrupt, "ab") as out:
-            out.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            with open(paths.corrupt, "ab") as out:
+                out.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError:
+            return  # a read-only store: the line stays in place, and the warning said so
         self._set_aside.add(key)
 
     def _collect(self, offset: int, raw: bytes, out: list[Message]) -> None:

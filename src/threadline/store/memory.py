@@ -45,6 +45,7 @@ from threadline.store.base import (
     pick_unique,
     primary_tokens,
     same_memo,
+    search_words,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -75,7 +76,9 @@ class MemoryStore:
         self._next_checkpoint = 1
 
     @classmethod
-    def from_url(cls, url: str) -> MemoryStore:
+    def from_url(cls, url: str, *, create: bool = True) -> MemoryStore:
+        """``memory://``: a new, empty store (``create`` changes nothing: there is no
+        place a memory store could be missing from)."""
         if url.rstrip("/") not in ("memory:", "memory:/"):
             raise UsageError(f"the memory store takes no path: use memory://, not {url!r}")
         return cls()
@@ -389,9 +392,7 @@ class MemoryStore:
     ) -> list[SearchHit]:
         """Case-insensitive: every word of the query must occur in the message."""
         validate_page_size(limit)
-        words = [w.lower() for w in query.split()]
-        if not words:
-            raise UsageError("the search query is empty")
+        words = [w.lower() for w in search_words(query)]
         hits: list[SearchHit] = []
         with self._lock:
             entries = list(self._sessions.values())

@@ -39,7 +39,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import psycopg.conninfo
@@ -59,6 +59,7 @@ from threadline.errors import (
     SessionLocked,
     SessionNotFound,
     StoreError,
+    StoreNotFound,
     StoreUnavailable,
     ThreadlineError,
     UsageError,
@@ -90,6 +91,8 @@ from threadline.store.base import (
     pick_unique,
     primary_tokens,
     same_memo,
+    search_words,
+    split_url_options,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -124,8 +127,13 @@ SEARCH_TEXT_LIMIT = 100_000
 """Characters of a message indexed for search; a tsvector is limited to 1 MB."""
 HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments=1"
 """``ts_headline`` options: mark hits like the SQLite backend's snippet does."""
-STORE_OPTIONS = ("schema", "pool_size", "pool_timeout")
-"""URL query options that are ours; every other option goes to libpq."""
+STORE_OPTIONS = ("schema", "pool_size", "pool_timeout", "search_timeout")
+"""URL query options that are ours; every other option goes to libpq (which refuses
+what it does not know)."""
+MAX_SEARCH_TIMEOUT = 3600.0
+DEFAULT_SEARCH_TIMEOUT = 10.0
+"""Seconds the server gives one search before cancelling it (``statement_timeout``):
+a search the client gave up on must not go on using the server."""
 _SCHEMA_NAME_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 SHUTDOWN_STATES = frozenset({"57P01", "57P02", "57P03", "57P05"})
 """SQLSTATEs of a server that ended the session (admin shutdown or ``pg_terminate_backend``,
@@ -301,14 +309,9 @@ def split_postgres_url(url: str) -> tuple[str, dict[str, str]]:
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("postgresql", "postgres"):
         raise UsageError(f"not a PostgreSQL URL: {redact_url(url)}")
-    ours: dict[str, str] = {}
-    theirs: list[tuple[str, str]] = []
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key in STORE_OPTIONS:
-            ours[key] = value
-        else:
-            theirs.append((key, value))
-    return urlunsplit(parts._replace(query=urlencode(theirs))), ours
+    ours, theirs = split_url_options(parts.query, STORE_OPTIONS, store="PostgreSQL")
+    # %20, not '+': libpq does not read '+' as a space (options=-c%20statement_timeout%3D5)
+    return urlunsplit(parts._replace(query=urlencode(theirs, quote_via=quote))), ours
 
 
 def redact_url(url: str) -> str:
@@ -353,9 +356,17 @@ class PostgresStore:
         schema: str = DEFAULT_SCHEMA,
         pool_size: int = DEFAULT_POOL_SIZE,
         pool_timeout: float = DEFAULT_POOL_TIMEOUT,
+        search_timeout: float = DEFAULT_SEARCH_TIMEOUT,
         url: str | None = None,
+        create: bool = True,
     ) -> None:
         self.schema = check_schema_name(schema)
+        if not 0 < search_timeout <= MAX_SEARCH_TIMEOUT:
+            raise UsageError(
+                f"search_timeout must be between 0 and {MAX_SEARCH_TIMEOUT:g} seconds, "
+                f"got {search_timeout}"
+            )
+        self.search_timeout = search_timeout
         if pool_size < 1:
             raise UsageError(f"pool_size must be at least 1, got {pool_size}")
         self._pool_size = pool_size
@@ -377,7 +388,7 @@ class PostgresStore:
         self._where = f"PostgreSQL {place}"
         self.url = redact_url(url) if url else f"postgresql://{place}?schema={schema}"
         quiet_connection_loss()
-        self._migrate()
+        self._migrate(create)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             self._conninfo,
             kwargs={"autocommit": True},
@@ -392,15 +403,19 @@ class PostgresStore:
         self._pool.open(wait=False)
 
     @classmethod
-    def from_url(cls, url: str) -> PostgresStore:
-        """``postgresql://user@host:port/db?schema=NAME&pool_size=N&pool_timeout=S``."""
+    def from_url(cls, url: str, *, create: bool = True) -> PostgresStore:
+        """``postgresql://user@host:port/db?schema=NAME&pool_size=N&pool_timeout=S
+        &search_timeout=S``; other options go to libpq. ``create=False``: the schema
+        must exist already (``StoreNotFound``)."""
         conninfo, options = split_postgres_url(url)
         return cls(
             conninfo,
             schema=options.get("schema") or DEFAULT_SCHEMA,
             pool_size=_positive(options, "pool_size", DEFAULT_POOL_SIZE, int),
             pool_timeout=_positive(options, "pool_timeout", DEFAULT_POOL_TIMEOUT, float),
+            search_timeout=_positive(options, "search_timeout", DEFAULT_SEARCH_TIMEOUT, float),
             url=url,
+            create=create,
         )
 
     # -- opening ----------------------------------------------------------------
@@ -423,8 +438,10 @@ class PostgresStore:
         )
         conn.execute("SET TIME ZONE 'UTC'", prepare=False)
 
-    def _migrate(self) -> None:
-        """Create or upgrade the schema, serialised by an advisory lock across processes."""
+    def _migrate(self, create: bool = True) -> None:
+        """Create or upgrade the schema, serialised by an advisory lock across processes;
+        with ``create=False`` a schema that is not there (or holds no store) is
+        ``StoreNotFound`` and nothing is created."""
         with self._connect() as conn, self._translate(), conn.transaction():
             conn.execute(
                 "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
@@ -433,10 +450,19 @@ class PostgresStore:
             exists = conn.execute(
                 "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
             ).fetchone()
+            missing = StoreNotFound(
+                f"no store in {self._where} schema {self.schema}: nothing was stored there "
+                "yet, and this opens a store without creating it (a command that writes "
+                "creates it)"
+            )
             if not exists:
+                if not create:
+                    raise missing
                 conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
             conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self.schema)))
             version = self._schema_version(conn)
+            if version == 0 and not create:
+                raise missing
             for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
                 migration(conn)
                 conn.execute(
@@ -997,11 +1023,14 @@ class PostgresStore:
         session_id: str | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
     ) -> list[SearchHit]:
-        """Every word must occur (``plainto_tsquery``: user text is never query syntax)."""
+        """Every word must occur (``plainto_tsquery``: user text is never query syntax).
+
+        The server cancels a search that runs longer than ``search_timeout``
+        (``statement_timeout`` for this transaction only), so a search its client gave
+        up on does not keep running there.
+        """
         validate_page_size(limit)
-        words = query.replace("\x00", " ").split()
-        if not words:
-            raise UsageError("the search query is empty")
+        words = search_words(query)
         filters: list[sql.Composable] = []
         args: dict[str, Any] = {"q": " ".join(words), "limit": limit, "opts": HEADLINE_OPTIONS}
         if agent is not None:
@@ -1022,8 +1051,18 @@ class PostgresStore:
             " ORDER BY rank DESC, m.session_id, m.seq DESC LIMIT %(limit)s"
             ") h ORDER BY h.rank DESC, h.session_id, h.seq DESC"
         ).format(filters=sql.Composed(filters))
-        with self._read() as conn:
-            return conn.cursor(row_factory=class_row(SearchHit)).execute(stmt, args).fetchall()
+        timeout = f"{max(1, round(self.search_timeout * 1000))}ms"
+        with self._read() as conn, conn.transaction():
+            conn.execute("SELECT set_config('statement_timeout', %s, true)", (timeout,))
+            try:
+                cursor = conn.cursor(row_factory=class_row(SearchHit))
+                return cursor.execute(stmt, args).fetchall()
+            except psycopg.errors.QueryCanceled as exc:
+                raise StoreUnavailable(
+                    f"{self._where}: the search took longer than {self.search_timeout:g} s "
+                    "and the server cancelled it (search for fewer or rarer words, or raise "
+                    "?search_timeout= in the store URL)"
+                ) from exc
 
 
 # -- rows -------------------------------------------------------------------------

@@ -43,17 +43,20 @@ totals (ZCARD) stay exact.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
+import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import redis
 from pydantic import ValidationError
 from redis.backoff import AbstractBackoff
 from redis.client import Pipeline
+from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 from redis.retry import Retry
 
 from threadline.errors import (
@@ -96,7 +99,9 @@ from threadline.store.base import (
     new_checkpoint,
     pick_unique,
     primary_tokens,
+    refuse_unknown_options,
     same_memo,
+    split_url_options,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -116,6 +121,12 @@ MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
 """Longer is a mistake (or inf/nan): use no TTL to keep a session for good."""
 URL_OPTIONS = ("prefix", "ttl")
 """Query options this store reads itself and hides from redis-py."""
+_CONNECTION_CLASSES: dict[str, type[Any]] = {
+    "redis": redis.Connection,
+    "rediss": redis.SSLConnection,
+    "unix": redis.UnixDomainSocketConnection,
+}
+_DB_PATH = re.compile(r"/[0-9]{1,5}")
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PARTS = ("s", "m", "i", "c", "p")
@@ -156,18 +167,45 @@ class _PolicyBackoff(AbstractBackoff):
 
 
 def parse_redis_url(url: str) -> tuple[str, dict[str, str]]:
-    """Split our own query options (``prefix``, ``ttl``) off a ``redis://`` URL."""
+    """Split our own query options (``prefix``, ``ttl``) off a ``redis://`` URL.
+
+    What redis-py would ignore or fail on later is refused here, naming it: a database
+    that is not a number (``redis://host/abc`` would quietly use database 0) and an
+    option neither this store nor redis-py's connection takes.
+    """
     parts = urlsplit(url)
-    if parts.scheme.lower() not in ("redis", "rediss", "unix"):
+    scheme = parts.scheme.lower()
+    if scheme not in _CONNECTION_CLASSES:
         raise UsageError(f"not a Redis URL: {url!r} (expected redis://host:port/db)")
-    ours: dict[str, str] = {}
-    theirs: list[tuple[str, str]] = []
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key in URL_OPTIONS:
-            ours[key] = value
-        else:
-            theirs.append((key, value))
-    return urlunsplit(parts._replace(query=urlencode(theirs))), ours
+    if scheme != "unix" and parts.path not in ("", "/") and not _DB_PATH.fullmatch(parts.path):
+        raise UsageError(
+            f"the database in a Redis URL is a number (redis://host:port/0), "
+            f"got {parts.path.lstrip('/')!r}"
+        )
+    ours, theirs = split_url_options(parts.query, URL_OPTIONS, store="redis")
+    known = driver_options(scheme)
+    refuse_unknown_options(
+        [(k, v) for k, v in theirs if k not in known],
+        [*URL_OPTIONS, "and redis-py's connection options such as socket_timeout"],
+        store="redis",
+    )
+    return urlunsplit(parts._replace(query=urlencode(theirs, quote_via=quote))), ours
+
+
+def driver_options(scheme: str) -> set[str]:
+    """The URL query options redis-py accepts for ``scheme``: those it parses itself,
+    and the keyword arguments of the connection class it passes the others to."""
+    names = set(URL_QUERY_ARGUMENT_PARSERS)
+    for klass in _CONNECTION_CLASSES[scheme].__mro__:
+        init = vars(klass).get("__init__")
+        if init is None:
+            continue
+        names.update(
+            p.name
+            for p in inspect.signature(init).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"
+        )
+    return names
 
 
 class RedisStore:
@@ -199,8 +237,9 @@ class RedisStore:
             self._r.ping()
 
     @classmethod
-    def from_url(cls, url: str) -> RedisStore:
-        """``redis://host:port/db?prefix=threadline:&ttl=SECONDS``; other options go to redis-py."""
+    def from_url(cls, url: str, *, create: bool = True) -> RedisStore:
+        """``redis://host:port/db?prefix=threadline:&ttl=SECONDS``; other options go to
+        redis-py. ``create`` changes nothing: a Redis store is its keys, made by writes."""
         client_url, options = parse_redis_url(url)
         try:
             ttl = float(options["ttl"]) if options.get("ttl") else None

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 import sqlite3
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import quote
 
 from pydantic import ValidationError
 
@@ -34,6 +36,8 @@ from threadline.errors import (
     SessionExists,
     SessionLocked,
     SessionNotFound,
+    StoreDamaged,
+    StoreNotFound,
     StoreUnavailable,
     ThreadlineError,
     UsageError,
@@ -65,7 +69,10 @@ from threadline.store.base import (
     parse_ts,
     pick_unique,
     primary_tokens,
+    refuse_unknown_options,
     same_memo,
+    search_words,
+    split_url_options,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -76,14 +83,49 @@ APP_ID = "threadline"
 DEFAULT_BUSY_TIMEOUT_MS = 60_000
 SYNCHRONOUS_LEVELS = ("full", "normal", "extra", "off")
 DEFAULT_SYNCHRONOUS = "full"
+MAX_BUSY_TIMEOUT_MS = 24 * 3600 * 1000
+URL_OPTIONS = ("synchronous", "busy_timeout", "mode")
+MAX_FTS_SNIPPET_CHARS = 100_000
+"""Longer messages get ``plain_snippet`` in search hits instead of FTS5's snippet."""
+SNIPPET_CONTEXT_CHARS = 60
+"""Characters shown on each side of the first match in a ``plain_snippet``."""
+INDEX_BACKLOG_ROWS = 1000
+"""An append that leaves this many messages unindexed brings the search index up to date
+in its own transaction; a search always does first (see ``m002_search_index_catches_up``)."""
+OPEN_MODES = ("rwc", "rw", "ro")
+"""``?mode=``: create the file when missing (the default), open an existing one, read only."""
+SQLITE_MAGIC = b"SQLite format 3\x00"
+HEADER_BYTES = 100
+SQLITE_CORRUPT = 11
+SQLITE_NOTADB = 26
+DAMAGE_HINT = (
+    "`threadline doctor --store sqlite://{path}` names the sessions that can still be read, "
+    "and `--salvage NEW_URL` copies them to a new store"
+)
 
 
 def fts5_query(query: str) -> str:
     """Each word becomes a quoted FTS5 string: user text can never be FTS5 syntax."""
-    words = query.split()
-    if not words:
-        raise UsageError("the search query is empty")
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+    return " ".join('"' + w.replace('"', '""') + '"' for w in search_words(query))
+
+
+def plain_snippet(text: str, words: Sequence[str]) -> str:
+    """A snippet found with one regular-expression search: the first place any word of
+    the query appears (case-insensitive, whole words), with ``SNIPPET_CONTEXT_CHARS``
+    around it and matches in brackets, as FTS5's snippet marks them."""
+    tokens = sorted({t for w in words for t in re.findall(r"\w+", w)}, key=len, reverse=True)
+    pattern = None
+    found = None
+    if tokens:
+        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, tokens)) + r")\b", re.IGNORECASE)
+        found = pattern.search(text)
+    at, end = (found.start(), found.end()) if found else (0, 0)
+    start = max(0, at - SNIPPET_CONTEXT_CHARS)
+    stop = min(len(text), end + SNIPPET_CONTEXT_CHARS)
+    shown = " ".join(text[start:stop].split())
+    if pattern is not None and found is not None:
+        shown = pattern.sub(lambda m: f"[{m.group()}]", shown)
+    return ("…" if start > 0 else "") + shown + ("…" if stop < len(text) else "")
 
 
 # -- migrations: one ordered list, applied in one place when the store opens ------
@@ -164,18 +206,117 @@ def m001_initial(con: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [m001_initial]
+def m002_search_index_catches_up(con: sqlite3.Connection) -> None:
+    """The full-text index stops being written row by row inside every append (a third
+    of an append's time went to it) and catches up in batches instead.
+
+    ``search_index.indexed_upto`` is the marker: every message with a rowid at or below
+    it is in ``messages_fts``, none above it is (appends give new rows rowids above the
+    marker). Catching up indexes the rows above it in one statement and moves it, in
+    one transaction, so a crash at any point leaves a backlog that the next catch-up
+    recomputes from the marker. A v1 store's rows are all indexed already. Written to
+    run again harmlessly on a store that has it already (a version number set back).
+    """
+    _run_script(
+        con,
+        """
+        DROP TRIGGER IF EXISTS messages_fts_insert;
+        DROP TRIGGER IF EXISTS messages_fts_delete;
+        CREATE TABLE IF NOT EXISTS search_index (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            indexed_upto INTEGER NOT NULL
+        );
+        INSERT OR IGNORE INTO search_index (id, indexed_upto)
+        VALUES (1, (SELECT COALESCE(MAX(rowid), 0) FROM messages));
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+        WHEN old.rowid <= (SELECT indexed_upto FROM search_index) BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text)
+            VALUES ('delete', old.rowid, old.text);
+        END;
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    m001_initial,
+    m002_search_index_catches_up,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def parse_sqlite_url(url: str) -> tuple[Path, dict[str, str]]:
-    """``sqlite:///abs/path.db`` or ``sqlite://relative.db``, with ``?key=value`` options."""
+    """``sqlite:///abs/path.db`` or ``sqlite://relative.db``, with ``?key=value`` options
+    (``URL_OPTIONS``; any other is a usage error naming it)."""
     rest = url[len("sqlite://") :] if url.startswith("sqlite://") else url
     rest, _, query = rest.partition("?")
     if not rest:
         raise UsageError(f"no path in store URL {url!r} (expected sqlite:///path/to/file.db)")
-    options = {k: v[-1] for k, v in parse_qs(query).items()}
+    options, unknown = split_url_options(query, URL_OPTIONS, store="sqlite")
+    refuse_unknown_options(unknown, URL_OPTIONS, store="sqlite")
     return Path(rest).expanduser(), options
+
+
+def _busy_timeout(text: str | None) -> int:
+    if text is None:
+        return DEFAULT_BUSY_TIMEOUT_MS
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_BUSY_TIMEOUT_MS:
+        raise UsageError(
+            f"store URL option busy_timeout must be a whole number of milliseconds from 0 to "
+            f"{MAX_BUSY_TIMEOUT_MS}, got {text!r}"
+        )
+    return value
+
+
+def header_problem(path: Path) -> tuple[bool, str | None]:
+    """Whether the file at ``path`` is an SQLite database at all, and if it is, what is
+    wrong with its header or its length; read without opening it with SQLite.
+
+    A file without SQLite's magic is someone else's; one with it but a bad page size,
+    a length that is not whole pages, or fewer pages than its header counts (with no
+    write-ahead log that could hold the rest) is an SQLite file that was cut or
+    overwritten: damaged, not foreign.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEADER_BYTES)
+            size = os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        return True, None
+    if size == 0:
+        return True, None  # SQLite reads an empty file as an empty database
+    if not head.startswith(SQLITE_MAGIC):
+        if SQLITE_MAGIC.startswith(head):
+            return True, f"it is cut short ({size} bytes)"
+        return False, None
+    if len(head) < HEADER_BYTES:
+        return True, f"it is cut short ({size} bytes, shorter than its header)"
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        return True, f"its header is damaged (page size {page_size})"
+    if size % page_size:
+        return True, f"it is cut short ({size:,} bytes is not a whole number of pages)"
+    pages = int.from_bytes(head[28:32], "big")
+    counted = head[24:28] == head[92:96]  # the page count is valid for this change counter
+    wal = path.with_name(path.name + "-wal")
+    log_is_empty = not wal.exists() or wal.stat().st_size == 0
+    if counted and log_is_empty and size < pages * page_size:
+        return True, f"it is cut short ({size // page_size:,} of its {pages:,} pages are there)"
+    return True, None
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    """SQLite says the file is corrupt (``SQLITE_CORRUPT``, any extended code) or not a
+    database at all (``SQLITE_NOTADB``) while its header is SQLite's: damage."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB)
+    msg = str(exc)
+    return "malformed" in msg or "not a database" in msg
 
 
 class SQLiteStore:
@@ -187,59 +328,132 @@ class SQLiteStore:
         *,
         synchronous: str = DEFAULT_SYNCHRONOUS,
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+        mode: str = "rwc",
     ) -> None:
-        self.path = Path(path)
+        # ``sqlite:////abs/x.db`` (SQLAlchemy's spelling) reaches here as ``//abs/x.db``:
+        # one file, and a double slash in a ``file:`` URI would read as a host name.
+        self.path = Path(re.sub(r"^/{2,}", "/", str(path)))
         self.url = f"sqlite://{self.path}"
         if synchronous.lower() not in SYNCHRONOUS_LEVELS:
             raise UsageError(f"synchronous must be one of {', '.join(SYNCHRONOUS_LEVELS)}")
+        if mode not in OPEN_MODES:
+            raise UsageError(
+                f"store URL option mode must be one of {', '.join(OPEN_MODES)}, got {mode!r}"
+            )
+        self.read_only = mode == "ro"
+        """Opened for reading only: asked for (``?mode=ro``), or the file or its directory
+        cannot be written and the store was opened not to create (``create=False``)."""
+        self._creates = mode == "rwc"
+        self._damage: str | None = None
+        """What SQLite said when this handle first met damaged pages; writes stop then."""
         self._lock = threading.RLock()
-        self._con = self._connect(synchronous.lower(), busy_timeout_ms)
+        self._con = self._connect(synchronous.lower(), busy_timeout_ms, mode)
         self._migrate()
 
     @classmethod
-    def from_url(cls, url: str) -> SQLiteStore:
+    def from_url(cls, url: str, *, create: bool = True) -> SQLiteStore:
+        """Options: ``synchronous``, ``busy_timeout`` (ms), ``mode`` (``rwc`` creates the
+        file if missing, ``rw`` opens an existing one, ``ro`` only reads it).
+        ``create=False`` turns ``rwc`` into ``rw``."""
         path, options = parse_sqlite_url(url)
+        mode = options.get("mode", "rwc")
         return cls(
             path,
             synchronous=options.get("synchronous", DEFAULT_SYNCHRONOUS),
-            busy_timeout_ms=int(options.get("busy_timeout", DEFAULT_BUSY_TIMEOUT_MS)),
+            busy_timeout_ms=_busy_timeout(options.get("busy_timeout")),
+            mode="rw" if mode == "rwc" and not create else mode,
         )
 
     # -- opening ----------------------------------------------------------------
 
-    def _connect(self, synchronous: str, busy_timeout_ms: int) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreUnavailable(
-                f"cannot create the store's directory {self.path.parent}: {exc.strerror}"
-            ) from exc
-        try:
-            con = sqlite3.connect(
-                self.path,
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=busy_timeout_ms / 1000,
+    def _damaged(self, problem: str) -> StoreDamaged:
+        return StoreDamaged(
+            f"store {self.path} is damaged: {problem}", hint=DAMAGE_HINT.format(path=self.path)
+        )
+
+    def _connect(self, synchronous: str, busy_timeout_ms: int, mode: str) -> sqlite3.Connection:
+        if mode == "rwc":
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreUnavailable(
+                    f"cannot create the store's directory {self.path.parent}: {exc.strerror}"
+                ) from exc
+        elif not self.path.exists():
+            raise StoreNotFound(
+                f"no store at {self.path}: nothing was stored there yet, and this opens a "
+                "store without creating it (a command that writes creates it)"
             )
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(f"cannot open store {self.path}: {exc}") from exc
+        elif self.path.is_file() and self.path.stat().st_size == 0:
+            raise StoreNotFound(  # before SQLite writes a header into it
+                f"{self.path} holds no threadline store yet (an empty file), and this opens "
+                "a store without creating it"
+            )
+        is_sqlite, problem = header_problem(self.path)
+        if not is_sqlite:
+            raise NotAThreadlineStore(
+                f"{self.path} is not a threadline store (not an SQLite database)"
+            )
+        if problem is not None:
+            raise self._damaged(problem)
+        # rw and ro fall back to reading when writing is impossible: a read-only file or
+        # directory (where SQLite cannot make its -shm file), then an immutable open,
+        # which is safe only with no write-ahead log holding changes
+        attempts = {"rwc": ["rwc"], "rw": ["rw", "ro", "immutable"], "ro": ["ro", "immutable"]}
+        for attempt in attempts[mode]:
+            try:
+                return self._open(attempt, synchronous, busy_timeout_ms)
+            except sqlite3.DatabaseError as exc:
+                msg = str(exc)
+                if is_damage(exc):
+                    raise self._damaged(msg) from exc
+                cannot_write = "readonly" in msg or "read-only" in msg or "unable to open" in msg
+                if cannot_write and attempt != attempts[mode][-1]:
+                    if attempt == "ro" and self._log_has_changes():
+                        raise StoreUnavailable(
+                            f"cannot read store {self.path} where it is: its write-ahead log "
+                            "holds changes and SQLite cannot create its shared-memory file "
+                            "beside it (a read-only directory); copy the store somewhere "
+                            "writable"
+                        ) from exc
+                    continue
+                if cannot_write:
+                    raise StoreUnavailable(f"store {self.path} is not writable: {msg}") from exc
+                raise StoreUnavailable(f"cannot open store {self.path}: {msg}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _log_has_changes(self) -> bool:
+        wal = self.path.with_name(self.path.name + "-wal")
+        return wal.exists() and wal.stat().st_size > 0
+
+    def _open(self, mode: str, synchronous: str, busy_timeout_ms: int) -> sqlite3.Connection:
+        """One connection in SQLite's URI ``mode`` (``immutable``: read, and trust that
+        nobody writes, which holds for a store nobody can write)."""
+        query = "mode=ro&immutable=1" if mode == "immutable" else f"mode={mode}"
+        uri = f"file:{quote(str(self.path.absolute()))}?{query}"
+        con = sqlite3.connect(
+            uri,
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=busy_timeout_ms / 1000,
+        )
         try:
             con.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            mode = con.execute("PRAGMA journal_mode = WAL").fetchone()
-            if mode is None or str(mode[0]).lower() != "wal":
-                raise StoreUnavailable(f"cannot switch {self.path} to WAL mode (got {mode!r})")
-            con.execute(f"PRAGMA synchronous = {synchronous}")
+            if mode in ("ro", "immutable"):
+                con.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file
+                self.read_only = True
+            else:
+                journal = con.execute("PRAGMA journal_mode = WAL").fetchone()
+                if journal is None or str(journal[0]).lower() != "wal":
+                    raise StoreUnavailable(
+                        f"cannot switch {self.path} to WAL mode (got {journal!r})"
+                    )
+                con.execute(f"PRAGMA synchronous = {synchronous}")
             con.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.DatabaseError as exc:
+        except BaseException:
             con.close()
-            msg = str(exc)
-            if "not a database" in msg or "malformed" in msg:
-                raise NotAThreadlineStore(
-                    f"{self.path} is not a threadline store (not an SQLite database)"
-                ) from exc
-            if "readonly" in msg or "read-only" in msg or "unable to open" in msg:
-                raise StoreUnavailable(f"store {self.path} is not writable: {msg}") from exc
-            raise StoreUnavailable(f"cannot open store {self.path}: {msg}") from exc
+            raise
         return con
 
     def _migrate(self) -> None:
@@ -270,6 +484,16 @@ class SQLiteStore:
                 )
             if version == SCHEMA_VERSION:
                 return
+            if version == 0 and not self._creates:
+                raise StoreNotFound(
+                    f"{self.path} holds no threadline store yet (an empty database), and "
+                    "this opens a store without creating it"
+                )
+            if self.read_only:
+                raise StoreUnavailable(
+                    f"{self.path} has schema version {version} and needs an upgrade to "
+                    f"{SCHEMA_VERSION}, which a read-only store cannot take"
+                )
             con.execute("BEGIN IMMEDIATE")
             try:
                 # re-read under the write lock: another process may have migrated meanwhile
@@ -294,15 +518,21 @@ class SQLiteStore:
             yield
         except ThreadlineError:
             raise
-        except sqlite3.OperationalError as exc:
-            msg = str(exc)
+        except sqlite3.Error as exc:
+            raise self._store_error(exc) from exc
+
+    def _store_error(self, exc: sqlite3.Error) -> ThreadlineError:
+        msg = str(exc)
+        if is_damage(exc):
+            self._damage = self._damage or msg
+            return self._damaged(msg)
+        if isinstance(exc, sqlite3.OperationalError):
             if "readonly" in msg or "read-only" in msg:
-                raise StoreUnavailable(f"store {self.path} is read-only: {msg}") from exc
+                return StoreUnavailable(f"store {self.path} is read-only: {msg}")
             if "locked" in msg or "busy" in msg:
-                raise StoreUnavailable(f"store {self.path} is busy: {msg}") from exc
-            raise StoreUnavailable(f"store {self.path}: {msg}") from exc
-        except sqlite3.DatabaseError as exc:
-            raise CorruptRecord(f"database error: {exc}", where=str(self.path)) from exc
+                return StoreUnavailable(f"store {self.path} is busy: {msg}")
+            return StoreUnavailable(f"store {self.path}: {msg}")
+        return CorruptRecord(f"database error: {exc}", where=str(self.path))
 
     @contextlib.contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -311,6 +541,8 @@ class SQLiteStore:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        if self._damage is not None:  # what is written now may be lost with the damage
+            raise self._damaged(f"{self._damage} (seen earlier); not writing to it")
         with self._translate(), self._lock:
             con = self._con
             con.execute("BEGIN IMMEDIATE")
@@ -466,27 +698,33 @@ class SQLiteStore:
         rows = []
         with self._write() as con:
             head = con.execute(
-                "SELECT last_seq FROM sessions WHERE id = ?", (session_id,)
+                "SELECT last_seq, (SELECT indexed_upto FROM search_index), "
+                "(SELECT COALESCE(MAX(rowid), 0) FROM messages), "
+                "EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2) "
+                "FROM sessions WHERE id = ?1",
+                (session_id, messages[0].id),
             ).fetchone()
             if head is None:
                 raise SessionNotFound(session_id)
-            if con.execute(
-                "SELECT 1 FROM messages WHERE session_id = ? AND id = ?",
-                (session_id, messages[0].id),
-            ).fetchone():
+            seq, indexed_upto, top, stored_already = head
+            if stored_already:  # a retried batch: batches are atomic, so all of it is
                 return self._stored_copies(con, session_id, messages)
-            seq = head[0]
+            # new rows go above the index marker even when the newest rows were deleted
+            # (SQLite would reuse their rowids, which the marker says are indexed)
+            rowid = max(top, indexed_upto)
             stored: list[Message] = []
             tokens = 0
             now = utcnow()
             for m in messages:
                 seq += 1
+                rowid += 1
                 sm = m.model_copy(update={"seq": seq})
                 body = encode_message(sm).decode("utf-8")
                 t = primary_tokens(sm)
                 tokens += t
                 rows.append(
                     (
+                        rowid,
                         session_id,
                         seq,
                         sm.id,
@@ -501,8 +739,8 @@ class SQLiteStore:
             try:
                 con.executemany(
                     "INSERT INTO messages "
-                    "(session_id, seq, id, role, created_at, tokens, body, text) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "(rowid, session_id, seq, id, role, created_at, tokens, body, text) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
             except sqlite3.IntegrityError as exc:
@@ -514,6 +752,8 @@ class SQLiteStore:
                 "total_tokens = total_tokens + ?, updated_at = ? WHERE id = ?",
                 (seq, len(rows), tokens, format_ts(now), session_id),
             )
+            if rowid - indexed_upto >= INDEX_BACKLOG_ROWS:
+                self._index_pending(con)
         return stored
 
     def _stored_copies(
@@ -789,32 +1029,124 @@ class SQLiteStore:
     ) -> list[SearchHit]:
         validate_page_size(limit)
         match = fts5_query(query)
-        sql = (
-            "SELECT m.session_id, m.seq, m.role, "
-            "snippet(messages_fts, 0, '[', ']', '…', 16), s.agent "
-            "FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid "
-            "JOIN sessions s ON s.id = m.session_id WHERE messages_fts MATCH ?"
-        )
-        args: list[Any] = [match]
+        where, args = "", []
         if agent is not None:
-            sql += " AND s.agent = ?"
+            where += " AND s.agent = ?"
             args.append(validate_agent(agent))
         if session_id is not None:
-            sql += " AND m.session_id = ?"
+            where += " AND m.session_id = ?"
             args.append(session_id)
-        sql += " ORDER BY rank LIMIT ?"
-        args.append(limit)
+        if not self.read_only and self._damage is None:
+            # every message appended so far is found: indexed here, or when the index
+            # cannot be written now (busy, read-only file), in a temporary one below
+            with contextlib.suppress(StoreUnavailable):
+                self.update_search_index()
         with self._read() as con:
-            rows = con.execute(sql, args).fetchall()
+            con.execute("BEGIN")  # one snapshot for the marker, the backlog and the queries
+            try:
+                hits = _HITS.format(schema="main", table="messages_fts")
+                matches = [match]
+                marker = con.execute("SELECT indexed_upto FROM search_index").fetchone()[0]
+                if self._index_temporarily(con, marker):
+                    hits += " UNION ALL " + _HITS.format(schema="temp", table="pending_fts")
+                    matches.append(match)
+                rows = con.execute(
+                    "SELECT m.session_id, m.seq, m.role, s.agent, h.rowid, length(m.text) "
+                    f"FROM ({hits}) h JOIN messages m ON m.rowid = h.rowid "
+                    f"JOIN sessions s ON s.id = m.session_id WHERE 1{where} "
+                    "ORDER BY h.rank LIMIT ?",
+                    [*matches, *args, limit],
+                ).fetchall()
+                snippets = [self._snippet(con, match, query, r[4], r[5], marker) for r in rows]
+            finally:
+                con.execute("COMMIT")
         return [
-            SearchHit(session_id=r[0], seq=r[1], role=r[2], snippet=r[3], agent=r[4]) for r in rows
+            SearchHit(session_id=r[0], seq=r[1], role=r[2], snippet=snip, agent=r[3])
+            for r, snip in zip(rows, snippets, strict=True)
         ]
+
+    def _snippet(
+        self, con: sqlite3.Connection, match: str, query: str, rowid: int, chars: int, marker: int
+    ) -> str:
+        """FTS5's snippet for one hit, made only for the hits returned. A message longer
+        than ``MAX_FTS_SNIPPET_CHARS`` gets a plain one instead: FTS5's snippet and
+        highlight grow with the square of a document's hits (183 s for one 30 MB
+        message)."""
+        if chars > MAX_FTS_SNIPPET_CHARS:
+            text = con.execute("SELECT text FROM messages WHERE rowid = ?", (rowid,)).fetchone()
+            return plain_snippet(text[0] if text else "", search_words(query))
+        schema, table = ("main", "messages_fts") if rowid <= marker else ("temp", "pending_fts")
+        row = con.execute(
+            f"SELECT snippet({table}, 0, '[', ']', '…', 16) FROM {schema}.{table} "
+            f"WHERE {table} MATCH ? AND rowid = ?",
+            (match, rowid),
+        ).fetchone()
+        return str(row[0]) if row else ""
+
+    def _index_temporarily(self, con: sqlite3.Connection, marker: int) -> bool:
+        """Index the messages above ``marker`` in a temporary table, for a search on a
+        handle that cannot bring the index up to date (read-only, or it met damage) or
+        that raced an append; whether there were any. Their ranks are computed against
+        the temporary table's few rows, so they mix roughly with the others'."""
+        if not con.execute("SELECT 1 FROM messages WHERE rowid > ? LIMIT 1", (marker,)).fetchone():
+            return False
+        con.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending_fts "
+            "USING fts5 (text, tokenize='unicode61')"
+        )
+        con.execute("DELETE FROM temp.pending_fts")
+        con.execute(
+            "INSERT INTO temp.pending_fts (rowid, text) "
+            "SELECT rowid, text FROM messages WHERE rowid > ?",
+            (marker,),
+        )
+        return True
+
+    def update_search_index(self) -> int:
+        """Index the messages appended since the index last caught up, in one statement
+        and one transaction; returns how many. Searches call it first, and appends when
+        ``INDEX_BACKLOG_ROWS`` are waiting; nothing to do costs one read."""
+        if self.read_only:
+            return 0
+        with self._read() as con:
+            marker, top = con.execute(_INDEX_STATE).fetchone()
+        if top <= marker:
+            return 0
+        with self._write() as con:
+            return self._index_pending(con)
+
+    def index_backlog(self) -> int:
+        """Messages stored but not yet in the full-text index (searches still find them)."""
+        with self._read() as con:
+            return int(
+                con.execute(
+                    "SELECT count(*) FROM messages "
+                    "WHERE rowid > (SELECT indexed_upto FROM search_index)"
+                ).fetchone()[0]
+            )
+
+    def _index_pending(self, con: sqlite3.Connection) -> int:
+        """Inside a write transaction: index every row above the marker, then move it."""
+        marker, top = con.execute(_INDEX_STATE).fetchone()
+        if top <= marker:
+            return 0
+        cur = con.execute(
+            "INSERT INTO messages_fts (rowid, text) "
+            "SELECT rowid, text FROM messages WHERE rowid > ?",
+            (marker,),
+        )
+        con.execute("UPDATE search_index SET indexed_upto = ?", (top,))
+        return max(cur.rowcount, 0)
 
 
 _SESSION_SELECT = (
     "SELECT id, agent, model, title, created_at, updated_at, message_count, total_tokens, "
     "last_seq, metadata FROM sessions"
 )
+_INDEX_STATE = (
+    "SELECT indexed_upto, (SELECT COALESCE(MAX(rowid), 0) FROM messages) FROM search_index"
+)
+_HITS = "SELECT rowid, rank FROM {schema}.{table} WHERE {table} MATCH ?"
 _CHECKPOINT_SELECT = (
     "SELECT id, session_id, covers_up_to, summary, created_at, metadata FROM checkpoints"
 )
