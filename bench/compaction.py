@@ -218,6 +218,14 @@ def drive(
     return run
 
 
+def right_aligned(title: str, *columns: str) -> Table:
+    """A table with these columns, numbers aligned right."""
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, justify="right")
+    return table
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=2000)
@@ -252,8 +260,8 @@ def main() -> None:
         console.print(f"  {regime}: {time.perf_counter() - t0:.0f}s")
         baseline = runs[-2].share or 1e-9
         literal = runs[-1].share or 1e-9
-        table = Table(title=f"{regime}: {args.turns:,} turns, {args.window:,}-token window")
-        for col in [
+        table = right_aligned(
+            f"{regime}: {args.turns:,} turns, {args.window:,}-token window",
             "strategy",
             "cache-eligible share",
             "vs baseline",
@@ -262,8 +270,7 @@ def main() -> None:
             "compactions",
             "dropped",
             "build ms (median)",
-        ]:
-            table.add_column(col, justify="right")
+        )
         for run in runs:
             table.add_row(
                 run.name,
@@ -278,16 +285,15 @@ def main() -> None:
         console.print(table)
         compacting = [run for run in runs if run.compactions]
         if compacting:
-            t = Table(title=f"{regime}: extractive compaction")
-            for col in [
+            t = right_aligned(
+                f"{regime}: extractive compaction",
                 "strategy",
                 "compactions",
                 "words (median / max)",
                 "time ms (median / max)",
                 "extracted values kept verbatim",
                 "planted values of the last 40 turns in the last snapshot",
-            ]:
-                t.add_column(col, justify="right")
+            )
             for run in compacting:
                 t.add_row(
                     run.name,

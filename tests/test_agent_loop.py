@@ -39,6 +39,17 @@ def config(**overrides: Any) -> AgentConfig:
     return AgentConfig.model_validate(data)
 
 
+def summarizing_config(after: int, min_recent: int) -> AgentConfig:
+    """A config that compacts once more than ``after`` messages are stored."""
+    return config(
+        context={
+            "max_messages_before_summary": after,
+            "min_recent_messages": min_recent,
+            "preserve_user_turns": 1,
+        }
+    )
+
+
 def tools() -> ToolRegistry:
     reg = ToolRegistry()
 
@@ -327,13 +338,7 @@ def test_compaction_is_checked_after_the_turn_not_inside(store: Store) -> None:
 
 
 def test_compaction_happens_when_a_trigger_fires(store: Store) -> None:
-    cfg = config(
-        context={
-            "max_messages_before_summary": 8,
-            "min_recent_messages": 2,
-            "preserve_user_turns": 1,
-        }
-    )
+    cfg = summarizing_config(after=8, min_recent=2)
     model = ScriptedChatModel(default="noted")
     agent, events = make_agent(store, model, cfg=cfg)
     session = agent.new_session()
@@ -355,13 +360,7 @@ class BrokenSummarizer:
 
 
 def test_compaction_failure_never_breaks_the_turn(store: Store) -> None:
-    cfg = config(
-        context={
-            "max_messages_before_summary": 1,
-            "min_recent_messages": 0,
-            "preserve_user_turns": 1,
-        }
-    )
+    cfg = summarizing_config(after=1, min_recent=0)
     policy = cfg.context
     model = ScriptedChatModel(default="ok")
     compactor = Compactor(BrokenSummarizer(), policy=policy)

@@ -102,6 +102,20 @@ def command(url: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "threadline.cli.app", "--store", url, "chat", *args]
 
 
+def run_once(
+    url: str, sid: str, env: dict[str, str], cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """One non-interactive ``chat -m hi`` on session ``sid`` (an id or a prefix)."""
+    return subprocess.run(
+        command(url, "--session", sid, "--model", MODEL, "-m", "hi"),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=DEADLINE,
+    )
+
+
 def start_in_pty(cmd: list[str], env: dict[str, str], cwd: Path) -> PtyProcess:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", PTY_ROWS, PTY_COLS, 0, 0))
@@ -128,14 +142,7 @@ def test_second_attach_is_refused_until_the_holder_dies(
         store.close()
         assert holder is not None and holder.pid == first.proc.pid
 
-        second = subprocess.run(
-            command(sqlite_url, "--session", sid[:8], "--model", MODEL, "-m", "hi"),
-            capture_output=True,
-            text=True,
-            env=environ,
-            cwd=tmp_path,
-            timeout=DEADLINE,
-        )
+        second = run_once(sqlite_url, sid[:8], environ, tmp_path)
         assert second.returncode == 4, second.stderr
         assert f"session {sid} is locked by pid {first.proc.pid}" in second.stderr
         assert len(second.stderr.strip().splitlines()) == 1  # one clear line
@@ -152,14 +159,7 @@ def test_second_attach_is_refused_until_the_holder_dies(
     assert stale is not None and stale.pid == first.proc.pid and stale.is_stale()
 
     fake.reply_text("taken over")
-    third = subprocess.run(
-        command(sqlite_url, "--session", sid, "--model", MODEL, "-m", "hi"),
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=tmp_path,
-        timeout=DEADLINE,
-    )
+    third = run_once(sqlite_url, sid, environ, tmp_path)
     assert third.returncode == 0, third.stderr
     assert third.stdout == "taken over\n"
     store = open_store(sqlite_url)

@@ -37,6 +37,14 @@ def no_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "config"))
 
 
+def use_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
+    """Write ``text`` to a settings file and point ``CONFIG_ENV`` at it."""
+    config = tmp_path / "threadline.toml"
+    config.write_text(text)
+    monkeypatch.setenv(CONFIG_ENV, str(config))
+    return config
+
+
 def age(db: Path, sid: str, days: float) -> None:
     """Pretend a session was last updated ``days`` ago (test set-up only)."""
     with sqlite3.connect(db) as con:
@@ -166,9 +174,7 @@ def test_cleanup_without_rules_says_so(db: Path) -> None:
 def test_cleanup_uses_the_configured_rules(
     db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "threadline.toml"
-    config.write_text("[session]\nretention_days = 60\n")
-    monkeypatch.setenv(CONFIG_ENV, str(config))
+    config = use_settings(tmp_path, monkeypatch, "[session]\nretention_days = 60\n")
     result = run(url_of(db), "cleanup", "--yes")
     assert result.exit_code == 0, result.stderr
     assert f"using the settings in {config}" in result.stdout
@@ -179,9 +185,7 @@ def test_cleanup_uses_the_configured_rules(
 def test_cleanup_bad_settings_file_is_a_config_error(
     db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "threadline.toml"
-    config.write_text("[session]\nretention_days = -1\n")
-    monkeypatch.setenv(CONFIG_ENV, str(config))
+    config = use_settings(tmp_path, monkeypatch, "[session]\nretention_days = -1\n")
     result = run(url_of(db), "cleanup")
     assert result.exit_code == 2
     assert str(config) in result.stderr and "session.retention_days" in result.stderr

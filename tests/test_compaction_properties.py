@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import history
-from threadline import ContextOverflow, ContextPolicy, Message, Session, build_context, open_store
+from tests.windows import checked_window
+from threadline import ContextPolicy, Message, Session, open_store
 from threadline.compaction.compactor import Compactor
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.snapshot import SummaryResult, words
@@ -39,18 +40,6 @@ class RecordingSummarizer:
         return self.inner.summarize(messages, previous=previous, max_words=max_words)
 
 
-def _check_units(window: list[Message]) -> None:
-    """No tool result without its call, no call without its results right after it."""
-    i = 0
-    while i < len(window):
-        m = window[i]
-        assert m.role != "tool", f"tool result at {i} without its call"
-        ids = [c.id for c in m.tool_calls]
-        results = window[i + 1 : i + 1 + len(ids)]
-        assert [r.tool_call_id for r in results if r.role == "tool"] == ids
-        i += 1 + len(ids)
-
-
 def _session(model: str = "gpt-4o") -> Session:
     return open_store("memory://").create_session(model=model)
 
@@ -66,15 +55,10 @@ def _dump(s: Session) -> list[dict[str, Any]]:
 
 
 def _check_view(s: Session, policy: ContextPolicy) -> None:
-    try:
-        w = build_context(s, system_prompt="You are a careful agent.", policy=policy)
-    except ContextOverflow as exc:
-        assert exc.needed > exc.budget
+    w = checked_window(s, policy)  # invariants 2 and 3
+    if w is None:
         return
-    assert policy.context_limit is not None
-    assert w.tokens <= policy.context_limit - policy.response_reserve  # invariant 3
     body = [m for m in w.messages if not m.summary and m.role != "system"]
-    _check_units(body)  # invariant 2
     summaries = [m for m in w.messages if m.summary]
     assert all(m.synthetic for m in summaries)
     assert all(m.role != "user" or "not written by the user" in m.text for m in summaries)

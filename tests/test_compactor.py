@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conformance.backends import BACKENDS, cleanup_url, make_url
+from tests.conformance.backends import BACKENDS, clean_store
 from tests.strategies import history
 from threadline import (
     ContextPolicy,
@@ -88,13 +88,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
 @pytest.fixture(params=BACKENDS)
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """Every backend: the mark and the checkpoint record live in each one's memo and tables."""
-    url = make_url(request.param, tmp_path)
-    st = open_store(url)
-    try:
-        yield st
-    finally:
-        st.close()
-        cleanup_url(request.param, url)
+    yield from clean_store(request.param, tmp_path)
 
 
 def chain(i: int, n: int = 2) -> list[Message]:

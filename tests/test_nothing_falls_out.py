@@ -115,32 +115,23 @@ def run(
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    steps=st.integers(500, 560),
-    sizes=st.lists(st.sampled_from([120, 900, 4_000, 12_000, 60_000]), min_size=1, max_size=4),
-    limit=st.integers(9_000, 40_000),
-    min_recent=st.integers(0, 8),
-    strategy=st.sampled_from(["stable", "greedy"]),
-    pruning=st.booleans(),
-    seed=st.integers(0, 10_000),
-)
-def test_every_model_call_sees_all_history_or_its_summary(
-    steps: int,
-    sizes: list[int],
-    limit: int,
-    min_recent: int,
-    strategy: str,
-    pruning: bool,
-    seed: int,
-) -> None:
-    state = run(
-        steps=steps,
-        sizes=sizes,
-        limit=limit,
-        min_recent=min_recent,
-        strategy=strategy,
-        pruning=pruning,
-        seed=seed,
+    st.fixed_dictionaries(
+        {
+            "steps": st.integers(500, 560),
+            "sizes": st.lists(
+                st.sampled_from([120, 900, 4_000, 12_000, 60_000]), min_size=1, max_size=4
+            ),
+            "limit": st.integers(9_000, 40_000),
+            "min_recent": st.integers(0, 8),
+            "strategy": st.sampled_from(["stable", "greedy"]),
+            "pruning": st.booleans(),
+            "seed": st.integers(0, 10_000),
+        }
     )
+)
+def test_every_model_call_sees_all_history_or_its_summary(params: dict[str, Any]) -> None:
+    state = run(**params)
+    steps = params["steps"]
     assert state["calls"] == steps + 1
     session = state["session"]
     assert session.last_seq == 2 + 2 * steps  # request, steps x (call, result), answer

@@ -30,7 +30,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import require_postgres
-from threadline import open_store
+from threadline import Store, open_store
 from threadline.errors import (
     NotAThreadlineStore,
     SchemaTooNew,
@@ -191,6 +191,22 @@ def _hang_up(s: socket.socket) -> None:
     with contextlib.suppress(OSError):
         s.shutdown(socket.SHUT_RDWR)
     s.close()
+
+
+@contextlib.contextmanager
+def proxied_store(**options: str) -> Iterator[tuple[CuttingProxy, Store]]:
+    """A store reaching PostgreSQL through a ``CuttingProxy``, in a schema of its own."""
+    proxy = CuttingProxy(require_postgres())
+    proxy.start()
+    try:
+        with fresh_schema(proxy.url, **options) as (store_url, _):
+            store = open_store(store_url)
+            try:
+                yield proxy, store
+            finally:
+                store.close()
+    finally:
+        proxy.stop()
 
 
 def _append_worker(url: str, session_id: str, worker: int, count: int) -> int:
@@ -439,22 +455,14 @@ def test_an_unreadable_row_is_reported_with_where_and_skipped() -> None:
 
 
 def test_reply_to_commit_lost_is_resent_and_returns_the_stored_copies() -> None:
-    url = require_postgres()
-    proxy = CuttingProxy(url)
-    proxy.start()
-    try:
-        with fresh_schema(proxy.url) as (store_url, _):
-            store = open_store(store_url)
-            session = store.create_session()
-            batch = _batch(50, "ack")
-            proxy.cut_next_commit.set()
-            retried = store.append_messages(session.id, batch)  # resent: the stored copies
-            assert proxy.cuts == 1
-            assert store.count_messages(session.id) == 50
-            stored = store.read_messages(session.id)
-            store.close()
-    finally:
-        proxy.stop()
+    with proxied_store() as (proxy, store):
+        session = store.create_session()
+        batch = _batch(50, "ack")
+        proxy.cut_next_commit.set()
+        retried = store.append_messages(session.id, batch)  # resent: the stored copies
+        assert proxy.cuts == 1
+        assert store.count_messages(session.id) == 50
+        stored = store.read_messages(session.id)
     assert [m.id for m in retried] == [m.id for m in batch]
     assert [m.seq for m in retried] == list(range(1, 51))
     assert [m.id for m in stored] == [m.id for m in batch]
@@ -463,24 +471,14 @@ def test_reply_to_commit_lost_is_resent_and_returns_the_stored_copies() -> None:
 def test_a_checkpoint_whose_commit_reply_is_lost_is_resent_and_stored_once() -> None:
     """The resend of a checkpoint on an expected predecessor finds itself stored (same
     stamp) and returns it, rather than a conflict with itself or a second copy."""
-    url = require_postgres()
-    proxy = CuttingProxy(url)
-    proxy.start()
-    try:
-        with fresh_schema(proxy.url) as (store_url, _):
-            store = open_store(store_url)
-            sid = store.create_session().id
-            store.append_messages(sid, _batch(4, "cp"))
-            first = store.add_checkpoint(sid, covers_up_to=2, summary="1", expect_previous=None)
-            proxy.cut_next_commit.set()
-            second = store.add_checkpoint(
-                sid, covers_up_to=4, summary="2", expect_previous=first.id
-            )
-            assert proxy.cuts == 1
-            stored = store.list_checkpoints(sid)
-            store.close()
-    finally:
-        proxy.stop()
+    with proxied_store() as (proxy, store):
+        sid = store.create_session().id
+        store.append_messages(sid, _batch(4, "cp"))
+        first = store.add_checkpoint(sid, covers_up_to=2, summary="1", expect_previous=None)
+        proxy.cut_next_commit.set()
+        second = store.add_checkpoint(sid, covers_up_to=4, summary="2", expect_previous=first.id)
+        assert proxy.cuts == 1
+        stored = store.list_checkpoints(sid)
     assert stored == [first, second]
 
 
@@ -611,25 +609,17 @@ def test_asking_for_psycopg_logs_brings_the_connection_reports_back(
 
 
 def test_server_gone_is_store_unavailable_and_the_store_recovers() -> None:
-    url = require_postgres()
-    proxy = CuttingProxy(url)
-    proxy.start()
-    try:
-        with fresh_schema(proxy.url, pool_timeout="1") as (store_url, _):
-            store = open_store(store_url)
-            sid = store.create_session().id
-            proxy.stop()
-            with pytest.raises(StoreUnavailable) as gone:
-                store.session_info(sid)
-            assert f"127.0.0.1:{proxy.port}" in str(gone.value)
-            assert "refused" in str(gone.value)
-            proxy.start()  # same port
-            assert store.session_info(sid).id == sid
-            store.append_messages(sid, [Message.user("back")])
-            assert store.count_messages(sid) == 1
-            store.close()
-    finally:
+    with proxied_store(pool_timeout="1") as (proxy, store):
+        sid = store.create_session().id
         proxy.stop()
+        with pytest.raises(StoreUnavailable) as gone:
+            store.session_info(sid)
+        assert f"127.0.0.1:{proxy.port}" in str(gone.value)
+        assert "refused" in str(gone.value)
+        proxy.start()  # same port
+        assert store.session_info(sid).id == sid
+        store.append_messages(sid, [Message.user("back")])
+        assert store.count_messages(sid) == 1
 
 
 # -- opening --------------------------------------------------------------------------

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conformance.backends import BACKENDS, cleanup_url, make_url
-from threadline import Message, Store, open_store
+from tests.conformance.backends import BACKENDS, clean_store
+from threadline import Message, Store
 from threadline.config import (
     CONFIG_DIR_ENV,
     CONFIG_ENV,
@@ -129,13 +129,7 @@ def test_plain_bytes_and_formatting(n: int) -> None:
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    url = make_url(request.param, tmp_path)
-    s = open_store(url)
-    try:
-        yield s
-    finally:
-        s.close()
-        cleanup_url(request.param, url)
+    yield from clean_store(request.param, tmp_path)
 
 
 def make(store: Store, sid: str, chars: int, *, agent: str = "default") -> SessionInfo:

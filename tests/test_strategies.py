@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.conformance.backends import BACKENDS, cleanup_url, make_url
-from threadline import Message, Session, ToolCall, UsageError, build_context, open_store
+from tests.conformance.backends import BACKENDS, clean_store
+from threadline import Message, Session, ToolCall, UsageError, build_context
 from threadline.context.strategies import (
     MAX_LENGTH_SETTING,
     PAGE_SIZE,
@@ -26,13 +26,7 @@ from threadline.store.base import Store
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """Every backend: the memo is each store's own per-session document."""
-    url = make_url(request.param, tmp_path)
-    st = open_store(url)
-    try:
-        yield st
-    finally:
-        st.close()
-        cleanup_url(request.param, url)
+    yield from clean_store(request.param, tmp_path)
 
 
 def make_session(store: Store, n: int) -> Session:

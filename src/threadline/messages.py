@@ -233,6 +233,19 @@ class Message(_Model):
             return [TextPart(text=self.content)] if self.content else []
         return list(self.content)
 
+    def part_texts(self) -> list[str]:
+        """Each part as text: text as it is, an image or a file as a placeholder
+        (``[image: ...]``, ``[file: ...]``); empty plain content has no parts."""
+        out: list[str] = []
+        for part in self.parts:
+            if isinstance(part, TextPart):
+                out.append(part.text)
+            elif isinstance(part, ImagePart):
+                out.append(f"[image: {part.url or part.media_ref or part.media_type}]")
+            else:
+                out.append(f"[file: {part.uri}]")
+        return out
+
     def search_text(self) -> str:
         """Text worth indexing: the content plus tool names and arguments."""
         pieces = [self.text]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
@@ -53,6 +53,17 @@ def make_url(backend: str, tmp_path: Path) -> str:
 
 def open_backend(backend: str, tmp_path: Path) -> Store:
     return open_store(make_url(backend, tmp_path))
+
+
+def clean_store(backend: str, tmp_path: Path) -> Iterator[Store]:
+    """A fresh store for one test, closed and dropped afterwards (for fixtures to yield from)."""
+    url = make_url(backend, tmp_path)
+    store = open_store(url)
+    try:
+        yield store
+    finally:
+        store.close()
+        cleanup_url(backend, url)
 
 
 def cleanup_url(backend: str, url: str) -> None:

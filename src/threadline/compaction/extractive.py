@@ -91,7 +91,6 @@ from threadline.compaction.values import (
     ValueKind,
     extract_error_lines,
     extract_values,
-    retention,
     unique_values,
 )
 from threadline.messages import FilePart, ImagePart, Message, ToolCall
@@ -870,13 +869,10 @@ class ExtractiveSummarizer:
         shown = [Value("path", path) for path in files]
         carried = [v for b in old.important_values for v in extract_values(b.text)]
         values = unique_values([*ranked, *shown, *carried])
-        return SummaryResult(
-            text=text,
-            snapshot=snapshot,
-            values=values,
-            retention=retention(values, text),
-            input_tokens=None,
-            output_tokens=None,
+        return SummaryResult.counted(
+            text,
+            snapshot,
+            values,
             summarizer=SUMMARIZER_NAME,
         )
 

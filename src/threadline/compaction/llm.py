@@ -35,10 +35,10 @@ from threadline.compaction.snapshot import (
     parse,
     words,
 )
-from threadline.compaction.values import Value, extract_values, retention, unique_values
+from threadline.compaction.values import Value, extract_values, unique_values
 from threadline.errors import ConfigError, ModelError, UsageError
 from threadline.llm.base import ChatModel, ChatRequest
-from threadline.messages import FilePart, ImagePart, Message, TextPart
+from threadline.messages import Message
 from threadline.tokens import TokenCounter, counter_for
 
 DEFAULT_TEMPERATURE = 0.3
@@ -140,18 +140,7 @@ def _label(m: Message) -> str:
 
 
 def _body(m: Message) -> str:
-    pieces: list[str] = []
-    if isinstance(m.content, str):
-        if m.content:
-            pieces.append(m.content)
-    else:
-        for part in m.content:
-            if isinstance(part, TextPart):
-                pieces.append(part.text)
-            elif isinstance(part, ImagePart):
-                pieces.append(f"[image: {part.url or part.media_ref or part.media_type}]")
-            elif isinstance(part, FilePart):
-                pieces.append(f"[file: {part.uri}]")
+    pieces = m.part_texts()
     for call in m.tool_calls:
         pieces.append(f"-> calls {call.name} {call.arguments_json()} (call {call.id})")
     return "\n".join(pieces)
@@ -338,14 +327,13 @@ class LLMSummarizer:
             input_tokens, output_tokens = input_tokens + sent, output_tokens + got
         text, snapshot = clean_output(current or "", limit)
         values = message_values(messages, previous)
-        return SummaryResult(
-            text=text,
-            snapshot=snapshot,
-            values=values,
-            retention=retention(values, text),
+        return SummaryResult.counted(
+            text,
+            snapshot,
+            values,
+            summarizer=LLM_NAME,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            summarizer=LLM_NAME,
         )
 
     def _fold(
@@ -478,14 +466,13 @@ class HybridSummarizer:
             max_words=limit,
         )
         self.appended = appended
-        return SummaryResult(
-            text=text,
-            snapshot=from_llm.snapshot,
-            values=values,
-            retention=retention(values, text),
+        return SummaryResult.counted(
+            text,
+            from_llm.snapshot,
+            values,
+            summarizer=HYBRID_NAME,
             input_tokens=from_llm.input_tokens,
             output_tokens=from_llm.output_tokens,
-            summarizer=HYBRID_NAME,
         )
 
 

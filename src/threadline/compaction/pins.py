@@ -28,7 +28,6 @@ from threadline.compaction.snapshot import (
     parse,
     words,
 )
-from threadline.compaction.values import retention
 from threadline.messages import Message
 from threadline.requests import request_text
 from threadline.store.base import Checkpoint, Session
@@ -150,14 +149,13 @@ def pin_requests(
         snapshot.add("current_state", text, PIN_SCORE - i)
     snapshot.current_state.extend(state)
     text = snapshot.render(max(max_words, SKELETON_WORDS))
-    return SummaryResult(
-        text=text,
-        snapshot=Snapshot.parse(text),
-        values=summary.values,
-        retention=retention(summary.values, text),
+    return SummaryResult.counted(
+        text,
+        Snapshot.parse(text),
+        summary.values,
+        summarizer=summary.summarizer,
         input_tokens=summary.input_tokens,
         output_tokens=summary.output_tokens,
-        summarizer=summary.summarizer,
     )
 
 

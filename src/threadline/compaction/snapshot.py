@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from threadline.compaction.values import RetentionReport, Value
+from threadline.compaction.values import RetentionReport, Value, retention
 from threadline.errors import UsageError
 
 SectionName = Literal[
@@ -336,6 +336,22 @@ class SummaryResult:
     """Tokens the summarizer read (None when it used no model)."""
     output_tokens: int | None = None
     summarizer: str = "extractive"
+
+    @classmethod
+    def counted(
+        cls,
+        text: str,
+        snapshot: Snapshot,
+        values: list[Value],
+        *,
+        summarizer: str,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+    ) -> SummaryResult:
+        """A result whose retention is counted: which of ``values`` ``text`` keeps verbatim."""
+        return cls(
+            text, snapshot, values, retention(values, text), input_tokens, output_tokens, summarizer
+        )
 
     @property
     def words(self) -> int:

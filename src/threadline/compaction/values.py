@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -43,21 +43,7 @@ ValueKind = Literal[
     "exception",
     "identifier",
 ]
-VALUE_KINDS: tuple[ValueKind, ...] = (
-    "error",
-    "url",
-    "path",
-    "uuid",
-    "hex",
-    "id",
-    "email",
-    "setting",
-    "port",
-    "address",
-    "version",
-    "exception",
-    "identifier",
-)
+VALUE_KINDS: tuple[ValueKind, ...] = get_args(ValueKind)
 
 ERROR_LINE_MAX_CHARS = 200
 """An error line longer than this is cut at a word boundary (still a substring)."""

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from threadline.errors import ImportFormatError
-from threadline.messages import FilePart, ImagePart, Message, TextPart, new_id
+from threadline.messages import Message, new_id
 
 EXPORT_FORMAT = "threadline.session"
 EXPORT_VERSION = 1
@@ -92,17 +92,7 @@ def _details(summary: str, body: str, info: str = "") -> str:
 
 
 def _content_text(m: Message) -> str:
-    if isinstance(m.content, str):
-        return m.content
-    pieces: list[str] = []
-    for part in m.content:
-        if isinstance(part, TextPart):
-            pieces.append(part.text)
-        elif isinstance(part, ImagePart):
-            pieces.append(f"[image: {part.url or part.media_ref or part.media_type}]")
-        elif isinstance(part, FilePart):
-            pieces.append(f"[file: {part.uri}]")
-    return "\n\n".join(pieces)
+    return "\n\n".join(m.part_texts())
 
 
 def _heading(m: Message) -> str:

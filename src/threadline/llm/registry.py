@@ -16,7 +16,7 @@ missing SDK is reported (with the extra to install) only to those who need it.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -257,29 +257,24 @@ def resolve_model(spec: str, **overrides: Any) -> ChatModel:
             f"no API key for {provider.name} (model {spec!r}): set the {provider.key_env} "
             f"environment variable, e.g. export {provider.key_env}=...{hint}"
         )
-    if provider.api == "anthropic":
-        try:
+    model_class: Callable[..., ChatModel]
+    try:  # a missing SDK names the extra to install
+        if provider.api == "anthropic":
             from threadline.llm.anthropic_provider import AnthropicChatModel
-        except ImportError as exc:
-            raise ConfigError(str(exc)) from exc
-        return AnthropicChatModel(
-            parsed.model,
-            api_key=api_key,
-            base_url=base_url,
-            provider=provider.name,
-            api_key_env=provider.key_env,
-            **overrides,
-        )
-    try:
-        from threadline.llm.openai_provider import OpenAIChatModel
+
+            model_class = AnthropicChatModel
+        else:
+            from threadline.llm.openai_provider import OpenAIChatModel
+
+            model_class = OpenAIChatModel
+            overrides["require_api_key"] = provider.key_required
     except ImportError as exc:
         raise ConfigError(str(exc)) from exc
-    return OpenAIChatModel(
+    return model_class(
         parsed.model,
         api_key=api_key,
         base_url=base_url,
         provider=provider.name,
         api_key_env=provider.key_env,
-        require_api_key=provider.key_required,
         **overrides,
     )

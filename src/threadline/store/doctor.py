@@ -29,7 +29,7 @@ import re
 import sqlite3
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -129,13 +129,7 @@ class SalvagedSession:
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "status": self.status,
-            "messages": self.messages,
-            "checkpoints": self.checkpoints,
-            "error": self.error,
-        }
+        return asdict(self)
 
 
 @dataclass(slots=True)
@@ -146,11 +140,7 @@ class SalvageReport:
     """Sessions not copied because they could not be read."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "destination": self.destination,
-            "sessions": [s.to_json() for s in self.sessions],
-            "left_behind": self.left_behind,
-        }
+        return asdict(self)
 
 
 @dataclass(slots=True)
