@@ -252,10 +252,6 @@ class CompactionPlan:
     def has_work(self) -> bool:
         return self.cut is not None and self.cut.seq is not None and self.cut.seq > self.floor
 
-    @property
-    def fire(self) -> bool:
-        return self.decision.fire
-
     def nothing_reason(self, policy: ContextPolicy) -> str:
         where = f"checkpoint {self.checkpoint.id}" if self.checkpoint else "the start"
         kept = len(self.cut.kept) if self.cut is not None else 0
