@@ -24,7 +24,6 @@ from tests.conftest import require_redis
 from threadline import Message, open_store
 from threadline.errors import (
     CorruptRecord,
-    NotSupported,
     SessionLocked,
     SessionNotFound,
     StoreUnavailable,
@@ -480,15 +479,15 @@ def test_a_server_that_goes_away_mid_run_is_store_unavailable_then_recovers(pref
         proxy.stop()
 
 
-def test_prefixes_isolate_stores_and_search_is_not_supported(prefix: str) -> None:
+def test_prefixes_isolate_stores_and_their_searches(prefix: str) -> None:
     a = open_store(_url(prefix + "a:"))
     b = open_store(_url(prefix + "b:"))
     a.create_session(id="same-id").append(_batch("in a"))
     b.create_session(id="same-id")
     assert a.count_messages("same-id") == 1 and b.count_messages("same-id") == 0
     assert a.list_sessions().total == b.list_sessions().total == 1
-    with pytest.raises(NotSupported, match="search"):
-        a.search("in")
+    assert [(h.session_id, h.seq) for h in a.search("in")] == [("same-id", 1)]
+    assert b.search("in") == []  # a scan of its own prefix only
     assert a.url == _url(prefix + "a:")
     a.close()
     b.close()

@@ -7,14 +7,21 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from threadline import Message, ToolCall
+from threadline.errors import UsageError
+from threadline.messages import TextPart
 from threadline.store import sqlite as sqlite_store
 from threadline.store.base import encode_message, format_ts, prepare_messages
-from threadline.store.sqlite import SQLiteStore, plain_snippet
+from threadline.store.search_query import parse_query, snippet
+from threadline.store.sqlite import SQLiteStore
 
 
 @pytest.fixture(autouse=True)
@@ -110,7 +117,8 @@ def test_a_catch_up_that_fails_half_way_is_undone(
 
     def index_then_die(con: sqlite3.Connection) -> int:
         con.execute(
-            "INSERT INTO messages_fts (rowid, text) SELECT rowid, text FROM messages "
+            "INSERT INTO messages_fts (rowid, text) "
+            "SELECT rowid, threadline_index_text(body) FROM messages "
             "WHERE rowid > (SELECT indexed_upto FROM search_index)"
         )
         raise KeyboardInterrupt  # dies before the marker moves
@@ -175,8 +183,7 @@ def test_tool_calls_are_searchable_after_catch_up(tmp_path: Path) -> None:
     assert [h.seq for h in store.search("needle_xyz")] == [1]
 
 
-def test_long_messages_get_a_plain_snippet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite_store, "MAX_FTS_SNIPPET_CHARS", 1000)
+def test_long_messages_get_a_short_snippet(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     s = store.create_session()
     long_text = "filler " * 300 + "the Needle is here " + "more " * 300
@@ -187,12 +194,13 @@ def test_long_messages_get_a_plain_snippet(tmp_path: Path, monkeypatch: pytest.M
     assert "the [Needle] is here" in hits[1] and len(hits[1]) < 200
 
 
-def test_plain_snippet_edges() -> None:
-    assert plain_snippet("short text", ["text"]) == "short [text]"
-    assert plain_snippet("no match at all", ["zzz"]) == "no match at all"
-    assert plain_snippet("x" * 500, ["zzz"]).endswith("…")
-    assert plain_snippet("see foo-bar here", ["foo-bar"]) == "see [foo]-[bar] here"
-    assert plain_snippet("nothing", ["!!!"]) == "nothing"
+def test_snippet_edges() -> None:
+    assert snippet("short text", parse_query("text")) == "short [text]"
+    assert snippet("no match at all", parse_query("zzz")) == "no match at all"
+    assert snippet("x" * 500, parse_query("zzz")).endswith("…")
+    assert snippet("see foo-bar here", parse_query("foo-bar")) == "see [foo]-[bar] here"
+    assert snippet("nothing", parse_query("!!!")) == "nothing"
+    assert snippet("a transcript", parse_query("transcr*")) == "a [transcript]"
 
 
 # -- migration from schema 1 ----------------------------------------------------------
@@ -259,7 +267,7 @@ def test_the_migration_runs_again_harmlessly(tmp_path: Path) -> None:
     con.execute("PRAGMA user_version = 1")
     con.close()
     again = SQLiteStore(path)
-    assert again.index_backlog() == 1  # the marker kept its place
+    assert again.index_backlog() == 0  # the index was rebuilt, every message in it
     assert sorted(h.seq for h in again.search("phi")) == [1, 2]
     assert fts_rows(path) == 2
     fts_consistent(path)
@@ -281,3 +289,221 @@ def test_search_while_another_writer_holds_the_lock(tmp_path: Path) -> None:
         blocker.close()
     assert [h.seq for h in store.search("psi")] == [1]
     assert store.index_backlog() == 0
+
+
+# -- schema 3: the index holds decoded text, fed from the body ------------------------
+
+
+CODE_CALL = ToolCall(id="c1", name="bash", arguments={"cmd": "cd src\nzebrafish --check"})
+
+
+def test_a_schema_2_store_migrates_to_decoded_text(tmp_path: Path) -> None:
+    """A store as the previous version wrote it (schema 2: a ``text`` column holding
+    tool arguments JSON-escaped, so ``zebrafish`` after a newline was ``nzebrafish``)."""
+    path = tmp_path / "v2.db"
+    sid = make_v1_store(path, ["plain words"])
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("BEGIN")
+    sqlite_store.m002_search_index_catches_up(con)
+    con.execute("PRAGMA user_version = 2")
+    (m,) = prepare_messages(None, [Message.assistant("", tool_calls=[CODE_CALL])])
+    con.execute(
+        "INSERT INTO messages (session_id, seq, id, role, created_at, tokens, body, text) "
+        "VALUES (?, 2, ?, 'assistant', ?, 1, ?, ?)",
+        (sid, m.id, format_ts(m.created_at), encode_message(m).decode(), m.search_text()),
+    )
+    con.execute("COMMIT")
+    assert "nzebrafish" in con.execute("SELECT text FROM messages WHERE seq = 2").fetchone()[0]
+    con.close()
+    store = SQLiteStore(path)
+    assert [h.seq for h in store.search("zebrafish")] == [2]
+    assert [h.seq for h in store.search("plain")] == [1]
+    assert store.index_backlog() == 0 and fts_rows(path) == 2  # indexed by the migration
+    con = sqlite3.connect(path)
+    assert "text" not in {r[1] for r in con.execute("PRAGMA table_info(messages)")}
+    con.close()
+    store.delete_session(sid)
+    assert store.search("zebrafish") == [] and fts_rows(path) == 0
+    fts_consistent(path)
+
+
+def test_the_index_text_from_a_body_is_the_messages_own() -> None:
+    """SQLite indexes from the stored body; the other backends from the message."""
+    from threadline.store.search_query import body_pieces, message_pieces
+
+    messages = [
+        Message.assistant("see", tool_calls=[CODE_CALL, ToolCall(id="c2", name="x")]),
+        Message.assistant("", tool_calls=[ToolCall(id="c3", name="y", raw_arguments="{bad")]),
+        Message.user([TextPart(text="one"), TextPart(text="two 北京")]),
+        Message.tool("out", tool_call_id="c1"),
+    ]
+    for m in messages:
+        assert body_pieces(encode_message(m)) == message_pieces(m)
+    assert body_pieces(b"not json") == [] and body_pieces(b"[1]") == []
+
+
+WORDS = ["alpha", "alphabet", "beta", "Beta", "北", "京", "北京", "foo_bar", "x.y", "Ünï", "or"]
+SEPARATORS = [" ", "\n", ", ", "-", "\\n", "/", ""]
+text_st = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), max_size=6)
+atom_st = st.one_of(
+    st.sampled_from(WORDS),
+    st.sampled_from(["alph*", "bet*", '"alpha beta"', '"北京"', "-beta", "NOT alpha", "OR"]),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    docs=st.lists(text_st, min_size=1, max_size=6),
+    query=st.lists(atom_st, min_size=1, max_size=4),
+    in_args=st.booleans(),
+)
+def test_fts5_and_the_shared_matcher_agree(
+    docs: list[list[tuple[str, str]]], query: list[str], in_args: bool
+) -> None:
+    """Whatever the text and the query, SQLite (FTS5 over the index text) finds exactly
+    what the scanning backends' matcher finds, in the same order, with the same total."""
+    from threadline.store.memory import MemoryStore
+
+    texts = ["".join(w + sep for w, sep in doc) for doc in docs]
+    messages = [
+        Message.assistant("", tool_calls=[ToolCall(id="c", name="t", arguments={"a": t})])
+        if in_args
+        else Message.user(t)
+        for t in texts
+    ]
+    q = " ".join(query)
+    with tempfile.TemporaryDirectory() as tmp:
+        lite = SQLiteStore(Path(tmp) / "s.db")
+        results = []
+        for store in (lite, MemoryStore()):
+            store.create_session(id="s").append(messages)
+            page = store.search(q, limit=200)
+            results.append(([(h.seq, h.snippet) for h in page], page.total))
+        lite.close()
+    assert results[0] == results[1]
+
+
+@pytest.mark.postgres
+def test_a_postgres_store_of_schema_1_migrates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows written by schema 1 (search text JSON-escaped, parsed by PostgreSQL's own
+    parser) get the decoded index text from their bodies."""
+    import psycopg
+
+    from tests.conformance.backends import cleanup_url, make_url
+    from threadline import open_store
+    from threadline.store import postgres
+
+    url = make_url("postgres", Path("unused"))
+    try:
+        monkeypatch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:1])
+        monkeypatch.setattr(postgres, "SCHEMA_VERSION", 1)
+        old = open_store(url)
+        old.create_session(id="s").append(Message.assistant("", tool_calls=[CODE_CALL]))
+        old.close()
+        schema = url.rsplit("schema=", 1)[1]
+        with psycopg.connect(url.split("?", 1)[0], autocommit=True) as conn:
+            conn.execute(
+                f'UPDATE "{schema}".messages SET search_text = %s', ('bash {"cmd":"cd src\\n"}',)
+            )
+        monkeypatch.undo()
+        store = open_store(url)
+        assert [(h.session_id, h.seq) for h in store.search("zebrafish")] == [("s", 1)]
+        assert store.search('"src zebrafish"').total == 1
+        store.close()
+    finally:
+        cleanup_url("postgres", url)
+
+
+def test_the_search_command_pages_filters_and_totals(tmp_path: Path) -> None:
+    from tests.test_cli import js, ok, run
+
+    url = f"sqlite://{tmp_path / 's.db'}"
+    store = SQLiteStore(tmp_path / "s.db")
+    s = store.create_session(id="cli-session", model="gpt-4o")
+    s.append([Message.user(f"transcript {i}") for i in range(5)])
+    s.append(Message.assistant("", tool_calls=[CODE_CALL]))
+    store.close()
+    assert (
+        "3-4 of 5 hits"
+        in ok(url, "sessions", "search", "transcr*", "--offset", "2", "-n", "2").stdout
+    )
+    data = js(url, "sessions", "search", "zebrafish OR transcript", "--role", "assistant")
+    assert (data["total"], data["offset"], [h["seq"] for h in data["items"]]) == (1, 0, [6])
+    assert js(url, "sessions", "search", "transcript", "--model", "other")["total"] == 0
+    assert js(url, "sessions", "search", "transcript", "--since", "2000-01-01")["total"] == 5
+    assert js(url, "sessions", "search", "transcript", "--until", "2000-01-01")["total"] == 0
+    assert "0 of 5 hits" in ok(url, "sessions", "search", "transcript", "--offset", "9").stdout
+    for bad in (["--since", "yesterday"], ["--role", "robot"]):
+        result = run(url, "sessions", "search", "transcript", *bad)
+        assert result.exit_code == 2 and "threadline: error:" in result.stderr
+
+
+def test_a_catch_up_mixes_kept_texts_and_decoded_bodies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows this handle appended are indexed from the text it kept, other handles' rows
+    from their bodies; deleting them all (which re-derives each text from the body)
+    leaves a consistent, empty index, so both texts were the same."""
+    monkeypatch.setattr(sqlite_store, "INDEX_BACKLOG_ROWS", 6)
+    path = tmp_path / "s.db"
+    mine, other = SQLiteStore(path), SQLiteStore(path)
+    a = mine.create_session(id="a")
+    b = other.get_session(other.create_session(id="b").id)
+    a.append([Message.user("kept ÉCOLE 北京 one"), Message.assistant("", tool_calls=[CODE_CALL])])
+    b.append([Message.user("decoded 東京 two"), Message.user("decoded three")])
+    a.append(Message.user("kept four नमस्ते"))
+    assert mine.index_backlog() == 5
+    a.append(Message.user("kept five"))  # six waiting: this append catches up
+    assert mine.index_backlog() == 0 and fts_rows(path) == 6
+    for query, expected in [("kept", 3), ("decoded", 2), ("zebrafish", 1), ("京", 2)]:
+        assert mine.search(query).total == expected, query
+    assert mine.search("école").total == 1 and mine.search("नमस्ते").total == 1
+    fts_consistent(path)
+    mine.delete_sessions(["a", "b"])
+    assert fts_rows(path) == 0
+    fts_consistent(path)
+
+
+def test_every_message_of_a_bulk_append_is_found(tmp_path: Path) -> None:
+    """Batches and single appends crossing the catch-up threshold several times: each
+    message is found by its own word, by a search on this handle and on a reader."""
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    s = store.create_session()
+    count = 2 * sqlite_store.INDEX_BACKLOG_ROWS + 345
+    s.append([Message.user(f"bulk item{i}") for i in range(count - 45)])
+    for i in range(count - 45, count):
+        s.append(Message.user(f"bulk item{i}"))
+    reader = SQLiteStore.from_url(f"sqlite://{path}?mode=ro")
+    assert reader.search("bulk").total == count  # the reader indexes the backlog itself
+    assert store.search("bulk").total == count
+    assert store.index_backlog() == 0 and fts_rows(path) == count
+    for i in range(0, count, 37):
+        assert [h.seq for h in store.search(f"item{i}")] == [i + 1]
+
+
+def test_search_options_are_checked(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    with pytest.raises(TypeError, match="limt"):
+        store.search("x", limt=3)  # type: ignore[call-arg]
+    with pytest.raises(UsageError, match="role"):
+        store.search("x", role="robot")
+    with pytest.raises(UsageError, match="time zone"):
+        store.search("x", since=datetime(2026, 1, 1))
+    assert store.search("x", since=datetime(2026, 1, 1, tzinfo=UTC)).total == 0
+
+
+def test_a_kept_text_is_used_only_for_its_very_body(tmp_path: Path) -> None:
+    """Another handle deletes a session before the catch-up and stores a different
+    message under the same ids and the same rowid: the text kept for the old body
+    must not index the new one (a later delete would then corrupt the index)."""
+    path = tmp_path / "s.db"
+    mine, other = SQLiteStore(path), SQLiteStore(path)
+    mine.create_session(id="s").append(Message.user("alpha words", id="m1"))
+    other.delete_session("s")
+    other.create_session(id="s").append(Message.user("beta words", id="m1"))
+    assert mine.update_search_index() == 1
+    assert mine.search("beta").total == 1 and mine.search("alpha").total == 0
+    mine.delete_session("s")
+    assert fts_rows(path) == 0
+    fts_consistent(path)

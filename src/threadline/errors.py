@@ -122,6 +122,20 @@ class SessionExists(ThreadlineError):
         self.session_id = session_id
 
 
+class SessionHasForks(UsageError):
+    """Deleting a session whose forks read their shared history from it."""
+
+    def __init__(self, session_id: str, forks: list[str]) -> None:
+        shown = ", ".join(forks[:5]) + (f" and {len(forks) - 5} more" if len(forks) > 5 else "")
+        super().__init__(
+            f"session {session_id} has {len(forks)} fork{'s' if len(forks) != 1 else ''} "
+            f"({shown}) that share its history; delete them first, or pass --force "
+            "to delete them with it"
+        )
+        self.session_id = session_id
+        self.forks = forks
+
+
 class SessionLocked(ThreadlineError):
     """Another live process holds the session's attach lock."""
 

@@ -26,8 +26,8 @@ from threadline.store.base import prepare_messages
 
 BACKENDS = ["memory", "sqlite", "jsonl", "postgres", "redis"]
 
-SEARCH_UNSUPPORTED: frozenset[str] = frozenset({"redis"})
-"""Backends whose ``search`` raises ``NotSupported`` (Redis core has no full-text index)."""
+SEARCH_UNSUPPORTED: frozenset[str] = frozenset()
+"""Backends whose ``search`` raises ``NotSupported`` (none: Redis scans with the shared matcher)."""
 
 KNOWN_GAPS: dict[tuple[str, str], str] = {}
 """(backend, test function name) -> why that backend is expected to fail that test."""

@@ -579,9 +579,7 @@ def _read_range(session: Session, floor: int, cut: int) -> list[Message]:
     out: list[Message] = []
     after = floor
     while after < cut:
-        page = session.store.read_messages(
-            session.id, after_seq=after, limit=min(READ_BATCH, cut - after)
-        )
+        page = session.read_messages(after_seq=after, limit=min(READ_BATCH, cut - after))
         if not page:
             break
         for m in page:

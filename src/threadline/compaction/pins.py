@@ -76,7 +76,7 @@ def _pin(m: Message, limit: int) -> PinnedRequest | None:
 def _scan_first(session: Session, until: int, limit: int) -> PinnedRequest | None:
     after = 0
     while after < min(until, FIRST_SCAN_LIMIT):
-        page = session.store.read_messages(session.id, after_seq=after, limit=SCAN_PAGE)
+        page = session.read_messages(after_seq=after, limit=SCAN_PAGE)
         for m in page:
             if m.seq is not None and m.seq > until:
                 return None

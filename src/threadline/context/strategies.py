@@ -79,7 +79,7 @@ class FullContext(Sequence[Message]):
         if page is None:
             start = number * PAGE_SIZE
             limit = min(PAGE_SIZE, self._length - start)
-            page = self.session.store.read_messages(self.session.id, after_seq=start, limit=limit)
+            page = self.session.read_messages(after_seq=start, limit=limit, include_retracted=True)
             self.messages_read += len(page)
             self._pages[number] = page
         return page

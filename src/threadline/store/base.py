@@ -29,10 +29,11 @@ import os
 import re
 import socket
 import time
+import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from threadline.errors import (
     AmbiguousSessionId,
     CheckpointConflict,
+    CorruptRecord,
     InvalidMessage,
     InvalidSessionId,
     MessageTooLarge,
@@ -50,7 +52,13 @@ from threadline.errors import (
 )
 from threadline.json_limits import value_problem
 from threadline.messages import FilePart, ImagePart, Message, utcnow
+from threadline.store import retraction
 from threadline.tokens import counter_for
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from threadline.store.search_query import SearchOptions, SearchPage
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z"
 """Session ids, agent names and message ids: they name files, keys and rows. ``\\Z``,
@@ -308,6 +316,59 @@ class SessionInfo(_Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+FORK_KEY: Final = "forked_from"
+"""The session metadata key that makes a session a fork: ``{"session": <parent id>,
+"seq": <last shared seq>}``. Set once at creation (``store/fork.py``), never changed."""
+
+
+@dataclass(frozen=True)
+class ForkPoint:
+    """Where a fork leaves its parent: it shares the parent's messages up to ``seq``."""
+
+    parent: str
+    seq: int
+
+
+def fork_point(info: SessionInfo) -> ForkPoint | None:
+    """The fork point recorded in a session's metadata, or ``None`` for a root session."""
+    raw = info.metadata.get(FORK_KEY)
+    if not isinstance(raw, dict):
+        return None
+    parent, seq = raw.get("session"), raw.get("seq")
+    if not isinstance(parent, str) or isinstance(seq, bool) or not isinstance(seq, int):
+        return None
+    return ForkPoint(parent, seq) if 0 <= seq <= info.last_seq else None
+
+
+class SessionStart(_Record):
+    """Where a new session starts instead of from nothing: a fork of ``parent`` starts
+    where the shared prefix ends, so its own messages get seqs after ``last_seq`` and
+    its counters cover the whole view. Backends store the counters and ``stamp`` the
+    metadata at create time (the one primitive forks need from them); only
+    ``store/fork.py`` makes one."""
+
+    parent: str
+    last_seq: int = Field(ge=0)
+    message_count: int = Field(ge=0)
+    total_tokens: int = Field(ge=0)
+
+    def stamp(self, metadata: dict[str, Any] | None) -> dict[str, Any]:
+        """The metadata to store: the caller's (checked by ``check_session_fields``)
+        and the fork point."""
+        fork = {"session": self.parent, "seq": self.last_seq}
+        return {**copy.deepcopy(metadata or {}), FORK_KEY: fork}
+
+
+def start_counters(start: SessionStart | None) -> tuple[int, int, int]:
+    """``(last_seq, message_count, total_tokens)`` a created session starts with."""
+    return (start.last_seq, start.message_count, start.total_tokens) if start else (0, 0, 0)
+
+
+def stamped(metadata: dict[str, Any] | None, start: SessionStart | None) -> dict[str, Any]:
+    """A created session's metadata: ``start.stamp`` for a fork, a copy otherwise."""
+    return start.stamp(metadata) if start is not None else copy.deepcopy(metadata or {})
+
+
 class SessionPage(_Record):
     items: list[SessionInfo]
     total: int
@@ -485,8 +546,10 @@ class Store(Protocol):
         id: str | None = None,
         metadata: dict[str, Any] | None = None,
         lock: LockHolder | None = None,
+        start: SessionStart | None = None,
     ) -> Session:
-        """Create a session; with ``lock``, it is locked before it becomes visible."""
+        """Create a session; with ``lock``, it is locked before it becomes visible. With
+        ``start``, its counters begin there (a fork's shared prefix, see ``store/fork.py``)."""
         ...
 
     def get_session(self, id_or_prefix: str) -> Session: ...
@@ -562,15 +625,11 @@ class Store(Protocol):
     def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool: ...
     def lock_holder(self, session_id: str) -> LockHolder | None: ...
 
-    # search (optional: raises NotSupported)
-    def search(
-        self,
-        query: str,
-        *,
-        agent: str | None = None,
-        session_id: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-    ) -> list[SearchHit]: ...
+    # search (optional: raises NotSupported); syntax, order and filters: store/search_query.py
+    def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchPage:
+        """Hits newest first; options: agent, session_id, model, role, since, until,
+        limit, offset."""
+        ...
 
     def close(self) -> None: ...
 
@@ -756,6 +815,12 @@ class Session:
         self._recent_calls: set[str] = set()
         """Call ids of the latest batch with tool calls this handle appended: the usual
         next batch answers them, and needs no read of the tail to check so."""
+        self._segments: list[_Segment] | None = None
+        """The fork chain, newest first (see ``segments``); fork points never change."""
+        self._inherited: retraction.Retractions | None = None
+        """Retractions a fork inherits from its ancestors (fixed, like its fork point)."""
+        self._read_with: retraction.Retractions | None = None
+        """The index the latest view read through this handle used (see ``hidden_after``)."""
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, agent={self.agent!r}, messages={self.message_count})"
@@ -797,6 +862,11 @@ class Session:
     def tokenizer_family(self) -> str:
         return session_family(self._info.model)
 
+    @property
+    def fork(self) -> ForkPoint | None:
+        """Where this session forked from its parent; ``None`` for a root session."""
+        return fork_point(self._info)
+
     def refresh(self) -> Session:
         self._info = self.store.session_info(self.id)
         return self
@@ -829,7 +899,7 @@ class Session:
         for limit in RESULT_LOOKBACK:
             if not missing:
                 return
-            recent = self.store.tail(self.id, limit)
+            recent = self.tail(limit)
             called = {c.id for m in recent for c in m.tool_calls}
             missing = [x for x in missing if x not in called]
             if len(recent) < limit:
@@ -840,20 +910,98 @@ class Session:
                 f"or the last {RESULT_LOOKBACK[-1]} messages of session {self.id}"
             )
 
-    def messages(self, *, after_seq: int = 0) -> list[Message]:
-        """Every stored message after ``after_seq``, oldest first."""
-        return list(self.iter_messages(after_seq=after_seq))
+    def messages(self, *, after_seq: int = 0, include_retracted: bool = False) -> list[Message]:
+        """Every message in view after ``after_seq``, oldest first; with
+        ``include_retracted``, the whole history (retracted messages and records too)."""
+        return list(self.iter_messages(after_seq=after_seq, include_retracted=include_retracted))
 
-    def iter_messages(self, *, after_seq: int = 0, batch: int = TAIL_BATCH) -> Iterator[Message]:
+    def iter_messages(
+        self, *, after_seq: int = 0, batch: int = TAIL_BATCH, include_retracted: bool = False
+    ) -> Iterator[Message]:
         while True:
-            page = self.store.read_messages(self.id, after_seq=after_seq, limit=batch)
+            page = self.read_messages(
+                after_seq=after_seq, limit=batch, include_retracted=include_retracted
+            )
             yield from page
             if len(page) < batch:
                 return
             after_seq = page[-1].seq or after_seq
 
-    def tail(self, limit: int, *, before_seq: int | None = None) -> list[Message]:
-        return self.store.tail(self.id, limit, before_seq=before_seq)
+    def read_messages(
+        self, *, after_seq: int = 0, limit: int | None = None, include_retracted: bool = False
+    ) -> list[Message]:
+        """Oldest first: messages in view with seq > ``after_seq``, a fork's shared prefix
+        included (use this, not ``store.read_messages``, which sees only the session's own
+        and what was retracted)."""
+
+        def raw(n: int | None, after: int) -> list[Message]:
+            return _chain_read(self.store, self.segments(), after, n)
+
+        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
+        if include_retracted:
+            return raw(limit, after_seq)
+        return retraction.visible_read(raw, self.retractions(), after_seq, limit)
+
+    def tail(
+        self, limit: int, *, before_seq: int | None = None, include_retracted: bool = False
+    ) -> list[Message]:
+        """Newest first: up to ``limit`` messages in view with seq < ``before_seq``, through
+        a fork's shared prefix."""
+
+        def raw(n: int, before: int | None) -> list[Message]:
+            return _chain_tail(self.store, self.segments(), n, before)
+
+        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
+        if include_retracted:
+            return raw(limit, before_seq)
+        return retraction.visible_tail(raw, self.retractions(), limit, before_seq)
+
+    # -- retraction (store/retraction.py): append-only removal from the view
+    def retractions(self) -> retraction.Retractions:
+        """What is out of this session's view: its own records (memo index) and, on a
+        fork, its ancestors' records up to the fork point."""
+        index = retraction.index_of(self)
+        if len(self.segments()) > 1:
+            if self._inherited is None:
+                self._inherited = retraction.Retractions()
+                for seg in self.segments()[1:]:
+                    assert seg.upper is not None
+                    memo = self.store.get_memo(seg.session_id)
+                    found = retraction.Retractions.from_memo(memo).up_to(seg.upper)
+                    self._inherited = self._inherited.joined(found)
+            index = index.joined(self._inherited)
+        self._read_with = index
+        return index
+
+    def retract(self, seqs: Sequence[int], *, then: Sequence[Message] = ()) -> list[Message]:
+        """Take ``seqs`` out of the view by appending a retraction record (and ``then`` in
+        the same batch); the history keeps them. Returns the stored record and ``then``."""
+        return retraction.retract(self, seqs, then=then)
+
+    def retract_all(self) -> Message | None:
+        """Take every message now in view out of it (a "clear"); None when none is."""
+        if not self.tail(1):
+            return None
+        self.refresh()
+        return retraction.retract_ranges(self, [(1, self.last_seq)])[0]
+
+    def hidden_after(self, seq: int) -> int:
+        """How many seqs after ``seq`` are out of the view (retracted, or records), by the
+        index the latest read through this handle used: what it read and this agree."""
+        index = self._read_with if self._read_with is not None else self.retractions()
+        return index.hidden_between(seq, self.last_seq)
+
+    def shows_checkpoint(self, checkpoint: Checkpoint) -> bool:
+        """Whether a window may show this checkpoint's summary (no later retraction
+        took back a message it covers)."""
+        return self.retractions().shows(checkpoint)
+
+    def segments(self) -> list[_Segment]:
+        """Where this session's view comes from, newest first: its own messages, then each
+        ancestor's up to the fork point below it. One element for a root session."""
+        if self._segments is None:
+            self._segments = fork_segments(self.store, self._info)
+        return self._segments
 
     def count(self) -> int:
         return self.store.count_messages(self.id)
@@ -867,7 +1015,15 @@ class Session:
         metadata: dict[str, Any] | None = None,
         expect_previous: ExpectPrevious = ANY_PREVIOUS,
     ) -> Checkpoint:
-        """See ``Store.add_checkpoint``: pass ``expect_previous`` to build on a known one."""
+        """See ``Store.add_checkpoint``: pass ``expect_previous`` to build on a known one.
+
+        On a fork, building on an inherited checkpoint (one of an ancestor's) means
+        "no checkpoint of its own yet", which is what the store checks.
+        """
+        if isinstance(expect_previous, int) and self.fork is not None:
+            latest = self.latest_checkpoint()
+            if latest is not None and latest.session_id != self.id and latest.id == expect_previous:
+                expect_previous = None
         return self.store.add_checkpoint(
             self.id,
             covers_up_to=covers_up_to,
@@ -877,10 +1033,20 @@ class Session:
         )
 
     def latest_checkpoint(self) -> Checkpoint | None:
-        return self.store.latest_checkpoint(self.id)
+        """The newest checkpoint of the view: this session's own, else the newest of an
+        ancestor's that covers only shared history (its ``session_id`` names the ancestor)."""
+        own = self.store.latest_checkpoint(self.id)
+        if own is not None or self.fork is None:
+            return own
+        inherited = _inherited_checkpoints(self.store, self.segments())
+        return inherited[-1] if inherited else None
 
     def checkpoints(self) -> list[Checkpoint]:
-        return self.store.list_checkpoints(self.id)
+        """Oldest first, a fork's inherited checkpoints before its own."""
+        own = self.store.list_checkpoints(self.id)
+        if self.fork is None:
+            return own
+        return _inherited_checkpoints(self.store, self.segments()) + own
 
     # -- scratchpad and memo
     def scratchpad_write(self, name: str, content: str) -> ScratchpadEntry:
@@ -909,7 +1075,11 @@ class Session:
         self._info = self.store.rename_session(self.id, title)
 
     def delete(self, *, force: bool = False) -> None:
-        self.store.delete_session(self.id, force=force)
+        """Delete the session. One with forks is refused (``SessionHasForks``) unless
+        ``force``, which deletes its forks with it and overrides attach locks."""
+        from threadline.store.fork import delete_session  # fork.py builds on this module
+
+        delete_session(self.store, self.id, force=force)
 
     @contextlib.contextmanager
     def attached(self, holder: LockHolder | None = None) -> Iterator[Session]:
@@ -919,6 +1089,103 @@ class Session:
             yield self
         finally:
             self.store.release_lock(self.id, held)
+
+
+# -- forks: reads chain through the shared prefix ------------------------------------
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """One session's part of a view: its own messages with ``lower < seq <= upper``."""
+
+    session_id: str
+    lower: int
+    """Its own fork seq (0 for a root): its own messages all come after it."""
+    upper: int | None
+    """The last seq of the view it gives (the fork seq of the session above); ``None``
+    for the session itself."""
+
+
+def fork_segments(store: Store, info: SessionInfo) -> list[_Segment]:
+    """The chain from a session up through its ancestors, newest first. An ancestor that
+    is gone ends the chain with a ``CorruptRecordWarning`` (its share of the history is
+    missing; the fork's own messages still read)."""
+    segments: list[_Segment] = []
+    upper: int | None = None
+    seen: set[str] = set()
+    current: SessionInfo | None = info
+    while current is not None:
+        fork = fork_point(current)
+        segments.append(_Segment(current.id, fork.seq if fork else 0, upper))
+        seen.add(current.id)
+        if fork is None:
+            break
+        if fork.parent in seen:
+            raise CorruptRecord(f"session {info.id}: its fork chain loops through {fork.parent}")
+        upper = fork.seq
+        try:
+            current = store.session_info(fork.parent)
+        except SessionNotFound:
+            warnings.warn(
+                f"session {info.id}: fork parent {fork.parent} is gone; the history shared "
+                f"with it (up to seq {fork.seq}) is missing",
+                CorruptRecordWarning,
+                stacklevel=3,
+            )
+            current = None
+    return segments
+
+
+def _chain_tail(
+    store: Store, segments: list[_Segment], limit: int, before_seq: int | None
+) -> list[Message]:
+    limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
+    if len(segments) == 1:
+        return store.tail(segments[0].session_id, limit, before_seq=before_seq)
+    out: list[Message] = []
+    for seg in segments:
+        if len(out) >= limit:
+            break
+        before = before_seq
+        if seg.upper is not None:
+            before = seg.upper + 1 if before is None else min(before, seg.upper + 1)
+        if before is not None and before <= seg.lower + 1:
+            continue
+        out.extend(store.tail(seg.session_id, limit - len(out), before_seq=before))
+    return out
+
+
+def _chain_read(
+    store: Store, segments: list[_Segment], after_seq: int, limit: int | None
+) -> list[Message]:
+    after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
+    if len(segments) == 1:
+        return store.read_messages(segments[0].session_id, after_seq=after_seq, limit=limit)
+    out: list[Message] = []
+    for seg in reversed(segments):
+        want = None if limit is None else limit - len(out)
+        if want is not None and want <= 0:
+            break
+        if seg.upper is not None:
+            if after_seq >= seg.upper:
+                continue
+            span = seg.upper - max(after_seq, seg.lower)
+            want = span if want is None else min(want, span)
+        page = store.read_messages(seg.session_id, after_seq=max(after_seq, seg.lower), limit=want)
+        upper = seg.upper
+        out.extend(m for m in page if upper is None or (m.seq or 0) <= upper)
+    return out
+
+
+def _inherited_checkpoints(store: Store, segments: list[_Segment]) -> list[Checkpoint]:
+    """The checkpoints a fork's view inherits: each ancestor's, oldest first, as far as
+    they cover only history shared with the fork."""
+    found: list[Checkpoint] = []
+    for seg in reversed(segments[1:]):
+        assert seg.upper is not None
+        found.extend(store.list_checkpoints(seg.session_id))
+        found = [c for c in found if c.covers_up_to <= seg.upper]
+    return found
 
 
 def check_title(title: str | None) -> str | None:
@@ -972,6 +1239,11 @@ def check_session_fields(model: str | None, metadata: dict[str, Any] | None) -> 
     if model is not None and (not isinstance(model, str) or len(model) > MAX_MODEL_LENGTH):
         raise UsageError(f"a model name must be text of at most {MAX_MODEL_LENGTH} characters")
     check_json_object(metadata, "session metadata")
+    if metadata and FORK_KEY in metadata:
+        raise UsageError(
+            f"session metadata key {FORK_KEY!r} is reserved: it is set when a session is "
+            "forked (threadline sessions fork) and never changed"
+        )
 
 
 def pick_unique(prefix: str, matches: list[str]) -> str:

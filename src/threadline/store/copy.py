@@ -25,6 +25,11 @@ The ideas behind it:
   counts, token total and memo are compared, and any difference is a failure
   in the report.
 
+A fork (``store/fork.py``) is materialized: the destination gets a plain session
+holding its whole view (the shared history, the inherited checkpoints, then its own
+tail), and the lineage is kept as information in ``metadata["materialized_fork_of"]``.
+Forks then no longer depend on their parent being copied, or copied first.
+
 Positions, not seqs, identify the overlap: a source with a gap in its seqs
 (a corrupt JSONL line set aside) is renumbered densely at the destination, and
 checkpoints are mapped to the same messages. What the protocol cannot carry is
@@ -56,10 +61,12 @@ from threadline.store.base import (
     MAX_PAGE_SIZE,
     Checkpoint,
     LockHolder,
+    Session,
     SessionInfo,
     Store,
     check_message,
 )
+from threadline.store.fork import materialized_metadata
 
 DEFAULT_BATCH = 500
 """Messages per append at the destination (one transaction each)."""
@@ -202,6 +209,8 @@ class _Copier:
         """Source seq of each copied message, by position (for checkpoint mapping)."""
         self.dst_seqs: list[int] = []
         self.total = 0
+        self.view: Session | None = None
+        """The source session's view (a fork's shared history included)."""
 
     def run(self, batch: int) -> SessionCopy:
         try:
@@ -209,6 +218,7 @@ class _Copier:
         except SessionNotFound as exc:
             self.result.error = str(exc)  # deleted since it was listed
             return self.result
+        self.view = Session(self.src, info)
         self.total = info.message_count
         self.result.source_messages = info.message_count
         locked = False
@@ -254,7 +264,7 @@ class _Copier:
                 agent=info.agent,
                 model=info.model,
                 title=info.title,
-                metadata=info.metadata or None,
+                metadata=materialized_metadata(info.metadata) or None,
                 lock=self.holder,
             )
             return False
@@ -278,7 +288,9 @@ class _Copier:
         after = self._check_overlap(have, batch) if have else 0
         appended = 0
         while True:
-            page = self.src.read_messages(self.sid, after_seq=after, limit=batch)
+            page = self._source().read_messages(
+                after_seq=after, limit=batch, include_retracted=True
+            )
             if not page:
                 break
             # the rules an append checks: a source written before them may break them
@@ -309,7 +321,8 @@ class _Copier:
     def _check_overlap(self, have: int, batch: int) -> int:
         """Check the destination's ``have`` messages are the source's first ``have``;
         return the source seq to continue after."""
-        mine_all, theirs_all = _pages(self.src, self.sid, batch), _pages(self.dst, self.sid, batch)
+        mine_all = self._source().iter_messages(batch=batch, include_retracted=True)
+        theirs_all = _pages(self.dst, self.sid, batch)
         pairs = zip(mine_all, theirs_all, strict=False)  # the source may be longer
         position = 0
         last_src_seq = 0
@@ -343,10 +356,11 @@ class _Copier:
             self.dst.rename_session(self.sid, info.title)
         if theirs.model != info.model and info.model is not None:
             self.dst.update_session(self.sid, model=info.model)
-        changed = {k: v for k, v in info.metadata.items() if theirs.metadata.get(k) != v}
+        wanted = materialized_metadata(info.metadata)
+        changed = {k: v for k, v in wanted.items() if theirs.metadata.get(k) != v}
         if changed:
             self.dst.update_session(self.sid, metadata=changed)
-        extra = sorted(set(theirs.metadata) - set(info.metadata))
+        extra = sorted(set(theirs.metadata) - set(wanted))
         if extra:
             self.result.notes.append(
                 f"destination metadata keys not in the source were kept: {', '.join(extra)}"
@@ -360,7 +374,7 @@ class _Copier:
     def _sync_checkpoints(self) -> None:
         copied_up_to = self.src_seqs[-1] if self.src_seqs else 0
         wanted = []
-        for c in self.src.list_checkpoints(self.sid):
+        for c in self._source().checkpoints():
             if c.covers_up_to > copied_up_to:
                 self.result.notes.append(
                     "the source got a checkpoint over messages newer than this copy read; "
@@ -397,7 +411,7 @@ class _Copier:
         r = self.result
         r.source_messages = self.src.count_messages(self.sid)
         r.dest_messages = self.dst.count_messages(self.sid)
-        r.source_checkpoints = len(self.src.list_checkpoints(self.sid))
+        r.source_checkpoints = len(self._source().checkpoints())
         r.dest_checkpoints = len(self.dst.list_checkpoints(self.sid))
         r.source_scratchpad = len(self.src.scratchpad_list(self.sid))
         r.dest_scratchpad = len(self.dst.scratchpad_list(self.sid))
@@ -431,6 +445,10 @@ class _Copier:
             self.result.dest_messages = self.dst.count_messages(self.sid)
 
     # -- helpers --------------------------------------------------------------------
+
+    def _source(self) -> Session:
+        assert self.view is not None, "run() reads the source session first"
+        return self.view
 
     def _renew_lock(self) -> None:
         lease = self.holder.lease_seconds or DEFAULT_LOCK_LEASE.total_seconds()

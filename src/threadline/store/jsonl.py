@@ -62,7 +62,7 @@ import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import filelock
 from pydantic import ValidationError
@@ -92,10 +92,10 @@ from threadline.store.base import (
     ExpectPrevious,
     LockHolder,
     ScratchpadEntry,
-    SearchHit,
     Session,
     SessionInfo,
     SessionPage,
+    SessionStart,
     bounded,
     bounded_or_none,
     check_checkpoint,
@@ -108,7 +108,7 @@ from threadline.store.base import (
     pick_unique,
     primary_tokens,
     same_memo,
-    search_words,
+    stamped,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -129,6 +129,12 @@ from threadline.store.jsonl_file import (
     loads_object,
     tail_state,
 )
+from threadline.store.search_query import (
+    SearchOptions,
+    SearchPage,
+    scan_search,
+    search_request,
+)
 
 APP_ID = "threadline"
 MARKER_NAME = "threadline.json"
@@ -141,7 +147,6 @@ LOCK_POLL_SECONDS = 0.001
 """filelock polls; a short interval keeps many writers on one session from idling."""
 BACKWARD_READ_LIMIT = 2000
 """``read_messages`` this close to the end reads backwards instead of building the index."""
-SNIPPET_RADIUS = 60
 MAX_CACHED_INDEXES = 64
 """Sessions whose index a process keeps; the least recently used is dropped first."""
 
@@ -369,7 +374,15 @@ class JSONLStore:
         if index is None:
             if not build:
                 return None
-            index = Index(ino=st.st_ino, scanned_to=header_end, lines=1)
+            base, tokens = sf.start()
+            index = Index(
+                ino=st.st_ino,
+                scanned_to=header_end,
+                lines=1,
+                last_seq=base,
+                total_tokens=tokens,
+                base=base,
+            )
         if st.st_size > index.scanned_to:
             sf.extend(index)
         self._indexes.pop(sf.paths.sid, None)  # re-insert: the dict keeps recency order
@@ -384,7 +397,10 @@ class JSONLStore:
     def _committed(self, sf: SessionFile, header_end: int, index: Index | None) -> State:
         """Where the committed part ends; a batch left unfinished after it is reported
         (not shown: a batch is all or nothing), so a session never just looks shorter."""
-        state = index.state if index is not None else tail_state(sf.f, header_end, sf.size())
+        if index is not None:
+            state = index.state
+        else:
+            state = tail_state(sf.f, header_end, sf.size(), sf.start())
         sf.report_unfinished(state.end)
         return state
 
@@ -399,13 +415,14 @@ class JSONLStore:
         id: str | None = None,
         metadata: dict[str, Any] | None = None,
         lock: LockHolder | None = None,
+        start: SessionStart | None = None,
     ) -> Session:
         sid = validate_session_id(id) if id is not None else new_id()
         check_session_fields(model, metadata)
         agent = validate_agent(agent)
         title = check_title(title)
         created = format_ts(utcnow())
-        metadata = copy.deepcopy(metadata or {})
+        metadata = stamped(metadata, start)
         with self._store_locked(), self._hold(f"{sid}.lock"):
             with contextlib.suppress(SessionNotFound):
                 self._find(sid)
@@ -421,6 +438,8 @@ class JSONLStore:
                 "created_at": created,
                 "metadata": metadata,
             }
+            if start is not None:  # where a fork's own seqs and running totals begin
+                header["start"] = {"last_seq": start.last_seq, "total_tokens": start.total_tokens}
             meta = {
                 "id": sid,
                 "agent": agent,
@@ -876,52 +895,25 @@ class JSONLStore:
 
     # -- search -----------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        agent: str | None = None,
-        session_id: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-    ) -> list[SearchHit]:
-        """A scan: every word of the query must occur in the message, case-insensitively."""
-        validate_page_size(limit)
-        words = [w.lower() for w in search_words(query)]
-        if agent is not None:
-            validate_agent(agent)
+    def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchPage:
+        """A scan with the shared matcher (``search_query.scan_search``); sessions that
+        cannot be read are skipped (listing them reports why)."""
+        request = search_request(query, **options)
+        session_id = request.filters.session_id
         if session_id is not None:
             try:
-                candidates = [self.session_info(session_id)]
+                infos = [self.session_info(session_id)]
             except SessionNotFound:
-                return []
+                infos = []
         else:
-            candidates = self._all_infos(agent)
-        hits: list[SearchHit] = []
-        for info in candidates:
-            if agent is not None and info.agent != agent:
-                continue
-            try:
-                messages = self.read_messages(info.id)
-            except (SessionNotFound, CorruptRecord):
-                continue
-            for m in reversed(messages):
-                text = m.search_text()
-                low = text.lower()
-                if all(w in low for w in words):
-                    at = low.find(words[0])
-                    assert m.seq is not None
-                    hits.append(
-                        SearchHit(
-                            session_id=info.id,
-                            seq=m.seq,
-                            role=m.role,
-                            snippet=text[max(0, at - SNIPPET_RADIUS) : at + SNIPPET_RADIUS],
-                            agent=info.agent,
-                        )
-                    )
-                    if len(hits) >= limit:
-                        return hits
-        return hits
+            infos = self._all_infos(request.filters.agent) if request.query.groups else []
+        return scan_search(request, infos, self._own_messages)
+
+    def _own_messages(self, info: SessionInfo) -> list[Message]:
+        try:
+            return self.read_messages(info.id)
+        except (SessionNotFound, CorruptRecord):
+            return []
 
 
 def _holder(meta: dict[str, Any]) -> LockHolder | None:

@@ -325,8 +325,20 @@ class State:
     stored_at: str | None = None
 
 
-def tail_state(f: IO[bytes], header_end: int, size: int) -> State:
-    """Read backwards to the last committed line (see the module docstring)."""
+def session_start(header: dict[str, Any]) -> tuple[int, int]:
+    """``(last_seq, total_tokens)`` before the first message line: a fork's creation
+    record says where its shared prefix ends; any other session starts at zero."""
+    start = header.get("start")
+    if not isinstance(start, dict):
+        return 0, 0
+    seq, tokens = start.get("last_seq"), start.get("total_tokens")
+    ok = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (seq, tokens))
+    return (seq, tokens) if ok else (0, 0)  # type: ignore[return-value]
+
+
+def tail_state(f: IO[bytes], header_end: int, size: int, start: tuple[int, int] = (0, 0)) -> State:
+    """Read backwards to the last committed line (see the module docstring); ``start``
+    is where a session with no message lines stands (``session_start``)."""
     end: int | None = None
     open_batch: int | None = None
     corrupt_after = 0
@@ -347,7 +359,7 @@ def tail_state(f: IO[bytes], header_end: int, size: int) -> State:
             corrupt_after += 1
             continue
         return State(end, line.seq + corrupt_after, line.total_tokens, line.stored_at)
-    return State(header_end if end is None else end, corrupt_after)
+    return State(header_end if end is None else end, start[0] + corrupt_after, start[1])
 
 
 @dataclass(slots=True)
@@ -368,10 +380,13 @@ class Index:
     stored_at: str | None = None
     ids: dict[str, int] = field(default_factory=dict)
     offsets: array[int] = field(default_factory=lambda: array("q"))
-    """``offsets[seq - 1]``: where that message's line starts, or -1."""
+    """``offsets[seq - 1 - base]``: where that message's line starts, or -1."""
+    base: int = 0
+    """The seq before the first message line (a fork's fork seq, else 0)."""
 
     def offset_of(self, seq: int) -> int:
-        return self.offsets[seq - 1] if 1 <= seq <= len(self.offsets) else -1
+        k = seq - 1 - self.base
+        return self.offsets[k] if 0 <= k < len(self.offsets) else -1
 
     def commit(self, offset: int, line: Line | None) -> None:
         """Count one committed line; ``None`` is a corrupt line holding its seq slot."""
@@ -382,9 +397,10 @@ class Index:
             seq = self.last_seq = line.seq
             self.total_tokens, self.stored_at = line.total_tokens, line.stored_at
             self.ids.setdefault(line.id, seq)
-        while len(self.offsets) < seq - 1:
+        k = seq - 1 - self.base
+        while len(self.offsets) < k:
             self.offsets.append(-1)
-        if len(self.offsets) == seq - 1:
+        if len(self.offsets) == k:
             self.offsets.append(offset if line is not None else -1)
 
     @property
@@ -403,12 +419,16 @@ class SessionFile:
         self.f = f
         self._set_aside = set_aside
         """Lines this process already copied to ``.corrupt``: (session, offset, digest)."""
+        self._header: tuple[dict[str, Any], int] | None = None
 
     def size(self) -> int:
         return os.fstat(self.f.fileno()).st_size
 
     def header(self) -> tuple[dict[str, Any], int]:
-        """The creation record and where the first message line starts."""
+        """The creation record and where the first message line starts (read once: the
+        creation record never changes)."""
+        if self._header is not None:
+            return self._header
         self.f.seek(0)
         first = self.f.readline(MAX_HEADER_BYTES)
         record = loads_object(first) if first.endswith(b"\n") else None
@@ -418,7 +438,12 @@ class SessionFile:
                 f"for {self.paths.sid} (move the file aside or delete the session)",
                 where=str(self.paths.jsonl),
             )
-        return record, len(first)
+        self._header = record, len(first)
+        return self._header
+
+    def start(self) -> tuple[int, int]:
+        """See ``session_start``."""
+        return session_start(self.header()[0])
 
     def extend(self, index: Index) -> None:
         """Scan from ``index.scanned_to`` to the end, by the same rule as ``tail_state``."""
@@ -587,6 +612,7 @@ class SessionFile:
 
     def read_indexed(self, index: Index, lo: int, hi: int) -> list[Message]:
         """Oldest first: messages with lo <= seq <= hi, reading only their lines."""
+        lo = max(lo, index.base + 1)
         start = next((o for s in range(lo, hi + 1) if (o := index.offset_of(s)) >= 0), -1)
         if start < 0:
             return []

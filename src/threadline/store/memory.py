@@ -11,7 +11,7 @@ import copy
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 from threadline.errors import (
     InvalidMessage,
@@ -30,10 +30,10 @@ from threadline.store.base import (
     ExpectPrevious,
     LockHolder,
     ScratchpadEntry,
-    SearchHit,
     Session,
     SessionInfo,
     SessionPage,
+    SessionStart,
     bounded,
     bounded_or_none,
     check_checkpoint,
@@ -45,14 +45,18 @@ from threadline.store.base import (
     pick_unique,
     primary_tokens,
     same_memo,
-    search_words,
+    stamped,
     validate_agent,
     validate_offset,
     validate_page_size,
     validate_session_id,
 )
-
-SNIPPET_RADIUS = 60
+from threadline.store.search_query import (
+    SearchOptions,
+    SearchPage,
+    scan_search,
+    search_request,
+)
 
 
 @dataclass
@@ -64,6 +68,8 @@ class _Entry:
     scratchpad: dict[str, ScratchpadEntry] = field(default_factory=dict)
     memo: dict[str, Any] = field(default_factory=dict)
     lock: LockHolder | None = None
+    base: int = 0
+    """``messages[seq - 1 - base]``: a fork's own messages start after its fork seq."""
 
 
 class MemoryStore:
@@ -109,6 +115,7 @@ class MemoryStore:
         id: str | None = None,
         metadata: dict[str, Any] | None = None,
         lock: LockHolder | None = None,
+        start: SessionStart | None = None,
     ) -> Session:
         sid = validate_session_id(id) if id is not None else new_id()
         check_session_fields(model, metadata)
@@ -120,12 +127,13 @@ class MemoryStore:
             title=check_title(title),
             created_at=now,
             updated_at=now,
-            metadata=copy.deepcopy(metadata or {}),
+            metadata=stamped(metadata, start),
+            **(start.model_dump(exclude={"parent"}) if start else {}),
         )
         with self._lock:
             if sid in self._sessions:
                 raise SessionExists(sid)
-            self._sessions[sid] = _Entry(info=info, lock=lock)
+            self._sessions[sid] = _Entry(info=info, lock=lock, base=info.last_seq)
         return Session(self, info.model_copy())
 
     def get_session(self, id_or_prefix: str) -> Session:
@@ -218,7 +226,7 @@ class MemoryStore:
                             f"batch partly stored already in session {session_id}: "
                             f"message {messages[0].id} is stored but {m.id} is not"
                         )
-                    out.append(e.messages[e.ids[m.id] - 1].model_copy(deep=True))
+                    out.append(e.messages[e.ids[m.id] - 1 - e.base].model_copy(deep=True))
                 return out
             ids = [m.id for m in messages]
             if len(set(ids)) != len(ids):
@@ -253,7 +261,7 @@ class MemoryStore:
             end = (
                 len(e.messages)
                 if before_seq is None
-                else max(0, min(before_seq - 1, len(e.messages)))
+                else max(0, min(before_seq - 1 - e.base, len(e.messages)))
             )
             start = max(0, end - limit)
             return [m.model_copy(deep=True) for m in reversed(e.messages[start:end])]
@@ -266,7 +274,7 @@ class MemoryStore:
             e = self._get(session_id)
             if limit is not None and limit <= 0:
                 return []
-            start = max(0, after_seq)
+            start = max(0, after_seq - e.base)
             end = len(e.messages) if limit is None else start + limit
             return [m.model_copy(deep=True) for m in e.messages[start:end]]
 
@@ -382,41 +390,13 @@ class MemoryStore:
 
     # -- search -----------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        agent: str | None = None,
-        session_id: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-    ) -> list[SearchHit]:
-        """Case-insensitive: every word of the query must occur in the message."""
-        validate_page_size(limit)
-        words = [w.lower() for w in search_words(query)]
-        hits: list[SearchHit] = []
-        with self._lock:
-            entries = list(self._sessions.values())
-            for e in sorted(entries, key=lambda e: e.info.updated_at, reverse=True):
-                if agent is not None and e.info.agent != agent:
-                    continue
-                if session_id is not None and e.info.id != session_id:
-                    continue
-                for m in reversed(e.messages):
-                    text = m.search_text()
-                    low = text.lower()
-                    if all(w in low for w in words):
-                        at = low.find(words[0])
-                        snippet = text[max(0, at - SNIPPET_RADIUS) : at + SNIPPET_RADIUS]
-                        assert m.seq is not None
-                        hits.append(
-                            SearchHit(
-                                session_id=e.info.id,
-                                seq=m.seq,
-                                role=m.role,
-                                snippet=snippet,
-                                agent=e.info.agent,
-                            )
-                        )
-                        if len(hits) >= limit:
-                            return hits
-        return hits
+    def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchPage:
+        """A scan with the shared matcher (``search_query.scan_search``)."""
+        request = search_request(query, **options)
+        with self._lock:  # a snapshot of each session's own messages
+            snapshot = {
+                e.info.id: (e.info.model_copy(), list(e.messages)) for e in self._sessions.values()
+            }
+        return scan_search(
+            request, [info for info, _ in snapshot.values()], lambda info: snapshot[info.id][1]
+        )

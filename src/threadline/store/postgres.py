@@ -38,7 +38,7 @@ import select
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -76,10 +76,10 @@ from threadline.store.base import (
     ExpectPrevious,
     LockHolder,
     ScratchpadEntry,
-    SearchHit,
     Session,
     SessionInfo,
     SessionPage,
+    SessionStart,
     bounded,
     bounded_or_none,
     check_checkpoint,
@@ -91,12 +91,24 @@ from threadline.store.base import (
     pick_unique,
     primary_tokens,
     same_memo,
-    search_words,
     split_url_options,
+    stamped,
+    start_counters,
     validate_agent,
     validate_offset,
     validate_page_size,
     validate_session_id,
+)
+from threadline.store.search_query import (
+    Atom,
+    SearchOptions,
+    SearchPage,
+    SearchQuery,
+    body_pieces,
+    capped_index_text,
+    hit_from_body,
+    message_pieces,
+    search_request,
 )
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -123,9 +135,10 @@ DIAGNOSE_CONNECT_TIMEOUT = 3
 """Seconds for the probe connection that explains a pool timeout."""
 MIGRATION_LOCK_KEY = 0x74686C6E
 """First half of the advisory lock key that serialises migrations (second: the schema)."""
+MIGRATION_BATCH = 1000
+"""Rows a migration rewrites per round trip."""
 SEARCH_TEXT_LIMIT = 100_000
 """Characters of a message indexed for search; a tsvector is limited to 1 MB."""
-HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments=1"
 """``ts_headline`` options: mark hits like the SQLite backend's snippet does."""
 STORE_OPTIONS = ("schema", "pool_size", "pool_timeout", "search_timeout")
 """URL query options that are ours; every other option goes to libpq (which refuses
@@ -260,7 +273,32 @@ CREATE TABLE scratchpad (
     PRIMARY KEY (session_id, name))
 """
 
-MIGRATIONS: list[Callable[[Conn], None]] = [m001_initial]
+
+def m002_index_decoded_text(conn: Conn) -> None:
+    """Search what a message says, decoded (``search_query.index_text``: text, tool
+    names, tool arguments' keys and values, CJK split by character): ``search_text``
+    holds those tokens joined by spaces and ``search`` is their ``array_to_tsvector``,
+    taken as they are, so PostgreSQL's parser never splits words differently from the
+    other backends. Existing rows get their new text from their stored bodies."""
+    conn.execute("DROP INDEX IF EXISTS messages_search")
+    conn.execute("ALTER TABLE messages DROP COLUMN IF EXISTS search")
+    with conn.cursor(name="threadline_m002") as rows:
+        rows.itersize = MIGRATION_BATCH
+        rows.execute("SELECT session_id, seq, body FROM messages")
+        while batch := rows.fetchmany(MIGRATION_BATCH):
+            with conn.cursor() as update:
+                update.executemany(
+                    "UPDATE messages SET search_text = %s WHERE session_id = %s AND seq = %s",
+                    [(_search_text(body_pieces(body)), sid, seq) for sid, seq, body in batch],
+                )
+    conn.execute(
+        "ALTER TABLE messages ADD COLUMN search tsvector GENERATED ALWAYS AS "
+        "(array_to_tsvector(array_remove(string_to_array(search_text, ' '), ''))) STORED"
+    )
+    conn.execute("CREATE INDEX messages_search ON messages USING gin (search)")
+
+
+MIGRATIONS: list[Callable[[Conn], None]] = [m001_initial, m002_index_decoded_text]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -594,21 +632,27 @@ class PostgresStore:
         id: str | None = None,
         metadata: dict[str, Any] | None = None,
         lock: LockHolder | None = None,
+        start: SessionStart | None = None,
     ) -> Session:
         sid = validate_session_id(id) if id is not None else new_id()
         check_session_fields(model, metadata)
         agent = validate_agent(agent)
         now = utcnow()
         with self._write() as conn:
-            args = (sid, agent, model, check_title(title), now, now, Json(metadata or {}))
+            args = (sid, agent, model, check_title(title), now, now, Json(stamped(metadata, start)))
             try:
                 info = _one(
                     conn,
                     SessionInfo,
                     "INSERT INTO sessions (id, agent, model, title, created_at, updated_at, "
-                    "metadata, lock) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                    "metadata, lock, last_seq, message_count, total_tokens) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                     f"RETURNING {SESSION_COLUMNS}",
-                    (*args, Json(lock.model_dump(mode="json")) if lock else None),
+                    (
+                        *args,
+                        Json(lock.model_dump(mode="json")) if lock else None,
+                        *start_counters(start),
+                    ),
                 )
             except psycopg.errors.UniqueViolation as exc:
                 raise SessionExists(sid) from exc
@@ -1015,54 +1059,102 @@ class PostgresStore:
     # -- search -----------------------------------------------------------------
 
     @_resent
-    def search(
-        self,
-        query: str,
-        *,
-        agent: str | None = None,
-        session_id: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-    ) -> list[SearchHit]:
-        """Every word must occur (``plainto_tsquery``: user text is never query syntax).
+    def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchPage:
+        """The parsed query as SQL over the GIN-indexed ``search`` (``_search_condition``);
+        snippets are made for the page only.
 
         The server cancels a search that runs longer than ``search_timeout``
         (``statement_timeout`` for this transaction only), so a search its client gave
         up on does not keep running there.
         """
-        validate_page_size(limit)
-        words = search_words(query)
+        request = search_request(query, **options)
+        q, f, limit, offset = request.query, request.filters, request.limit, request.offset
+        if not q.groups:
+            return request.nothing()
+        condition, args = _search_condition(q)
         filters: list[sql.Composable] = []
-        args: dict[str, Any] = {"q": " ".join(words), "limit": limit, "opts": HEADLINE_OPTIONS}
-        if agent is not None:
-            args["agent"] = validate_agent(agent)
-            filters.append(sql.SQL(" AND s.agent = %(agent)s"))
-        if session_id is not None:
-            args["sid"] = session_id
-            filters.append(sql.SQL(" AND m.session_id = %(sid)s"))
-        # rank and cut first, then build snippets for the few rows that are returned
-        stmt = sql.SQL(
-            "SELECT h.session_id, h.seq, h.role, h.agent,"
-            " ts_headline('simple', h.search_text, h.q, %(opts)s) AS snippet FROM ("
-            " SELECT m.session_id, m.seq, m.role, m.search_text, s.agent, q,"
-            " ts_rank(m.search, q) AS rank"
-            " FROM messages m JOIN sessions s ON s.id = m.session_id,"
-            " plainto_tsquery('simple', %(q)s) AS q"
-            " WHERE m.search @@ q{filters}"
-            " ORDER BY rank DESC, m.session_id, m.seq DESC LIMIT %(limit)s"
-            ") h ORDER BY h.rank DESC, h.session_id, h.seq DESC"
-        ).format(filters=sql.Composed(filters))
+        for column, key, value in (
+            ("s.agent", "agent", f.agent),
+            ("s.model", "model", f.model),
+            ("m.role", "role", f.role),
+            ("m.session_id", "sid", f.session_id),
+        ):
+            if value is not None:
+                args[key] = value
+                filters.append(sql.SQL(f" AND {column} = %({key})s"))
+        if f.since is not None:
+            args["since"] = f.since
+            filters.append(sql.SQL(" AND m.created_at >= %(since)s"))
+        if f.until is not None:
+            args["until"] = f.until
+            filters.append(sql.SQL(" AND m.created_at < %(until)s"))
+        found = sql.SQL(
+            "FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {cond}{filters}"
+        ).format(cond=sql.SQL(condition), filters=sql.Composed(filters))
+        page = sql.SQL(
+            "SELECT m.session_id, m.seq, m.role, s.agent, m.body {found} "
+            "ORDER BY m.created_at DESC, m.session_id, m.seq DESC "
+            "LIMIT %(limit)s OFFSET %(offset)s"
+        ).format(found=found)
         timeout = f"{max(1, round(self.search_timeout * 1000))}ms"
         with self._read() as conn, conn.transaction():
             conn.execute("SELECT set_config('statement_timeout', %s, true)", (timeout,))
             try:
-                cursor = conn.cursor(row_factory=class_row(SearchHit))
-                return cursor.execute(stmt, args).fetchall()
+                total = conn.execute(sql.SQL("SELECT count(*) {}").format(found), args).fetchone()
+                rows = conn.execute(page, {**args, "limit": limit, "offset": offset}).fetchall()
             except psycopg.errors.QueryCanceled as exc:
                 raise StoreUnavailable(
                     f"{self._where}: the search took longer than {self.search_timeout:g} s "
                     "and the server cancelled it (search for fewer or rarer words, or raise "
                     "?search_timeout= in the store URL)"
                 ) from exc
+        return SearchPage(
+            (hit_from_body(r[0], r[1], r[2], r[3], r[4], q) for r in rows),
+            total=total[0] if total else 0,
+            offset=offset,
+        )
+
+
+def _lexeme(token: str, prefix: bool) -> str:
+    """A tsquery lexeme, quoted: a token is never tsquery syntax."""
+    quoted = "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
+    return quoted + (":*" if prefix else "")
+
+
+def _search_condition(q: SearchQuery) -> tuple[str, dict[str, Any]]:
+    """The query as a SQL condition with named parameters. Each atom's tokens must all be
+    in ``search`` (the index finds them); a phrase must also appear in ``search_text``
+    as written, its tokens next to each other (``strpos`` on the space-joined tokens)."""
+    args: dict[str, Any] = {}
+
+    def atom_sql(atom: Atom) -> str:
+        key = f"a{len(args)}"
+        last = len(atom.tokens) - 1
+        args[key] = " & ".join(
+            _lexeme(t, atom.prefix and i == last) for i, t in enumerate(atom.tokens)
+        )
+        test = f"m.search @@ %({key})s::tsquery"
+        if len(atom.tokens) == 1:
+            return test
+        phrase = f"p{len(args)}"
+        args[phrase] = " " + atom.phrase + ("" if atom.prefix else " ")
+        return f"({test} AND strpos(' ' || m.search_text || ' ', %({phrase})s) > 0)"
+
+    condition = " AND ".join(
+        "(" + " OR ".join(atom_sql(a) for a in group) + ")" for group in q.groups
+    )
+    if q.excluded:
+        condition += " AND NOT (" + " OR ".join(atom_sql(a) for a in q.excluded) + ")"
+    return condition, args
+
+
+def _search_text(pieces: list[str]) -> str:
+    """What ``search`` indexes: the index text, cut at a token boundary to
+    ``SEARCH_TEXT_LIMIT`` characters (a tsvector is limited to 1 MB)."""
+    text = capped_index_text(pieces)
+    if len(text) > SEARCH_TEXT_LIMIT:
+        text = text[: SEARCH_TEXT_LIMIT + 1].rsplit(" ", 1)[0]
+    return text
 
 
 # -- rows -------------------------------------------------------------------------
@@ -1093,7 +1185,7 @@ def _all(conn: Conn, record: type[R], query: str, args: Params) -> list[R]:
 
 def _message_row(m: Message) -> tuple[str, str, datetime, int, str, str]:
     """A message's columns but session and seq; search sees a bounded, NUL-free text."""
-    text = m.search_text()[:SEARCH_TEXT_LIMIT].replace("\x00", " ")
+    text = _search_text(message_pieces(m))
     body = encode_message(m).decode("utf-8")
     return (m.id, m.role, m.created_at, primary_tokens(m), body, text)
 

@@ -21,7 +21,8 @@ Data layout, every key under the prefix ``P`` (default ``threadline:``):
                     message_count, total_tokens, last_seq, metadata (JSON),
                     memo (JSON), lock (LockHolder JSON, absent when free),
                     ttl_ms (absent without TTL)
-    P m:<id>        list of message JSON without seq; index = seq - 1
+    P m:<id>        list of message JSON without seq; index = seq - 1 - seq_base (a fork's
+                    hash holds seq_base, its fork seq; other sessions have none: 0)
     P i:<id>        hash message id -> seq (idempotent appends)
     P c:<id>        list of checkpoint JSON; checkpoint id = index + 1
     P p:<id>        hash scratchpad name -> ScratchpadEntry JSON
@@ -47,9 +48,9 @@ import inspect
 import json
 import re
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, Unpack, cast
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import redis
@@ -64,7 +65,6 @@ from threadline.errors import (
     CorruptRecord,
     InvalidMessage,
     InvalidSessionId,
-    NotSupported,
     SessionExists,
     SessionLocked,
     SessionNotFound,
@@ -78,16 +78,17 @@ from threadline.store.base import (
     CONNECTION_RETRY,
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
     LockHolder,
     ScratchpadEntry,
-    SearchHit,
     Session,
     SessionInfo,
     SessionPage,
+    SessionStart,
     bounded,
     bounded_or_none,
     check_checkpoint,
@@ -102,12 +103,20 @@ from threadline.store.base import (
     refuse_unknown_options,
     same_memo,
     split_url_options,
+    stamped,
+    start_counters,
     validate_agent,
     validate_offset,
     validate_page_size,
     validate_session_id,
 )
 from threadline.store.redis_scripts import SCRIPTS
+from threadline.store.search_query import (
+    SearchOptions,
+    SearchPage,
+    scan_search,
+    search_request,
+)
 
 DEFAULT_PREFIX = "threadline:"
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -351,21 +360,24 @@ class RedisStore:
         id: str | None = None,
         metadata: dict[str, Any] | None = None,
         lock: LockHolder | None = None,
+        start: SessionStart | None = None,
     ) -> Session:
         sid = validate_session_id(id) if id is not None else new_id()
         check_session_fields(model, metadata)
         agent = validate_agent(agent)
         title = check_title(title)
         now = utcnow()
+        last_seq, message_count, total_tokens = start_counters(start)
         fields: dict[str, str] = {
             "id": sid,
             "agent": agent,
             "created_at": format_ts(now),
             "updated_at": format_ts(now),
-            "message_count": "0",
-            "total_tokens": "0",
-            "last_seq": "0",
-            "metadata": json.dumps(metadata or {}),
+            "message_count": str(message_count),
+            "total_tokens": str(total_tokens),
+            "last_seq": str(last_seq),
+            "metadata": json.dumps(stamped(metadata, start)),
+            **({"seq_base": str(last_seq)} if start else {}),
             "memo": "{}",
         }
         if model is not None:
@@ -895,16 +907,32 @@ class RedisStore:
 
     # -- search -----------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        agent: str | None = None,
-        session_id: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-    ) -> list[SearchHit]:
-        """Redis core has no full-text index, and scanning every message would not scale."""
-        raise NotSupported(
-            "the Redis store cannot search message text (Redis core has no full-text index); "
-            "copy the sessions to an sqlite:// or postgresql:// store to search them"
-        )
+    def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchPage:
+        """A scan with the shared matcher (``search_query.scan_search``): Redis core has no
+        full-text index, so every admitted session is read. Fine for the hot, short-lived
+        sessions this store is for; copy large histories to sqlite:// or postgresql://."""
+        request = search_request(query, **options)
+        session_id = request.filters.session_id
+        if session_id is not None:
+            try:
+                infos: Iterable[SessionInfo] = [self.session_info(session_id)]
+            except SessionNotFound:
+                infos = []
+        else:
+            infos = self._every_session(request.filters.agent) if request.query.groups else []
+        return scan_search(request, infos, self._own_messages)
+
+    def _every_session(self, agent: str | None) -> Iterator[SessionInfo]:
+        offset = 0
+        while True:
+            page = self.list_sessions(agent=agent, limit=MAX_PAGE_SIZE, offset=offset)
+            yield from page.items
+            offset += MAX_PAGE_SIZE
+            if offset >= page.total:
+                return
+
+    def _own_messages(self, info: SessionInfo) -> list[Message]:
+        try:
+            return self.read_messages(info.id)
+        except SessionNotFound:  # expired or deleted while we searched
+            return []

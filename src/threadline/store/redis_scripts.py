@@ -89,13 +89,14 @@ local id = ARGV[2]
 local s, m, ix = P .. 's:' .. id, P .. 'm:' .. id, P .. 'i:' .. id
 local n = tonumber(ARGV[6])
 if redis.call('EXISTS', s) == 0 then return {{-1}} end
+local base = tonumber(redis.call('HGET', s, 'seq_base') or 0)
 if redis.call('HEXISTS', ix, ARGV[7]) == 1 then
   local out = {{0}}
   for k = 1, n do
     local seq = redis.call('HGET', ix, ARGV[6 + k])
     if not seq then return {{-2, ARGV[6 + k]}} end
     out[#out + 1] = tonumber(seq)
-    out[#out + 1] = redis.call('LINDEX', m, tonumber(seq) - 1)
+    out[#out + 1] = redis.call('LINDEX', m, tonumber(seq) - base - 1)
   end
   return out
 end
@@ -107,7 +108,7 @@ for k = 1, n do
 end
 local last = tonumber(redis.call('HGET', s, 'last_seq'))
 local len = redis.call('LLEN', m)
-if len ~= last then return {{-4, len, last}} end
+if len + base ~= last then return {{-4, len + base, last}} end
 for a = 1, n, {PUSH_CHUNK} do
   local b = math.min(a + {PUSH_CHUNK} - 1, n)
   redis.call('RPUSH', m, unpack(ARGV, 6 + n + a, 6 + n + b))
@@ -206,18 +207,19 @@ local id, mode = ARGV[2], ARGV[3]
 if redis.call('EXISTS', P .. 's:' .. id) == 0 then return {-1, {}} end
 local m = P .. 'm:' .. id
 local len = redis.call('LLEN', m)
+local base = tonumber(redis.call('HGET', P .. 's:' .. id, 'seq_base') or 0)
 local start, stop
 if mode == 'tail' then
   stop = len - 1
-  if ARGV[5] ~= '' then stop = math.min(stop, tonumber(ARGV[5]) - 2) end
+  if ARGV[5] ~= '' then stop = math.min(stop, tonumber(ARGV[5]) - 2 - base) end
   start = math.max(0, stop - tonumber(ARGV[4]) + 1)
 else
-  start = tonumber(ARGV[4])
+  start = math.max(0, tonumber(ARGV[4]) - base)
   stop = len - 1
   if ARGV[5] ~= '' then stop = math.min(stop, start + tonumber(ARGV[5]) - 1) end
 end
-if stop < start then return {start + 1, {}} end
-local first = start + 1
+if stop < start then return {start + 1 + base, {}} end
+local first = start + 1 + base
 if start > len - 1 - stop then start, stop = start - len, stop - len end
 return {first, redis.call('LRANGE', m, start, stop)}
 """

@@ -43,6 +43,7 @@ from threadline.store.base import (
     Store,
     validate_agent,
 )
+from threadline.store.fork import children_of, descendants
 
 SIZE_METHOD = "session_bytes"
 """The optional backend method ``session_bytes(session_id) -> int`` used when present."""
@@ -340,7 +341,28 @@ def plan_cleanup(
                 continue
             plan.victims.append(Victim(info, sizes[info.id], Reason.STORAGE))
             remaining -= sizes[info.id]
+    _keep_shared_history(plan, sessions)
     return plan
+
+
+def _keep_shared_history(plan: CleanupPlan, sessions: list[SessionInfo]) -> None:
+    """A session whose forks stay is left alone: they read their shared history from it
+    (``store/fork.py``). A session goes with its forks only when they all go too."""
+    kids = children_of(sessions)
+    if not kids:
+        return
+    while True:
+        going = {v.info.id for v in plan.victims}
+        kept = [v for v in plan.victims if all(f in going for f in descendants(kids, v.info.id))]
+        if len(kept) == len(plan.victims):
+            return
+        for v in plan.victims:
+            if v not in kept:
+                staying = [f for f in descendants(kids, v.info.id) if f not in going]
+                plan.skipped_locked.append(
+                    Skipped(v.info, f"forks that stay share its history: {', '.join(staying)}")
+                )
+        plan.victims = kept
 
 
 def _safe_holder(store: Store, session_id: str) -> LockHolder | None:

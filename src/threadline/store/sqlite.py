@@ -23,7 +23,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import quote
 
 from pydantic import ValidationError
@@ -53,10 +53,10 @@ from threadline.store.base import (
     ExpectPrevious,
     LockHolder,
     ScratchpadEntry,
-    SearchHit,
     Session,
     SessionInfo,
     SessionPage,
+    SessionStart,
     bounded,
     bounded_or_none,
     check_checkpoint,
@@ -71,12 +71,25 @@ from threadline.store.base import (
     primary_tokens,
     refuse_unknown_options,
     same_memo,
-    search_words,
     split_url_options,
+    stamped,
+    start_counters,
     validate_agent,
     validate_offset,
     validate_page_size,
     validate_session_id,
+)
+from threadline.store.search_query import (
+    Atom,
+    SearchFilters,
+    SearchOptions,
+    SearchPage,
+    SearchQuery,
+    body_fts_text,
+    fts_text,
+    hit_from_body,
+    message_pieces,
+    search_request,
 )
 
 APP_ID = "threadline"
@@ -85,13 +98,21 @@ SYNCHRONOUS_LEVELS = ("full", "normal", "extra", "off")
 DEFAULT_SYNCHRONOUS = "full"
 MAX_BUSY_TIMEOUT_MS = 24 * 3600 * 1000
 URL_OPTIONS = ("synchronous", "busy_timeout", "mode")
-MAX_FTS_SNIPPET_CHARS = 100_000
-"""Longer messages get ``plain_snippet`` in search hits instead of FTS5's snippet."""
-SNIPPET_CONTEXT_CHARS = 60
-"""Characters shown on each side of the first match in a ``plain_snippet``."""
 INDEX_BACKLOG_ROWS = 1000
 """An append that leaves this many messages unindexed brings the search index up to date
 in its own transaction; a search always does first (see ``m002_search_index_catches_up``)."""
+INDEX_TEXT_FUNCTION = "threadline_index_text"
+"""The SQL name of ``search_query.body_fts_text`` on every connection."""
+FTS_OPTIONS = "content='', tokenize='unicode61 remove_diacritics 0'"
+"""Contentless, and tokens split only where ``search_query.tokens`` split them."""
+MAX_KEPT_FTS_CHARS = 1_000_000
+"""A message whose body is longer has its FTS text made from the body at catch-up
+instead of kept in memory until then."""
+KEPT_FTS_TEXTS = 4 * INDEX_BACKLOG_ROWS
+"""Most texts a handle keeps for the catch-up (others' catch-ups can leave some stale)."""
+FTS_AUTOMERGE = 8
+"""FTS5 merges a level's segments once this many wait (its default is 4): each catch-up
+writes a segment, and merging less often made indexing about a sixth cheaper here."""
 OPEN_MODES = ("rwc", "rw", "ro")
 """``?mode=``: create the file when missing (the default), open an existing one, read only."""
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -104,28 +125,17 @@ DAMAGE_HINT = (
 )
 
 
-def fts5_query(query: str) -> str:
-    """Each word becomes a quoted FTS5 string: user text can never be FTS5 syntax."""
-    return " ".join('"' + w.replace('"', '""') + '"' for w in search_words(query))
+def fts5_atom(atom: Atom) -> str:
+    """An atom as an FTS5 phrase: quoted tokens, so user text is never FTS5 syntax."""
+    return '"' + atom.phrase.replace('"', '""') + '"' + (" *" if atom.prefix else "")
 
 
-def plain_snippet(text: str, words: Sequence[str]) -> str:
-    """A snippet found with one regular-expression search: the first place any word of
-    the query appears (case-insensitive, whole words), with ``SNIPPET_CONTEXT_CHARS``
-    around it and matches in brackets, as FTS5's snippet marks them."""
-    tokens = sorted({t for w in words for t in re.findall(r"\w+", w)}, key=len, reverse=True)
-    pattern = None
-    found = None
-    if tokens:
-        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, tokens)) + r")\b", re.IGNORECASE)
-        found = pattern.search(text)
-    at, end = (found.start(), found.end()) if found else (0, 0)
-    start = max(0, at - SNIPPET_CONTEXT_CHARS)
-    stop = min(len(text), end + SNIPPET_CONTEXT_CHARS)
-    shown = " ".join(text[start:stop].split())
-    if pattern is not None and found is not None:
-        shown = pattern.sub(lambda m: f"[{m.group()}]", shown)
-    return ("…" if start > 0 else "") + shown + ("…" if stop < len(text) else "")
+def fts5_query(q: SearchQuery) -> str:
+    """The parsed query in FTS5's syntax: ``(a OR b) AND c NOT (d OR e)``."""
+    match = " AND ".join("(" + " OR ".join(fts5_atom(a) for a in g) + ")" for g in q.groups)
+    if q.excluded:
+        match += " NOT (" + " OR ".join(fts5_atom(a) for a in q.excluded) + ")"
+    return match
 
 
 # -- migrations: one ordered list, applied in one place when the store opens ------
@@ -237,9 +247,45 @@ def m002_search_index_catches_up(con: sqlite3.Connection) -> None:
     )
 
 
+def m003_index_decoded_text(con: sqlite3.Connection) -> None:
+    """The index holds what a message says, decoded (``search_query.body_fts_text``:
+    text, tool names, tool arguments' keys and values, CJK split by character), made
+    from the message at append or from its stored body, so the search text is no
+    longer stored a second time.
+
+    ``messages_fts`` becomes contentless: it keeps the index only. Removing a row from
+    it takes the text it was indexed with, which the delete trigger recomputes from the
+    body with the same function (``threadline_index_text``, registered on every
+    connection). Every stored message is indexed here, in the migration's transaction.
+    Runs again harmlessly (a version number set back): the index is rebuilt.
+    """
+    if any(r[1] == "text" for r in con.execute("PRAGMA table_info(messages)")):
+        con.execute("DROP TRIGGER IF EXISTS messages_fts_delete")
+        con.execute("ALTER TABLE messages DROP COLUMN text")
+    _run_script(
+        con,
+        f"""
+        DROP TRIGGER IF EXISTS messages_fts_delete;
+        DROP TABLE IF EXISTS messages_fts;
+        CREATE VIRTUAL TABLE messages_fts USING fts5 (text, {FTS_OPTIONS});
+        INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', {FTS_AUTOMERGE});
+        INSERT INTO messages_fts (rowid, text)
+        SELECT rowid, {INDEX_TEXT_FUNCTION}(body) FROM messages;
+        UPDATE search_index SET indexed_upto = max(
+            indexed_upto, (SELECT COALESCE(MAX(rowid), 0) FROM messages));
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+        WHEN old.rowid <= (SELECT indexed_upto FROM search_index) BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text)
+            VALUES ('delete', old.rowid, {INDEX_TEXT_FUNCTION}(old.body));
+        END;
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_search_index_catches_up,
+    m003_index_decoded_text,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -347,6 +393,10 @@ class SQLiteStore:
         self._damage: str | None = None
         """What SQLite said when this handle first met damaged pages; writes stop then."""
         self._lock = threading.RLock()
+        self._fts_texts: dict[int, tuple[str, str]] = {}
+        """rowid -> (body, FTS text) of this handle's committed appends waiting for the
+        index: the catch-up takes the text of a row whose stored body is that very body
+        from here instead of decoding it again (the text is a function of the body)."""
         self._con = self._connect(synchronous.lower(), busy_timeout_ms, mode)
         self._migrate()
 
@@ -440,6 +490,7 @@ class SQLiteStore:
         )
         try:
             con.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            con.create_function(INDEX_TEXT_FUNCTION, 1, _index_text_sql, deterministic=True)
             if mode in ("ro", "immutable"):
                 con.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the file
                 self.read_only = True
@@ -574,6 +625,7 @@ class SQLiteStore:
         id: str | None = None,
         metadata: dict[str, Any] | None = None,
         lock: LockHolder | None = None,
+        start: SessionStart | None = None,
     ) -> Session:
         sid = validate_session_id(id) if id is not None else new_id()
         check_session_fields(model, metadata)
@@ -583,7 +635,8 @@ class SQLiteStore:
             try:
                 con.execute(
                     "INSERT INTO sessions (id, agent, model, title, created_at, updated_at, "
-                    "metadata, lock) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "metadata, lock, last_seq, message_count, total_tokens) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         sid,
                         agent,
@@ -591,8 +644,9 @@ class SQLiteStore:
                         check_title(title),
                         now,
                         now,
-                        json.dumps(metadata or {}),
+                        json.dumps(stamped(metadata, start)),
                         lock.model_dump_json() if lock else None,
+                        *start_counters(start),
                     ),
                 )
             except sqlite3.IntegrityError as exc:
@@ -713,6 +767,7 @@ class SQLiteStore:
             # (SQLite would reuse their rowids, which the marker says are indexed)
             rowid = max(top, indexed_upto)
             stored: list[Message] = []
+            texts: dict[int, tuple[str, str]] = {}
             tokens = 0
             now = utcnow()
             for m in messages:
@@ -723,24 +778,16 @@ class SQLiteStore:
                 t = primary_tokens(sm)
                 tokens += t
                 rows.append(
-                    (
-                        rowid,
-                        session_id,
-                        seq,
-                        sm.id,
-                        sm.role,
-                        format_ts(sm.created_at),
-                        t,
-                        body,
-                        sm.search_text(),
-                    )
+                    (rowid, session_id, seq, sm.id, sm.role, format_ts(sm.created_at), t, body)
                 )
+                if len(body) <= MAX_KEPT_FTS_CHARS:
+                    texts[rowid] = (body, fts_text(message_pieces(sm)))
                 stored.append(sm)
             try:
                 con.executemany(
                     "INSERT INTO messages "
-                    "(rowid, session_id, seq, id, role, created_at, tokens, body, text) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "(rowid, session_id, seq, id, role, created_at, tokens, body) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
             except sqlite3.IntegrityError as exc:
@@ -752,8 +799,13 @@ class SQLiteStore:
                 "total_tokens = total_tokens + ?, updated_at = ? WHERE id = ?",
                 (seq, len(rows), tokens, format_ts(now), session_id),
             )
-            if rowid - indexed_upto >= INDEX_BACKLOG_ROWS:
-                self._index_pending(con)
+            indexed = rowid - indexed_upto >= INDEX_BACKLOG_ROWS
+            if indexed:
+                self._index_pending(con, texts)
+        if not indexed:  # committed: the catch-up may take these texts
+            if len(self._fts_texts) > KEPT_FTS_TEXTS:
+                self._fts_texts.clear()
+            self._fts_texts.update(texts)
         return stored
 
     def _stored_copies(
@@ -1019,23 +1071,15 @@ class SQLiteStore:
 
     # -- search -----------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        *,
-        agent: str | None = None,
-        session_id: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-    ) -> list[SearchHit]:
-        validate_page_size(limit)
-        match = fts5_query(query)
-        where, args = "", []
-        if agent is not None:
-            where += " AND s.agent = ?"
-            args.append(validate_agent(agent))
-        if session_id is not None:
-            where += " AND m.session_id = ?"
-            args.append(session_id)
+    def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchPage:
+        """FTS5 finds the rows (the whole parsed query, see ``fts5_query``); the filters,
+        the order and the page are SQL; snippets are made for the page only."""
+        request = search_request(query, **options)
+        q, f, limit, offset = request.query, request.filters, request.limit, request.offset
+        if not q.groups:
+            return request.nothing()
+        match = fts5_query(q)
+        where, args = _search_where(f)
         if not self.read_only and self._damage is None:
             # every message appended so far is found: indexed here, or when the index
             # cannot be written now (busy, read-only file), in a temporary one below
@@ -1050,54 +1094,37 @@ class SQLiteStore:
                 if self._index_temporarily(con, marker):
                     hits += " UNION ALL " + _HITS.format(schema="temp", table="pending_fts")
                     matches.append(match)
-                rows = con.execute(
-                    "SELECT m.session_id, m.seq, m.role, s.agent, h.rowid, length(m.text) "
+                found = (
                     f"FROM ({hits}) h JOIN messages m ON m.rowid = h.rowid "
-                    f"JOIN sessions s ON s.id = m.session_id WHERE 1{where} "
-                    "ORDER BY h.rank LIMIT ?",
-                    [*matches, *args, limit],
+                    f"JOIN sessions s ON s.id = m.session_id WHERE 1{where}"
+                )
+                total = con.execute(f"SELECT count(*) {found}", [*matches, *args]).fetchone()[0]
+                rows = con.execute(
+                    f"SELECT m.session_id, m.seq, m.role, s.agent, m.body {found} "
+                    "ORDER BY m.created_at DESC, m.session_id, m.seq DESC LIMIT ? OFFSET ?",
+                    [*matches, *args, limit, offset],
                 ).fetchall()
-                snippets = [self._snippet(con, match, query, r[4], r[5], marker) for r in rows]
             finally:
                 con.execute("COMMIT")
-        return [
-            SearchHit(session_id=r[0], seq=r[1], role=r[2], snippet=snip, agent=r[3])
-            for r, snip in zip(rows, snippets, strict=True)
-        ]
-
-    def _snippet(
-        self, con: sqlite3.Connection, match: str, query: str, rowid: int, chars: int, marker: int
-    ) -> str:
-        """FTS5's snippet for one hit, made only for the hits returned. A message longer
-        than ``MAX_FTS_SNIPPET_CHARS`` gets a plain one instead: FTS5's snippet and
-        highlight grow with the square of a document's hits (183 s for one 30 MB
-        message)."""
-        if chars > MAX_FTS_SNIPPET_CHARS:
-            text = con.execute("SELECT text FROM messages WHERE rowid = ?", (rowid,)).fetchone()
-            return plain_snippet(text[0] if text else "", search_words(query))
-        schema, table = ("main", "messages_fts") if rowid <= marker else ("temp", "pending_fts")
-        row = con.execute(
-            f"SELECT snippet({table}, 0, '[', ']', '…', 16) FROM {schema}.{table} "
-            f"WHERE {table} MATCH ? AND rowid = ?",
-            (match, rowid),
-        ).fetchone()
-        return str(row[0]) if row else ""
+        return SearchPage(
+            (hit_from_body(r[0], r[1], r[2], r[3], r[4], q) for r in rows),
+            total=total,
+            offset=offset,
+        )
 
     def _index_temporarily(self, con: sqlite3.Connection, marker: int) -> bool:
         """Index the messages above ``marker`` in a temporary table, for a search on a
         handle that cannot bring the index up to date (read-only, or it met damage) or
-        that raced an append; whether there were any. Their ranks are computed against
-        the temporary table's few rows, so they mix roughly with the others'."""
+        that raced an append; whether there were any."""
         if not con.execute("SELECT 1 FROM messages WHERE rowid > ? LIMIT 1", (marker,)).fetchone():
             return False
         con.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending_fts "
-            "USING fts5 (text, tokenize='unicode61')"
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending_fts USING fts5 (text, {FTS_OPTIONS})"
         )
-        con.execute("DELETE FROM temp.pending_fts")
+        con.execute("INSERT INTO temp.pending_fts (pending_fts) VALUES ('delete-all')")
         con.execute(
-            "INSERT INTO temp.pending_fts (rowid, text) "
-            "SELECT rowid, text FROM messages WHERE rowid > ?",
+            f"INSERT INTO temp.pending_fts (rowid, text) "
+            f"SELECT rowid, {INDEX_TEXT_FUNCTION}(body) FROM messages WHERE rowid > ?",
             (marker,),
         )
         return True
@@ -1125,18 +1152,68 @@ class SQLiteStore:
                 ).fetchone()[0]
             )
 
-    def _index_pending(self, con: sqlite3.Connection) -> int:
-        """Inside a write transaction: index every row above the marker, then move it."""
+    def _index_pending(
+        self, con: sqlite3.Connection, fresh: dict[int, tuple[str, str]] | None = None
+    ) -> int:
+        """Inside a write transaction: index every row above the marker, then move it.
+        Rows this handle appended (``fresh``: this transaction's) come with their text;
+        the others' text is made from their bodies, in SQL."""
         marker, top = con.execute(_INDEX_STATE).fetchone()
         if top <= marker:
             return 0
-        cur = con.execute(
-            "INSERT INTO messages_fts (rowid, text) "
-            "SELECT rowid, text FROM messages WHERE rowid > ?",
-            (marker,),
-        )
+        kept, fresh = self._fts_texts, fresh or {}
+        self._fts_texts = {}
+        feed: list[tuple[int, str]] = []
+        decode: list[int] = []
+        if kept or fresh:
+            rows = con.execute(
+                "SELECT rowid, body FROM messages WHERE rowid > ?", (marker,)
+            ).fetchall()
+            for rowid, body in rows:
+                known = fresh.get(rowid) or kept.get(rowid)
+                if known is not None and known[0] == body:
+                    feed.append((rowid, known[1]))
+                else:
+                    decode.append(rowid)
+            con.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", feed)
+        if not feed:
+            decoded = con.execute(_INDEX_FROM_BODIES + " WHERE rowid > ?", (marker,)).rowcount
+        elif decode:
+            con.execute(
+                _INDEX_FROM_BODIES + " WHERE rowid IN (SELECT value FROM json_each(?))",
+                (json.dumps(decode),),
+            )
         con.execute("UPDATE search_index SET indexed_upto = ?", (top,))
-        return max(cur.rowcount, 0)
+        return len(feed) + len(decode) if feed else max(decoded, 0)
+
+
+def _index_text_sql(body: str) -> str:
+    """``body_fts_text`` for SQL: never raises (an exception would abort the statement,
+    a delete among them), and the same body always gives the same text."""
+    try:
+        return body_fts_text(body)
+    except Exception:  # a body that is not text: nothing to index, every time
+        return ""
+
+
+def _search_where(f: SearchFilters) -> tuple[str, list[Any]]:
+    where, args = "", []
+    for column, value in (
+        ("s.agent", f.agent),
+        ("s.model", f.model),
+        ("m.role", f.role),
+        ("m.session_id", f.session_id),
+    ):
+        if value is not None:
+            where += f" AND {column} = ?"
+            args.append(value)
+    if f.since is not None:
+        where += " AND m.created_at >= ?"
+        args.append(format_ts(f.since))
+    if f.until is not None:
+        where += " AND m.created_at < ?"
+        args.append(format_ts(f.until))
+    return where, args
 
 
 _SESSION_SELECT = (
@@ -1146,7 +1223,11 @@ _SESSION_SELECT = (
 _INDEX_STATE = (
     "SELECT indexed_upto, (SELECT COALESCE(MAX(rowid), 0) FROM messages) FROM search_index"
 )
-_HITS = "SELECT rowid, rank FROM {schema}.{table} WHERE {table} MATCH ?"
+_INDEX_FROM_BODIES = (
+    f"INSERT INTO messages_fts (rowid, text) SELECT rowid, {INDEX_TEXT_FUNCTION}(body) "
+    "FROM messages"
+)
+_HITS = "SELECT rowid FROM {schema}.{table} WHERE {table} MATCH ?"
 _CHECKPOINT_SELECT = (
     "SELECT id, session_id, covers_up_to, summary, created_at, metadata FROM checkpoints"
 )
