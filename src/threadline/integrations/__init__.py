@@ -1,0 +1,8 @@
+"""threadline inside agent frameworks, each in its own module so that importing one
+needs only that framework's package:
+
+- ``threadline.integrations.openai_agents``: ``ThreadlineSession``, a session for
+  the OpenAI Agents SDK (``pip install 'threadline[agents]'``).
+- ``threadline.integrations.langchain``: ``ThreadlineChatMessageHistory``, a
+  LangChain chat message history (``pip install 'threadline[langchain]'``).
+"""

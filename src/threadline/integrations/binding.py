@@ -1,0 +1,64 @@
+"""One framework session bound to one threadline session: what every adapter shares.
+
+The framework names the session (the Agents SDK's ``session_id``, LangChain's
+history key); threadline stores it under that exact id (never a prefix match),
+creates it on the first write, and opens the store from a URL or uses an open
+one.
+"""
+
+from __future__ import annotations
+
+from threadline.errors import SessionExists, SessionNotFound, UsageError
+from threadline.store import Store, open_store
+from threadline.store.base import DEFAULT_AGENT, Session, validate_session_id
+
+
+class Binding:
+    """A store and the id of one session in it, found or created on demand."""
+
+    def __init__(
+        self,
+        session_id: str,
+        store: str | Store | None,
+        *,
+        model: str | None = None,
+        agent: str = DEFAULT_AGENT,
+    ) -> None:
+        self.session_id = validate_session_id(session_id)
+        self.model = model
+        self.agent = agent
+        if isinstance(store, Store):
+            self.store, self._owns_store = store, False
+        elif store is None or isinstance(store, str):
+            self.store, self._owns_store = open_store(store), True
+        else:
+            raise UsageError(f"store must be a store URL or a Store, got {type(store).__name__}")
+        self._session: Session | None = None
+
+    def find(self) -> Session | None:
+        """The session, or None while it does not exist (reads never create it)."""
+        if self._session is None:
+            try:
+                info = self.store.session_info(self.session_id)
+            except SessionNotFound:
+                return None
+            self._session = Session(self.store, info)
+        return self._session
+
+    def for_write(self) -> Session:
+        """The session, created with this id (and ``model``, ``agent``) if it is new."""
+        session = self.find()
+        if session is not None:
+            return session
+        try:
+            self._session = self.store.create_session(
+                id=self.session_id, agent=self.agent, model=self.model
+            )
+        except SessionExists:  # another process created it meanwhile
+            self._session = Session(self.store, self.store.session_info(self.session_id))
+        return self._session
+
+    def close(self) -> None:
+        """Close the store if it was opened here from a URL."""
+        if self._owns_store:
+            self.store.close()
