@@ -9,9 +9,11 @@ from threadline.interop.export import (
     EXPORT_VERSION,
     ImportedSession,
     from_json_export,
+    render_export,
     to_json,
     to_markdown,
 )
+from threadline.interop.html_export import to_html
 from threadline.interop.importers import (
     FORMATS,
     detect_format,
@@ -38,6 +40,7 @@ from threadline.interop.openai_format import (
     to_openai,
 )
 from threadline.interop.provider_rules import anthropic_problems, openai_problems
+from threadline.interop.responses_format import items_to_messages, messages_to_items
 from threadline.interop.sync import (
     Source,
     Syncer,
@@ -65,9 +68,11 @@ __all__ = [
     "from_json_export",
     "import_file",
     "import_sessions",
+    "items_to_messages",
     "message_from_openai",
     "message_to_openai",
     "messages_from_openai",
+    "messages_to_items",
     "messages_to_openai",
     "openai_problems",
     "read_aider",
@@ -81,7 +86,9 @@ __all__ = [
     "read_swe_agent",
     "read_transcript",
     "read_transcript_runs",
+    "render_export",
     "to_anthropic",
+    "to_html",
     "to_json",
     "to_markdown",
     "to_openai",

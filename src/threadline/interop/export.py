@@ -1,5 +1,12 @@
 """Sessions out of threadline: a Markdown transcript for people, JSON for machines.
 
+(Also OpenAI JSONL and an Anthropic request body here; supyagent's layout is in
+``supyagent``, the shareable HTML page in ``html_export``.) Exported and imported
+again, every format in :data:`REIMPORTABLE` gives back the same roles, text, tool
+calls (ids, names, arguments) and results in order; what each cannot carry (times,
+models, metadata; the Messages API's turn rules for ``anthropic-json``) is listed,
+and tested, in ``tests/test_roundtrip_properties.py``.
+
 The Markdown is meant to be read on a forge or in an editor, so it must keep
 its shape whatever a user, a model or a tool said. Prose is HTML-escaped
 (``<``, ``>``, ``&``) so it cannot open or close ``<details>`` or inject
@@ -37,7 +44,10 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from threadline.errors import ImportFormatError
+from threadline.interop.anthropic_format import to_anthropic
+from threadline.interop.openai_format import message_to_openai
 from threadline.messages import Message, new_id
+from threadline.store.fork import materialized_metadata
 
 EXPORT_FORMAT = "threadline.session"
 EXPORT_VERSION = 1
@@ -165,6 +175,66 @@ def to_json(
     return json.dumps(document, ensure_ascii=False, indent=2)
 
 
+def to_openai_jsonl(messages: Iterable[Message]) -> str:
+    """One Chat Completions message a line (what ``openai-jsonl`` import reads back):
+    roles, content, tool calls and results as written; no times, models or metadata."""
+    return "".join(json.dumps(message_to_openai(m), ensure_ascii=False) + "\n" for m in messages)
+
+
+def to_anthropic_json(session_info: Mapping[str, Any], messages: Iterable[Message]) -> str:
+    """A Messages API request body ``{"model", "system", "messages"}`` whose turns the API
+    takes as they are (``to_anthropic``'s rules: turns merged, broken chains repaired)."""
+    system, turns = to_anthropic(messages)
+    body: dict[str, Any] = {}
+    if session_info.get("model"):
+        body["model"] = session_info["model"]
+    if system is not None:
+        body["system"] = system
+    body["messages"] = turns
+    return json.dumps(body, ensure_ascii=False, indent=2) + "\n"
+
+
+EXPORT_SUFFIXES = {
+    "md": ".md",
+    "markdown": ".md",
+    "json": ".json",
+    "html": ".html",
+    "openai-jsonl": ".openai.jsonl",
+    "anthropic-json": ".anthropic.json",
+    "supyagent": ".jsonl",
+}
+"""Every export format, with the file suffix it is written under by default."""
+REIMPORTABLE = ("json", "openai-jsonl", "anthropic-json", "supyagent")
+"""Formats ``threadline sessions import`` reads back (Markdown and HTML are for people)."""
+
+
+def render_export(
+    fmt: str,
+    session_info: Mapping[str, Any],
+    messages: Iterable[Message],
+    checkpoints: list[dict[str, Any]],
+) -> tuple[str, str | None]:
+    """A session in export format ``fmt`` (one of :data:`EXPORT_SUFFIXES`): the file's
+    text, and supyagent's ``_summary.json`` beside it (from the latest checkpoint)."""
+    from threadline.interop import html_export, supyagent  # only when asked for
+
+    if fmt in ("md", "markdown"):
+        return to_markdown(session_info, messages), None
+    if fmt == "json":
+        return to_json(session_info, messages, checkpoints) + "\n", None
+    if fmt == "html":
+        return html_export.to_html(session_info, messages, checkpoints), None
+    if fmt == "openai-jsonl":
+        return to_openai_jsonl(messages), None
+    if fmt == "anthropic-json":
+        return to_anthropic_json(session_info, messages), None
+    if fmt == "supyagent":
+        return supyagent.to_supyagent(
+            session_info, messages, checkpoints[-1] if checkpoints else None
+        )
+    raise ValueError(f"unknown export format {fmt!r}")
+
+
 @dataclass(slots=True)
 class ImportedSession:
     """One conversation read from a file, with what the file said about it."""
@@ -230,7 +300,7 @@ def from_json_export(
         title=session.get("title"),
         agent=session.get("agent"),
         model=session.get("model"),
-        metadata=dict(session.get("metadata") or {}),
+        metadata=materialized_metadata(dict(session.get("metadata") or {})),
         checkpoints=list(data.get("checkpoints") or []),
         source_id=exported_id if isinstance(exported_id, str) and exported_id else None,
         source_format="threadline",

@@ -1,5 +1,9 @@
 """Sessions into threadline: our JSON export, OpenAI chat logs, and other agents' transcripts.
 
+Formats with a module of their own: ``supyagent`` (JSONL + ``_summary.json``),
+``agsh`` and ``agents_sdk`` (SQLite databases, via ``databases``); Anthropic
+Messages JSON is read with ``anthropic_format``.
+
 Every reader is all-or-nothing: it parses the whole file into memory and
 returns only when every record made sense, so a half-read file never reaches a
 store. Input must be strict UTF-8; a bad byte or a malformed record raises
@@ -35,13 +39,11 @@ import json
 import os
 import stat
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
-
-from pydantic import ValidationError
 
 from threadline.errors import (
     ConfigError,
@@ -50,6 +52,7 @@ from threadline.errors import (
     InvalidMessage,
     UsageError,
 )
+from threadline.interop import agents_sdk, agsh, databases, supyagent
 from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.export import EXPORT_FORMAT, ImportedSession, from_json_export
 from threadline.interop.openai_format import (
@@ -57,6 +60,12 @@ from threadline.interop.openai_format import (
     message_from_openai,
     messages_from_openai,
 )
+from threadline.interop.records import Parsed as _Parsed
+from threadline.interop.records import Where as _Where
+from threadline.interop.records import jsonl as _jsonl
+from threadline.interop.records import load_json as _load_json
+from threadline.interop.records import stamp as _stamp
+from threadline.interop.records import timestamp as _timestamp
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage, utcnow
 from threadline.requests import first_request, request_text
@@ -73,8 +82,13 @@ FORMATS = (
     "openhands",
     "gemini",
     "aider",
+    "supyagent",
+    "anthropic",
+    "agsh",
+    "agents-sdk",
 )
-"""What :func:`detect_format` can answer."""
+"""What :func:`detect_format` and a sync can answer (``agsh`` and ``agents-sdk`` are
+SQLite databases, read by :func:`read_source`)."""
 
 _CLAUDE_TYPES = {
     "user",
@@ -105,21 +119,6 @@ _NO_MODEL = {"<synthetic>"}
 class NotATranscript(ImportFormatError):
     """The file is in none of the :data:`FORMATS` (as opposed to one of them, malformed):
     a directory sync passes over such files instead of failing on them."""
-
-
-@dataclass(slots=True)
-class _Parsed:
-    runs: list[list[Message]]
-    info: dict[str, Any] = field(default_factory=dict)
-    skipped: Counter[str] = field(default_factory=Counter)
-    extras: list[dict[str, Any]] = field(default_factory=list)
-    """Per run, what is not a message: ``events``, ``compactions`` (with the index of
-    the message they precede), ``free_form_calls``, and run facts (a task id)."""
-
-    def extra(self, run: int) -> dict[str, Any]:
-        while len(self.extras) <= run:
-            self.extras.append({})
-        return self.extras[run]
 
 
 def _event(kind: str, at: Any, after: int, **details: Any) -> dict[str, Any]:
@@ -208,52 +207,6 @@ def _read_text(path: Path, max_bytes: int | None = None) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _load_json(text: str, path: Path) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ImportFormatError(
-            f"invalid JSON: {exc.msg} (column {exc.colno})", line=exc.lineno, path=str(path)
-        ) from exc
-
-
-def _jsonl(text: str, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportFormatError(
-                f"invalid JSON: {exc.msg} (column {exc.colno})", line=n, path=str(path)
-            ) from exc
-        if not isinstance(record, dict):
-            raise ImportFormatError(
-                f"expected a JSON object, got {type(record).__name__}", line=n, path=str(path)
-            )
-        yield n, record
-
-
-def _timestamp(value: Any) -> datetime | None:
-    try:
-        if isinstance(value, int | float):
-            return datetime.fromtimestamp(value, UTC)
-        if isinstance(value, str):
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    except (ValueError, OverflowError, OSError):
-        return None
-    return None
-
-
-def _stamp(m: Message, when: Any, **metadata: Any) -> Message:
-    created = _timestamp(when)
-    if created is not None:
-        m.created_at = created
-    m.metadata.update({k: v for k, v in metadata.items() if v is not None})
-    return m
-
-
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -272,31 +225,6 @@ def _normalise(parts: list[Part]) -> str | list[Part]:
     if len(parts) == 1 and isinstance(parts[0], TextPart):
         return parts[0].text
     return parts if parts else ""
-
-
-class _Where:
-    """Turns a failure inside one record into an ImportFormatError naming its line."""
-
-    line: int | None
-
-    def __init__(self, path: Path) -> None:
-        self.path, self.line = path, None
-
-    def __enter__(self) -> _Where:
-        return self
-
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        if isinstance(exc, ValidationError):
-            detail = f"invalid message: {exc.errors()[0]['msg']}"
-        elif isinstance(exc, KeyError):
-            detail = f"missing field {exc}"
-        elif isinstance(exc, TypeError | AttributeError):
-            detail = f"unexpected record shape ({exc})"
-        elif isinstance(exc, InvalidMessage):
-            detail = str(exc)
-        else:
-            return
-        raise ImportFormatError(detail, line=self.line, path=str(self.path)) from exc
 
 
 class _Cwd:
@@ -625,6 +553,18 @@ def _parse_openai_runs(text: str, path: Path) -> _Parsed:
             facts = [{k: r.get(k) for k in keys if k in r} for r in data]
             return _Parsed(runs, {"runs": facts}, extras=[{"facts": f} for f in facts])
         return _Parsed([_openai_list(data, "array")])
+
+
+def _parse_anthropic(text: str, path: Path) -> _Parsed:
+    """A Messages API request body ``{"system", "messages", "model"}`` or a bare list
+    of its messages."""
+    data = _load_json(text, path)
+    with _Where(path):
+        if isinstance(data, dict):
+            messages = from_anthropic(data.get("messages"), data.get("system"))
+            model = data.get("model")
+            return _Parsed([messages], {"model": model} if isinstance(model, str) else {})
+        return _Parsed([from_anthropic(data)])
 
 
 def _parse_openai_jsonl(text: str, path: Path) -> _Parsed:
@@ -964,6 +904,8 @@ def _classify(first: Any, whole: bool) -> str | None:
             return "openai-runs"
         if isinstance(head, dict) and ("action" in head or "observation" in head):
             return "openhands"
+        if whole and _anthropic_messages(first):
+            return "anthropic"
         return "openai" if isinstance(head, dict) and ("role" in head or not first) else None
     if not isinstance(first, dict):
         return None
@@ -974,16 +916,42 @@ def _classify(first: Any, whole: bool) -> str | None:
     if whole and "sessionId" in first and isinstance(first.get("messages"), list):
         return "gemini"
     if whole and isinstance(first.get("messages"), list):
-        return "openai-runs"
+        messages = first["messages"]
+        anthropic = "system" in first and _only_turns(messages)
+        return "anthropic" if anthropic or _anthropic_messages(messages) else "openai-runs"
     if isinstance(first.get("history"), list):
         return "openhands"
     if first.get("type") in _CODEX_TYPES and "payload" in first:
         return "codex"
+    if supyagent.looks_like(first):
+        return "supyagent"
     if first.get("type") in _CLAUDE_TYPES and (
         "sessionId" in first or "uuid" in first or "type" in first
     ):
         return "claude-code"
     return "openai-jsonl" if "role" in first else None
+
+
+_ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
+"""Content blocks only the Messages API writes (Chat Completions has none of them)."""
+
+
+def _only_turns(messages: list[Any]) -> bool:
+    return all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in messages)
+
+
+def _anthropic_messages(messages: list[Any]) -> bool:
+    """Whether a message list is the Messages API's: only user / assistant turns, and a
+    block only it writes (a plain-text conversation reads the same either way)."""
+    if not _only_turns(messages):
+        return False
+    return any(
+        isinstance(block, dict)
+        and (block.get("type") in _ANTHROPIC_BLOCKS or isinstance(block.get("source"), dict))
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for block in m["content"]
+    )
 
 
 def _detect(text: str, path: Path) -> str:
@@ -1013,6 +981,8 @@ def _detect(text: str, path: Path) -> str:
 def detect_format(path: str | Path) -> str:
     """Which of :data:`FORMATS` the file at ``path`` is; ImportFormatError if none."""
     p = Path(path)
+    if databases.is_database(p):
+        return _parse_database(_read_database(p, None).database or b"", str(p))[0]
     return _detect(_read_text(p), p)
 
 
@@ -1026,6 +996,8 @@ _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
     "openhands": _parse_openhands,
     "gemini": _parse_gemini,
     "aider": _parse_aider,
+    "anthropic": _parse_anthropic,
+    "supyagent": lambda text, path: supyagent.parse(text, path, _read_companion(path)),
 }
 
 
@@ -1118,28 +1090,57 @@ class SourceText:
 
     A sync compares the hash before parsing anything, and the parser then reads this
     same text: a pipe cannot be read twice, and a growing file must be hashed and
-    parsed as one version.
+    parsed as one version. A SQLite database (agsh, the Agents SDK) is held as a
+    consistent snapshot in ``database`` instead (``text`` is empty), and a supyagent
+    session's ``_summary.json`` rides along in ``companion``; both are in the hash.
     """
 
     text: str
     name: str
     """How errors and reports name it: the path, or ``-`` for standard input."""
     sha256: str
+    database: bytes | None = None
+    companion: str | None = None
 
 
 def read_source(path: str | Path, *, name: str | None = None) -> SourceText:
     """Read ``path`` for import; ``name`` replaces the path in errors (a spooled stdin)."""
     p = Path(path)
     try:
+        if databases.is_database(p):
+            return _read_database(p, name)
         text = _read_text(p)
+        companion = _read_companion(p) if name is None else None
     except ImportFormatError as exc:
         if name is None:
             raise
         renamed = type(exc)(str(exc).replace(str(p), name, 1))
         renamed.line, renamed.path = exc.line, name
         raise renamed from exc
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return SourceText(text=text, name=name or str(p), sha256=digest)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
+    if companion is not None:
+        digest.update(b"\0" + companion.encode("utf-8", "surrogatepass"))
+    return SourceText(
+        text=text, name=name or str(p), sha256=digest.hexdigest(), companion=companion
+    )
+
+
+def _read_database(p: Path, name: str | None) -> SourceText:
+    limit = import_limit()
+    size = p.stat().st_size
+    if size > limit:
+        raise _too_large(str(p), limit, size)
+    image = databases.snapshot(p)
+    digest = hashlib.sha256(image).hexdigest()
+    return SourceText(text="", name=name or str(p), sha256=digest, database=image)
+
+
+def _read_companion(p: Path) -> str | None:
+    """A supyagent session's summary file, read with the session (see ``supyagent``)."""
+    summary = supyagent.summary_path(p)
+    if p.suffix != ".jsonl" or not summary.is_file():
+        return None
+    return _read_text(summary)
 
 
 def sessions_from_source(source: SourceText, *, fresh_ids: bool = True) -> list[ImportedSession]:
@@ -1149,12 +1150,34 @@ def sessions_from_source(source: SourceText, *, fresh_ids: bool = True) -> list[
     """
     began = utcnow()
     where = Path(source.name)
-    fmt = _detect(source.text, where)
-    if fmt == "threadline":
-        data = _load_json(source.text, where)
-        return [from_json_export(data, path=source.name, fresh_ids=fresh_ids)]
-    parsed = _PARSERS[fmt](source.text, where)
+    if source.database is not None:
+        fmt, parsed = _parse_database(source.database, source.name)
+    else:
+        fmt = _detect(source.text, where)
+        if fmt == "threadline":
+            data = _load_json(source.text, where)
+            return [from_json_export(data, path=source.name, fresh_ids=fresh_ids)]
+        if fmt == "supyagent":  # its summary was read (and hashed) with it
+            parsed = supyagent.parse(source.text, where, source.companion)
+        else:
+            parsed = _PARSERS[fmt](source.text, where)
     return [_session(fmt, parsed, i, began) for i in range(len(parsed.runs))]
+
+
+def _parse_database(image: bytes, name: str) -> tuple[str, _Parsed]:
+    with databases.opened(image, name) as conn:
+        tables = databases.columns(conn)
+        for fmt, module in (("agsh", agsh), ("agents-sdk", agents_sdk)):
+            if module.matches(tables):
+                parsed = module.parse(conn, name, tables)
+                if not parsed.runs:
+                    raise NotATranscript(
+                        f"no sessions with messages in this {fmt} database", path=name
+                    )
+                return fmt, parsed
+    raise NotATranscript(
+        "a SQLite database, but not an agsh or Agents SDK session database", path=name
+    )
 
 
 def import_sessions(path: str | Path, *, name: str | None = None) -> list[ImportedSession]:
@@ -1189,11 +1212,12 @@ def _session(fmt: str, parsed: _Parsed, index: int, began: datetime) -> Imported
     metadata: dict[str, Any] = {"format": fmt}
     metadata.update({k: info[k] for k in _SESSION_FACTS if info.get(k) is not None})
     metadata.update(extra.get("facts", {}))
-    created, updated = _source_times(messages, info, began)
+    times = {k: extra[k] for k in ("started", "updated") if extra.get(k)}
+    created, updated = _source_times(messages, {**info, **times}, began)
     metadata.update(
         {k: v for k, v in (("source_created_at", created), ("source_updated_at", updated)) if v}
     )
-    source_id = _own_id(fmt, info)
+    source_id = extra.get("source_id") or _own_id(fmt, info)
     if fmt == "claude-code" and info.get("agent_id") and info.get("session_id"):
         metadata["agent_id"] = info["agent_id"]
         metadata["parent_source_id"] = info["session_id"]  # a subagent's parent session

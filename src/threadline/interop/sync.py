@@ -63,8 +63,9 @@ from threadline.store.base import (
 
 STDIN = "-"
 """The path argument that means standard input."""
-SUFFIXES = (".jsonl", ".json", ".traj")
-"""Files a directory walk considers; aider's history is found by its name."""
+SUFFIXES = (".jsonl", ".json", ".traj", ".db", ".sqlite", ".sqlite3")
+"""Files a directory walk considers (databases: agsh, Agents SDK); aider's history is
+found by its name."""
 AIDER_HISTORY = ".aider.chat.history.md"
 _ID_NAMESPACE = uuid.UUID("6f0c9a52-1d7e-4c1b-9a43-2f5e8b7d0c11")
 """Namespace of the message ids derived from a source (see the module docstring)."""
@@ -514,9 +515,13 @@ class Syncer:
             )
         fresh = messages[done:]
         done_checkpoints = int(meta.get("source_checkpoints", 0))
+        # beyond the latest stored one: a source may keep only its latest (supyagent)
+        latest = self.store.latest_checkpoint(info.id)
+        reached = latest.covers_up_to if latest is not None else -1
         checkpoints = [
-            checkpoint_args(c, len(messages), where)
-            for c in imported.checkpoints[done_checkpoints:]
+            args
+            for args in (checkpoint_args(c, len(messages), where) for c in imported.checkpoints)
+            if args[0] > reached
         ]
         refresh = {k: v for k, v in imported.metadata.items() if k != "import_repairs"}
         refresh.update(facts)
