@@ -1,0 +1,447 @@
+"""The memory every backend shares: writes, supersession, recall, export and import.
+
+``Memory`` implements the ``MemoryStore`` protocol on top of a backend's
+``Records`` primitives, so a rule (what supersedes what, what a scope may hold,
+what provenance a fact keeps) is written once here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from threadline.errors import ImportFormatError, UsageError
+from threadline.memory.base import (
+    Entity,
+    EntityReport,
+    Episode,
+    Extraction,
+    Fact,
+    MemoryHit,
+    Relation,
+    Source,
+    check_scope,
+    check_scopes,
+)
+from threadline.memory.ranking import search
+from threadline.memory.records import NO_SCOPE, Records, Row, Where, stable_id
+from threadline.memory.rules import (
+    MAX_SOURCES,
+    aware,
+    chain_key,
+    check_confidence,
+    check_name,
+    check_statement,
+    derive_slot,
+    fact_order,
+    merge_sources,
+    name_key,
+    plan_chain,
+    relink,
+    true_at,
+    words,
+)
+from threadline.messages import utcnow
+
+EXPORT_FORMAT = "threadline-memory"
+EXPORT_VERSION = 1
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "entities": Entity,
+    "facts": Fact,
+    "relations": Relation,
+    "episodes": Episode,
+}
+_KIND_OF = {"entities": "entity", "facts": "fact", "relations": "relation", "episodes": "episode"}
+
+
+def entity_id(scope: str, name: str) -> str:
+    return stable_id("entity", scope, name_key(name))
+
+
+def entity_row(e: Entity) -> Row:
+    text = " ".join([e.name, *e.aliases])
+    return Row("entity", e.id, e.scope, name_key(e.name), e.kind, e.model_dump(mode="json"), text)
+
+
+def alias_rows(e: Entity, aliases: Sequence[str]) -> list[Row]:
+    return [
+        Row(
+            "alias",
+            stable_id("alias", e.scope, name_key(a)),
+            e.scope,
+            name_key(a),
+            e.id,
+            {"entity_id": e.id, "alias": a},
+        )
+        for a in aliases
+    ]
+
+
+def fact_row(f: Fact) -> Row:
+    text = f"{f.subject or ''} {f.statement}"
+    return Row(
+        "fact",
+        f.id,
+        f.scope,
+        chain_key(f.subject, f.slot),
+        name_key(f.subject) if f.subject else "",
+        f.model_dump(mode="json"),
+        text,
+    )
+
+
+def episode_row(e: Episode) -> Row:
+    text = f"{e.speaker or ''} {e.text}"
+    key = f"{e.session_id}:{e.seq}"
+    return Row("episode", e.id, e.scope, key, e.session_id, e.model_dump(mode="json"), text)
+
+
+def relation_row(r: Relation) -> Row:
+    return Row(
+        "relation", r.id, r.scope, name_key(r.source), name_key(r.target), r.model_dump(mode="json")
+    )
+
+
+class Memory:
+    """The ``MemoryStore`` over one backend's records."""
+
+    def __init__(self, records: Records, *, where: str) -> None:
+        self.records = records
+        self.where = where
+
+    def __repr__(self) -> str:
+        return f"<Memory {self.where}>"
+
+    def close(self) -> None:
+        self.records.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ------------------------------------------------------------------
+
+    def write_fact(
+        self,
+        scope: str,
+        statement: str,
+        *,
+        subject: str | None = None,
+        session_id: str | None = None,
+        seq: int | None = None,
+        observed_at: datetime | None = None,
+        confidence: float = 1.0,
+        slot: str | None = None,
+        object: str | None = None,
+        kind: str = "fact",
+    ) -> Fact:
+        """Store one fact; a fact with the same subject and slot is superseded by it.
+
+        Returns the stored fact, or the existing one when it says the same thing
+        (which then gains this source)."""
+        fact = self._new_fact(
+            scope, statement, subject, session_id, seq, observed_at, confidence, slot, object, kind
+        )
+        with self.records.transaction():
+            return self._add_fact(fact)
+
+    def _new_fact(
+        self,
+        scope: str,
+        statement: str,
+        subject: str | None,
+        session_id: str | None,
+        seq: int | None,
+        observed_at: datetime | None,
+        confidence: float,
+        slot: str | None,
+        obj: str | None,
+        kind: str,
+    ) -> Fact:
+        check_scope(scope)
+        statement = check_statement(statement)
+        subject = check_name(subject, "subject") if subject is not None else None
+        obj = check_name(obj, "object") if obj is not None else None
+        if (session_id is None) != (seq is None):
+            raise UsageError("a fact's provenance needs both session_id and seq, or neither")
+        if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
+            raise UsageError(f"seq must be a positive integer, got {seq!r}")
+        if slot is None and subject is not None:
+            slot = derive_slot(statement)
+        sources = [Source(session_id=session_id, seq=seq)] if session_id and seq else []
+        return Fact(
+            scope=scope,
+            subject=subject,
+            statement=statement,
+            object=obj,
+            kind=kind,
+            slot=slot,
+            session_id=session_id,
+            seq=seq,
+            sources=sources,
+            observed_at=aware(observed_at) or utcnow(),
+            confidence=check_confidence(confidence),
+        )
+
+    def _add_fact(self, fact: Fact) -> Fact:
+        """Inside a transaction: store ``fact`` in its chain and its subject and object.
+
+        A fact from a turn gets an id derived from the turn and what it says, so
+        extracting the same turn again stores nothing new."""
+        if fact.session_id is not None and fact.seq is not None:
+            fact.id = stable_id(
+                "fact",
+                fact.scope,
+                fact.subject or "",
+                " ".join(words(fact.statement)),
+                fact.session_id,
+                str(fact.seq),
+            )
+            found = self.records.get("fact", [fact.id])
+            if found:
+                return Fact.model_validate(found[0])
+        for name in (fact.subject, fact.object):
+            if name is not None:
+                self._touch_entity(
+                    Entity(scope=fact.scope, name=name, sources=fact.sources[:1]), fact.observed_at
+                )
+        key = chain_key(fact.subject, fact.slot)
+        chain = (
+            [Fact.model_validate(b) for b in self.records.find("fact", Where(keys=[key]))]
+            if key
+            else []
+        )
+        chain = [f for f in chain if f.scope == fact.scope]
+        duplicate, changed = plan_chain(chain, fact)
+        if duplicate is not None:
+            duplicate.sources = merge_sources(duplicate.sources, fact.sources)
+            duplicate.confidence = max(duplicate.confidence, fact.confidence)
+            self.records.put([fact_row(duplicate)])
+            return duplicate
+        rows = [fact_row(f) for f in changed]
+        if fact.subject is not None and fact.object is not None:
+            label = fact.slot or "related to"
+            rel = Relation(
+                id=stable_id("relation", fact.scope, name_key(fact.subject), label, fact.id),
+                scope=fact.scope,
+                source=fact.subject,
+                label=label,
+                target=fact.object,
+                fact_id=fact.id,
+                observed_at=fact.observed_at,
+            )
+            rows.append(relation_row(rel))
+        self.records.put(rows)
+        return fact
+
+    def _touch_entity(self, seen: Entity, when: datetime) -> Entity:
+        """Inside a transaction: create the entity or merge a new sighting into it."""
+        eid = entity_id(seen.scope, seen.name)
+        found = self.records.get("entity", [eid])
+        if found:
+            entity = Entity.model_validate(found[0])
+            if entity.kind == "thing" and seen.kind != "thing":
+                entity.kind = seen.kind
+            new_aliases = [a for a in seen.aliases if a not in entity.aliases and a != entity.name]
+            entity.aliases += new_aliases
+            entity.mentions += max(1, seen.mentions)
+            entity.sources = merge_sources(entity.sources, seen.sources)
+            entity.first_seen = min(filter(None, [entity.first_seen, when]))
+            entity.last_seen = max(filter(None, [entity.last_seen, when]))
+        else:
+            entity = seen.model_copy(
+                update={
+                    "id": eid,
+                    "first_seen": when,
+                    "last_seen": when,
+                    "mentions": max(1, seen.mentions),
+                    "sources": seen.sources[-MAX_SOURCES:],
+                }
+            )
+            new_aliases = list(entity.aliases)
+        self.records.put([entity_row(entity), *alias_rows(entity, new_aliases)])
+        return entity
+
+    def store_extraction(self, scope: str, extraction: Extraction) -> int:
+        """Store what an extractor found, in one transaction; returns facts written."""
+        check_scope(scope)
+        written = 0
+        with self.records.transaction():
+            for e in extraction.entities:
+                e.scope = scope
+                self._touch_entity(e, e.last_seen or e.first_seen or utcnow())
+            episodes = []
+            for ep in extraction.episodes:
+                ep.scope = scope
+                ep.id = stable_id("episode", scope, ep.session_id, str(ep.seq))
+                episodes.append(episode_row(ep))
+            self.records.put(episodes)
+            for f in extraction.facts:
+                f.scope = scope
+                f.statement = check_statement(f.statement)
+                if f.slot is None and f.subject is not None:
+                    f.slot = derive_slot(f.statement)
+                if f.session_id and f.seq and not f.sources:
+                    f.sources = [Source(session_id=f.session_id, seq=f.seq)]
+                stored = self._add_fact(f)
+                written += stored is f
+            rels = []
+            for r in extraction.relations:
+                r.scope = scope
+                r.id = stable_id("relation", scope, name_key(r.source), r.label, name_key(r.target))
+                rels.append(relation_row(r))
+            self.records.put(rels)
+        return written
+
+    def forget(self, fact_id: str) -> bool:
+        """Mark a fact retracted (never deleted); the fact it superseded is current again."""
+        if not isinstance(fact_id, str) or not fact_id:
+            raise UsageError("forget needs a fact id")
+        with self.records.transaction():
+            found = self.records.get("fact", [fact_id])
+            if not found:
+                return False
+            fact = Fact.model_validate(found[0])
+            if fact.retracted:
+                return False
+            fact.retracted, fact.retracted_at = True, utcnow()
+            fact.superseded_by = fact.superseded_at = None
+            rows = [fact_row(fact)]
+            key = chain_key(fact.subject, fact.slot)
+            if key:
+                chain = [
+                    Fact.model_validate(b)
+                    for b in self.records.find("fact", Where(scopes=[fact.scope], keys=[key]))
+                    if b["id"] != fact.id
+                ]
+                rows += [fact_row(f) for f in relink(chain)]
+            self.records.put(rows)
+        return True
+
+    # -- reading ------------------------------------------------------------------
+
+    def get_fact(self, fact_id: str) -> Fact | None:
+        found = self.records.get("fact", [fact_id])
+        return Fact.model_validate(found[0]) if found else None
+
+    def list_facts(
+        self, scope: str, *, include_superseded: bool = False, as_of: datetime | None = None
+    ) -> list[Fact]:
+        """Facts true now (or at ``as_of``); with ``include_superseded``, every fact kept."""
+        check_scope(scope)
+        as_of = aware(as_of)
+        facts = [Fact.model_validate(b) for b in self.records.find("fact", Where(scopes=[scope]))]
+        if not include_superseded:
+            facts = [f for f in facts if true_at(f, as_of)]
+        return sorted(facts, key=fact_order)
+
+    def list_entities(self, scope: str) -> list[Entity]:
+        check_scope(scope)
+        found = [
+            Entity.model_validate(b) for b in self.records.find("entity", Where(scopes=[scope]))
+        ]
+        return sorted(found, key=lambda e: (-e.mentions, e.name.casefold()))
+
+    def find_entities(self, names: Sequence[str], scopes: Sequence[str]) -> list[Entity]:
+        """Entities whose name or an alias has one of these keys."""
+        keys = list(dict.fromkeys(k for k in (name_key(n) for n in names) if k))
+        if not keys:
+            return []
+        bodies = self.records.find("entity", Where(scopes=scopes, keys=keys))
+        aliased = {
+            a["entity_id"] for a in self.records.find("alias", Where(scopes=scopes, keys=keys))
+        }
+        have = {b["id"] for b in bodies}
+        if aliased - have:
+            bodies += self.records.get("entity", sorted(aliased - have))
+        return [Entity.model_validate(b) for b in bodies]
+
+    def recall(self, entity: str, *, scopes: Sequence[str]) -> EntityReport | None:
+        """What is known about one entity: its facts (current first) and relations."""
+        scopes = check_scopes(scopes)
+        check_name(entity)
+        found = self.find_entities([entity], scopes)
+        if not found:
+            return None
+        chosen = min(found, key=lambda e: (scopes.index(e.scope), -e.mentions))
+        key = name_key(chosen.name)
+        facts = [
+            Fact.model_validate(b)
+            for b in self.records.find("fact", Where(scopes=scopes, key2=[key]))
+        ]
+        relations = [
+            Relation.model_validate(b)
+            for b in self.records.find("relation", Where(scopes=scopes, keys=[key]))
+            + self.records.find("relation", Where(scopes=scopes, key2=[key]))
+        ]
+        facts = [f for f in facts if not f.retracted]
+        relations.sort(key=lambda r: r.observed_at, reverse=True)
+        return EntityReport(entity=chosen, facts=sorted(facts, key=fact_order), relations=relations)
+
+    def search(
+        self, query: str, *, scopes: Sequence[str], k: int = 10, now: datetime | None = None
+    ) -> list[MemoryHit]:
+        """Facts, entities and remembered turns for ``query``, best first, with sources."""
+        return search(self, query, scopes=check_scopes(scopes), k=k, now=aware(now) or utcnow())
+
+    # -- pending extraction (per session, durable) -----------------------------------
+
+    def pending(self, session_id: str) -> dict[str, Any]:
+        found = self.records.get("pending", [session_id])
+        return dict(found[0].get("state", {})) if found else {}
+
+    def set_pending(self, session_id: str, state: dict[str, Any]) -> None:
+        row = Row("pending", session_id, NO_SCOPE, session_id, "", {"state": state})
+        with self.records.transaction():
+            self.records.put([row])
+
+    # -- export / import -------------------------------------------------------------
+
+    def export(self, scope: str | None = None) -> dict[str, Any]:
+        """Everything in ``scope`` (or every scope) as JSON-able data for ``import_``."""
+        scopes = [check_scope(scope)] if scope is not None else None
+        out: dict[str, Any] = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION}
+        for section, kind in _KIND_OF.items():
+            bodies = self.records.find(kind, Where(scopes=scopes))
+            out[section] = sorted(bodies, key=lambda b: b["id"])
+        return out
+
+    def import_(self, data: dict[str, Any]) -> int:
+        """Load an ``export``; records keep their ids, so importing twice changes nothing.
+
+        Returns how many records were read. Bad data raises ``ImportFormatError`` and
+        stores nothing."""
+        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+            raise ImportFormatError(f"not a threadline memory export (format {EXPORT_FORMAT!r})")
+        if not isinstance(data.get("version"), int) or data["version"] > EXPORT_VERSION:
+            raise ImportFormatError(
+                f"memory export version {data.get('version')!r} is not one this threadline reads"
+            )
+        parsed: dict[str, list[Any]] = {}
+        for section, model in _SECTIONS.items():
+            items = data.get(section, [])
+            if not isinstance(items, list):
+                raise ImportFormatError(f"{section} must be a list")
+            try:
+                parsed[section] = [model.model_validate(item) for item in items]
+            except ValidationError as exc:
+                raise ImportFormatError(f"bad record in {section}: {exc.errors()[0]}") from None
+            for record in parsed[section]:
+                check_scope(record.scope)
+                if isinstance(record, Fact):
+                    check_statement(record.statement)
+        rows = [
+            *(entity_row(e) for e in parsed["entities"]),
+            *(row for e in parsed["entities"] for row in alias_rows(e, e.aliases)),
+            *(fact_row(f) for f in parsed["facts"]),
+            *(relation_row(r) for r in parsed["relations"]),
+            *(episode_row(e) for e in parsed["episodes"]),
+        ]
+        with self.records.transaction():
+            self.records.put(rows)
+        return sum(len(v) for v in parsed.values())

@@ -1,0 +1,117 @@
+"""``bench/memory_locomo.py`` runs on any file of LoCoMo's shape (here a tiny made-up one)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bench_memory_locomo", ROOT / "bench" / "memory_locomo.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _bench()
+
+SAMPLE = {
+    "sample_id": "tiny-1",
+    "conversation": {
+        "speaker_a": "Rosa",
+        "speaker_b": "Tom",
+        "session_1_date_time": "9:15 am on 3 March, 2021",
+        "session_1": [
+            {
+                "speaker": "Rosa",
+                "dia_id": "D1:1",
+                "text": "Hi Tom! I adopted a grey cat called Pixel.",
+            },
+            {"speaker": "Tom", "dia_id": "D1:2", "text": "Lovely! I started learning the banjo."},
+            {
+                "speaker": "Rosa",
+                "dia_id": "D1:3",
+                "text": "We went to Vienna for a concert last week.",
+                "blip_caption": "a photo of an opera house",
+            },
+        ],
+        "session_2_date_time": "6:40 pm on 12 June, 2022",
+        "session_2": [
+            {
+                "speaker": "Tom",
+                "dia_id": "D2:1",
+                "text": "I moved to Leeds in May, new job at a bakery.",
+            },
+            {"speaker": "Rosa", "dia_id": "D2:2", "text": "Congrats! Pixel says hi."},
+        ],
+    },
+    "qa": [
+        {
+            "question": "What is the name of Rosa's cat?",
+            "answer": "Pixel",
+            "evidence": ["D1:1"],
+            "category": 1,
+        },
+        {
+            "question": "Where did Tom move in 2022?",
+            "answer": "Leeds",
+            "evidence": ["D2:1"],
+            "category": 2,
+        },
+        {
+            "question": "Which instrument is Tom learning?",
+            "answer": "banjo",
+            "evidence": ["D1:2"],
+            "category": 4,
+        },
+        {
+            "question": "What did Rosa say about dragons?",
+            "answer": "nothing",
+            "category": 5,
+            "evidence": [],
+        },
+    ],
+}
+
+
+def test_json_figures_on_unseen_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps([SAMPLE]))
+    assert bench.main(["--data", str(data), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["questions"] == 3  # category 5 is left out
+    for key in ("recall_at_5", "recall_at_10", "bm25_recall_at_5", "bm25_recall_at_10"):
+        assert 0.0 <= out[key] <= 1.0
+    assert out["recall_at_10"] == 1.0
+
+
+def test_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps([SAMPLE]))
+    assert bench.main(["--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "tiny-1" in out and "overall" in out and "search latency median" in out
+
+
+def test_missing_data_is_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert bench.main(["--data", str(tmp_path / "absent.json")]) == 2
+    assert "no LoCoMo data at" in capsys.readouterr().err
+
+
+def test_dates_and_evidence_ids() -> None:
+    assert bench.parse_date("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08T13:56:00+00:00"
+    assert bench.parse_date("12:05 am on 1 January, 2020").hour == 0
+    assert bench.evidence_ids({"evidence": ["D1:3", "D8:6; D9:17"]}) == ["D1:3", "D8:6", "D9:17"]

@@ -1,0 +1,122 @@
+"""The extractive extractor, time expressions and slots: what is found in plain text."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from threadline.memory import ExtractiveExtractor, is_signal
+from threadline.memory.extract import find_entities, third_person
+from threadline.memory.rules import derive_slot, name_key, terms
+from threadline.memory.timeexpr import date_labels, find_windows, parse_query
+from threadline.messages import Message
+
+NOW = datetime(2023, 7, 15, 12, 0, tzinfo=UTC)
+
+
+def kinds(text: str) -> dict[str, str]:
+    return dict(find_entities(text))
+
+
+def test_entities_of_every_kind() -> None:
+    found = kinds(
+        "My friend Joana moved to Lisbon. The bug is in src/app/main.py, ticket PROJ-142, "
+        "see #4821. We use docker and pytest for project Atlas at Acme Corp."
+    )
+    assert found["Joana"] == "person"
+    assert found["Lisbon"] == "place"
+    assert found["src/app/main.py"] == "path"
+    assert found["PROJ-142"] == "id" and found["#4821"] == "id"
+    assert found["docker"] == "tool" and found["pytest"] == "tool"
+    assert found["Atlas"] == "project"
+    assert found["Acme Corp"] == "organization"
+
+
+def test_greetings_and_sentence_openers_are_not_names() -> None:
+    found = kinds("Hey Caroline! Thanks for asking. Sure, that sounds great.")
+    assert "Caroline" in found
+    assert not {"Hey", "Thanks", "Sure", "Hey Caroline"} & set(found)
+
+
+def test_preferences_decisions_and_statements_become_facts_with_provenance() -> None:
+    messages = [
+        Message.user(
+            "I prefer vim over emacs. I always run tests before pushing.", name="Ana", seq=4
+        ),
+        Message.assistant("OK, noted.", seq=5),
+        Message.user("We decided to go with PostgreSQL. I live in Porto now.", name="Ana", seq=6),
+    ]
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s1")
+    facts = {f.statement: f for f in out.facts}
+    assert facts["Ana prefer vim over emacs."].kind == "preference"
+    assert facts["We decided to go with PostgreSQL."].kind == "decision"
+    lives = facts["Ana live in Porto now."]
+    assert (lives.subject, lives.slot, lives.object) == ("Ana", "lives in", "Porto")
+    assert all(f.sources[0].session_id == "s1" for f in out.facts)
+    assert {f.seq for f in out.facts} == {4, 6}
+    assert [e.seq for e in out.episodes] == [4, 6]  # "OK, noted." is too short to keep
+    assert "Ana" in {e.name for e in out.entities}
+
+
+def test_tool_results_and_summaries_are_not_extracted() -> None:
+    messages = [
+        Message.tool("I prefer nothing; this is tool output", tool_call_id="c1", seq=1),
+        Message.user("I prefer tabs over spaces", summary=True, seq=2),
+    ]
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    assert out.facts == [] and out.episodes == []
+
+
+def test_signals_are_cheap_and_selective() -> None:
+    assert is_signal(Message.user("I prefer dark mode"))
+    assert is_signal(Message.user("we decided to ship on Friday"))
+    assert is_signal(Message.user("the failing build is 3f2a9c1d4e5b6a7c"))
+    assert not is_signal(Message.user("thanks, looks good"))
+    assert not is_signal(Message.tool("I prefer x", tool_call_id="c"))
+
+
+def test_third_person() -> None:
+    assert third_person("I'm moving my desk to Porto", "Ana") == "Ana is moving Ana's desk to Porto"
+
+
+def test_slots_only_for_single_valued_things() -> None:
+    assert derive_slot("Ana lives in Lisbon") == "lives in"
+    assert derive_slot("Ana moved to Porto") == "lives in"
+    assert derive_slot("Ana works at Acme") == "works at"
+    assert derive_slot("Ana's favorite editor is vim") == "favorite editor"
+    assert derive_slot("Ana likes tea") is None
+
+
+def test_terms_and_keys() -> None:
+    assert terms("The paintings were painted") == ["paint", "paint"]
+    assert name_key("  Ana's  ") == "ana"
+    assert name_key("São Paulo") == "sao paulo"
+
+
+def test_time_windows() -> None:
+    (w,) = find_windows("in 2022", NOW)
+    assert (w.start, w.end) == (datetime(2022, 1, 1, tzinfo=UTC), datetime(2023, 1, 1, tzinfo=UTC))
+    (w,) = find_windows("last May", NOW)
+    assert w.start == datetime(2023, 5, 1, tzinfo=UTC)
+    (w,) = find_windows("last September", NOW)
+    assert w.start == datetime(2022, 9, 1, tzinfo=UTC)
+    (w,) = find_windows("on 8 May, 2023", NOW)
+    assert (w.start, w.end) == (datetime(2023, 5, 8, tzinfo=UTC), datetime(2023, 5, 9, tzinfo=UTC))
+    (w,) = find_windows("yesterday", NOW)
+    assert w.start == datetime(2023, 7, 14, tzinfo=UTC)
+    (w,) = find_windows("three weeks ago", NOW)
+    assert w.contains(datetime(2023, 6, 24, tzinfo=UTC))
+    assert find_windows("nothing about time", NOW) == []
+
+
+def test_before_and_after() -> None:
+    q = parse_query("what did she do before 2021?", NOW)
+    assert q.window is not None and q.window.start is None
+    assert q.window.end == datetime(2021, 1, 1, tzinfo=UTC)
+    q = parse_query("where did Ana live before the move?", NOW)
+    assert (q.window, q.pivot, q.direction) == (None, "the move", "before")
+
+
+def test_date_labels_resolve_relative_dates_against_the_turn() -> None:
+    said = datetime(2023, 5, 8, tzinfo=UTC)
+    assert date_labels("I went there yesterday", said) == ["2023-05-07"]
+    assert date_labels("back in 2019 and in June 2021", said) == ["2021-06", "2019"]
