@@ -100,6 +100,8 @@ def test_memory_block_defaults_are_kept() -> None:
         "extraction_threshold": 5,
         "retrieval_limit": 10,
         "auto_extract": True,
+        "scope": None,
+        "share": 0.1,
     }
 
 

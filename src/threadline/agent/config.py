@@ -10,8 +10,9 @@ An agent file is the reference CLI's format (``shared/seeds/000``/``001``)::
     context:                       # any ContextPolicy field
       max_messages_before_summary: 30
       min_recent_messages: 6
-    memory:                        # reserved for the memory issue; kept, not used yet
-      enabled: false
+    memory:                        # long-term memory across sessions (see MemoryConfig)
+      enabled: true
+      scope: user:alice            # default: this agent's own scope, agent:NAME
     max_steps: 10
     summarizer: auto
     tools: [scratchpad_write, scratchpad_read, scratchpad_list]
@@ -36,8 +37,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from threadline.agent.tools import BUILTIN_TOOLS
+from threadline.context.builder import DEFAULT_MEMORY_SHARE
 from threadline.context.policy import ContextPolicy
-from threadline.errors import ConfigError, InvalidSessionId
+from threadline.errors import ConfigError, InvalidSessionId, UsageError
 from threadline.store.base import DEFAULT_AGENT, validate_agent
 
 APP_NAME = "threadline"
@@ -58,6 +60,9 @@ DEFAULT_SYSTEM_PROMPT = (
 DEFAULT_TOOLS: tuple[str, ...] = tuple(BUILTIN_TOOLS)
 """The built-in agent gets the scratchpad tools."""
 MAX_AGENT_FILE_BYTES = 1024 * 1024
+MAX_MEMORY_SHARE = 0.5
+MAX_RETRIEVAL_LIMIT = 100
+"""Memories may not crowd out the conversation they serve."""
 
 SummarizerKind = Literal["extractive", "llm", "hybrid", "auto"]
 TimeResolution = Literal["date", "hour", "none"]
@@ -84,14 +89,40 @@ class ModelConfig(_Config):
 
 
 class MemoryConfig(_Config):
-    """Reserved for cross-session memory: accepted and kept, not used yet."""
+    """Long-term memory across sessions (``threadline.memory``): an entity graph of facts.
+
+    When enabled, exchanges are signal-flagged as they are appended and extracted into
+    facts every ``extraction_threshold`` flagged ones (and always before a compaction
+    summarizes them); each turn, up to ``retrieval_limit`` memories relevant to the
+    user's message go into the window, inside ``share`` of the budget and after the
+    stable prefix; and the agent gets the ``memory_search``, ``memory_recall`` and
+    ``memory_write`` tools.
+    """
 
     enabled: bool = False
     extraction_threshold: int = Field(default=5, ge=1)
     """Extract every N signal-flagged exchanges."""
-    retrieval_limit: int = Field(default=10, ge=0)
-    """Inject up to N memories per turn."""
+    retrieval_limit: int = Field(default=10, ge=0, le=MAX_RETRIEVAL_LIMIT)
+    """Inject up to N memories per turn (0: the tools only)."""
     auto_extract: bool = True
+    """Extract automatically; off, facts come from the tools and pre-compaction flushes."""
+    scope: str | None = None
+    """Whose memories: ``agent:NAME`` (default: this agent's own), or a ``user:NAME`` /
+    ``project:NAME`` scope several agents share (a bare name is a project scope)."""
+    share: float = Field(default=DEFAULT_MEMORY_SHARE, ge=0.0, le=MAX_MEMORY_SHARE)
+    """The share of the context budget kept for injected memories."""
+
+    @field_validator("scope")
+    @classmethod
+    def _check_scope(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from threadline.memory import scope_for  # the memory package's rule, loaded on use
+
+        try:
+            return scope_for(DEFAULT_AGENT, value.strip())
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class RuntimeContextConfig(_Config):

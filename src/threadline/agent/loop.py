@@ -29,6 +29,13 @@ saying what was tried.
 Every model call records the builder's estimate next to the input tokens the
 provider reported; the ratio calibrates budgets per model
 (``threadline.agent.calibration``).
+
+With ``memory.enabled`` (``threadline.agent.memory_link``) the turn also
+fetches the memories relevant to its request once, right after step 1, and
+every window of the turn carries them in a block before that request (never in
+the system prompt, so the cached prefix holds); each appended batch goes to the
+memory recorder, and a compaction flushes pending extraction before it
+summarizes.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from threadline.agent.calibration import (
     DEFAULT_CALIBRATOR,
@@ -60,6 +67,10 @@ from threadline.llm.registry import resolve_model
 from threadline.messages import Message, Usage
 from threadline.store.base import LockHolder, Session, Store
 
+if TYPE_CHECKING:
+    from threadline.agent.memory_link import AgentMemory
+    from threadline.memory import Extractor, MemoryStore
+
 logger = logging.getLogger(__name__)
 
 AgentEvent = Literal[
@@ -73,6 +84,9 @@ AgentEvent = Literal[
     "compacted",
     "compaction_failed",
     "turn_finished",
+    "memory_recalled",
+    "memory_flushed",
+    "memory_failed",
 ]
 EventHandler = Callable[[str, dict[str, Any]], None]
 """``on_event(name, payload)``; payload keys per event are listed on ``Agent``."""
@@ -171,7 +185,14 @@ class Agent:
     {step, call, result, is_error, duration_ms}``, ``doom_loop {warning}``,
     ``step_limit {steps}``, ``context_length_exceeded {step, error,
     estimated_input_tokens}``, ``compacted {result}``, ``compaction_failed
-    {result}``, ``turn_finished {result}``.
+    {result}``, ``turn_finished {result}``; with memory, ``memory_recalled
+    {session_id, seq, hits}``, ``memory_flushed {session_id, up_to_seq, facts}`` and
+    ``memory_failed {session_id, step, error}``.
+
+    With ``config.memory.enabled`` the agent opens the memory beside ``store``
+    (or uses ``memory``, which it then does not close), adds the memory tools
+    (a given tool of the same name wins) and hooks the pre-compaction flush
+    into its compactor; ``extractor`` overrides the recorder's default.
     """
 
     def __init__(
@@ -186,18 +207,39 @@ class Agent:
         calibrator: Calibrator | None = None,
         detector: DoomLoopDetector | None = None,
         now: Callable[[], datetime] | None = None,
+        memory: MemoryStore | None = None,
+        extractor: Extractor | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self._model = model
         self._owns_model = model is None
         self.tools = _combine_tools(tools, config.tools)
-        self._compactor = compactor
         self.on_event = on_event
         self.calibrator = calibrator or DEFAULT_CALIBRATOR
         self.detector = detector or DoomLoopDetector()
         self._now = now
         self._calibration_loaded: set[str] = set()
+        self.memory: AgentMemory | None = None
+        """The agent's long-term memory (None unless ``memory.enabled``)."""
+        if config.memory.enabled:
+            from threadline.agent.memory_link import AgentMemory  # only agents that use it
+
+            self.memory = AgentMemory(
+                config.memory,
+                agent_name=config.name,
+                store=store,
+                memory=memory,
+                extractor=extractor,
+                now=now,
+                on_event=lambda name, payload: self._emit(name, **payload),
+            )
+            for tool in self.memory.tools():
+                if tool.name not in self.tools:
+                    self.tools.register(tool)
+        self._compactor = compactor
+        if compactor is not None:
+            self._hook_memory(compactor)
 
     def __repr__(self) -> str:
         return f"Agent({self.config.name!r}, model={self.model_spec!r})"
@@ -234,11 +276,22 @@ class Agent:
                 self.model if needs_model else None,
                 max_words=self.policy.summary_max_words,
             )
-            self._compactor = Compactor(summarizer, policy=self.policy)
+            self._compactor = self._hook_memory(Compactor(summarizer, policy=self.policy))
         return self._compactor
 
+    def _hook_memory(self, compactor: Compactor) -> Compactor:
+        """Flush pending memory extraction before ``compactor`` summarizes (once)."""
+        if self.memory is not None:
+            flush = self.memory.before_compaction
+            if flush not in compactor.hooks.listeners("before_compaction"):
+                compactor.on("before_compaction", flush)
+        return compactor
+
     def close(self) -> None:
-        """Close the model's connections if this agent created the model."""
+        """Close the model's connections if this agent created the model, and the memory
+        if it opened it."""
+        if self.memory is not None:
+            self.memory.close()
         if self._owns_model and self._model is not None:
             close = getattr(self._model, "close", None)
             if callable(close):
@@ -282,8 +335,12 @@ class Agent:
         aggressive: bool = False,
         system_prompt: str | None = None,
         calibrated: bool = True,
+        memories: Sequence[str] | None = None,
     ) -> ContextWindow:
-        """The window the next model call would get (what ``/context`` shows)."""
+        """The window the next model call would get (what ``/context`` shows).
+
+        With memory on, ``memories`` are the lines to place before the latest request
+        (default: those recalled for it)."""
         self._load_calibration(session)
         policy = self.policy
         factor = self.calibrator.factor(self.model_spec)
@@ -296,6 +353,7 @@ class Agent:
             tools=self.tools.definitions(),
             policy=policy,
             aggressive=aggressive,
+            **self._memory_args(session, memories),
         )
         if policy is not self.policy:
             window.report.notes.append(
@@ -303,6 +361,12 @@ class Agent:
                 f"the window is built against {policy.context_limit:,} estimated tokens"
             )
         return window
+
+    def _memory_args(self, session: Session, memories: Sequence[str] | None) -> dict[str, Any]:
+        if self.memory is None or self.config.memory.retrieval_limit <= 0:
+            return {}
+        lines = memories if memories is not None else self.memory.lines(session)
+        return {"memories": lines, "memory_share": self.config.memory.share}
 
     def compact(
         self,
@@ -346,6 +410,7 @@ class Agent:
         self._emit("turn_started", session_id=session.id, message=message)
 
         appended: list[Message] = list(session.append(message))
+        memories = self._remember(session, appended)
         system_prompt = self.system_prompt()
         tool_defs = self.tools.definitions()
         observations: list[UsageObservation] = []
@@ -356,7 +421,9 @@ class Agent:
         stopped: StopReason = "done"
         while True:
             steps += 1
-            call = self._call_model(session, system_prompt, tool_defs, stream=stream, step=steps)
+            call = self._call_model(
+                session, system_prompt, tool_defs, stream=stream, step=steps, memories=memories
+            )
             window = call.window
             recovered += call.recovery
             reply = self._stamp_reply(call.response, window, steps)
@@ -367,6 +434,7 @@ class Agent:
             usage = add_usage(usage, reply.usage)
             stored_reply = session.append(reply)[0]
             appended.append(stored_reply)
+            self._observe(session, [stored_reply])
             self._emit(
                 "model_called",
                 step=steps,
@@ -394,7 +462,9 @@ class Agent:
                         metadata={"step_limit": {"steps": steps, "max_steps": limit}},
                     )
                 )
-            appended += session.append(batch)
+            stored_batch = session.append(batch)
+            appended += stored_batch
+            self._observe(session, stored_batch)
             if warning is not None:
                 self._emit("doom_loop", warning=warning)
             if stopped == "step_limit":
@@ -460,9 +530,10 @@ class Agent:
         *,
         stream: Callable[[str], None] | None,
         step: int,
+        memories: Sequence[str] | None = None,
     ) -> _Call:
         """One model call; on a context-length refusal, compact, prune hard, retry once."""
-        window = self._fit(session, system_prompt)
+        window = self._fit(session, system_prompt, memories)
         try:
             return self._send(window, stream, [])
         except ContextLengthExceeded as first:
@@ -474,7 +545,9 @@ class Agent:
             )
             tried = [f"the first request ({window.tokens:,} estimated tokens) was refused"]
             tried.append(self._emergency_compaction(session))
-            retry = self.build(session, system_prompt=system_prompt, aggressive=True)
+            retry = self.build(
+                session, system_prompt=system_prompt, aggressive=True, memories=memories
+            )
             pruned = len(retry.report.pruned)
             tried.append(
                 f"aggressive pruning ({pruned} tool result{'s' if pruned != 1 else ''} "
@@ -492,12 +565,14 @@ class Agent:
                     "agent file, shorten the system prompt or tools, or start a new session."
                 ) from second
 
-    def _fit(self, session: Session, system_prompt: str) -> ContextWindow:
+    def _fit(
+        self, session: Session, system_prompt: str, memories: Sequence[str] | None = None
+    ) -> ContextWindow:
         """The next window; when it would leave stored messages neither in it nor under a
         checkpoint, compact first, mid-turn if need be (invariant 8)."""
         window, result = self.compactor.compact_to_fit(
             session,
-            lambda: self.build(session, system_prompt=system_prompt),
+            lambda: self.build(session, system_prompt=system_prompt, memories=memories),
             model=self.model_spec,
         )
         if result is not None and result.compacted:
@@ -579,6 +654,21 @@ class Agent:
         elif result.status == "failed":
             self._emit("compaction_failed", result=result)
         return result
+
+    # -- memory ---------------------------------------------------------------------------
+
+    def _remember(self, session: Session, appended: Sequence[Message]) -> list[str] | None:
+        """After the request is stored: show it to the recorder, fetch its memories once
+        for the whole turn, and let the memory tools write with this session's provenance."""
+        if self.memory is None:
+            return None
+        self.memory.attach(session)
+        self.memory.observe(session, appended)
+        return self.memory.lines(session, appended[0])
+
+    def _observe(self, session: Session, messages: Sequence[Message]) -> None:
+        if self.memory is not None:
+            self.memory.observe(session, messages)
 
     # -- bookkeeping ------------------------------------------------------------------------
 

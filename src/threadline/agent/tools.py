@@ -12,9 +12,11 @@ Argument checking is deliberately minimal (required keys and top-level JSON
 types): enough to give the model a precise message for the common mistakes,
 without a JSON-schema validator dependency. Deeper checks belong in the tool.
 
-Tools that need the session (the built-in scratchpad tools, later the memory
-tools) declare ``takes_context=True`` and receive a ``ToolContext`` first, so
-one registry serves every session an agent talks in.
+Tools that need the session (the built-in scratchpad tools) declare
+``takes_context=True`` and receive a ``ToolContext`` first, so one registry
+serves every session an agent talks in. The memory tools (``memory_search``,
+``memory_recall``, ``memory_write``) come from ``threadline.memory``; an agent
+with ``memory.enabled`` registers them itself (``agent.memory_link``).
 """
 
 from __future__ import annotations

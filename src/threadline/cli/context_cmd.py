@@ -45,6 +45,7 @@ SECTION_LABELS = {
     "summary": "Summary",
     "history": "Recent messages",
     "reply_priming": "Reply priming",
+    "memory": "Memories",
 }
 LABEL_WIDTH = 18
 PRUNED_SHOWN = 4

@@ -11,7 +11,10 @@ context report with the compaction-trigger bars, which shows that nothing
 lived only in memory. Last come ``sessions list`` and a Markdown export.
 
 The library half is ``threadline.demo.run``; this module only renders it. The
-hidden ``--resume ID`` option is the fresh process's entry point.
+hidden ``--resume ID`` option is the fresh process's entry point. ``--memory``
+runs the long-term memory demo instead (``threadline.demo.memory_run``, rendered
+by ``cli.memory_cmd.print_memory_demo``): facts one session states, recalled in
+a later one.
 """
 
 from __future__ import annotations
@@ -256,10 +259,21 @@ def demo(
         str | None,
         typer.Option("--resume", metavar="ID", hidden=True, help="Continue a demo session."),
     ] = None,
+    memory: Annotated[
+        bool,
+        typer.Option(
+            "--memory", help="Show long-term memory: one session's facts recalled in a later one."
+        ),
+    ] = False,
 ) -> None:
     """Run a long simulated coding-agent session offline through the real engine."""
     state = get_state(ctx)
     store = state.store()
+    if memory:
+        from threadline.cli.memory_cmd import print_memory_demo
+
+        print_memory_demo(make_console(), store, state.store_url)
+        return
     if resume is not None:
         _resume(store, resume)
         return

@@ -1,6 +1,10 @@
 """build_context(): the message list that fits the model, and a report of why.
 
-The window is ``[system prompt] [checkpoint summary] [recent units]``. Its
+The window is ``[system prompt] [checkpoint summary] [recent units]``, with an
+optional memory block (facts from long-term memory, ``memories=``) placed right
+before the unit that holds the latest request: late in the window, inside a
+fixed share of the budget, so memories can change every turn while the prefix
+before them (system prompt, summary, older history) stays byte-identical. Its
 cost follows the window, not the history (invariant 4): the builder reads the
 latest checkpoint and then the tail, newest first, a page at a time, only until
 the budget is met, using token counts stored at append time.
@@ -16,6 +20,7 @@ many turns. ``greedy`` refills newest-to-oldest every turn instead.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -28,8 +33,9 @@ from threadline.catalog import lookup
 from threadline.context.policy import ContextPolicy
 from threadline.context.pruning import Pruned, prune_units
 from threadline.context.truncation import emergency_truncate
-from threadline.errors import ContextOverflow
+from threadline.errors import ContextOverflow, UsageError
 from threadline.messages import Message, RepairReport, Unit, flatten, group_units
+from threadline.requests import is_request
 from threadline.store.base import Checkpoint, Session
 from threadline.tokens import TokenCounter, counter_for
 
@@ -44,6 +50,14 @@ SUMMARY_HEADER = (
     "Summary of the earlier conversation (messages up to #{seq}), written by threadline's "
     "compaction. It replaces those messages in this context; they remain stored."
 )
+MEMORY_HEADER = (
+    "[threadline memory: facts recalled from earlier sessions that may bear on the next "
+    "message, with where each was said. Inserted by threadline, not written by the user; "
+    "they may be out of date.]"
+)
+DEFAULT_MEMORY_SHARE = 0.10
+"""The share of the budget a memory block may use (``memory.share`` of an agent file)."""
+MEMORY_METADATA_KEY = "memory_block"
 BOUNDARY_TEXT = (
     "[threadline checkpoint: earlier messages were compacted. This boundary is inserted by "
     "threadline, not written by the user; the summary follows.]"
@@ -65,7 +79,7 @@ class ContextReport(BaseModel):
     limit: int
     response_reserve: int
     budget: int
-    """limit - response_reserve - system prompt - tool definitions."""
+    """limit - response_reserve - system prompt - tool definitions (- memory_reserve)."""
     total_tokens: int
     strategy: str
     sections: list[Section]
@@ -94,6 +108,10 @@ class ContextReport(BaseModel):
     prefix_changed: bool | None = None
     """Whether the prefix differs from the previous build on this handle (None: first build)."""
     retrimmed: bool = False
+    memories: list[str] = Field(default_factory=list)
+    """The memory lines placed in the window (the ``memory`` section), best first."""
+    memory_reserve: int = 0
+    """Tokens kept for memories whatever they hold (0: memory is off); not in ``budget``."""
     notes: list[str] = Field(default_factory=list)
 
 
@@ -136,11 +154,19 @@ def build_context(
     policy: ContextPolicy | None = None,
     counter: TokenCounter | None = None,
     aggressive: bool = False,
+    memories: Sequence[str] | None = None,
+    memory_share: float = DEFAULT_MEMORY_SHARE,
 ) -> ContextWindow:
     """Build the window for the next model call. Reads the store; never writes it.
 
     ``aggressive`` prunes tool results with the policy's lower thresholds: the
-    retry after a provider said the prompt was too long. The report's
+    retry after a provider said the prompt was too long. ``memories`` (one line
+    each, best first; ``[]`` when memory is on but nothing matched) reserves
+    ``memory_share`` of the budget whatever they hold (a fixed overhead, like
+    the system prompt: the summary and the kept tail take their shares of what
+    is left), so the history chosen, and with it the prefix, does not depend on
+    them; as many lines as fit go in one synthetic user message before the
+    latest request. The report's
     ``dropped_messages`` counts stored messages neither in the window nor under
     its summary; an agent loop compacts before sending such a window
     (``Compactor.compact_to_fit`` / ``prepare_context``).
@@ -152,6 +178,8 @@ def build_context(
     family = counter.family
     tools = list(tools or [])
     limit = policy.context_limit or info.context_window
+    if not 0.0 <= memory_share < 1.0:
+        raise UsageError(f"memory_share must be at least 0 and below 1, got {memory_share}")
 
     def cost(m: Message) -> int:
         stored = m.token_counts.get(family)
@@ -180,6 +208,9 @@ def build_context(
             needed=system_tokens + tool_tokens + policy.response_reserve + priming,
             budget=limit,
         )
+    # memories are a fixed overhead, like the prompt: every share below is of what is left
+    memory_room = int((budget - priming) * memory_share) if memories is not None else 0
+    budget -= memory_room
     frame = _Frame(
         session=session,
         policy=policy,
@@ -188,6 +219,7 @@ def build_context(
         room=budget - priming,
         fixed=system_tokens + tool_tokens + priming,
         aggressive=aggressive,
+        memory_room=memory_room,
     )
 
     newest = session.latest_checkpoint()
@@ -197,6 +229,8 @@ def build_context(
     anchor = state.get("anchor") if stable else None
     if not isinstance(held, Checkpoint) or newest is None or held.id == newest.id:
         held = None
+    elif not session.shows_checkpoint(held):
+        held = None  # a retraction took back messages its summary covers
     elif held.covers_up_to > newest.covers_up_to:
         held = None  # the store's checkpoints changed under this handle: start afresh
     composed: _Composed | None = None
@@ -214,12 +248,20 @@ def build_context(
             anchor=anchor if same else None,
             sticky=dict(state.get("pruned", {})),
         )
+    notes: list[str] = []
+    if composed.overflow and frame.memory_room:
+        # memories are optional: protected messages that do not fit take their share first
+        budget += frame.memory_room
+        frame = dataclasses.replace(frame, room=budget - priming, memory_room=0)
+        composed = _compose(
+            frame, composed.checkpoint, anchor=anchor, sticky=dict(state.get("pruned", {}))
+        )
+        notes.append("memories left out: the protected messages need their share of the budget")
     checkpoint = composed.checkpoint
     floor = checkpoint.covers_up_to if checkpoint else 0
     state["pruned"] = {q: a for q, a in composed.sticky.items() if q > floor}
 
     history = composed.history
-    notes: list[str] = []
     truncations: list[dict[str, Any]] = []
     used = composed.used
     msg_budget = composed.msg_budget
@@ -251,11 +293,14 @@ def build_context(
     previous = state.get("prefix")
     state["prefix"] = signature
 
-    messages = system_msgs + summary_msgs + history
+    memory_msg, memory_lines = _memory_message(memories or [], frame.memory_room, counter)
+    memory_tokens = counter.count_message(memory_msg) if memory_msg is not None else 0
+    messages = system_msgs + summary_msgs + _with_memory(history, composed.units, memory_msg)
     summary_tokens = composed.summary_tokens
-    total = system_tokens + tool_tokens + summary_tokens + used + priming
+    total = system_tokens + tool_tokens + summary_tokens + used + memory_tokens + priming
     stored_in_view = sum(1 for m in history if m.seq is not None)
     history_count = session.last_seq
+    hidden = session.hidden_after(floor)  # retracted messages are out of view, not dropped
     if checkpoint is not None and newest is not None and checkpoint.id != newest.id:
         notes.append(
             f"shows checkpoint {checkpoint.id} (covers 1-{floor}); checkpoint {newest.id} "
@@ -286,13 +331,19 @@ def build_context(
                 detail=f"{len(composed.units)} units",
             ),
             Section(name="reply_priming", tokens=priming),
+            Section(
+                name="memory",
+                tokens=memory_tokens,
+                messages=1 if memory_msg is not None else 0,
+                detail=_memory_detail(memories, memory_lines, frame.memory_room),
+            ),
         ],
         first_seq=first_seq,
         last_seq=history[-1].seq if history else None,
         history_messages=history_count,
         included_messages=stored_in_view,
         covered_by_summary=floor,
-        dropped_messages=max(0, history_count - floor - stored_in_view),
+        dropped_messages=max(0, history_count - floor - stored_in_view - hidden),
         checkpoint_id=checkpoint.id if checkpoint else None,
         newest_checkpoint_id=newest.id if newest else None,
         newest_checkpoint_covers=newest.covers_up_to if newest else None,
@@ -313,6 +364,8 @@ def build_context(
         orphan_results=composed.repair.orphans,
         prefix_changed=None if previous is None else previous != signature,
         retrimmed=composed.retrimmed,
+        memories=memory_lines,
+        memory_reserve=frame.memory_room,
         notes=notes,
     )
     return ContextWindow(
@@ -339,6 +392,9 @@ class _Frame:
     fixed: int
     """System prompt, tools and priming."""
     aggressive: bool
+    memory_room: int = 0
+    """Tokens kept for the memory block, whatever it holds (0: memory is off); outside
+    ``room``, like the system prompt."""
 
 
 @dataclass(slots=True)
@@ -427,7 +483,7 @@ def _compose(
         used=sum(sizes[start:]),
         first_seq=chosen[0].first_seq if chosen else None,
         retrimmed=retrimmed,
-        dropped=max(0, session.last_seq - floor - stored_in_view),
+        dropped=max(0, session.last_seq - floor - stored_in_view - session.hidden_after(floor)),
         overflow=sum(sizes[start:]) > msg_budget,
         pruned=pruned,
         sticky=sticky,
@@ -635,6 +691,52 @@ def _wrap_summary(checkpoint: Checkpoint, text: str, policy: ContextPolicy) -> l
         Message.user(BOUNDARY_TEXT, synthetic=True, summary=True, metadata=meta),
         Message.assistant(f"{header}\n\n{text}", synthetic=True, summary=True, metadata=meta),
     ]
+
+
+def _memory_message(
+    memories: Sequence[str], room: int, counter: TokenCounter
+) -> tuple[Message | None, list[str]]:
+    """The memory block holding as many of ``memories`` (best first) as fit ``room``."""
+    kept: list[str] = []
+    message: Message | None = None
+    for line in memories:
+        line = " ".join(line.split())
+        if not line:
+            continue
+        candidate = _memory_block([*kept, line])
+        if counter.count_message(candidate) > room:
+            break
+        kept.append(line)
+        message = candidate
+    return message, kept
+
+
+def _memory_block(lines: Sequence[str]) -> Message:
+    text = MEMORY_HEADER + "\n" + "\n".join(f"- {line}" for line in lines)
+    return Message.user(text, synthetic=True, metadata={MEMORY_METADATA_KEY: len(lines)})
+
+
+def _with_memory(history: list[Message], units: list[Unit], block: Message | None) -> list[Message]:
+    """``history`` with ``block`` before the unit holding the latest request (before the
+    first unit when no request is in view): never inside a unit (invariant 2), and late,
+    so what precedes it stays the same from turn to turn (invariant 7)."""
+    if block is None:
+        return history
+    start = next(
+        (u.messages[0] for u in reversed(units) if any(is_request(m) for m in u.messages)),
+        units[0].messages[0] if units else None,
+    )
+    at = next((i for i, m in enumerate(history) if start is not None and m.id == start.id), 0)
+    return [*history[:at], block, *history[at:]]
+
+
+def _memory_detail(memories: Sequence[str] | None, shown: list[str], room: int) -> str:
+    if memories is None:
+        return "off"
+    left = sum(1 for m in memories if m.strip()) - len(shown)
+    more = f", {left} more did not fit" if left > 0 else ""
+    noun = "memory" if len(shown) == 1 else "memories"
+    return f"{len(shown)} {noun}{more}; {room:,} tokens reserved"
 
 
 def _cp_id(checkpoint: Checkpoint | None) -> int | None:

@@ -1,0 +1,244 @@
+"""What ties an agent to its long-term memory (``threadline.memory``).
+
+With ``memory.enabled`` an agent gets four things from here:
+
+* the ``memory_search``, ``memory_recall`` and ``memory_write`` tools;
+* a recorder that sees every batch the turn appends (signal-flagging them,
+  extracting every ``extraction_threshold`` flagged exchanges);
+* the memories relevant to the turn's request, fetched once per request and
+  reused by every step of the turn, so the memory block, and the prompt-cache
+  prefix before it, stay the same within a turn;
+* a ``before_compaction`` hook that flushes pending extraction for the range a
+  compaction is about to summarize, so no fact is summarized away unsaved;
+* with ``auto_extract``, a flush of what a session left pending below the
+  threshold when the agent moves to another session or is closed.
+
+Memory is an addition: a failure here is logged and reported as an agent event,
+never a failed turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from threadline.agent.config import MemoryConfig
+from threadline.agent.tools import Tool
+from threadline.memory import (
+    Extractor,
+    MemoryHit,
+    MemoryRecorder,
+    MemoryStore,
+    memory_tools,
+    open_memory,
+    scope_for,
+)
+from threadline.messages import Message
+from threadline.requests import request_text
+from threadline.store.base import Session, Store
+
+logger = logging.getLogger(__name__)
+
+REQUEST_LOOKBACK = 64
+"""Messages read back from the end to find the latest request outside a turn (``/context``)."""
+SEARCH_SLACK = 2
+"""Search this many times ``retrieval_limit``: hits still in the window are left out."""
+MAX_SEARCH_K = 100
+"""The most results one memory search returns."""
+SHOWN_ID_CHARS = 8
+QUERY_HEAD_CHARS = 600
+QUERY_TAIL_CHARS = 400
+"""A long request (a pasted log) is searched by its head and tail, where the ask is."""
+RECALLED_SESSIONS = 64
+"""Sessions whose latest recall is kept (an agent server's agent sees many)."""
+
+MemoryEvent = Literal["memory_recalled", "memory_flushed", "memory_failed"]
+MemoryEventHandler = Callable[[MemoryEvent, dict[str, Any]], None]
+
+
+def hit_line(hit: MemoryHit) -> str:
+    """One memory as the model sees it: the text, then where and when it was said."""
+    where: list[str] = []
+    if hit.session_id:
+        where.append(f"session {hit.session_id[:SHOWN_ID_CHARS]}")
+        if hit.seq is not None:
+            where[-1] += f" #{hit.seq}"
+    text = " ".join(hit.text.split())
+    if hit.observed_at is not None and hit.observed_at.date().isoformat() not in text:
+        where.append(hit.observed_at.date().isoformat())
+    return f"{text} ({', '.join(where)})" if where else text
+
+
+class AgentMemory:
+    """One agent's view of its memory: scope, recorder, tools and per-turn retrieval."""
+
+    def __init__(
+        self,
+        config: MemoryConfig,
+        *,
+        agent_name: str,
+        store: Store,
+        memory: MemoryStore | None = None,
+        extractor: Extractor | None = None,
+        now: Callable[[], datetime] | None = None,
+        on_event: MemoryEventHandler | None = None,
+    ) -> None:
+        self.config = config
+        self.scope = scope_for(agent_name, config.scope)
+        self.memory = memory if memory is not None else open_memory(store)
+        self._owns = memory is None
+        self.recorder = MemoryRecorder(
+            self.memory,
+            scope=self.scope,
+            extractor=extractor,
+            threshold=config.extraction_threshold,
+            auto_extract=config.auto_extract,
+        )
+        self._now = now
+        self.on_event = on_event
+        self._session: Session | None = None
+        self._recalled: dict[str, tuple[int, list[MemoryHit]]] = {}
+        """Per session: the request seq the hits were fetched for, and the hits."""
+
+    @property
+    def scopes(self) -> list[str]:
+        return [self.scope]
+
+    def tools(self) -> list[Tool]:
+        """The three memory tools, writing with the current session's provenance."""
+        return memory_tools(
+            self.memory,
+            scopes=self.scopes,
+            default_scope=self.scope,
+            session=lambda: self._session,
+        )
+
+    def attach(self, session: Session) -> None:
+        """The session the tools write provenance for (the one whose turn is running).
+
+        Moving to another session ends the previous one's run of exchanges: with
+        ``auto_extract`` what it left pending below the threshold is extracted now."""
+        previous, self._session = self._session, session
+        if previous is not None and previous.id != session.id:
+            self._flush_left(previous)
+
+    def _flush_left(self, session: Session) -> None:
+        if not self.config.auto_extract:
+            return
+        try:
+            if self.recorder.pending(session):
+                self.flush(session)
+        except Exception as exc:  # the exchanges stay pending; a later flush saves them
+            self._failed("flush", session, exc)
+
+    # -- the recorder
+
+    def observe(self, session: Session, messages: Sequence[Message]) -> int:
+        """Let the recorder see appended messages; returns how many it flagged."""
+        if not messages:
+            return 0
+        try:
+            return self.recorder.observe(session, messages)
+        except Exception as exc:  # memory must not break a turn
+            self._failed("observe", session, exc)
+            return 0
+
+    def flush(self, session: Session, *, up_to_seq: int | None = None) -> int:
+        """Run pending extraction now; returns the facts written."""
+        written = self.recorder.flush(session, up_to_seq=up_to_seq)
+        self._emit("memory_flushed", session_id=session.id, up_to_seq=up_to_seq, facts=written)
+        return written
+
+    def before_compaction(self, session: Session, messages: Sequence[Message]) -> None:
+        """The compactor's ``before_compaction`` hook: flush what it is about to summarize.
+
+        A failure propagates to the compactor, which records it on the result's
+        ``hook_errors`` and goes on: the exchanges stay stored and pending, so a later
+        flush still extracts them."""
+        seqs = [m.seq for m in messages if m.seq is not None]
+        self.flush(session, up_to_seq=max(seqs) if seqs else None)
+
+    # -- retrieval
+
+    def recall(self, session: Session, request: Message | None = None) -> list[MemoryHit]:
+        """The memories for the session's latest request (``request`` when the caller just
+        stored it), fetched once per request and then reused."""
+        if self.config.retrieval_limit <= 0:
+            return []
+        found = request if request is not None else _latest_request(session)
+        cached = self._recalled.get(session.id)
+        if found is None or found.seq is None:  # the request is far back (a long tool run)
+            return cached[1] if cached is not None else []
+        if cached is not None and cached[0] == found.seq:
+            return cached[1]
+        query = _query_of(request_text(found) or found.text)
+        if not query:
+            return []
+        try:
+            hits = self.memory.search(
+                query,
+                scopes=self.scopes,
+                k=min(self.config.retrieval_limit * SEARCH_SLACK, MAX_SEARCH_K),
+                now=self._now() if self._now is not None else None,
+            )
+        except Exception as exc:
+            self._failed("search", session, exc)
+            return []
+        hits = _not_in_view(hits, session)[: self.config.retrieval_limit]
+        self._recalled.pop(session.id, None)
+        if len(self._recalled) >= RECALLED_SESSIONS:
+            self._recalled.pop(next(iter(self._recalled)))
+        self._recalled[session.id] = (found.seq, hits)
+        self._emit("memory_recalled", session_id=session.id, seq=found.seq, hits=hits)
+        return hits
+
+    def lines(self, session: Session, request: Message | None = None) -> list[str]:
+        """``recall`` as the lines ``build_context(memories=...)`` places in the window."""
+        return [hit_line(h) for h in self.recall(session, request)]
+
+    def close(self) -> None:
+        """Flush what the current session left pending (``auto_extract``), then close the
+        memory if this object opened it."""
+        if self._session is not None:
+            self._flush_left(self._session)
+            self._session = None
+        if self._owns:
+            self.memory.close()
+
+    # -- events
+
+    def _failed(self, what: str, session: Session, exc: Exception) -> None:
+        logger.warning("memory %s for session %s failed: %s", what, session.id, exc, exc_info=exc)
+        self._emit(
+            "memory_failed", session_id=session.id, step=what, error=f"{type(exc).__name__}: {exc}"
+        )
+
+    def _emit(self, name: MemoryEvent, **payload: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(name, payload)
+
+
+def _query_of(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= QUERY_HEAD_CHARS + QUERY_TAIL_CHARS:
+        return text
+    return f"{text[:QUERY_HEAD_CHARS]} {text[-QUERY_TAIL_CHARS:]}"
+
+
+def _latest_request(session: Session) -> Message | None:
+    for m in session.tail(REQUEST_LOOKBACK):
+        if request_text(m) is not None:
+            return m
+    return None
+
+
+def _not_in_view(hits: list[MemoryHit], session: Session) -> list[MemoryHit]:
+    """Leave out what this session said after its newest checkpoint: those messages are
+    in the window already (nothing falls out unsummarized), so repeating them is waste."""
+    checkpoint = session.latest_checkpoint()
+    floor = checkpoint.covers_up_to if checkpoint is not None else 0
+    return [
+        h for h in hits if not (h.session_id == session.id and h.seq is not None and h.seq > floor)
+    ]

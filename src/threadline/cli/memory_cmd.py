@@ -1,0 +1,468 @@
+"""``threadline memory ...``: list, search, show, add, forget, export and import memories.
+
+Long-term memory lives beside the sessions, in the store ``--store`` names
+(``threadline.memory``). Every command works on one *scope*: ``--scope`` when
+given (``user:ana``, ``project:site``; a bare name is a project scope), else
+the scope of ``--agent`` (its agent file's ``memory.scope``, or
+``agent:NAME``; default: the built-in agent). Stored text reaches the terminal
+only through ``cli.render`` (control characters escaped); ``--json`` prints a
+stable document instead:
+
+``memory list --json``::  ``{"scope", "items": [Fact, ...], "entities": [Entity, ...]}``
+``memory search --json``:: ``{"query", "scopes", "items": [MemoryHit, ...]}``
+``memory show --json``::  ``EntityReport`` (``{"entity", "facts", "relations"}``)
+``memory add --json``::   ``Fact``
+``memory forget --json``:: ``{"id", "forgotten": true}``
+``memory import --json``:: ``{"imported": N}``
+
+``memory export`` writes the memory's own JSON document (``-o -``: stdout),
+which ``memory import`` reads back.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from threadline.cli.render import fmt_time, make_console, plural, print_json, shorten
+from threadline.cli.state import store_of
+from threadline.errors import ImportFormatError, ThreadlineError, UsageError
+from threadline.store.base import DEFAULT_AGENT
+
+if TYPE_CHECKING:
+    from threadline.memory import EntityReport, Fact, MemoryHit, MemoryStore
+    from threadline.store import Store
+
+STDOUT_PATH = "-"
+EXPORT_NAME = "memory-{scope}.json"
+DEFAULT_LIST = 50
+MAX_LIST = 10_000
+DEFAULT_K = 10
+MAX_K = 1000
+MIN_PREFIX = 4
+"""A fact id may be given as a unique prefix of at least this many characters."""
+MAX_IMPORT_BYTES = 256 * 1024 * 1024
+STATEMENT_WIDTH = 90
+
+app = typer.Typer(
+    name="memory",
+    help="Long-term memory across sessions: facts, entities, search.",
+    no_args_is_help=True,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable shape) instead.")]
+ScopeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scope",
+        "-s",
+        help="Memory scope (agent:NAME, user:NAME, project:NAME; default: --agent's).",
+    ),
+]
+AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Use this agent's memory scope.")]
+
+
+class MemoryNotFound(ThreadlineError, KeyError):
+    """No fact or entity by that id or name (exit 3, like a missing session)."""
+
+    exit_code = 3
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "not found"
+
+
+def resolve_scope(scope: str | None, agent: str) -> str:
+    """``--scope`` as given, else the scope the agent writes to."""
+    from threadline.agent.config import find_agent_file, load_agent_file
+    from threadline.memory import scope_for
+
+    if scope is not None:
+        return scope_for(agent, scope.strip())
+    configured = None
+    found = find_agent_file(agent)
+    if found is not None:
+        configured = load_agent_file(found).memory.scope
+    return scope_for(agent, configured)
+
+
+def _memory(ctx: typer.Context, *, create: bool = False) -> MemoryStore:
+    from threadline.memory import open_memory
+
+    memory = open_memory(store_of(ctx, create=create))
+    ctx.call_on_close(memory.close)
+    return memory
+
+
+def _dump(record: Any) -> Any:
+    return record.model_dump(mode="json")
+
+
+def _source(session_id: str | None, seq: int | None) -> str:
+    if not session_id:
+        return "-"
+    return f"{session_id[:8]} #{seq}" if seq is not None else session_id[:8]
+
+
+def _status(fact: Fact) -> str:
+    if fact.retracted:
+        return "forgotten"
+    if fact.superseded_by is not None:
+        return "superseded"
+    return "current"
+
+
+def facts_table(facts: list[Fact]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 1))
+    for name in ("Id", "Subject", "Statement", "Source", "Observed", "Status"):
+        table.add_column(name, no_wrap=name != "Statement")
+    for f in facts:
+        table.add_row(
+            f.id[:8],
+            shorten(f.subject or "", 24),
+            shorten(f.statement, STATEMENT_WIDTH),
+            _source(f.session_id, f.seq),
+            fmt_time(f.observed_at),
+            _status(f),
+        )
+    return table
+
+
+def hits_table(hits: list[MemoryHit]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 1))
+    for name in ("Score", "Kind", "Memory", "Source", "Observed"):
+        table.add_column(
+            name, no_wrap=name != "Memory", justify="right" if name == "Score" else "left"
+        )
+    for h in hits:
+        table.add_row(
+            f"{h.score:.2f}",
+            h.kind,
+            shorten(h.text, STATEMENT_WIDTH),
+            _source(h.session_id, h.seq),
+            fmt_time(h.observed_at),
+        )
+    return table
+
+
+def report_blocks(report: EntityReport) -> list[Any]:
+    e = report.entity
+    head = Text(e.name, style="bold")
+    head.append(f"  {e.kind} · {e.scope}", style="dim")
+    if e.aliases:
+        head.append(f" · also: {', '.join(e.aliases)}", style="dim")
+    blocks: list[Any] = [head]
+    blocks.append(facts_table(report.facts) if report.facts else Text("no facts", style="dim"))
+    if report.relations:
+        lines = [f"{r.source} {r.label} {r.target}" for r in report.relations]
+        blocks.append(Text("Relations:\n  " + "\n  ".join(lines)))
+    return blocks
+
+
+# -- the commands ------------------------------------------------------------------
+
+
+@app.command("list")
+def list_facts(
+    ctx: typer.Context,
+    scope: ScopeOpt = None,
+    agent: AgentOpt = DEFAULT_AGENT,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Also superseded and forgotten facts.")
+    ] = False,
+    limit: Annotated[
+        int, typer.Option("-n", "--limit", min=1, max=MAX_LIST, help="Most facts to show.")
+    ] = DEFAULT_LIST,
+    as_json: JsonOpt = False,
+) -> None:
+    """The facts of a scope, newest first, with where each was learned."""
+    where = resolve_scope(scope, agent)
+    memory = _memory(ctx)
+    facts = memory.list_facts(where, include_superseded=all_)
+    facts = sorted(facts, key=lambda f: f.observed_at, reverse=True)[:limit]
+    entities = memory.list_entities(where)
+    if as_json:
+        print_json(
+            {
+                "scope": where,
+                "items": [_dump(f) for f in facts],
+                "entities": [_dump(e) for e in entities],
+            }
+        )
+        return
+    console = make_console()
+    if facts:
+        console.print(facts_table(facts))
+    console.print(
+        Text(
+            f"{plural(len(facts), 'fact')} · {plural(len(entities), 'entity')} in {where}",
+            style="dim",
+        )
+    )
+
+
+@app.command("search")
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for (words, names, dates).")],
+    scope: ScopeOpt = None,
+    agent: AgentOpt = DEFAULT_AGENT,
+    k: Annotated[
+        int, typer.Option("-k", "--limit", min=1, max=MAX_K, help="Most hits.")
+    ] = DEFAULT_K,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search a scope's memories, best first."""
+    if not query.strip():
+        raise UsageError("memory search: the query is empty")
+    where = resolve_scope(scope, agent)
+    hits = _memory(ctx).search(query, scopes=[where], k=k)
+    if as_json:
+        print_json({"query": query, "scopes": [where], "items": [_dump(h) for h in hits]})
+        return
+    console = make_console()
+    if hits:
+        console.print(hits_table(hits))
+    console.print(Text(f"{plural(len(hits), 'hit')} in {where}", style="dim"))
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    entity: Annotated[str, typer.Argument(metavar="ENTITY", help="An entity's name or alias.")],
+    scope: ScopeOpt = None,
+    agent: AgentOpt = DEFAULT_AGENT,
+    as_json: JsonOpt = False,
+) -> None:
+    """Everything known about one entity: its facts (current first) and relations."""
+    where = resolve_scope(scope, agent)
+    report = _memory(ctx).recall(entity, scopes=[where])
+    if report is None:
+        raise MemoryNotFound(f"no entity named {entity!r} in {where}")
+    if as_json:
+        print_json(_dump(report))
+        return
+    console = make_console()
+    for i, block in enumerate(report_blocks(report)):
+        if i:
+            console.print()
+        console.print(block)
+
+
+@app.command("add")
+def add(
+    ctx: typer.Context,
+    statement: Annotated[str, typer.Argument(help="The fact, as one statement.")],
+    subject: Annotated[
+        str | None, typer.Option("--subject", help="The entity it is about.")
+    ] = None,
+    scope: ScopeOpt = None,
+    agent: AgentOpt = DEFAULT_AGENT,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store one fact explicitly (it supersedes an older fact on the same subject and slot)."""
+    if not statement.strip():
+        raise UsageError("memory add: the statement is empty")
+    where = resolve_scope(scope, agent)
+    fact = _memory(ctx, create=True).write_fact(where, statement.strip(), subject=subject)
+    if as_json:
+        print_json(_dump(fact))
+        return
+    make_console().print(Text(f"stored fact {fact.id} in {where}"), soft_wrap=True)
+
+
+def _find_fact(memory: MemoryStore, fact_id: str, scope: str) -> Fact:
+    fact = memory.get_fact(fact_id)
+    if fact is not None:
+        return fact
+    if len(fact_id) >= MIN_PREFIX:
+        matches = [
+            f for f in memory.list_facts(scope, include_superseded=True) if f.id.startswith(fact_id)
+        ]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise UsageError(f"fact id prefix {fact_id!r} matches {len(matches)} facts in {scope}")
+    raise MemoryNotFound(f"no fact {fact_id!r} in {scope}")
+
+
+@app.command("forget")
+def forget(
+    ctx: typer.Context,
+    fact_id: Annotated[
+        str, typer.Argument(metavar="FACT_ID", help="Fact id or a unique prefix (4+).")
+    ],
+    scope: ScopeOpt = None,
+    agent: AgentOpt = DEFAULT_AGENT,
+    as_json: JsonOpt = False,
+) -> None:
+    """Mark a fact forgotten: kept for the record, never recalled again."""
+    where = resolve_scope(scope, agent)
+    memory = _memory(ctx, create=True)
+    fact = _find_fact(memory, fact_id.strip(), where)
+    if not memory.forget(fact.id):
+        raise MemoryNotFound(f"no fact {fact.id!r} to forget")
+    if as_json:
+        print_json({"id": fact.id, "forgotten": True})
+        return
+    make_console().print(
+        Text(f"forgot fact {fact.id}: {shorten(fact.statement, 80)}"), soft_wrap=True
+    )
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    scope: ScopeOpt = None,
+    agent: AgentOpt = DEFAULT_AGENT,
+    every_scope: Annotated[
+        bool, typer.Option("--every-scope", help="Export every scope in the store.")
+    ] = False,
+    output: Annotated[
+        str | None,
+        typer.Option("--output", "-o", metavar="FILE|-", help="Default: memory-<scope>.json."),
+    ] = None,
+) -> None:
+    """Write memories as JSON, which memory import reads back."""
+    from threadline.cli.sessions import write_atomically
+
+    where = None if every_scope else resolve_scope(scope, agent)
+    data = _memory(ctx).export(where)
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    if output == STDOUT_PATH:
+        typer.echo(text, nl=False)
+        return
+    name = (where or "all").replace(":", "-")
+    path = Path(output) if output else Path(EXPORT_NAME.format(scope=name))
+    write_atomically(path, text)
+    typer.echo(f"wrote {path}", err=True)
+    typer.echo(str(path))
+
+
+def read_import(path: str) -> dict[str, Any]:
+    """The JSON document at ``path`` (``-``: standard input), checked to be an object."""
+    where = "standard input" if path == STDOUT_PATH else path
+    try:
+        if path == STDOUT_PATH:
+            raw = sys.stdin.buffer.read(MAX_IMPORT_BYTES + 1)
+        else:
+            with Path(path).open("rb") as fh:
+                raw = fh.read(MAX_IMPORT_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_IMPORT_BYTES:
+        raise ImportFormatError(f"{where}: larger than {MAX_IMPORT_BYTES:,} bytes")
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ImportFormatError(f"{where}: not a JSON document ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ImportFormatError(f"{where}: expected a memory export (a JSON object)")
+    return data
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(metavar="PATH|-", help="A memory export (- for stdin).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Read memories written by memory export; records already present are kept."""
+    data = read_import(path)
+    count = _memory(ctx, create=True).import_(data)
+    if as_json:
+        print_json({"imported": count})
+        return
+    typer.echo(f"imported {plural(count, 'record')}")
+
+
+# -- the memory demo (``threadline demo --memory``) -------------------------------------
+
+
+def print_memory_demo(console: Console, store: Store, store_url: str) -> None:
+    """Run ``threadline.demo.memory_run`` and show it: what session one said, the facts
+    saved (by extraction and by the pre-compaction flush), what session two recalled,
+    and the context report with its memory section."""
+    from threadline.cli.context_cmd import context_blocks
+    from threadline.demo.memory_run import (
+        MEMORY_DEMO_MODEL_NAME,
+        DemoTurn,
+        recalled_lines,
+        run_memory_demo,
+    )
+
+    def turn(t: DemoTurn) -> None:
+        console.print(Text(f"> {t.user}", style="green"))
+        for call, result in zip(t.tool_calls, t.tool_results, strict=False):
+            console.print(Text(f"  tool {call} -> {shorten(result, 160)}", style="dim"))
+        console.print(Text(t.reply))
+
+    console.print(
+        Text("threadline demo --memory: what one session learns, a later one recalls", style="bold")
+    )
+    console.print(
+        Text(
+            f"The model is SIMULATED ({MEMORY_DEMO_MODEL_NAME!r} plays scripted replies and "
+            "answers from what threadline sends it); no LLM is called. Everything else is "
+            f"threadline's real engine: the store ({store_url}), the memory recorder with the "
+            "offline extractor, the pre-compaction flush, retrieval, and the context builder.",
+            style="yellow",
+        )
+    )
+    r = run_memory_demo(store)
+    console.print()
+    console.print(
+        Text(f"Session one ({r.first_session.id[:8]}), memory scope {r.scope}", style="bold")
+    )
+    for t in r.first_turns:
+        turn(t)
+    console.print(
+        Text(
+            f"extraction during the session saved {plural(r.extracted_during_session, 'fact')}; "
+            f"closing it with a compaction (messages {r.compaction.covers_from}-"
+            f"{r.compaction.covers_up_to}) first flushed pending extraction: "
+            f"{plural(r.flushed, 'more fact')} saved before the summary was written",
+            style="dim",
+        ),
+        soft_wrap=True,
+    )
+    console.print()
+    console.print(Text(f"$ threadline memory list --scope {r.scope}", style="dim"))
+    console.print(facts_table(r.facts))
+    console.print()
+    console.print(Text(f"Session two ({r.second_session.id[:8]}), a new session", style="bold"))
+    for t in r.second_turns:
+        lines = recalled_lines(t)
+        console.print(
+            Text(
+                f"recalled for this message ({plural(len(lines), 'memory', 'memories')}):",
+                style="cyan",
+            )
+        )
+        for line in lines:
+            console.print(Text(f"  - {line}", style="cyan"))
+        turn(t)
+    console.print()
+    console.print(
+        Text(
+            f"$ threadline context {r.second_session.id[:8]}   (the next call's window: the "
+            "memory block sits before the latest message, after the cached prefix)",
+            style="dim",
+        )
+    )
+    blocks = context_blocks(r.window, r.second_session, r.agent.policy)
+    for i, block in enumerate(blocks):
+        if i:
+            console.print()
+        console.print(block)
+    r.agent.close()
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="memory")
