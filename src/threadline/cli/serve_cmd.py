@@ -17,6 +17,8 @@ from threadline.store import open_store
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
+DEFAULT_IDLE_MINUTES = 30.0
+"""As ``server.config.DEFAULT_IDLE_SECONDS`` (not imported: the server extra is optional)."""
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -46,6 +48,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    idle_minutes: Annotated[
+        float,
+        typer.Option(
+            "--idle-minutes",
+            min=0.05,
+            max=24 * 60,
+            help="Evict a session's cached agent, releasing its lock for other servers, "
+            "after this long idle.",
+        ),
+    ] = DEFAULT_IDLE_MINUTES,
 ) -> None:
     """Serve sessions and agent turns over HTTP (tRPC-style /trpc and REST /v1)."""
     try:
@@ -61,7 +73,8 @@ def serve(
     secret = resolve_token(token)
     state = get_state(ctx)
     url = store or state.store_url
-    config = ServerConfig(token=secret)
+    config = ServerConfig(token=secret, idle_seconds=idle_minutes * 60)
+    config.sweep_seconds = min(config.sweep_seconds, max(config.idle_seconds / 4, 1.0))
     if model:
         config.default_model = model
     app = create_app(open_store(url), config, owns_store=True)
@@ -77,6 +90,14 @@ def serve(
         where = f"in {token_path()} (send it as Authorization: Bearer <token>)"
     typer.echo(f"threadline server on http://{host}:{port} (store {url})", err=True)
     typer.echo(f"bearer token: {where}", err=True)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    shown = f"[{shown}]" if ":" in shown else shown
+    code = app.state.login_codes.issue()
+    typer.echo(
+        f"web session browser: http://{shown}:{port}/login?code={code} "
+        "(a one-time login link; the login form also takes the token)",
+        err=True,
+    )
     uvicorn.run(app, host=host, port=port, log_level="info", server_header=False)
 
 

@@ -14,7 +14,11 @@ Wire formats (the same procedures, see ``procedures``):
   stream ``GET /v1/sessions/{id}/events`` (``Last-Event-ID`` resumes;
   ``?until=turn_finished`` closes after the next turn ends).
 
-Every request needs ``Authorization: Bearer <token>`` (401 otherwise), bodies
+The web session browser (``web``) is served at ``/`` by the same app; a browser
+logs in once and then carries a signed cookie instead of the token (``auth.Access``).
+
+Every request needs ``Authorization: Bearer <token>`` or that cookie (401
+otherwise; pages redirect to the login form), bodies
 over ``max_body_bytes`` are refused (413), and no CORS headers are ever sent,
 so a web page of another origin cannot read an answer.
 """
@@ -35,9 +39,9 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from threadline.errors import ThreadlineError
-from threadline.server.auth import bearer_matches
+from threadline.server.auth import Access, Refusal
 from threadline.server.config import DEFAULT_MESSAGE_PAGE, EVENT_BUFFER, ServerConfig
-from threadline.server.events import EventHub
+from threadline.server.events import EventHub, frame
 from threadline.server.hooks import Hook, HookDispatcher, Webhook
 from threadline.server.procedures import (
     PROCEDURES,
@@ -52,9 +56,11 @@ from threadline.server.procedures import (
     RenameInput,
     classify,
     error_body,
+    error_extra,
     validation_message,
 )
-from threadline.server.runner import AgentRunner
+from threadline.server.runner import HELD_ELSEWHERE, AgentRunner, holder_name
+from threadline.server.web import mount_web
 from threadline.store.base import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
 
 logger = logging.getLogger(__name__)
@@ -76,13 +82,14 @@ class _BodyTooLarge(ProcedureError):
 
 
 class Guard:
-    """ASGI middleware: the bearer token and the body size limit, before any route runs.
+    """ASGI middleware: who may call (``auth.Access``: the bearer token or a browser
+    login) and the body size limit, before any route runs.
 
     Pure ASGI (not ``BaseHTTPMiddleware``) so SSE responses stream untouched."""
 
     def __init__(self, app: ASGIApp, *, token: str, max_body_bytes: int) -> None:
         self.app = app
-        self.token = token
+        self.access = Access(token)
         self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -90,8 +97,15 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if not bearer_matches(headers.get("authorization"), self.token):
-            await _send_error(send, 401, "UNAUTHORIZED", "missing or wrong bearer token")
+        refusal = self.access.check(
+            scope["method"],
+            scope["path"],
+            scope.get("query_string", b"").decode("latin-1"),
+            headers,
+            scope.get("scheme", "http"),
+        )
+        if refusal is not None:
+            await _refuse(send, refusal)
             return
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
@@ -140,9 +154,25 @@ async def _send_error(send: Send, status: int, code: str, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+async def _refuse(send: Send, refusal: Refusal) -> None:
+    """401/403 as a JSON error; a page sends the browser to the login form instead."""
+    if refusal.location is None:
+        await _send_error(send, refusal.status, refusal.code, refusal.message)
+        return
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 303,
+            "headers": [(b"location", refusal.location.encode()), (b"content-length", b"0")],
+        }
+    )
+    await send({"type": "http.response.body", "body": b""})
+
+
 def _error_response(exc: Exception, path: str | None = None) -> JSONResponse:
     code, status, message = classify(exc)
-    return JSONResponse(error_body(code, status, message, path), status_code=status)
+    body = error_body(code, status, message, path, error_extra(exc))
+    return JSONResponse(body, status_code=status)
 
 
 def create_app(
@@ -197,6 +227,7 @@ def create_app(
     app.state.runner = runner
     app.state.procedures = procs
     app.state.hub = hub
+    app.state.login_codes = mount_web(app, procs, Access(config.token))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -309,13 +340,24 @@ def create_app(
         start = after if after is not None else _event_id(last_event_id)
         if start is None:
             start = log.last_id  # a new subscriber sees what happens from now on
+        stream = log.follow(start, until=until)
+        elsewhere = await run_in_threadpool(runner.held_elsewhere, sid)
+        if elsewhere is not None:  # another worker runs its turns: say which, then follow
+            notice = frame(HELD_ELSEWHERE, {"sessionId": sid, "holder": holder_name(elsewhere)})
+            stream = _prefixed(notice, stream)
         return StreamingResponse(
-            log.follow(start, until=until),
+            stream,
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
     return app
+
+
+async def _prefixed(first: str, rest: AsyncIterator[str]) -> AsyncIterator[str]:
+    yield first
+    async for chunk in rest:
+        yield chunk
 
 
 def _event_id(header: str | None) -> int | None:

@@ -9,12 +9,20 @@ first start creates with mode 0600 (readable by its owner only).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import os
 import secrets
 import stat
+import threading
+import time
 import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
+from urllib.parse import urlencode, urlsplit
 
 from threadline.agent.config import user_config_dir
 from threadline.errors import ConfigError
@@ -84,3 +92,166 @@ def bearer_matches(header: str | None, token: str) -> bool:
     if scheme.lower() != "bearer":
         return False
     return hmac.compare_digest(value.strip().encode(), token.encode())
+
+
+# -- browsers -------------------------------------------------------------------------
+#
+# A browser cannot add an ``Authorization`` header to a link or an EventSource, so the
+# web session browser logs in once (a one-time link that ``threadline serve`` prints,
+# or a form that takes the token) and then carries an HttpOnly, SameSite=Strict cookie
+# signed with the token: any server process that shares the token accepts it, and
+# changing the token logs every browser out. A cookie-authenticated request that
+# changes state must also come from the server's own origin (``Origin`` header), so a
+# page of another site can neither read nor change anything.
+
+SESSION_COOKIE = "threadline_session"
+SESSION_SECONDS = 12 * 3600
+"""How long a browser login lasts."""
+LOGIN_CODE_SECONDS = 15 * 60
+"""How long an unused one-time login link stays valid."""
+LOGIN_PATH = "/login"
+PUBLIC_PATHS = frozenset({LOGIN_PATH})
+STATIC_PREFIX = "/static/"
+PAGE_PREFIX = "/sessions/"
+"""``/`` and everything under this are HTML pages: sent to the login form, not given 401."""
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_COOKIE_VERSION = "v1"
+
+
+def _mac(token: str, purpose: str, body: str) -> str:
+    digest = hmac.new(token.encode(), f"{purpose}:{body}".encode(), hashlib.sha256)
+    return base64.urlsafe_b64encode(digest.digest()).decode().rstrip("=")
+
+
+def make_session_cookie(token: str, *, now: float | None = None) -> str:
+    """A browser login: ``v1.<issued>.<nonce>.<mac>``, signed with the token."""
+    issued = int(time.time() if now is None else now)
+    body = f"{_COOKIE_VERSION}.{issued}.{secrets.token_urlsafe(12)}"
+    return f"{body}.{_mac(token, SESSION_COOKIE, body)}"
+
+
+def session_cookie_valid(
+    value: str, token: str, *, max_age: float = SESSION_SECONDS, now: float | None = None
+) -> bool:
+    """Whether ``value`` was made by ``make_session_cookie`` with ``token`` and is fresh."""
+    body, _, mac = value.rpartition(".")
+    version, _, rest = body.partition(".")
+    issued, _, _nonce = rest.partition(".")
+    if version != _COOKIE_VERSION or not issued.isdigit() or len(value) > 200:
+        return False
+    if not hmac.compare_digest(mac.encode(), _mac(token, SESSION_COOKIE, body).encode()):
+        return False
+    age = (time.time() if now is None else now) - int(issued)
+    return 0 <= age <= max_age or -60 <= age < 0  # a minute of clock skew between workers
+
+
+def cookie_value(header: str | None, name: str) -> str | None:
+    """The value of cookie ``name`` in a ``Cookie`` header (None if absent or unparsable)."""
+    if not header:
+        return None
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header)
+    except CookieError:
+        return None
+    morsel = jar.get(name)
+    return None if morsel is None else morsel.value
+
+
+def same_origin(headers: Mapping[str, str], scheme: str) -> bool:
+    """Whether the request says it comes from a page of this server (``Origin``, else
+    ``Referer``); a request that says nothing is not trusted."""
+    host = headers.get("host")
+    claimed = headers.get("origin")
+    if claimed is None and headers.get("referer"):
+        parts = urlsplit(headers["referer"])
+        claimed = f"{parts.scheme}://{parts.netloc}"
+    return bool(host) and claimed == f"{scheme}://{host}"
+
+
+def local_path(target: str | None, default: str = "/") -> str:
+    """``target`` if it is a path on this server (no scheme, host or ``//``), else ``default``:
+    where a login may send the browser on to, never another site."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return default
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not target.isprintable():
+        return default
+    return target
+
+
+class LoginCodes:
+    """One-time codes for login links, kept in this process: each opens one browser
+    login, once, within ``LOGIN_CODE_SECONDS``."""
+
+    def __init__(
+        self, *, ttl: float = LOGIN_CODE_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self._codes: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def issue(self) -> str:
+        code = secrets.token_urlsafe(24)
+        with self._lock:
+            now = self.clock()
+            self._codes = {c: t for c, t in self._codes.items() if t > now}
+            self._codes[code] = now + self.ttl
+        return code
+
+    def redeem(self, code: str) -> bool:
+        """True once for a code this process issued and that has not expired."""
+        with self._lock:
+            expires = self._codes.pop(code, None)
+        return expires is not None and expires > self.clock()
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a request may not proceed; a page gets sent to ``location`` (the login form)."""
+
+    status: int
+    code: str
+    message: str
+    location: str | None = None
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may make a request: a bearer token, or a browser login cookie (same-origin
+    for anything that changes state). ``/login`` and ``/static/`` are open to all."""
+
+    token: str
+    session_seconds: float = SESSION_SECONDS
+
+    def new_cookie(self) -> str:
+        return make_session_cookie(self.token)
+
+    def check(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], scheme: str
+    ) -> Refusal | None:
+        if bearer_matches(headers.get("authorization"), self.token):
+            return None
+        cross_site = method not in SAFE_METHODS and not same_origin(headers, scheme)
+        if path in PUBLIC_PATHS or path.startswith(STATIC_PREFIX):
+            return _CROSS_SITE if cross_site else None
+        cookie = cookie_value(headers.get("cookie"), SESSION_COOKIE)
+        if cookie is not None and session_cookie_valid(
+            cookie, self.token, max_age=self.session_seconds
+        ):
+            return _CROSS_SITE if cross_site else None
+        if method in ("GET", "HEAD") and (path == "/" or path.startswith(PAGE_PREFIX)):
+            target = path + (f"?{query}" if query else "")
+            return Refusal(
+                401, "UNAUTHORIZED", "log in first", f"{LOGIN_PATH}?{urlencode({'next': target})}"
+            )
+        return Refusal(401, "UNAUTHORIZED", "missing or wrong bearer token")
+
+
+_CROSS_SITE = Refusal(
+    403,
+    "FORBIDDEN",
+    "a browser request that changes state must come from this server's own pages "
+    "(its Origin header did not match)",
+)

@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from threadline.context.builder import build_context
+from threadline.context.policy import ContextPolicy
 from threadline.errors import (
     CompactionInProgress,
     ConfigError,
@@ -41,7 +42,7 @@ from threadline.server.config import (
 )
 from threadline.server.events import ENDS_STREAM, EventHub
 from threadline.server.hooks import HookDispatcher
-from threadline.server.runner import AgentRunner, TurnInProgress
+from threadline.server.runner import AgentRunner, SessionBusy, TurnInProgress, holder_name
 from threadline.store.base import (
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
@@ -117,12 +118,25 @@ def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(parts) or "invalid input"
 
 
-def error_body(code: str, status: int, message: str, path: str | None = None) -> dict[str, Any]:
+def error_body(
+    code: str,
+    status: int,
+    message: str,
+    path: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """``{"error": {"code", "message", "data": {...}}}``: tRPC's shape, readable plainly."""
-    data: dict[str, Any] = {"code": code, "httpStatus": status}
+    data: dict[str, Any] = {"code": code, "httpStatus": status, **(extra or {})}
     if path is not None:
         data["path"] = path
     return {"error": {"code": code, "message": message, "data": data}}
+
+
+def error_extra(exc: Exception) -> dict[str, Any]:
+    """What a client can act on beyond the message: who holds a busy session."""
+    if isinstance(exc, SessionLocked):
+        return {"holder": holder_name(exc.holder)}
+    return {}
 
 
 # -- inputs ------------------------------------------------------------------------------
@@ -268,7 +282,7 @@ class Procedures:
         messages = list(reversed(newest_first))
         first_seq = messages[0].seq if messages else None
         more = first_seq is not None and first_seq > 1
-        model = session.model or self.model_for(session.info.metadata.get(WORKSPACE_KEY))
+        model = self.session_model(session)
         return {
             "session": session_summary(session.info),
             "messages": [m.model_dump(mode="json") for m in messages],
@@ -277,11 +291,18 @@ class Procedures:
             "context": self._context(session, model),
         }
 
+    def session_model(self, session: Session) -> str:
+        """The model of the session's next turn (what its context report is built for)."""
+        return session.model or self.model_for(session.info.metadata.get(WORKSPACE_KEY))
+
+    def policy_for(self, model: str) -> ContextPolicy | None:
+        """The context policy of ``model``'s agent where the server knows it (simulated)."""
+        return self.config.simulated_policy if _simulated(model) else None
+
     def _context(self, session: Session, model: str) -> dict[str, Any] | None:
         """``build_context``'s report for the next call, with the agent's policy where known."""
-        policy = self.config.simulated_policy if _simulated(model) else None
         try:
-            window = build_context(session, model=model, policy=policy)
+            window = build_context(session, model=model, policy=self.policy_for(model))
         except ContextOverflow as exc:
             return {"error": str(exc)}
         report: dict[str, Any] = window.report.model_dump(mode="json")
@@ -297,7 +318,10 @@ class Procedures:
     def delete(self, inp: DeleteInput) -> dict[str, Any]:
         session_id = self.info(inp.sessionId).id
         self.runner.evict(session_id)  # releases our attach lock first
-        self.store.delete_session(session_id)
+        try:
+            self.store.delete_session(session_id)
+        except SessionLocked as exc:  # another server caches it, or a chat is attached
+            raise SessionBusy(session_id, exc.holder) from exc
         self.hub.log(session_id).publish(ENDS_STREAM, {"sessionId": session_id})
         self.hub.drop(session_id)
         self.hooks.fire("session_delete", {"sessionId": session_id})

@@ -11,6 +11,14 @@ lease (10 minutes) never lapses under a cached agent; the app calls it with
 
 A turn runs in a worker thread (the agent loop is synchronous); its events go
 to the session's ``EventLog``; one turn per session at a time.
+
+Several servers over one store (PostgreSQL) share sessions through that lock:
+a prompt for a session whose agent another server caches is refused at once
+with ``SessionBusy`` (409, "busy, held by host:pid"), before anything is stored,
+rather than waiting: the holder keeps an idle agent (and the lock) for up to
+``idle_seconds``, far longer than an HTTP request should hang. The lock is taken
+in the store's own atomic step, so of two servers prompting one session at the
+same moment exactly one runs the turn.
 """
 
 from __future__ import annotations
@@ -32,17 +40,41 @@ from threadline.messages import Message
 from threadline.server.config import SIMULATED_PROVIDER, SIMULATED_TURNS, ServerConfig
 from threadline.server.events import EventHub
 from threadline.server.hooks import HookDispatcher
-from threadline.store.base import DEFAULT_AGENT, LockHolder, Session, Store
+from threadline.store.base import DEFAULT_AGENT, LockHolder, Session, Store, format_ts
 
 logger = logging.getLogger(__name__)
 
 RESULT_PREVIEW_CHARS = 2000
 """A tool result's event carries this much of its text; the store has all of it."""
 JOIN_SECONDS = 30.0
+HELD_ELSEWHERE = "held_elsewhere"
+"""First event of a stream opened on a server while another one holds the session: that
+server runs its turns, so this stream sees none of their events."""
 
 
 class TurnInProgress(ThreadlineError):
     """A turn of this session is already running; wait for its ``turn_finished``."""
+
+
+class SessionBusy(SessionLocked):
+    """Another process (another server, a ``threadline chat``) holds the session."""
+
+    def __init__(self, session_id: str, holder: Any) -> None:
+        since = f" since {format_ts(holder.started_at)}" if isinstance(holder, LockHolder) else ""
+        ThreadlineError.__init__(
+            self,
+            f"session {session_id} is busy, held by {holder_name(holder)}{since} (another "
+            "server caches its agent until it has been idle for that server's idle timeout "
+            "or stops, or a chat is attached): send this session's requests to that server, "
+            "or retry later",
+        )
+        self.session_id = session_id
+        self.holder = holder
+
+
+def holder_name(holder: Any) -> str:
+    """``host:pid``, how a holder is named in a 409."""
+    return f"{holder.host}:{holder.pid}" if isinstance(holder, LockHolder) else str(holder)
 
 
 def build_agent(config: ServerConfig, store: Store, agent_name: str, model_spec: str) -> Agent:
@@ -133,7 +165,10 @@ class AgentRunner:
             entry = self._cache.get(session_id)
             if entry is None:
                 session = self.store.get_session(session_id)
-                self.store.acquire_lock(session_id, self.holder)
+                try:
+                    self.store.acquire_lock(session_id, self.holder)
+                except SessionLocked as exc:
+                    raise SessionBusy(session_id, exc.holder) from exc
                 try:
                     agent = self._factory(self.store, session.agent, model_spec)
                 except BaseException:
@@ -211,6 +246,14 @@ class AgentRunner:
         _close_agent(entry.agent)
 
     # -- turns ----------------------------------------------------------------------
+
+    def held_elsewhere(self, session_id: str) -> LockHolder | None:
+        """The session's live lock holder when it is another process, whose turns (and
+        their events) this server never sees; None when free, stale or ours."""
+        holder = self.store.lock_holder(session_id)
+        if holder is None or holder.same_holder(self.holder) or holder.is_stale():
+            return None
+        return holder
 
     def is_running(self, session_id: str) -> bool:
         with self._lock:
