@@ -192,6 +192,9 @@ def test_switch_new_delete_and_a_locked_session(
         "something new",
         "/delete old-session-1",
         "/delete",
+        "n",  # asked first: nothing deleted
+        "/delete",
+        "y",
         "/sessions",
     ]
     result = chat_repl(sqlite_url, ["tester", "--model", MODEL], lines, monkeypatch)  # ends: ^D
@@ -200,13 +203,14 @@ def test_switch_new_delete_and_a_locked_session(
     assert "earlier question" in out and "earlier answer" in out  # /history
     assert "Resumed and answered." in out and "A fresh answer." in out
     assert f"locked by pid {os.getppid()}" in out
-    assert "session old-session-1 resumed (2 messages)" in err
+    assert "session old-session-1 resumed (2 messages, tester on compatible/gpt-4o)" in err
     assert "left session old-session-1" in err
     created = re.search(r"session (\S+) created", err)
     assert created is not None
     new_id = created.group(1)
     assert f"left session {new_id}" in err  # /delete of the current session detaches first
     assert "deleted session old-session-1" in out and f"deleted session {new_id}" in out
+    assert out.count("nothing deleted") == 1
 
     store = open_store(sqlite_url)
     try:
@@ -251,7 +255,7 @@ def test_model_error_is_shown_and_the_repl_goes_on(
 def test_message_option_prints_only_the_reply(fake: FakeOpenAI, sqlite_url: str) -> None:
     fake.reply_text("Just **this**.")
     result = CliRunner().invoke(
-        app, ["--store", sqlite_url, "chat", "tester", "--model", MODEL, "-m", "hello"]
+        app, ["--store", sqlite_url, "chat", "tester", "--model", MODEL, "--message", "hello"]
     )
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Just **this**.\n"
@@ -265,7 +269,10 @@ def test_message_option_prints_only_the_reply(fake: FakeOpenAI, sqlite_url: str)
     )
     assert again.exit_code == 0, again.stderr
     assert again.stdout == "Second.\n"
-    assert f"session {created.group(1)} resumed (2 messages)" in again.stderr
+    assert (
+        f"session {created.group(1)} resumed (2 messages, tester on compatible/gpt-4o)"
+        in again.stderr
+    )
     store = open_store(sqlite_url)
     try:
         (info,) = store.list_sessions().items
@@ -284,7 +291,7 @@ def test_empty_stdin_and_conflicting_options(fake: FakeOpenAI, sqlite_url: str) 
         app, ["--store", sqlite_url, "chat", "tester", "--model", MODEL], input="  \n"
     )
     assert empty.exit_code == 2 and "nothing to send" in empty.stderr
-    both = CliRunner().invoke(app, ["--store", sqlite_url, "chat", "-c", "--new", "-m", "x"])
+    both = CliRunner().invoke(app, ["--store", sqlite_url, "chat", "-c", "--new", "--message", "x"])
     assert both.exit_code == 2 and "at most one of" in both.stderr
     assert fake.request_count == 0
 
@@ -295,7 +302,7 @@ def test_missing_key_explains_the_setup(
     monkeypatch.chdir(tmp_path)
     for var in ("OPENAI_API_KEY", "THREADLINE_MODEL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-    result = CliRunner().invoke(app, ["--store", sqlite_url, "chat", "-m", "hi"])
+    result = CliRunner().invoke(app, ["--store", sqlite_url, "chat", "--message", "hi"])
     assert result.exit_code == 7
     err = result.stderr
     assert err.startswith("threadline: error: no API key for openai")
@@ -312,7 +319,7 @@ def test_unreachable_local_server_explains_the_setup(
         closed = srv.url  # the port is free again once the server stops
     monkeypatch.setenv("VLLM_BASE_URL", closed)
     result = CliRunner().invoke(
-        app, ["--store", sqlite_url, "chat", "--model", "vllm/llama-3.1-8b", "-m", "hi"]
+        app, ["--store", sqlite_url, "chat", "--model", "vllm/llama-3.1-8b", "--message", "hi"]
     )
     assert result.exit_code == 7
     assert "cannot reach the vllm server" in result.stderr and "vllm serve" in result.stderr

@@ -107,7 +107,7 @@ def run_once(
 ) -> subprocess.CompletedProcess[str]:
     """One non-interactive ``chat -m hi`` on session ``sid`` (an id or a prefix)."""
     return subprocess.run(
-        command(url, "--session", sid, "--model", MODEL, "-m", "hi"),
+        command(url, "--session", sid, "--model", MODEL, "--message", "hi"),
         capture_output=True,
         text=True,
         env=env,

@@ -124,11 +124,13 @@ def test_show_text_and_json(url: str) -> None:
     assert "alpha-0001" in out and "coder" in out and "First one" in out
     assert "Lock: free" in out and "Checkpoints: 1" in out and "Scratchpad: plan" in out
     data = js(url, "sessions", "show", "alpha-0001")
-    assert set(data) == {"session", "checkpoints", "lock", "scratchpad"}
+    assert set(data) == {"session", "fork", "forks", "checkpoints", "lock", "scratchpad"}
     assert data["session"]["id"] == "alpha-0001" and data["lock"] is None
+    assert data["fork"] is None and data["forks"] == []
     assert data["scratchpad"] == ["plan"]
     (cp,) = data["checkpoints"]
     assert cp["covers_up_to"] == 1 and "looking for the bug" in cp["summary"]
+    assert cp["number"] == 1  # numbered within the session
 
 
 def test_show_reports_the_lock_holder(url: str) -> None:
@@ -243,8 +245,10 @@ def test_search_text_and_json(url: str) -> None:
 
 
 def test_search_query_is_not_fts_syntax(url: str) -> None:
-    # FTS5 operators in user text are searched as words, never parsed
-    assert js(url, "sessions", "search", 'rounding OR "NEAR(')["items"] == []
+    # threadline's syntax (OR, phrases) is parsed; FTS5's (NEAR, parentheses) is text
+    both = js(url, "sessions", "search", 'rounding OR "NEAR(')
+    assert both["items"] == js(url, "sessions", "search", "rounding")["items"] != []
+    assert js(url, "sessions", "search", "NEAR(rounding)")["items"] == []
 
 
 # -- export and import ------------------------------------------------------------------

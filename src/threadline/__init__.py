@@ -3,22 +3,9 @@
 The public API is what this module exports; everything else is internal.
 """
 
-from threadline.agent import (
-    Agent,
-    AgentConfig,
-    Tool,
-    ToolRegistry,
-    TurnResult,
-    default_agent,
-    load_agent,
-)
-from threadline.compaction.compactor import CompactionResult, Compactor, prepare_context
-from threadline.compaction.extractive import ExtractiveSummarizer
-from threadline.compaction.llm import HybridSummarizer, LLMSummarizer, make_summarizer
-from threadline.compaction.triggers import TriggerDecision, check_triggers
-from threadline.context import ContextPolicy, ContextReport, ContextWindow, build_context
-from threadline.context.strategies import StrategyRegistry
-from threadline.errors import (
+from typing import TYPE_CHECKING
+
+from threadline.errors import (  # cheap: no dependencies
     AmbiguousSessionId,
     CheckpointConflict,
     CompactionInProgress,
@@ -46,28 +33,104 @@ from threadline.errors import (
     ThreadlineError,
     UsageError,
 )
-from threadline.messages import (
-    FilePart,
-    ImagePart,
-    Message,
-    TextPart,
-    ToolCall,
-    Unit,
-    Usage,
-    group_units,
-)
-from threadline.store import (
-    Checkpoint,
-    LockHolder,
-    ScratchpadEntry,
-    SearchHit,
-    Session,
-    SessionInfo,
-    SessionPage,
-    Store,
-    default_store_url,
-    open_store,
-)
+from threadline.lazy_exports import lazy_attributes
+
+if TYPE_CHECKING:
+    from threadline.agent import (
+        Agent,
+        AgentConfig,
+        Tool,
+        ToolRegistry,
+        TurnResult,
+        default_agent,
+        load_agent,
+    )
+    from threadline.compaction.compactor import CompactionResult, Compactor, prepare_context
+    from threadline.compaction.extractive import ExtractiveSummarizer
+    from threadline.compaction.llm import HybridSummarizer, LLMSummarizer, make_summarizer
+    from threadline.compaction.triggers import TriggerDecision, check_triggers
+    from threadline.context import ContextPolicy, ContextReport, ContextWindow, build_context
+    from threadline.context.strategies import StrategyRegistry
+    from threadline.messages import (
+        FilePart,
+        ImagePart,
+        Message,
+        TextPart,
+        ToolCall,
+        Unit,
+        Usage,
+        group_units,
+    )
+    from threadline.store import (
+        Checkpoint,
+        LockHolder,
+        ScratchpadEntry,
+        SearchHit,
+        Session,
+        SessionInfo,
+        SessionPage,
+        Store,
+        default_store_url,
+        open_store,
+    )
+
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "Agent",
+            "AgentConfig",
+            "Tool",
+            "ToolRegistry",
+            "TurnResult",
+            "default_agent",
+            "load_agent",
+        ),
+        "threadline.agent",
+    ),
+    **dict.fromkeys(
+        ("CompactionResult", "Compactor", "prepare_context"), "threadline.compaction.compactor"
+    ),
+    **dict.fromkeys(("ExtractiveSummarizer",), "threadline.compaction.extractive"),
+    **dict.fromkeys(
+        ("HybridSummarizer", "LLMSummarizer", "make_summarizer"), "threadline.compaction.llm"
+    ),
+    **dict.fromkeys(("TriggerDecision", "check_triggers"), "threadline.compaction.triggers"),
+    **dict.fromkeys(
+        ("ContextPolicy", "ContextReport", "ContextWindow", "build_context"), "threadline.context"
+    ),
+    **dict.fromkeys(("StrategyRegistry",), "threadline.context.strategies"),
+    **dict.fromkeys(
+        (
+            "FilePart",
+            "ImagePart",
+            "Message",
+            "TextPart",
+            "ToolCall",
+            "Unit",
+            "Usage",
+            "group_units",
+        ),
+        "threadline.messages",
+    ),
+    **dict.fromkeys(
+        (
+            "Checkpoint",
+            "LockHolder",
+            "ScratchpadEntry",
+            "SearchHit",
+            "Session",
+            "SessionInfo",
+            "SessionPage",
+            "Store",
+            "default_store_url",
+            "open_store",
+        ),
+        "threadline.store",
+    ),
+}
+"""Public name -> the module it lives in. Imported on first use (PEP 562), so
+``import threadline.store`` or ``threadline --version`` does not load the agent
+loop, the compactor and the providers behind them."""
 
 __version__ = "0.1.0"
 
@@ -139,3 +202,6 @@ __all__ = [
     "open_store",
     "prepare_context",
 ]
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY)

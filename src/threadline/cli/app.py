@@ -3,7 +3,11 @@
 Commands parse arguments, call the library, render, and let
 ``cli.errors.ErrorMappingGroup`` map failures to one stderr line and an exit
 code. Each command module has a ``register(root)`` function; to add a
-command, write a module with one and list it in ``COMMAND_MODULES`` below.
+command, write a module with one and list it in ``COMMANDS`` below. A command's
+module is imported only when that command runs (or ``--help`` lists it), so
+``threadline sessions list`` never loads the chat REPL, the agent loop or the
+model providers; this module itself imports nothing heavy, and ``--version``
+answers before Typer is loaded (``cli/root.py`` builds the Typer app).
 
 Global option: ``--store URL`` (default ``$THREADLINE_STORE``, else
 ``sqlite://<user data dir>/threadline.db``). Anywhere an ID is taken, a unique
@@ -92,91 +96,51 @@ code. ``sessions export`` prints the path it wrote (nothing extra with ``-o -``)
 
 from __future__ import annotations
 
-from types import ModuleType
-from typing import Annotated
+import sys
+from typing import TYPE_CHECKING, Any
 
-import typer
+if TYPE_CHECKING:
+    import typer
 
-from threadline import __version__
-from threadline.cli import (
-    chat,
-    cleanup_cmd,
-    compact_cmd,
-    context_cmd,
-    copy_cmd,
-    demo,
-    doctor_cmd,
-    serve_cmd,
-    sessions,
-)
-from threadline.cli.errors import ErrorMappingGroup
-from threadline.cli.state import CliState
-from threadline.store import STORE_ENV, default_store_url
-from threadline.tokens import tokenizer_mode
-
-COMMAND_MODULES: tuple[ModuleType, ...] = (
-    chat,
-    sessions,
-    context_cmd,
-    compact_cmd,
-    demo,
-    cleanup_cmd,
-    copy_cmd,
-    doctor_cmd,
-    serve_cmd,
-)
-"""Each has ``register(root: typer.Typer)``; add new command modules here."""
-
-app = typer.Typer(
-    name="threadline",
-    cls=ErrorMappingGroup,
-    help="Durable LLM-agent sessions, and context windows that fit.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "chat": ("threadline.cli.chat",),
+    "sessions": ("threadline.cli.sessions", "threadline.cli.copy_cmd"),
+    "context": ("threadline.cli.context_cmd",),
+    "compact": ("threadline.cli.compact_cmd",),
+    "memory": ("threadline.cli.memory_cmd",),
+    "demo": ("threadline.cli.demo",),
+    "cleanup": ("threadline.cli.cleanup_cmd",),
+    "doctor": ("threadline.cli.doctor_cmd",),
+    "serve": ("threadline.cli.serve_cmd",),
+}
+"""Top-level command -> the modules whose ``register(root)`` define it and its
+subcommands, in ``--help`` order; add new commands here (a module may also add
+subcommands to another group, as ``copy_cmd`` does to ``sessions``)."""
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"threadline {__version__}")
-        raise typer.Exit()
+def __getattr__(name: str) -> Any:
+    """``app``: the root Typer app, built on first use (``cli/root.py``)."""
+    if name == "app":
+        from threadline.cli.root import app
 
-
-@app.callback()
-def root(
-    ctx: typer.Context,
-    store: Annotated[
-        str | None,
-        typer.Option(
-            "--store",
-            metavar="URL",
-            help=f"Store URL (sqlite:///path.db, memory://, ...). Default: ${STORE_ENV} "
-            "or the user data directory.",
-            show_default=False,
-        ),
-    ] = None,
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
-    ] = False,
-) -> None:
-    """threadline: durable LLM-agent sessions, and context windows that fit."""
-    tokenizer_mode()  # a bad $THREADLINE_TOKENIZER is refused by every command, not some
-    state = CliState(store_url=store if store is not None else default_store_url())
-    ctx.obj = state
-    ctx.call_on_close(state.close)
-
-
-for _module in COMMAND_MODULES:
-    _module.register(app)
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     """Console-script entry point (``threadline``)."""
+    if sys.argv[1:] == ["--version"]:
+        from threadline import __version__
+
+        print(f"threadline {__version__}")
+        return
+    from threadline.cli.root import app
+
     app(prog_name="threadline")
 
+
+if TYPE_CHECKING:
+    app: typer.Typer
 
 if __name__ == "__main__":  # pragma: no cover
     main()

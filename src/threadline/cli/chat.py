@@ -2,8 +2,10 @@
 
 The behaviour follows the reference agent shell (``shared/seeds/003``): a
 session is created lazily, at the first message, and its id is printed to
-stderr then and again on exit; ``-c`` resumes the agent's most recently
-updated session and ``--session ID`` (or a prefix) a given one. While
+stderr then and again on exit; ``-c`` resumes the most recently updated
+session (of AGENT, when given) and ``--session ID`` (or a prefix) a given one,
+with the agent and model that session was using unless AGENT or ``--model``
+say otherwise (``cli/resume.py``). While
 attached, the session's lock is held (a second attach fails with exit 4
 naming the holder; a lock whose process died is taken over by the store),
 its lease renewed in the background so a chat left open for hours stays
@@ -15,9 +17,14 @@ instead of a REPL that fails at the first message.
 
 Interactive use is a prompt_toolkit prompt (history file in the user data
 dir, slash-command completion) with replies streamed as Rich Markdown;
-``-m TEXT``, or a stdin that is not a terminal, answers once and exits with
-only the reply on stdout, for scripts. The REPL loop takes its line reader as
-an argument (``run_repl``), so tests drive it with prompt_toolkit's pipe input.
+``--message TEXT``, or a stdin that is not a terminal, answers once and exits
+with only the reply on stdout, for scripts. The REPL loop takes its line reader
+as an argument (``run_repl``), so tests drive it with prompt_toolkit's pipe input.
+
+Ctrl-C during a reply keeps what was streamed: it is shown once and stored as
+the reply, marked ``interrupted`` in its metadata, so the history stays a valid
+conversation (the next request never carries two user messages in a row). A new
+session is titled after its first turn (``cli/titles.py``).
 """
 
 from __future__ import annotations
@@ -40,12 +47,14 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.text import Text
 
-from threadline.agent import Agent, AgentConfig, TurnResult, default_agent, load_agent
+from threadline.agent import Agent, AgentConfig, TurnResult
 from threadline.catalog import lookup
 from threadline.cli.errors import EXIT_MODEL, PROGRAM, one_line
 from threadline.cli.render import compact_call, echo, make_console, shorten
+from threadline.cli.resume import ChatSetup, resume_target, settings_metadata, setup_for
 from threadline.cli.slash import Outcome, SlashCompleter, dispatch, parse_command, tokens_line
 from threadline.cli.state import stdin_is_interactive, store_of
+from threadline.cli.titles import Titler
 from threadline.compaction.compactor import CompactionResult
 from threadline.errors import (
     MissingCredentials,
@@ -55,7 +64,7 @@ from threadline.errors import (
 )
 from threadline.llm import ChatModel, parse_model, resolve_model
 from threadline.messages import Message, ToolCall
-from threadline.store.base import LockHolder, Session, Store
+from threadline.store.base import Checkpoint, LockHolder, Session, SessionInfo, Store
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +79,12 @@ LIVE_REFRESH_PER_SECOND = 10
 PROMPT_SUFFIX = "> "
 ERROR_RESULT_CHARS = 160
 DEFAULT_PORTS = {"http": 80, "https": 443}
+INTERRUPTED_KEY = "interrupted"
+"""Metadata flag of a reply cut short by Ctrl-C."""
+NO_REPLY_TEXT = "(interrupted before replying)"
+"""The reply stored when Ctrl-C came before any text: a request must be answered, or the
+next one would follow it directly."""
+YES = frozenset({"y", "yes"})
 
 
 # -- the attach lock -----------------------------------------------------------------------
@@ -182,6 +197,13 @@ class ReplyRenderer:
         self.close_block()
         self.console.print(Text(text, style=style), soft_wrap=True)
 
+    def interrupt(self) -> str:
+        """Ctrl-C: close the block being streamed, shown once as it stands, and return
+        its text (the part of the reply that was cut short)."""
+        partial = self._text
+        self.close_block()
+        return partial
+
     def finish(self, reply: Message | None) -> None:
         """Close the last block; print the reply when nothing was streamed."""
         self.close_block()
@@ -197,6 +219,9 @@ class ChatController:
 
     Implements ``threadline.cli.slash.ChatHost``. Session ids go to
     ``err_console`` (stderr), so stdout carries only what the user asked for.
+    ``agent_for`` gives the agent to chat with on a session being attached (None:
+    keep the current one), which is how ``/session ID`` resumes that session's
+    model and agent.
     """
 
     def __init__(
@@ -207,17 +232,28 @@ class ChatController:
         err_console: Console,
         resume_command: str = "threadline chat",
         lock_interval: float | None = None,
+        agent_for: Callable[[SessionInfo], ChatSetup | None] | None = None,
+        agent_ref: str | None = None,
+        titler: Titler | None = None,
     ) -> None:
         self.agent = agent
         self.console = console
         self.err_console = err_console
         self.resume_command = resume_command
         self.lock_interval = lock_interval
+        self.agent_for = agent_for
+        self.agent_ref = agent_ref
+        """What the current agent loads from (stored on new sessions, see ``cli/resume.py``)."""
+        self.titler = titler or Titler()
         self.show_tokens = False
         self.pending_title: str | None = None
+        self.read_line: Callable[[str], str] | None = None
+        """The REPL's line reader, for questions (``confirm``); set by ``run_repl``."""
         self._session: Session | None = None
         self._keeper: LockKeeper | None = None
         self._renderer: ReplyRenderer | None = None
+        self._swapped: list[Agent] = []
+        """Agents made for resumed sessions: closed when the chat ends."""
         agent.on_event = self._on_event
 
     @property
@@ -231,6 +267,17 @@ class ChatController:
     def say(self, text: str) -> None:
         """One line to stderr (ids, attach notices): never mixed into a script's stdout."""
         self.err_console.print(Text(text), highlight=False, soft_wrap=True)
+
+    def confirm(self, question: str) -> bool:
+        """Ask a yes/no question on the REPL's prompt; anything but yes (or no prompt,
+        Ctrl-C, Ctrl-D) is no."""
+        if self.read_line is None:
+            return False
+        try:
+            answer = self.read_line(f"{question} [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            return False
+        return answer.strip().lower() in YES
 
     def _lost(self, exc: SessionLocked) -> None:
         self.say(f"{PROGRAM}: warning: lost the lock of session {exc.session_id}: {exc.holder}")
@@ -248,17 +295,48 @@ class ChatController:
             keeper.stop()
         return session
 
+    def _use(self, setup: ChatSetup) -> None:
+        """Chat with ``setup``'s agent from now on (its model resolved now, so a missing
+        key fails here and nothing changes)."""
+        agent = Agent(setup.config, store=self.store)
+        try:
+            agent.model  # noqa: B018 - resolve now: MissingCredentials before switching
+        except BaseException:
+            agent.close()
+            raise
+        agent.on_event = self._on_event
+        self.agent, self.agent_ref = agent, setup.agent_ref
+        self._swapped.append(agent)
+        for note in setup.notes:
+            self.say(note)
+
     # -- attaching
 
     def attach(self, id_or_prefix: str) -> Session:
-        """Lock and resume a session (``SessionLocked`` when another live process has it)."""
+        """Lock and resume a session (``SessionLocked`` when another live process has it),
+        with the agent and model it was using (``agent_for``)."""
         session = self.store.get_session(id_or_prefix)
+        setup = self.agent_for(session.info) if self.agent_for is not None else None
+        if setup is not None and (
+            setup.config.model_spec == self.agent.model_spec
+            and setup.config.name == self.agent.config.name
+        ):
+            setup = None
         holder = self.store.acquire_lock(session.id, LockHolder.current())
+        try:
+            if setup is not None:
+                self._use(setup)
+        except BaseException:
+            self.store.release_lock(session.id, holder)
+            raise
         left = self._release()
         if left is not None:
             self.say(f"left session {left.id}")
         self._hold(session, holder)
-        self.say(f"session {session.id} resumed ({session.message_count:,} messages)")
+        self.say(
+            f"session {session.id} resumed ({session.message_count:,} messages, "
+            f"{self.agent.config.name} on {self.agent.model_spec})"
+        )
         return session
 
     def switch_to(self, id_or_prefix: str) -> Session:
@@ -270,20 +348,49 @@ class ChatController:
             self.say(f"left session {left.id}")
         return left
 
+    def settings(self) -> dict[str, Any]:
+        """The session metadata that lets a resumed chat restore this setup."""
+        return settings_metadata(self.agent_ref, show_tokens=self.show_tokens)
+
+    def remember_settings(self) -> None:
+        """Store the current setup on the attached session (after a toggle)."""
+        if self._session is not None:
+            self.store.update_session(self._session.id, metadata=self.settings())
+
     def ensure_session(self) -> Session:
         """The attached session, created (and locked) now if there is none yet."""
         if self._session is None:
             holder = LockHolder.current()
-            session = self.agent.new_session(title=self.pending_title, lock=holder)
+            session = self.agent.new_session(
+                title=self.pending_title, lock=holder, metadata=self.settings()
+            )
             self.pending_title = None
             self._hold(session, holder)
             self.say(f"session {session.id} created")
         assert self._session is not None
         return self._session
 
+    def fork(self, at: int | None = None) -> Session:
+        """Fork the attached session (at seq ``at``, default its end) and continue in the
+        fork; the original is left as it was."""
+        from threadline.store.fork import fork_session
+
+        current = self._session
+        if current is None:
+            raise UsageError("no session yet to fork: the session is created at your first message")
+        holder = LockHolder.current()
+        child = fork_session(current, at=at, lock=holder, metadata=self.settings())
+        self._release()
+        self._hold(child, holder)
+        return child
+
     def close(self) -> None:
         """Release the session and print its id again, as the reference shell does on exit."""
         left = self._release()
+        self.titler.wait()
+        for agent in self._swapped:
+            agent.close()
+        self._swapped.clear()
         if left is not None:
             self.say(f"session {left.id} (resume: {self.resume_command} --session {left.id})")
 
@@ -298,7 +405,38 @@ class ChatController:
         """
         if self._keeper is not None and self._keeper.lost is not None:
             raise self._keeper.lost
-        return self.agent.run_turn(self.ensure_session(), text, stream=stream)
+        session = self.ensure_session()
+        result = self.agent.run_turn(session, text, stream=stream)
+        self._title(session)
+        return result
+
+    def _title(self, session: Session) -> None:
+        try:
+            self.titler.title(self.store, session)
+        except ThreadlineError as exc:  # a title is a nicety: the turn went through
+            logger.warning("could not title session %s: %s", session.id, exc)
+
+    def keep_interrupted(self, partial: str) -> Message | None:
+        """After Ctrl-C: store the reply as far as it came, marked interrupted, when the
+        history would otherwise end in an unanswered request (or lose shown text).
+        Returns what was stored."""
+        session = self._session
+        if session is None:
+            return None
+        last = session.tail(1)
+        if not last:
+            return None
+        text = partial.strip()
+        if last[0].role == "assistant" and (not text or last[0].text.strip() == text):
+            return None  # the reply got stored after all, or nothing was shown
+        if last[0].role != "user" and not text:
+            return None  # a tool step was cut short: the view repairs that chain
+        reply = Message.assistant(
+            text or NO_REPLY_TEXT,
+            model=self.agent.model_spec,
+            metadata={INTERRUPTED_KEY: True},
+        )
+        return session.append(reply)[0]
 
     def converse(self, text: str) -> TurnResult | None:
         """One interactive turn: stream it, show tool calls and notices; never raises for
@@ -308,7 +446,18 @@ class ChatController:
         try:
             result = self.send(text, stream=renderer.chunk)
         except KeyboardInterrupt:
-            renderer.note("interrupted: the reply was not finished (what was stored stays)")
+            partial = renderer.interrupt()
+            self._renderer = None
+            try:
+                kept = self.keep_interrupted(partial)
+            except ThreadlineError as exc:
+                renderer.note(f"interrupted; the partial reply was not kept: {exc}", style="red")
+                return None
+            renderer.note(
+                "interrupted: the partial reply was kept"
+                if kept is not None and partial.strip()
+                else "interrupted"
+            )
             return None
         except ThreadlineError as exc:
             renderer.note(f"error: {one_line(str(exc))}", style="red")
@@ -325,6 +474,16 @@ class ChatController:
             )
             self.console.print(Text(line, style="dim"))
         return result
+
+    def _checkpoint_number(self, checkpoint: Checkpoint) -> int | None:
+        """The checkpoint's number within the attached session (#1 its first)."""
+        session = self._session
+        if session is None:
+            return None
+        for n, c in enumerate(session.checkpoints(), start=1):
+            if (c.session_id, c.id) == (checkpoint.session_id, checkpoint.id):
+                return n
+        return None
 
     def _on_event(self, name: str, payload: dict[str, Any]) -> None:
         renderer = self._renderer
@@ -344,14 +503,16 @@ class ChatController:
         elif name == "compacted":
             compaction: CompactionResult = payload["result"]
             cp = compaction.checkpoint
+            number = self._checkpoint_number(cp) if cp is not None else None
             renderer.note(
                 f"compacted: messages {compaction.covers_from}-{compaction.covers_up_to} "
-                f"summarized" + (f" into checkpoint #{cp.id}" if cp is not None else "")
+                f"summarized" + (f" into checkpoint #{number}" if number is not None else "")
             )
 
 
 def run_repl(chat: ChatController, read_line: Callable[[str], str], *, prompt: str) -> None:
     """Read lines until Ctrl-D or ``/quit``: commands are dispatched, the rest is sent."""
+    chat.read_line = read_line
     while True:
         try:
             line = read_line(prompt)
@@ -463,11 +624,6 @@ def _close_model(model: ChatModel) -> None:
         close()
 
 
-def _agent_config(name: str | None, model: str | None) -> AgentConfig:
-    config = load_agent(name) if name else default_agent()
-    return config.with_model(model) if model else config
-
-
 def _read_stdin() -> str:
     try:
         return sys.stdin.read()
@@ -482,7 +638,7 @@ def chat(
         typer.Argument(
             metavar="AGENT",
             help="Agent name (./agents, then the user config dir) or YAML file. "
-            "Default: the built-in agent.",
+            "Default: a resumed session's agent, else the built-in agent.",
             show_default=False,
         ),
     ] = None,
@@ -492,35 +648,61 @@ def chat(
     ] = None,
     resume_last: Annotated[
         bool,
-        typer.Option("--continue", "-c", help="Resume this agent's most recently updated session."),
+        typer.Option(
+            "--continue",
+            "-c",
+            help="Resume the most recently updated session (of AGENT, when given).",
+        ),
     ] = False,
     new: Annotated[bool, typer.Option("--new", help="Start a new session (the default).")] = False,
     model: Annotated[
         str | None,
         typer.Option(
             "--model",
+            "-m",
             metavar="PROVIDER/MODEL",
-            help="Override the agent's model, e.g. ollama/llama3.1.",
+            help="Override the model (default: a resumed session's, else the agent's), "
+            "e.g. ollama/llama3.1.",
         ),
     ] = None,
     message: Annotated[
         str | None,
+        typer.Option("--message", metavar="TEXT", help="Send one message, print the reply, exit."),
+    ] = None,
+    title_model: Annotated[
+        str | None,
         typer.Option(
-            "--message", "-m", metavar="TEXT", help="Send one message, print the reply, exit."
+            "--title-model",
+            metavar="PROVIDER/MODEL",
+            envvar="THREADLINE_TITLE_MODEL",
+            help="Also ask this model for a short title of each new session (in the "
+            "background). Default: titles are the first request.",
         ),
     ] = None,
 ) -> None:
     """Chat with an agent; sessions are created at the first message and kept in the store.
 
-    Inside the chat, /help lists the slash commands. With -m, or with a stdin that is not
-    a terminal, one message is answered: the reply goes to stdout, session ids to stderr.
+    Inside the chat, /help lists the slash commands. With --message, or with a stdin that
+    is not a terminal, one message is answered: the reply goes to stdout, session ids to
+    stderr. A resumed session (-c, -s) goes on with its own agent and model unless AGENT
+    or --model is given.
     """
     if sum((session_id is not None, resume_last, new)) > 1:
         raise UsageError("give at most one of --session, --continue and --new")
-    config = _agent_config(agent_name, model)
+    resuming = session_id is not None or resume_last
+    # a new chat checks its model before the store is opened (a missing key leaves no
+    # empty store behind); resuming reads the session first, for its agent and model
+    store = store_of(ctx) if resuming else None
+    target = (
+        resume_target(store, agent=agent_name, session_id=session_id, resume_last=resume_last)
+        if store is not None
+        else None
+    )
+    setup = setup_for(target, agent=agent_name, model=model)
+    config = setup.config
     chat_model = connect(config)
     try:
-        store = store_of(ctx)
+        store = store if store is not None else store_of(ctx)
         agent = Agent(config, store=store, model=chat_model)
         interactive = message is None and stdin_is_interactive()
         resume = f"threadline chat {agent_name}" if agent_name else "threadline chat"
@@ -529,9 +711,21 @@ def chat(
             console=make_console(),
             err_console=make_console(stderr=True),
             resume_command=resume,
+            agent_for=lambda info: setup_for(info, agent=agent_name, model=model),
+            agent_ref=setup.agent_ref,
+            titler=Titler(_title_model(title_model)),
         )
+        controller.show_tokens = setup.show_tokens
         try:
-            _start(controller, store, config, session_id=session_id, resume_last=resume_last)
+            for note in setup.notes:
+                controller.say(note)
+            if target is not None:
+                controller.attach(target.id)
+            elif resume_last:
+                whose = f" of agent {config.name}" if agent_name else ""
+                controller.say(
+                    f"no earlier session{whose}; a new one starts with the first message"
+                )
             if interactive:
                 controller.console.print(
                     Text(
@@ -549,8 +743,8 @@ def chat(
             text = message if message is not None else _read_stdin()
             if not text.strip():
                 raise UsageError(
-                    "nothing to send: the message is empty (give -m TEXT, pipe text on stdin, "
-                    "or run in a terminal to chat)"
+                    "nothing to send: the message is empty (give --message TEXT, pipe text on "
+                    "stdin, or run in a terminal to chat)"
                 )
             result = controller.send(text)
             echo(result.text)
@@ -560,26 +754,11 @@ def chat(
         _close_model(chat_model)
 
 
-def _start(
-    controller: ChatController,
-    store: Store,
-    config: AgentConfig,
-    *,
-    session_id: str | None,
-    resume_last: bool,
-) -> None:
-    if session_id is not None:
-        controller.attach(session_id)
-        return
-    if resume_last:
-        latest = store.list_sessions(agent=config.name, limit=1).items
-        if latest:
-            controller.attach(latest[0].id)
-        else:
-            controller.say(
-                f"no earlier session of agent {config.name}; a new one starts with the first "
-                "message"
-            )
+def _title_model(spec: str | None) -> Callable[[], ChatModel] | None:
+    """The title model, resolved when first needed (in the titling thread)."""
+    if not spec:
+        return None
+    return lambda: resolve_model(spec)
 
 
 def register(root: typer.Typer) -> None:

@@ -16,7 +16,6 @@ from rich.table import Table
 from rich.text import Text
 
 from threadline.cli import sessions
-from threadline.cli.cleanup_cmd import progress_bar
 from threadline.cli.errors import EXIT_ERROR, PROGRAM
 from threadline.cli.render import echo, make_console, plural
 from threadline.cli.state import get_state
@@ -125,6 +124,8 @@ def copy(
 
 
 def _run(src: Store, dst: Store, session_ids: list[str] | None, batch: int) -> CopyReport:
+    from threadline.cli.cleanup_cmd import progress_bar  # loads rich.progress
+
     ids = source_session_ids(src, session_ids or None)
     totals: dict[str, int] = {}
     for sid in ids:

@@ -165,9 +165,9 @@ def usage_line(label: str, used: int, total: int, *, label_width: int = 10) -> T
     return Text(f"{head}\n{' ' * label_width}{bar(used, total)}")
 
 
-def plural(n: int, word: str) -> str:
-    """``1 message``, ``2 messages``: counts read as English."""
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 message``, ``2 messages``, ``2 memories``: counts read as English."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
 def shorten(text: str, limit: int) -> str:

@@ -1,4 +1,4 @@
-"""``threadline sessions ...``: list, show, history, rename, delete, search, export, import.
+"""``threadline sessions ...``: list, show, history, rename, fork, delete, search, export, import.
 
 Each command parses its arguments, calls the store or the interop library, and
 renders; ids may be unique prefixes of 4+ characters because every lookup goes
@@ -15,10 +15,9 @@ import tempfile
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from threadline.cli.errors import exit_code_for
@@ -40,13 +39,15 @@ from threadline.cli.render import (
 )
 from threadline.cli.state import stdin_is_interactive, store_of
 from threadline.errors import UsageError
-from threadline.interop.export import to_json, to_markdown
-from threadline.interop.sync import Source, Syncer, SyncReport, SyncResult, SyncStatus, find_sources
 from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
     MAX_INT,
     MAX_PAGE_SIZE,
 )
+from threadline.store.search_query import parse_when
+
+if TYPE_CHECKING:  # the importers load only for ``sessions import``
+    from threadline.interop.sync import Source, SyncReport, SyncResult
 
 DEFAULT_HISTORY = 10
 """Messages ``sessions history`` shows, as ``/history`` does in the reference CLI."""
@@ -63,7 +64,12 @@ app = typer.Typer(
 
 class ExportFormat(StrEnum):
     md = "md"
+    markdown = "markdown"
     json = "json"
+    html = "html"
+    openai_jsonl = "openai-jsonl"
+    anthropic_json = "anthropic-json"
+    supyagent = "supyagent"
 
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
@@ -83,6 +89,9 @@ def list_sessions(
         int, typer.Option("--offset", min=0, max=MAX_INT, help="Skip this many.")
     ] = 0,
     as_json: JsonOpt = False,
+    tree: Annotated[
+        bool, typer.Option("--tree", help="Show forks under the sessions they forked from.")
+    ] = False,
 ) -> None:
     """Sessions, most recently updated first."""
     store = store_of(ctx, create=False)
@@ -92,24 +101,41 @@ def list_sessions(
         return
     console = make_console()
     if page.items:
-        console.print(sessions_table(store, page, width=console.width))
+        if tree:
+            from threadline.cli.lineage import lineage_tree
+
+            console.print(lineage_tree(store, page.items))
+        else:
+            console.print(sessions_table(store, page, width=console.width))
     console.print(page_footer(page))
 
 
 @app.command("show")
 def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> None:
-    """A session's details, checkpoints, lock holder and scratchpad entries."""
+    """A session's details, lineage, checkpoints, lock holder and scratchpad entries.
+
+    Checkpoints are numbered within the session (#1 is its first, a fork's inherited
+    ones included); ``--json`` also gives each one's store id.
+    """
+    from threadline.cli.lineage import fork_ids, fork_note
+
     store = store_of(ctx, create=False)
-    sid = store.resolve_id(session_id)
-    info = store.session_info(sid)
-    checkpoints = store.list_checkpoints(sid)
+    session = store.get_session(session_id)
+    info, sid = session.info, session.id
+    checkpoints = session.checkpoints()
     holder = store.lock_holder(sid)
     pad = store.scratchpad_list(sid)
+    fork, forks = session.fork, fork_ids(store, sid)
     if as_json:
         print_json(
             {
                 "session": info.model_dump(mode="json"),
-                "checkpoints": [c.model_dump(mode="json") for c in checkpoints],
+                "fork": {"parent": fork.parent, "seq": fork.seq} if fork else None,
+                "forks": forks,
+                "checkpoints": [
+                    {"number": n, **c.model_dump(mode="json")}
+                    for n, c in enumerate(checkpoints, start=1)
+                ],
                 "lock": holder.model_dump(mode="json") if holder else None,
                 "scratchpad": [e.name for e in pad],
             }
@@ -118,13 +144,20 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
     console = make_console()
     console.print(session_details(info))
     console.print()
+    if fork is not None:
+        console.print(Text(f"Forked: {fork_note(info)}"))
+    if forks:
+        console.print(Text(f"Forks: {', '.join(forks)}"))
     lock = f"held by {holder}" + (" (stale)" if holder.is_stale() else "") if holder else "free"
     console.print(Text(f"Lock: {lock}"))
     console.print(Text(f"Checkpoints: {len(checkpoints)}"))
-    for c in checkpoints:
+    for n, c in enumerate(checkpoints, start=1):
         first = shorten(c.summary, 80)
+        inherited = f" · from {c.session_id}" if c.session_id != sid else ""
         console.print(
-            Text(f"  #{c.id} covers 1-{c.covers_up_to} · {fmt_time(c.created_at)} · {first}")
+            Text(
+                f"  #{n} covers 1-{c.covers_up_to} · {fmt_time(c.created_at)}{inherited} · {first}"
+            )
         )
     names = ", ".join(e.name for e in pad) if pad else "-"
     console.print(Text(f"Scratchpad: {names}"))
@@ -143,8 +176,9 @@ def history(
 ) -> None:
     """The last messages of a session, oldest first; tool calls shown compactly."""
     store = store_of(ctx, create=False)
-    sid = store.resolve_id(session_id)
-    messages = list(reversed(store.tail(sid, count)))
+    session = store.get_session(session_id)
+    sid = session.id
+    messages = list(reversed(session.tail(count)))
     if as_json:
         print_json({"session_id": sid, "items": [m.model_dump(mode="json") for m in messages]})
         return
@@ -167,6 +201,48 @@ def rename(
     echo(f"renamed {info.id}: {info.title or '(no title)'}", one_line=True)
 
 
+@app.command("fork")
+def fork(
+    ctx: typer.Context,
+    session_id: IdArg,
+    at: Annotated[
+        int | None,
+        typer.Option(
+            "--at",
+            metavar="SEQ",
+            min=0,
+            max=MAX_INT,
+            help="Share the history up to this seq (default: all of it).",
+        ),
+    ] = None,
+    title: Annotated[
+        str | None, typer.Option("--title", "-t", help="Title of the fork (default: the parent's).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a new session from a session's history; prints the fork's id.
+
+    The fork shares the parent's messages up to SEQ by reference (nothing is copied)
+    and continues with its own; the parent is unchanged. Resume it with
+    ``threadline chat -s ID``.
+    """
+    from threadline.store.fork import fork_session
+
+    store = store_of(ctx)
+    child = fork_session(store.get_session(session_id), at=at, title=title)
+    assert child.fork is not None
+    if as_json:
+        print_json(
+            {
+                "session": child.info.model_dump(mode="json"),
+                "fork": {"parent": child.fork.parent, "seq": child.fork.seq},
+            }
+        )
+        return
+    typer.echo(child.id)
+    echo(f"forked {child.fork.parent} at seq {child.fork.seq:,}: {child.id}", err=True)
+
+
 @app.command("delete")
 def delete(
     ctx: typer.Context,
@@ -179,7 +255,12 @@ def delete(
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     force: Annotated[
-        bool, typer.Option("--force", help="Delete even sessions another process is attached to.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Delete even sessions another process is attached to, and forks with the "
+            "session they share history with.",
+        ),
     ] = False,
 ) -> None:
     """Delete sessions by id, or all of them (asks first unless --yes)."""
@@ -192,8 +273,10 @@ def delete(
         raise UsageError("nothing to delete: give one or more session ids, or --all")
     store = store_of(ctx)
     if ids:
+        from threadline.store.fork import deletion_order
+
         resolved = list(dict.fromkeys(store.resolve_id(i) for i in ids))  # all or nothing
-        deleted = store.delete_sessions(resolved, force=force)
+        deleted = store.delete_sessions(deletion_order(store, resolved, force=force), force=force)
         typer.echo(f"deleted {deleted} session{'s' if deleted != 1 else ''}")
         return
     total = store.list_sessions(agent=agent, limit=1).total
@@ -217,22 +300,67 @@ def delete(
 @app.command("search")
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="Words to find (all must match).")],
+    query: Annotated[str, typer.Argument(help="What to find; see the syntax above.")],
     agent: AgentOpt = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Only sessions of this model.")
+    ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option("--role", help="Only messages of this role: system, user, assistant, tool."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", metavar="DATE", help="Messages from this time on (ISO 8601)."),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", metavar="DATE", help="Messages before this time (ISO 8601)."),
+    ] = None,
     limit: Annotated[
         int, typer.Option("-n", "--limit", min=1, max=MAX_PAGE_SIZE, help="Most hits to show.")
     ] = DEFAULT_PAGE_SIZE,
+    offset: Annotated[
+        int, typer.Option("--offset", min=0, help="Skip this many hits (for the next page).")
+    ] = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Full-text search over message text across sessions."""
-    hits = store_of(ctx, create=False).search(query, agent=agent, limit=limit)
+    """Full-text search over what sessions said, tool calls' arguments included.
+
+    Syntax: words are ANDed; "exact phrase"; prefix*; a OR b; NOT word or -word.
+
+    Case-insensitive. Punctuation separates words (foo.bar is "foo bar").
+    CJK text matches by character: any part of a word is found.
+    Hits come newest first; --offset and --limit page through them.
+    """
+    page = store_of(ctx, create=False).search(
+        query,
+        agent=agent,
+        model=model,
+        role=role,
+        since=parse_when(since, "--since"),
+        until=parse_when(until, "--until"),
+        limit=limit,
+        offset=offset,
+    )
     if as_json:
-        print_json({"query": query, "items": [h.model_dump(mode="json") for h in hits]})
+        print_json(
+            {
+                "query": query,
+                "total": page.total,
+                "offset": page.offset,
+                "items": [h.model_dump(mode="json") for h in page],
+            }
+        )
         return
     console = make_console()
-    if hits:
-        console.print(search_table(hits, width=console.width))
-    console.print(f"{len(hits)} hit{'s' if len(hits) != 1 else ''}", style="dim")
+    if page:
+        console.print(search_table(page, width=console.width))
+        first = page.offset + 1
+        shown = f"{first}-{page.offset + len(page)}" if len(page) > 1 else f"{first}"
+        console.print(f"{shown} of {page.total} hits", style="dim")
+    else:
+        console.print(f"0 of {page.total} hits", style="dim")
 
 
 @app.command("export")
@@ -240,29 +368,50 @@ def export(
     ctx: typer.Context,
     session_id: IdArg,
     fmt: Annotated[
-        ExportFormat, typer.Option("--format", "-f", help="Markdown or JSON (re-importable).")
+        ExportFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="md/markdown or html (for people); json (lossless), openai-jsonl, "
+            "anthropic-json or supyagent (re-importable).",
+        ),
     ] = ExportFormat.md,
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", metavar="FILE|-", help="Default: session-<id>.<ext>."),
+        typer.Option(
+            "--output", "-o", metavar="FILE|-", help="Default: session-<id>.<ext> (<id>.jsonl)."
+        ),
     ] = None,
 ) -> None:
-    """Write a session as Markdown (for people) or JSON (lossless, for import)."""
+    """Write a session for people (Markdown, a self-contained HTML page) or for tools
+    (threadline JSON, OpenAI JSONL, an Anthropic request body, supyagent JSONL with
+    its _summary.json)."""
     store = store_of(ctx, create=False)
     session = store.get_session(session_id)
     info = session.info.model_dump(mode="json")
-    if fmt is ExportFormat.json:
-        checkpoints = [c.model_dump(mode="json") for c in session.checkpoints()]
-        text = to_json(info, session.iter_messages(), checkpoints) + "\n"
-    else:
-        text = to_markdown(info, session.iter_messages())
+    from threadline.interop.export import EXPORT_SUFFIXES, render_export
+    from threadline.interop.supyagent import summary_path
+
+    checkpoints = [c.model_dump(mode="json") for c in session.checkpoints()]
+    text, summary = render_export(fmt.value, info, session.iter_messages(), checkpoints)
     if output == STDOUT_PATH:
         # Markdown may reach a terminal: control characters escaped (JSON escapes its own);
         # a file (-o FILE) keeps the exact text
-        typer.echo(printable(text) if fmt is ExportFormat.md else text, nl=False)
+        markdown = fmt in (ExportFormat.md, ExportFormat.markdown)
+        typer.echo(printable(text) if markdown else text, nl=False)
+        if summary is not None:
+            echo("the checkpoint summary (_summary.json) is written only with -o FILE", err=True)
         return
-    path = Path(output) if output else Path(EXPORT_NAME.format(id=session.id, ext=fmt.value))
+    if output:
+        path = Path(output)
+    elif fmt is ExportFormat.supyagent:
+        path = Path(f"{session.id}.jsonl")  # supyagent's own layout: <id>.jsonl
+    else:
+        path = Path(f"session-{session.id}{EXPORT_SUFFIXES[fmt.value]}")
     write_atomically(path, text)
+    if summary is not None:
+        write_atomically(summary_path(path), summary)
+        typer.echo(str(summary_path(path)), err=True)
     typer.echo(f"wrote {path} ({session.message_count} messages)", err=True)
     typer.echo(str(path))
 
@@ -293,12 +442,16 @@ def import_(
 ) -> None:
     """Import sessions, or bring earlier imports up to date; prints their ids.
 
-    Reads threadline JSON exports, OpenAI chat JSON / JSONL, and transcripts of
-    Claude Code (point it at ~/.claude/projects), Codex, SWE-agent, OpenHands,
-    Gemini CLI and Aider; a file of several conversations gives one session each.
+    Reads threadline JSON exports, OpenAI chat JSON / JSONL, Anthropic Messages
+    JSON, transcripts of Claude Code (point it at ~/.claude/projects), Codex,
+    SWE-agent, OpenHands, Gemini CLI, Aider and supyagent (.supyagent/sessions),
+    and the SQLite session databases of agsh and the OpenAI Agents SDK; a file of
+    several conversations (or a database of several sessions) gives one session each.
     Importing a source again changes nothing; a transcript that has grown gets
     only its new messages. Native compactions become checkpoints.
     """
+    from threadline.interop.sync import Syncer, find_sources
+
     sources = find_sources(paths)
     store = store_of(ctx)
     syncer = Syncer(
@@ -333,6 +486,8 @@ def _import_progress(
     if not show or total < 2:
         yield None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=make_console(stderr=True), transient=True) as bar:
         task = bar.add_task("importing", total=total)
@@ -345,6 +500,8 @@ def _import_progress(
 
 def _import_summary(report: SyncReport) -> str:
     """One line: what a single source became, or the counts of many."""
+    from threadline.interop.sync import SyncStatus
+
     results = report.results
     extras = []
     if report.repairs:

@@ -5,7 +5,8 @@ slow`` is a message: a command name is followed by a space or nothing). The
 commands follow the reference CLIs (``shared/seeds/000``, ``001``, ``003``):
 ``/help``, ``/sessions``, ``/session ID``, ``/new``, ``/delete [ID]``,
 ``/rename TITLE``, ``/export FILE``, ``/history [N]``, ``/context``,
-``/tokens``, ``/summarize`` (``/compact``) and ``/quit`` (``/exit``).
+``/tokens``, ``/summarize`` (``/compact``), ``/memory [QUERY]``, ``/fork``,
+``/rewind [N]`` and ``/quit`` (``/exit``).
 
 Commands act on a ``ChatHost`` (the REPL's state: agent, store, the attached
 session and its lock) and print to its console, so tests drive them with an
@@ -16,6 +17,7 @@ REPL goes on; only ``/quit`` ends it.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -39,6 +41,7 @@ from threadline.cli.render import (
     render_messages,
     session_details,
     sessions_table,
+    shorten,
 )
 from threadline.cli.sessions import DEFAULT_HISTORY, EXPORT_NAME, write_atomically
 from threadline.context.builder import ContextReport
@@ -52,6 +55,8 @@ JSON_SUFFIX = ".json"
 MAX_HISTORY = 1000
 """``/history N`` shows at most this many messages."""
 SUGGESTIONS_CUTOFF = 0.6
+REWOUND_CHARS = 120
+"""Characters of the undone request ``/rewind`` shows."""
 
 
 class Outcome(Enum):
@@ -82,6 +87,18 @@ class ChatHost(Protocol):
 
     def detach(self) -> Session | None:
         """Let go of the current session (release its lock); the next message starts a new one."""
+        ...
+
+    def confirm(self, question: str) -> bool:
+        """Ask the user a yes/no question; False unless they answer yes."""
+        ...
+
+    def fork(self, at: int | None = None) -> Session:
+        """Fork the current session at seq ``at`` (default: its end) and continue in the fork."""
+        ...
+
+    def remember_settings(self) -> None:
+        """Store the chat's setup (``/tokens``) on the current session, for resuming."""
         ...
 
 
@@ -195,8 +212,16 @@ def cmd_new(host: ChatHost, args: str) -> None:
 
 
 def cmd_delete(host: ChatHost, args: str) -> None:
+    """``/delete [ID]``: without an id, the current session, after asking. A session with
+    forks is refused (``sessions delete --force`` deletes it with them)."""
+    from threadline.store.fork import deletion_order
+
     current = host.session
     target = host.store.resolve_id(args) if args else _need_session(host, "delete").id
+    deletion_order(host.store, [target], force=False)  # refuses a parent before asking
+    if not args and not host.confirm(f"Delete the current session {target}?"):
+        _note(host, "nothing deleted")
+        return
     if current is not None and target == current.id:
         host.detach()  # our own lock would refuse the delete
     host.store.delete_session(target)
@@ -263,9 +288,88 @@ def cmd_context(host: ChatHost, args: str) -> None:
         host.console.print(block)
 
 
+MEMORY_LISTED = 20
+"""``/memory`` without a query lists this many of the newest facts."""
+
+
+def cmd_memory(host: ChatHost, args: str) -> None:
+    """``/memory [--json] [QUERY]``: search this agent's memory, or list its newest facts."""
+    from threadline.cli.memory_cmd import facts_table, hits_table
+
+    memory = host.agent.memory
+    if memory is None:
+        raise UsageError(
+            f"memory is off for agent {host.agent.config.name}: set memory.enabled: true "
+            "in its agent file"
+        )
+    words = args.split()
+    as_json = "--json" in words
+    query = " ".join(w for w in words if w != "--json")
+    if query:
+        hits = memory.memory.search(query, scopes=memory.scopes, k=MEMORY_LISTED)
+        if as_json:
+            items = [h.model_dump(mode="json") for h in hits]
+            _json(host, {"query": query, "scopes": memory.scopes, "items": items})
+        else:
+            if hits:
+                host.console.print(hits_table(hits))
+            _note(host, f"{len(hits)} hit{'s' if len(hits) != 1 else ''} in {memory.scope}")
+        return
+    facts = memory.memory.list_facts(memory.scope)
+    facts = sorted(facts, key=lambda f: f.observed_at, reverse=True)[:MEMORY_LISTED]
+    if as_json:
+        _json(host, {"scope": memory.scope, "items": [f.model_dump(mode="json") for f in facts]})
+        return
+    if facts:
+        host.console.print(facts_table(facts))
+    _note(host, f"newest {len(facts)} facts in {memory.scope}; /memory QUERY searches them")
+
+
+def _json(host: ChatHost, data: object) -> None:
+    host.console.print(Text(json.dumps(data, ensure_ascii=False, indent=2)), soft_wrap=True)
+
+
 def cmd_tokens(host: ChatHost, args: str) -> None:
     host.show_tokens = not host.show_tokens
+    host.remember_settings()
     _note(host, f"per-turn token line {'on' if host.show_tokens else 'off'}")
+
+
+def cmd_fork(host: ChatHost, args: str) -> None:
+    """``/fork``: go on in a new session that shares all of this one's history."""
+    if args:
+        raise UsageError("usage: /fork (to fork further back, use /rewind N)")
+    original = _need_session(host, "fork").id
+    child = host.fork()
+    assert child.fork is not None
+    _note(
+        host,
+        f"forked session {original} at seq {child.fork.seq:,}: now in {child.id} "
+        f"(/session {original} goes back)",
+    )
+
+
+def cmd_rewind(host: ChatHost, args: str) -> None:
+    """``/rewind [N]``: fork just before the N-th last request and go on there."""
+    from threadline.requests import request_text
+    from threadline.store.fork import user_turn_seq
+
+    back = 1
+    if args:
+        try:
+            back = int(args)
+        except ValueError:
+            raise UsageError(f"usage: /rewind [N] (N a number of requests, got {args!r})") from None
+    session = _need_session(host, "rewind")
+    seq = user_turn_seq(session, back)
+    undone = session.read_messages(after_seq=seq, limit=1)
+    original = session.id
+    child = host.fork(seq)
+    asked = request_text(undone[0]) if undone else None
+    turns = f"{back} request{'s' if back != 1 else ''}"
+    _note(host, f"rewound {turns}: now in {child.id} (/session {original} goes back)")
+    if asked:
+        _note(host, f"undone: {shorten(asked, REWOUND_CHARS)}")
 
 
 def cmd_summarize(host: ChatHost, args: str) -> None:
@@ -293,7 +397,10 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec("new", "/new [TITLE]", "Start a new session at the next message.", cmd_new),
     CommandSpec(
-        "delete", "/delete [ID]", "Delete a session (default: the current one).", cmd_delete
+        "delete",
+        "/delete [ID]",
+        "Delete a session (default: the current one, after asking).",
+        cmd_delete,
     ),
     CommandSpec("rename", "/rename TITLE", "Set the current session's title.", cmd_rename),
     CommandSpec(
@@ -309,7 +416,20 @@ COMMANDS: tuple[CommandSpec, ...] = (
         "What the next model call gets, and how close compaction is.",
         cmd_context,
     ),
+    CommandSpec(
+        "memory",
+        "/memory [--json] [QUERY]",
+        "Search this agent's long-term memory; without QUERY, its newest facts.",
+        cmd_memory,
+    ),
     CommandSpec("tokens", "/tokens", "Toggle the per-turn token usage line.", cmd_tokens),
+    CommandSpec("fork", "/fork", "Go on in a new session sharing this one's history.", cmd_fork),
+    CommandSpec(
+        "rewind",
+        "/rewind [N]",
+        "Go back before the N-th last request (default 1), in a new session.",
+        cmd_rewind,
+    ),
     CommandSpec(
         "summarize",
         "/summarize [FOCUS]",

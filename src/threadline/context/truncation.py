@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from threadline.context.policy import ContextPolicy
 from threadline.messages import ImagePart, Message, Part, TextPart
+
+if TYPE_CHECKING:  # the CLI imports cut_middle without the policy model
+    from threadline.context.policy import ContextPolicy
 
 
 @dataclass(slots=True)

@@ -1,0 +1,106 @@
+"""How fast the ``threadline`` command starts (issue 13): medians of whole process runs.
+
+Times ``threadline --version``, ``threadline sessions list`` and ``threadline
+sessions show ID`` on a temporary SQLite store (30 sessions of a few messages),
+beside ``llm --version`` (Simon Willison's ``llm``, when installed in the same
+environment), ``python -c pass`` (the interpreter's own floor) and the floor of
+the libraries a listing needs (importing Typer, Rich's console and table, and
+pydantic with one model defined: pydantic loads most of itself on the first
+model, and the store's records are models). Each command
+runs twice untimed, so Python's bytecode caches exist as they would after
+installation (they go to a temporary ``PYTHONPYCACHEPREFIX``, even where
+``PYTHONDONTWRITEBYTECODE`` is set), then ``--runs`` times timed; the table shows
+the median, the fastest run and the ratio to ``llm --version``. The target is
+under 150 ms for ``--version`` and ``sessions list`` on an idle machine.
+
+    python bench/startup.py [--runs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from threadline import Message, open_store
+
+SESSIONS = 30
+LIBRARY_FLOOR = (
+    "import typer, rich.console, rich.table, pydantic\nclass Probe(pydantic.BaseModel):\n    x: int"
+)
+WARMUP = 2
+
+
+def make_store(url: str) -> str:
+    """A store of ``SESSIONS`` small sessions; returns one session's id."""
+    store = open_store(url)
+    try:
+        sid = ""
+        for i in range(SESSIONS):
+            session = store.create_session(agent="coder", model="gpt-4o", title=f"session {i}")
+            session.append([Message.user(f"request {i}"), Message.assistant(f"reply {i}")])
+            sid = session.id
+        return sid
+    finally:
+        store.close()
+
+
+def time_runs(command: list[str], env: dict[str, str], runs: int) -> list[float]:
+    """Wall-clock seconds of ``runs`` runs after ``WARMUP`` untimed ones; all must exit 0."""
+    times = []
+    for i in range(WARMUP + runs):
+        t0 = time.perf_counter()
+        done = subprocess.run(command, env=env, capture_output=True, stdin=subprocess.DEVNULL)
+        elapsed = time.perf_counter() - t0
+        if done.returncode != 0:
+            sys.exit(f"{' '.join(command)} failed: {done.stderr.decode(errors='replace')}")
+        if i >= WARMUP:
+            times.append(elapsed)
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    bin_dir = Path(sys.executable).parent
+    threadline = str(bin_dir / "threadline")
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite://{Path(tmp) / 'startup.db'}"
+        sid = make_store(url)
+        env = dict(os.environ, THREADLINE_STORE=url, PYTHONPYCACHEPREFIX=str(Path(tmp) / "pyc"))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "typer + rich + pydantic (floor)": [sys.executable, "-c", LIBRARY_FLOOR],
+            "threadline --version": [threadline, "--version"],
+            "threadline sessions list": [threadline, "sessions", "list"],
+            "threadline sessions show ID": [threadline, "sessions", "show", sid],
+        }
+        llm = bin_dir / "llm"
+        if llm.exists():
+            commands["llm --version"] = [str(llm), "--version"]
+        timed = {name: time_runs(cmd, env, args.runs) for name, cmd in commands.items()}
+    peer = statistics.median(timed["llm --version"]) if "llm --version" in timed else None
+    load = os.getloadavg()[0]
+    table = Table(title=f"process start, median of {args.runs} runs (load average {load:.2f})")
+    for column in ("command", "median ms", "fastest ms", "vs llm --version"):
+        table.add_column(column, justify="left" if column == "command" else "right")
+    for name, times in timed.items():
+        median = statistics.median(times)
+        ratio = f"{median / peer:.2f}x" if peer else "-"
+        table.add_row(name, f"{median * 1000:.0f}", f"{min(times) * 1000:.0f}", ratio)
+    Console().print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Commands that do not chat load no chat machinery (issue 13, fast startup).
+
+Each case runs the real entry point in a fresh interpreter and reports which of
+the heavy modules ended up in ``sys.modules``: a check of what is imported, not
+a timing (``bench/startup.py`` times the processes).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from threadline import Message, open_store
+
+HEAVY = (
+    "prompt_toolkit",
+    "openai",
+    "anthropic",
+    "httpx",
+    "threadline.agent.loop",
+    "threadline.cli.chat",
+    "threadline.llm",
+    "threadline.compaction",
+    "fastapi",
+)
+"""The REPL, the model providers and their HTTP client, the agent loop, the server."""
+
+PROBE = """
+import json, sys
+import threadline.cli.app as app
+sys.argv = ["threadline", *json.loads(sys.argv[1])]
+code = 0
+try:
+    app.main()
+except SystemExit as exc:
+    code = exc.code or 0
+print(json.dumps({"code": code, "loaded": [m for m in HEAVY if m in sys.modules]}))
+"""
+
+
+def loaded_after(args: list[str]) -> dict[str, object]:
+    code = PROBE.replace("HEAVY", json.dumps(list(HEAVY)))
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> tuple[str, str]:
+    url = f"sqlite://{tmp_path / 'store.db'}"
+    store = open_store(url)
+    session = store.create_session(agent="coder", model="gpt-4o", title="a session")
+    session.append([Message.user("hello"), Message.assistant("hi")])
+    store.close()
+    return url, session.id
+
+
+def test_version_imports_nothing_heavy() -> None:
+    assert loaded_after(["--version"]) == {"code": 0, "loaded": []}
+
+
+def test_sessions_list_and_show_import_nothing_heavy(store_url: tuple[str, str]) -> None:
+    url, sid = store_url
+    assert loaded_after(["--store", url, "sessions", "list"]) == {"code": 0, "loaded": []}
+    assert loaded_after(["--store", url, "sessions", "show", sid]) == {"code": 0, "loaded": []}
+
+
+def test_the_probe_sees_what_chat_loads(store_url: tuple[str, str]) -> None:
+    """The same probe does see the chat machinery when a command needs it."""
+    url, _ = store_url
+    result = loaded_after(["--store", url, "chat", "--help"])
+    assert result["code"] == 0
+    assert "threadline.cli.chat" in result["loaded"]  # type: ignore[operator]
