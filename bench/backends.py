@@ -51,7 +51,15 @@ POSTGRES_URL = os.environ.get(
     "THREADLINE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("THREADLINE_BENCH_REDIS", "redis://127.0.0.1:6379/0")
-BACKENDS = ["sqlite", "jsonl", "postgres", "redis", "memory"]
+STORE_URLS: dict[str, Callable[[Path, str], str]] = {
+    "sqlite": lambda workdir, tag: f"sqlite://{workdir / 'bench.db'}",
+    "jsonl": lambda workdir, tag: f"jsonl://{workdir / 'jsonl'}",
+    "postgres": lambda workdir, tag: f"{POSTGRES_URL}?schema=bench_{tag}",
+    "redis": lambda workdir, tag: f"{REDIS_URL}?prefix=threadline-bench:{tag}:",
+    "memory": lambda workdir, tag: "memory://",
+}
+"""Backend -> (work directory, run tag) -> the URL of its store, in the table's order."""
+BACKENDS = list(STORE_URLS)
 BASELINE = "sqlite"
 BATCH = 100
 """Messages per append in the batched runs."""
@@ -123,17 +131,9 @@ def _port_open(url: str, default_port: int) -> bool:
 
 
 def backend_url(backend: str, workdir: Path, tag: str) -> str:
-    if backend == "memory":
-        return "memory://"
-    if backend == "sqlite":
-        return f"sqlite://{workdir / 'bench.db'}"
-    if backend == "jsonl":
-        return f"jsonl://{workdir / 'jsonl'}"
-    if backend == "postgres":
-        return f"{POSTGRES_URL}?schema=bench_{tag}"
-    if backend == "redis":
-        return f"{REDIS_URL}?prefix=threadline-bench:{tag}:"
-    raise ValueError(backend)
+    """The URL of a fresh store for one run: a file under ``workdir``, or a server's
+    schema / key prefix named by ``tag``."""
+    return STORE_URLS[backend](workdir, tag)
 
 
 def unreachable(backend: str, url: str) -> str | None:

@@ -2,86 +2,31 @@
 
 from __future__ import annotations
 
-import json
-import socket
-from collections.abc import Iterator
-
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from tests.fakes import FakeOpenAI, FakeToolCall, Reply
-from threadline.errors import ContextLengthExceeded, MissingCredentials, ModelError
-from threadline.llm import ChatModel, ChatRequest, ChatResponse, RetryEvent, RetryPolicy
+from tests import llm_cases
+from tests.fakes import FakeOpenAI
+from tests.llm_cases import FAST, GREP_TOOL, OPENAI, ask, drain
+from threadline.errors import ContextLengthExceeded, ModelError
+from threadline.llm import ChatRequest, RetryEvent
 from threadline.llm.openai_provider import OpenAIChatModel
 from threadline.messages import Message, ToolCall
 
-FAST = RetryPolicy(base_delay=0.001, max_delay=0.005)
-"""Real backoff shape, tiny delays."""
-GREP_TOOL = {
-    "name": "grep",
-    "description": "Search files for a pattern.",
-    "parameters": {
-        "type": "object",
-        "properties": {"q": {"type": "string"}},
-        "required": ["q"],
-    },
-}
+srv, retries, model = llm_cases.srv, llm_cases.retries, llm_cases.model  # fixtures
 
 
-@pytest.fixture
-def srv() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-def retries() -> list[RetryEvent]:
-    return []
-
-
-@pytest.fixture
-def model(srv: FakeOpenAI, retries: list[RetryEvent]) -> Iterator[OpenAIChatModel]:
-    chat = OpenAIChatModel(
-        "gpt-4o", api_key="test", base_url=srv.url, retry=FAST, on_retry=retries.append
-    )
-    yield chat
-    chat.close()
-
-
-def ask(text: str = "hi", **kw: object) -> ChatRequest:
-    return ChatRequest([Message.system("You are terse."), Message.user(text)], **kw)  # type: ignore[arg-type]
-
-
-def drain(stream: Iterator[str | ChatResponse]) -> tuple[list[str], ChatResponse]:
-    items = list(stream)
-    final = items[-1]
-    assert isinstance(final, ChatResponse)
-    chunks = items[:-1]
-    assert all(isinstance(c, str) for c in chunks)
-    return [c for c in chunks if isinstance(c, str)], final
+pytestmark = pytest.mark.parametrize("case", [OPENAI], ids=["openai"])
 
 
 # -- replies ---------------------------------------------------------------------
 
 
-def test_is_a_chat_model(model: OpenAIChatModel) -> None:
-    assert isinstance(model, ChatModel)
-
-
-def test_plain_reply(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
-    srv.reply_text("Hello there.", usage=(12, 3))
-    response = model.complete(ask("hi", temperature=0.2, max_tokens=50))
-
-    assert response.message.role == "assistant"
-    assert response.message.text == "Hello there."
-    assert response.message.tool_calls == []
-    assert response.model == response.message.model == "gpt-4o"
-    assert response.finish_reason == "stop"
+def test_request_on_the_wire(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
+    srv.reply_text("Hello there.")
+    model.complete(ask("hi", temperature=0.2, max_tokens=50))
 
     sent = srv.last_request
     assert sent.path == "/v1/chat/completions"
-    assert sent.headers["authorization"] == "Bearer test"
     body = sent.json()
     assert body["model"] == "gpt-4o"
     assert body["messages"] == [
@@ -90,21 +35,12 @@ def test_plain_reply(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
     ]
     assert body["temperature"] == 0.2
     assert body["max_tokens"] == 50  # a compatible server gets the classic name
-    assert "tools" not in body and "tool_choice" not in body and "stream" not in body
 
 
-def test_streamed_reply(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
-    srv.reply_text("The quick brown fox jumps.", usage=(20, 6))
-    chunks, final = drain(model.stream(ask()))
-
-    assert len(chunks) > 1
-    assert "".join(chunks) == final.message.text == "The quick brown fox jumps."
-    assert final.usage.input_tokens == 20 and final.usage.output_tokens == 6
-    assert final.message.usage == final.usage
-    assert final.finish_reason == "stop"
-    body = srv.last_json
-    assert body["stream"] is True
-    assert body["stream_options"] == {"include_usage": True}
+def test_stream_asks_for_usage(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
+    srv.reply_text("ok")
+    drain(model.stream(ask()))
+    assert srv.last_json["stream_options"] == {"include_usage": True}
 
 
 def test_usage_recorded(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
@@ -158,24 +94,6 @@ def test_tool_call_round_trip(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
     }
 
 
-def test_streamed_tool_calls_are_assembled(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
-    args = {"q": "needle in a long haystack", "paths": ["src", "tests"], "limit": 10}
-    srv.reply_tool_calls(
-        [
-            FakeToolCall("grep", args, id="call_a"),
-            FakeToolCall("read", {"path": "x.py"}, id="call_b"),
-        ],
-        text="Looking.",
-    )
-    chunks, final = drain(model.stream(ask(tools=[GREP_TOOL])))
-    assert "".join(chunks) == "Looking."
-    assert [(c.id, c.name, c.arguments) for c in final.message.tool_calls] == [
-        ("call_a", "grep", args),
-        ("call_b", "read", {"path": "x.py"}),
-    ]
-    assert final.finish_reason == "tool_calls"
-
-
 def test_malformed_tool_arguments_are_kept_verbatim(
     srv: FakeOpenAI, model: OpenAIChatModel
 ) -> None:
@@ -216,18 +134,6 @@ def test_reported_model_name_is_kept(srv: FakeOpenAI, model: OpenAIChatModel) ->
 # -- retries -----------------------------------------------------------------------
 
 
-def test_429_is_retried_then_succeeds(
-    srv: FakeOpenAI, model: OpenAIChatModel, retries: list[RetryEvent]
-) -> None:
-    srv.fail(429, retry_after=0)
-    srv.fail(429, retry_after=0)
-    srv.reply_text("finally")
-    assert model.complete(ask()).message.text == "finally"
-    assert srv.request_count == 3
-    assert [e.retry_number for e in retries] == [1, 2]
-    assert all("429" in e.reason and e.delay == 0 for e in retries)
-
-
 def test_retry_after_is_honoured(
     srv: FakeOpenAI, model: OpenAIChatModel, retries: list[RetryEvent]
 ) -> None:
@@ -246,14 +152,6 @@ def test_500_is_retried(srv: FakeOpenAI, model: OpenAIChatModel, retries: list[R
     assert all(0 < e.delay <= FAST.max_delay for e in retries)
 
 
-def test_retries_are_bounded(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
-    for _ in range(10):
-        srv.fail(500)
-    with pytest.raises(ModelError, match=r"HTTP 500.*gave up after 4 attempts"):
-        model.complete(ask())
-    assert srv.request_count == FAST.max_retries + 1
-
-
 def test_a_long_retry_after_fails_at_once(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
     srv.fail(429, retry_after=3600)
     with pytest.raises(ModelError, match="asked to wait 3600s"):
@@ -266,33 +164,6 @@ def test_a_dropped_connection_is_retried(srv: FakeOpenAI, model: OpenAIChatModel
     srv.reply_text("second try")
     assert model.complete(ask()).message.text == "second try"
     assert srv.request_count == 2
-
-
-def test_streamed_429_is_retried(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
-    srv.fail(429, retry_after=0)
-    srv.reply_text("streamed after retry")
-    chunks, final = drain(model.stream(ask()))
-    assert "".join(chunks) == final.message.text == "streamed after retry"
-    assert srv.request_count == 2
-
-
-def test_stream_error_before_any_text_is_retried(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
-    srv.fail_mid_stream("", error_type="server_error", message="upstream hiccup")
-    srv.reply_text("clean")
-    chunks, _ = drain(model.stream(ask()))
-    assert "".join(chunks) == "clean"
-    assert srv.request_count == 2
-
-
-def test_stream_error_after_text_is_raised(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
-    srv.fail_mid_stream("half an answer", error_type="server_error", message="upstream died")
-    seen: list[str] = []
-    with pytest.raises(ModelError, match="upstream died"):
-        for item in model.stream(ask()):
-            assert isinstance(item, str)
-            seen.append(item)
-    assert "".join(seen) == "half an answer"
-    assert srv.request_count == 1  # text was shown: no silent retry
 
 
 # -- errors ------------------------------------------------------------------------
@@ -329,32 +200,12 @@ def test_compatible_servers_context_errors_are_typed(
         model.complete(ask())
 
 
-def test_streamed_context_length_error_is_typed(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
-    srv.fail_context_length()
-    with pytest.raises(ContextLengthExceeded):
-        list(model.stream(ask()))
-
-
 def test_other_400_is_a_model_error(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
     srv.fail(400, message="Invalid value for 'temperature'.")
     with pytest.raises(ModelError, match=r"HTTP 400.*temperature") as info:
         model.complete(ask())
     assert not isinstance(info.value, ContextLengthExceeded)
     assert isinstance(info.value.__cause__, Exception)
-
-
-def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
-        OpenAIChatModel("gpt-4o")
-
-
-def test_key_comes_from_the_environment(srv: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    srv.reply_text("ok")
-    with OpenAIChatModel("gpt-4o", base_url=srv.url) as chat:
-        chat.complete(ask())
-    assert srv.last_request.headers["authorization"] == "Bearer sk-from-env"
 
 
 def test_keyless_local_server(srv: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -370,92 +221,7 @@ def test_keyless_local_server(srv: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) 
         assert chat.complete(ask()).message.text == "local"
 
 
-def test_rejected_key(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
-    srv.fail(401)
-    with pytest.raises(MissingCredentials, match=r"rejected the API key.*OPENAI_API_KEY"):
-        model.complete(ask())
-    assert srv.request_count == 1
-
-
 def test_unknown_model(srv: FakeOpenAI, model: OpenAIChatModel) -> None:
     srv.fail(404)
     with pytest.raises(ModelError, match=r"404.*model name"):
         model.complete(ask())
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def test_unreachable_server() -> None:
-    url = f"http://127.0.0.1:{closed_port()}/v1"
-    events: list[RetryEvent] = []
-    with (
-        OpenAIChatModel(
-            "llama3.1",
-            api_key="x",
-            base_url=url,
-            provider="ollama",
-            retry=FAST,
-            on_retry=events.append,
-        ) as chat,
-        pytest.raises(
-            ModelError, match=r"ollama server at http://127\.0\.0\.1:\d+/v1 is unreachable"
-        ),
-    ):
-        chat.complete(ask())
-    assert len(events) == FAST.max_retries  # connection errors are retried, boundedly
-
-
-# -- properties --------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def shared_srv() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def shared_model(shared_srv: FakeOpenAI) -> Iterator[OpenAIChatModel]:
-    with OpenAIChatModel("gpt-4o", api_key="k", base_url=shared_srv.url, retry=FAST) as chat:
-        yield chat
-
-
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-
-
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    chunks=st.lists(st.text(min_size=1, max_size=12), max_size=6),
-    arguments=st.lists(st.dictionaries(st.text(max_size=10), json_values, max_size=4), max_size=3),
-)
-def test_stream_and_complete_agree(
-    shared_srv: FakeOpenAI,
-    shared_model: OpenAIChatModel,
-    chunks: list[str],
-    arguments: list[dict[str, object]],
-) -> None:
-    """Whatever the text and arguments, both paths read the same reply off the wire."""
-    text = "".join(chunks)
-    calls = [FakeToolCall(f"tool{i}", args, id=f"call_{i}") for i, args in enumerate(arguments)]
-    reply = Reply(text=text, tool_calls=tuple(calls), usage=(5, 5), chunks=tuple(chunks))
-    shared_srv.enqueue(reply, reply)
-    whole = shared_model.complete(ask())
-    streamed_chunks, streamed = drain(shared_model.stream(ask()))
-    assert "".join(streamed_chunks) == text
-    for response in (whole, streamed):
-        assert response.message.text == text
-        assert [(c.id, c.name, c.arguments) for c in response.message.tool_calls] == [
-            (c.id, c.name, json.loads(json.dumps(c.arguments))) for c in calls
-        ]

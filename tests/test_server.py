@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -27,6 +26,7 @@ pytest.importorskip("uvicorn")
 
 import httpx
 
+from tests.live_server import free_port, stop, wait_until_serving
 from threadline import ContextPolicy, open_store
 from threadline.demo.coding_run import coding_run
 from threadline.server.auth import TOKEN_ENV, load_or_create_token, resolve_token
@@ -79,12 +79,6 @@ SETTINGS = {
     "policy": SMALL_POLICY,
     "secret": SECRET,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Receiver:
@@ -142,26 +136,11 @@ def live(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Iterat
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            httpx.get(base + "/openapi.json", timeout=1)
-            break
-        except httpx.TransportError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                pytest.fail(f"the server did not start:\n{out}")
-            time.sleep(0.05)
+    wait_until_serving(proc, base, 20, lambda: proc.stdout.read().decode() if proc.stdout else "")
     try:
         yield {"base": base, "hook_log": hook_log, "proc": proc}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 10)
 
 
 @pytest.fixture

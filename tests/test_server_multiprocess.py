@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,8 @@ pytest.importorskip("psycopg")
 import httpx
 
 from tests.conformance.backends import cleanup_url, make_url
-from tests.test_server import TURNS, data, error, free_port, read_sse, trpc_call, trpc_query
+from tests.live_server import free_port, stop, wait_until_serving
+from tests.test_server import TURNS, data, error, read_sse, trpc_call, trpc_query
 from threadline import open_store
 
 TOKEN = "multi-process-token-0123456789"
@@ -52,13 +52,7 @@ class Server:
         return f"{socket.gethostname()}:{self.proc.pid}"
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop(self.proc, 20, sig)
         self.client.close()
 
 
@@ -66,7 +60,8 @@ def start_server(url: str, home: Path) -> Server:
     """``python -m threadline.cli.app --store URL serve`` on a free port, once it answers."""
     port = free_port()
     env = dict(os.environ, THREADLINE_CONFIG_DIR=str(home))
-    log = open(home / f"server-{port}.log", "wb")  # noqa: SIM115 - the process writes it
+    log_path = home / f"server-{port}.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - the process writes it
     proc = subprocess.Popen(
         [*SERVE, "--store", url, "serve", "--port", str(port), "--token", TOKEN],
         env=env,
@@ -75,18 +70,7 @@ def start_server(url: str, home: Path) -> Server:
     )
     log.close()
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_SECONDS
-    while True:
-        try:
-            httpx.get(base + "/openapi.json", timeout=1)
-            break
-        except httpx.TransportError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                proc.wait()
-                out = (home / f"server-{port}.log").read_text(errors="replace")
-                pytest.fail(f"the server did not start:\n{out}")
-            time.sleep(0.05)
+    wait_until_serving(proc, base, START_SECONDS, lambda: log_path.read_text(errors="replace"))
     client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
     return Server(proc, client)
 

@@ -9,10 +9,8 @@ is read from what the command prints.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +20,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.live_server import free_port, stop
 from threadline import open_store
 from threadline.messages import Message, ToolCall
 
@@ -34,12 +33,6 @@ HOSTILE_SUMMARY = "- summary <script>alert(7)</script> of the <em>first</em> tur
 SEARCH_WORD = "zanzibarquux"
 PLAIN_SESSIONS = 7
 STARTUP_SECONDS = 30
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def seed(db: Path) -> dict[str, str]:
@@ -127,8 +120,4 @@ def start(tmp: Path) -> Iterator[LiveServer]:
     try:
         yield server
     finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(10)
-        proc.kill()  # nothing to do when it has exited
-        proc.wait()
+        stop(proc, 10)

@@ -21,37 +21,25 @@ cache figures also in ``cached_tokens`` and ``cache_write_tokens``.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Unpack
+
+from threadline.llm.sdk_model import SDKChatModel, SDKOptions, missing_sdk
 
 try:
     import anthropic
 except ImportError as _exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "the Anthropic provider needs the 'anthropic' package: pip install 'threadline[anthropic]'"
-    ) from _exc
+    raise missing_sdk("Anthropic", "anthropic") from _exc
 
 from threadline.catalog import lookup
-from threadline.errors import ContextLengthExceeded, MissingCredentials, ModelError
+from threadline.errors import ContextLengthExceeded, ModelError
 from threadline.interop.anthropic_format import RAW_ARGUMENTS_KEY, to_anthropic
 from threadline.llm.base import ChatRequest, ChatResponse
-from threadline.llm.retry import (
-    RETRYABLE_STATUS,
-    RetriesExhausted,
-    Retryable,
-    RetryEvent,
-    RetryPolicy,
-    call_with_retries,
-    parse_retry_after,
-)
+from threadline.llm.retry import Retryable, retryable_status
 from threadline.messages import Message, ToolCall, Usage
 
 ANTHROPIC_API_KEY_ENV = "ANTHROPIC_API_KEY"
-DEFAULT_TIMEOUT = 600.0
-"""Seconds for one request."""
 MAX_TOKENS_CAP = 16_384
 """Default ``max_tokens`` is the model's output cap, but no more than this: the API
 needs a number, and reserving a 64k reply on every call wastes the window."""
@@ -167,23 +155,21 @@ def is_context_length_error(exc: anthropic.APIStatusError) -> bool:
     return any(phrase in text for phrase in CONTEXT_LENGTH_PHRASES)
 
 
-class AnthropicChatModel:
+class AnthropicChatModel(SDKChatModel[anthropic.Anthropic]):
     """A ``ChatModel`` over Anthropic's Messages API."""
+
+    sdk_error = anthropic.AnthropicError
+    timeout_error = anthropic.APITimeoutError
+    connection_error = anthropic.APIConnectionError
 
     def __init__(
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        max_retries: int | None = None,
-        on_retry: Callable[[RetryEvent], None] | None = None,
         max_tokens: int | None = None,
         provider: str = "anthropic",
         api_key_env: str | None = ANTHROPIC_API_KEY_ENV,
-        default_headers: Mapping[str, str] | None = None,
+        **options: Unpack[SDKOptions],
     ) -> None:
         """``max_tokens`` is the default reply cap (a request's own wins).
 
@@ -191,29 +177,10 @@ class AnthropicChatModel:
         ``MissingCredentials``; the base URL is ``base_url``, else
         ``ANTHROPIC_BASE_URL`` (read by the SDK), else Anthropic's.
         """
-        self.model = model
-        self.provider = provider
-        key = api_key or (os.environ.get(api_key_env) if api_key_env else None)
-        if not key:
-            raise MissingCredentials(_missing_key_message(provider, api_key_env))
-        policy = retry or RetryPolicy()
-        if max_retries is not None:
-            policy = dataclasses.replace(policy, max_retries=max_retries)
-        self.retry = policy
-        self.on_retry = on_retry
-        self.max_tokens = max_tokens if max_tokens is not None else default_max_tokens(model)
-        self._api_key_env = api_key_env
-        self._client = anthropic.Anthropic(
-            api_key=key,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=0,
-            default_headers=dict(default_headers) if default_headers else None,
+        super().__init__(
+            model, anthropic.Anthropic, provider=provider, api_key_env=api_key_env, **options
         )
-        self.base_url = str(self._client.base_url).rstrip("/")
-
-    def __repr__(self) -> str:
-        return f"AnthropicChatModel({self.provider}/{self.model} at {self.base_url})"
+        self.max_tokens = max_tokens if max_tokens is not None else default_max_tokens(model)
 
     # -- ChatModel ------------------------------------------------------------
 
@@ -234,21 +201,10 @@ class AnthropicChatModel:
     def stream(self, request: ChatRequest) -> Iterator[str | ChatResponse]:
         kwargs = self._request_kwargs(request)
         kwargs["stream"] = True
-        # Read ahead to the first text inside the retry: an "overloaded" error event
-        # before anything was shown is retried like an error status.
-        opened: _OpenStream = self._call(lambda: self._open_stream(kwargs))
-        acc = opened.assembler
-        try:
-            if opened.first_text:
-                yield opened.first_text
-            for event in opened.events:
-                text = acc.add(event)
-                if text:
-                    yield text
-        except anthropic.AnthropicError as exc:
-            raise self._translate(exc) from exc
-        finally:
-            opened.stream.close()
+        # An "overloaded" error event before any text is retried like an error status.
+        acc = yield from self._stream_text(
+            lambda: self._client.messages.create(**kwargs), _StreamAssembler
+        )
         usage = usage_from_anthropic(acc.usage)
         name = acc.model or self.model
         try:
@@ -256,30 +212,6 @@ class AnthropicChatModel:
         except (ValueError, KeyError) as exc:
             raise ModelError(f"{self._where()}: malformed content in the stream: {exc}") from exc
         yield ChatResponse(message=message, model=name, usage=usage, finish_reason=acc.stop_reason)
-
-    def _open_stream(self, kwargs: dict[str, Any]) -> _OpenStream:
-        stream: anthropic.Stream[Any] = self._client.messages.create(**kwargs)
-        events = iter(stream)
-        acc = _StreamAssembler()
-        try:
-            for event in events:
-                text = acc.add(event)
-                if text:
-                    return _OpenStream(stream, events, acc, text)
-        except BaseException:
-            stream.close()
-            raise
-        return _OpenStream(stream, events, acc, "")
-
-    def close(self) -> None:
-        """Close the HTTP connections this model opened."""
-        self._client.close()
-
-    def __enter__(self) -> AnthropicChatModel:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- internals ------------------------------------------------------------
 
@@ -302,91 +234,26 @@ class AnthropicChatModel:
             kwargs["extra_body"] = dict(request.extra)
         return kwargs
 
-    def _call(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return call_with_retries(
-                fn, policy=self.retry, classify=_classify, on_retry=self.on_retry
-            )
-        except RetriesExhausted as exc:
-            cause = exc.__cause__
-            assert isinstance(cause, anthropic.AnthropicError)
-            raise self._translate(cause, note=str(exc)) from cause
-        except anthropic.AnthropicError as exc:
-            raise self._translate(exc) from exc
-
-    def _where(self) -> str:
-        return f"{self.provider} ({self.model} at {self.base_url})"
-
-    def _translate(self, exc: anthropic.AnthropicError, *, note: str | None = None) -> ModelError:
-        where = self._where()
-        suffix = f" ({note})" if note else ""
-        if isinstance(exc, anthropic.APITimeoutError):
-            return ModelError(f"{where}: the request timed out{suffix}")
-        if isinstance(exc, anthropic.APIConnectionError):
-            cause = exc.__cause__
-            detail = f": {cause}" if cause is not None and str(cause) else ""
-            return ModelError(
-                f"the {self.provider} server at {self.base_url} is unreachable{detail}{suffix}"
-            )
+    def _translate_reply(self, exc: Exception, where: str, suffix: str) -> ModelError:
         if isinstance(exc, anthropic.APIStatusError):
             kind, message = _error_fields(exc)
             if is_context_length_error(exc):
                 return ContextLengthExceeded(f"{where}: context length exceeded: {message}")
             if exc.status_code < 400:
                 return ModelError(f"{where}: error in the stream: {kind}: {message}{suffix}")
-            if exc.status_code == 401:
-                var = f" in {self._api_key_env}" if self._api_key_env else ""
-                return MissingCredentials(
-                    f"{where} rejected the API key{var} (HTTP 401: {message}); "
-                    "check that the key is valid"
-                )
-            if exc.status_code == 404:
-                return ModelError(
-                    f"{where}: not found (HTTP 404: {message}); is the model name right?"
-                )
             label = f" {kind}" if kind else ""
-            return ModelError(f"{where}: HTTP {exc.status_code}{label}: {message}{suffix}")
+            return self._status_error(where, exc.status_code, message, suffix, label=label)
         return ModelError(f"{where}: {exc}")
 
-
-def _classify(exc: BaseException) -> Retryable | None:
-    if isinstance(exc, anthropic.APITimeoutError):
-        return Retryable("request timed out")
-    if isinstance(exc, anthropic.APIConnectionError):
-        return Retryable("connection error")
-    if isinstance(exc, anthropic.APIStatusError):
+    def _classify_reply(self, exc: BaseException) -> Retryable | None:
+        if not isinstance(exc, anthropic.APIStatusError):
+            return None
         kind, message = _error_fields(exc)
         if exc.status_code < 400:  # an error event inside a 200 stream
             if kind in RETRYABLE_STREAM_ERRORS:
                 return Retryable(f"error in the stream: {kind}: {message}")
             return None
-        if exc.status_code not in RETRYABLE_STATUS:
-            return None
-        label = kind or ("rate limited" if exc.status_code == 429 else "server error")
-        return Retryable(
-            f"HTTP {exc.status_code} {label}: {message}",
-            retry_after=parse_retry_after(exc.response.headers),
-        )
-    return None
-
-
-def _missing_key_message(provider: str, env: str | None) -> str:
-    if env is None:
-        return f"{provider} needs an API key: pass api_key=..."
-    return (
-        f"no API key for {provider}: set the {env} environment variable "
-        f"(export {env}=...) or pass api_key=..."
-    )
-
-
-@dataclasses.dataclass(slots=True)
-class _OpenStream:
-    """A stream read up to its first text (or its end)."""
-
-    stream: anthropic.Stream[Any]
-    events: Iterator[Any]
-    assembler: _StreamAssembler
-    first_text: str
+        return retryable_status(exc.status_code, message, exc.response.headers, kind=kind)
 
 
 class _StreamAssembler:

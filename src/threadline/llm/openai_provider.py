@@ -15,37 +15,23 @@ every SDK exception leaves as a ``ModelError`` (``ContextLengthExceeded``,
 
 from __future__ import annotations
 
-import dataclasses
-import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal, Unpack
+
+from threadline.llm.sdk_model import SDKChatModel, SDKOptions, missing_sdk
 
 try:
     import openai
 except ImportError as _exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "the OpenAI provider needs the 'openai' package: pip install 'threadline[openai]'"
-    ) from _exc
+    raise missing_sdk("OpenAI", "openai") from _exc
 
-from threadline.errors import ContextLengthExceeded, MissingCredentials, ModelError
+from threadline.errors import ContextLengthExceeded, ModelError
 from threadline.interop.openai_format import to_openai, tool_call_from_openai
 from threadline.llm.base import ChatRequest, ChatResponse
-from threadline.llm.retry import (
-    RETRYABLE_STATUS,
-    RetriesExhausted,
-    Retryable,
-    RetryEvent,
-    RetryPolicy,
-    call_with_retries,
-    parse_retry_after,
-)
+from threadline.llm.retry import Retryable, retryable_status
 from threadline.messages import Message, ToolCall, Usage
 
 OPENAI_API_KEY_ENV = "OPENAI_API_KEY"
-DEFAULT_TIMEOUT = 600.0
-"""Seconds for one request (a long reply from a slow local model can take minutes)."""
-KEYLESS_PLACEHOLDER = "not-needed"
-"""Sent as the key to servers that need none (Ollama, llama.cpp); the SDK insists on one."""
 CONTEXT_LENGTH_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
 """Error codes / types that mean "prompt longer than the window" (OpenAI, llama.cpp)."""
 CONTEXT_LENGTH_PHRASES = (
@@ -120,25 +106,24 @@ def is_context_length_error(exc: openai.APIStatusError) -> bool:
     return any(phrase in text for phrase in CONTEXT_LENGTH_PHRASES)
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(SDKChatModel[openai.OpenAI]):
     """A ``ChatModel`` over the Chat Completions API of OpenAI or a compatible server."""
+
+    sdk_error = openai.OpenAIError
+    timeout_error = openai.APITimeoutError
+    connection_error = openai.APIConnectionError
+    key_hint = "check that the key is valid for this server"
 
     def __init__(
         self,
         model: str,
         *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        max_retries: int | None = None,
-        on_retry: Callable[[RetryEvent], None] | None = None,
         provider: str = "openai",
         api_key_env: str | None = OPENAI_API_KEY_ENV,
         require_api_key: bool = True,
         max_tokens_param: MaxTokensParam | None = None,
         stream_usage: bool = True,
-        default_headers: Mapping[str, str] | None = None,
+        **options: Unpack[SDKOptions],
     ) -> None:
         """``provider`` names the service in errors (``ollama``, ``openrouter``, ...).
 
@@ -149,35 +134,19 @@ class OpenAIChatModel:
         ``max_tokens`` elsewhere. ``stream_usage`` asks for a usage chunk at the
         end of a stream (``stream_options``), which a few old servers reject.
         """
-        self.model = model
-        self.provider = provider
-        key = api_key or (os.environ.get(api_key_env) if api_key_env else None)
-        if not key:
-            if require_api_key:
-                raise MissingCredentials(_missing_key_message(provider, api_key_env))
-            key = KEYLESS_PLACEHOLDER
-        policy = retry or RetryPolicy()
-        if max_retries is not None:
-            policy = dataclasses.replace(policy, max_retries=max_retries)
-        self.retry = policy
-        self.on_retry = on_retry
-        self.stream_usage = stream_usage
-        self._api_key_env = api_key_env
-        self._client = openai.OpenAI(
-            api_key=key,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=0,
-            default_headers=dict(default_headers) if default_headers else None,
+        super().__init__(
+            model,
+            openai.OpenAI,
+            provider=provider,
+            api_key_env=api_key_env,
+            require_api_key=require_api_key,
+            **options,
         )
-        self.base_url = str(self._client.base_url).rstrip("/")
+        self.stream_usage = stream_usage
         if max_tokens_param is None:
             official = self.base_url.startswith("https://api.openai.com")
             max_tokens_param = "max_completion_tokens" if official else "max_tokens"
         self.max_tokens_param: MaxTokensParam = max_tokens_param
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel({self.provider}/{self.model} at {self.base_url})"
 
     # -- ChatModel ------------------------------------------------------------
 
@@ -212,21 +181,10 @@ class OpenAIChatModel:
         kwargs["stream"] = True
         if self.stream_usage:
             kwargs["stream_options"] = {"include_usage": True}
-        # Read ahead to the first text inside the retry: a failure before anything
-        # was shown (an error status, or an error event first thing) is retried.
-        opened: _OpenStream = self._call(lambda: self._open_stream(kwargs))
-        acc = opened.assembler
-        try:
-            if opened.first_text:
-                yield opened.first_text
-            for chunk in opened.chunks:
-                text = acc.add(chunk)
-                if text:
-                    yield text
-        except openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
-        finally:
-            opened.stream.close()
+        # An error event before any text is retried like an error status.
+        acc = yield from self._stream_text(
+            lambda: self._client.chat.completions.create(**kwargs), _StreamAssembler
+        )
         try:
             calls = acc.tool_calls()
         except ValueError as exc:  # InvalidMessage, pydantic's ValidationError
@@ -242,30 +200,6 @@ class OpenAIChatModel:
             finish_reason=acc.finish_reason,
             metadata=metadata,
         )
-
-    def _open_stream(self, kwargs: dict[str, Any]) -> _OpenStream:
-        stream: openai.Stream[Any] = self._client.chat.completions.create(**kwargs)
-        chunks = iter(stream)
-        acc = _StreamAssembler()
-        try:
-            for chunk in chunks:
-                text = acc.add(chunk)
-                if text:
-                    return _OpenStream(stream, chunks, acc, text)
-        except BaseException:
-            stream.close()
-            raise
-        return _OpenStream(stream, chunks, acc, "")
-
-    def close(self) -> None:
-        """Close the HTTP connections this model opened."""
-        self._client.close()
-
-    def __enter__(self) -> OpenAIChatModel:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- internals ------------------------------------------------------------
 
@@ -302,91 +236,27 @@ class OpenAIChatModel:
         )
         return ChatResponse(message=message, model=name, usage=usage, finish_reason=finish_reason)
 
-    def _call(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return call_with_retries(
-                fn, policy=self.retry, classify=_classify, on_retry=self.on_retry
-            )
-        except RetriesExhausted as exc:
-            cause = exc.__cause__
-            assert isinstance(cause, openai.OpenAIError)
-            raise self._translate(cause, note=str(exc)) from cause
-        except openai.OpenAIError as exc:
-            raise self._translate(exc) from exc
-
-    def _where(self) -> str:
-        return f"{self.provider} ({self.model} at {self.base_url})"
-
-    def _translate(self, exc: openai.OpenAIError, *, note: str | None = None) -> ModelError:
-        where = self._where()
-        suffix = f" ({note})" if note else ""
-        if isinstance(exc, openai.APITimeoutError):
-            return ModelError(f"{where}: the request timed out{suffix}")
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__
-            detail = f": {cause}" if cause is not None and str(cause) else ""
-            return ModelError(
-                f"the {self.provider} server at {self.base_url} is unreachable{detail}{suffix}"
-            )
+    def _translate_reply(self, exc: Exception, where: str, suffix: str) -> ModelError:
         if isinstance(exc, openai.APIStatusError):
             message = _error_message(exc)
             if is_context_length_error(exc):
                 return ContextLengthExceeded(f"{where}: context length exceeded: {message}")
-            if exc.status_code == 401:
-                var = f" in {self._api_key_env}" if self._api_key_env else ""
-                return MissingCredentials(
-                    f"{where} rejected the API key{var} (HTTP 401: {message}); "
-                    "check that the key is valid for this server"
-                )
-            if exc.status_code == 404:
-                return ModelError(
-                    f"{where}: not found (HTTP 404: {message}); is the model name right?"
-                )
-            return ModelError(f"{where}: HTTP {exc.status_code}: {message}{suffix}")
+            return self._status_error(where, exc.status_code, message, suffix)
         if isinstance(exc, openai.APIResponseValidationError):
             return ModelError(f"{where}: the reply did not match the API schema: {exc.message}")
         if isinstance(exc, openai.APIError):
             return ModelError(f"{where}: error in the stream: {exc.message}{suffix}")
         return ModelError(f"{where}: {exc}")
 
-
-def _classify(exc: BaseException) -> Retryable | None:
-    if isinstance(exc, openai.APITimeoutError):
-        return Retryable("request timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        return Retryable("connection error")
-    if isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIStatusError):
-        # an error event inside a 200 stream: worth a retry when the server says so
-        body = exc.body if isinstance(exc.body, Mapping) else {}
-        if body.get("type") in RETRYABLE_STREAM_ERRORS:
-            return Retryable(f"error in the stream: {exc.message}")
+    def _classify_reply(self, exc: BaseException) -> Retryable | None:
+        if isinstance(exc, openai.APIStatusError):
+            return retryable_status(exc.status_code, _error_message(exc), exc.response.headers)
+        if isinstance(exc, openai.APIError):
+            # an error event inside a 200 stream: worth a retry when the server says so
+            body = exc.body if isinstance(exc.body, Mapping) else {}
+            if body.get("type") in RETRYABLE_STREAM_ERRORS:
+                return Retryable(f"error in the stream: {exc.message}")
         return None
-    if isinstance(exc, openai.APIStatusError) and exc.status_code in RETRYABLE_STATUS:
-        label = "rate limited" if exc.status_code == 429 else "server error"
-        return Retryable(
-            f"HTTP {exc.status_code} {label}: {_error_message(exc)}",
-            retry_after=parse_retry_after(exc.response.headers),
-        )
-    return None
-
-
-def _missing_key_message(provider: str, env: str | None) -> str:
-    if env is None:
-        return f"{provider} needs an API key: pass api_key=..."
-    return (
-        f"no API key for {provider}: set the {env} environment variable "
-        f"(export {env}=...) or pass api_key=..."
-    )
-
-
-@dataclasses.dataclass(slots=True)
-class _OpenStream:
-    """A stream read up to its first text (or its end)."""
-
-    stream: openai.Stream[Any]
-    chunks: Iterator[Any]
-    assembler: _StreamAssembler
-    first_text: str
 
 
 class _StreamAssembler:

@@ -188,3 +188,13 @@ def call_with_retries(
             if on_retry is not None:
                 on_retry(event)
             sleep(delay)
+
+
+def retryable_status(
+    status: int, message: str, headers: Mapping[str, str] | None, *, kind: str = ""
+) -> Retryable | None:
+    """A retry for a rate limit or server error status, honouring ``Retry-After``."""
+    if status not in RETRYABLE_STATUS:
+        return None
+    label = kind or ("rate limited" if status == 429 else "server error")
+    return Retryable(f"HTTP {status} {label}: {message}", retry_after=parse_retry_after(headers))
