@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from threadline.memory import ExtractiveExtractor, is_signal
-from threadline.memory.extract import find_entities, third_person
+from threadline.memory.extract import find_entities, sentences, third_person
 from threadline.memory.rules import derive_slot, name_key, terms
 from threadline.memory.timeexpr import date_labels, find_windows, parse_query
 from threadline.messages import Message
@@ -47,9 +47,10 @@ def test_preferences_decisions_and_statements_become_facts_with_provenance() -> 
     ]
     out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s1")
     facts = {f.statement: f for f in out.facts}
-    assert facts["Ana prefer vim over emacs."].kind == "preference"
+    assert facts["Ana prefers vim over emacs."].kind == "preference"
     assert facts["We decided to go with PostgreSQL."].kind == "decision"
-    lives = facts["Ana live in Porto now."]
+    assert facts["Ana always runs tests before pushing."].subject == "Ana"
+    lives = facts["Ana lives in Porto now."]
     assert (lives.subject, lives.slot, lives.object) == ("Ana", "lives in", "Porto")
     assert all(f.sources[0].session_id == "s1" for f in out.facts)
     assert {f.seq for f in out.facts} == {4, 6}
@@ -76,6 +77,71 @@ def test_signals_are_cheap_and_selective() -> None:
 
 def test_third_person() -> None:
     assert third_person("I'm moving my desk to Porto", "Ana") == "Ana is moving Ana's desk to Porto"
+    assert third_person("I prefer tea and I always watch films", "Ana") == (
+        "Ana prefers tea and Ana always watches films"
+    )
+    assert third_person("I went home, I don't drive and I study", "Bo") == (
+        "Bo went home, Bo doesn't drive and Bo studies"
+    )
+    assert third_person("I have a dog", "the user") == "The user has a dog"
+
+
+def test_facts_keep_grammar_when_said_in_the_first_person() -> None:
+    text = "I prefer PostgreSQL for new services, and I always use pytest for tests."
+    out = ExtractiveExtractor().extract(
+        [Message.user(text, seq=1)], scope="agent:a", session_id="s"
+    )
+    (fact,) = out.facts
+    assert fact.statement == (
+        "The user prefers PostgreSQL for new services, and the user always uses pytest for tests."
+    )
+    assert fact.subject == "user"
+
+
+def test_sentences_do_not_split_inside_names_domains_versions_or_paths() -> None:
+    text = (
+        "We decided to deploy Orbit on Fly.io in the Frankfurt region. I upgraded to "
+        "Python 3.12.1, e.g. for speed, and the config is in ~/.config/orbit/app.toml now!\n"
+        "Dr. Smith agreed."
+    )
+    assert sentences(text) == [
+        "We decided to deploy Orbit on Fly.io in the Frankfurt region.",
+        "I upgraded to Python 3.12.1, e.g. for speed, and the config is in "
+        "~/.config/orbit/app.toml now!",
+        "Dr. Smith agreed.",
+    ]
+    out = ExtractiveExtractor().extract(
+        [Message.user(text.splitlines()[0], seq=1)], scope="agent:a", session_id="s"
+    )
+    assert out.facts[0].statement.startswith("We decided to deploy Orbit on Fly.io in the")
+    assert "Fly.io" in {e.name for e in out.entities}
+
+
+def test_assistant_acknowledgements_are_no_signal_fact_or_entity() -> None:
+    for reply in ("Noted. I'll remember that.", "Got it.", "OK, I will keep that in mind."):
+        ack = Message.assistant(reply, seq=2)
+        assert not is_signal(ack)
+        out = ExtractiveExtractor().extract([ack], scope="agent:a", session_id="s")
+        assert (out.entities, out.facts, out.episodes) == ([], [], [])
+    assert is_signal(Message.assistant("Noted. We decided to ship on Friday.", seq=2))
+    assert is_signal(Message.user("Remember that the staging database is orbit-db."))
+
+
+def test_a_fact_about_a_named_person_has_that_person_as_subject() -> None:
+    from threadline.memory import open_memory
+    from threadline.store import open_store
+
+    said = Message.user(
+        "Priya Raman owns the invoices module, and we never page Priya on weekends.", seq=1
+    )
+    out = ExtractiveExtractor().extract([said], scope="agent:a", session_id="s")
+    (fact,) = out.facts
+    assert fact.subject == "Priya Raman"
+    assert fact.statement == said.text  # not first person: kept as said
+    memory = open_memory(open_store("memory://"))
+    memory.store_extraction("agent:a", out)
+    report = memory.recall("Priya Raman", scopes=["agent:a"])
+    assert report is not None and [f.statement for f in report.facts] == [said.text]
 
 
 def test_slots_only_for_single_valued_things() -> None:

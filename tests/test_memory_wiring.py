@@ -13,7 +13,7 @@ import pytest
 
 from threadline import ContextPolicy, Message, open_store
 from threadline.agent import Agent, AgentConfig, MemoryConfig
-from threadline.agent.memory_link import hit_line
+from threadline.agent.memory_link import AgentMemory, hit_line
 from threadline.context.builder import MEMORY_HEADER, MEMORY_METADATA_KEY
 from threadline.demo.memory_run import SESSION_ONE, SESSION_TWO, run_memory_demo
 from threadline.llm.scripted import ScriptedChatModel, tool_call
@@ -41,6 +41,13 @@ def config(**memory: Any) -> AgentConfig:
 
 def agent(store: Store, model: ScriptedChatModel | None = None, **memory: Any) -> Agent:
     return Agent(config(**memory), store=store, model=model or ScriptedChatModel(default="ok"))
+
+
+def remembering(**memory: Any) -> tuple[Agent, AgentMemory]:
+    """An agent with memory on, over a new in-memory store, and its memory."""
+    a = agent(open_store("memory://"), **memory)
+    assert a.memory is not None
+    return a, a.memory
 
 
 def block_of(request: Any) -> Message | None:
@@ -176,29 +183,25 @@ def test_the_memory_tools_return_results_with_provenance() -> None:
 
 
 def test_the_recorder_sees_every_appended_batch_and_extracts_at_the_threshold() -> None:
-    store = open_store("memory://")
-    a = agent(store, extraction_threshold=2)
-    assert a.memory is not None
+    a, mem = remembering(extraction_threshold=2)
     session = a.new_session()
     a.run_turn(session, FACTS[0])
-    assert a.memory.recorder.pending(session) >= 1
+    assert mem.recorder.pending(session) >= 1
     a.run_turn(session, FACTS[1])  # the second flagged exchange: extraction runs
-    facts = a.memory.memory.list_facts(a.memory.scope)
+    facts = mem.memory.list_facts(mem.scope)
     assert facts and all(f.session_id == session.id for f in facts)
-    assert a.memory.recorder.pending(session) == 0
+    assert mem.recorder.pending(session) == 0
 
 
 def test_auto_extract_off_leaves_extraction_to_flushes() -> None:
-    store = open_store("memory://")
-    a = agent(store, extraction_threshold=1, auto_extract=False)
-    assert a.memory is not None
+    a, mem = remembering(extraction_threshold=1, auto_extract=False)
     session = a.new_session()
     for text in FACTS:
         a.run_turn(session, text)
-    assert a.memory.memory.list_facts(a.memory.scope) == []
-    assert a.memory.recorder.pending(session) >= 1
-    assert a.memory.flush(session) > 0
-    assert a.memory.memory.list_facts(a.memory.scope)
+    assert mem.memory.list_facts(mem.scope) == []
+    assert mem.recorder.pending(session) >= 1
+    assert mem.flush(session) > 0
+    assert mem.memory.list_facts(mem.scope)
 
 
 def test_a_shared_scope_lets_one_agent_recall_what_another_learned() -> None:
@@ -329,21 +332,19 @@ def test_a_large_memory_share_still_leaves_nothing_unsummarized() -> None:
 
 
 def test_what_a_session_leaves_pending_is_extracted_when_the_agent_moves_on() -> None:
-    store = open_store("memory://")
-    a = agent(store, extraction_threshold=10)
-    assert a.memory is not None
+    a, mem = remembering(extraction_threshold=10)
     first = a.new_session()
     a.run_turn(first, FACTS[1])
-    assert a.memory.recorder.pending(first) > 0
-    assert a.memory.memory.list_facts(a.memory.scope) == []
+    assert mem.recorder.pending(first) > 0
+    assert mem.memory.list_facts(mem.scope) == []
     a.run_turn(a.new_session(), "hello again")  # the next session's turn: the first is done
-    assert a.memory.recorder.pending(first) == 0
-    assert any("PostgreSQL" in f.statement for f in a.memory.memory.list_facts(a.memory.scope))
+    assert mem.recorder.pending(first) == 0
+    assert any("PostgreSQL" in f.statement for f in mem.memory.list_facts(mem.scope))
     last = a.new_session()
     a.run_turn(last, FACTS[2])
     a.close()  # closing flushes the current session too
-    assert a.memory.recorder.pending(last) == 0
-    off = agent(store, extraction_threshold=10, auto_extract=False)
+    assert mem.recorder.pending(last) == 0
+    off = agent(a.store, extraction_threshold=10, auto_extract=False)
     assert off.memory is not None
     kept = off.new_session()
     off.run_turn(kept, FACTS[0])

@@ -7,6 +7,7 @@ is also a hypothesis property. Redis declares memory unsupported, tested here to
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -39,11 +40,8 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def memory(store: Store) -> Iterator[MemoryStore]:
-    mem = open_memory(store)
-    try:
+    with contextlib.closing(open_memory(store)) as mem:
         yield mem
-    finally:
-        mem.close()
 
 
 def reopen(backend: str, url: str, store: Store) -> tuple[Store, MemoryStore]:

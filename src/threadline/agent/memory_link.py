@@ -198,6 +198,17 @@ class AgentMemory:
         """``recall`` as the lines ``build_context(memories=...)`` places in the window."""
         return [hit_line(h) for h in self.recall(session, request)]
 
+    def window_args(
+        self, session: Session, memories: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """The ``build_context`` arguments that place this memory in a window: the lines
+        (default: those recalled for the latest request) and the budget share; none when
+        ``retrieval_limit`` is 0 (nothing is injected, nothing reserved)."""
+        if self.config.retrieval_limit <= 0:
+            return {}
+        lines = list(memories) if memories is not None else self.lines(session)
+        return {"memories": lines, "memory_share": self.config.share}
+
     def close(self) -> None:
         """Flush what the current session left pending (``auto_extract``), then close the
         memory if this object opened it."""

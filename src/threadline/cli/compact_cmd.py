@@ -14,18 +14,23 @@ it to their report.
     {"status", "reason", "session_id", "dry_run", "checkpoint": Checkpoint | null,
      "covers_from", "covers_up_to", "messages_summarized", "messages_kept",
      "summarizer", "summarizer_model", "input_tokens", "output_tokens", "words",
-     "retention": {"total", "kept", "missing", "ratio"}, "duration_ms", "summary"}
+     "retention": {"total", "kept", "missing", "ratio"}, "duration_ms", "summary",
+     "checkpoint_number"}
+
+``checkpoint_number`` is the new checkpoint's number within the session (``sessions
+show`` numbers them the same way); ``checkpoint.id`` is its store id.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from threadline.cli.render import make_console, plural, print_json, usage_line
@@ -37,7 +42,10 @@ from threadline.compaction.triggers import TriggerDecision
 from threadline.context import ContextPolicy
 from threadline.errors import UsageError, validation_problems
 from threadline.llm import ChatModel, resolve_model
-from threadline.store.base import MAX_INT
+from threadline.store.base import MAX_INT, Checkpoint, Session
+
+if TYPE_CHECKING:
+    from threadline.agent import Agent
 
 MISSING_SHOWN = 10
 """Values missing from the snapshot listed by name in the report."""
@@ -92,6 +100,49 @@ def _kv(label: str, value: str) -> Text:
     return Text(f"  {label + ':':<{LABEL_WIDTH}}{value}")
 
 
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        "-a",
+        metavar="NAME",
+        help="Agent whose memory to use (default: the session's agent).",
+        show_default=False,
+    ),
+]
+
+
+def session_agent(session: Session, agent: str | None, compactor: Compactor | None = None) -> Agent:
+    """The agent a session runs with: ``--agent``, else the one it names, by the rule chat
+    resumes with. With memory on it opens its memory (close the agent after) and hooks the
+    pre-compaction flush into ``compactor``; its model is resolved only if used."""
+    from threadline.agent import Agent
+    from threadline.cli.resume import setup_for
+
+    config = setup_for(session.info, agent=agent, model=None).config
+    return Agent(config, store=session.store, compactor=compactor)
+
+
+def checkpoint_number(
+    checkpoints: Sequence[Checkpoint], checkpoint_id: int | None, session_id: str | None = None
+) -> int | None:
+    """A checkpoint's number within its session: its place in ``session.checkpoints()``
+    (#1 the first, a fork's inherited ones included), as ``sessions show`` numbers them."""
+    for n, c in reversed(list(enumerate(checkpoints, start=1))):
+        if c.id == checkpoint_id and session_id in (None, c.session_id):
+            return n
+    return None
+
+
+def print_blocks(blocks: Sequence[RenderableType], console: Console | None = None) -> None:
+    """Printable blocks (on stdout by default), a blank line between them."""
+    console = console or make_console()
+    for i, block in enumerate(blocks):
+        if i:
+            console.print()
+        console.print(block)
+
+
 def result_json(result: CompactionResult) -> dict[str, Any]:
     """The documented ``--json`` document."""
     summary = result.summary
@@ -118,8 +169,9 @@ def result_json(result: CompactionResult) -> dict[str, Any]:
     }
 
 
-def render_result(result: CompactionResult) -> list[RenderableType]:
-    """The snapshot, then the report, as printable blocks."""
+def render_result(result: CompactionResult, number: int | None = None) -> list[RenderableType]:
+    """The snapshot, then the report, as printable blocks (``number``: the checkpoint's
+    number within the session)."""
     summary = result.summary
     if summary is None:
         return [Text(f"Nothing compacted: {result.reason}", style="yellow")]
@@ -129,8 +181,8 @@ def render_result(result: CompactionResult) -> list[RenderableType]:
         title.append("  (no checkpoint written)", style="dim")
     else:
         title = Text("Compacted", style="bold green")
-        if result.checkpoint is not None:
-            title.append(f"  checkpoint #{result.checkpoint.id}", style="dim")
+        if number is not None:
+            title.append(f"  checkpoint #{number}", style="dim")
     r = summary.retention
     lines = [
         _kv(
@@ -264,30 +316,37 @@ def compact(
         str | None,
         typer.Option("--focus", help="What the summary should give most room to."),
     ] = None,
+    agent: AgentOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Compact a session now: summarize older messages into a checkpoint (history is kept)."""
+    """Compact a session now: summarize older messages into a checkpoint (history is kept).
+
+    When the session's agent (or ``--agent``) has memory on, pending memory extraction
+    is flushed first, as in chat, so no fact is summarized away unsaved."""
     policy = make_compaction_policy(max_words=max_words)
     session = store_of(ctx).get_session(session_id)
     chat_model = _chat_model(summarizer, model, session.model)
     kind = KINDS[summarizer] if summarizer is not None else None
     summ = make_summarizer(kind, chat_model, max_words=policy.summary_max_words)
-    result = Compactor(summ, policy=policy).compact(
-        session,
-        force=True,
-        dry_run=dry_run,
-        keep_recent=keep_recent,
-        keep_turns=keep_turns,
-        focus=focus.strip() if focus and focus.strip() else None,
+    with session_agent(session, agent, Compactor(summ, policy=policy)) as runner:
+        result = runner.compactor.compact(
+            session,
+            force=True,
+            dry_run=dry_run,
+            keep_recent=keep_recent,
+            keep_turns=keep_turns,
+            focus=focus.strip() if focus and focus.strip() else None,
+        )
+    checkpoint = result.checkpoint
+    number = (
+        checkpoint_number(session.checkpoints(), checkpoint.id, checkpoint.session_id)
+        if checkpoint is not None
+        else None
     )
     if as_json:
-        print_json(result_json(result))
+        print_json({**result_json(result), "checkpoint_number": number})
         return
-    console = make_console()
-    for i, block in enumerate(render_result(result)):
-        if i:
-            console.print()
-        console.print(block)
+    print_blocks(render_result(result, number))
 
 
 def register(root: typer.Typer) -> None:

@@ -2,7 +2,11 @@
 
 The report follows the reference CLI's ``/context``: the limit, what each
 section costs with a bar against the limit, the summary in use, and what was
-dropped, truncated or repaired. ``render_context_report`` returns a list of
+dropped, truncated or repaired. When the session's agent (or ``--agent``) has
+memory on, the window holds the memories its next call would get, so the report's
+Memories row shows them and the budget leaves out their reserve. Checkpoints are
+numbered within the session, as ``sessions show`` numbers them.
+``render_context_report`` returns a list of
 blocks; callers that know more (the chat REPL's compaction triggers) append
 their own blocks, e.g. built with ``render.usage_line``, to the same list.
 """
@@ -21,13 +25,18 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from threadline.cli.compact_cmd import render_trigger_progress
+from threadline.cli.compact_cmd import (
+    AgentOpt,
+    checkpoint_number,
+    print_blocks,
+    render_trigger_progress,
+    session_agent,
+)
 from threadline.cli.render import (
     bar,
     fmt_int,
     fmt_pct,
     fmt_time,
-    make_console,
     plural,
     print_json,
 )
@@ -127,7 +136,7 @@ def render_context_report(
             [
                 _kv("Context limit", f"{r.limit:,} tokens"),
                 _kv("Reply reserve", f"{r.response_reserve:,} tokens"),
-                _kv("Budget", f"{r.budget:,} tokens (limit - reserve - system - tools)"),
+                _kv("Budget", f"{r.budget:,} tokens ({_budget_terms(r.memory_reserve)})"),
                 _kv("In window", used),
             ]
         )
@@ -157,7 +166,7 @@ def render_context_report(
             "In window",
             plural(r.included_messages, "message") + _seq_range(r.first_seq, r.last_seq),
         ),
-        _kv("Summary", _summary_text(window, checkpoint)),
+        _kv("Summary", _summary_text(window, checkpoint, session.checkpoints())),
         _kv(
             "Dropped",
             plural(r.dropped_messages, "message")
@@ -201,22 +210,35 @@ def render_context_report(
     return blocks
 
 
-def _summary_text(window: ContextWindow, checkpoint: Checkpoint | None) -> str:
+def _budget_terms(memory_reserve: int) -> str:
+    """What the budget leaves out; the memory reserve's size is on the Memories row."""
+    terms = "limit - reserve - system - tools"
+    return f"{terms} - memory reserve" if memory_reserve else terms
+
+
+def _summary_text(
+    window: ContextWindow, checkpoint: Checkpoint | None, checkpoints: Sequence[Checkpoint]
+) -> str:
     r = window.report
     if r.checkpoint_id is None:
         return "none (no checkpoint yet)"
     tokens = next((s.tokens for s in r.sections if s.name == "summary"), 0)
     covered = plural(r.covered_by_summary, "message")
-    text = f"checkpoint #{r.checkpoint_id}: {covered} -> {tokens:,} tokens"
-    if checkpoint is not None and checkpoint.id == r.checkpoint_id:
+    in_use = checkpoint is not None and checkpoint.id == r.checkpoint_id
+    number = checkpoint_number(
+        checkpoints, r.checkpoint_id, checkpoint.session_id if checkpoint and in_use else None
+    )
+    text = f"checkpoint #{number or r.checkpoint_id}: {covered} -> {tokens:,} tokens"
+    if checkpoint is not None and in_use:
         text += f", created {fmt_time(checkpoint.created_at)}"
     if r.summary_omitted:
         text += " (omitted: it does not fit its share of the budget)"
     elif r.summary_cut:
         text += " (lowest-ranked bullets left out to fit its share)"
     if r.newest_checkpoint_id is not None and r.newest_checkpoint_id != r.checkpoint_id:
+        newest = checkpoint_number(checkpoints, r.newest_checkpoint_id) or r.newest_checkpoint_id
         text += (
-            f"; newest is #{r.newest_checkpoint_id} (covers 1-{r.newest_checkpoint_covers}), "
+            f"; newest is #{newest} (covers 1-{r.newest_checkpoint_covers}), "
             "adopted at the next re-trim"
         )
     elif r.newest_checkpoint_id is not None:
@@ -236,14 +258,6 @@ def _prefix_text(window: ContextWindow) -> str:
     if r.retrimmed:
         state += f"; re-trimmed to the low-water mark ({r.strategy})"
     return f"{start}; {state}"
-
-
-def print_context_report(blocks: Sequence[RenderableType]) -> None:
-    console = make_console()
-    for i, block in enumerate(blocks):
-        if i:
-            console.print()
-        console.print(block)
 
 
 def context(
@@ -281,22 +295,33 @@ def context(
     strategy: Annotated[
         Strategy | None, typer.Option("--strategy", help="Trim strategy (default: stable).")
     ] = None,
+    agent: AgentOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print messages and report.")] = False,
 ) -> None:
-    """Build the context window for a session and report what it holds."""
+    """Build the context window for a session and report what it holds.
+
+    When the session's agent (or ``--agent``) has memory on, the window holds the
+    memories its next call would get for the latest request."""
     system_prompt = read_text_file(system, what="system prompt file") if system else None
     tool_defs = read_tools_file(tools) if tools else None
     policy = make_policy(limit=limit, reserve=reserve, strategy=strategy)
     session = store_of(ctx, create=False).get_session(session_id)
-    window = build_context(
-        session, model=model, system_prompt=system_prompt, tools=tool_defs, policy=policy
-    )
+    with session_agent(session, agent) as runner:
+        memory = runner.memory.window_args(session) if runner.memory is not None else {}
+        window = build_context(
+            session,
+            model=model,
+            system_prompt=system_prompt,
+            tools=tool_defs,
+            policy=policy,
+            **memory,
+        )
     if as_json:
         print_json(
             {"messages": window.to_openai(), "report": window.report.model_dump(mode="json")}
         )
         return
-    print_context_report(context_blocks(window, session, policy))
+    print_blocks(context_blocks(window, session, policy))
 
 
 def context_blocks(

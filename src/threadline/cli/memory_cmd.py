@@ -248,11 +248,9 @@ def show(
     if as_json:
         print_json(_dump(report))
         return
-    console = make_console()
-    for i, block in enumerate(report_blocks(report)):
-        if i:
-            console.print()
-        console.print(block)
+    from threadline.cli.compact_cmd import print_blocks
+
+    print_blocks(report_blocks(report))
 
 
 @app.command("add")
@@ -389,6 +387,7 @@ def print_memory_demo(console: Console, store: Store, store_url: str) -> None:
     """Run ``threadline.demo.memory_run`` and show it: what session one said, the facts
     saved (by extraction and by the pre-compaction flush), what session two recalled,
     and the context report with its memory section."""
+    from threadline.cli.compact_cmd import print_blocks
     from threadline.cli.context_cmd import context_blocks
     from threadline.demo.memory_run import (
         MEMORY_DEMO_MODEL_NAME,
@@ -456,11 +455,7 @@ def print_memory_demo(console: Console, store: Store, store_url: str) -> None:
             style="dim",
         )
     )
-    blocks = context_blocks(r.window, r.second_session, r.agent.policy)
-    for i, block in enumerate(blocks):
-        if i:
-            console.print()
-        console.print(block)
+    print_blocks(context_blocks(r.window, r.second_session, r.agent.policy), console)
     r.agent.close()
 
 

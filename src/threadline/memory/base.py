@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -163,6 +163,23 @@ class Extraction(_Record):
         self.episodes += other.episodes
 
 
+class FactFields(TypedDict, total=False):
+    """What ``write_fact`` takes beside the scope and the statement, each optional:
+    ``subject`` (an entity name), provenance (``session_id`` with ``seq``),
+    ``observed_at`` (default: now), ``confidence`` (default 1), ``slot`` (default:
+    derived from the statement when there is a subject), ``object`` and ``kind``
+    (default ``fact``)."""
+
+    subject: str | None
+    session_id: str | None
+    seq: int | None
+    observed_at: datetime | None
+    confidence: float
+    slot: str | None
+    object: str | None
+    kind: str
+
+
 @runtime_checkable
 class MemoryStore(Protocol):
     """Long-term memory over one threadline store (same URL as its sessions)."""
@@ -173,20 +190,7 @@ class MemoryStore(Protocol):
 
     def recall(self, entity: str, *, scopes: Sequence[str]) -> EntityReport | None: ...
 
-    def write_fact(
-        self,
-        scope: str,
-        statement: str,
-        *,
-        subject: str | None = None,
-        session_id: str | None = None,
-        seq: int | None = None,
-        observed_at: datetime | None = None,
-        confidence: float = 1.0,
-        slot: str | None = None,
-        object: str | None = None,
-        kind: str = "fact",
-    ) -> Fact: ...
+    def write_fact(self, scope: str, statement: str, **fields: Unpack[FactFields]) -> Fact: ...
 
     def forget(self, fact_id: str) -> bool: ...
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import BaseModel, ValidationError
 
@@ -20,6 +20,7 @@ from threadline.memory.base import (
     Episode,
     Extraction,
     Fact,
+    FactFields,
     MemoryHit,
     Relation,
     Source,
@@ -118,59 +119,29 @@ class Memory:
     def close(self) -> None:
         self.records.close()
 
-    def __enter__(self) -> Memory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- writing ------------------------------------------------------------------
 
-    def write_fact(
-        self,
-        scope: str,
-        statement: str,
-        *,
-        subject: str | None = None,
-        session_id: str | None = None,
-        seq: int | None = None,
-        observed_at: datetime | None = None,
-        confidence: float = 1.0,
-        slot: str | None = None,
-        object: str | None = None,
-        kind: str = "fact",
-    ) -> Fact:
+    def write_fact(self, scope: str, statement: str, **fields: Unpack[FactFields]) -> Fact:
         """Store one fact; a fact with the same subject and slot is superseded by it.
 
         Returns the stored fact, or the existing one when it says the same thing
         (which then gains this source)."""
-        fact = self._new_fact(
-            scope, statement, subject, session_id, seq, observed_at, confidence, slot, object, kind
-        )
+        fact = self._new_fact(scope, statement, fields)
         with self.records.transaction():
             return self._add_fact(fact)
 
-    def _new_fact(
-        self,
-        scope: str,
-        statement: str,
-        subject: str | None,
-        session_id: str | None,
-        seq: int | None,
-        observed_at: datetime | None,
-        confidence: float,
-        slot: str | None,
-        obj: str | None,
-        kind: str,
-    ) -> Fact:
+    def _new_fact(self, scope: str, statement: str, fields: FactFields) -> Fact:
         check_scope(scope)
         statement = check_statement(statement)
+        subject, obj = fields.get("subject"), fields.get("object")
         subject = check_name(subject, "subject") if subject is not None else None
         obj = check_name(obj, "object") if obj is not None else None
+        session_id, seq = fields.get("session_id"), fields.get("seq")
         if (session_id is None) != (seq is None):
             raise UsageError("a fact's provenance needs both session_id and seq, or neither")
         if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
             raise UsageError(f"seq must be a positive integer, got {seq!r}")
+        slot = fields.get("slot")
         if slot is None and subject is not None:
             slot = derive_slot(statement)
         sources = [Source(session_id=session_id, seq=seq)] if session_id and seq else []
@@ -179,13 +150,13 @@ class Memory:
             subject=subject,
             statement=statement,
             object=obj,
-            kind=kind,
+            kind=fields.get("kind", "fact"),
             slot=slot,
             session_id=session_id,
             seq=seq,
             sources=sources,
-            observed_at=aware(observed_at) or utcnow(),
-            confidence=check_confidence(confidence),
+            observed_at=aware(fields.get("observed_at")) or utcnow(),
+            confidence=check_confidence(fields.get("confidence", 1.0)),
         )
 
     def _add_fact(self, fact: Fact) -> Fact:

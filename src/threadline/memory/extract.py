@@ -45,7 +45,10 @@ _ID_RE = re.compile(
 _PROJECT_RE = re.compile(
     r"\b(?:project|repo|repository|app|library|package)\s+([A-Za-z][\w-]*(?:\.[\w-]+)*)"
 )
-_NAME_RE = re.compile(r"\b([A-Z][a-zA-Z'’-]+(?:\s+(?:of\s+|de\s+|van\s+)?[A-Z][a-zA-Z'’-]+){0,3})")
+_NAME_RE = re.compile(
+    r"\b([A-Z][a-zA-Z'’-]+(?:\.[a-z]{2,}\b)*(?:\s+(?:of\s+|de\s+|van\s+)?[A-Z][a-zA-Z'’-]+){0,3})"
+)
+"""Capitalised words, a domain's dotted tail included (``Fly.io``)."""
 _PLACE_CUE = re.compile(r"\b(?:in|at|from|to|near|visit(?:ed|ing)?)\s+$", re.I)
 _PERSON_CUE = re.compile(
     r"\b(?:my|our|his|her)\s+(?:friend|wife|husband|partner|son|daughter|mom|mother|dad|father|"
@@ -54,7 +57,21 @@ _PERSON_CUE = re.compile(
     re.I,
 )
 _ORG_WORDS = re.compile(r"\b(?:Inc|Corp|Ltd|LLC|University|College|School|Company|Bank|Club)\b")
-_SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]*")
+_BREAK_RE = re.compile(r"(?<=[.!?])[\"'’”)\]]*\s+|\s*\n\s*")
+"""Where a sentence may end: after ``.``/``!``/``?`` and white space, or at a line break; a
+dot inside a word (``Fly.io``, ``3.12.1``, ``app.toml``) is not an end."""
+_NO_END_RE = re.compile(
+    r"(?:\b(?:e\.g|i\.e|etc|vs|approx|Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr)|(?<!\w)[A-Z])\.$"
+)
+"""A piece ending in an abbreviation or an initial runs on into the next one."""
+ACKNOWLEDGEMENT_RE = re.compile(
+    r"^(?:(?:ok(?:ay)?|sure|noted|got it|understood|will do|thanks|thank you|great|perfect|"
+    r"sounds good|of course|alright|all right)\b[\s,.!]*)+$"
+    r"|^(?:(?:ok(?:ay)?|sure|noted|got it)[,.!]?\s*)?i(?:'ll| will|'ve| have)\s+"
+    r"(?:remember|noted?|keep|kept|made a note of)\b(?:\s+(?:that|this|it))?(?:\s+in mind)?[.!]?$",
+    re.I,
+)
+"""An assistant's receipt ("Noted. I'll remember that."): it says nothing new."""
 
 PREFERENCE_RE = re.compile(
     r"\b(?:i|we)\s+(?:really\s+|usually\s+|always\s+|never\s+|mostly\s+)?"
@@ -90,8 +107,31 @@ _FIRST_PERSON = [
     (re.compile(r"\bmy\b", re.I), "{s}'s"),
     (re.compile(r"\bmine\b", re.I), "{s}'s"),
     (re.compile(r"\bme\b", re.I), "{s}"),
-    (re.compile(r"\bI\b"), "{s}"),
 ]
+_I_VERB_RE = re.compile(
+    r"\bI((?:\s+(?:really|usually|always|never|mostly|also|still|often|just|only|sometimes|"
+    r"rarely|actually|now))*)\s+([a-z]+?(?:n't)?)\b"
+)
+"""``I`` and the verb it governs (adverbs between): the verb takes the third person."""
+_KEEP_VERB = frozenset(
+    """will would can could should might must may shall was did had used won't wouldn't
+    can't couldn't shouldn't mightn't mustn't wasn't didn't hadn't went got saw made took
+    came gave found thought told became left felt brought began kept held wrote stood heard
+    let meant set met ran paid sat spoke led read grew lost fell sent built understood drew
+    broke spent cut drove bought wore chose taught caught sold fought won slept swam sang
+    ate drank flew forgot knew threw hung hid rode shot shut put hit quit hurt cost said
+    moved""".split()  # noqa: SIM905
+)
+"""Modals and past forms: the same after "she" as after "I"."""
+_THIRD_PERSON = {
+    "am": "is",
+    "have": "has",
+    "do": "does",
+    "go": "goes",
+    "don't": "doesn't",
+    "haven't": "hasn't",
+    "am not": "is not",
+}
 COMMON_CAPITALISED = frozenset(
     """i i'm i've i'll i'd ok okay yes no thanks thank hello hi hey wow oh yeah sure great cool
     awesome nice good well so and but also just really what when where why how who which
@@ -102,11 +142,32 @@ COMMON_CAPITALISED = frozenset(
 )
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``, stripped; names, domains, versions and paths stay whole."""
+    out: list[str] = []
+    for piece in _BREAK_RE.split(text.strip()):
+        if not piece.strip():
+            continue
+        if out and _NO_END_RE.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece.strip()}"
+        else:
+            out.append(piece.strip())
+    return out
+
+
+def said(message: Message) -> str:
+    """What a message says, less an assistant's acknowledgements ("Noted. I'll remember
+    that."): a receipt repeats the user, it is no signal, fact or entity of its own."""
+    if message.role != "assistant":
+        return message.text
+    return " ".join(s for s in sentences(message.text) if not ACKNOWLEDGEMENT_RE.match(s))
+
+
 def is_signal(message: Message) -> bool:
-    """Whether a message probably holds something worth remembering (cheap: one regex)."""
+    """Whether a message probably holds something worth remembering (cheap: regexes)."""
     if message.role not in ("user", "assistant") or message.synthetic or message.summary:
         return False
-    text = message.text
+    text = said(message)
     return bool(text) and (SIGNAL_RE.search(text) is not None or _ID_RE.search(text) is not None)
 
 
@@ -139,8 +200,7 @@ def find_entities(text: str) -> list[tuple[str, str]]:
         add(m.group(1), "project")
     for m in _TOOL_RE.finditer(text):
         add(m.group(1).lower(), "tool")
-    for sentence in _SENTENCE_RE.finditer(text):
-        chunk = sentence.group(0)
+    for chunk in sentences(text):
         for m in _NAME_RE.finditer(chunk):
             name = m.group(1).rstrip("'’-")
             at_start = m.start() == len(chunk) - len(chunk.lstrip())
@@ -153,19 +213,52 @@ def find_entities(text: str) -> list[tuple[str, str]]:
                 name, at_start = " ".join(parts), False
             if name.casefold() in KNOWN_TOOLS or name.casefold() in COMMON_CAPITALISED:
                 continue
-            opener = at_start and " " not in name and len(chunk.split()) > 1
+            opener = at_start and " " not in name
             if opener and len(re.findall(rf"\b{re.escape(name)}\b", text)) < 2:
                 continue  # a capitalised sentence opener is a name only if it recurs
             add(name, _kind_of(name, chunk[: m.start()]))
     return list(found.values())
 
 
+def third_person_verb(verb: str) -> str:
+    """``prefer`` -> ``prefers``, ``watch`` -> ``watches``; past forms and modals as they are."""
+    if verb in _THIRD_PERSON:
+        return _THIRD_PERSON[verb]
+    if verb in _KEEP_VERB or verb.endswith(("ed", "n't")):
+        return verb
+    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
 def third_person(sentence: str, subject: str) -> str:
-    """ "I moved to Porto" said by Ana -> "Ana moved to Porto"."""
+    """ "I moved to Porto" said by Ana -> "Ana moved to Porto"; "I always use pytest" ->
+    "Ana always uses pytest" (the verb agrees)."""
     out = sentence
     for pattern, replacement in _FIRST_PERSON:
         out = pattern.sub(replacement.format(s=subject), out)
-    return out
+    out = _I_VERB_RE.sub(lambda m: f"{subject}{m[1]} {third_person_verb(m[2])}", out)
+    out = re.sub(r"\bI\b", subject, out)
+    return out[:1].upper() + out[1:]
+
+
+def subject_of(sentence: str, speaker: str) -> tuple[str | None, bool]:
+    """Who a sentence is about, and whether it is said in the first person.
+
+    A sentence that opens with a name and a verb ("Priya Raman owns the invoices
+    module") is about that name; else one in the first person is about the speaker."""
+    opening = _NAME_RE.match(sentence)
+    if opening is not None:
+        name = opening.group(1)
+        rest = sentence[opening.end() :].split()
+        known = dict(find_entities(sentence))
+        if rest and rest[0][:1].islower() and known.get(name) in ("person", "thing"):
+            return name, False
+    if re.search(r"\b(?:I|my|me|I'm|we|our)\b", sentence, re.I) is not None:
+        return speaker, True
+    return None, False
 
 
 def _fact_kind(sentence: str) -> str | None:
@@ -176,6 +269,11 @@ def _fact_kind(sentence: str) -> str | None:
 
 def speaker_of(message: Message) -> str:
     return message.name or message.role
+
+
+def _referent(message: Message) -> str:
+    """How a statement names its speaker: the name, else "the user" / "the assistant"."""
+    return message.name or f"the {message.role}"
 
 
 class ExtractiveExtractor(Extractor):
@@ -190,7 +288,7 @@ class ExtractiveExtractor(Extractor):
         for m in messages:
             if m.seq is None or m.role not in ("user", "assistant") or m.synthetic or m.summary:
                 continue
-            text = m.text.strip()
+            text = said(m).strip()
             if text:
                 when = origin.observed_at or m.created_at
                 out.extend(self._one(m, text, origin.scope, origin.session_id, when))
@@ -225,18 +323,16 @@ class ExtractiveExtractor(Extractor):
                     dates=date_labels(text, when),
                 )
             )
-        for found in _SENTENCE_RE.findall(text):
-            sentence = found.strip()
+        for sentence in sentences(text):
             fact_kind = _fact_kind(sentence)
             if fact_kind is None or len(sentence) > MAX_FACT_CHARS or len(sentence.split()) < 3:
                 continue
-            first_person = re.search(r"\b(?:I|my|me|I'm|we|our)\b", sentence, re.I) is not None
-            subject = speaker if first_person else None
-            statement = third_person(sentence, speaker) if first_person else sentence
+            subject, first_person = subject_of(sentence, speaker)
+            statement = third_person(sentence, _referent(m)) if first_person else sentence
             targets = [
                 n
                 for n, k in find_entities(sentence)
-                if k in OBJECT_KINDS and name_key(n) != name_key(speaker)
+                if k in OBJECT_KINDS and subject is not None and name_key(n) != name_key(subject)
             ]
             fact = Fact(
                 scope=scope,

@@ -22,9 +22,8 @@ from psycopg.types.json import Jsonb
 from threadline.errors import UsageError
 from threadline.memory.records import (
     ANYWHERE,
-    SCHEMA_VERSION,
-    SHARED_DDL,
     Row,
+    SQLDialect,
     Where,
     schema_version,
     translating,
@@ -34,19 +33,12 @@ from threadline.memory.rules import STOPWORDS, words
 MIGRATION_LOCK_KEY = 0x6D656D  # "mem"
 _SAFE_WORD = re.compile(r"^[a-z0-9]+$")
 
+DIALECT = SQLDialect(mark="%s", body_type="JSONB")
 SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS memory_records (
-        kind TEXT NOT NULL,
-        id TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        key2 TEXT NOT NULL,
-        body JSONB NOT NULL,
-        text TEXT NOT NULL DEFAULT '',
-        tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
-        PRIMARY KEY (kind, id)
-    )""",
-    *SHARED_DDL,
+    *DIALECT.schema(
+        "tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED",
+        "PRIMARY KEY (kind, id)",
+    ),
     "CREATE INDEX IF NOT EXISTS memory_records_tsv ON memory_records USING GIN (tsv)",
 ]
 
@@ -102,11 +94,7 @@ class PostgresRecords:
                 conn.execute(statement)
             row = conn.execute("SELECT value FROM memory_meta WHERE key = 'version'").fetchone()
             schema_version(row, self.where)
-            conn.execute(
-                "INSERT INTO memory_meta (key, value) VALUES ('version', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(SCHEMA_VERSION),),
-            )
+            conn.execute(*DIALECT.set_version())
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -126,13 +114,7 @@ class PostgresRecords:
         if not rows:
             return
         with self.transaction(), self._connection().cursor() as cur:
-            cur.executemany(
-                "INSERT INTO memory_records (kind, id, scope, key, key2, body, text) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (kind, id) DO UPDATE SET "
-                "scope = excluded.scope, key = excluded.key, key2 = excluded.key2, "
-                "body = excluded.body, text = excluded.text",
-                [(r.kind, r.id, r.scope, r.key, r.key2, Jsonb(r.body), r.text) for r in rows],
-            )
+            cur.executemany(DIALECT.upsert, [r.values(Jsonb(r.body)) for r in rows])
 
     def _select(self, query: str, params: Sequence[Any]) -> list[Any]:
         with self._translate(), self._lock:

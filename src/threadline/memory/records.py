@@ -59,14 +59,7 @@ SCHEMA_VERSION = 1
 """The version of the memory tables (``memory_meta``) that SQLite and PostgreSQL keep."""
 
 
-SHARED_DDL = [
-    "CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    *(
-        f"CREATE INDEX IF NOT EXISTS memory_records_{column} ON memory_records (kind, {column})"
-        for column in ("key", "key2", "scope")
-    ),
-]
-"""What SQLite and PostgreSQL both create after their own ``memory_records`` table."""
+COLUMNS = "kind, id, scope, key, key2, body, text"
 
 
 def schema_version(row: Sequence[Any] | None, where: str) -> int:
@@ -80,6 +73,50 @@ def schema_version(row: Sequence[Any] | None, where: str) -> int:
     return version
 
 
+@dataclass(frozen=True, slots=True)
+class SQLDialect:
+    """What SQLite's and PostgreSQL's statements differ in: the driver's placeholder and
+    the JSON column type. The statements are written once, here."""
+
+    mark: str
+    body_type: str
+
+    def schema(self, *extra: str) -> list[str]:
+        """``memory_records`` (then ``extra`` columns and constraints), its indexes, and
+        ``memory_meta``."""
+        columns = [
+            *(f"{name} TEXT NOT NULL" for name in ("kind", "id", "scope", "key", "key2")),
+            f"body {self.body_type} NOT NULL",
+            "text TEXT NOT NULL DEFAULT ''",
+            *extra,
+        ]
+        return [
+            f"CREATE TABLE IF NOT EXISTS memory_records ({', '.join(columns)})",
+            "CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+            *(
+                f"CREATE INDEX IF NOT EXISTS memory_records_{c} ON memory_records (kind, {c})"
+                for c in ("key", "key2", "scope")
+            ),
+        ]
+
+    @property
+    def upsert(self) -> str:
+        """Insert or replace rows (``Row.values``) by ``(kind, id)``."""
+        return (
+            f"INSERT INTO memory_records ({COLUMNS}) VALUES ({', '.join([self.mark] * 7)}) "
+            "ON CONFLICT (kind, id) DO UPDATE SET scope = excluded.scope, key = excluded.key, "
+            "key2 = excluded.key2, body = excluded.body, text = excluded.text"
+        )
+
+    def set_version(self) -> tuple[str, tuple[str]]:
+        """The statement and parameters that record ``SCHEMA_VERSION`` in ``memory_meta``."""
+        statement = (
+            f"INSERT INTO memory_meta (key, value) VALUES ('version', {self.mark}) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        )
+        return statement, (str(SCHEMA_VERSION),)
+
+
 @dataclass(slots=True)
 class Row:
     kind: str
@@ -89,6 +126,10 @@ class Row:
     key2: str
     body: dict[str, Any]
     text: str = ""
+
+    def values(self, body: Any) -> tuple[Any, ...]:
+        """The row in ``COLUMNS`` order, with ``body`` as the database stores it."""
+        return (self.kind, self.id, self.scope, self.key, self.key2, body, self.text)
 
 
 class Records(Protocol):

@@ -21,8 +21,8 @@ from threadline.errors import StoreUnavailable
 from threadline.memory.records import (
     ANYWHERE,
     SCHEMA_VERSION,
-    SHARED_DDL,
     Row,
+    SQLDialect,
     Where,
     schema_version,
     translating,
@@ -33,18 +33,9 @@ BUSY_TIMEOUT_MS = 60_000
 MAX_PARAMS = 500
 """Keys per ``IN (...)`` list; longer lists are read in chunks."""
 
+DIALECT = SQLDialect(mark="?", body_type="TEXT")
 SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS memory_records (
-    kind TEXT NOT NULL,
-    id TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    key TEXT NOT NULL,
-    key2 TEXT NOT NULL,
-    body TEXT NOT NULL,
-    text TEXT NOT NULL DEFAULT '',
-    UNIQUE (kind, id)
-)""",
-    *SHARED_DDL,
+    *DIALECT.schema("UNIQUE (kind, id)"),
     """CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(
     text, content='memory_records', content_rowid='rowid', tokenize='porter unicode61'
 )""",
@@ -110,10 +101,7 @@ class SQLiteRecords:
         try:
             for statement in SCHEMA:
                 con.execute(statement)
-            con.execute(
-                "INSERT OR REPLACE INTO memory_meta (key, value) VALUES ('version', ?)",
-                (str(SCHEMA_VERSION),),
-            )
+            con.execute(*DIALECT.set_version())
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -151,13 +139,7 @@ class SQLiteRecords:
         if not rows:
             return
         with self.transaction():
-            self._con.executemany(
-                "INSERT INTO memory_records (kind, id, scope, key, key2, body, text) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, id) DO UPDATE SET "
-                "scope = excluded.scope, key = excluded.key, key2 = excluded.key2, "
-                "body = excluded.body, text = excluded.text",
-                [(r.kind, r.id, r.scope, r.key, r.key2, json.dumps(r.body), r.text) for r in rows],
-            )
+            self._con.executemany(DIALECT.upsert, [r.values(json.dumps(r.body)) for r in rows])
 
     def _select(self, where: str, params: list[Any]) -> list[dict[str, Any]]:
         if not self._present:

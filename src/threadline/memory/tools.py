@@ -18,17 +18,13 @@ if TYPE_CHECKING:
     from threadline.agent.tools import Tool
 
 DEFAULT_K = 10
+HIT_FIELDS = {"kind", "id", "text", "session_id", "seq", "observed_at"}
+"""What a tool result shows of a hit (not its score or every source: tokens the model
+would pay for without use)."""
 
 
 def hit_json(hit: MemoryHit) -> dict[str, Any]:
-    return {
-        "kind": hit.kind,
-        "id": hit.id,
-        "text": hit.text,
-        "session_id": hit.session_id,
-        "seq": hit.seq,
-        "observed_at": hit.observed_at.isoformat() if hit.observed_at else None,
-    }
+    return hit.model_dump(mode="json", include=HIT_FIELDS)
 
 
 def memory_tools(
