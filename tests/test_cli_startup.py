@@ -42,8 +42,8 @@ print(json.dumps({"code": code, "loaded": [m for m in HEAVY if m in sys.modules]
 """
 
 
-def loaded_after(args: list[str]) -> dict[str, object]:
-    code = PROBE.replace("HEAVY", json.dumps(list(HEAVY)))
+def loaded_after(args: list[str], heavy: tuple[str, ...] = HEAVY) -> dict[str, object]:
+    code = PROBE.replace("HEAVY", json.dumps(list(heavy)))
     out = subprocess.run(
         [sys.executable, "-c", code, json.dumps(args)],
         capture_output=True,
@@ -82,3 +82,30 @@ def test_the_probe_sees_what_chat_loads(store_url: tuple[str, str]) -> None:
     result = loaded_after(["--store", url, "chat", "--help"])
     assert result["code"] == 0
     assert "threadline.cli.chat" in result["loaded"]  # type: ignore[operator]
+
+
+LISTING_EXTRAS = ("threadline.cli.copy_cmd", "threadline.store.copy", "threadline.interop")
+"""What a listing needs none of: ``sessions copy`` and the importers and exporters."""
+
+
+def test_sessions_list_builds_only_what_it_runs(store_url: tuple[str, str]) -> None:
+    """A group's subcommands load when one runs: ``sessions list`` imports neither the
+    copy command's module nor interop, and ``sessions copy --help`` does load it."""
+    url, sid = store_url
+    for args in (["sessions", "list"], ["sessions", "show", sid]):
+        assert loaded_after(["--store", url, *args], LISTING_EXTRAS) == {"code": 0, "loaded": []}
+    copy = loaded_after(["--store", url, "sessions", "copy", "--help"], LISTING_EXTRAS)
+    assert copy["code"] == 0 and "threadline.cli.copy_cmd" in copy["loaded"]  # type: ignore[operator]
+
+
+def test_deferred_models_still_validate() -> None:
+    """Models build at first use (``defer_build``): validation, errors and JSON schema
+    behave as if they were built at import."""
+    from threadline import Message
+    from threadline.errors import InvalidMessage
+    from threadline.store.base import SessionInfo
+
+    assert Message.model_validate({"role": "user", "content": "hi"}).text == "hi"
+    with pytest.raises(InvalidMessage):
+        Message(role="nobody", content="x")  # type: ignore[arg-type]
+    assert "message_count" in SessionInfo.model_json_schema()["properties"]

@@ -315,3 +315,30 @@ def test_seqs_and_ids_match_after_many_batches(stores: OpenStore) -> None:
     assert report.ok
     assert _ids(src, "long-0001") == _ids(dst, "long-0001")
     assert [m.seq for m in dst.read_messages("long-0001")] == list(range(1, 1201))
+
+
+def test_a_forks_copy_hides_what_the_fork_hides(stores: OpenStore) -> None:
+    """A fork is copied as its whole view, so its memo must carry the ancestors'
+    retractions up to the fork point: the copy shows what the fork shows, and a second
+    copy finds nothing to change."""
+    from threadline.store.fork import fork_session
+
+    src, dst = stores("sqlite"), stores("jsonl")
+    parent = src.create_session(id="parent", model="gpt-4o")
+    parent.append([Message.user(f"m{i}") for i in range(5)])
+    parent.retract([2])  # before the fork point: the fork inherits it
+    child = fork_session(parent, id="child")
+    parent.retract([4])  # after: the fork still shows m3
+    child.append(Message.user("c0"))
+    child.retract([7])  # its own
+    child.append(Message.user("c1"))
+    want = [m.text for m in child.messages()]
+    assert want == ["m0", "m2", "m3", "m4", "c1"]
+    report = copy_sessions(src, dst, session_ids=["child"])
+    assert report.ok, [r.error for r in report.sessions]
+    copied = dst.get_session("child")
+    assert copied.fork is None
+    assert [m.text for m in copied.messages()] == want
+    assert [m.text for m in copied.tail(2)] == ["c1", "m4"]
+    again = copy_sessions(src, dst, session_ids=["child"])
+    assert again.ok and again.sessions[0].status is CopyStatus.UP_TO_DATE

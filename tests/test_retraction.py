@@ -238,3 +238,67 @@ def test_the_cli_history_and_export_show_the_view(tmp_path: Path) -> None:
     assert exported.exit_code == 0, exported.output
     text = out.read_text()
     assert "visible words" in text and "retracted words" not in text
+
+
+def test_the_cli_counts_and_search_show_the_view(tmp_path: Path) -> None:
+    """``sessions list`` / ``show`` count the messages in view (``--json`` gives the stored
+    count too) and ``sessions search`` finds neither retracted messages nor records."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from threadline.cli.app import app
+
+    url = f"sqlite://{tmp_path / 'cli.db'}"
+    store = open_store(url)
+    session = store.create_session(id="cli-count", model="gpt-4o")
+    session.append([Message.user(f"kept {i}") for i in range(3)] + [Message.user("gone words")])
+    session.retract([4])  # the record is seq 5
+    store.close()
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(app, ["--store", url, *args])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    listing = json.loads(run("sessions", "list", "--json"))["items"][0]
+    assert (listing["message_count"], listing["visible_count"]) == (5, 3)
+    shown = json.loads(run("sessions", "show", "cli-count", "--json"))["session"]
+    assert (shown["message_count"], shown["visible_count"]) == (5, 3)
+    table = run("sessions", "list")
+    assert " 3 " in table and " 5 " not in table
+    details = run("sessions", "show", "cli-count")
+    assert "Stored: 5 (2 retracted or records)" in details
+    found = json.loads(run("sessions", "search", "gone", "--json"))
+    assert found["items"] == [] and found["total"] == 0
+    assert json.loads(run("sessions", "search", "retracted", "--json"))["total"] == 0
+    assert json.loads(run("sessions", "search", "kept", "--json"))["total"] == 3
+
+
+@given(spans=st.lists(st.tuples(st.integers(1, 12), st.integers(0, 3)), max_size=4))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_search_and_counts_agree_with_the_view(spans: list[tuple[int, int]]) -> None:
+    """Whatever is retracted, search finds exactly the messages the view shows, and the
+    count of the view is their number (the SQL rule and ``Retractions.hides`` agree)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for url in ("memory://", f"sqlite://{tmp}/prop.db"):
+            check_search_and_count(open_store(url), spans)
+
+
+def check_search_and_count(store: Store, spans: list[tuple[int, int]]) -> None:
+    from threadline.store.retraction import visible_count
+
+    try:
+        session = store.create_session(model="gpt-4o")
+        session.append([Message.user(f"word{i} common") for i in range(12)])
+        for lo, extra in spans:
+            session.retract(range(lo, min(lo + extra, session.last_seq) + 1))
+        view = [m.seq for m in session.messages()]
+        page = store.search("common", limit=100)
+        assert sorted(h.seq for h in page) == view and page.total == len(view), store.url
+        assert visible_count(session.refresh()) == len(view), store.url
+    finally:
+        store.close()

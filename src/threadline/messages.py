@@ -41,7 +41,9 @@ def new_id() -> str:
 
 class _Model(BaseModel):
     # extra="ignore": a record written by a newer threadline still loads here.
-    model_config = ConfigDict(extra="ignore", validate_assignment=False)
+    # defer_build: a model's validator is built at its first use, so a command that
+    # uses few of them (``threadline sessions list``) does not build them all at import.
+    model_config = ConfigDict(extra="ignore", validate_assignment=False, defer_build=True)
 
     def __init__(self, /, **data: Any) -> None:
         """Build from fields; a bad field raises ``InvalidMessage`` naming it, so callers

@@ -157,3 +157,46 @@ def test_later_appends_and_deletes_are_seen(backend: str, corpus: Store) -> None
     assert found(corpus, "zebrafish") == ([("sb", 4), ("sa", 3), ("sa", 2)], 3)
     corpus.delete_session("sa", force=True)
     assert found(corpus, "zebrafish") == ([("sb", 4)], 1)
+
+
+def test_retracted_messages_and_records_are_not_found(backend: str, corpus: Store) -> None:
+    """Search shows what the views show: retracted messages and the retraction records'
+    own text are never hits, and totals and pages count only what is in view."""
+    sa, sc = corpus.get_session("sa"), corpus.get_session("sc")
+    sa.retract([3])  # the tool result; the record is seq 5
+    assert found(corpus, "zebrafish") == ([("sa", 2)], 1)
+    assert found(corpus, "retracted") == ([], 0)  # the record's text
+    assert found(corpus, "parser") == (
+        [("sc", 2), ("sc", 1), ("sb", 2), ("sa", 4), ("sa", 1)],
+        5,
+    )
+    sc.retract_all()  # one record over 1-2
+    assert found(corpus, "parser") == ([("sb", 2), ("sa", 4), ("sa", 1)], 3)
+    page = corpus.search("parser", limit=2, offset=2)
+    assert [(h.session_id, h.seq) for h in page] == [("sa", 1)] and page.total == 3
+    assert found(corpus, "parser", session_id="sc") == ([], 0)
+    sc.append(Message.user("parser is back", created_at=at(30)))  # after the clear: in view
+    assert found(corpus, "parser", session_id="sc") == ([("sc", 4)], 1)
+    assert [(m.seq) for m in sc.messages()] == [4]  # the view agrees
+
+
+def test_a_forks_retraction_hides_only_its_own_view(backend: str, corpus: Store) -> None:
+    """A fork retracting a shared message leaves the parent's hit (the parent still shows
+    it); a message of the fork's own tail it retracts is gone."""
+    from threadline.store.fork import fork_session
+
+    child = fork_session(corpus.get_session("sa"), at=4)
+    child.append(Message.user("zebrafish in the fork", created_at=at(40)))
+    child.retract([3, 5])
+    assert found(corpus, "zebrafish") == ([("sa", 3), ("sa", 2)], 2)
+
+
+def test_a_memo_with_a_broken_index_hides_nothing_it_cannot_read(
+    backend: str, corpus: Store
+) -> None:
+    """An index entry whose seq is not an integer is skipped on every backend, as
+    ``Retractions.from_memo`` skips it; a good entry beside it still hides."""
+    corpus.get_session("sa").set_memo(
+        {"retractions": {"records": [["x", [[1, 4]]], "junk", [4, [[2, 2]]]]}}
+    )
+    assert found(corpus, "zebrafish") == ([("sa", 3)], 1)  # 2 retracted, 3 still in view

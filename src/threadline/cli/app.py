@@ -44,8 +44,10 @@ JSON output (``--json``), stable
     {"total": N, "offset": K, "limit": L, "items": [SessionInfo, ...]}
 
 where ``SessionInfo`` is ``{"id", "agent", "model", "title", "created_at",
-"updated_at", "message_count", "total_tokens", "last_seq", "metadata"}``
-(times RFC 3339 UTC).
+"updated_at", "message_count", "total_tokens", "last_seq", "metadata",
+"visible_count"}`` (times RFC 3339 UTC): ``message_count`` is what the store holds,
+``visible_count`` what the session's view shows (retracted messages and retraction
+records left out; the table and ``sessions show`` print this one).
 
 ``sessions show ID --json``::
 
@@ -104,7 +106,7 @@ if TYPE_CHECKING:
 
 COMMANDS: dict[str, tuple[str, ...]] = {
     "chat": ("threadline.cli.chat",),
-    "sessions": ("threadline.cli.sessions", "threadline.cli.copy_cmd"),
+    "sessions": ("threadline.cli.sessions",),
     "context": ("threadline.cli.context_cmd",),
     "compact": ("threadline.cli.compact_cmd",),
     "memory": ("threadline.cli.memory_cmd",),
@@ -114,8 +116,14 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "serve": ("threadline.cli.serve_cmd",),
 }
 """Top-level command -> the modules whose ``register(root)`` define it and its
-subcommands, in ``--help`` order; add new commands here (a module may also add
-subcommands to another group, as ``copy_cmd`` does to ``sessions``)."""
+subcommands, in ``--help`` order; add new commands here. A group's subcommands are
+built only when one runs (``cli/root.py``)."""
+
+SUBCOMMANDS: dict[str, dict[str, str]] = {
+    "sessions": {"copy": "threadline.cli.copy_cmd"},
+}
+"""Subcommands a module adds to another command's group (its ``register`` adds them),
+by group: the module is imported only when such a subcommand runs or is listed."""
 
 
 def __getattr__(name: str) -> Any:

@@ -9,12 +9,15 @@ or to list it in ``--help``), so each command pays only for its own imports.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Annotated
 
 import typer
 from typer._click import Command, Context
+from typer.core import TyperGroup
+from typer.models import CommandInfo
 
-from threadline.cli.app import COMMANDS
+from threadline.cli.app import COMMANDS, SUBCOMMANDS
 from threadline.cli.errors import ErrorMappingGroup
 
 STORE_ENV = "THREADLINE_STORE"
@@ -26,7 +29,8 @@ runner of the tests builds one per invocation; registering twice would repeat wo
 
 
 def load_command(name: str) -> Command | None:
-    """The Click command ``name``, from its modules' ``register(root)`` functions."""
+    """The Click command ``name``, from its modules' ``register(root)`` functions. A
+    group's own subcommands are built when asked for (``LazyCommands``)."""
     if name not in _loaded:
         modules = COMMANDS.get(name)
         if modules is None:
@@ -34,12 +38,79 @@ def load_command(name: str) -> Command | None:
         scratch = typer.Typer()
         for module in modules:
             importlib.import_module(module).register(scratch)
-        group = typer.main.get_group(scratch)
+        held = {  # the group named ``name``, whose subcommands wait until asked for
+            info.name: info.typer_instance
+            for info in scratch.registered_groups
+            if info.name == name and info.typer_instance is not None
+        }
+        kept = {sub: sub.registered_commands for sub in held.values()}
+        try:
+            for sub in kept:
+                sub.registered_commands = []  # Typer would build every one of them now
+            group = typer.main.get_group(scratch)
+        finally:
+            for sub, infos in kept.items():
+                sub.registered_commands = infos
         command = group.commands.get(name)
         if command is None:
             raise RuntimeError(f"{', '.join(modules)} registered no command {name!r}")
+        source = held.get(name)
+        if isinstance(command, TyperGroup) and source is not None:
+            command.commands = LazyCommands(
+                source, dict(command.commands), SUBCOMMANDS.get(name, {}), scratch
+            )
         _loaded[name] = command
     return _loaded[name]
+
+
+class LazyCommands(MutableMapping[str, Command]):
+    """A group's subcommands by name, each built by Typer on first access: running
+    ``sessions list`` builds one command, not the group's ten (``--help``, which
+    lists them all, builds them all). ``extra`` names subcommands that another module
+    adds to the group (``SUBCOMMANDS``), imported only when one of them is asked for."""
+
+    def __init__(
+        self,
+        source: typer.Typer,
+        built: dict[str, Command],
+        extra: Mapping[str, str],
+        settings: typer.Typer,
+    ) -> None:
+        self._source, self._built, self._extra, self._settings = source, built, extra, settings
+
+    def _infos(self) -> dict[str, CommandInfo]:
+        return {
+            info.name or typer.main.get_command_name(info.callback.__name__): info
+            for info in self._source.registered_commands
+            if info.callback is not None
+        }
+
+    def __getitem__(self, name: str) -> Command:
+        if name not in self._built:
+            infos = self._infos()
+            if name not in infos and name in self._extra:
+                importlib.import_module(self._extra[name]).register(typer.Typer())
+                infos = self._infos()
+            if name not in infos:
+                raise KeyError(name)
+            self._built[name] = typer.main.get_command_from_info(
+                infos[name],
+                pretty_exceptions_short=self._settings.pretty_exceptions_short,
+                rich_markup_mode=self._settings.rich_markup_mode,
+            )
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._built, *self._infos(), *self._extra]))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class LazyGroup(ErrorMappingGroup):

@@ -39,10 +39,14 @@ from threadline.cli.render import (
 )
 from threadline.cli.state import stdin_is_interactive, store_of
 from threadline.errors import UsageError
+from threadline.store import retraction
 from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
     MAX_INT,
     MAX_PAGE_SIZE,
+    Session,
+    SessionInfo,
+    Store,
 )
 from threadline.store.search_query import parse_when
 
@@ -96,9 +100,14 @@ def list_sessions(
     """Sessions, most recently updated first."""
     store = store_of(ctx, create=False)
     page = store.list_sessions(agent=agent, limit=limit, offset=offset)
+    shown = [in_view(store, info) for info in page.items]
     if as_json:
-        print_json(page.model_dump(mode="json"))
+        listing = page.model_dump(mode="json")
+        for item, info in zip(listing["items"], shown, strict=True):
+            item["visible_count"] = info.message_count
+        print_json(listing)
         return
+    page = page.model_copy(update={"items": shown})
     console = make_console()
     if page.items:
         if tree:
@@ -108,6 +117,20 @@ def list_sessions(
         else:
             console.print(sessions_table(store, page, width=console.width))
     console.print(page_footer(page))
+
+
+def in_view(store: Store, info: SessionInfo) -> SessionInfo:
+    """``info`` counting the messages in view: retracted ones and the retraction records
+    left out, as the window, history and exports show them (``--json`` gives the stored
+    ``message_count`` and this as ``visible_count``)."""
+    if not info.message_count:
+        return info
+    visible = retraction.visible_count(Session(store, info))
+    return (
+        info
+        if visible == info.message_count
+        else info.model_copy(update={"message_count": visible})
+    )
 
 
 @app.command("show")
@@ -126,10 +149,11 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
     holder = store.lock_holder(sid)
     pad = store.scratchpad_list(sid)
     fork, forks = session.fork, fork_ids(store, sid)
+    visible = retraction.visible_count(session)
     if as_json:
         print_json(
             {
-                "session": info.model_dump(mode="json"),
+                "session": {**info.model_dump(mode="json"), "visible_count": visible},
                 "fork": {"parent": fork.parent, "seq": fork.seq} if fork else None,
                 "forks": forks,
                 "checkpoints": [
@@ -142,7 +166,10 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
         )
         return
     console = make_console()
-    console.print(session_details(info))
+    console.print(session_details(info.model_copy(update={"message_count": visible})))
+    if visible != info.message_count:
+        hidden = info.message_count - visible
+        console.print(Text(f"Stored: {info.message_count:,} ({hidden:,} retracted or records)"))
     console.print()
     if fork is not None:
         console.print(Text(f"Forked: {fork_note(info)}"))

@@ -299,7 +299,8 @@ def pid_alive(pid: int) -> bool:
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # defer_build: built at first use, so a listing builds only the records it uses
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class SessionInfo(_Record):
@@ -933,28 +934,36 @@ class Session:
         """Oldest first: messages in view with seq > ``after_seq``, a fork's shared prefix
         included (use this, not ``store.read_messages``, which sees only the session's own
         and what was retracted)."""
-
-        def raw(n: int | None, after: int) -> list[Message]:
-            return _chain_read(self.store, self.segments(), after, n)
-
         after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
-        if include_retracted:
-            return raw(limit, after_seq)
-        return retraction.visible_read(raw, self.retractions(), after_seq, limit)
+        return self._view(_chain_read, retraction.visible_read, limit, after_seq, include_retracted)
 
     def tail(
         self, limit: int, *, before_seq: int | None = None, include_retracted: bool = False
     ) -> list[Message]:
         """Newest first: up to ``limit`` messages in view with seq < ``before_seq``, through
         a fork's shared prefix."""
-
-        def raw(n: int, before: int | None) -> list[Message]:
-            return _chain_tail(self.store, self.segments(), n, before)
-
         limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
+        return self._view(
+            _chain_tail, retraction.visible_tail, limit, before_seq, include_retracted
+        )
+
+    def _view(
+        self,
+        chain: Callable[[Store, list[_Segment], Any, Any], list[Message]],
+        visible: Callable[[retraction.RawRead, retraction.Retractions, Any, Any], list[Message]],
+        limit: int | None,
+        bound: int | None,
+        include_retracted: bool,
+    ) -> list[Message]:
+        """One read of the view: ``chain`` reads the history through the fork chain (a
+        page of ``limit`` from ``bound``), ``visible`` steps it over what is retracted."""
+
+        def raw(n: Any, at: Any) -> list[Message]:
+            return chain(self.store, self.segments(), n, at)
+
         if include_retracted:
-            return raw(limit, before_seq)
-        return retraction.visible_tail(raw, self.retractions(), limit, before_seq)
+            return raw(limit, bound)
+        return visible(raw, self.retractions(), limit, bound)
 
     # -- retraction (store/retraction.py): append-only removal from the view
     def retractions(self) -> retraction.Retractions:
@@ -1139,7 +1148,6 @@ def fork_segments(store: Store, info: SessionInfo) -> list[_Segment]:
 def _chain_tail(
     store: Store, segments: list[_Segment], limit: int, before_seq: int | None
 ) -> list[Message]:
-    limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
     if len(segments) == 1:
         return store.tail(segments[0].session_id, limit, before_seq=before_seq)
     out: list[Message] = []
@@ -1156,9 +1164,8 @@ def _chain_tail(
 
 
 def _chain_read(
-    store: Store, segments: list[_Segment], after_seq: int, limit: int | None
+    store: Store, segments: list[_Segment], limit: int | None, after_seq: int
 ) -> list[Message]:
-    after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
     if len(segments) == 1:
         return store.read_messages(segments[0].session_id, after_seq=after_seq, limit=limit)
     out: list[Message] = []

@@ -28,6 +28,8 @@ The ideas behind it:
 A fork (``store/fork.py``) is materialized: the destination gets a plain session
 holding its whole view (the shared history, the inherited checkpoints, then its own
 tail), and the lineage is kept as information in ``metadata["materialized_fork_of"]``.
+Its memo carries the retraction index of the whole view (``retraction.view_memo``:
+the ancestors' records up to the fork point too), so the copy hides what the fork did.
 Forks then no longer depend on their parent being copied, or copied first.
 
 Positions, not seqs, identify the overlap: a source with a gap in its seqs
@@ -56,6 +58,7 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import Message
+from threadline.store import retraction
 from threadline.store.base import (
     DEFAULT_LOCK_LEASE,
     MAX_PAGE_SIZE,
@@ -402,7 +405,7 @@ class _Copier:
             self.dst.scratchpad_delete(self.sid, name)
 
     def _sync_memo(self) -> None:
-        memo = self.src.get_memo(self.sid)
+        memo = retraction.view_memo(self._source())
         if self.dst.get_memo(self.sid) != memo:
             self.dst.set_memo(self.sid, memo)
 
@@ -434,7 +437,7 @@ class _Copier:
         dst_tokens = self.dst.session_info(self.sid).total_tokens
         if src_tokens != dst_tokens and r.source_messages == r.dest_messages:
             problems.append(f"total tokens: source {src_tokens}, destination {dst_tokens}")
-        if self.src.get_memo(self.sid) != self.dst.get_memo(self.sid):
+        if retraction.view_memo(self._source()) != self.dst.get_memo(self.sid):
             problems.append("memo differs")
         if problems:
             raise _SessionFailed("verification failed: " + "; ".join(problems))

@@ -907,13 +907,19 @@ class JSONLStore:
                 infos = []
         else:
             infos = self._all_infos(request.filters.agent) if request.query.groups else []
-        return scan_search(request, infos, self._own_messages)
+        return scan_search(request, infos, self._own_messages, self._own_memo)
 
     def _own_messages(self, info: SessionInfo) -> list[Message]:
         try:
             return self.read_messages(info.id)
         except (SessionNotFound, CorruptRecord):
             return []
+
+    def _own_memo(self, info: SessionInfo) -> dict[str, Any]:
+        try:
+            return self.get_memo(info.id)
+        except (SessionNotFound, CorruptRecord):
+            return {}
 
 
 def _holder(meta: dict[str, Any]) -> LockHolder | None:

@@ -51,6 +51,7 @@ from threadline.store.base import (
     validate_page_size,
     validate_session_id,
 )
+from threadline.store.retraction import own_index
 from threadline.store.search_query import (
     SearchOptions,
     SearchPage,
@@ -395,8 +396,12 @@ class MemoryStore:
         request = search_request(query, **options)
         with self._lock:  # a snapshot of each session's own messages
             snapshot = {
-                e.info.id: (e.info.model_copy(), list(e.messages)) for e in self._sessions.values()
+                e.info.id: (e.info.model_copy(), list(e.messages), own_index(e.memo))
+                for e in self._sessions.values()
             }
         return scan_search(
-            request, [info for info, _ in snapshot.values()], lambda info: snapshot[info.id][1]
+            request,
+            [info for info, _, _ in snapshot.values()],
+            lambda info: snapshot[info.id][1],
+            lambda info: snapshot[info.id][2],
         )

@@ -65,6 +65,7 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import Message, new_id, utcnow
+from threadline.store import retraction
 from threadline.store.base import (
     ANY_PREVIOUS,
     CONNECTION_RETRY,
@@ -1072,7 +1073,7 @@ class PostgresStore:
         if not q.groups:
             return request.nothing()
         condition, args = _search_condition(q)
-        filters: list[sql.Composable] = []
+        filters: list[sql.Composable] = [sql.SQL(f" AND {retraction.POSTGRES_SHOWN}")]
         for column, key, value in (
             ("s.agent", "agent", f.agent),
             ("s.model", "model", f.model),

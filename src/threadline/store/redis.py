@@ -920,7 +920,7 @@ class RedisStore:
                 infos = []
         else:
             infos = self._every_session(request.filters.agent) if request.query.groups else []
-        return scan_search(request, infos, self._own_messages)
+        return scan_search(request, infos, self._own_messages, self._own_memo)
 
     def _every_session(self, agent: str | None) -> Iterator[SessionInfo]:
         offset = 0
@@ -936,3 +936,9 @@ class RedisStore:
             return self.read_messages(info.id)
         except SessionNotFound:  # expired or deleted while we searched
             return []
+
+    def _own_memo(self, info: SessionInfo) -> dict[str, Any]:
+        try:
+            return self.get_memo(info.id)
+        except SessionNotFound:
+            return {}

@@ -24,6 +24,7 @@ holding an older checkpoint drops it (``Retractions.shows``).
 from __future__ import annotations
 
 import bisect
+import copy
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,30 @@ RECORD_KEY = "threadline_retraction"
 """Metadata key of a retraction record: ``{"ranges": [[first, last], ...]}`` (inclusive)."""
 MEMO_KEY = "retractions"
 """Memo key of the index: ``{"records": [[record_seq, [[first, last], ...]], ...]}``."""
+SQLITE_SHOWN = f"""NOT EXISTS (
+    SELECT 1 FROM json_each(s.memo, '$.{MEMO_KEY}.records') r
+    WHERE r.type = 'array' AND json_type(r.value, '$[0]') = 'integer' AND (
+        r.value ->> 0 = m.seq OR EXISTS (
+            SELECT 1 FROM json_each(r.value, '$[1]') g
+            WHERE g.type = 'array' AND json_type(g.value, '$[0]') = 'integer'
+            AND json_type(g.value, '$[1]') = 'integer'
+            AND m.seq BETWEEN g.value ->> 0 AND g.value ->> 1)))"""
+"""``Retractions.hides`` in SQLite, negated, for a search over ``messages m`` joined to
+``sessions s``: the message is neither a record of its session's index nor in one of
+a record's ranges. Search finds what the views show, on every backend."""
+POSTGRES_SHOWN = f"""NOT EXISTS (
+    SELECT 1 FROM json_array_elements(CASE
+        WHEN json_typeof(s.memo -> '{MEMO_KEY}' -> 'records') = 'array'
+        THEN s.memo -> '{MEMO_KEY}' -> 'records' END) r
+    WHERE json_typeof(r) = 'array' AND json_typeof(r -> 0) = 'number' AND (
+        CASE WHEN json_typeof(r -> 0) = 'number' THEN (r ->> 0)::numeric END = m.seq
+        OR EXISTS (
+            SELECT 1 FROM json_array_elements(CASE
+                WHEN json_typeof(r -> 1) = 'array' THEN r -> 1 END) g
+            WHERE json_typeof(g) = 'array' AND m.seq BETWEEN
+                CASE WHEN json_typeof(g -> 0) = 'number' THEN (g ->> 0)::numeric END
+                AND CASE WHEN json_typeof(g -> 1) = 'number' THEN (g ->> 1)::numeric END)))"""
+"""``SQLITE_SHOWN`` for PostgreSQL (``memo`` is a ``json`` column)."""
 CHECKPOINT_KEY = "retraction"
 """Metadata key of the empty checkpoint a retraction writes: the record's seq."""
 REBUILD_PAGE = 1000
@@ -174,6 +199,11 @@ class Retractions:
         return not any(ranges and ranges[0][0] <= k < seq for seq, ranges in self.records)
 
 
+def own_index(memo: dict[str, Any]) -> dict[str, Any]:
+    """Only the index entry of a memo (a copy): what a search snapshot needs of it."""
+    return {MEMO_KEY: copy.deepcopy(memo[MEMO_KEY])} if MEMO_KEY in memo else {}
+
+
 def _memo_entry(entry: object) -> tuple[int, tuple[Range, ...]] | None:
     if not isinstance(entry, list) or len(entry) != 2 or type(entry[0]) is not int:
         return None
@@ -212,7 +242,7 @@ def visible_tail(
 
 
 def visible_read(
-    raw: RawRead, index: Retractions, after_seq: int, limit: int | None
+    raw: RawRead, index: Retractions, limit: int | None, after_seq: int
 ) -> list[Message]:
     """Oldest first: up to ``limit`` (``None``: all) visible messages with seq >
     ``after_seq``, stepping over hidden runs without reading them."""
@@ -229,6 +259,24 @@ def visible_read(
             break
         after = page[-1].seq
     return out
+
+
+def visible_count(session: Session) -> int:
+    """How many messages the session's view shows: the stored count (a fork's shared
+    prefix included) less what its index hides (retracted messages and the records)."""
+    hidden = session.retractions().hidden_between(0, session.last_seq)
+    return max(0, session.message_count - hidden)
+
+
+def view_memo(session: Session) -> dict[str, Any]:
+    """The session's memo with the index of its whole view (a fork's inherited records
+    too): what a copy that materializes the view must hold, so it hides the same."""
+    memo = session.get_memo()
+    if session.fork is not None:
+        index = session.retractions()
+        if index:
+            memo[MEMO_KEY] = index.to_memo()
+    return memo
 
 
 # -- writing ------------------------------------------------------------------------

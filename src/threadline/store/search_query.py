@@ -51,6 +51,7 @@ from threadline.store.base import (
     validate_offset,
     validate_page_size,
 )
+from threadline.store.retraction import Retractions
 
 MAX_TOKEN_CHARS = 100
 """A query word this long or longer matches every word starting with its first this
@@ -67,10 +68,25 @@ _CJK = (
     "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
     "\U00020000-\U0003134f"
 )
-_CJK_RE = re.compile(f"[{_CJK}]")
 _PRIVATE_USE = "\ue000-\uf8ff\U000f0000-\U0010fffd"
-_LONG_TOKEN_RE = re.compile(f"\\S{{{MAX_TOKEN_CHARS + 1},}}")
-_ATOM_RE = re.compile(r'(-?)"([^"]*)"?(\*?)|(\S+)')
+
+# Patterns are compiled on first use, not at import: every command that opens a store
+# imports this module, and most never search (``threadline sessions list``).
+
+
+@functools.cache
+def _cjk_re() -> re.Pattern[str]:
+    return re.compile(f"[{_CJK}]")
+
+
+@functools.cache
+def _long_token_re() -> re.Pattern[str]:
+    return re.compile(f"\\S{{{MAX_TOKEN_CHARS + 1},}}")
+
+
+@functools.cache
+def _atom_re() -> re.Pattern[str]:
+    return re.compile(r'(-?)"([^"]*)"?(\*?)|(\S+)')
 
 
 # -- index text ----------------------------------------------------------------------
@@ -161,7 +177,7 @@ def capped_index_text(pieces: Sequence[str]) -> str:
     """``index_text`` with each word cut to ``MAX_TOKEN_CHARS`` characters."""
     text = index_text(pieces)
     if len(text) > MAX_TOKEN_CHARS:
-        text = _LONG_TOKEN_RE.sub(lambda m: m.group()[:MAX_TOKEN_CHARS], text)
+        text = _long_token_re().sub(lambda m: m.group()[:MAX_TOKEN_CHARS], text)
     return text
 
 
@@ -170,8 +186,8 @@ def fts_text(pieces: Sequence[str]) -> str:
     character spaced apart. FTS5 then splits it exactly where ``tokens`` splits, so
     this costs a lowercase pass, not a tokenisation in Python."""
     text = display_text(pieces).lower()
-    if not text.isascii() and _CJK_RE.search(text):
-        text = _CJK_RE.sub(" \\g<0> ", text)
+    if not text.isascii() and _cjk_re().search(text):
+        text = _cjk_re().sub(" \\g<0> ", text)
     return text
 
 
@@ -242,7 +258,7 @@ def parse_query(query: object) -> SearchQuery:
     search_words(query)
     assert isinstance(query, str)
     items: list[tuple[str, Atom | None, bool]] = []  # (keyword or "", atom, negated)
-    for m in _ATOM_RE.finditer(query.replace("\x00", " ")):
+    for m in _atom_re().finditer(query.replace("\x00", " ")):
         if m.group(4) is None:  # a quoted phrase
             items.append(("", _atom(m.group(2), bool(m.group(3))), bool(m.group(1))))
             continue
@@ -403,7 +419,7 @@ def _highlighter(q: SearchQuery) -> re.Pattern[str] | None:
     alternatives: dict[str, None] = {}
     for atom in q.positive_atoms():
         for i, tok in enumerate(atom.tokens):
-            if _CJK_RE.fullmatch(tok):
+            if _cjk_re().fullmatch(tok):
                 alternatives[re.escape(tok)] = None
                 continue
             last = i == len(atom.tokens) - 1
@@ -437,19 +453,28 @@ def scan_search(
     request: SearchRequest,
     infos: Iterable[SessionInfo],
     read: Callable[[SessionInfo], Iterable[Message]],
+    memo: Callable[[SessionInfo], dict[str, Any]],
 ) -> SearchPage:
     """Search by reading messages: every session of ``infos`` that the filters admit is
-    read (``read`` returns its own messages) and each message matched by
-    ``SearchQuery.matches``. Snippets are made for the returned page only."""
+    read (``read`` returns its own messages, ``memo`` its memo) and each message in its
+    view matched by ``SearchQuery.matches``. Snippets are made for the returned page only.
+
+    Search finds what the views show: a message its session retracted, and the
+    retraction records themselves, are never hits (``Retractions.hides`` on the
+    session's own index; the indexed backends say the same in SQL over the memo).
+    A fork's own index is enough: what it inherits hides only shared messages, which
+    are hits of the session that owns them."""
     q, filters = request.query, request.filters
     found: list[tuple[tuple[float, str, int], SessionInfo, Message]] = []
     if q.groups:
         for info in infos:
             if not filters.admits_session(info):
                 continue
+            hidden = Retractions.from_memo(memo(info))
             for m in read(info):
                 if (
                     m.seq is not None
+                    and not hidden.hides(m.seq)
                     and filters.admits_message(m)
                     and q.matches(index_text(message_pieces(m)))
                 ):

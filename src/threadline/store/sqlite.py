@@ -43,6 +43,7 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import Message, new_id, utcnow
+from threadline.store import retraction
 from threadline.store.base import (
     ANY_PREVIOUS,
     DEFAULT_AGENT,
@@ -1197,7 +1198,7 @@ def _index_text_sql(body: str) -> str:
 
 
 def _search_where(f: SearchFilters) -> tuple[str, list[Any]]:
-    where, args = "", []
+    where, args = f" AND {retraction.SQLITE_SHOWN}", []
     for column, value in (
         ("s.agent", f.agent),
         ("s.model", f.model),
