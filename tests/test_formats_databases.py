@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from threadline import open_store
 from threadline.cli.app import app
-from threadline.interop.importers import detect_format, import_sessions
+from threadline.interop.importers import IMPORT_LIMIT_ENV, detect_format, import_sessions
 from threadline.interop.responses_format import messages_to_items
 from threadline.interop.sync import Source, Syncer, SyncStatus, find_sources
 
@@ -242,3 +242,27 @@ def test_an_unknown_database_is_skipped_in_a_walk_and_refused_by_name(
     (result,) = Syncer(open_store("memory://")).sync(sources).results
     assert result.status is (SyncStatus.FAILED if named else SyncStatus.SKIPPED)
     assert "not an agsh or Agents SDK session database" in (result.error or "")
+
+
+def test_a_database_whose_log_is_over_the_limit_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snapshot reads the write-ahead log too, so the limit counts it: a small main
+    file with a large uncheckpointed log is not a way past the import limit."""
+    db = tmp_path / "agsh.db"
+    make_agsh(db)
+    keep = sqlite3.connect(db)  # holds the log open so it is not checkpointed away
+    keep.execute("PRAGMA journal_mode = WAL")
+    keep.execute("PRAGMA wal_autocheckpoint = 0")
+    with keep:
+        keep.executemany(
+            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            [(S2, "user", "x" * 4000, "2026-03-13T09:31:00Z")] * 50,
+        )
+    wal = db.with_name(db.name + "-wal")
+    assert wal.stat().st_size > db.stat().st_size
+    monkeypatch.setenv(IMPORT_LIMIT_ENV, str(db.stat().st_size + 1000))
+    (result,) = Syncer(open_store("memory://")).sync_source(Source(db))
+    keep.close()
+    assert result.status is SyncStatus.FAILED
+    assert "import limit" in (result.error or "")

@@ -491,3 +491,20 @@ def test_prefixes_isolate_stores_and_their_searches(prefix: str) -> None:
     assert a.url == _url(prefix + "a:")
     a.close()
     b.close()
+
+
+def test_a_session_that_expires_is_not_forked(prefix: str) -> None:
+    """Writes to a fork refresh only the fork's keys, so a parent with a TTL would
+    expire under it and take the shared history: refused, with the way out named."""
+    from threadline.errors import NotSupported
+    from threadline.store.fork import fork_session
+
+    store = RedisStore.from_url(_url(prefix))
+    parent = store.create_session()
+    parent.append(_batch("one"))
+    store.set_ttl(parent.id, 1000)
+    with pytest.raises(NotSupported, match="set_ttl"):
+        fork_session(parent)
+    store.set_ttl(parent.id, None)
+    child = fork_session(parent)
+    assert [m.text for m in child.messages()] == [m.text for m in parent.messages()]

@@ -15,6 +15,7 @@ from threadline.context.builder import build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import UsageError
 from threadline.interop.export import to_json
+from threadline.store import retraction
 from threadline.store.base import Session
 from threadline.store.retraction import (
     MEMO_KEY,
@@ -153,9 +154,14 @@ def test_records_are_the_truth_and_the_index_rebuilds() -> None:
     assert [record_ranges(m) for m in records] == [[(5, 5)], [(2, 3)]]
     memo = session.get_memo()
     del memo[MEMO_KEY]
-    session.set_memo(memo)
-    assert len(session.messages()) == 8  # without its index the view shows everything
+    session.store.set_memo(session.id, memo)  # the index lost (a crash, a hand edit)
+    assert len(session.messages(include_retracted=True)) == 8
+    # a read that meets the unindexed records hides them and writes the index back
+    assert [m.text for m in session.messages()] == before
+    assert MEMO_KEY in session.get_memo()
+    session.store.set_memo(session.id, memo)
     rebuild_index(session)
+    assert session.get_memo()[MEMO_KEY] == session.store.get_memo(session.id)[MEMO_KEY]
     assert [m.text for m in session.messages()] == before
 
 
@@ -302,3 +308,36 @@ def check_search_and_count(store: Store, spans: list[tuple[int, int]]) -> None:
         assert visible_count(session.refresh()) == len(view), store.url
     finally:
         store.close()
+
+
+def test_an_applications_memo_never_unretracts() -> None:
+    """``Session.set_memo`` replaces the application's keys and keeps the store's own
+    (``threadline.``), so writing a memo cannot bring a retracted message back."""
+    store = open_store("memory://")
+    session = store.create_session(model="gpt-4o")
+    session.append([Message.user("my password is hunter2"), Message.assistant("ok")])
+    session.retract([1])
+    session.set_memo({"turns": 0})
+    assert [m.text for m in session.messages()] == ["ok"]
+    assert store.search("hunter2").total == 0
+    assert session.get_memo()["turns"] == 0
+
+
+@pytest.mark.parametrize("url", ["memory://", "sqlite"])
+def test_a_record_whose_index_entry_was_lost_is_healed_by_the_next_read(
+    url: str, tmp_path: Path
+) -> None:
+    """A process that dies between appending a record and indexing it leaves the record
+    in view: the next view read that meets it hides it (and its ranges) and writes the
+    index and the superseding checkpoint the retraction would have."""
+    store = open_store(f"sqlite:///{tmp_path}/s.db" if url == "sqlite" else url)
+    session = store.create_session(model="gpt-4o")
+    session.append([Message.user("my password is hunter2"), Message.assistant("ok")])
+    session.add_checkpoint(covers_up_to=2, summary="the user shared hunter2")
+    session.append(retraction.record_message([(1, 1)]))  # as if the process died here
+    fresh = store.get_session(session.id)
+    assert [m.text for m in fresh.tail(10)] == ["ok"]
+    assert retraction.MEMO_KEY in fresh.get_memo()
+    assert store.search("hunter2").total == 0
+    latest = fresh.latest_checkpoint()
+    assert latest is not None and latest.covers_up_to == 3 and latest.summary == ""

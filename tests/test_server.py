@@ -27,7 +27,7 @@ pytest.importorskip("uvicorn")
 import httpx
 
 from tests.live_server import free_port, stop, wait_until_serving
-from threadline import ContextPolicy, open_store
+from threadline import ContextPolicy, Message, open_store
 from threadline.demo.coding_run import coding_run
 from threadline.server.auth import TOKEN_ENV, load_or_create_token, resolve_token
 from threadline.server.config import SIMULATED_TURNS, ServerConfig
@@ -793,3 +793,22 @@ def test_threadline_serve_creates_a_token_and_serves(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(10)
     assert f"sqlite://{tmp_path}/s.db" in (proc.stdout.read().decode() if proc.stdout else "")
+
+
+def test_deleting_a_session_whose_forks_share_its_history_is_refused() -> None:
+    from threadline.server.procedures import DeleteInput, Procedures, classify
+    from threadline.store.fork import fork_session
+
+    runner, store = blocking_runner(BlockingModel())
+    procs = Procedures(store, runner.config, runner, runner.hooks, runner.hub)
+    parent = store.create_session(model=SIM)
+    parent.append([Message.user("p1"), Message.assistant("p2")])
+    child = fork_session(parent, at=2)
+    with pytest.raises(Exception) as caught:
+        procs.delete(DeleteInput(sessionId=parent.id))
+    code, status, text = classify(caught.value)
+    assert (code, status) == ("CONFLICT", 409) and child.id in text
+    assert [m.text for m in store.get_session(child.id).messages()] == ["p1", "p2"]
+    procs.delete(DeleteInput(sessionId=child.id))
+    procs.delete(DeleteInput(sessionId=parent.id))
+    runner.close()

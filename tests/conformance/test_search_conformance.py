@@ -197,6 +197,6 @@ def test_a_memo_with_a_broken_index_hides_nothing_it_cannot_read(
     """An index entry whose seq is not an integer is skipped on every backend, as
     ``Retractions.from_memo`` skips it; a good entry beside it still hides."""
     corpus.get_session("sa").set_memo(
-        {"retractions": {"records": [["x", [[1, 4]]], "junk", [4, [[2, 2]]]]}}
+        {"threadline.retractions": {"records": [["x", [[1, 4]]], "junk", [4, [[2, 2]]]]}}
     )
     assert found(corpus, "zebrafish") == ([("sa", 3)], 1)  # 2 retracted, 3 still in view

@@ -75,7 +75,6 @@ logger = logging.getLogger(__name__)
 
 MARK_KEY = "threadline.compaction"
 """Memo key of the in-progress mark. Keys starting ``threadline.`` are reserved."""
-RESERVED_MEMO_PREFIX = "threadline."
 COMPACTION_LEASE = timedelta(minutes=15)
 """A mark older than this is stale even when its holder is alive on another host:
 long enough for a chunked LLM summary of a large backlog, short enough that a

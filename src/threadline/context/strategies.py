@@ -37,10 +37,9 @@ from typing import Any, overload
 from threadline.context.builder import ContextWindow
 from threadline.errors import UsageError
 from threadline.messages import Message, flatten, group_units
-from threadline.store.base import Session
+from threadline.store.base import RESERVED_MEMO_PREFIX, Session
 from threadline.tokens import counter_for
 
-RESERVED_MEMO_PREFIX = "threadline."
 """Memo keys threadline owns; executors cannot change or remove them."""
 PAGE_SIZE = 256
 """Messages the lazy full context reads per store call."""

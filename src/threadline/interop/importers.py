@@ -1127,10 +1127,14 @@ def read_source(path: str | Path, *, name: str | None = None) -> SourceText:
 
 def _read_database(p: Path, name: str | None) -> SourceText:
     limit = import_limit()
-    size = p.stat().st_size
+    # the snapshot takes in the write-ahead log too, so it counts against the limit
+    wal = p.with_name(p.name + "-wal")
+    size = p.stat().st_size + (wal.stat().st_size if wal.is_file() else 0)
     if size > limit:
         raise _too_large(str(p), limit, size)
     image = databases.snapshot(p)
+    if len(image) > limit:
+        raise _too_large(str(p), limit, len(image))
     digest = hashlib.sha256(image).hexdigest()
     return SourceText(text="", name=name or str(p), sha256=digest, database=image)
 

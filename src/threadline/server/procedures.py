@@ -26,6 +26,7 @@ from threadline.errors import (
     ModelError,
     NotSupported,
     SessionExists,
+    SessionHasForks,
     SessionLocked,
     SessionNotFound,
     StoreUnavailable,
@@ -43,6 +44,7 @@ from threadline.server.config import (
 from threadline.server.events import ENDS_STREAM, EventHub
 from threadline.server.hooks import HookDispatcher
 from threadline.server.runner import AgentRunner, SessionBusy, TurnInProgress, holder_name
+from threadline.store import fork
 from threadline.store.base import (
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
@@ -81,6 +83,7 @@ class ProcedureError(ThreadlineError):
 
 ERRORS: Final[tuple[tuple[type[Exception], str, int], ...]] = (
     (SessionNotFound, "NOT_FOUND", 404),
+    (SessionHasForks, "CONFLICT", 409),
     (UsageError, "BAD_REQUEST", 400),
     (ConfigError, "BAD_REQUEST", 400),
     (TurnInProgress, "CONFLICT", 409),
@@ -319,7 +322,8 @@ class Procedures:
         session_id = self.info(inp.sessionId).id
         self.runner.evict(session_id)  # releases our attach lock first
         try:
-            self.store.delete_session(session_id)
+            # the fork rule: a session whose forks share its history is not deleted
+            fork.delete_session(self.store, session_id)
         except SessionLocked as exc:  # another server caches it, or a chat is attached
             raise SessionBusy(session_id, exc.holder) from exc
         self.hub.log(session_id).publish(ENDS_STREAM, {"sessionId": session_id})

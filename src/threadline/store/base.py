@@ -730,6 +730,10 @@ def primary_tokens(m: Message) -> int:
 # -- compare-and-set on the memo ---------------------------------------------------
 
 
+RESERVED_MEMO_PREFIX = "threadline."
+"""Memo keys the library keeps for itself (compaction mark, retraction index)."""
+
+
 def same_memo(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Equal as stored JSON: key order does not matter, and NaN equals NaN."""
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
@@ -963,7 +967,13 @@ class Session:
 
         if include_retracted:
             return raw(limit, bound)
-        return visible(raw, self.retractions(), limit, bound)
+        index = self.retractions()
+        while True:
+            page = visible(raw, index, limit, bound)
+            healed = retraction.with_found_records(self, index, page)
+            if healed is None:
+                return page
+            index = self._read_with = healed
 
     # -- retraction (store/retraction.py): append-only removal from the view
     def retractions(self) -> retraction.Retractions:
@@ -1071,7 +1081,15 @@ class Session:
         return self.store.get_memo(self.id)
 
     def set_memo(self, memo: dict[str, Any]) -> None:
-        self.store.set_memo(self.id, memo)
+        """Replace the memo, keeping the store's own keys (``RESERVED_MEMO_PREFIX``: the
+        retraction index, the compaction mark) that ``memo`` does not name, in one
+        compare-and-set, so an application's memo never un-retracts anything."""
+
+        def keep_reserved(old: dict[str, Any]) -> dict[str, Any]:
+            kept = {k: v for k, v in old.items() if k.startswith(RESERVED_MEMO_PREFIX)}
+            return {**kept, **memo}
+
+        self.update_memo(keep_reserved)
 
     def update_memo(
         self, change: Callable[[dict[str, Any]], dict[str, Any] | None]

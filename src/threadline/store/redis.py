@@ -65,6 +65,7 @@ from threadline.errors import (
     CorruptRecord,
     InvalidMessage,
     InvalidSessionId,
+    NotSupported,
     SessionExists,
     SessionLocked,
     SessionNotFound,
@@ -367,6 +368,13 @@ class RedisStore:
         agent = validate_agent(agent)
         title = check_title(title)
         now = utcnow()
+        if start is not None and self.ttl(start.parent) is not None:
+            # a write to the fork refreshes only the fork's keys: the shared history
+            # would expire under it
+            raise NotSupported(
+                f"session {start.parent} expires (it has a TTL), so a fork could outlive "
+                "the history it shares; clear its TTL first (set_ttl(id, None))"
+            )
         last_seq, message_count, total_tokens = start_counters(start)
         fields: dict[str, str] = {
             "id": sid,

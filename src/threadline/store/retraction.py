@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import bisect
 import copy
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from threadline.errors import CheckpointConflict, UsageError
+from threadline.errors import CheckpointConflict, ThreadlineError, UsageError
 from threadline.messages import Message
 
 if TYPE_CHECKING:
@@ -37,16 +38,19 @@ if TYPE_CHECKING:
 
 RECORD_KEY = "threadline_retraction"
 """Metadata key of a retraction record: ``{"ranges": [[first, last], ...]}`` (inclusive)."""
-MEMO_KEY = "retractions"
-"""Memo key of the index: ``{"records": [[record_seq, [[first, last], ...]], ...]}``."""
+MEMO_KEY = "threadline.retractions"
+"""Memo key of the index: ``{"records": [[record_seq, [[first, last], ...]], ...]}``.
+Under the reserved ``threadline.`` prefix, so a memo written by an application or a
+strategy keeps it (``Session.set_memo``)."""
 SQLITE_SHOWN = f"""NOT EXISTS (
-    SELECT 1 FROM json_each(s.memo, '$.{MEMO_KEY}.records') r
+    SELECT 1 FROM json_each(s.memo, '$."{MEMO_KEY}".records') r
     WHERE r.type = 'array' AND json_type(r.value, '$[0]') = 'integer' AND (
-        r.value ->> 0 = m.seq OR EXISTS (
+        json_extract(r.value, '$[0]') = m.seq OR EXISTS (
             SELECT 1 FROM json_each(r.value, '$[1]') g
             WHERE g.type = 'array' AND json_type(g.value, '$[0]') = 'integer'
             AND json_type(g.value, '$[1]') = 'integer'
-            AND m.seq BETWEEN g.value ->> 0 AND g.value ->> 1)))"""
+            AND m.seq BETWEEN json_extract(g.value, '$[0]')
+                AND json_extract(g.value, '$[1]'))))"""
 """``Retractions.hides`` in SQLite, negated, for a search over ``messages m`` joined to
 ``sessions s``: the message is neither a record of its session's index nor in one of
 a record's ranges. Search finds what the views show, on every backend."""
@@ -65,6 +69,7 @@ POSTGRES_SHOWN = f"""NOT EXISTS (
 """``SQLITE_SHOWN`` for PostgreSQL (``memo`` is a ``json`` column)."""
 CHECKPOINT_KEY = "retraction"
 """Metadata key of the empty checkpoint a retraction writes: the record's seq."""
+log = logging.getLogger(__name__)
 REBUILD_PAGE = 1000
 CHECKPOINT_ATTEMPTS = 20
 """Rounds of writing the superseding checkpoint while compactions keep adding one."""
@@ -364,6 +369,27 @@ def _supersede_checkpoint(session: Session, record_seq: int, first: int) -> None
         expected=None,
         latest=latest.id if latest is not None else None,
     )
+
+
+def with_found_records(
+    session: Session, index: Retractions, page: Sequence[Message]
+) -> Retractions | None:
+    """A record that a view's page shows is one the index lacks: the process that
+    wrote it died before indexing it. Returns ``index`` with the page's records added
+    (None when it shows none), and writes them to the memo, with the superseding
+    checkpoint, as the retraction would have; a handle that cannot write (read-only)
+    still hides them for this read."""
+    found = list(find_records(page))
+    if not found:
+        return None
+    for seq, ranges in found:
+        index = index.with_record(seq, ranges)
+        try:
+            index_record(session, seq, ranges)
+            _supersede_checkpoint(session, seq, min(first for first, _ in ranges))
+        except ThreadlineError as exc:
+            log.warning("session %s: retraction %s not indexed: %s", session.id, seq, exc)
+    return index
 
 
 def find_records(messages: Iterable[Message]) -> Iterator[tuple[int, list[Range]]]:
