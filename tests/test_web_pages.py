@@ -327,12 +327,17 @@ def test_bad_session_ids_are_escaped_errors(browser: httpx.Client) -> None:
     page(browser, "/sessions/no-such-session", status=404)
 
 
-def test_logout_clears_the_cookie(live: LiveServer) -> None:
-    cookies = {SESSION_COOKIE: live.login_cookie()}
-    with httpx.Client(base_url=live.base, cookies=cookies, headers={"Origin": live.base}) as c:
+def test_logout_clears_the_cookie_and_ends_the_login(live: LiveServer) -> None:
+    cookie = live.login_cookie()
+    with httpx.Client(base_url=live.base, headers={"Origin": live.base}) as c:
+        c.cookies.set(SESSION_COOKIE, cookie)
+        assert c.get("/v1/sessions").status_code == 200
         r = c.post("/logout")
         assert r.status_code == 303 and r.headers["location"] == "/login"
         assert f'{SESSION_COOKIE}=""' in r.headers["set-cookie"]
+    # a copy of the cookie kept elsewhere no longer logs in (in this server process)
+    with httpx.Client(base_url=live.base, cookies={SESSION_COOKIE: cookie}) as c:
+        assert c.get("/v1/sessions").status_code == 401
 
 
 # -- in-process ---------------------------------------------------------------------------------

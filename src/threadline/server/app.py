@@ -87,9 +87,9 @@ class Guard:
 
     Pure ASGI (not ``BaseHTTPMiddleware``) so SSE responses stream untouched."""
 
-    def __init__(self, app: ASGIApp, *, token: str, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, access: Access, max_body_bytes: int) -> None:
         self.app = app
-        self.access = Access(token)
+        self.access = access
         self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -223,11 +223,12 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
-    app.add_middleware(Guard, token=config.token, max_body_bytes=config.max_body_bytes)
+    access = Access(config.token)  # one for the guard and the pages: logouts are shared
+    app.add_middleware(Guard, access=access, max_body_bytes=config.max_body_bytes)
     app.state.runner = runner
     app.state.procedures = procs
     app.state.hub = hub
-    app.state.login_codes = mount_web(app, procs, Access(config.token))
+    app.state.login_codes = mount_web(app, procs, access)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

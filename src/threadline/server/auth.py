@@ -19,7 +19,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -207,6 +207,27 @@ class LoginCodes:
         return expires is not None and expires > self.clock()
 
 
+class LoggedOut:
+    """Browser logins ended by ``/logout`` in this process, until they would have expired
+    anyway. Per process, as login codes are: another worker still accepts the cookie
+    until it expires (changing the token ends every login everywhere)."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def add(self, cookie: str, *, max_age: float = SESSION_SECONDS) -> None:
+        with self._lock:
+            now = self.clock()
+            self._until = {c: t for c, t in self._until.items() if t > now}
+            self._until[cookie] = now + max_age + 60
+
+    def __contains__(self, cookie: object) -> bool:
+        with self._lock:
+            return cookie in self._until
+
+
 @dataclass(frozen=True)
 class Refusal:
     """Why a request may not proceed; a page gets sent to ``location`` (the login form)."""
@@ -224,9 +245,16 @@ class Access:
 
     token: str
     session_seconds: float = SESSION_SECONDS
+    logged_out: LoggedOut = field(default_factory=LoggedOut, compare=False)
 
     def new_cookie(self) -> str:
         return make_session_cookie(self.token)
+
+    def log_out(self, cookie_header: str | None) -> None:
+        """End the browser login that sent ``cookie_header`` (in this process)."""
+        cookie = cookie_value(cookie_header, SESSION_COOKIE)
+        if cookie is not None:
+            self.logged_out.add(cookie, max_age=self.session_seconds)
 
     def check(
         self, method: str, path: str, query: str, headers: Mapping[str, str], scheme: str
@@ -237,8 +265,10 @@ class Access:
         if path in PUBLIC_PATHS or path.startswith(STATIC_PREFIX):
             return _CROSS_SITE if cross_site else None
         cookie = cookie_value(headers.get("cookie"), SESSION_COOKIE)
-        if cookie is not None and session_cookie_valid(
-            cookie, self.token, max_age=self.session_seconds
+        if (
+            cookie is not None
+            and cookie not in self.logged_out
+            and session_cookie_valid(cookie, self.token, max_age=self.session_seconds)
         ):
             return _CROSS_SITE if cross_site else None
         if method in ("GET", "HEAD") and (path == "/" or path.startswith(PAGE_PREFIX)):

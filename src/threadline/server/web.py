@@ -470,7 +470,8 @@ def mount_web(app: FastAPI, procs: Procedures, access: Access) -> LoginCodes:
         return pages.logged_in(request, form.get("next"))
 
     @router.post("/logout")
-    def logout() -> Response:
+    def logout(request: Request) -> Response:
+        access.log_out(request.headers.get("cookie"))
         response = _see_other(LOGIN_PATH)
         response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
         return response
