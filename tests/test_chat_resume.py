@@ -91,6 +91,29 @@ def test_continue_keeps_the_sessions_model_and_agent(fake: FakeOpenAI, sqlite_ur
     assert info.agent == "tester" and info.message_count == 6
 
 
+def test_an_explicit_agent_brings_its_own_model(fake: FakeOpenAI, sqlite_url: str) -> None:
+    fake.reply_text("first")
+    assert invoke(sqlite_url, "-m", MODEL_A, "--message", "hi").exit_code == 0
+    sid = only_session(sqlite_url).id
+    fake.reply_text("second")
+    again = invoke(sqlite_url, "tester", "-s", sid[:8], "--message", "again")
+    assert again.exit_code == 0, again.stderr
+    assert fake.last_request.json()["model"] == "gpt-4o"  # tester's own, not the stored one
+
+
+def test_a_stored_model_that_cannot_be_used_falls_back_with_a_note(
+    fake: FakeOpenAI, sqlite_url: str
+) -> None:
+    """A ``threadline demo`` session is stored on ``simulated/gpt-4o``, which chat has no
+    provider for: ``chat -c`` says so and goes on with the agent's model."""
+    with open_store(sqlite_url) as store:
+        store.create_session(model="simulated/gpt-4o").append(Message.user("from the demo"))
+    fake.reply_text("hello again")
+    result = invoke(sqlite_url, "-c", "--message", "go on")
+    assert result.exit_code == 0, result.stderr
+    assert "'simulated/gpt-4o' cannot be used" in result.stderr
+
+
 def test_session_switch_in_the_repl_takes_the_sessions_model(
     fake: FakeOpenAI, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

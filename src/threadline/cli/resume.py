@@ -17,6 +17,7 @@ from typing import Any
 
 from threadline.agent import AgentConfig, default_agent, load_agent
 from threadline.errors import ConfigError
+from threadline.llm.registry import parse_model
 from threadline.store.base import SessionInfo, Store
 
 CHAT_KEY = "chat"
@@ -72,6 +73,7 @@ def setup_for(info: SessionInfo | None, *, agent: str | None, model: str | None)
     notes: list[str] = []
     settings = chat_settings(info) if info is not None else {}
     ref = agent_ref(agent)
+    explicit_agent = ref is not None
     if ref is not None:
         config = load_agent(ref)
     else:
@@ -85,9 +87,11 @@ def setup_for(info: SessionInfo | None, *, agent: str | None, model: str | None)
                 notes.append(
                     f"agent {candidate!r} has no agent file here; using the built-in agent"
                 )
-    spec = model or (info.model if info is not None else None)
+    # an explicit AGENT brings its own model; the stored one applies to the stored agent
+    spec = model or (info.model if info is not None and not explicit_agent else None)
     if spec and spec != config.model_spec:
         try:
+            parse_model(spec)  # an unknown provider (a demo's "simulated/...") falls back
             config = config.with_model(spec)
         except ConfigError as exc:
             if model:
