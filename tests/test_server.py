@@ -812,3 +812,51 @@ def test_deleting_a_session_whose_forks_share_its_history_is_refused() -> None:
     procs.delete(DeleteInput(sessionId=child.id))
     procs.delete(DeleteInput(sessionId=parent.id))
     runner.close()
+
+
+class StreamingBlockingModel(BlockingModel):
+    """Streams a first piece at once, then waits for the test before the rest."""
+
+    def stream(self, request: Any) -> Iterator[Any]:
+        from threadline.llm.base import ChatResponse
+        from threadline.messages import Usage
+
+        yield "partial "
+        assert self.go.wait(10)
+        yield "rest"
+        reply = Message.assistant("partial rest")
+        yield ChatResponse(message=reply, model=self.model, usage=Usage())
+
+
+def test_cancel_stops_a_streamed_turn_and_keeps_its_partial_reply_once() -> None:
+    from threadline.server.procedures import CancelInput, Procedures, PromptInput
+
+    model = StreamingBlockingModel()
+    runner, store = blocking_runner(model)
+    procs = Procedures(store, runner.config, runner, runner.hooks, runner.hub)
+    sid = store.create_session(model=SIM).id
+    assert procs.cancel(CancelInput(sessionId=sid))["cancelled"] is False  # nothing runs
+    out = procs.prompt(PromptInput(sessionId=sid, text="go"))
+    log = runner.hub.log(sid)
+    assert wait_for(lambda: any(e.name == "text_delta" for e in log.after(out["lastEventId"])[0]))
+    assert procs.cancel(CancelInput(sessionId=sid)) == {"sessionId": sid, "cancelled": True}
+    model.go.set()
+    assert wait_for(lambda: not runner.is_running(sid))
+    events, _ = log.after(out["lastEventId"])
+    finished = events[-1]
+    assert finished.name == "turn_finished" and finished.data["stopped"] == "cancelled"
+    stored = store.get_session(sid).messages()
+    assert [(m.role, m.text) for m in stored] == [("user", "go"), ("assistant", "partial ")]
+    assert stored[1].metadata["interrupted"] is True
+    runner.close()
+
+
+def test_cancel_over_both_wire_formats(client: httpx.Client) -> None:
+    sid = create(client)
+    assert data(trpc_call(client, "agent.cancel", {"sessionId": sid})) == {
+        "sessionId": sid,
+        "cancelled": False,
+    }
+    r = client.post(f"/v1/sessions/{sid}/cancel")
+    assert r.status_code == 200 and r.json() == {"sessionId": sid, "cancelled": False}
+    error(trpc_call(client, "agent.cancel", {"sessionId": "no-such-session"}), 404, "NOT_FOUND")

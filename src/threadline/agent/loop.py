@@ -41,6 +41,7 @@ summarizes.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,9 +92,24 @@ AgentEvent = Literal[
 EventHandler = Callable[[str, dict[str, Any]], None]
 """``on_event(name, payload)``; payload keys per event are listed on ``Agent``."""
 
-StopReason = Literal["done", "step_limit"]
+StopReason = Literal["done", "step_limit", "cancelled"]
 
 STEP_LIMIT_PREFIX = "[threadline: step limit reached]"
+CANCELLED_TEXT = "[cancelled before the reply began]"
+"""What a turn cancelled before any text arrived stores as its reply, so the history
+stays valid (the next request does not follow a user message with another)."""
+
+
+class _Cancelled(Exception):
+    """A streamed reply stopped by ``run_turn(cancel=...)``: the text so far and the
+    window it answered."""
+
+    def __init__(self, text: str, window: ContextWindow) -> None:
+        super().__init__("cancelled")
+        self.text = text
+        self.window = window
+
+
 STEP_LIMIT_TEXT = (
     STEP_LIMIT_PREFIX + " The agent made {steps} model calls in this turn (max_steps) and was "
     "stopped before it gave a final answer; the results of its last tool calls are above. "
@@ -214,6 +230,7 @@ class Agent:
         self.store = store
         self._model = model
         self._owns_model = model is None
+        self._cancel: threading.Event | None = None
         self.tools = _combine_tools(tools, config.tools)
         self.on_event = on_event
         self.calibrator = calibrator or DEFAULT_CALIBRATOR
@@ -399,9 +416,15 @@ class Agent:
         *,
         stream: Callable[[str], None] | None = None,
         max_steps: int | None = None,
+        cancel: threading.Event | None = None,
     ) -> TurnResult:
-        """Run one user turn to its end; see the module docstring for the steps."""
+        """Run one user turn to its end; see the module docstring for the steps.
+
+        Setting ``cancel`` (from another thread) stops the turn cooperatively: a streamed
+        reply ends where it is (stored once, marked interrupted), otherwise the turn
+        stops at the next step boundary, and the result says ``stopped="cancelled"``."""
         message = _user_message(user)
+        self._cancel = cancel
         limit = max_steps if max_steps is not None else self.config.max_steps
         if limit < 1:
             raise UsageError(f"max_steps must be at least 1, got {limit}")
@@ -421,9 +444,18 @@ class Agent:
         stopped: StopReason = "done"
         while True:
             steps += 1
-            call = self._call_model(
-                session, system_prompt, tool_defs, stream=stream, step=steps, memories=memories
-            )
+            try:
+                call = self._call_model(
+                    session, system_prompt, tool_defs, stream=stream, step=steps, memories=memories
+                )
+            except _Cancelled as cut:
+                partial = Message.assistant(
+                    cut.text or CANCELLED_TEXT, metadata={"interrupted": True}
+                )
+                stored_reply = session.append(partial)[0]
+                appended.append(stored_reply)
+                window, stopped = cut.window, "cancelled"
+                break
             window = call.window
             recovered += call.recovery
             reply = self._stamp_reply(call.response, window, steps)
@@ -470,14 +502,20 @@ class Agent:
             if stopped == "step_limit":
                 self._emit("step_limit", steps=steps)
                 break
+            if self._cancel is not None and self._cancel.is_set():
+                stopped = "cancelled"
+                break
 
+        self._cancel = None
         self._save_calibration(session, observations)
-        last = observations[-1]
-        real_context = (
-            last.reported_input_tokens
-            or self.calibrator.real_tokens(self.model_spec, last.estimated_input_tokens)
-        ) + (last.output_tokens or 0)
-        compaction = self._compact_after_turn(session, real_context, window)
+        compaction = None
+        if observations:
+            last = observations[-1]
+            real_context = (
+                last.reported_input_tokens
+                or self.calibrator.real_tokens(self.model_spec, last.estimated_input_tokens)
+            ) + (last.output_tokens or 0)
+            compaction = self._compact_after_turn(session, real_context, window)
         result = TurnResult(
             reply=stored_reply,
             steps=steps,
@@ -512,10 +550,14 @@ class Agent:
             response = self.model.complete(self._request(window))
         else:
             final: ChatResponse | None = None
+            pieces: list[str] = []
             for item in self.model.stream(self._request(window)):
+                if self._cancel is not None and self._cancel.is_set():
+                    raise _Cancelled("".join(pieces), window)
                 if isinstance(item, ChatResponse):
                     final = item
                 elif item:
+                    pieces.append(item)
                     stream(item)
             if final is None:
                 raise ModelError(f"{self.model_spec}: the stream ended without a final reply")

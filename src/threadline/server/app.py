@@ -45,6 +45,7 @@ from threadline.server.events import EventHub, frame
 from threadline.server.hooks import Hook, HookDispatcher, Webhook
 from threadline.server.procedures import (
     PROCEDURES,
+    CancelInput,
     CreateInput,
     DeleteInput,
     GetInput,
@@ -327,6 +328,11 @@ def create_app(
         """Store the user message and start the turn (``agent.prompt``); returns at once."""
         inp = PromptInput(sessionId=session_id, **body.model_dump(exclude_unset=True))
         return procs.prompt(inp)
+
+    @app.post("/v1/sessions/{session_id}/cancel", tags=["agent"])
+    def cancel(session_id: str) -> dict[str, Any]:
+        """Stop the running turn (``agent.cancel``)."""
+        return procs.cancel(CancelInput(sessionId=session_id))
 
     @app.get("/v1/sessions/{session_id}/events", tags=["agent"])
     async def events(

@@ -183,6 +183,10 @@ class DeleteInput(_Input):
     sessionId: str = SessionId
 
 
+class CancelInput(_Input):
+    sessionId: str = SessionId
+
+
 class PromptBody(_Input):
     """``agent.prompt``'s input without the session id (REST has it in the path)."""
 
@@ -331,6 +335,12 @@ class Procedures:
         self.hooks.fire("session_delete", {"sessionId": session_id})
         return {"sessionId": session_id, "deleted": True}
 
+    def cancel(self, inp: CancelInput) -> dict[str, Any]:
+        """Stop the session's running turn (``agent.cancel``); ``cancelled`` is False when
+        none runs in this server."""
+        session_id = self.info(inp.sessionId).id
+        return {"sessionId": session_id, "cancelled": self.runner.cancel_turn(session_id)}
+
     def prompt(self, inp: PromptInput) -> dict[str, Any]:
         info = self.info(inp.sessionId)
         model = self.model_for(info.metadata.get(WORKSPACE_KEY), inp.model)
@@ -388,6 +398,7 @@ PROCEDURES: Final[Mapping[str, Procedure]] = {
         Procedure("session.rename", "mutation", RenameInput, Procedures.rename),
         Procedure("session.delete", "mutation", DeleteInput, Procedures.delete),
         Procedure("agent.prompt", "mutation", PromptInput, Procedures.prompt),
+        Procedure("agent.cancel", "mutation", CancelInput, Procedures.cancel),
     )
 }
 """tRPC name -> procedure; queries are GET, mutations POST (as tRPC's HTTP link sends them)."""

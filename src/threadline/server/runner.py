@@ -124,6 +124,7 @@ class CachedAgent:
     last_used: float
     running: bool = False
     thread: threading.Thread | None = field(default=None, repr=False)
+    cancel: threading.Event = field(default_factory=threading.Event, repr=False)
 
 
 class AgentRunner:
@@ -274,7 +275,20 @@ class AgentRunner:
                 )
             entry = self.get(session_id, model_spec)
             entry.running = True
+            entry.cancel = threading.Event()
             return entry
+
+    def cancel_turn(self, session_id: str) -> bool:
+        """Ask the session's running turn to stop (``agent.cancel``): a streamed reply
+        ends where it is, stored once and marked interrupted, else the turn stops at its
+        next step; ``turn_finished`` then says ``stopped: cancelled``. False when no
+        turn of that session runs here."""
+        with self._lock:
+            entry = self._cache.get(session_id)
+            if entry is None or not entry.running:
+                return False
+            entry.cancel.set()
+            return True
 
     def cancel(self, entry: CachedAgent) -> None:
         with self._lock:
@@ -330,6 +344,7 @@ class AgentRunner:
                 entry.session,
                 message,
                 stream=on_text,
+                cancel=entry.cancel,
             )
             ok = True
         except Exception as exc:
