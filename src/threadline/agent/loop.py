@@ -380,10 +380,7 @@ class Agent:
         return window
 
     def _memory_args(self, session: Session, memories: Sequence[str] | None) -> dict[str, Any]:
-        if self.memory is None or self.config.memory.retrieval_limit <= 0:
-            return {}
-        lines = memories if memories is not None else self.memory.lines(session)
-        return {"memories": lines, "memory_share": self.config.memory.share}
+        return {} if self.memory is None else self.memory.window_args(session, memories)
 
     def compact(
         self,

@@ -477,13 +477,12 @@ class ChatController:
 
     def _checkpoint_number(self, checkpoint: Checkpoint) -> int | None:
         """The checkpoint's number within the attached session (#1 its first)."""
+        from threadline.cli.compact_cmd import checkpoint_number
+
         session = self._session
         if session is None:
             return None
-        for n, c in enumerate(session.checkpoints(), start=1):
-            if (c.session_id, c.id) == (checkpoint.session_id, checkpoint.id):
-                return n
-        return None
+        return checkpoint_number(session.checkpoints(), checkpoint.id, checkpoint.session_id)
 
     def _on_event(self, name: str, payload: dict[str, Any]) -> None:
         renderer = self._renderer
