@@ -315,10 +315,10 @@ def dump(store: Store) -> list[Any]:
         for info in page.items:
             out.append(
                 (
-                    info.model_dump(),
+                    info.to_dict(),
                     [m.model_dump() for m in store.read_messages(info.id)],
-                    [c.model_dump() for c in store.list_checkpoints(info.id)],
-                    [e.model_dump() for e in store.scratchpad_list(info.id)],
+                    [c.to_dict() for c in store.list_checkpoints(info.id)],
+                    [e.to_dict() for e in store.scratchpad_list(info.id)],
                     store.get_memo(info.id),
                 )
             )

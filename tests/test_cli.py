@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -84,7 +85,8 @@ def test_list_json_shape_and_order(url: str) -> None:
     assert set(data) == {"total", "offset", "limit", "items"}
     assert data["total"] == 2 and data["offset"] == 0 and data["limit"] == 20
     assert [i["id"] for i in data["items"]] == ["beta-0002", "alpha-0001"]  # newest first
-    assert set(data["items"][0]) == {*SessionInfo.model_fields, "visible_count"}
+    fields = {f.name for f in dataclasses.fields(SessionInfo)}
+    assert set(data["items"][0]) == {*fields, "visible_count"}
     alpha = data["items"][1]
     assert alpha["agent"] == "coder" and alpha["message_count"] == alpha["visible_count"] == 4
     assert alpha["total_tokens"] > 0 and alpha["created_at"].endswith("Z")

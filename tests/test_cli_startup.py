@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from threadline import Message, open_store
+from threadline.store.fork import fork_session
 
 HEAVY = (
     "prompt_toolkit",
@@ -103,9 +104,65 @@ def test_deferred_models_still_validate() -> None:
     behave as if they were built at import."""
     from threadline import Message
     from threadline.errors import InvalidMessage
-    from threadline.store.base import SessionInfo
 
     assert Message.model_validate({"role": "user", "content": "hi"}).text == "hi"
     with pytest.raises(InvalidMessage):
         Message(role="nobody", content="x")  # type: ignore[arg-type]
-    assert "message_count" in SessionInfo.model_json_schema()["properties"]
+    assert "content" in Message.model_json_schema()["properties"]
+
+
+MODELS = (
+    "pydantic",
+    "pydantic_core",
+    "tiktoken",
+    "threadline.messages",
+    "threadline.tokens",
+    "threadline.context",
+    "threadline.llm",
+)
+"""What loading messages costs: pydantic (about 100 ms with the first model), the token
+counters, the context builder, the providers. A listing reads records, not messages."""
+
+
+@pytest.fixture
+def listed_store(tmp_path: Path) -> tuple[str, str]:
+    """Titled sessions as a listing meets them: one with a retraction, and a fork."""
+    url = f"sqlite://{tmp_path / 'store.db'}"
+    store = open_store(url)
+    first = store.create_session(agent="coder", model="gpt-4o", title="first")
+    first.append([Message.user("hello"), Message.assistant("hi"), Message.user("oops")])
+    first.retract([3])
+    first.add_checkpoint(covers_up_to=2, summary="said hello")
+    first.scratchpad_write("plan", "step 1")
+    fork = fork_session(first, title="the fork")
+    fork.append(Message.user("and then"))
+    store.close()
+    return url, first.id
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["sessions", "list"], ["sessions", "list", "--json"], ["sessions", "list", "--tree"]],
+    ids=["table", "json", "tree"],
+)
+def test_sessions_list_loads_no_message_models(
+    listed_store: tuple[str, str], args: list[str]
+) -> None:
+    url, _ = listed_store
+    assert loaded_after(["--store", url, *args], MODELS) == {"code": 0, "loaded": []}
+
+
+def test_sessions_show_loads_no_message_models(listed_store: tuple[str, str]) -> None:
+    url, sid = listed_store
+    for args in (["sessions", "show", sid], ["sessions", "show", sid, "--json"]):
+        assert loaded_after(["--store", url, *args], MODELS) == {"code": 0, "loaded": []}
+
+
+def test_the_probe_sees_message_models_when_messages_are_read(
+    listed_store: tuple[str, str],
+) -> None:
+    """``sessions history`` decodes messages, and the probe does see it load them."""
+    url, sid = listed_store
+    result = loaded_after(["--store", url, "sessions", "history", sid], MODELS)
+    assert result["code"] == 0
+    assert {"pydantic", "threadline.messages"} <= set(result["loaded"])  # type: ignore[arg-type]

@@ -479,7 +479,7 @@ def test_failure_clears_the_mark_fires_the_event_and_never_breaks_the_turn(
 
 def _plant_mark(s: Session, holder: LockHolder) -> None:
     memo = s.get_memo()
-    memo[MARK_KEY] = {"holder": holder.model_dump(mode="json"), "token": "someone-else"}
+    memo[MARK_KEY] = {"holder": holder.to_dict(), "token": "someone-else"}
     s.set_memo(memo)
 
 

@@ -110,7 +110,7 @@ def test_a_healthy_store_with_leftovers(tmp_path: Path) -> None:
     gone = LockHolder(pid=dead_pid(), host=this_host())
     store.acquire_lock(locked.id, gone)
     marked = store.create_session(id="marked-0001")
-    marked.set_memo({MARK_KEY: {"holder": gone.model_dump(mode="json"), "token": "x"}})
+    marked.set_memo({MARK_KEY: {"holder": gone.to_dict(), "token": "x"}})
     store.close()
     code, report = doctor_json(url)
     assert code == 0 and report["ok"] is True

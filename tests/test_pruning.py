@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from threadline import ContextPolicy, Message, ToolCall, build_context, open_store
 from threadline.store.base import Session
+from threadline.tokens import counter_for
 
 BIG = 60_000  # characters per tool result: over the seed's 50,000 eligibility line
 
@@ -34,13 +35,20 @@ def _session(results: int, size: int = BIG, tool: str = "read_file", prose: int 
     return s
 
 
+def _exact_total(s: Session) -> int:
+    """The history's exact size: windows here are sized against it (a session's
+    ``total_tokens`` for gpt-4o adds the estimates appends store, which err high)."""
+    counter = counter_for("gpt-4o")
+    return sum(counter.count_message(m) for m in s.messages())
+
+
 def _results(w_messages: list[Message]) -> dict[str, str]:
     return {m.tool_call_id or "": m.text for m in w_messages if m.role == "tool"}
 
 
 def test_results_under_50000_characters_are_never_pruned() -> None:
     s = _session(30, size=20_000)  # 600k characters in all, but no single result is eligible
-    policy = ContextPolicy(context_limit=int(s.total_tokens / 0.9), response_reserve=1000)
+    policy = ContextPolicy(context_limit=int(_exact_total(s) / 0.9), response_reserve=1000)
     w = build_context(s, policy=policy)
     assert w.report.pruned == []
     stored = {m.tool_call_id: m.text for m in s.messages() if m.role == "tool"}
@@ -60,7 +68,7 @@ def test_a_short_confirmation_keeps_its_path_beside_big_results() -> None:
     )
     for i in range(4):
         s.append([Message.user(f"q{i}"), Message.assistant(f"a{i}")])
-    policy = ContextPolicy(context_limit=int(s.total_tokens / 0.9), response_reserve=1000)
+    policy = ContextPolicy(context_limit=int(_exact_total(s) / 0.9), response_reserve=1000)
     w = build_context(s, policy=policy)
     assert w.report.pruned
     assert _results(w.messages)["w1"] == "File created successfully at: /repo/app/new.py"
@@ -69,7 +77,7 @@ def test_a_short_confirmation_keeps_its_path_beside_big_results() -> None:
 def test_soft_trim_keeps_first_and_last_1500_characters() -> None:
     s = _session(8)
     # the history fills 40% of the window: past the soft line, under the hard one
-    policy = ContextPolicy(context_limit=int(s.total_tokens / 0.4), response_reserve=1000)
+    policy = ContextPolicy(context_limit=int(_exact_total(s) / 0.4), response_reserve=1000)
     w = build_context(s, policy=policy)
     results = _results(w.messages)
     soft = [p for p in w.report.pruned if p["action"] == "soft"]
@@ -87,7 +95,7 @@ def test_soft_trim_keeps_first_and_last_1500_characters() -> None:
 
 def test_hard_clear_placeholder_names_tool_first_line_and_exact_size() -> None:
     s = _session(12, prose=120_000)  # soft trims alone cannot bring it under half the window
-    limit = int(s.total_tokens / 0.9)
+    limit = int(_exact_total(s) / 0.9)
     w = build_context(s, policy=ContextPolicy(context_limit=limit, response_reserve=1000))
     hard = [p for p in w.report.pruned if p["action"] == "hard"]
     assert hard
@@ -106,7 +114,7 @@ def test_hard_clear_placeholder_names_tool_first_line_and_exact_size() -> None:
 def test_hard_after_soft_reports_the_stored_size() -> None:
     """A result soft-trimmed in one build and cleared in a later one: the size is the stored one."""
     s = _session(8)
-    policy = ContextPolicy(context_limit=int(s.total_tokens / 0.4), response_reserve=1000)
+    policy = ContextPolicy(context_limit=int(_exact_total(s) / 0.4), response_reserve=1000)
     first = build_context(s, policy=policy)
     soft = {p["seq"] for p in first.report.pruned if p["action"] == "soft"}
     assert soft
@@ -131,21 +139,21 @@ def test_hard_after_soft_reports_the_stored_size() -> None:
 
 def test_protected_tools_are_never_pruned() -> None:
     s = _session(8, tool="skill")
-    limit = int(s.total_tokens / 0.4)
+    limit = int(_exact_total(s) / 0.4)
     w = build_context(s, policy=ContextPolicy(context_limit=limit, protected_tools=("skill",)))
     assert w.report.pruned == []
 
 
 def test_aggressive_mode_lowers_the_eligibility_line() -> None:
     s = _session(6, size=6_000)  # each result under 50k: not eligible normally
-    policy = ContextPolicy(context_limit=int(s.total_tokens / 0.25))
+    policy = ContextPolicy(context_limit=int(_exact_total(s) / 0.25))
     assert build_context(s, policy=policy).report.pruned == []
     assert build_context(s, policy=policy, aggressive=True).report.pruned != []
 
 
 def test_decisions_are_sticky_across_turns() -> None:
     s = _session(10)
-    policy = ContextPolicy(context_limit=int(s.total_tokens / 0.6), response_reserve=1000)
+    policy = ContextPolicy(context_limit=int(_exact_total(s) / 0.6), response_reserve=1000)
     first = build_context(s, policy=policy)
     pruned_first = {p["seq"]: p["action"] for p in first.report.pruned}
     assert pruned_first
@@ -183,7 +191,7 @@ def test_property_only_eligible_results_are_pruned_and_sizes_are_exact(
                 Message.assistant(f"a{i}"),
             ]
         )
-    limit = max(2_000, int(s.total_tokens / fill))
+    limit = max(2_000, int(_exact_total(s) / fill))
     policy = ContextPolicy(context_limit=limit, response_reserve=min(4_096, limit // 4))
     line = policy.prune_aggressive_min_chars if aggressive else policy.prune_min_chars
     try:

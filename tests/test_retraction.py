@@ -169,7 +169,7 @@ def test_export_shows_the_view_and_the_audit_shows_all() -> None:
     session = open_store("memory://").create_session(model="gpt-4o")
     session.append([Message.user("keep"), Message.user("secret")])
     session.retract([2])
-    exported = to_json(session.info.model_dump(mode="json"), session.iter_messages(), [])
+    exported = to_json(session.info.to_dict(), session.iter_messages(), [])
     assert "keep" in exported and "secret" not in exported
     assert "secret" in " ".join(m.text for m in session.messages(include_retracted=True))
 

@@ -164,3 +164,30 @@ def test_anthropic_json_follows_the_api_rules() -> None:
     assert result.tool_call_id == "c1" and result.text == INTERRUPTED_RESULT
     assert "lost" not in [m.text for m in back]
     assert all(m.model is None for m in back)
+
+
+@PROPERTY
+@given(messages=conversations())
+def test_a_prepared_batch_is_what_model_copy_and_model_dump_would_make(
+    messages: list[Message],
+) -> None:
+    """``prepare_messages`` copies and encodes without pydantic's generic paths: its
+    copies and bodies must be exactly ``model_copy``'s and ``model_dump_json``'s, and the
+    caller's messages are left as they were."""
+    from threadline.store.base import numbered, prepare_messages, stored_bodies
+
+    for m in messages:
+        m.metadata = {"k": [1, {"x": None}]} if len(m.text) % 2 else {}
+    before = [m.model_dump_json() for m in messages]
+    prepared = prepare_messages("claude-sonnet-4-5", messages)
+    for m, copy, body in zip(messages, prepared, prepared.bodies, strict=True):
+        expected = m.model_copy(update={"seq": None, "token_counts": copy.token_counts})
+        assert copy == expected and copy is not m
+        assert copy.model_fields_set == expected.model_fields_set
+        assert body == expected.model_dump_json(exclude={"seq"}).encode()
+        assert Message.model_validate_json(body) == expected
+    assert [m.model_dump_json() for m in messages] == before
+    assert stored_bodies(prepared) is prepared.bodies
+    stored = numbered(prepared, 5)
+    assert [m.seq for m in stored] == list(range(5, 5 + len(messages)))
+    assert [m.seq for m in messages] == [None] * len(messages)  # the caller's are untouched

@@ -60,22 +60,30 @@ def test_search_right_after_each_append_finds_it(tmp_path: Path) -> None:
     fts_consistent(tmp_path / "s.db")
 
 
-def test_appends_leave_a_backlog_until_a_search_or_the_threshold(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sqlite_store, "INDEX_BACKLOG_ROWS", 10)
+def test_appends_leave_a_backlog_until_a_search_or_close(tmp_path: Path) -> None:
+    """Appends are plain inserts, however many wait; a search catches up first, and so
+    does closing the store."""
     path = tmp_path / "s.db"
     store = SQLiteStore(path)
     s = store.create_session()
     s.append([Message.user(f"alpha {i}") for i in range(4)])
     assert store.index_backlog() == 4 and fts_rows(path) == 0  # not paid on the append
-    s.append([Message.user(f"beta {i}") for i in range(6)])  # 10 waiting: indexed now
-    assert store.index_backlog() == 0 and fts_rows(path) == 10
+    s.append([Message.user(f"beta {i}") for i in range(1500)])
+    assert store.index_backlog() == 1504 and fts_rows(path) == 0
+    assert store.search("beta").total == 1500
+    assert store.index_backlog() == 0 and fts_rows(path) == 1504
     s.append(Message.user("gamma"))
     assert store.index_backlog() == 1
-    assert [h.seq for h in store.search("gamma")] == [11]
+    assert [h.seq for h in store.search("gamma")] == [1505]
     assert store.index_backlog() == 0
     assert store.update_search_index() == 0  # nothing left: a read, no write
+    s.append([Message.user("delta"), Message.user("epsilon")])
+    store.close()
+    store.close()  # a second close is harmless
+    assert fts_rows(path) == 1507  # indexed on close
+    reader = SQLiteStore.from_url(f"sqlite://{path}?mode=ro")
+    assert reader.index_backlog() == 0 and reader.search("epsilon").total == 1
+    reader.close()  # a reader's close writes nothing
 
 
 CRASHING_WRITER = """
@@ -438,13 +446,10 @@ def test_the_search_command_pages_filters_and_totals(tmp_path: Path) -> None:
         assert result.exit_code == 2 and "threadline: error:" in result.stderr
 
 
-def test_a_catch_up_mixes_kept_texts_and_decoded_bodies(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Rows this handle appended are indexed from the text it kept, other handles' rows
-    from their bodies; deleting them all (which re-derives each text from the body)
-    leaves a consistent, empty index, so both texts were the same."""
-    monkeypatch.setattr(sqlite_store, "INDEX_BACKLOG_ROWS", 6)
+def test_a_catch_up_indexes_every_handle_s_rows_from_their_bodies(tmp_path: Path) -> None:
+    """Rows two handles appended are indexed from their bodies in one catch-up; deleting
+    them all (which re-derives each text from the body) leaves a consistent, empty index,
+    so the texts indexed and removed were the same."""
     path = tmp_path / "s.db"
     mine, other = SQLiteStore(path), SQLiteStore(path)
     a = mine.create_session(id="a")
@@ -452,8 +457,9 @@ def test_a_catch_up_mixes_kept_texts_and_decoded_bodies(
     a.append([Message.user("kept ÉCOLE 北京 one"), Message.assistant("", tool_calls=[CODE_CALL])])
     b.append([Message.user("decoded 東京 two"), Message.user("decoded three")])
     a.append(Message.user("kept four नमस्ते"))
-    assert mine.index_backlog() == 5
-    a.append(Message.user("kept five"))  # six waiting: this append catches up
+    a.append(Message.user("kept five"))
+    assert mine.index_backlog() == 6 and fts_rows(path) == 0
+    assert mine.update_search_index() == 6
     assert mine.index_backlog() == 0 and fts_rows(path) == 6
     for query, expected in [("kept", 3), ("decoded", 2), ("zebrafish", 1), ("京", 2)]:
         assert mine.search(query).total == expected, query
@@ -465,12 +471,12 @@ def test_a_catch_up_mixes_kept_texts_and_decoded_bodies(
 
 
 def test_every_message_of_a_bulk_append_is_found(tmp_path: Path) -> None:
-    """Batches and single appends crossing the catch-up threshold several times: each
-    message is found by its own word, by a search on this handle and on a reader."""
+    """A large batch and single appends after it: each message is found by its own word,
+    by a search on a reader (which indexes the backlog itself) and on this handle."""
     path = tmp_path / "s.db"
     store = SQLiteStore(path)
     s = store.create_session()
-    count = 2 * sqlite_store.INDEX_BACKLOG_ROWS + 345
+    count = 2345
     s.append([Message.user(f"bulk item{i}") for i in range(count - 45)])
     for i in range(count - 45, count):
         s.append(Message.user(f"bulk item{i}"))

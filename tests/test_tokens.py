@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from threadline import catalog, tokens
 from threadline.messages import FilePart, ImagePart, Message, TextPart, ToolCall
+from threadline.tokenizer_env import TOKENIZER_ENV
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 TIKTOKEN_DIR = SHARED / "tiktoken"
@@ -34,7 +35,7 @@ def _need(path: Path) -> None:
 
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(tokens.TOKENIZER_ENV, raising=False)
+    monkeypatch.delenv(TOKENIZER_ENV, raising=False)
     monkeypatch.delenv(catalog.CATALOG_ENV, raising=False)
     tokens._reset_caches()
     catalog._reset_caches()
@@ -191,7 +192,7 @@ def test_fallback_when_tiktoken_cannot_load(
 
 
 def test_estimate_mode_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(tokens.TOKENIZER_ENV, "estimate")
+    monkeypatch.setenv(TOKENIZER_ENV, "estimate")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         counter = tokens.counter_for("gpt-4o")
@@ -201,8 +202,8 @@ def test_estimate_mode_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_tokenizer_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     from threadline.errors import ConfigError
 
-    monkeypatch.setenv(tokens.TOKENIZER_ENV, "magic")
-    with pytest.raises(ConfigError, match=tokens.TOKENIZER_ENV):
+    monkeypatch.setenv(TOKENIZER_ENV, "magic")
+    with pytest.raises(ConfigError, match=TOKENIZER_ENV):
         tokens.counter_for("gpt-4o")
 
 
@@ -329,7 +330,7 @@ def test_calibration_ema_and_clamp() -> None:
 
 
 def test_calibrated_counter_scales_and_rounds_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(tokens.TOKENIZER_ENV, "estimate")
+    monkeypatch.setenv(TOKENIZER_ENV, "estimate")
     base = tokens.counter_for("claude-sonnet-4-5")
     scaled = tokens.CalibratedCounter(base, 1.5)
     assert scaled.family == base.family
@@ -482,7 +483,49 @@ def test_batch_and_single_appends_count_the_same() -> None:
     together = prepare_messages("gpt-4o", batch)
     alone = [prepare_messages("gpt-4o", [m])[0] for m in batch]
     assert [m.token_counts for m in together] == [m.token_counts for m in alone]
-    counter = tokens.counter_for("gpt-4o")
-    assert [m.token_counts["o200k_base"] for m in together] == [
-        counter.count_message(m) for m in batch
+    # an append stores the o200k estimate (tiktoken's pass costs more than the append),
+    # under its own key, never mixed with exact counts, and erring high
+    estimator = tokens.stored_counter(tokens.counter_for("gpt-4o"))
+    assert estimator.family == "o200k_base" + tokens.ESTIMATED_SUFFIX
+    exact = tokens.counter_for("gpt-4o")
+    for stored, m in zip(together, batch, strict=True):
+        assert list(stored.token_counts) == [estimator.family]
+        assert stored.token_counts[estimator.family] == estimator.count_message(m)
+        assert stored.token_counts[estimator.family] >= exact.count_message(m)
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_an_exact_count_a_message_carries_is_kept() -> None:
+    """A copy from another store (or a caller who counted) keeps its exact count, first."""
+    from threadline.store.base import prepare_messages, primary_tokens
+
+    m = Message.user("counted already", token_counts={"cl100k_base": 9, "o200k_base": 4})
+    [stored] = prepare_messages("gpt-4o", [m])
+    assert list(stored.token_counts) == ["o200k_base", "cl100k_base"]
+    assert primary_tokens(stored) == 4
+    [claude] = prepare_messages("claude-sonnet-4-5", [m])
+    assert next(iter(claude.token_counts)) == "anthropic"  # its own family comes first
+
+
+@pytest.mark.usefixtures("tiktoken_data")
+def test_a_build_counts_stored_estimates_exactly(tmp_path: Path) -> None:
+    """The window's budget uses exact counts: a build counts what it sends whose stored
+    count is an estimate, so the report's total is the exact count of the window."""
+    from threadline import build_context
+    from threadline.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "s.db")
+    session = store.create_session(model="gpt-4o")
+    texts = [
+        f"Message {i}: " + "the quick brown fox jumps over the lazy dog. " * i for i in range(30)
     ]
+    session.append(
+        [Message.user(t) if i % 2 else Message.assistant(t) for i, t in enumerate(texts)]
+    )
+    exact = tokens.counter_for("gpt-4o")
+    window = build_context(session, model="gpt-4o")
+    sent = [m for m in window.messages if not m.synthetic]
+    assert len(sent) == 30
+    assert window.report.total_tokens == exact.count_messages(sent)
+    assert session.total_tokens > sum(exact.count_message(m) for m in sent)  # errs high
+    store.close()

@@ -15,7 +15,6 @@ in view is left out.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,18 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from threadline.errors import InvalidMessage, validation_problems
 from threadline.json_limits import nesting_too_deep
+from threadline.stamps import new_id, utcnow
 
 Role = Literal["system", "user", "assistant", "tool"]
 
 INTERRUPTED_RESULT = "[interrupted: no result was recorded for this tool call]"
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def new_id() -> str:
-    return str(uuid.uuid4())
 
 
 class _Model(BaseModel):

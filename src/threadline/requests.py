@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from threadline.messages import Message
+if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
+    from threadline.messages import Message
 
 _REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
 _COMMAND = re.compile(r"<command-name>\s*(?P<name>[^<]*?)\s*</command-name>", re.S)

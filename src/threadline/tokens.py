@@ -109,7 +109,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import string
 import threading
@@ -119,8 +118,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from threadline import catalog
-from threadline.errors import ConfigError
 from threadline.messages import FilePart, ImagePart, Message, TextPart
+from threadline.tokenizer_env import tokenizer_mode
 
 # -- families and configuration --------------------------------------------------
 
@@ -128,9 +127,6 @@ TIKTOKEN_FAMILIES = frozenset({"o200k_base", "cl100k_base"})
 """Families counted exactly with tiktoken (when its data loads)."""
 ESTIMATED_SUFFIX = ":estimated"
 """Appended to a tiktoken family's name when its estimator stands in for it."""
-TOKENIZER_ENV = "THREADLINE_TOKENIZER"
-"""``auto`` (default): tiktoken where it applies; ``estimate``: estimator everywhere."""
-TOKENIZER_MODES = ("auto", "estimate")
 TIKTOKEN_LOAD_TIMEOUT_S = 30.0
 """Give up on a tiktoken download after this long and estimate instead."""
 
@@ -195,6 +191,7 @@ for _c in " \t\r\f\v":
     _CLASS_TABLE[ord(_c)] = ord("s")
 _CLASS_TABLE[ord("\n")] = ord("n")
 CLASS_TABLE = bytes(_CLASS_TABLE)
+LOWERCASE_BYTES = string.ascii_lowercase.encode("ascii")
 del _CLASS_TABLE, _c
 
 # -- long text (see "Long text" in the module docstring) -------------------------
@@ -463,13 +460,15 @@ def estimate_o200k(text: str) -> float:
     else:
         raw = text.encode("ascii", "ignore")
         non_ascii = len(text) - len(raw)
-    classes = raw.translate(CLASS_TABLE)
+    # lowercase is most of most text: drop it first, then classify the shorter rest
+    rest = raw.translate(None, LOWERCASE_BYTES)
+    classes = rest.translate(CLASS_TABLE)
     upper = classes.count(b"A")
     digits = classes.count(b"d")
-    punct = classes.count(b"p")
     spaces = classes.count(b"s")
     newlines = classes.count(b"n")
-    lower = len(raw) - upper - digits - punct - spaces - newlines
+    punct = len(rest) - upper - digits - spaces - newlines
+    lower = len(raw) - len(rest)
     return (
         LOWERCASE_WEIGHT * lower
         + UPPERCASE_WEIGHT * upper
@@ -517,6 +516,7 @@ class EstimatingCounter(_BaseCounter):
 
 _lock = threading.Lock()
 _counters: dict[str, TokenCounter] = {}
+_stored_estimators: dict[str, TokenCounter] = {}
 _warned_fallback: set[str] = set()
 
 
@@ -524,6 +524,7 @@ def _reset_caches() -> None:
     """Forget cached counters and issued warnings (for tests)."""
     with _lock:
         _counters.clear()
+        _stored_estimators.clear()
         _warned_fallback.clear()
 
 
@@ -547,17 +548,6 @@ def _load_encoding(name: str) -> Any:
     if "error" in result:
         raise RuntimeError(f"{type(result['error']).__name__}: {result['error']}")
     raise TimeoutError(f"no answer within {TIKTOKEN_LOAD_TIMEOUT_S:g} s")
-
-
-def tokenizer_mode() -> str:
-    """``$THREADLINE_TOKENIZER`` (``auto`` when unset); any other value is a
-    ``ConfigError`` naming it, whatever model is counted (the CLI checks it at start)."""
-    mode = os.environ.get(TOKENIZER_ENV, "auto").strip().lower() or "auto"
-    if mode not in TOKENIZER_MODES:
-        raise ConfigError(
-            f"{TOKENIZER_ENV}={mode!r} is not valid; use one of {', '.join(TOKENIZER_MODES)}"
-        )
-    return mode
 
 
 def _make_counter(family: str) -> TokenCounter:
@@ -592,6 +582,24 @@ def counter_for_family(family: str) -> TokenCounter:
 def counter_for(model: str | None) -> TokenCounter:
     """The counter for ``model``'s tokenizer family (``None``: the default model)."""
     return counter_for_family(catalog.lookup(model).tokenizer)
+
+
+def stored_counter(counter: TokenCounter) -> TokenCounter:
+    """The counter whose counts an append stores for a model counted by ``counter``:
+    ``counter`` itself where counting is cheap, the family's estimator
+    (``ESTIMATED_SUFFIX``) where the exact count needs tiktoken's BPE pass, which costs
+    more per message than the whole durable append.
+
+    Only a window's messages need exact counts, and a build counts exactly whatever it
+    sends that is stored as an estimate, so budgets stay exact while totals, triggers and
+    cuts add estimates that err high."""
+    if not isinstance(counter, TiktokenCounter):
+        return counter
+    with _lock:
+        estimator = _stored_estimators.get(counter.family)
+        if estimator is None:
+            estimator = _stored_estimators[counter.family] = EstimatingCounter(counter.family)
+        return estimator
 
 
 # -- calibration -------------------------------------------------------------------

@@ -34,7 +34,8 @@ from typing import Any
 
 from threadline.catalog import lookup
 from threadline.context.policy import ContextPolicy
-from threadline.messages import Usage, utcnow
+from threadline.messages import Usage
+from threadline.stamps import utcnow
 from threadline.store.base import Session, format_ts
 from threadline.tokens import CALIBRATION_MAX, CALIBRATION_MIN, Calibration
 

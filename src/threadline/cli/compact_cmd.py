@@ -153,7 +153,7 @@ def result_json(result: CompactionResult) -> dict[str, Any]:
         "reason": result.reason,
         "session_id": result.session_id,
         "dry_run": result.status == "dry_run",
-        "checkpoint": checkpoint.model_dump(mode="json") if checkpoint else None,
+        "checkpoint": checkpoint.to_dict() if checkpoint else None,
         "covers_from": result.covers_from,
         "covers_up_to": result.covers_up_to,
         "messages_summarized": result.messages_summarized,

@@ -221,9 +221,7 @@ def _listing_and_export(
     console.print(page_footer(page))
     session = store.get_session(session_id)
     path = export or Path(tempfile.gettempdir()) / EXPORT_NAME.format(id=session.id[:8])
-    write_atomically(
-        path, to_markdown(session.info.model_dump(mode="json"), session.iter_messages())
-    )
+    write_atomically(path, to_markdown(session.info.to_dict(), session.iter_messages()))
     console.print()
     console.print(
         Text(f"Markdown export ({plural(session.message_count, 'message')}): {path}", style="bold"),

@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console, ConsoleOptions, Group, RenderableType
@@ -29,9 +29,10 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from threadline.context.truncation import cut_middle
-from threadline.messages import FilePart, ImagePart, Message, TextPart, ToolCall
 from threadline.store import SearchHit, SessionInfo, SessionPage, Store
+
+if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
+    from threadline.messages import FilePart, ImagePart, Message, ToolCall
 
 PIPE_WIDTH = 120
 """Console width when stdout is not a terminal and ``COLUMNS`` is unset."""
@@ -287,6 +288,8 @@ def compact_call(call: ToolCall) -> Text:
 
 
 def part_label(part: ImagePart | FilePart) -> str:
+    from threadline.messages import ImagePart
+
     if isinstance(part, ImagePart):
         size = f" {part.width}x{part.height}" if part.width and part.height else ""
         if part.url is not None:
@@ -303,6 +306,9 @@ def part_label(part: ImagePart | FilePart) -> str:
 
 def message_body(m: Message, *, full: bool = False) -> Text:
     """The content of a message: text (cut in the middle when long) and part labels."""
+    from threadline.context.truncation import cut_middle
+    from threadline.messages import TextPart
+
     body = Text()
     for part in m.parts:
         if body:
@@ -343,6 +349,8 @@ def message_header(m: Message) -> Text:
 
 def render_message(m: Message, *, full: bool = False) -> RenderableType:
     """A message as a few lines; tool results show their first line and their size."""
+    from threadline.messages import TextPart
+
     lines: list[RenderableType] = [message_header(m)]
     if m.role == "tool" and not full:
         text = m.text

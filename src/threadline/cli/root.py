@@ -164,7 +164,7 @@ def root(
     """threadline: durable LLM-agent sessions, and context windows that fit."""
     from threadline.cli.state import CliState
     from threadline.store import default_store_url
-    from threadline.tokens import tokenizer_mode
+    from threadline.tokenizer_env import tokenizer_mode
 
     tokenizer_mode()  # a bad $THREADLINE_TOKENIZER is refused by every command, not some
     state = CliState(store_url=store if store is not None else default_store_url())

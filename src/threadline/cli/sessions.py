@@ -102,12 +102,12 @@ def list_sessions(
     page = store.list_sessions(agent=agent, limit=limit, offset=offset)
     shown = [in_view(store, info) for info in page.items]
     if as_json:
-        listing = page.model_dump(mode="json")
+        listing = page.to_dict()
         for item, info in zip(listing["items"], shown, strict=True):
             item["visible_count"] = info.message_count
         print_json(listing)
         return
-    page = page.model_copy(update={"items": shown})
+    page = page.replace(items=shown)
     console = make_console()
     if page.items:
         if tree:
@@ -126,11 +126,7 @@ def in_view(store: Store, info: SessionInfo) -> SessionInfo:
     if not info.message_count:
         return info
     visible = retraction.visible_count(Session(store, info))
-    return (
-        info
-        if visible == info.message_count
-        else info.model_copy(update={"message_count": visible})
-    )
+    return info if visible == info.message_count else info.replace(message_count=visible)
 
 
 @app.command("show")
@@ -153,20 +149,19 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
     if as_json:
         print_json(
             {
-                "session": {**info.model_dump(mode="json"), "visible_count": visible},
+                "session": {**info.to_dict(), "visible_count": visible},
                 "fork": {"parent": fork.parent, "seq": fork.seq} if fork else None,
                 "forks": forks,
                 "checkpoints": [
-                    {"number": n, **c.model_dump(mode="json")}
-                    for n, c in enumerate(checkpoints, start=1)
+                    {"number": n, **c.to_dict()} for n, c in enumerate(checkpoints, start=1)
                 ],
-                "lock": holder.model_dump(mode="json") if holder else None,
+                "lock": holder.to_dict() if holder else None,
                 "scratchpad": [e.name for e in pad],
             }
         )
         return
     console = make_console()
-    console.print(session_details(info.model_copy(update={"message_count": visible})))
+    console.print(session_details(info.replace(message_count=visible)))
     if visible != info.message_count:
         hidden = info.message_count - visible
         console.print(Text(f"Stored: {info.message_count:,} ({hidden:,} retracted or records)"))
@@ -261,7 +256,7 @@ def fork(
     if as_json:
         print_json(
             {
-                "session": child.info.model_dump(mode="json"),
+                "session": child.info.to_dict(),
                 "fork": {"parent": child.fork.parent, "seq": child.fork.seq},
             }
         )
@@ -376,7 +371,7 @@ def search(
                 "query": query,
                 "total": page.total,
                 "offset": page.offset,
-                "items": [h.model_dump(mode="json") for h in page],
+                "items": [h.to_dict() for h in page],
             }
         )
         return
@@ -415,11 +410,11 @@ def export(
     its _summary.json)."""
     store = store_of(ctx, create=False)
     session = store.get_session(session_id)
-    info = session.info.model_dump(mode="json")
+    info = session.info.to_dict()
     from threadline.interop.export import EXPORT_SUFFIXES, render_export
     from threadline.interop.supyagent import summary_path
 
-    checkpoints = [c.model_dump(mode="json") for c in session.checkpoints()]
+    checkpoints = [c.to_dict() for c in session.checkpoints()]
     text, summary = render_export(fmt.value, info, session.iter_messages(), checkpoints)
     if output == STDOUT_PATH:
         # Markdown may reach a terminal: control characters escaped (JSON escapes its own);

@@ -250,9 +250,9 @@ def cmd_export(host: ChatHost, args: str) -> None:
         raise UsageError(f"/export: {path} is a directory; give a file name")
     if not path.parent.is_dir():
         raise UsageError(f"/export: directory {path.parent} does not exist")
-    info = session.info.model_dump(mode="json")
+    info = session.info.to_dict()
     if path.suffix.lower() == JSON_SUFFIX:
-        checkpoints = [c.model_dump(mode="json") for c in session.checkpoints()]
+        checkpoints = [c.to_dict() for c in session.checkpoints()]
         text = to_json(info, session.iter_messages(), checkpoints) + "\n"
     else:
         text = to_markdown(info, session.iter_messages())

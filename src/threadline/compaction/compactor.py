@@ -135,7 +135,7 @@ def _mark_holder(mark: Any) -> LockHolder | None:
     if not isinstance(mark, Mapping):
         return None
     try:
-        return LockHolder.model_validate(mark.get("holder"))
+        return LockHolder.from_dict(mark.get("holder"))
     except ValueError:
         return None
 
@@ -184,7 +184,7 @@ class _Mark:
         if holder is not None:
             logger.info("taking over a stale compaction mark of %s", holder)
         memo[MARK_KEY] = {
-            "holder": self.holder.model_dump(mode="json"),
+            "holder": self.holder.to_dict(),
             "token": self.token,
             "started_at": format_ts(self.holder.started_at),
         }

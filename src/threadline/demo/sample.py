@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage, utcnow
+from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage
+from threadline.stamps import utcnow
 from threadline.store import Session, Store
 
 DEMO_AGENT = "demo-coder"

@@ -46,7 +46,8 @@ from pydantic_core import to_jsonable_python
 from threadline.errors import ImportFormatError
 from threadline.interop.anthropic_format import to_anthropic
 from threadline.interop.openai_format import message_to_openai
-from threadline.messages import Message, new_id
+from threadline.messages import Message
+from threadline.stamps import new_id
 from threadline.store.fork import materialized_metadata
 
 EXPORT_FORMAT = "threadline.session"

@@ -67,8 +67,9 @@ from threadline.interop.records import load_json as _load_json
 from threadline.interop.records import stamp as _stamp
 from threadline.interop.records import timestamp as _timestamp
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
-from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage, utcnow
+from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage
 from threadline.requests import first_request, request_text
+from threadline.stamps import utcnow
 from threadline.store.retention import parse_size
 
 FORMATS = (

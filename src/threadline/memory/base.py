@@ -23,7 +23,8 @@ from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.errors import UsageError
-from threadline.messages import Message, new_id, utcnow
+from threadline.messages import Message
+from threadline.stamps import new_id, utcnow
 
 EntityKind = Literal[
     "person", "place", "project", "tool", "path", "id", "date", "organization", "thing"

@@ -45,7 +45,7 @@ from threadline.memory.rules import (
     true_at,
     words,
 )
-from threadline.messages import utcnow
+from threadline.stamps import utcnow
 
 EXPORT_FORMAT = "threadline-memory"
 EXPORT_VERSION = 1

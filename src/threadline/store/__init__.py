@@ -12,8 +12,6 @@ import importlib
 import os
 from pathlib import Path
 
-import platformdirs
-
 from threadline.errors import UsageError
 from threadline.store.base import (
     Checkpoint,
@@ -44,6 +42,8 @@ _BACKENDS: dict[str, tuple[str, str, str | None]] = {
 
 def default_store_path() -> Path:
     """The platform's user data directory, e.g. ``~/.local/share/threadline/threadline.db``."""
+    import platformdirs
+
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / DEFAULT_FILENAME
 
 

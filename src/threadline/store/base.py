@@ -27,16 +27,13 @@ import copy
 import json
 import os
 import re
-import socket
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from threadline.errors import (
     AmbiguousSessionId,
@@ -51,13 +48,14 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.json_limits import value_problem
-from threadline.messages import FilePart, ImagePart, Message, utcnow
+from threadline.stamps import utcnow
 from threadline.store import retraction
-from threadline.tokens import counter_for
+from threadline.store.records import Record
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from typing import Unpack
 
+    from threadline.messages import Message
     from threadline.store.search_query import SearchOptions, SearchPage
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z"
@@ -270,9 +268,14 @@ def bounded_or_none(value: int | None, what: str) -> int | None:
     return None if value is None else bounded(value, what)
 
 
+_NO_OFFSET: Final = timedelta(0)
+
+
 def format_ts(dt: datetime) -> str:
     """RFC 3339 UTC with microseconds: sorts lexicographically in every backend."""
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if dt.tzinfo is not UTC and dt.utcoffset() != _NO_OFFSET:
+        dt = dt.astimezone(UTC)
+    return dt.isoformat(timespec="microseconds")[:26] + "Z"  # strftime's "%Y-...%fZ", faster
 
 
 def parse_ts(text: str) -> datetime:
@@ -280,6 +283,8 @@ def parse_ts(text: str) -> datetime:
 
 
 def this_host() -> str:
+    import socket
+
     return socket.gethostname()
 
 
@@ -298,12 +303,8 @@ def pid_alive(pid: int) -> bool:
 # -- records ---------------------------------------------------------------------
 
 
-class _Record(BaseModel):
-    # defer_build: built at first use, so a listing builds only the records it uses
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-
-
-class SessionInfo(_Record):
+@dataclass(kw_only=True)
+class SessionInfo(Record):
     id: str
     agent: str = DEFAULT_AGENT
     model: str | None = None
@@ -314,7 +315,7 @@ class SessionInfo(_Record):
     total_tokens: int = 0
     """Sum of stored token counts for the session's tokenizer family."""
     last_seq: int = 0
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 FORK_KEY: Final = "forked_from"
@@ -341,7 +342,8 @@ def fork_point(info: SessionInfo) -> ForkPoint | None:
     return ForkPoint(parent, seq) if 0 <= seq <= info.last_seq else None
 
 
-class SessionStart(_Record):
+@dataclass(kw_only=True)
+class SessionStart(Record):
     """Where a new session starts instead of from nothing: a fork of ``parent`` starts
     where the shared prefix ends, so its own messages get seqs after ``last_seq`` and
     its counters cover the whole view. Backends store the counters and ``stamp`` the
@@ -349,9 +351,15 @@ class SessionStart(_Record):
     ``store/fork.py`` makes one."""
 
     parent: str
-    last_seq: int = Field(ge=0)
-    message_count: int = Field(ge=0)
-    total_tokens: int = Field(ge=0)
+    last_seq: int
+    message_count: int
+    total_tokens: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("last_seq", "message_count", "total_tokens"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"SessionStart.{name} must be >= 0, got {getattr(self, name)}")
 
     def stamp(self, metadata: dict[str, Any] | None) -> dict[str, Any]:
         """The metadata to store: the caller's (checked by ``check_session_fields``)
@@ -370,21 +378,23 @@ def stamped(metadata: dict[str, Any] | None, start: SessionStart | None) -> dict
     return start.stamp(metadata) if start is not None else copy.deepcopy(metadata or {})
 
 
-class SessionPage(_Record):
+@dataclass(kw_only=True)
+class SessionPage(Record):
     items: list[SessionInfo]
     total: int
     """How many sessions match, across all pages."""
     offset: int = 0
     limit: int = DEFAULT_PAGE_SIZE
 
-    def __iter__(self) -> Iterator[SessionInfo]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[SessionInfo]:
         return iter(self.items)
 
     def __len__(self) -> int:
         return len(self.items)
 
 
-class Checkpoint(_Record):
+@dataclass(kw_only=True)
+class Checkpoint(Record):
     """A compaction result: a summary of everything up to ``covers_up_to``."""
 
     id: int = 0
@@ -393,8 +403,8 @@ class Checkpoint(_Record):
     covers_up_to: int
     """The last seq the summary covers; the view resumes after it."""
     summary: str
-    created_at: datetime = Field(default_factory=utcnow)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = field(default_factory=utcnow)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 class _AnyPrevious:
@@ -471,20 +481,22 @@ def check_checkpoint(
     return None
 
 
-class ScratchpadEntry(_Record):
+@dataclass(kw_only=True)
+class ScratchpadEntry(Record):
     name: str
     content: str
     created_at: datetime
     updated_at: datetime
 
 
-class LockHolder(_Record):
+@dataclass(kw_only=True)
+class LockHolder(Record):
     """Who holds a session's attach lock."""
 
     pid: int
     host: str
-    started_at: datetime = Field(default_factory=utcnow)
-    renewed_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime = field(default_factory=utcnow)
+    renewed_at: datetime = field(default_factory=utcnow)
     lease_seconds: float = DEFAULT_LOCK_LEASE.total_seconds()
 
     @classmethod
@@ -516,10 +528,11 @@ class LockHolder(_Record):
         update: dict[str, Any] = {"renewed_at": utcnow()}
         if current is not None and current.same_holder(self):
             update["started_at"] = current.started_at
-        return self.model_copy(update=update)
+        return self.replace(**update)
 
 
-class SearchHit(_Record):
+@dataclass(kw_only=True)
+class SearchHit(Record):
     session_id: str
     seq: int
     role: str
@@ -639,33 +652,100 @@ class Store(Protocol):
 
 
 def session_family(model: str | None) -> str:
-    return counter_for(model).family
+    """The key a session's appends store token counts under (``prepare_messages``): the
+    model's tokenizer family, suffixed ``:estimated`` where appends store an estimate."""
+    from threadline.tokens import counter_for, stored_counter
+
+    return stored_counter(counter_for(model)).family
 
 
-def prepare_messages(model: str | None, messages: Sequence[Message]) -> list[Message]:
+class PreparedBatch(list["Message"]):
+    """Messages ``prepare_messages`` checked and stamped, each with its stored JSON
+    (``bodies``, made while checking), so a backend encodes a message once, and the
+    messages are the batch's own copies, which a backend may number in place."""
+
+    bodies: list[bytes]
+
+
+def prepare_messages(model: str | None, messages: Sequence[Message]) -> PreparedBatch:
     """Validate and stamp messages for storage; counts tokens once, here.
 
-    The first key of ``token_counts`` is the session's tokenizer family; backends
-    add that number to the session's ``total_tokens`` (see ``primary_tokens``).
+    The first key of ``token_counts`` is what backends add to the session's
+    ``total_tokens`` (see ``primary_tokens``): the count of ``tokens.stored_counter``, an
+    estimate where exact counting is dear (a build counts those exactly), or an exact
+    count the message already carries for the session's family (a copy keeps its own).
     """
+    from threadline.messages import Message
+    from threadline.tokens import counter_for, stored_counter
+
     if isinstance(messages, Message):
         messages = [messages]
     if not messages:
         raise UsageError("nothing to append: the batch is empty")
-    counter = counter_for(model)
-    family = counter.family
-    prepared: list[Message] = []
+    exact_counter = counter_for(model)
+    counter = stored_counter(exact_counter)
+    estimated, exact = counter.family, exact_counter.family
+    prepared = PreparedBatch()
+    prepared.bodies = bodies = []
     seen: set[str] = set()
     for m in messages:
-        check_message(m)
+        if not isinstance(m, Message):
+            raise InvalidMessage(f"expected a Message, got {type(m).__name__}")
+        _checked(m)
         if m.id in seen:
             raise InvalidMessage(f"message id {m.id} appears twice in one batch")
         seen.add(m.id)
-        encode_message(m)  # refuse bad UTF-8 and oversize before spending time counting
-        counts = {family: counter.count_message(m)}
-        counts.update({k: v for k, v in m.token_counts.items() if k != family})
-        prepared.append(m.model_copy(update={"seq": None, "token_counts": counts}))
+        carried = m.token_counts
+        known = carried.get(exact)
+        if known is not None and known >= 0:
+            counts = {exact: known}
+        else:
+            counts = {estimated: counter.count_message(m)}
+        if carried:  # other families' counts ride along, after the one stored here
+            first, n = next(iter(counts.items()))
+            counts.update(carried)
+            counts[first] = n
+        copy = _stamped_copy(m, counts)
+        prepared.append(copy)
+        bodies.append(encode_message(copy))
     return prepared
+
+
+_STAMPED: Final = frozenset({"seq", "token_counts"})
+_set_attribute = object.__setattr__
+
+
+def _stamped_copy(m: Message, counts: dict[str, int]) -> Message:
+    """``m.model_copy(update={"seq": None, "token_counts": counts})``, made as pydantic's
+    ``__copy__`` makes it (a shallow copy of the fields; messages have no extra or private
+    attributes) without its generic path, which was a sixth of a prepared message's cost.
+    A test holds it equal to ``model_copy``."""
+    new = type(m).__new__(type(m))
+    fields = m.__dict__.copy()
+    fields["seq"] = None
+    fields["token_counts"] = counts
+    _set_attribute(new, "__dict__", fields)
+    _set_attribute(new, "__pydantic_fields_set__", m.__pydantic_fields_set__ | _STAMPED)
+    _set_attribute(new, "__pydantic_extra__", None)
+    _set_attribute(new, "__pydantic_private__", None)
+    return new
+
+
+def stored_bodies(messages: Sequence[Message]) -> list[bytes]:
+    """Each message's stored JSON (``encode_message``): a prepared batch's own."""
+    if isinstance(messages, PreparedBatch):
+        return messages.bodies
+    return [encode_message(m) for m in messages]
+
+
+def numbered(messages: Sequence[Message], first_seq: int) -> list[Message]:
+    """The stored copies of a batch given seqs from ``first_seq``: a prepared batch's
+    own messages, numbered in place; copies of anyone else's."""
+    if isinstance(messages, PreparedBatch):
+        for seq, m in enumerate(messages, first_seq):
+            m.seq = seq
+        return list(messages)
+    return [m.model_copy(update={"seq": seq}) for seq, m in enumerate(messages, first_seq)]
 
 
 def check_message(m: object) -> Message:
@@ -677,22 +757,39 @@ def check_message(m: object) -> Message:
     base64 that decodes the same everywhere, and tool arguments and metadata are JSON
     that can be read back (no NaN, no nesting past ``MAX_JSON_DEPTH``).
     """
+    from threadline.messages import Message
+
     if not isinstance(m, Message):
         raise InvalidMessage(f"expected a Message, got {type(m).__name__}")
+    return _checked(m)
+
+
+def _checked(m: Message) -> Message:
+    """``check_message``'s rules, for what is known to be a ``Message``."""
     validate_message_id(m.id)
-    where = f"message {m.id}"
     calls: set[str] = set()
     for call in m.tool_calls:
-        validate_call_id(call.id, what=f"{where}: tool call id")
+        validate_call_id(call.id, what=f"message {m.id}: tool call id")
         if call.id in calls:
-            raise InvalidMessage(f"{where}: tool call id {shown(call.id)} appears twice")
+            raise InvalidMessage(f"message {m.id}: tool call id {shown(call.id)} appears twice")
         calls.add(call.id)
-        problem = value_problem(call.arguments)
+        problem = value_problem(call.arguments) if call.arguments else None
         if problem is not None:
-            raise InvalidMessage(f"{where}: tool call {call.id} arguments: {problem}")
+            raise InvalidMessage(f"message {m.id}: tool call {call.id} arguments: {problem}")
     if m.tool_call_id is not None:
-        validate_call_id(m.tool_call_id, what=f"{where}: tool_call_id")
-    for part in m.parts:
+        validate_call_id(m.tool_call_id, what=f"message {m.id}: tool_call_id")
+    if not isinstance(m.content, str):  # text alone has nothing more to check
+        _check_parts(m)
+    problem = value_problem(m.metadata) if m.metadata else None
+    if problem is not None:
+        raise InvalidMessage(f"message {m.id}: metadata: {problem}")
+    return m
+
+
+def _check_parts(m: Message) -> None:
+    from threadline.messages import FilePart, ImagePart
+
+    for part in m.content:
         if isinstance(part, ImagePart) and part.media_ref is not None:
             validate_media_ref(part.media_ref)
         if isinstance(part, ImagePart | FilePart) and part.data is not None:
@@ -700,19 +797,20 @@ def check_message(m: object) -> Message:
                 base64.b64decode(part.data, validate=True)
             except binascii.Error as exc:
                 raise InvalidMessage(
-                    f"{where}: {part.type} data is not base64 ({exc}); "
+                    f"message {m.id}: {part.type} data is not base64 ({exc}); "
                     "give the bytes base64-encoded, without a data: prefix"
                 ) from exc
-    problem = value_problem(m.metadata)
-    if problem is not None:
-        raise InvalidMessage(f"{where}: metadata: {problem}")
-    return m
+
+
+_SEQ: Final[set[str]] = {"seq"}
+"""Not in a stored body: backends keep a message's seq beside it."""
 
 
 def encode_message(m: Message) -> bytes:
     """The stored JSON form; refuses invalid UTF-8 and oversized messages."""
     try:
-        body = m.model_dump_json(exclude={"seq"}).encode("utf-8")
+        # the serializer itself: model_dump_json's own argument handling cost a sixth more
+        body = type(m).__pydantic_serializer__.to_json(m, exclude=_SEQ)
     except (UnicodeEncodeError, ValueError) as exc:
         raise InvalidMessage(f"message {m.id} is not valid UTF-8 text: {exc}") from exc
     if len(body) > MAX_MESSAGE_BYTES:
@@ -826,6 +924,9 @@ class Session:
         """Retractions a fork inherits from its ancestors (fixed, like its fork point)."""
         self._read_with: retraction.Retractions | None = None
         """The index the latest view read through this handle used (see ``hidden_after``)."""
+        self._stale = False
+        """Set by ``append``: the counters are read again when next asked for, so a run of
+        appends does not read the session back after each one."""
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, agent={self.agent!r}, messages={self.message_count})"
@@ -837,7 +938,7 @@ class Session:
 
     @property
     def info(self) -> SessionInfo:
-        return self._info
+        return self._current()
 
     @property
     def agent(self) -> str:
@@ -853,15 +954,15 @@ class Session:
 
     @property
     def message_count(self) -> int:
-        return self._info.message_count
+        return self._current().message_count
 
     @property
     def total_tokens(self) -> int:
-        return self._info.total_tokens
+        return self._current().total_tokens
 
     @property
     def last_seq(self) -> int:
-        return self._info.last_seq
+        return self._current().last_seq
 
     @property
     def tokenizer_family(self) -> str:
@@ -874,7 +975,11 @@ class Session:
 
     def refresh(self) -> Session:
         self._info = self.store.session_info(self.id)
+        self._stale = False
         return self
+
+    def _current(self) -> SessionInfo:
+        return self.refresh()._info if self._stale else self._info
 
     # -- messages
     def append(self, messages: Message | Sequence[Message]) -> list[Message]:
@@ -883,21 +988,24 @@ class Session:
         A tool result must answer a call made in the same batch or in the recent
         history; anything else is refused (``InvalidMessage``) before storing.
         """
+        from threadline.messages import Message
+
         batch = [messages] if isinstance(messages, Message) else list(messages)
         prepared = prepare_messages(self.model, batch)
         self._check_results_have_calls(prepared)
         stored = self.store.append_messages(self.id, prepared)
-        calls = {c.id for m in stored for c in m.tool_calls}
+        calls = {c.id for m in stored if m.tool_calls for c in m.tool_calls}
         if calls:
             self._recent_calls = calls
-        self.refresh()
+        self._stale = True
         return stored
 
     def _check_results_have_calls(self, batch: list[Message]) -> None:
         called: set[str] = set()
         missing: list[str] = []
         for m in batch:
-            called.update(c.id for c in m.tool_calls)
+            if m.tool_calls:
+                called.update(c.id for c in m.tool_calls)
             if m.role == "tool" and m.tool_call_id not in called:
                 missing.append(m.tool_call_id or "")
         missing = [x for x in missing if x not in self._recent_calls]

@@ -279,7 +279,7 @@ def _stale_mark(mark: object) -> LockHolder | None:
     if not isinstance(mark, dict):
         return None
     try:
-        holder = LockHolder.model_validate(mark.get("holder"))
+        holder = LockHolder.from_dict(mark.get("holder"))
     except ValueError:
         return None
     return holder if holder.is_stale() else None

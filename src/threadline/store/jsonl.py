@@ -65,7 +65,6 @@ from pathlib import Path
 from typing import Any, Unpack
 
 import filelock
-from pydantic import ValidationError
 
 from threadline.errors import (
     CorruptRecord,
@@ -80,7 +79,8 @@ from threadline.errors import (
     ThreadlineError,
     UsageError,
 )
-from threadline.messages import Message, new_id, utcnow
+from threadline.messages import Message
+from threadline.stamps import new_id, utcnow
 from threadline.store.base import (
     ANY_PREVIOUS,
     DEFAULT_AGENT,
@@ -449,7 +449,7 @@ class JSONLStore:
                 "metadata": metadata,
                 "updated_at": created,
                 "memo": {},
-                "lock": lock.model_dump(mode="json") if lock else None,
+                "lock": lock.to_dict() if lock else None,
             }
             try:  # encode both before writing either
                 first_line = json.dumps(header, ensure_ascii=False).encode() + b"\n"
@@ -504,7 +504,7 @@ class JSONLStore:
                 last_seq=state.last_seq,
                 metadata=meta.get("metadata") or {},
             )
-        except (ValueError, ValidationError) as exc:
+        except ValueError as exc:
             raise CorruptRecord(
                 f"unreadable session metadata: {exc}", where=str(paths.meta)
             ) from exc
@@ -614,9 +614,9 @@ class JSONLStore:
             return
         try:
             _, meta = self._with_meta(paths)
+            holder = _holder(meta)
         except CorruptRecord:
             return  # an unreadable session can always be deleted
-        holder = _holder(meta)
         if holder is not None and not holder.is_stale():
             raise SessionLocked(paths.sid, holder)
 
@@ -750,8 +750,8 @@ class JSONLStore:
         try:
             if data is None:
                 raise ValueError("not a JSON object")
-            return [Checkpoint.model_validate(c) for c in data.get("checkpoints", [])]
-        except (ValueError, ValidationError) as exc:
+            return [Checkpoint.from_dict(c) for c in data.get("checkpoints", [])]
+        except ValueError as exc:
             raise CorruptRecord(f"unreadable checkpoints: {exc}", where=str(paths.summary)) from exc
 
     def add_checkpoint(
@@ -777,8 +777,8 @@ class JSONLStore:
             )
             if stored is not None:
                 return stored
-            cp = new.model_copy(update={"id": max((c.id for c in existing), default=0) + 1})
-            records = [c.model_dump(mode="json") for c in [*existing, cp]]
+            cp = new.replace(id=max((c.id for c in existing), default=0) + 1)
+            records = [c.to_dict() for c in [*existing, cp]]
             atomic_write(
                 paths.summary, json_bytes({"session_id": session_id, "checkpoints": records})
             )
@@ -807,8 +807,8 @@ class JSONLStore:
 
     def _entry(self, paths: SessionPaths, name: str, value: dict[str, Any]) -> ScratchpadEntry:
         try:
-            return ScratchpadEntry.model_validate({"name": name, **value})
-        except ValidationError as exc:
+            return ScratchpadEntry.from_dict({"name": name, **value})
+        except (TypeError, ValueError) as exc:
             raise CorruptRecord(f"unreadable entry {name!r}", where=str(paths.scratchpad)) from exc
 
     def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
@@ -870,7 +870,7 @@ class JSONLStore:
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
             holder = holder.claim(session_id, _holder(meta))
-            meta["lock"] = holder.model_dump(mode="json")
+            meta["lock"] = holder.to_dict()
             self._write_meta(paths, meta)
             return holder
 
@@ -923,5 +923,10 @@ class JSONLStore:
 
 
 def _holder(meta: dict[str, Any]) -> LockHolder | None:
+    """The session's attach lock from its sidecar; unreadable is ``CorruptRecord``."""
     raw = meta.get("lock")
-    return LockHolder.model_validate(raw) if raw else None
+    try:
+        return LockHolder.from_dict(raw) if raw else None
+    except ValueError as exc:
+        where = f"session {meta.get('id')}"
+        raise CorruptRecord(f"unreadable lock record: {exc}", where=where) from exc

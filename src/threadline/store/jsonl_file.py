@@ -36,7 +36,8 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from threadline.errors import CorruptRecord, InvalidMessage
-from threadline.messages import ImagePart, Message, Part, utcnow
+from threadline.messages import ImagePart, Message, Part
+from threadline.stamps import utcnow
 from threadline.store.base import CorruptRecordWarning, encode_message, format_ts
 
 FORMAT_VERSION = 1

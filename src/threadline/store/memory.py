@@ -20,7 +20,8 @@ from threadline.errors import (
     SessionNotFound,
     UsageError,
 )
-from threadline.messages import Message, new_id, utcnow
+from threadline.messages import Message
+from threadline.stamps import new_id, utcnow
 from threadline.store.base import (
     ANY_PREVIOUS,
     DEFAULT_AGENT,
@@ -129,13 +130,13 @@ class MemoryStore:
             created_at=now,
             updated_at=now,
             metadata=stamped(metadata, start),
-            **(start.model_dump(exclude={"parent"}) if start else {}),
+            **(start.to_dict(exclude={"parent"}) if start else {}),
         )
         with self._lock:
             if sid in self._sessions:
                 raise SessionExists(sid)
             self._sessions[sid] = _Entry(info=info, lock=lock, base=info.last_seq)
-        return Session(self, info.model_copy())
+        return Session(self, copy.copy(info))
 
     def get_session(self, id_or_prefix: str) -> Session:
         return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
@@ -152,7 +153,7 @@ class MemoryStore:
 
     def session_info(self, session_id: str) -> SessionInfo:
         with self._lock:
-            return self._get(session_id).info.model_copy()
+            return copy.copy(self._get(session_id).info)
 
     def list_sessions(
         self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
@@ -163,7 +164,7 @@ class MemoryStore:
             validate_agent(agent)
         with self._lock:
             infos = [
-                e.info.model_copy()
+                copy.copy(e.info)
                 for e in self._sessions.values()
                 if agent is None or e.info.agent == agent
             ]
@@ -179,7 +180,7 @@ class MemoryStore:
             e = self._get(session_id)
             e.info.title = title
             e.info.updated_at = utcnow()
-            return e.info.model_copy()
+            return copy.copy(e.info)
 
     def update_session(
         self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
@@ -190,7 +191,7 @@ class MemoryStore:
             if model is not None:
                 e.info.model = model
             e.info.metadata = {**e.info.metadata, **copy.deepcopy(metadata or {})}
-            return e.info.model_copy()
+            return copy.copy(e.info)
 
     def delete_session(self, session_id: str, *, force: bool = False) -> None:
         if self.delete_sessions([session_id], force=force) == 0:
@@ -304,20 +305,20 @@ class MemoryStore:
                 new, last_seq=e.info.last_seq, latest=latest, expect_previous=expect_previous
             )
             if stored is not None:
-                return stored.model_copy(deep=True)
-            cp = new.model_copy(update={"id": self._next_checkpoint})
+                return copy.deepcopy(stored)
+            cp = new.replace(id=self._next_checkpoint)
             self._next_checkpoint += 1
             e.checkpoints.append(cp)
-            return cp.model_copy(deep=True)
+            return copy.deepcopy(cp)
 
     def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         with self._lock:
             cps = self._get(session_id).checkpoints
-            return cps[-1].model_copy(deep=True) if cps else None
+            return copy.deepcopy(cps[-1]) if cps else None
 
     def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         with self._lock:
-            return [c.model_copy(deep=True) for c in self._get(session_id).checkpoints]
+            return copy.deepcopy(self._get(session_id).checkpoints)
 
     # -- scratchpad and memo ----------------------------------------------------
 
@@ -334,17 +335,17 @@ class MemoryStore:
                 updated_at=now,
             )
             e.scratchpad[name] = entry
-            return entry.model_copy()
+            return copy.copy(entry)
 
     def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         with self._lock:
             entry = self._get(session_id).scratchpad.get(name)
-            return entry.model_copy() if entry else None
+            return copy.copy(entry) if entry else None
 
     def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
         with self._lock:
             pad = self._get(session_id).scratchpad
-            return [pad[k].model_copy() for k in sorted(pad)]
+            return [copy.copy(pad[k]) for k in sorted(pad)]
 
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
         with self._lock:
@@ -373,7 +374,7 @@ class MemoryStore:
         with self._lock:
             e = self._get(session_id)
             e.lock = holder.claim(session_id, e.lock)
-            return e.lock.model_copy()
+            return copy.copy(e.lock)
 
     def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
         holder = holder or LockHolder.current()
@@ -387,7 +388,7 @@ class MemoryStore:
     def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._lock:
             lock = self._get(session_id).lock
-            return lock.model_copy() if lock else None
+            return copy.copy(lock) if lock else None
 
     # -- search -----------------------------------------------------------------
 
@@ -396,7 +397,7 @@ class MemoryStore:
         request = search_request(query, **options)
         with self._lock:  # a snapshot of each session's own messages
             snapshot = {
-                e.info.id: (e.info.model_copy(), list(e.messages), own_index(e.memo))
+                e.info.id: (copy.copy(e.info), list(e.messages), own_index(e.memo))
                 for e in self._sessions.values()
             }
         return scan_search(

@@ -49,9 +49,10 @@ from psycopg.abc import Params
 from psycopg.rows import class_row
 from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from threadline.errors import (
+    CorruptRecord,
     InvalidMessage,
     NotAThreadlineStore,
     SchemaTooNew,
@@ -64,7 +65,8 @@ from threadline.errors import (
     ThreadlineError,
     UsageError,
 )
-from threadline.messages import Message, new_id, utcnow
+from threadline.messages import Message
+from threadline.stamps import new_id, utcnow
 from threadline.store import retraction
 from threadline.store.base import (
     ANY_PREVIOUS,
@@ -100,6 +102,7 @@ from threadline.store.base import (
     validate_page_size,
     validate_session_id,
 )
+from threadline.store.records import Record
 from threadline.store.search_query import (
     Atom,
     SearchOptions,
@@ -113,7 +116,7 @@ from threadline.store.search_query import (
 )
 
 Conn = psycopg.Connection[tuple[Any, ...]]
-R = TypeVar("R", bound=BaseModel)
+R = TypeVar("R", bound=Record)
 T = TypeVar("T", int, float)
 P = ParamSpec("P")
 V = TypeVar("V")
@@ -651,7 +654,7 @@ class PostgresStore:
                     f"RETURNING {SESSION_COLUMNS}",
                     (
                         *args,
-                        Json(lock.model_dump(mode="json")) if lock else None,
+                        Json(lock.to_dict()) if lock else None,
                         *start_counters(start),
                     ),
                 )
@@ -1033,7 +1036,7 @@ class PostgresStore:
             holder = holder.claim(session_id, _holder_for_update(conn, session_id))
             conn.execute(
                 "UPDATE sessions SET lock = %s WHERE id = %s",
-                (Json(holder.model_dump(mode="json")), session_id),
+                (Json(holder.to_dict()), session_id),
             )
         return holder
 
@@ -1055,7 +1058,7 @@ class PostgresStore:
             row = conn.execute("SELECT lock FROM sessions WHERE id = %s", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
-        return LockHolder.model_validate(row[0]) if row[0] else None
+        return _holder(session_id, row[0])
 
     # -- search -----------------------------------------------------------------
 
@@ -1198,7 +1201,18 @@ def _holder_for_update(conn: Conn, session_id: str) -> LockHolder | None:
     ).fetchone()
     if row is None:
         raise SessionNotFound(session_id)
-    return LockHolder.model_validate(row[0]) if row[0] else None
+    return _holder(session_id, row[0])
+
+
+def _holder(session_id: str, lock: object) -> LockHolder | None:
+    """The session's attach lock from its ``lock`` column; unreadable is ``CorruptRecord``."""
+    if not lock:
+        return None
+    try:
+        return LockHolder.from_dict(lock)
+    except ValueError as exc:
+        where = f"session {session_id}"
+        raise CorruptRecord(f"unreadable lock record: {exc}", where=where) from exc
 
 
 def _require(conn: Conn, session_id: str) -> None:
@@ -1226,8 +1240,8 @@ def _decode_rows(session_id: str, rows: Sequence[tuple[Any, ...]]) -> list[Messa
 
 
 def _refuse_if_locked(session_id: str, lock: dict[str, Any] | None, force: bool) -> None:
-    if force or not lock:
+    if force:
         return
-    holder = LockHolder.model_validate(lock)
-    if not holder.is_stale():
+    holder = _holder(session_id, lock)
+    if holder is not None and not holder.is_stale():
         raise SessionLocked(session_id, holder)

@@ -73,7 +73,8 @@ from threadline.errors import (
     ThreadlineError,
     UsageError,
 )
-from threadline.messages import Message, new_id, utcnow
+from threadline.messages import Message
+from threadline.stamps import new_id, utcnow
 from threadline.store.base import (
     ANY_PREVIOUS,
     CONNECTION_RETRY,
@@ -393,7 +394,7 @@ class RedisStore:
         if title is not None:
             fields["title"] = title
         if lock is not None:
-            fields["lock"] = lock.model_dump_json()
+            fields["lock"] = lock.to_json()
         if self.default_ttl_ms:
             fields["ttl_ms"] = str(self.default_ttl_ms)
         pairs = [x for kv in fields.items() for x in kv]
@@ -442,12 +443,12 @@ class RedisStore:
         return self._key("s", session_id)
 
     def _info(self, key: str, raw: dict[Any, Any]) -> SessionInfo:
-        """Hash fields are strings; pydantic's lax mode reads the numbers and times back."""
+        """Hash fields are strings; the record reads the numbers and times back."""
         try:
             f = {_text(k): _text(v) for k, v in raw.items()}
             f["metadata"] = json.loads(f.get("metadata") or "{}")
-            return SessionInfo.model_validate(f)
-        except (ValueError, ValidationError) as exc:
+            return SessionInfo.from_dict(f)
+        except ValueError as exc:
             raise CorruptRecord(f"unreadable session record: {exc}", where=key) from exc
 
     def list_sessions(
@@ -682,7 +683,7 @@ class RedisStore:
         new = new_checkpoint(
             session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
         )
-        body = new.model_dump_json(exclude={"id"})
+        body = new.to_json(exclude={"id"})
         c = self._key("c", session_id)
 
         def queue(pipe: Pipeline) -> None:
@@ -716,7 +717,7 @@ class RedisStore:
                     f"(last seq {value})"
                 )
             if code == 0:
-                return new.model_copy(update={"id": int(value)})
+                return new.replace(id=int(value))
         raise CheckpointConflict(
             f"session {session_id}: checkpoints kept being added while this one was written",
             expected=expect_previous if isinstance(expect_previous, int) else None,
@@ -725,15 +726,15 @@ class RedisStore:
 
     def _checkpoint(self, session_id: str, cid: int, body: bytes | str) -> Checkpoint | None:
         try:
-            cp = Checkpoint.model_validate_json(body)
-        except ValidationError as exc:
+            cp = Checkpoint.from_json(body)
+        except ValueError as exc:
             warnings.warn(
-                f"skipping unreadable checkpoint {session_id} #{cid}: {exc.errors()[0]['msg']}",
+                f"skipping unreadable checkpoint {session_id} #{cid}: {exc}",
                 CorruptRecordWarning,
                 stacklevel=3,
             )
             return None
-        return cp.model_copy(update={"id": cid, "session_id": session_id})
+        return cp.replace(id=cid, session_id=session_id)
 
     def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         key = self._key("c", session_id)
@@ -773,7 +774,7 @@ class RedisStore:
             created = now if old is None else old.created_at
             entry = ScratchpadEntry(name=name, content=content, created_at=created, updated_at=now)
             pipe.multi()
-            pipe.hset(pad, name, entry.model_dump_json())
+            pipe.hset(pad, name, entry.to_json())
             self._queue_touch(pipe, session_id)
             return entry
 
@@ -792,11 +793,10 @@ class RedisStore:
 
     def _pad_entry(self, session_id: str, name: str, raw: bytes | str) -> ScratchpadEntry | None:
         try:
-            return ScratchpadEntry.model_validate_json(raw).model_copy(update={"name": name})
-        except ValidationError as exc:
+            return ScratchpadEntry.from_json(raw).replace(name=name)
+        except ValueError as exc:
             warnings.warn(
-                f"skipping unreadable scratchpad entry {session_id} {name!r}: "
-                f"{exc.errors()[0]['msg']}",
+                f"skipping unreadable scratchpad entry {session_id} {name!r}: {exc}",
                 CorruptRecordWarning,
                 stacklevel=3,
             )
@@ -862,10 +862,10 @@ class RedisStore:
 
     def _holder(self, session_id: str, raw: bytes | str) -> LockHolder:
         try:
-            return LockHolder.model_validate_json(raw)
-        except ValidationError as exc:
+            return LockHolder.from_json(raw)
+        except ValueError as exc:
             raise CorruptRecord(
-                f"unreadable lock record: {exc.errors()[0]['msg']}",
+                f"unreadable lock record: {exc}",
                 where=self._key("s", session_id),
             ) from exc
 
@@ -880,7 +880,7 @@ class RedisStore:
             current = self._holder(session_id, raw) if raw else None
             taken = wanted.claim(session_id, current)
             pipe.multi()
-            pipe.hset(key, "lock", taken.model_dump_json())
+            pipe.hset(key, "lock", taken.to_json())
             self._queue_touch(pipe, session_id)
             return taken
 

@@ -34,7 +34,8 @@ from enum import StrEnum
 from typing import Any
 
 from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError, UsageError
-from threadline.messages import Message, utcnow
+from threadline.messages import Message
+from threadline.stamps import utcnow
 from threadline.store.base import (
     MAX_PAGE_SIZE,
     TAIL_BATCH,

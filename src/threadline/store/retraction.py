@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from threadline.errors import CheckpointConflict, ThreadlineError, UsageError
-from threadline.messages import Message
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
+    from threadline.messages import Message
     from threadline.store.base import Checkpoint, Session
 
 RECORD_KEY = "threadline_retraction"
@@ -75,7 +75,7 @@ CHECKPOINT_ATTEMPTS = 20
 """Rounds of writing the superseding checkpoint while compactions keep adding one."""
 
 Range = tuple[int, int]
-RawRead = Callable[[Any, Any], list[Message]]
+RawRead = Callable[[Any, Any], "list[Message]"]
 """``(limit, bound) -> messages``: a raw page of the history: a tail (``limit``,
 ``before_seq``) or a forward read (``limit`` or ``None``, ``after_seq``)."""
 
@@ -97,6 +97,8 @@ def ranges_of(seqs: Iterable[int]) -> list[Range]:
 
 def record_message(ranges: Sequence[Range]) -> Message:
     """The retraction record for ``ranges`` (as the history shows it)."""
+    from threadline.messages import Message
+
     named = ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in ranges)
     return Message.system(
         f"[threadline: messages {named} were retracted from this session's view; "

@@ -38,10 +38,9 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from threadline.errors import UsageError
-from threadline.messages import Message
 from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
     SearchHit,
@@ -52,6 +51,9 @@ from threadline.store.base import (
     validate_page_size,
 )
 from threadline.store.retraction import Retractions
+
+if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
+    from threadline.messages import Message
 
 MAX_TOKEN_CHARS = 100
 """A query word this long or longer matches every word starting with its first this

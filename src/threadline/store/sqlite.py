@@ -23,10 +23,8 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 from urllib.parse import quote
-
-from pydantic import ValidationError
 
 from threadline.errors import (
     CorruptRecord,
@@ -42,7 +40,7 @@ from threadline.errors import (
     ThreadlineError,
     UsageError,
 )
-from threadline.messages import Message, new_id, utcnow
+from threadline.stamps import new_id, utcnow
 from threadline.store import retraction
 from threadline.store.base import (
     ANY_PREVIOUS,
@@ -64,9 +62,9 @@ from threadline.store.base import (
     check_scratchpad_entry,
     check_session_fields,
     check_title,
-    encode_message,
     format_ts,
     new_checkpoint,
+    numbered,
     parse_ts,
     pick_unique,
     primary_tokens,
@@ -75,6 +73,7 @@ from threadline.store.base import (
     split_url_options,
     stamped,
     start_counters,
+    stored_bodies,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -87,11 +86,12 @@ from threadline.store.search_query import (
     SearchPage,
     SearchQuery,
     body_fts_text,
-    fts_text,
     hit_from_body,
-    message_pieces,
     search_request,
 )
+
+if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
+    from threadline.messages import Message
 
 APP_ID = "threadline"
 DEFAULT_BUSY_TIMEOUT_MS = 60_000
@@ -99,18 +99,10 @@ SYNCHRONOUS_LEVELS = ("full", "normal", "extra", "off")
 DEFAULT_SYNCHRONOUS = "full"
 MAX_BUSY_TIMEOUT_MS = 24 * 3600 * 1000
 URL_OPTIONS = ("synchronous", "busy_timeout", "mode")
-INDEX_BACKLOG_ROWS = 1000
-"""An append that leaves this many messages unindexed brings the search index up to date
-in its own transaction; a search always does first (see ``m002_search_index_catches_up``)."""
 INDEX_TEXT_FUNCTION = "threadline_index_text"
 """The SQL name of ``search_query.body_fts_text`` on every connection."""
 FTS_OPTIONS = "content='', tokenize='unicode61 remove_diacritics 0'"
 """Contentless, and tokens split only where ``search_query.tokens`` split them."""
-MAX_KEPT_FTS_CHARS = 1_000_000
-"""A message whose body is longer has its FTS text made from the body at catch-up
-instead of kept in memory until then."""
-KEPT_FTS_TEXTS = 4 * INDEX_BACKLOG_ROWS
-"""Most texts a handle keeps for the catch-up (others' catch-ups can leave some stale)."""
 FTS_AUTOMERGE = 8
 """FTS5 merges a level's segments once this many wait (its default is 4): each catch-up
 writes a segment, and merging less often made indexing about a sixth cheaper here."""
@@ -394,10 +386,7 @@ class SQLiteStore:
         self._damage: str | None = None
         """What SQLite said when this handle first met damaged pages; writes stop then."""
         self._lock = threading.RLock()
-        self._fts_texts: dict[int, tuple[str, str]] = {}
-        """rowid -> (body, FTS text) of this handle's committed appends waiting for the
-        index: the catch-up takes the text of a row whose stored body is that very body
-        from here instead of decoding it again (the text is a function of the body)."""
+        self._closed = False
         self._con = self._connect(synchronous.lower(), busy_timeout_ms, mode)
         self._migrate()
 
@@ -606,7 +595,15 @@ class SQLiteStore:
             con.execute("COMMIT")
 
     def close(self) -> None:
+        """Brings the search index up to date first (in one statement: what appends left),
+        so the next search, or a reader that cannot index (read-only), meets no backlog."""
         with self._lock:
+            if self._closed:
+                return
+            if not self.read_only and self._damage is None:
+                with contextlib.suppress(ThreadlineError):
+                    self.update_search_index()
+            self._closed = True
             self._con.close()
 
     def __enter__(self) -> SQLiteStore:
@@ -646,7 +643,7 @@ class SQLiteStore:
                         now,
                         now,
                         json.dumps(stamped(metadata, start)),
-                        lock.model_dump_json() if lock else None,
+                        lock.to_json() if lock else None,
                         *start_counters(start),
                     ),
                 )
@@ -748,9 +745,11 @@ class SQLiteStore:
     # -- messages ---------------------------------------------------------------
 
     def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        """One transaction of plain inserts: the full-text index catches up before a
+        search answers (``update_search_index``), never row by row here."""
         if not messages:
             return []
-        rows = []
+        bodies = stored_bodies(messages)
         with self._write() as con:
             head = con.execute(
                 "SELECT last_seq, (SELECT indexed_upto FROM search_index), "
@@ -767,23 +766,17 @@ class SQLiteStore:
             # new rows go above the index marker even when the newest rows were deleted
             # (SQLite would reuse their rowids, which the marker says are indexed)
             rowid = max(top, indexed_upto)
-            stored: list[Message] = []
-            texts: dict[int, tuple[str, str]] = {}
-            tokens = 0
-            now = utcnow()
-            for m in messages:
-                seq += 1
-                rowid += 1
-                sm = m.model_copy(update={"seq": seq})
-                body = encode_message(sm).decode("utf-8")
-                t = primary_tokens(sm)
-                tokens += t
-                rows.append(
-                    (rowid, session_id, seq, sm.id, sm.role, format_ts(sm.created_at), t, body)
+            stored = numbered(messages, seq + 1)
+            rows = [
+                (rowid + i, session_id, seq + i, m.id, m.role, format_ts(m.created_at), t, body)
+                for i, m, body, t in zip(
+                    range(1, len(stored) + 1),
+                    stored,
+                    map(bytes.decode, bodies),
+                    map(primary_tokens, stored),
+                    strict=True,
                 )
-                if len(body) <= MAX_KEPT_FTS_CHARS:
-                    texts[rowid] = (body, fts_text(message_pieces(sm)))
-                stored.append(sm)
+            ]
             try:
                 con.executemany(
                     "INSERT INTO messages "
@@ -798,15 +791,14 @@ class SQLiteStore:
             con.execute(
                 "UPDATE sessions SET last_seq = ?, message_count = message_count + ?, "
                 "total_tokens = total_tokens + ?, updated_at = ? WHERE id = ?",
-                (seq, len(rows), tokens, format_ts(now), session_id),
+                (
+                    seq + len(rows),
+                    len(rows),
+                    sum(r[6] for r in rows),
+                    format_ts(utcnow()),
+                    session_id,
+                ),
             )
-            indexed = rowid - indexed_upto >= INDEX_BACKLOG_ROWS
-            if indexed:
-                self._index_pending(con, texts)
-        if not indexed:  # committed: the catch-up may take these texts
-            if len(self._fts_texts) > KEPT_FTS_TEXTS:
-                self._fts_texts.clear()
-            self._fts_texts.update(texts)
         return stored
 
     def _stored_copies(
@@ -829,6 +821,10 @@ class SQLiteStore:
         return out
 
     def _decode(self, session_id: str, seq: int, body: str) -> Message | None:
+        from pydantic import ValidationError
+
+        from threadline.messages import Message
+
         try:
             m = Message.model_validate_json(body)
         except ValidationError as exc:
@@ -943,7 +939,7 @@ class SQLiteStore:
                 ),
             )
             cid = int(cur.lastrowid or 0)
-        return new.model_copy(update={"id": cid})
+        return new.replace(id=cid)
 
     def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         with self._read() as con:
@@ -1045,11 +1041,9 @@ class SQLiteStore:
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
-            current = LockHolder.model_validate_json(row[0]) if row[0] else None
+            current = _holder(session_id, row[0])
             holder = holder.claim(session_id, current)
-            con.execute(
-                "UPDATE sessions SET lock = ? WHERE id = ?", (holder.model_dump_json(), session_id)
-            )
+            con.execute("UPDATE sessions SET lock = ? WHERE id = ?", (holder.to_json(), session_id))
         return holder
 
     def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
@@ -1058,7 +1052,8 @@ class SQLiteStore:
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None or not row[0]:
                 return False
-            if not LockHolder.model_validate_json(row[0]).same_holder(holder):
+            current = _holder(session_id, row[0])
+            if current is None or not current.same_holder(holder):
                 return False
             con.execute("UPDATE sessions SET lock = NULL WHERE id = ?", (session_id,))
         return True
@@ -1068,7 +1063,7 @@ class SQLiteStore:
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
-        return LockHolder.model_validate_json(row[0]) if row[0] else None
+        return _holder(session_id, row[0])
 
     # -- search -----------------------------------------------------------------
 
@@ -1132,8 +1127,9 @@ class SQLiteStore:
 
     def update_search_index(self) -> int:
         """Index the messages appended since the index last caught up, in one statement
-        and one transaction; returns how many. Searches call it first, and appends when
-        ``INDEX_BACKLOG_ROWS`` are waiting; nothing to do costs one read."""
+        and one transaction; returns how many. Searches call it first and imports when
+        they end; appends never do, so their cost stays that of plain inserts. Nothing to
+        do costs one read."""
         if self.read_only:
             return 0
         with self._read() as con:
@@ -1153,39 +1149,15 @@ class SQLiteStore:
                 ).fetchone()[0]
             )
 
-    def _index_pending(
-        self, con: sqlite3.Connection, fresh: dict[int, tuple[str, str]] | None = None
-    ) -> int:
-        """Inside a write transaction: index every row above the marker, then move it.
-        Rows this handle appended (``fresh``: this transaction's) come with their text;
-        the others' text is made from their bodies, in SQL."""
+    def _index_pending(self, con: sqlite3.Connection) -> int:
+        """Inside a write transaction: index every row above the marker from its body,
+        in one statement, then move the marker."""
         marker, top = con.execute(_INDEX_STATE).fetchone()
         if top <= marker:
             return 0
-        kept, fresh = self._fts_texts, fresh or {}
-        self._fts_texts = {}
-        feed: list[tuple[int, str]] = []
-        decode: list[int] = []
-        if kept or fresh:
-            rows = con.execute(
-                "SELECT rowid, body FROM messages WHERE rowid > ?", (marker,)
-            ).fetchall()
-            for rowid, body in rows:
-                known = fresh.get(rowid) or kept.get(rowid)
-                if known is not None and known[0] == body:
-                    feed.append((rowid, known[1]))
-                else:
-                    decode.append(rowid)
-            con.executemany("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", feed)
-        if not feed:
-            decoded = con.execute(_INDEX_FROM_BODIES + " WHERE rowid > ?", (marker,)).rowcount
-        elif decode:
-            con.execute(
-                _INDEX_FROM_BODIES + " WHERE rowid IN (SELECT value FROM json_each(?))",
-                (json.dumps(decode),),
-            )
+        indexed = con.execute(_INDEX_FROM_BODIES + " WHERE rowid > ?", (marker,)).rowcount
         con.execute("UPDATE search_index SET indexed_upto = ?", (top,))
-        return len(feed) + len(decode) if feed else max(decoded, 0)
+        return max(indexed, 0)
 
 
 def _index_text_sql(body: str) -> str:
@@ -1266,9 +1238,20 @@ def _entry_from_row(row: Any) -> ScratchpadEntry:
     )
 
 
+def _holder(session_id: str, lock_json: str | None) -> LockHolder | None:
+    """The session's attach lock from its ``lock`` column; unreadable is ``CorruptRecord``."""
+    if not lock_json:
+        return None
+    try:
+        return LockHolder.from_json(lock_json)
+    except ValueError as exc:
+        where = f"session {session_id}"
+        raise CorruptRecord(f"unreadable lock record: {exc}", where=where) from exc
+
+
 def _refuse_if_locked(session_id: str, lock_json: str | None, force: bool) -> None:
-    if force or not lock_json:
+    if force:
         return
-    holder = LockHolder.model_validate_json(lock_json)
-    if not holder.is_stale():
+    holder = _holder(session_id, lock_json)
+    if holder is not None and not holder.is_stale():
         raise SessionLocked(session_id, holder)
