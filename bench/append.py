@@ -26,7 +26,10 @@ Below the table: the threadline index catch-up after the batched appends (per
 message, paid once before the first search), and what exact token counting
 (tiktoken, this run's texts) would add per message if appends paid it.
 
-    python bench/append.py [--single 1000] [--batched 20000] [--rounds 3]
+    python bench/append.py [--single 1000] [--batched 20000] [--rounds 3] [--real DIR]
+
+``--real DIR`` appends the messages of the agent transcripts under DIR (any
+format ``threadline sessions import`` reads) instead of generated ones.
 """
 
 from __future__ import annotations
@@ -49,15 +52,44 @@ from rich.table import Table
 
 from histories import batches
 from threadline import Message
-from threadline.store.base import format_ts, prepare_messages, primary_tokens
+from threadline.errors import InvalidMessage
+from threadline.stamps import new_id
+from threadline.store.base import check_message, format_ts, prepare_messages, primary_tokens
 from threadline.store.search_query import fts_text, message_pieces
 from threadline.store.sqlite import FTS_OPTIONS, SQLiteStore
 
 BATCH = 100
 
 
+def real_messages(root: Path, n: int) -> list[Message]:
+    """Up to ``n`` messages of the agent transcripts under ``root`` (read with threadline's
+    importers), conversation after conversation, as fresh messages: new ids, no counts.
+    What ``Session.append`` refuses is left out: a tool result whose call is not earlier
+    in the stream, a message that breaks ``check_message``'s rules."""
+    from real_transcripts import conversations
+
+    out: list[Message] = []
+    called: set[str] = set()
+    for _name, conversation in conversations(root):
+        for m in conversation:
+            fresh = m.model_copy(update={"id": new_id(), "token_counts": {}, "seq": None})
+            if m.role == "tool" and m.tool_call_id not in called:
+                continue
+            try:
+                check_message(fresh)
+            except InvalidMessage:
+                continue
+            called.update(c.id for c in m.tool_calls)
+            out.append(fresh)
+            if len(out) == n:
+                return out
+    return out
+
+
 def messages(n: int) -> list[Message]:
-    return [m for b in batches(n, 1000) for m in b]
+    """Fresh messages, as a caller appends them: without the counts the histories
+    module stores with them."""
+    return [m.model_copy(update={"token_counts": {}}) for b in batches(n, 1000) for m in b]
 
 
 CATCH_UP: dict[str, float] = {}
@@ -150,7 +182,16 @@ def main() -> None:
     ap.add_argument("--single", type=int, default=1000, help="messages appended one by one")
     ap.add_argument("--batched", type=int, default=20000, help="messages appended 100 at a time")
     ap.add_argument("--rounds", type=int, default=3, help="runs of every writer, interleaved")
+    ap.add_argument(
+        "--real",
+        type=Path,
+        metavar="DIR",
+        help="append the messages of the agent transcripts under DIR (e.g. ~/.claude/projects) "
+        "instead of generated ones",
+    )
     args = ap.parse_args()
+    source = "generated sessions" if args.real is None else f"transcripts under {args.real}"
+    stream = real_messages(args.real, max(args.single, args.batched)) if args.real else None
     writers: dict[str, Callable[[Path, list[Message], int], float]] = {
         "threadline (Session.append, gpt-4o)": ours,
         "threadline (Session.append, claude)": ours_estimated,
@@ -162,9 +203,12 @@ def main() -> None:
     rates: dict[tuple[str, str], list[float]] = {}
     ratios: dict[tuple[str, str], list[float]] = {}
     catch_ups: list[float] = []
+    sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode, n, batch in [("single", args.single, 1), ("batched", args.batched, BATCH)]:
-            msgs = messages(n)
+            msgs = messages(n) if stream is None else stream[:n]
+            n = len(msgs)
+            sizes[mode] = n
             for r in range(args.rounds):
                 # each round runs every writer, in an order that rotates, so a slow
                 # spell of the disk falls on different writers; ratios are per round
@@ -181,19 +225,24 @@ def main() -> None:
                     ratios.setdefault((name, mode), []).append(
                         got[name] / got["raw sqlite3 inserts"]
                     )
-        counting = tiktoken_us(messages(min(args.batched, 5000)))
+        counting = tiktoken_us(messages(5000) if stream is None else stream[:5000])
     med = statistics.median
     table = Table(
-        title="Durable appends (WAL, synchronous=FULL, commit per append): "
-        f"medians of {args.rounds} interleaved rounds"
+        title="Durable appends (WAL, synchronous=FULL, commit per append) of "
+        f"{source}: medians of {args.rounds} interleaved rounds"
     )
-    for col in ["writer", "single msg/s", "vs raw", f"batched ({BATCH}) msg/s", "vs raw"]:
+    single, batched = f"single ({sizes['single']:,})", f"batched ({sizes['batched']:,})"
+    for col in ["writer", f"{single} msg/s", "vs raw", f"{batched} by {BATCH} msg/s", "vs raw"]:
         table.add_column(col, justify="right")
     for name in names:
         s, b = med(rates[(name, "single")]), med(rates[(name, "batched")])
         sr, br = med(ratios[(name, "single")]), med(ratios[(name, "batched")])
         table.add_row(name, f"{s:,.0f}", f"{sr:.2f}x", f"{b:,.0f}", f"{br:.2f}x")
     Console().print(table)
+    if stream is not None:
+        kb = sum(len(m.model_dump_json()) for m in stream[: sizes["batched"]]) / sizes["batched"]
+        tools = sum(m.role == "tool" or bool(m.tool_calls) for m in stream) / len(stream)
+        print(f"{len(stream):,} messages, {kb / 1024:.1f} KB on average, {tools:.0%} tool steps")
     per_raw = 1e6 / med(rates[("raw sqlite3 inserts", "batched")])
     print(
         f"per message, batched: raw insert {per_raw:.1f} us (0.5x raw allows "

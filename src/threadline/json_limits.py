@@ -49,6 +49,8 @@ def value_problem(value: object, limit: int = MAX_JSON_DEPTH) -> str | None:
 
     Walks without recursion, so a value nested a million deep is reported, not crashed on.
     """
+    if _fine(value, limit):  # the usual case, checked without naming every place
+        return None
     stack: list[tuple[object, str, int]] = [(value, "", 0)]
     while stack:
         item, where, depth = stack.pop()
@@ -64,6 +66,25 @@ def value_problem(value: object, limit: int = MAX_JSON_DEPTH) -> str | None:
             else:
                 stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
     return None
+
+
+def _fine(value: object, limit: int) -> bool:
+    """``value_problem`` would find nothing (the same walk, without the paths)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, dict | list | tuple):
+            if depth >= limit:
+                return False
+            values = item.values() if isinstance(item, dict) else item
+            stack.extend((v, depth + 1) for v in values if type(v) is not str)
+    return True
 
 
 def _shown(where: str) -> str:

@@ -688,6 +688,7 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
     prepared = PreparedBatch()
     prepared.bodies = bodies = []
     seen: set[str] = set()
+    count = counter.count_message
     for m in messages:
         if not isinstance(m, Message):
             raise InvalidMessage(f"expected a Message, got {type(m).__name__}")
@@ -696,13 +697,12 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
             raise InvalidMessage(f"message id {m.id} appears twice in one batch")
         seen.add(m.id)
         carried = m.token_counts
-        known = carried.get(exact)
-        if known is not None and known >= 0:
-            counts = {exact: known}
-        else:
-            counts = {estimated: counter.count_message(m)}
-        if carried:  # other families' counts ride along, after the one stored here
-            first, n = next(iter(counts.items()))
+        if not carried:
+            counts = {estimated: count(m)}
+        else:  # other families' counts ride along, after the one stored here
+            known = carried.get(exact)
+            first, n = (exact, known) if known is not None and known >= 0 else (estimated, count(m))
+            counts = {first: n}
             counts.update(carried)
             counts[first] = n
         copy = _stamped_copy(m, counts)
