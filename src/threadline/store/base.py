@@ -516,6 +516,17 @@ class LockHolder(Record):
     def __str__(self) -> str:
         return f"pid {self.pid} on {self.host} since {format_ts(self.started_at)}"
 
+    @classmethod
+    def stored(cls, raw: object, *, where: str) -> LockHolder | None:
+        """The lock a backend keeps (JSON text or bytes, or an object; empty: no lock);
+        unreadable is ``CorruptRecord`` naming ``where``, on every backend alike."""
+        if not raw:
+            return None
+        try:
+            return cls.from_json(raw) if isinstance(raw, str | bytes) else cls.from_dict(raw)
+        except ValueError as exc:
+            raise CorruptRecord(f"unreadable lock record: {exc}", where=where) from exc
+
     def claim(self, session_id: str, current: LockHolder | None) -> LockHolder:
         """What to store when this holder takes a session whose lock is ``current``.
 

@@ -923,10 +923,5 @@ class JSONLStore:
 
 
 def _holder(meta: dict[str, Any]) -> LockHolder | None:
-    """The session's attach lock from its sidecar; unreadable is ``CorruptRecord``."""
-    raw = meta.get("lock")
-    try:
-        return LockHolder.from_dict(raw) if raw else None
-    except ValueError as exc:
-        where = f"session {meta.get('id')}"
-        raise CorruptRecord(f"unreadable lock record: {exc}", where=where) from exc
+    """The session's attach lock from its sidecar."""
+    return LockHolder.stored(meta.get("lock"), where=f"session {meta.get('id')}")

@@ -52,7 +52,6 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 from pydantic import ValidationError
 
 from threadline.errors import (
-    CorruptRecord,
     InvalidMessage,
     NotAThreadlineStore,
     SchemaTooNew,
@@ -1205,14 +1204,8 @@ def _holder_for_update(conn: Conn, session_id: str) -> LockHolder | None:
 
 
 def _holder(session_id: str, lock: object) -> LockHolder | None:
-    """The session's attach lock from its ``lock`` column; unreadable is ``CorruptRecord``."""
-    if not lock:
-        return None
-    try:
-        return LockHolder.from_dict(lock)
-    except ValueError as exc:
-        where = f"session {session_id}"
-        raise CorruptRecord(f"unreadable lock record: {exc}", where=where) from exc
+    """The session's attach lock from its ``lock`` column."""
+    return LockHolder.stored(lock, where=f"session {session_id}")
 
 
 def _require(conn: Conn, session_id: str) -> None:

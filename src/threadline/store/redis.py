@@ -536,10 +536,9 @@ class RedisStore:
                 reader.hmget(key, ["agent", "lock"])
             rows = reader.execute()
             for sid, (_, lock) in zip(ids, rows, strict=True):
-                if lock and not force:
-                    holder = self._holder(sid, lock)
-                    if not holder.is_stale():
-                        raise SessionLocked(sid, holder)
+                holder = None if force else self._holder(sid, lock)
+                if holder is not None and not holder.is_stale():
+                    raise SessionLocked(sid, holder)
             pipe.multi()
             for sid, (agent, _) in zip(ids, rows, strict=True):
                 pipe.unlink(*self._keys(sid))  # freed in the background
@@ -860,14 +859,8 @@ class RedisStore:
 
     # -- locks ------------------------------------------------------------------
 
-    def _holder(self, session_id: str, raw: bytes | str) -> LockHolder:
-        try:
-            return LockHolder.from_json(raw)
-        except ValueError as exc:
-            raise CorruptRecord(
-                f"unreadable lock record: {exc}",
-                where=self._key("s", session_id),
-            ) from exc
+    def _holder(self, session_id: str, raw: bytes | str | None) -> LockHolder | None:
+        return LockHolder.stored(raw, where=self._key("s", session_id))
 
     def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
         wanted = holder or LockHolder.current()
@@ -877,7 +870,7 @@ class RedisStore:
             found, raw = pipe.hmget(key, ["id", "lock"])
             if found is None:
                 raise SessionNotFound(session_id)
-            current = self._holder(session_id, raw) if raw else None
+            current = self._holder(session_id, raw)
             taken = wanted.claim(session_id, current)
             pipe.multi()
             pipe.hset(key, "lock", taken.to_json())
@@ -895,7 +888,8 @@ class RedisStore:
 
         def release(pipe: Pipeline) -> bool:
             raw = pipe.hget(key, "lock")
-            if not raw or not self._holder(session_id, raw).same_holder(holder):
+            current = self._holder(session_id, raw)
+            if current is None or not current.same_holder(holder):
                 pipe.multi()
                 return False
             pipe.multi()
@@ -911,7 +905,7 @@ class RedisStore:
             found, raw = self._r.hmget(key, ["id", "lock"])
         if found is None:
             raise SessionNotFound(session_id)
-        return self._holder(session_id, raw) if raw else None
+        return self._holder(session_id, raw)
 
     # -- search -----------------------------------------------------------------
 

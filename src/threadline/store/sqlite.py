@@ -1239,14 +1239,8 @@ def _entry_from_row(row: Any) -> ScratchpadEntry:
 
 
 def _holder(session_id: str, lock_json: str | None) -> LockHolder | None:
-    """The session's attach lock from its ``lock`` column; unreadable is ``CorruptRecord``."""
-    if not lock_json:
-        return None
-    try:
-        return LockHolder.from_json(lock_json)
-    except ValueError as exc:
-        where = f"session {session_id}"
-        raise CorruptRecord(f"unreadable lock record: {exc}", where=where) from exc
+    """The session's attach lock from its ``lock`` column."""
+    return LockHolder.stored(lock_json, where=f"session {session_id}")
 
 
 def _refuse_if_locked(session_id: str, lock_json: str | None, force: bool) -> None:
