@@ -495,14 +495,20 @@ def test_batch_and_single_appends_count_the_same() -> None:
 
 
 @pytest.mark.usefixtures("tiktoken_data")
-def test_an_exact_count_a_message_carries_is_kept() -> None:
-    """A copy from another store (or a caller who counted) keeps its exact count, first."""
+def test_a_count_a_message_carries_for_the_session_family_is_recounted() -> None:
+    """An edited message keeps its old counts: the session's family is always counted
+    again (exact or estimated key alike); other families' counts ride along after it."""
     from threadline.store.base import prepare_messages, primary_tokens
 
-    m = Message.user("counted already", token_counts={"cl100k_base": 9, "o200k_base": 4})
+    m = Message.user(
+        "counted before an edit " * 50,
+        token_counts={"cl100k_base": 9, "o200k_base": 4, "o200k_base:estimated": -5},
+    )
     [stored] = prepare_messages("gpt-4o", [m])
-    assert list(stored.token_counts) == ["o200k_base", "cl100k_base"]
-    assert primary_tokens(stored) == 4
+    assert list(stored.token_counts) == ["o200k_base:estimated", "cl100k_base"]
+    assert primary_tokens(stored) == tokens.stored_counter(
+        tokens.counter_for("gpt-4o")
+    ).count_message(m)
     [claude] = prepare_messages("claude-sonnet-4-5", [m])
     assert next(iter(claude.token_counts)) == "anthropic"  # its own family comes first
 

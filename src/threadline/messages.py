@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from threadline.errors import InvalidMessage, validation_problems
 from threadline.json_limits import nesting_too_deep
@@ -133,12 +133,17 @@ class ToolCall(_Model):
         return cls(id=id, name=name, raw_arguments=text)
 
     def arguments_json(self) -> str:
-        """The arguments as compact JSON text, non-ASCII kept: pydantic-core's encoder, which
-        writes what ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` writes
-        for stored arguments, ten times faster."""
+        """The arguments as compact JSON text, non-ASCII kept: pydantic-core's encoder, ten
+        times faster than ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``
+        and the same text but for how some floats are spelled (``1e-7`` for ``1e-07``).
+        Text that is not valid UTF-8 goes through ``json.dumps``, as before, so storing
+        the message refuses it with ``InvalidMessage``."""
         if self.raw_arguments is not None:
             return self.raw_arguments
-        return to_json(self.arguments).decode("utf-8")
+        try:
+            return to_json(self.arguments).decode("utf-8")
+        except PydanticSerializationError:
+            return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
 
 
 def _not_json(constant: str) -> Any:

@@ -505,8 +505,8 @@ class EstimatingCounter(_BaseCounter):
 
     def count_message(self, message: Message) -> int:
         """``_BaseCounter.count_message`` with one estimate of all the message's text: the
-        raw estimate adds up over joined texts, so only the rounding (once, not per text)
-        differs, and a tool step costs one pass instead of four."""
+        raw estimate adds up over joined texts, so only the rounding differs (once, not
+        per text: up to a token a text lower), and a tool step costs one pass, not four."""
         content = message.content
         if not message.tool_calls and isinstance(content, str):
             total = self.per_message
@@ -622,7 +622,8 @@ def stored_counter(counter: TokenCounter) -> TokenCounter:
 
     Only a window's messages need exact counts, and a build counts exactly whatever it
     sends that is stored as an estimate, so budgets stay exact while totals, triggers and
-    cuts add estimates that err high."""
+    cuts add estimates (high on ordinary text, low on base64, random strings and rare
+    scripts: see "How the estimator works")."""
     if not isinstance(counter, TiktokenCounter):
         return counter
     with _lock:

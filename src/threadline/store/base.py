@@ -683,8 +683,9 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
 
     The first key of ``token_counts`` is what backends add to the session's
     ``total_tokens`` (see ``primary_tokens``): the count of ``tokens.stored_counter``, an
-    estimate where exact counting is dear (a build counts those exactly), or an exact
-    count the message already carries for the session's family (a copy keeps its own).
+    estimate where exact counting is dear (a build counts those exactly). A count the
+    message carries for the session's family, exact or estimated, is never trusted (an
+    edited message keeps its old count); other families' counts ride along after it.
     """
     from threadline.messages import Message
     from threadline.tokens import counter_for, stored_counter
@@ -707,16 +708,12 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
         if m.id in seen:
             raise InvalidMessage(f"message id {m.id} appears twice in one batch")
         seen.add(m.id)
-        carried = m.token_counts
-        if not carried:
-            counts = {estimated: count(m)}
-        else:  # other families' counts ride along, after the one stored here
-            known = carried.get(exact)
-            first, n = (exact, known) if known is not None and known >= 0 else (estimated, count(m))
-            counts = {first: n}
-            counts.update(carried)
-            counts[first] = n
-        copy = _stamped_copy(m, counts)
+        counts = {estimated: count(m)}
+        if m.token_counts:
+            counts.update(
+                (k, v) for k, v in m.token_counts.items() if k != exact and k != estimated
+            )
+        copy = _stamped_copy(m, counts, Message)
         prepared.append(copy)
         bodies.append(encode_message(copy))
     return prepared
@@ -726,12 +723,14 @@ _STAMPED: Final = frozenset({"seq", "token_counts"})
 _set_attribute = object.__setattr__
 
 
-def _stamped_copy(m: Message, counts: dict[str, int]) -> Message:
+def _stamped_copy(m: Message, counts: dict[str, int], message_type: type[Message]) -> Message:
     """``m.model_copy(update={"seq": None, "token_counts": counts})``, made as pydantic's
-    ``__copy__`` makes it (a shallow copy of the fields; messages have no extra or private
-    attributes) without its generic path, which was a sixth of a prepared message's cost.
-    A test holds it equal to ``model_copy``."""
-    new = type(m).__new__(type(m))
+    ``__copy__`` makes it (a shallow copy of the fields) without its generic path, which was
+    a sixth of a prepared message's cost; a subclass, or a message with extra or private
+    attributes, takes ``model_copy`` itself. A test holds the two equal."""
+    if type(m) is not message_type or m.__pydantic_extra__ or m.__pydantic_private__:
+        return m.model_copy(update={"seq": None, "token_counts": counts})
+    new = message_type.__new__(message_type)
     fields = m.__dict__.copy()
     fields["seq"] = None
     fields["token_counts"] = counts
@@ -935,9 +934,6 @@ class Session:
         """Retractions a fork inherits from its ancestors (fixed, like its fork point)."""
         self._read_with: retraction.Retractions | None = None
         """The index the latest view read through this handle used (see ``hidden_after``)."""
-        self._stale = False
-        """Set by ``append``: the counters are read again when next asked for, so a run of
-        appends does not read the session back after each one."""
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, agent={self.agent!r}, messages={self.message_count})"
@@ -949,7 +945,8 @@ class Session:
 
     @property
     def info(self) -> SessionInfo:
-        return self._current()
+        """As of this handle's last read or append (``refresh`` reads it again)."""
+        return self._info
 
     @property
     def agent(self) -> str:
@@ -965,15 +962,15 @@ class Session:
 
     @property
     def message_count(self) -> int:
-        return self._current().message_count
+        return self._info.message_count
 
     @property
     def total_tokens(self) -> int:
-        return self._current().total_tokens
+        return self._info.total_tokens
 
     @property
     def last_seq(self) -> int:
-        return self._current().last_seq
+        return self._info.last_seq
 
     @property
     def tokenizer_family(self) -> str:
@@ -986,11 +983,7 @@ class Session:
 
     def refresh(self) -> Session:
         self._info = self.store.session_info(self.id)
-        self._stale = False
         return self
-
-    def _current(self) -> SessionInfo:
-        return self.refresh()._info if self._stale else self._info
 
     # -- messages
     def append(self, messages: Message | Sequence[Message]) -> list[Message]:
@@ -1008,7 +1001,16 @@ class Session:
         calls = {c.id for m in stored if m.tool_calls for c in m.tool_calls}
         if calls:
             self._recent_calls = calls
-        self._stale = True
+        info = self._info
+        if stored and (stored[0].seq or 0) <= info.last_seq:
+            self.refresh()  # a batch stored before: read the counters rather than add twice
+        elif stored:  # the counters as this append left them, without reading them back
+            self._info = info.replace(
+                last_seq=max(info.last_seq, stored[-1].seq or 0),
+                message_count=info.message_count + len(stored),
+                total_tokens=info.total_tokens + sum(map(primary_tokens, stored)),
+                updated_at=utcnow(),
+            )
         return stored
 
     def _check_results_have_calls(self, batch: list[Message]) -> None:

@@ -99,6 +99,10 @@ SYNCHRONOUS_LEVELS = ("full", "normal", "extra", "off")
 DEFAULT_SYNCHRONOUS = "full"
 MAX_BUSY_TIMEOUT_MS = 24 * 3600 * 1000
 URL_OPTIONS = ("synchronous", "busy_timeout", "mode")
+MAX_INDEX_BACKLOG = 50_000
+"""An append that leaves more messages than this waiting for the search index brings it up
+to date (once in that many appends, about a second's work): appends otherwise never index,
+and a read-only handle indexes what waits in a temporary table at every search."""
 INDEX_TEXT_FUNCTION = "threadline_index_text"
 """The SQL name of ``search_query.body_fts_text`` on every connection."""
 FTS_OPTIONS = "content='', tokenize='unicode61 remove_diacritics 0'"
@@ -601,7 +605,10 @@ class SQLiteStore:
             if self._closed:
                 return
             if not self.read_only and self._damage is None:
-                with contextlib.suppress(ThreadlineError):
+                with contextlib.suppress(ThreadlineError, sqlite3.Error):
+                    # only if the store is free now: a busy one leaves the catch-up to the
+                    # next search rather than hold up the close for the busy timeout
+                    self._con.execute("PRAGMA busy_timeout = 0")
                     self.update_search_index()
             self._closed = True
             self._con.close()
@@ -746,7 +753,8 @@ class SQLiteStore:
 
     def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         """One transaction of plain inserts: the full-text index catches up before a
-        search answers (``update_search_index``), never row by row here."""
+        search answers and on close (``update_search_index``), never row by row here,
+        and here only when ``MAX_INDEX_BACKLOG`` messages wait."""
         if not messages:
             return []
         bodies = stored_bodies(messages)
@@ -799,6 +807,8 @@ class SQLiteStore:
                     session_id,
                 ),
             )
+            if rowid + len(rows) - indexed_upto > MAX_INDEX_BACKLOG:
+                self._index_pending(con)
         return stored
 
     def _stored_copies(
@@ -1127,9 +1137,9 @@ class SQLiteStore:
 
     def update_search_index(self) -> int:
         """Index the messages appended since the index last caught up, in one statement
-        and one transaction; returns how many. Searches call it first and imports when
-        they end; appends never do, so their cost stays that of plain inserts. Nothing to
-        do costs one read."""
+        and one transaction; returns how many. Searches call it first, and ``close``;
+        appends only past ``MAX_INDEX_BACKLOG``, so they cost plain inserts. Nothing to do
+        costs one read."""
         if self.read_only:
             return 0
         with self._read() as con:

@@ -1,0 +1,117 @@
+"""What an append promises besides storing (issue 12's bulk path): counters without a
+read back, copies that keep what pydantic's copy keeps, bad text refused by name, and a
+search index that never holds an append or a close hostage."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from pydantic import ConfigDict, PrivateAttr
+
+from threadline import Message, ToolCall
+from threadline.errors import InvalidMessage
+from threadline.store import sqlite as sqlite_store
+from threadline.store.base import prepare_messages
+from threadline.store.sqlite import SQLiteStore
+
+
+@pytest.fixture(autouse=True)
+def _estimated_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THREADLINE_TOKENIZER", "estimate")
+
+
+def test_counters_follow_appends_without_reading_the_store(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s.db") as store:
+        session = store.create_session(model="gpt-4o")
+        first = session.append([Message.user("one"), Message.assistant("two")])
+        again = session.append(Message.user("three"))
+        stored = store.session_info(session.id)
+    # the store is closed: the handle answers from what its appends returned
+    assert (
+        (session.last_seq, session.message_count)
+        == (3, 3)
+        == (
+            stored.last_seq,
+            stored.message_count,
+        )
+    )
+    assert (
+        session.total_tokens
+        == stored.total_tokens
+        == sum(next(iter(m.token_counts.values())) for m in first + again)
+    )
+    assert session.info.updated_at >= stored.created_at
+    assert "messages=3" in repr(session)
+
+
+def test_a_batch_stored_before_is_not_counted_twice(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session = store.create_session()
+    batch = [Message.user("a"), Message.user("b")]
+    session.append(batch)
+    session.append(batch)  # the same ids: the stored copies come back, nothing is added
+    assert session.message_count == store.session_info(session.id).message_count == 2
+    store.delete_session(session.id)
+    assert "messages=2" in repr(session)  # no read: a deleted session still prints
+
+
+class Tagged(Message):
+    model_config = ConfigDict(extra="allow")
+    _note: str = PrivateAttr(default="")
+
+
+def test_a_subclass_keeps_its_extra_and_private_attributes() -> None:
+    m = Tagged.model_validate({"role": "user", "content": "hi", "source": "web"})
+    m._note = "kept"
+    [copy] = prepare_messages(None, [m])
+    assert isinstance(copy, Tagged) and copy is not m
+    assert copy.__pydantic_extra__ == {"source": "web"} and copy._note == "kept"
+
+
+def test_tool_arguments_that_are_not_utf8_are_refused_by_name(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session = store.create_session(model="gpt-4o")
+    call = ToolCall(id="c1", name="write", arguments={"text": "lone \ud800 surrogate"})
+    with pytest.raises(InvalidMessage, match="not valid UTF-8"):
+        session.append(Message.assistant("", tool_calls=[call]))
+    assert session.count() == 0
+
+
+def test_an_append_past_the_backlog_limit_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that never searches or closes still bounds what a read-only handle
+    indexes at each search."""
+    monkeypatch.setattr(sqlite_store, "MAX_INDEX_BACKLOG", 10)
+    store = SQLiteStore(tmp_path / "s.db")
+    session = store.create_session()
+    session.append([Message.user(f"early {i}") for i in range(10)])
+    assert store.index_backlog() == 10  # at the limit, not past it
+    session.append(Message.user("one more"))
+    assert store.index_backlog() == 0
+    assert store.search("early").total == 10
+
+
+def test_close_does_not_wait_for_a_busy_store(tmp_path: Path) -> None:
+    """Another connection holds the write lock: close leaves the catch-up to the next
+    search instead of waiting out the busy timeout (a minute by default)."""
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    session = store.create_session()
+    session.append([Message.user(f"waiting {i}") for i in range(5)])
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    closer.join(timeout=30)
+    finished = not closer.is_alive()
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    closer.join()
+    assert finished
+    reopened = SQLiteStore(path)
+    assert reopened.index_backlog() == 5  # left for the next search, which finds them
+    assert reopened.search("waiting").total == 5
