@@ -381,25 +381,31 @@ class _BaseCounter:
         return total
 
     def count_message(self, message: Message) -> int:
+        total, texts = self._message_parts(message)
+        return total + sum(map(self.count_text, texts))
+
+    def _message_parts(self, message: Message) -> tuple[int, list[str]]:
+        """What a message costs besides its texts (overheads, images, files), and the
+        texts: the one place that says which of a message's text is counted."""
         total = self.per_message
-        if isinstance(message.content, str):
-            total += self.count_text(message.content)
-        else:
-            for part in message.content:
-                if isinstance(part, TextPart):
-                    total += self.count_text(part.text)
-                elif isinstance(part, ImagePart):
-                    total += self.image_tokens(part)
-                else:
-                    total += self._file_tokens(part)
+        content = message.content
+        texts = [content] if isinstance(content, str) else []
+        for part in () if isinstance(content, str) else content:
+            if isinstance(part, TextPart):
+                texts.append(part.text)
+            elif isinstance(part, ImagePart):
+                total += self.image_tokens(part)
+            else:
+                total += self._file_tokens(part)
         for call in message.tool_calls:
-            total += TOOL_CALL_OVERHEAD + self.count_text(call.id)
-            total += self.count_text(call.name) + self.count_text(call.arguments_json())
+            total += TOOL_CALL_OVERHEAD
+            texts += (call.id, call.name, call.arguments_json())
         if message.tool_call_id:
-            total += self.count_text(message.tool_call_id)
+            texts.append(message.tool_call_id)
         if message.name:
-            total += self.per_name + self.count_text(message.name)
-        return total
+            total += self.per_name
+            texts.append(message.name)
+        return total, texts
 
     def count_messages(self, messages: Iterable[Message]) -> int:
         return self.reply_priming + sum(self.count_message(m) for m in messages)
@@ -507,30 +513,7 @@ class EstimatingCounter(_BaseCounter):
         """``_BaseCounter.count_message`` with one estimate of all the message's text: the
         raw estimate adds up over joined texts, so only the rounding differs (once, not
         per text: up to a token a text lower), and a tool step costs one pass, not four."""
-        content = message.content
-        if not message.tool_calls and isinstance(content, str):
-            total = self.per_message
-            if message.name:
-                total += self.per_name
-                content += message.name
-            if message.tool_call_id:
-                content += message.tool_call_id
-            return total + self.count_text(content)
-        texts: list[str] = [message.tool_call_id or "", message.name or ""]
-        total = self.per_message + (self.per_name if message.name else 0)
-        if isinstance(content, str):
-            texts.append(content)
-        else:
-            for part in content:
-                if isinstance(part, TextPart):
-                    texts.append(part.text)
-                elif isinstance(part, ImagePart):
-                    total += self.image_tokens(part)
-                else:
-                    total += self._file_tokens(part)
-        for call in message.tool_calls:
-            total += TOOL_CALL_OVERHEAD
-            texts += (call.id, call.name, call.arguments_json())
+        total, texts = self._message_parts(message)
         return total + self.count_text("".join(texts))
 
     def image_tokens(self, part: ImagePart) -> int:

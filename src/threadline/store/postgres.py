@@ -88,14 +88,15 @@ from threadline.store.base import (
     check_scratchpad_entry,
     check_session_fields,
     check_title,
-    encode_message,
     new_checkpoint,
+    numbered,
     pick_unique,
     primary_tokens,
     same_memo,
     split_url_options,
     stamped,
     start_counters,
+    stored_bodies,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -781,7 +782,8 @@ class PostgresStore:
     def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         if not messages:
             return []
-        prepared = [_message_row(m) for m in messages]  # before the session is locked
+        bodies = stored_bodies(messages)  # before the session is locked
+        prepared = [_message_row(m, b) for m, b in zip(messages, bodies, strict=True)]
         with self._read() as conn:
             try:
                 # one pipeline: BEGIN, lock and lookup travel together, then the inserts,
@@ -798,7 +800,7 @@ class PostgresStore:
                 ) from exc
         if isinstance(first, list):
             return first
-        return [m.model_copy(update={"seq": first + i}) for i, m in enumerate(messages)]
+        return numbered(messages, first)
 
     def _append_in(
         self,
@@ -1186,11 +1188,10 @@ def _all(conn: Conn, record: type[R], query: str, args: Params) -> list[R]:
     return conn.cursor(row_factory=class_row(record)).execute(query, args).fetchall()
 
 
-def _message_row(m: Message) -> tuple[str, str, datetime, int, str, str]:
+def _message_row(m: Message, body: bytes) -> tuple[str, str, datetime, int, str, str]:
     """A message's columns but session and seq; search sees a bounded, NUL-free text."""
     text = _search_text(message_pieces(m))
-    body = encode_message(m).decode("utf-8")
-    return (m.id, m.role, m.created_at, primary_tokens(m), body, text)
+    return (m.id, m.role, m.created_at, primary_tokens(m), body.decode("utf-8"), text)
 
 
 def _holder_for_update(conn: Conn, session_id: str) -> LockHolder | None:

@@ -97,9 +97,9 @@ from threadline.store.base import (
     check_scratchpad_entry,
     check_session_fields,
     check_title,
-    encode_message,
     format_ts,
     new_checkpoint,
+    numbered,
     pick_unique,
     primary_tokens,
     refuse_unknown_options,
@@ -107,6 +107,7 @@ from threadline.store.base import (
     split_url_options,
     stamped,
     start_counters,
+    stored_bodies,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -578,7 +579,7 @@ class RedisStore:
         if not messages:
             return []
         self._session_key(session_id)
-        bodies = [encode_message(m) for m in messages]
+        bodies = stored_bodies(messages)
         tokens = sum(primary_tokens(m) for m in messages)
         now = utcnow()
         with self._translate():
@@ -598,7 +599,7 @@ class RedisStore:
         code = int(res[0])
         if code == 1:
             first = int(res[1])
-            return [m.model_copy(update={"seq": first + k}) for k, m in enumerate(messages)]
+            return numbered(messages, first)
         if code == 0:
             out = []
             for seq, body in zip(res[1::2], res[2::2], strict=True):
