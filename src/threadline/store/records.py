@@ -22,12 +22,13 @@ import typing
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 from types import NoneType, UnionType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 MAX_SHOWN = 60
 """Characters of a refused value quoted in an error."""
 
 Convert = Callable[[object], object]
+_T = TypeVar("_T")
 
 
 class Record:
@@ -157,12 +158,7 @@ def _int(value: object) -> int:
     """An integer, or one written as text (a Redis hash field); never a bool or a fraction."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise ValueError(f"expected an integer, got {_described(value)}")
+    return _from_text(value, int, "an integer")
 
 
 def _float(value: object) -> float:
@@ -170,12 +166,17 @@ def _float(value: object) -> float:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    return _from_text(value, float, "a number")
+
+
+def _from_text(value: object, parse: Callable[[str], _T], what: str) -> _T:
+    """A value written as text, which ``parse`` reads; anything else names ``what``."""
     if isinstance(value, str):
         try:
-            return float(value)
+            return parse(value)
         except ValueError:
             pass
-    raise ValueError(f"expected a number, got {_described(value)}")
+    raise ValueError(f"expected {what}, got {_described(value)}")
 
 
 def _datetime(value: object) -> datetime:
