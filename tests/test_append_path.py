@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ConfigDict, PrivateAttr
+from pydantic_core import TzInfo
 
 from threadline import Message, ToolCall
 from threadline.errors import InvalidMessage
 from threadline.store import sqlite as sqlite_store
-from threadline.store.base import prepare_messages
+from threadline.store.base import format_ts, parse_ts, prepare_messages, stored_times
 from threadline.store.sqlite import SQLiteStore
 
 
@@ -115,3 +119,34 @@ def test_close_does_not_wait_for_a_busy_store(tmp_path: Path) -> None:
     reopened = SQLiteStore(path)
     assert reopened.index_backlog() == 5  # left for the next search, which finds them
     assert reopened.search("waiting").total == 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    when=st.datetimes(
+        min_value=datetime(1, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)), TzInfo(0)]),
+    )
+    | st.datetimes(min_value=datetime(1, 1, 2), timezones=st.just(UTC)).map(
+        lambda d: d.replace(microsecond=0)
+    )
+)
+def test_stored_times_are_format_ts(when: datetime) -> None:
+    """The rows' time text, taken from pydantic-core's JSON where that is already the
+    stored form, is ``format_ts`` to the character: any offset, no microseconds, any
+    year."""
+    m = Message.user("x").model_copy(update={"created_at": when})
+    (text,) = stored_times([m])
+    assert text == format_ts(when)
+    assert len(text) == 27 and text.endswith("Z")
+    assert parse_ts(text) == when
+
+
+def test_format_ts_is_rfc3339_utc_with_microseconds() -> None:
+    assert (
+        format_ts(datetime(2026, 1, 8, 20, 53, 0, 5, tzinfo=UTC)) == "2026-01-08T20:53:00.000005Z"
+    )
+    shifted = datetime(2026, 1, 9, 1, 23, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    assert format_ts(shifted) == "2026-01-08T19:53:00.000000Z"
+    assert format_ts(datetime(987, 6, 5, tzinfo=UTC)) == "0987-06-05T00:00:00.000000Z"

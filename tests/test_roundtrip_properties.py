@@ -174,7 +174,13 @@ def test_a_prepared_batch_is_what_model_copy_and_model_dump_would_make(
     """``prepare_messages`` copies and encodes without pydantic's generic paths: its
     copies and bodies must be exactly ``model_copy``'s and ``model_dump_json``'s, and the
     caller's messages are left as they were."""
-    from threadline.store.base import numbered, prepare_messages, stored_bodies
+    from threadline.store.base import (
+        numbered,
+        prepare_messages,
+        primary_tokens,
+        stored_bodies,
+        stored_tokens,
+    )
 
     for m in messages:
         m.metadata = {"k": [1, {"x": None}]} if len(m.text) % 2 else {}
@@ -191,3 +197,9 @@ def test_a_prepared_batch_is_what_model_copy_and_model_dump_would_make(
     stored = numbered(prepared, 5)
     assert [m.seq for m in stored] == list(range(5, 5 + len(messages)))
     assert [m.seq for m in messages] == [None] * len(messages)  # the caller's are untouched
+    for seq, (m, copy) in enumerate(zip(messages, stored, strict=True), 5):
+        # numbered writes seq past pydantic's __setattr__: the copy is still model_copy's
+        expected = m.model_copy(update={"seq": seq, "token_counts": copy.token_counts})
+        assert copy == expected and copy.model_fields_set == expected.model_fields_set
+        assert copy.model_dump_json() == expected.model_dump_json()
+    assert stored_tokens(stored) == [primary_tokens(m) for m in stored]

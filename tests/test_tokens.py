@@ -6,7 +6,6 @@ import itertools
 import json
 import math
 import os
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -278,14 +277,54 @@ def test_estimator_errs_high_on_english_and_code() -> None:
         assert exact.count_text(text) <= est.count_text(text) <= 1.6 * exact.count_text(text)
 
 
-def test_estimator_is_fast() -> None:
-    text = ("def f(x):\n    return {'a': x, 'b': [1, 2, 3]}  # café\n" * 2000)[:100_000]
-    counter = tokens.EstimatingCounter("generic")
-    start = time.perf_counter()
-    for _ in range(20):
-        counter.count_text(text)
-    per_call = (time.perf_counter() - start) / 20
-    assert per_call < 0.005, f"{per_call * 1000:.2f} ms for 100 KB"
+def _reference_estimate(text: str) -> float:
+    """The estimator's formula, character by character (the module docstring's sum)."""
+    total = 0.0
+    for c in text:
+        if "a" <= c <= "z":
+            total += tokens.LOWERCASE_WEIGHT
+        elif "A" <= c <= "Z":
+            total += tokens.UPPERCASE_WEIGHT
+        elif "0" <= c <= "9":
+            total += tokens.DIGIT_WEIGHT
+        elif c in " \t\r\f\v":
+            total += tokens.SPACE_WEIGHT
+        elif c == "\n":
+            total += tokens.NEWLINE_WEIGHT
+        elif c.isascii():
+            total += tokens.PUNCTUATION_WEIGHT
+        else:
+            total += tokens.NON_ASCII_WEIGHT
+    return total
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(max_size=400)
+    | st.text(alphabet="aZ9 \n.\ud800é这😀", min_size=300, max_size=2000)
+    | st.sampled_from(["", "z" * 5000, "9" * 5000, "😀" * 3000, "\x00\x7f" * 1000])
+)
+def test_estimate_matches_its_formula(text: str) -> None:
+    """The byte-weight table and adler32's sums give the formula's value exactly: each
+    character once (lone surrogates and 4-byte characters too), long texts summed in
+    slices that never wrap adler32's modulus."""
+    assert tokens.estimate_o200k(text) == pytest.approx(_reference_estimate(text), abs=1e-6)
+
+
+def test_weights_are_whole_units() -> None:
+    """The weight table holds each weight exactly (a weight that is not a whole number of
+    ``WEIGHT_UNITS`` would be rounded silently)."""
+    for weight in (
+        tokens.LOWERCASE_WEIGHT,
+        tokens.UPPERCASE_WEIGHT,
+        tokens.DIGIT_WEIGHT,
+        tokens.PUNCTUATION_WEIGHT,
+        tokens.SPACE_WEIGHT,
+        tokens.NEWLINE_WEIGHT,
+        tokens.NON_ASCII_WEIGHT,
+    ):
+        assert weight * tokens.WEIGHT_UNITS == pytest.approx(round(weight * tokens.WEIGHT_UNITS))
+        assert round(weight * tokens.WEIGHT_UNITS) * tokens.WEIGHT_SLICE < 65521
 
 
 def test_estimator_non_ascii_counts_about_one_each() -> None:

@@ -16,10 +16,7 @@ the model's tokenizer family (from the catalog), cached per family:
 
 How the estimator works
 -----------------------
-One C-speed pass classifies the ASCII bytes of the text (``bytes.translate``
-to a class letter, then ``bytes.count`` per class); non-ASCII characters are
-counted as a group (``len(text) - len(text.encode("ascii", "ignore"))``). The
-raw estimate is a weighted sum in o200k tokens::
+The raw estimate is a weighted sum in o200k tokens::
 
     0.185 * lowercase + 0.35 * uppercase + 0.85 * digits + 0.52 * punctuation
     + 0.20 * spaces/tabs + 0.25 * newlines + 1.0 * non-ASCII characters
@@ -36,6 +33,13 @@ Non-ASCII characters count 1 each: CJK is about 0.7 o200k tokens a character,
 emoji 1.4, Cyrillic and accented Latin far less, so 1 is high for most
 scripts. Runs of whitespace count per character (high for deep indentation,
 which BPE merges).
+
+It is computed in two C-speed passes over the text's UTF-8 bytes: ``bytes.translate``
+maps every byte to its weight in 1/200 token (lowercase 37, uppercase 70, ...; a
+non-ASCII character's lead byte 200, its continuation bytes 0, so it counts once),
+and ``zlib.adler32`` adds them up: its low half is the byte sum modulo 65521, exact
+for a slice of at most ``WEIGHT_SLICE`` bytes. The sum is the weighted sum above,
+in whole units, three times faster than counting each class.
 
 The raw estimate is then multiplied by the family's ratio to o200k
 (``FAMILY_RATIOS``: Anthropic's and the older SentencePiece vocabularies need
@@ -116,6 +120,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+from zlib import adler32
 
 from threadline import catalog
 from threadline.messages import FilePart, ImagePart, Message, TextPart
@@ -178,21 +183,31 @@ BASE64_CHARS_PER_TOKEN = 1.4
 """Measured: random base64 is 1.47 characters per o200k token."""
 FILE_PART_OVERHEAD = 4
 
-# Class letters for bytes.translate: lowercase, Uppercase, digit, punctuation,
-# space/tab/CR, newline. Other control bytes count as punctuation.
-_CLASS_TABLE = bytearray(b"p" * 256)
-for _c in string.ascii_lowercase:
-    _CLASS_TABLE[ord(_c)] = ord("a")
-for _c in string.ascii_uppercase:
-    _CLASS_TABLE[ord(_c)] = ord("A")
-for _c in string.digits:
-    _CLASS_TABLE[ord(_c)] = ord("d")
-for _c in " \t\r\f\v":
-    _CLASS_TABLE[ord(_c)] = ord("s")
-_CLASS_TABLE[ord("\n")] = ord("n")
-CLASS_TABLE = bytes(_CLASS_TABLE)
-LOWERCASE_BYTES = string.ascii_lowercase.encode("ascii")
-del _CLASS_TABLE, _c
+WEIGHT_UNITS = 200
+"""Weights in whole 1/200 tokens: every weight above is a whole number of them."""
+WEIGHT_SLICE = 65520 // WEIGHT_UNITS
+"""Bytes adler32 adds up exactly at once: their weights sum below its modulus, 65521."""
+
+
+def _weight_table() -> bytes:
+    """Each byte's weight in ``WEIGHT_UNITS`` (``bytes.translate`` table). Other ASCII
+    (control bytes included) counts as punctuation; a UTF-8 lead byte counts its character,
+    a continuation byte nothing."""
+    table = [round(PUNCTUATION_WEIGHT * WEIGHT_UNITS)] * 128
+    for chars, weight in [
+        (string.ascii_lowercase, LOWERCASE_WEIGHT),
+        (string.ascii_uppercase, UPPERCASE_WEIGHT),
+        (string.digits, DIGIT_WEIGHT),
+        (" \t\r\f\v", SPACE_WEIGHT),
+        ("\n", NEWLINE_WEIGHT),
+    ]:
+        for c in chars:
+            table[ord(c)] = round(weight * WEIGHT_UNITS)
+    table += [0] * 64 + [round(NON_ASCII_WEIGHT * WEIGHT_UNITS)] * 64
+    return bytes(table)
+
+
+WEIGHT_TABLE = _weight_table()
 
 # -- long text (see "Long text" in the module docstring) -------------------------
 
@@ -460,29 +475,18 @@ class TiktokenCounter(_BaseCounter):
 
 def estimate_o200k(text: str) -> float:
     """The raw estimate of ``text`` in o200k tokens, before family ratio and margin."""
-    if text.isascii():
-        raw = text.encode("ascii")
-        non_ascii = 0
-    else:
-        raw = text.encode("ascii", "ignore")
-        non_ascii = len(text) - len(raw)
-    # lowercase is most of most text: drop it first, then classify the shorter rest
-    rest = raw.translate(None, LOWERCASE_BYTES)
-    classes = rest.translate(CLASS_TABLE)
-    upper = classes.count(b"A")
-    digits = classes.count(b"d")
-    spaces = classes.count(b"s")
-    newlines = classes.count(b"n")
-    punct = len(rest) - upper - digits - spaces - newlines
-    lower = len(raw) - len(rest)
+    weights = text.encode("utf-8", "surrogatepass").translate(WEIGHT_TABLE)
+    if len(weights) <= WEIGHT_SLICE:
+        return (adler32(weights, 0) & 0xFFFF) / WEIGHT_UNITS
+    view = memoryview(weights)
     return (
-        LOWERCASE_WEIGHT * lower
-        + UPPERCASE_WEIGHT * upper
-        + DIGIT_WEIGHT * digits
-        + PUNCTUATION_WEIGHT * punct
-        + SPACE_WEIGHT * spaces
-        + NEWLINE_WEIGHT * newlines
-        + NON_ASCII_WEIGHT * non_ascii
+        sum(
+            [
+                adler32(view[i : i + WEIGHT_SLICE], 0) & 0xFFFF
+                for i in range(0, len(view), WEIGHT_SLICE)
+            ]
+        )
+        / WEIGHT_UNITS
     )
 
 
@@ -514,7 +518,8 @@ class EstimatingCounter(_BaseCounter):
         raw estimate adds up over joined texts, so only the rounding differs (once, not
         per text: up to a token a text lower), and a tool step costs one pass, not four."""
         total, texts = self._message_parts(message)
-        return total + self.count_text("".join(texts))
+        text = "".join(texts)
+        return total + math.ceil(estimate_o200k(text) * self._scale) if text else total
 
     def image_tokens(self, part: ImagePart) -> int:
         if self.imitates in TIKTOKEN_FAMILIES:

@@ -24,6 +24,7 @@ import base64
 import binascii
 import contextlib
 import copy
+import functools
 import json
 import os
 import re
@@ -32,7 +33,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl
 
 from threadline.errors import (
@@ -54,6 +55,8 @@ from threadline.store.records import Record
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from typing import Unpack
+
+    from pydantic_core import SchemaSerializer
 
     from threadline.messages import Message
     from threadline.store.search_query import SearchOptions, SearchPage
@@ -128,6 +131,8 @@ def validate_session_id(
     The one rule for session ids, agent names and message ids: a full match of
     ``SESSION_ID_PATTERN``, so neither a trailing newline nor a 1 MiB id gets through.
     """
+    if _good_id(value):
+        return value  # as on every append: the checks below say what is wrong
     if not isinstance(value, str):
         raise error(f"{what} must be a string, got {type(value).__name__}")
     if len(value) > MAX_ID_LENGTH:
@@ -146,6 +151,20 @@ def validate_session_id(
     return value
 
 
+def _good_id(value: object) -> TypeGuard[str]:
+    return type(value) is str and ".." not in value and bool(_SESSION_ID_RE.fullmatch(value))
+
+
+def _good_call_id(value: object) -> TypeGuard[str]:
+    """Printable ASCII of a good length: no control character, so no regex needed."""
+    return (
+        type(value) is str
+        and 0 < len(value) <= MAX_CALL_ID_LENGTH
+        and value.isascii()
+        and value.isprintable()
+    )
+
+
 def validate_agent(value: object) -> str:
     return validate_session_id(value, what="agent name")
 
@@ -156,6 +175,8 @@ def validate_message_id(value: object) -> str:
 
 def validate_call_id(value: object, *, what: str = "tool call id") -> str:
     """A provider's tool-call id: kept as sent, but never empty, huge or with control characters."""
+    if _good_call_id(value):
+        return value
     if not isinstance(value, str):
         raise InvalidMessage(f"{what} must be a string, got {type(value).__name__}")
     if not value or len(value) > MAX_CALL_ID_LENGTH:
@@ -275,7 +296,16 @@ def format_ts(dt: datetime) -> str:
     """RFC 3339 UTC with microseconds: sorts lexicographically in every backend."""
     if dt.tzinfo is not UTC and dt.utcoffset() != _NO_OFFSET:
         dt = dt.astimezone(UTC)
-    return dt.isoformat(timespec="microseconds")[:26] + "Z"  # strftime's "%Y-...%fZ", faster
+    # strftime's "%Y-%m-%dT%H:%M:%S.%fZ" at half of isoformat's cost, a step of every append
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (  # noqa: UP031
+        dt.year,
+        dt.month,
+        dt.day,
+        dt.hour,
+        dt.minute,
+        dt.second,
+        dt.microsecond,
+    )
 
 
 def parse_ts(text: str) -> datetime:
@@ -672,10 +702,12 @@ def session_family(model: str | None) -> str:
 
 class PreparedBatch(list["Message"]):
     """Messages ``prepare_messages`` checked and stamped, each with its stored JSON
-    (``bodies``, made while checking), so a backend encodes a message once, and the
-    messages are the batch's own copies, which a backend may number in place."""
+    (``bodies``, made while checking) and stored count (``tokens``, what ``primary_tokens``
+    reads), so a backend encodes and looks up a message once, and the messages are the
+    batch's own copies, which a backend may number in place."""
 
     bodies: list[bytes]
+    tokens: list[int]
 
 
 def prepare_messages(model: str | None, messages: Sequence[Message]) -> PreparedBatch:
@@ -699,6 +731,7 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
     estimated, exact = counter.family, exact_counter.family
     prepared = PreparedBatch()
     prepared.bodies = bodies = []
+    prepared.tokens = stored_tokens = []
     seen: set[str] = set()
     count = counter.count_message
     for m in messages:
@@ -708,7 +741,8 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
         if m.id in seen:
             raise InvalidMessage(f"message id {m.id} appears twice in one batch")
         seen.add(m.id)
-        counts = {estimated: count(m)}
+        tokens = count(m)
+        counts = {estimated: tokens}
         if m.token_counts:
             counts.update(
                 (k, v) for k, v in m.token_counts.items() if k != exact and k != estimated
@@ -716,6 +750,7 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
         copy = _stamped_copy(m, counts, Message)
         prepared.append(copy)
         bodies.append(encode_message(copy))
+        stored_tokens.append(tokens)
     return prepared
 
 
@@ -748,13 +783,45 @@ def stored_bodies(messages: Sequence[Message]) -> list[bytes]:
     return [encode_message(m) for m in messages]
 
 
+def stored_tokens(messages: Sequence[Message]) -> list[int]:
+    """Each message's stored count (``primary_tokens``): a prepared batch's own."""
+    if isinstance(messages, PreparedBatch):
+        return messages.tokens
+    return [primary_tokens(m) for m in messages]
+
+
+def stored_times(messages: Sequence[Message]) -> list[str]:
+    """``format_ts`` of each message's ``created_at``. Where pydantic-core's JSON text of
+    the time is already that form (UTC, with microseconds) it is taken as it is: a third
+    of ``format_ts``'s cost, on every appended message (a test holds the two equal)."""
+    to_text = _time_serializer().to_python
+    out = []
+    for m in messages:
+        dt = m.created_at
+        if dt.tzinfo is UTC and dt.microsecond:
+            text = to_text(dt, mode="json")
+            if len(text) == 27 and text[-1] == "Z":
+                out.append(text)
+                continue
+        out.append(format_ts(dt))
+    return out
+
+
+@functools.cache
+def _time_serializer() -> SchemaSerializer:
+    from pydantic_core import SchemaSerializer, core_schema
+
+    return SchemaSerializer(core_schema.datetime_schema())
+
+
 def numbered(messages: Sequence[Message], first_seq: int) -> list[Message]:
     """The stored copies of a batch given seqs from ``first_seq``: a prepared batch's
-    own messages, numbered in place; copies of anyone else's."""
+    own messages, numbered in place (their fields set already names ``seq``, so the
+    field is written without pydantic's ``__setattr__``); copies of anyone else's."""
     if isinstance(messages, PreparedBatch):
         for seq, m in enumerate(messages, first_seq):
-            m.seq = seq
-        return list(messages)
+            m.__dict__["seq"] = seq
+        return messages
     return [m.model_copy(update={"seq": seq}) for seq, m in enumerate(messages, first_seq)]
 
 
@@ -775,25 +842,35 @@ def check_message(m: object) -> Message:
 
 
 def _checked(m: Message) -> Message:
-    """``check_message``'s rules, for what is known to be a ``Message``."""
-    validate_message_id(m.id)
+    """``check_message``'s rules, for what is known to be a ``Message``. A step of every
+    append: the usual message passes the quick tests, and only a failing one builds the
+    validators' error texts."""
+    if not _good_id(m.id):
+        validate_message_id(m.id)
+    if m.tool_calls:
+        _check_calls(m)
+    if m.tool_call_id is not None and not _good_call_id(m.tool_call_id):
+        validate_call_id(m.tool_call_id, what=f"message {m.id}: tool_call_id")
+    if type(m.content) is not str:  # text alone has nothing more to check
+        _check_parts(m)
+    if m.metadata:
+        problem = value_problem(m.metadata)
+        if problem is not None:
+            raise InvalidMessage(f"message {m.id}: metadata: {problem}")
+    return m
+
+
+def _check_calls(m: Message) -> None:
     calls: set[str] = set()
     for call in m.tool_calls:
-        validate_call_id(call.id, what=f"message {m.id}: tool call id")
+        if not _good_call_id(call.id):
+            validate_call_id(call.id, what=f"message {m.id}: tool call id")
         if call.id in calls:
             raise InvalidMessage(f"message {m.id}: tool call id {shown(call.id)} appears twice")
         calls.add(call.id)
         problem = value_problem(call.arguments) if call.arguments else None
         if problem is not None:
             raise InvalidMessage(f"message {m.id}: tool call {call.id} arguments: {problem}")
-    if m.tool_call_id is not None:
-        validate_call_id(m.tool_call_id, what=f"message {m.id}: tool_call_id")
-    if not isinstance(m.content, str):  # text alone has nothing more to check
-        _check_parts(m)
-    problem = value_problem(m.metadata) if m.metadata else None
-    if problem is not None:
-        raise InvalidMessage(f"message {m.id}: metadata: {problem}")
-    return m
 
 
 def _check_parts(m: Message) -> None:
@@ -996,9 +1073,8 @@ class Session:
 
         batch = [messages] if isinstance(messages, Message) else list(messages)
         prepared = prepare_messages(self.model, batch)
-        self._check_results_have_calls(prepared)
+        calls = self._check_results_have_calls(prepared)
         stored = self.store.append_messages(self.id, prepared)
-        calls = {c.id for m in stored if m.tool_calls for c in m.tool_calls}
         if calls:
             self._recent_calls = calls
         info = self._info
@@ -1008,12 +1084,14 @@ class Session:
             self._info = info.replace(
                 last_seq=max(info.last_seq, stored[-1].seq or 0),
                 message_count=info.message_count + len(stored),
-                total_tokens=info.total_tokens + sum(map(primary_tokens, stored)),
+                total_tokens=info.total_tokens + sum(stored_tokens(stored)),
                 updated_at=utcnow(),
             )
         return stored
 
-    def _check_results_have_calls(self, batch: list[Message]) -> None:
+    def _check_results_have_calls(self, batch: list[Message]) -> set[str]:
+        """Refuses a result whose call is not in the batch or the recent history; returns
+        the batch's call ids (the recent calls of the next append)."""
         called: set[str] = set()
         missing: list[str] = []
         for m in batch:
@@ -1024,10 +1102,10 @@ class Session:
         missing = [x for x in missing if x not in self._recent_calls]
         for limit in RESULT_LOOKBACK:
             if not missing:
-                return
+                break
             recent = self.tail(limit)
-            called = {c.id for m in recent for c in m.tool_calls}
-            missing = [x for x in missing if x not in called]
+            earlier = {c.id for m in recent for c in m.tool_calls}
+            missing = [x for x in missing if x not in earlier]
             if len(recent) < limit:
                 break
         if missing:
@@ -1035,6 +1113,7 @@ class Session:
                 f"tool result for call {missing[0]!r} has no matching tool call in this batch "
                 f"or the last {RESULT_LOOKBACK[-1]} messages of session {self.id}"
             )
+        return called
 
     def messages(self, *, after_seq: int = 0, include_retracted: bool = False) -> list[Message]:
         """Every message in view after ``after_seq``, oldest first; with

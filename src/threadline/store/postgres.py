@@ -91,12 +91,12 @@ from threadline.store.base import (
     new_checkpoint,
     numbered,
     pick_unique,
-    primary_tokens,
     same_memo,
     split_url_options,
     stamped,
     start_counters,
     stored_bodies,
+    stored_tokens,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -783,7 +783,10 @@ class PostgresStore:
         if not messages:
             return []
         bodies = stored_bodies(messages)  # before the session is locked
-        prepared = [_message_row(m, b) for m, b in zip(messages, bodies, strict=True)]
+        prepared = [
+            _message_row(m, b, t)
+            for m, b, t in zip(messages, bodies, stored_tokens(messages), strict=True)
+        ]
         with self._read() as conn:
             try:
                 # one pipeline: BEGIN, lock and lookup travel together, then the inserts,
@@ -1188,10 +1191,10 @@ def _all(conn: Conn, record: type[R], query: str, args: Params) -> list[R]:
     return conn.cursor(row_factory=class_row(record)).execute(query, args).fetchall()
 
 
-def _message_row(m: Message, body: bytes) -> tuple[str, str, datetime, int, str, str]:
+def _message_row(m: Message, body: bytes, tokens: int) -> tuple[str, str, datetime, int, str, str]:
     """A message's columns but session and seq; search sees a bounded, NUL-free text."""
     text = _search_text(message_pieces(m))
-    return (m.id, m.role, m.created_at, primary_tokens(m), body.decode("utf-8"), text)
+    return (m.id, m.role, m.created_at, tokens, body.decode("utf-8"), text)
 
 
 def _holder_for_update(conn: Conn, session_id: str) -> LockHolder | None:

@@ -101,13 +101,13 @@ from threadline.store.base import (
     new_checkpoint,
     numbered,
     pick_unique,
-    primary_tokens,
     refuse_unknown_options,
     same_memo,
     split_url_options,
     stamped,
     start_counters,
     stored_bodies,
+    stored_tokens,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -580,7 +580,7 @@ class RedisStore:
             return []
         self._session_key(session_id)
         bodies = stored_bodies(messages)
-        tokens = sum(primary_tokens(m) for m in messages)
+        tokens = sum(stored_tokens(messages))
         now = utcnow()
         with self._translate():
             res = self._scripts["append"](

@@ -67,13 +67,14 @@ from threadline.store.base import (
     numbered,
     parse_ts,
     pick_unique,
-    primary_tokens,
     refuse_unknown_options,
     same_memo,
     split_url_options,
     stamped,
     start_counters,
     stored_bodies,
+    stored_times,
+    stored_tokens,
     validate_agent,
     validate_offset,
     validate_page_size,
@@ -776,12 +777,13 @@ class SQLiteStore:
             rowid = max(top, indexed_upto)
             stored = numbered(messages, seq + 1)
             rows = [
-                (rowid + i, session_id, seq + i, m.id, m.role, format_ts(m.created_at), t, body)
-                for i, m, body, t in zip(
+                (rowid + i, session_id, seq + i, m.id, m.role, ts, t, body)
+                for i, m, ts, body, t in zip(
                     range(1, len(stored) + 1),
                     stored,
+                    stored_times(stored),
                     map(bytes.decode, bodies),
-                    map(primary_tokens, stored),
+                    stored_tokens(messages),
                     strict=True,
                 )
             ]
