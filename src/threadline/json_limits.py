@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 MAX_JSON_DEPTH = 100
 """Levels of ``[``/``{`` nesting accepted in a file to import and in a stored value."""
@@ -69,22 +70,34 @@ def value_problem(value: object, limit: int = MAX_JSON_DEPTH) -> str | None:
 
 
 def _fine(value: object, limit: int) -> bool:
-    """``value_problem`` would find nothing (the same walk, without the paths)."""
+    """``value_problem`` would find nothing (the same walk, without the paths). A step of
+    every append with tool arguments or metadata: a container of plain text, whole numbers
+    and flags, the usual case, is passed over in one loop."""
     stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         kind = type(item)
         if kind is str or kind is int or kind is bool or item is None:
             continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
+        values: Iterable[object]
+        if isinstance(item, dict):
+            values = item.values()
+        elif isinstance(item, _SEQUENCES):
+            values = item
+        else:
+            if isinstance(item, float) and not math.isfinite(item):
                 return False
-        elif isinstance(item, dict | list | tuple):
-            if depth >= limit:
-                return False
-            values = item.values() if isinstance(item, dict) else item
-            stack.extend((v, depth + 1) for v in values if type(v) is not str)
+            continue
+        if depth >= limit:
+            return False
+        for v in values:
+            t = type(v)
+            if t is not str and t is not int and t is not bool and v is not None:
+                stack.append((v, depth + 1))
     return True
+
+
+_SEQUENCES = (list, tuple)
 
 
 def _shown(where: str) -> str:

@@ -22,6 +22,7 @@ import sqlite3
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 from urllib.parse import quote
@@ -776,17 +777,21 @@ class SQLiteStore:
             # (SQLite would reuse their rowids, which the marker says are indexed)
             rowid = max(top, indexed_upto)
             stored = numbered(messages, seq + 1)
-            rows = [
-                (rowid + i, session_id, seq + i, m.id, m.role, ts, t, body)
-                for i, m, ts, body, t in zip(
-                    range(1, len(stored) + 1),
-                    stored,
+            n = len(stored)
+            tokens = stored_tokens(stored)
+            rows = list(  # column by column: zip makes the rows' tuples in C
+                zip(
+                    range(rowid + 1, rowid + n + 1),
+                    repeat(session_id, n),
+                    range(seq + 1, seq + n + 1),
+                    [m.id for m in stored],
+                    [m.role for m in stored],
                     stored_times(stored),
+                    tokens,
                     map(bytes.decode, bodies),
-                    stored_tokens(messages),
                     strict=True,
                 )
-            ]
+            )
             try:
                 con.executemany(
                     "INSERT INTO messages "
@@ -804,7 +809,7 @@ class SQLiteStore:
                 (
                     seq + len(rows),
                     len(rows),
-                    sum(r[6] for r in rows),
+                    sum(tokens),
                     format_ts(utcnow()),
                     session_id,
                 ),
