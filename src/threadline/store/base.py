@@ -704,10 +704,14 @@ class PreparedBatch(list["Message"]):
     """Messages ``prepare_messages`` checked and stamped, each with its stored JSON
     (``bodies``, made while checking) and stored count (``tokens``, what ``primary_tokens``
     reads), so a backend encodes and looks up a message once, and the messages are the
-    batch's own copies, which a backend may number in place."""
+    batch's own copies, which a backend may number in place. ``calls`` are the ids of the
+    batch's tool calls, ``unanswered`` the call ids of its tool results whose call is not
+    earlier in the batch (``Session.append`` looks for those in the history)."""
 
     bodies: list[bytes]
     tokens: list[int]
+    calls: set[str]
+    unanswered: list[str]
 
 
 def prepare_messages(model: str | None, messages: Sequence[Message]) -> PreparedBatch:
@@ -732,6 +736,8 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
     prepared = PreparedBatch()
     prepared.bodies = bodies = []
     prepared.tokens = stored_tokens = []
+    prepared.calls = calls = set()
+    prepared.unanswered = unanswered = []
     seen: set[str] = set()
     count = counter.count_message
     for m in messages:
@@ -741,6 +747,10 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
         if m.id in seen:
             raise InvalidMessage(f"message id {m.id} appears twice in one batch")
         seen.add(m.id)
+        if m.tool_calls:
+            calls.update([c.id for c in m.tool_calls])
+        if m.role == "tool" and m.tool_call_id not in calls:
+            unanswered.append(m.tool_call_id or "")
         tokens = count(m)
         counts = {estimated: tokens}
         if m.token_counts:
@@ -1073,10 +1083,10 @@ class Session:
 
         batch = [messages] if isinstance(messages, Message) else list(messages)
         prepared = prepare_messages(self.model, batch)
-        calls = self._check_results_have_calls(prepared)
+        self._check_results_have_calls(prepared)
         stored = self.store.append_messages(self.id, prepared)
-        if calls:
-            self._recent_calls = calls
+        if prepared.calls:
+            self._recent_calls = prepared.calls
         info = self._info
         if stored and (stored[0].seq or 0) <= info.last_seq:
             self.refresh()  # a batch stored before: read the counters rather than add twice
@@ -1089,20 +1099,12 @@ class Session:
             )
         return stored
 
-    def _check_results_have_calls(self, batch: list[Message]) -> set[str]:
-        """Refuses a result whose call is not in the batch or the recent history; returns
-        the batch's call ids (the recent calls of the next append)."""
-        called: set[str] = set()
-        missing: list[str] = []
-        for m in batch:
-            if m.tool_calls:
-                called.update(c.id for c in m.tool_calls)
-            if m.role == "tool" and m.tool_call_id not in called:
-                missing.append(m.tool_call_id or "")
-        missing = [x for x in missing if x not in self._recent_calls]
+    def _check_results_have_calls(self, batch: PreparedBatch) -> None:
+        """Refuses a result whose call is neither in the batch nor in the recent history."""
+        missing = [x for x in batch.unanswered if x not in self._recent_calls]
         for limit in RESULT_LOOKBACK:
             if not missing:
-                break
+                return
             recent = self.tail(limit)
             earlier = {c.id for m in recent for c in m.tool_calls}
             missing = [x for x in missing if x not in earlier]
@@ -1113,7 +1115,6 @@ class Session:
                 f"tool result for call {missing[0]!r} has no matching tool call in this batch "
                 f"or the last {RESULT_LOOKBACK[-1]} messages of session {self.id}"
             )
-        return called
 
     def messages(self, *, after_seq: int = 0, include_retracted: bool = False) -> list[Message]:
         """Every message in view after ``after_seq``, oldest first; with

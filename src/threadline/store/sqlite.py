@@ -788,15 +788,17 @@ class SQLiteStore:
                     [m.role for m in stored],
                     stored_times(stored),
                     tokens,
-                    map(bytes.decode, bodies),
+                    bodies,
                     strict=True,
                 )
             )
             try:
                 con.executemany(
+                    # the body is bound as the encoder's UTF-8 bytes and stored as TEXT: SQLite
+                    # reads the bytes as text (the database is UTF-8), with no str made for it
                     "INSERT INTO messages "
                     "(rowid, session_id, seq, id, role, created_at, tokens, body) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT))",
                     rows,
                 )
             except sqlite3.IntegrityError as exc:
