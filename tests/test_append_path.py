@@ -150,3 +150,21 @@ def test_format_ts_is_rfc3339_utc_with_microseconds() -> None:
     shifted = datetime(2026, 1, 9, 1, 23, tzinfo=timezone(timedelta(hours=5, minutes=30)))
     assert format_ts(shifted) == "2026-01-08T19:53:00.000000Z"
     assert format_ts(datetime(987, 6, 5, tzinfo=UTC)) == "0987-06-05T00:00:00.000000Z"
+
+
+def test_a_utf16_file_keeps_every_body(tmp_path: Path) -> None:
+    """Bodies are bound as UTF-8 bytes only where the file is UTF-8: SQLite's cast of a
+    blob in a UTF-16 file would drop an odd last byte (a message lost at read)."""
+    path = tmp_path / "u16.db"
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA encoding = 'UTF-16le'")
+    con.execute("CREATE TABLE made_first (x)")  # fixes the encoding before threadline's tables
+    con.execute("DROP TABLE made_first")
+    con.commit()
+    con.close()
+    with SQLiteStore(path) as store:
+        session = store.create_session()
+        session.append([Message.user("hello"), Message.user("hello!"), Message.user("é 😀")])
+        assert store._con.execute("PRAGMA encoding").fetchone()[0] == "UTF-16le"
+        assert [m.text for m in store.read_messages(session.id)] == ["hello", "hello!", "é 😀"]
+        assert sorted(h.seq for h in store.search("hello")) == [1, 2]

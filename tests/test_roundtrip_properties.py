@@ -202,4 +202,4 @@ def test_a_prepared_batch_is_what_model_copy_and_model_dump_would_make(
         expected = m.model_copy(update={"seq": seq, "token_counts": copy.token_counts})
         assert copy == expected and copy.model_fields_set == expected.model_fields_set
         assert copy.model_dump_json() == expected.model_dump_json()
-    assert stored_tokens(stored) == [primary_tokens(m) for m in stored]
+    assert stored_tokens(prepared) == [primary_tokens(m) for m in stored]

@@ -302,7 +302,18 @@ def _reference_estimate(text: str) -> float:
 @given(
     text=st.text(max_size=400)
     | st.text(alphabet="aZ9 \n.\ud800é这😀", min_size=300, max_size=2000)
-    | st.sampled_from(["", "z" * 5000, "9" * 5000, "😀" * 3000, "\x00\x7f" * 1000])
+    | st.sampled_from(
+        [
+            "",
+            "z" * 5000,
+            "9" * 5000,
+            "9" * 385,
+            "9" * 386,
+            "😀" * 3000,
+            "这" * 40_000,
+            "\x00\x7f" * 1000,
+        ]
+    )
 )
 def test_estimate_matches_its_formula(text: str) -> None:
     """The byte-weight table and adler32's sums give the formula's value exactly: each
@@ -313,18 +324,20 @@ def test_estimate_matches_its_formula(text: str) -> None:
 
 def test_weights_are_whole_units() -> None:
     """The weight table holds each weight exactly (a weight that is not a whole number of
-    ``WEIGHT_UNITS`` would be rounded silently)."""
-    for weight in (
+    ``WEIGHT_UNITS`` would be rounded silently), and no slice of ASCII weights can wrap
+    adler32's modulus."""
+    ascii_weights = (
         tokens.LOWERCASE_WEIGHT,
         tokens.UPPERCASE_WEIGHT,
         tokens.DIGIT_WEIGHT,
         tokens.PUNCTUATION_WEIGHT,
         tokens.SPACE_WEIGHT,
         tokens.NEWLINE_WEIGHT,
-        tokens.NON_ASCII_WEIGHT,
-    ):
+    )
+    for weight in (*ascii_weights, tokens.NON_ASCII_WEIGHT):
         assert weight * tokens.WEIGHT_UNITS == pytest.approx(round(weight * tokens.WEIGHT_UNITS))
-        assert round(weight * tokens.WEIGHT_UNITS) * tokens.WEIGHT_SLICE < 65521
+    assert max(tokens.WEIGHT_TABLE) * tokens.WEIGHT_SLICE < 65521
+    assert max(round(w * tokens.WEIGHT_UNITS) for w in ascii_weights) == max(tokens.WEIGHT_TABLE)
 
 
 def test_estimator_non_ascii_counts_about_one_each() -> None:

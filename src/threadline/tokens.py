@@ -34,12 +34,12 @@ emoji 1.4, Cyrillic and accented Latin far less, so 1 is high for most
 scripts. Runs of whitespace count per character (high for deep indentation,
 which BPE merges).
 
-It is computed in two C-speed passes over the text's UTF-8 bytes: ``bytes.translate``
-maps every byte to its weight in 1/200 token (lowercase 37, uppercase 70, ...; a
-non-ASCII character's lead byte 200, its continuation bytes 0, so it counts once),
-and ``zlib.adler32`` adds them up: its low half is the byte sum modulo 65521, exact
-for a slice of at most ``WEIGHT_SLICE`` bytes. The sum is the weighted sum above,
-in whole units, three times faster than counting each class.
+It is computed in C-speed passes: non-ASCII characters are counted as a group
+(``len(text) - len(text.encode("ascii", "ignore"))``), ``bytes.translate`` maps every
+ASCII byte to its weight in 1/200 token (lowercase 37, uppercase 70, ...), and
+``zlib.adler32`` adds them up: its low half is the byte sum modulo 65521, exact for a
+slice of at most ``WEIGHT_SLICE`` bytes. The sum is the weighted sum above, in whole
+units, at about half the cost of counting each class.
 
 The raw estimate is then multiplied by the family's ratio to o200k
 (``FAMILY_RATIOS``: Anthropic's and the older SentencePiece vocabularies need
@@ -185,15 +185,12 @@ FILE_PART_OVERHEAD = 4
 
 WEIGHT_UNITS = 200
 """Weights in whole 1/200 tokens: every weight above is a whole number of them."""
-WEIGHT_SLICE = 65520 // WEIGHT_UNITS
-"""Bytes adler32 adds up exactly at once: their weights sum below its modulus, 65521."""
 
 
 def _weight_table() -> bytes:
-    """Each byte's weight in ``WEIGHT_UNITS`` (``bytes.translate`` table). Other ASCII
-    (control bytes included) counts as punctuation; a UTF-8 lead byte counts its character,
-    a continuation byte nothing."""
-    table = [round(PUNCTUATION_WEIGHT * WEIGHT_UNITS)] * 128
+    """Each ASCII byte's weight in ``WEIGHT_UNITS`` (a ``bytes.translate`` table); other
+    ASCII (control bytes included) counts as punctuation."""
+    table = [round(PUNCTUATION_WEIGHT * WEIGHT_UNITS)] * 256
     for chars, weight in [
         (string.ascii_lowercase, LOWERCASE_WEIGHT),
         (string.ascii_uppercase, UPPERCASE_WEIGHT),
@@ -203,11 +200,13 @@ def _weight_table() -> bytes:
     ]:
         for c in chars:
             table[ord(c)] = round(weight * WEIGHT_UNITS)
-    table += [0] * 64 + [round(NON_ASCII_WEIGHT * WEIGHT_UNITS)] * 64
     return bytes(table)
 
 
 WEIGHT_TABLE = _weight_table()
+WEIGHT_SLICE = 65520 // max(WEIGHT_TABLE[:128])
+"""ASCII bytes adler32 adds up exactly at once: their weights sum below its modulus."""
+NON_ASCII_UNITS = round(NON_ASCII_WEIGHT * WEIGHT_UNITS)
 
 # -- long text (see "Long text" in the module docstring) -------------------------
 
@@ -475,19 +474,24 @@ class TiktokenCounter(_BaseCounter):
 
 def estimate_o200k(text: str) -> float:
     """The raw estimate of ``text`` in o200k tokens, before family ratio and margin."""
-    weights = text.encode("utf-8", "surrogatepass").translate(WEIGHT_TABLE)
+    if text.isascii():
+        ascii_bytes = text.encode("ascii")
+        units = 0
+    else:  # lone surrogates too: each non-ASCII character counts once
+        ascii_bytes = text.encode("ascii", "ignore")
+        units = NON_ASCII_UNITS * (len(text) - len(ascii_bytes))
+    weights = ascii_bytes.translate(WEIGHT_TABLE)
     if len(weights) <= WEIGHT_SLICE:
-        return (adler32(weights, 0) & 0xFFFF) / WEIGHT_UNITS
-    view = memoryview(weights)
-    return (
-        sum(
+        units += adler32(weights, 0) & 0xFFFF
+    else:
+        view = memoryview(weights)
+        units += sum(
             [
                 adler32(view[i : i + WEIGHT_SLICE], 0) & 0xFFFF
                 for i in range(0, len(view), WEIGHT_SLICE)
             ]
         )
-        / WEIGHT_UNITS
-    )
+    return units / WEIGHT_UNITS
 
 
 class EstimatingCounter(_BaseCounter):

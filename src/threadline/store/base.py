@@ -831,7 +831,7 @@ def numbered(messages: Sequence[Message], first_seq: int) -> list[Message]:
     if isinstance(messages, PreparedBatch):
         for seq, m in enumerate(messages, first_seq):
             m.__dict__["seq"] = seq
-        return messages
+        return list(messages)  # not the batch: its bodies are not the caller's to keep
     return [m.model_copy(update={"seq": seq}) for seq, m in enumerate(messages, first_seq)]
 
 
@@ -1094,7 +1094,7 @@ class Session:
             self._info = info.replace(
                 last_seq=max(info.last_seq, stored[-1].seq or 0),
                 message_count=info.message_count + len(stored),
-                total_tokens=info.total_tokens + sum(stored_tokens(stored)),
+                total_tokens=info.total_tokens + sum(map(primary_tokens, stored)),
                 updated_at=utcnow(),
             )
         return stored
