@@ -17,8 +17,15 @@ from pydantic_core import TzInfo
 
 from threadline import Message, ToolCall
 from threadline.errors import InvalidMessage
+from threadline.messages import FilePart, ImagePart, TextPart, Usage
 from threadline.store import sqlite as sqlite_store
-from threadline.store.base import format_ts, parse_ts, prepare_messages, stored_times
+from threadline.store.base import (
+    encode_message,
+    format_ts,
+    parse_ts,
+    prepare_messages,
+    stored_times,
+)
 from threadline.store.sqlite import SQLiteStore
 
 
@@ -168,3 +175,95 @@ def test_a_utf16_file_keeps_every_body(tmp_path: Path) -> None:
         assert store._con.execute("PRAGMA encoding").fetchone()[0] == "UTF-16le"
         assert [m.text for m in store.read_messages(session.id)] == ["hello", "hello!", "é 😀"]
         assert sorted(h.seq for h in store.search("hello")) == [1, 2]
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_PARTS = st.lists(
+    st.builds(TextPart, text=st.text(max_size=30))
+    | st.builds(
+        ImagePart,
+        url=st.just("https://example.com/a.png"),
+        detail=st.sampled_from([None, "auto", "low", "high"]),
+        width=st.none() | st.integers(1, 4096),
+        height=st.none() | st.integers(1, 4096),
+    )
+    | st.builds(ImagePart, data=st.just("aGVsbG8="), media_type=st.just("image/png"))
+    | st.builds(
+        FilePart,
+        uri=st.text(min_size=1, max_size=20),
+        name=st.none() | st.text(max_size=8),
+        data=st.none() | st.just("aGk="),
+    ),
+    max_size=3,
+)
+
+
+@st.composite
+def _messages(draw: st.DrawFn) -> Message:
+    role = draw(st.sampled_from(["user", "assistant", "system", "tool"]))
+    fields: dict[str, object] = {
+        "role": role,
+        "content": draw(st.text(max_size=60) | _PARTS),
+        "created_at": draw(
+            st.datetimes(
+                min_value=datetime(1, 1, 2),
+                timezones=st.sampled_from([UTC, timezone(timedelta(hours=-7)), TzInfo(3600)]),
+            )
+        ),
+        "model": draw(st.none() | st.text(max_size=10)),
+        "synthetic": draw(st.booleans()),
+        "summary": draw(st.booleans()),
+        "metadata": draw(st.dictionaries(st.text(max_size=6), _JSON, max_size=3)),
+        "token_counts": draw(
+            st.dictionaries(st.text(max_size=8), st.integers(0, 10**6), max_size=2)
+        ),
+    }
+    if draw(st.booleans()):
+        fields["usage"] = Usage(
+            input_tokens=draw(st.none() | st.integers(0, 10**6)), output_tokens=3
+        )
+    if role == "tool":
+        fields["tool_call_id"] = draw(st.text(min_size=1, max_size=10))
+        fields["name"] = draw(st.none() | st.text(max_size=8))
+    elif role == "assistant":
+        fields["tool_calls"] = draw(
+            st.lists(
+                st.builds(
+                    ToolCall,
+                    id=st.text(min_size=1, max_size=8),
+                    name=st.text(max_size=8),
+                    arguments=st.dictionaries(st.text(max_size=6), _JSON, max_size=3),
+                    raw_arguments=st.none() | st.text(max_size=10),
+                ),
+                max_size=2,
+            )
+        )
+    return Message(**fields)  # type: ignore[arg-type]
+
+
+@settings(max_examples=400, deadline=None)
+@given(m=_messages(), seq=st.none() | st.integers(1, 10**6))
+def test_a_plain_message_encodes_as_its_model_would(m: Message, seq: int | None) -> None:
+    """``encode_message`` writes a plain message from its fields (pydantic-core's inferring
+    encoder): byte for byte what the model's serializer writes, for every kind of field."""
+    m.seq = seq
+    expected = Message.__pydantic_serializer__.to_json(m, exclude={"seq"})
+    assert encode_message(m) == expected
+    assert Message.model_validate_json(expected).model_dump(exclude={"seq"}) == m.model_dump(
+        exclude={"seq"}
+    )
+
+
+def test_a_subclass_encodes_through_its_model() -> None:
+    m = Tagged.model_validate({"role": "user", "content": "hi", "source": "web"})
+    assert b'"source":"web"' in encode_message(m)

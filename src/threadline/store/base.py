@@ -904,10 +904,19 @@ _SEQ: Final[set[str]] = {"seq"}
 
 
 def encode_message(m: Message) -> bytes:
-    """The stored JSON form; refuses invalid UTF-8 and oversized messages."""
+    """The stored JSON form; refuses invalid UTF-8 and oversized messages.
+
+    A plain ``Message`` (not a subclass, no extra fields: what appends almost always
+    store) is written from its fields by pydantic-core's ``to_json``, which infers each
+    value's type: the same bytes as the model's serializer, which first checks every value
+    against the schema, at a tenth less of an append's time (a property test holds the
+    two equal). Any other message goes through its model's serializer."""
+    plain, to_json = _plain_encoder()
     try:
-        # the serializer itself: model_dump_json's own argument handling cost a sixth more
-        body = type(m).__pydantic_serializer__.to_json(m, exclude=_SEQ)
+        if type(m) is plain and not m.__pydantic_extra__:
+            body = to_json(m.__dict__, exclude=_SEQ)
+        else:
+            body = type(m).__pydantic_serializer__.to_json(m, exclude=_SEQ)
     except (UnicodeEncodeError, ValueError) as exc:
         raise InvalidMessage(f"message {m.id} is not valid UTF-8 text: {exc}") from exc
     if len(body) > MAX_MESSAGE_BYTES:
@@ -916,6 +925,15 @@ def encode_message(m: Message) -> bytes:
             "(store large data as a file reference instead)"
         )
     return body
+
+
+@functools.cache
+def _plain_encoder() -> tuple[type[Message], Callable[..., bytes]]:
+    from pydantic_core import to_json
+
+    from threadline.messages import Message
+
+    return Message, to_json
 
 
 def primary_tokens(m: Message) -> int:
