@@ -160,8 +160,8 @@ def test_format_ts_is_rfc3339_utc_with_microseconds() -> None:
 
 
 def test_a_utf16_file_keeps_every_body(tmp_path: Path) -> None:
-    """Bodies are bound as UTF-8 bytes only where the file is UTF-8: SQLite's cast of a
-    blob in a UTF-16 file would drop an odd last byte (a message lost at read)."""
+    """Bodies are bound as text, which SQLite converts to the file's encoding (a UTF-8 blob
+    cast to text in a UTF-16 file would lose an odd last byte: a message lost at read)."""
     path = tmp_path / "u16.db"
     con = sqlite3.connect(path)
     con.execute("PRAGMA encoding = 'UTF-16le'")

@@ -395,9 +395,6 @@ class SQLiteStore:
         self._closed = False
         self._con = self._connect(synchronous.lower(), busy_timeout_ms, mode)
         self._migrate()
-        self._utf8 = self._con.execute("PRAGMA encoding").fetchone()[0] == "UTF-8"
-        """Bodies go in as the encoder's bytes (``append_messages``); a file made UTF-16
-        before threadline met it takes them as text, which SQLite converts."""
 
     @classmethod
     def from_url(cls, url: str, *, create: bool = True) -> SQLiteStore:
@@ -791,17 +788,15 @@ class SQLiteStore:
                     [m.role for m in stored],
                     stored_times(stored),
                     tokens,
-                    bodies if self._utf8 else map(bytes.decode, bodies),
+                    map(bytes.decode, bodies),
                     strict=True,
                 )
             )
             try:
                 con.executemany(
-                    # the body is bound as the encoder's UTF-8 bytes and stored as TEXT: SQLite
-                    # reads the bytes as text (in a UTF-8 file), with no str made for it
                     "INSERT INTO messages "
                     "(rowid, session_id, seq, id, role, created_at, tokens, body) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT))",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
             except sqlite3.IntegrityError as exc:
