@@ -26,10 +26,13 @@ Below the table: the threadline index catch-up after the batched appends (per
 message, paid once before the first search), and what exact token counting
 (tiktoken, this run's texts) would add per message if appends paid it.
 
-    python bench/append.py [--single 1000] [--batched 20000] [--rounds 3] [--real DIR]
+    python bench/append.py [--single 1000] [--batched 20000] [--rounds 3] [--real DIR [--repeat K]]
 
 ``--real DIR`` appends the messages of the agent transcripts under DIR (any
-format ``threadline sessions import`` reads) instead of generated ones.
+format ``threadline sessions import`` reads) instead of generated ones, each once
+(``--repeat K``: K times over, with new ids, up to ``--batched`` messages). The
+ratio depends on the store's size: SQLite's cost a row grows as its trees deepen,
+threadline's does not, so a small store is the hard case.
 """
 
 from __future__ import annotations
@@ -61,16 +64,18 @@ from threadline.store.sqlite import FTS_OPTIONS, SQLiteStore
 BATCH = 100
 
 
-def real_messages(root: Path, n: int) -> list[Message]:
+def real_messages(root: Path, n: int, repeat: int = 1) -> list[Message]:
     """Up to ``n`` messages of the agent transcripts under ``root`` (read with threadline's
-    importers), conversation after conversation, as fresh messages: new ids, no counts.
-    What ``Session.append`` refuses is left out: a tool result whose call is not earlier
-    in the stream, a message that breaks ``check_message``'s rules."""
+    importers), conversation after conversation, as fresh messages: new ids, no counts;
+    ``repeat`` times over (each time with new ids), for a store larger than the
+    transcripts. What ``Session.append`` refuses is left out: a tool result whose call is
+    not earlier in the stream, a message that breaks ``check_message``'s rules."""
     from real_transcripts import conversations
 
     out: list[Message] = []
     called: set[str] = set()
-    for _name, conversation in conversations(root):
+    found = [conversation for _name, conversation in conversations(root)]
+    for conversation in found * repeat:
         for m in conversation:
             fresh = m.model_copy(update={"id": new_id(), "token_counts": {}, "seq": None})
             if m.role == "tool" and m.tool_call_id not in called:
@@ -189,9 +194,19 @@ def main() -> None:
         help="append the messages of the agent transcripts under DIR (e.g. ~/.claude/projects) "
         "instead of generated ones",
     )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="K",
+        help="with --real: go through the transcripts K times (new ids each time), so the "
+        "batched run can fill a larger store (up to --batched messages)",
+    )
     args = ap.parse_args()
     source = "generated sessions" if args.real is None else f"transcripts under {args.real}"
-    stream = real_messages(args.real, max(args.single, args.batched)) if args.real else None
+    stream = (
+        real_messages(args.real, max(args.single, args.batched), args.repeat) if args.real else None
+    )
     writers: dict[str, Callable[[Path, list[Message], int], float]] = {
         "threadline (Session.append, gpt-4o)": ours,
         "threadline (Session.append, claude)": ours_estimated,
