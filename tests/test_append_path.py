@@ -4,7 +4,10 @@ search index that never holds an append or a close hostage."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -267,3 +270,23 @@ def test_a_plain_message_encodes_as_its_model_would(m: Message, seq: int | None)
 def test_a_subclass_encodes_through_its_model() -> None:
     m = Tagged.model_validate({"role": "user", "content": "hi", "source": "web"})
     assert b'"source":"web"' in encode_message(m)
+
+
+def test_an_append_loads_no_tokenizer_data(tmp_path: Path) -> None:
+    """Appends store the estimator's count for OpenAI models: tiktoken's data (0.2 s to
+    load) waits for the first build, so a one-shot import never pays for it."""
+    code = (
+        "import sys\n"
+        "from threadline import Message, open_store\n"
+        f"store = open_store('sqlite:///{tmp_path}/s.db')\n"
+        "s = store.create_session(model='gpt-4o')\n"
+        "stored = s.append([Message.user('hello there'), Message.assistant('hi')])\n"
+        "assert list(stored[0].token_counts) == ['o200k_base:estimated'], stored[0].token_counts\n"
+        "assert 'tiktoken' not in sys.modules, 'tiktoken loaded'\n"
+        "print('ok')\n"
+    )
+    env = {**os.environ, "THREADLINE_TOKENIZER": "auto"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

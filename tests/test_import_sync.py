@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tests.conftest import TRANSCRIPTS, require_shared
 from threadline import ContextPolicy, build_context, open_store
 from threadline.cli.app import app
-from threadline.interop.importers import import_sessions, session_title
+from threadline.interop.importers import TITLE_LENGTH, import_sessions, session_title
 from threadline.interop.sync import Source, Syncer, SyncStatus, find_sources
 from threadline.messages import Message
 from threadline.requests import first_request, request_text
@@ -527,3 +529,26 @@ def test_a_result_for_a_call_stored_before_is_flagged_against_the_store(tmp_path
     stored = store.get_session(first.session_id).messages()
     orphans = [m for m in stored if "orphan_result" in m.metadata.get("import_repair", [])]
     assert orphans and all(m.role == "tool" for m in orphans)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(
+        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
+        | st.sampled_from([" ", "\n\n", "\t", " " * 400]),
+        max_size=200,
+    )
+)
+def test_a_title_reads_the_start_of_a_request_as_the_whole_would(words: list[str]) -> None:
+    """The title reads only the first characters of a long request: the same title as a
+    split of the whole text, whitespace runs and cut words included."""
+    m = Message.user(" ".join(words) or "x")
+    found = first_request([m])
+    request = request_text(found) if found is not None else None
+    whole = " ".join((request or "").split())
+    expected = whole if len(whole) <= TITLE_LENGTH else None
+    if expected is None:
+        cut = whole[: TITLE_LENGTH - 1]
+        space = cut.rfind(" ")
+        expected = (cut[:space] if space > TITLE_LENGTH // 2 else cut).rstrip(" ,.;:") + "\u2026"
+    assert session_title([m]) == (expected or None)

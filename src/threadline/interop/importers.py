@@ -109,6 +109,8 @@ _OPENHANDS_ENVIRONMENT_OBSERVATIONS = {"agent_state_changed", "null"}
 
 TITLE_LENGTH = 80
 """Characters of the first request kept as a session title (cut at a word)."""
+TITLE_SCAN = 4 * TITLE_LENGTH
+"""Characters of the request read for its title, unless they are mostly whitespace."""
 EVENT_TEXT_LENGTH = 500
 """Characters of an environment event's text kept in session metadata."""
 MAX_EVENTS = 1000
@@ -1275,7 +1277,11 @@ def session_title(messages: Iterable[Message]) -> str | None:
     text = request_text(found) if found is not None else None
     if not text:
         return None
-    line = " ".join(text.split())
+    # the start of the text makes the title: a 30 MB request is not split whole (its
+    # first TITLE_LENGTH characters, once over the limit, are the same either way)
+    line = " ".join(text[:TITLE_SCAN].split())
+    if len(line) <= TITLE_LENGTH and len(text) > TITLE_SCAN:
+        line = " ".join(text.split())  # mostly whitespace so far: all of it
     if len(line) <= TITLE_LENGTH:
         return line
     cut = line[: TITLE_LENGTH - 1]

@@ -695,9 +695,9 @@ class Store(Protocol):
 def session_family(model: str | None) -> str:
     """The key a session's appends store token counts under (``prepare_messages``): the
     model's tokenizer family, suffixed ``:estimated`` where appends store an estimate."""
-    from threadline.tokens import counter_for, stored_counter
+    from threadline.tokens import stored_counter_for
 
-    return stored_counter(counter_for(model)).family
+    return stored_counter_for(model).family
 
 
 class PreparedBatch(list["Message"]):
@@ -724,15 +724,15 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
     edited message keeps its old count); other families' counts ride along after it.
     """
     from threadline.messages import Message
-    from threadline.tokens import counter_for, stored_counter
+    from threadline.tokens import ESTIMATED_SUFFIX, stored_counter_for
 
     if isinstance(messages, Message):
         messages = [messages]
     if not messages:
         raise UsageError("nothing to append: the batch is empty")
-    exact_counter = counter_for(model)
-    counter = stored_counter(exact_counter)
-    estimated, exact = counter.family, exact_counter.family
+    counter = stored_counter_for(model)
+    estimated = counter.family
+    exact = estimated.removesuffix(ESTIMATED_SUFFIX)  # an exact count it carries: recounted
     prepared = PreparedBatch()
     prepared.bodies = bodies = []
     prepared.tokens = stored_tokens = []
