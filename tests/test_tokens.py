@@ -537,7 +537,7 @@ def test_batch_and_single_appends_count_the_same() -> None:
     assert [m.token_counts for m in together] == [m.token_counts for m in alone]
     # an append stores the o200k estimate (tiktoken's pass costs more than the append),
     # under its own key, never mixed with exact counts, and erring high
-    estimator = tokens.stored_counter(tokens.counter_for("gpt-4o"))
+    estimator = tokens.stored_counter_for("gpt-4o")
     assert estimator.family == "o200k_base" + tokens.ESTIMATED_SUFFIX
     exact = tokens.counter_for("gpt-4o")
     for stored, m in zip(together, batch, strict=True):
@@ -558,9 +558,7 @@ def test_a_count_a_message_carries_for_the_session_family_is_recounted() -> None
     )
     [stored] = prepare_messages("gpt-4o", [m])
     assert list(stored.token_counts) == ["o200k_base:estimated", "cl100k_base"]
-    assert primary_tokens(stored) == tokens.stored_counter(
-        tokens.counter_for("gpt-4o")
-    ).count_message(m)
+    assert primary_tokens(stored) == tokens.stored_counter_for("gpt-4o").count_message(m)
     [claude] = prepare_messages("claude-sonnet-4-5", [m])
     assert next(iter(claude.token_counts)) == "anthropic"  # its own family comes first
 

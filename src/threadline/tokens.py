@@ -606,32 +606,21 @@ def counter_for(model: str | None) -> TokenCounter:
     return counter_for_family(catalog.lookup(model).tokenizer)
 
 
-def stored_counter(counter: TokenCounter) -> TokenCounter:
-    """The counter whose counts an append stores for a model counted by ``counter``:
-    ``counter`` itself where counting is cheap, the family's estimator
-    (``ESTIMATED_SUFFIX``) where the exact count needs tiktoken's BPE pass, which costs
-    more per message than the whole durable append.
+def stored_counter_for(model: str | None) -> TokenCounter:
+    """The counter whose counts an append stores for ``model``: ``counter_for(model)``
+    itself where counting is cheap, the family's estimator (``ESTIMATED_SUFFIX``) where
+    the exact count needs tiktoken's BPE pass, which costs more per message than the
+    whole durable append. tiktoken's data is not loaded for it (0.2 s of a one-shot
+    ``sessions import``); where it cannot load, or ``THREADLINE_TOKENIZER=estimate``,
+    ``counter_for`` gives the same estimator.
 
     Only a window's messages need exact counts, and a build counts exactly whatever it
     sends that is stored as an estimate, so budgets stay exact while totals, triggers and
     cuts add estimates (high on ordinary text, low on base64, random strings and rare
     scripts: see "How the estimator works")."""
-    if not isinstance(counter, TiktokenCounter):
-        return counter
-    return _stored_estimator(counter.family)
-
-
-def stored_counter_for(model: str | None) -> TokenCounter:
-    """``stored_counter(counter_for(model))`` without loading tiktoken's data, which an
-    append never needs (0.2 s of a one-shot ``sessions import``). Where tiktoken cannot
-    load, or ``THREADLINE_TOKENIZER=estimate``, ``counter_for`` gives the same estimator."""
     family = catalog.lookup(model).tokenizer
-    if family in TIKTOKEN_FAMILIES:
-        return _stored_estimator(family)
-    return counter_for_family(family)
-
-
-def _stored_estimator(family: str) -> TokenCounter:
+    if family not in TIKTOKEN_FAMILIES:
+        return counter_for_family(family)
     with _lock:
         estimator = _stored_estimators.get(family)
         if estimator is None:

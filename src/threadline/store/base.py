@@ -718,7 +718,7 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
     """Validate and stamp messages for storage; counts tokens once, here.
 
     The first key of ``token_counts`` is what backends add to the session's
-    ``total_tokens`` (see ``primary_tokens``): the count of ``tokens.stored_counter``, an
+    ``total_tokens`` (see ``primary_tokens``): the count of ``tokens.stored_counter_for``, an
     estimate where exact counting is dear (a build counts those exactly). A count the
     message carries for the session's family, exact or estimated, is never trusted (an
     edited message keeps its old count); other families' counts ride along after it.
