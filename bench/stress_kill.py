@@ -17,6 +17,13 @@ version of this (tests/test_sqlite_store.py, tests/test_jsonl_store.py); this
 script is the long one, run by hand:
 
     python bench/stress_kill.py [--kills 200] [--pg-kills 50] [--backends sqlite,jsonl,postgres]
+        [--live-rounds 50]
+
+Then, on SQLite, the shape that SQLite's locks must survive (invariant 10): this
+process keeps opening the store and keeps every handle, reading and appending
+through them, while CLI processes import real transcripts and compact them (every
+fifth compaction killed at a random instant). It counts rounds, handles, damage
+reported to any handle and lost messages (0 expected), and runs an integrity check.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from threadline import open_store
 
@@ -105,6 +113,110 @@ def run_backend(backend: str, url: str, kills: int, seed: int) -> Tally:
     return tally
 
 
+LIVE_TRANSCRIPTS = (
+    "claude-code/spotter-tool_heavy.jsonl",
+    "claude-code/spotter-subagent-task.jsonl",
+    "claude-code/codemie-session-196820da.jsonl",
+)
+"""Real Claude Code runs the CLI writers import in the live-readers scenario."""
+
+
+@dataclass
+class LiveTally:
+    rounds: int = 0
+    handles: int = 0
+    imports: int = 0
+    compactions_killed: int = 0
+    damaged: int = 0
+    lost: int = 0
+    integrity: str = "?"
+    seconds: float = 0.0
+
+
+def _fresh_source(template: str, directory: str, round_no: int) -> str:
+    """A real Claude Code transcript under a new session id: a new source each round."""
+    import json
+
+    ids = {json.loads(line).get("sessionId") for line in template.splitlines() if line.strip()}
+    text = template
+    for old in ids - {None}:
+        text = text.replace(old, str(uuid.uuid4()))
+    path = f"{directory}/round-{round_no}.jsonl"
+    Path(path).write_text(text, encoding="utf-8")
+    return path
+
+
+def run_live_readers(directory: str, transcripts: str, rounds: int, seed: int) -> LiveTally:
+    """A long-lived process (this one) opens the store again every round and keeps every
+    handle, reading and appending through them, while CLI processes import real
+    transcripts and compact them; every fifth compaction is killed with SIGKILL at a
+    random instant and run again. Damage reported to any handle, a lost message or a
+    failed integrity check is a failure (invariant 10: only SQLite touches the file)."""
+    import json
+    import os
+    import sqlite3
+
+    from threadline import Message
+    from threadline.errors import StoreDamaged
+
+    rng = random.Random(seed)
+    url = f"sqlite://{directory}/live.db"
+    env = dict(os.environ, THREADLINE_STORE=url)
+    cli = [sys.executable, "-m", "threadline.cli.app"]
+    templates = [Path(transcripts, name).read_text(encoding="utf-8") for name in LIVE_TRANSCRIPTS]
+    tally = LiveTally()
+    handles = [open_store(url)]
+    ours = handles[0].create_session(agent="long-lived").id
+    imported: dict[str, int] = {}
+    appended: list[str] = []
+    started = time.perf_counter()
+    for round_no in range(rounds):
+        source = _fresh_source(templates[round_no % len(templates)], directory, round_no)
+        done = subprocess.run(
+            [*cli, "sessions", "import", source, "--json"], env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            sys.exit(f"round {round_no}: import failed: {done.stderr.strip()}")
+        [result] = json.loads(done.stdout)["sources"]
+        imported[result["session_id"]] = result["messages_added"]
+        tally.imports += 1
+        compact = [*cli, "compact", result["session_id"]]
+        if round_no % 5 == 4:
+            child = subprocess.Popen(
+                compact, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            time.sleep(rng.uniform(0.05, 0.6))
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+            tally.compactions_killed += 1
+        subprocess.run(compact, env=env, capture_output=True, check=False)
+        try:
+            handle = open_store(url)
+            handles.append(handle)
+            handle.session_info(result["session_id"])
+            text = f"round {round_no}"
+            handles[rng.randrange(len(handles))].get_session(ours).append([Message.user(text)])
+            appended.append(text)
+            for h in rng.sample(handles, min(3, len(handles))):
+                h.list_sessions()
+        except StoreDamaged:
+            tally.damaged += 1
+        tally.rounds += 1
+    tally.seconds = time.perf_counter() - started
+    tally.handles = len(handles)
+    for handle in handles:
+        handle.close()
+    with open_store(url) as store:
+        for session_id, count in imported.items():
+            tally.lost += max(0, count - store.session_info(session_id).message_count)
+        stored = [m.text for m in store.get_session(ours).messages()]
+        tally.lost += len(set(appended) - set(stored))
+    con = sqlite3.connect(f"{directory}/live.db")
+    tally.integrity = str(con.execute("PRAGMA integrity_check").fetchone()[0])
+    con.close()
+    return tally
+
+
 def drop_schema(url: str) -> None:
     import psycopg
     from psycopg import sql
@@ -120,6 +232,14 @@ def main() -> None:
     ap.add_argument("--pg-kills", type=int, default=50, help="kills on PostgreSQL")
     ap.add_argument("--backends", default="sqlite,jsonl,postgres")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument(
+        "--live-rounds", type=int, default=50, help="rounds of the live-readers scenario (0: skip)"
+    )
+    ap.add_argument(
+        "--transcripts",
+        default=str(Path(__file__).resolve().parents[2] / "shared" / "transcripts"),
+        help="real transcripts the live-readers scenario imports",
+    )
     args = ap.parse_args()
     from rich.console import Console
     from rich.table import Table
@@ -155,6 +275,27 @@ def main() -> None:
         )
     Console().print(table)
     bad = [t.backend for t in tallies if t.lost or t.duplicated or t.torn or t.out_of_order]
+    if args.live_rounds:
+        with tempfile.TemporaryDirectory(prefix="threadline-live-") as tmp:
+            live = run_live_readers(tmp, args.transcripts, args.live_rounds, args.seed)
+        table = Table(title="A long-lived reader (handles kept) beside CLI imports and compactions")
+        for col in ("rounds", "handles", "imports", "compactions killed", "damaged", "lost"):
+            table.add_column(col, justify="right")
+        table.add_column("integrity")
+        table.add_column("s", justify="right")
+        table.add_row(
+            f"{live.rounds}",
+            f"{live.handles}",
+            f"{live.imports}",
+            f"{live.compactions_killed}",
+            f"{live.damaged}",
+            f"{live.lost}",
+            live.integrity,
+            f"{live.seconds:.0f}",
+        )
+        Console().print(table)
+        if live.damaged or live.lost or live.integrity != "ok":
+            bad.append("sqlite (live readers)")
     if bad:
         sys.exit(f"crash safety broken on: {', '.join(bad)}")
 

@@ -15,6 +15,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No timed asserts: hypothesis's per-example deadline (200 ms) fails tests on a loaded
+# machine (CI, parallel workers) for speed alone; speed is measured in bench/ instead.
+settings.register_profile("threadline", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("threadline")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -34,6 +34,7 @@ from rich.text import Text
 from threadline.cli.render import fmt_time, make_console, plural, print_json, shorten
 from threadline.cli.state import store_of
 from threadline.errors import ImportFormatError, ThreadlineError, UsageError
+from threadline.store import sqlite_files
 from threadline.store.base import DEFAULT_AGENT
 
 if TYPE_CHECKING:
@@ -343,6 +344,11 @@ def export(
     typer.echo(str(path))
 
 
+def _read_head(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        return fh.read(MAX_IMPORT_BYTES + 1)
+
+
 def read_import(path: str) -> dict[str, Any]:
     """The JSON document at ``path`` (``-``: standard input), checked to be an object."""
     where = "standard input" if path == STDOUT_PATH else path
@@ -350,8 +356,10 @@ def read_import(path: str) -> dict[str, Any]:
         if path == STDOUT_PATH:
             raw = sys.stdin.buffer.read(MAX_IMPORT_BYTES + 1)
         else:
-            with Path(path).open("rb") as fh:
-                raw = fh.read(MAX_IMPORT_BYTES + 1)
+            # never a plain descriptor on a database this command has open (its locks)
+            raw = sqlite_files.read_unheld(Path(path), _read_head)
+            if raw is None:
+                raise UsageError(f"cannot read {where}: it is an SQLite database in use here")
     except OSError as exc:
         raise UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
     if len(raw) > MAX_IMPORT_BYTES:

@@ -39,7 +39,7 @@ from threadline.cli.render import (
 )
 from threadline.cli.state import stdin_is_interactive, store_of
 from threadline.errors import UsageError
-from threadline.store import retraction
+from threadline.store import retraction, sqlite_files
 from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
     MAX_INT,
@@ -560,6 +560,8 @@ def write_atomically(path: Path, text: str) -> None:
         raise UsageError(f"cannot write {path}: the directory {directory} {problem}")
     if path.is_dir():
         raise UsageError(f"cannot write {path}: it is a directory")
+    if sqlite_files.is_held(path):
+        raise UsageError(f"cannot write {path}: it is an SQLite database this command has open")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:

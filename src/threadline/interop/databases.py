@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from threadline.errors import ImportFormatError
+from threadline.store import sqlite_files
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file."""
@@ -27,14 +28,23 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 def is_database(path: Path) -> bool:
     """Whether ``path`` is a regular file that starts like a SQLite database (a pipe or
-    a device is never peeked at: what is read from it would be lost to the reader)."""
+    a device is never peeked at: what is read from it would be lost to the reader). A
+    database this process holds open is not peeked at either (closing the descriptor
+    would drop its connections' locks): it is SQLite's, and SQLite reads it."""
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             return False
-        with open(path, "rb") as f:
-            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+        magic = sqlite_files.read_unheld(path, _magic)
     except OSError:
         return False
+    if magic is None:  # held here: the database itself, or its -wal / -shm
+        return not path.name.endswith(sqlite_files.COMPANION_SUFFIXES)
+    return magic == SQLITE_MAGIC
+
+
+def _magic(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(len(SQLITE_MAGIC))
 
 
 def snapshot(path: Path) -> bytes:

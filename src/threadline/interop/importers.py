@@ -70,6 +70,7 @@ from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage
 from threadline.requests import first_request, request_text
 from threadline.stamps import utcnow
+from threadline.store import sqlite_files
 from threadline.store.retention import parse_size
 
 FORMATS = (
@@ -189,11 +190,23 @@ def _read_text(path: Path, max_bytes: int | None = None) -> str:
     UTF-8, and, for JSON, nested no deeper than ``MAX_JSON_DEPTH`` (the parser recurses,
     so this is checked before any parse, for every reader and every caller)."""
     limit = import_limit() if max_bytes is None else max_bytes
-    with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
-            raise _too_large(str(path), limit, st.st_size)  # refused before reading
-        data = read_bounded(f, limit, str(path))
+    try:
+        regular = stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        regular = True  # open() below says what is wrong
+    # a regular file might be a database this process holds (a store's file or its -wal
+    # beside a directory's transcripts): closing a descriptor on it drops its locks
+    data = (
+        sqlite_files.read_unheld(path, lambda p: _read_bounded_file(p, limit))
+        if regular
+        else _read_bounded_file(path, limit)
+    )
+    if data is None:
+        raise ImportFormatError(
+            "an SQLite file this process has open (a store's database or its -wal / -shm), "
+            "not a transcript",
+            path=str(path),
+        )
     if data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"[", b"{"):
         deep = nesting_too_deep(data)
         if deep is not None:
@@ -208,6 +221,14 @@ def _read_text(path: Path, max_bytes: int | None = None) -> str:
             f"invalid UTF-8 at byte offset {exc.start}", line=line, path=str(path)
         ) from exc
     return text.removeprefix("\ufeff")
+
+
+def _read_bounded_file(path: Path, limit: int) -> bytes:
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+            raise _too_large(str(path), limit, st.st_size)  # refused before reading
+        return read_bounded(f, limit, str(path))
 
 
 def _text_of(content: Any) -> str:

@@ -28,6 +28,7 @@ from threadline.memory.records import (
     translating,
 )
 from threadline.memory.rules import STOPWORDS, words
+from threadline.store import sqlite_files
 
 BUSY_TIMEOUT_MS = 60_000
 MAX_PARAMS = 500
@@ -72,6 +73,8 @@ class SQLiteRecords:
         self._lock = threading.RLock()
         self._depth = 0
         mode = "ro" if read_only else "rw"
+        # registered before it opens, so no plain read of the file drops its locks
+        self._hold, _ = sqlite_files.hold(self, path, lambda _path: None)
         try:
             self._con = sqlite3.connect(
                 f"file:{quote(str(path.absolute()))}?mode={mode}",
@@ -83,6 +86,7 @@ class SQLiteRecords:
             self._con.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self._present = self._migrate()
         except sqlite3.Error as exc:
+            self._hold.release()
             raise StoreUnavailable(f"cannot open the memory tables in {path}: {exc}") from exc
 
     def _migrate(self) -> bool:
@@ -188,3 +192,4 @@ class SQLiteRecords:
     def close(self) -> None:
         with self._lock:
             self._con.close()
+            self._hold.release()

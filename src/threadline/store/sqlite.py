@@ -42,7 +42,7 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.stamps import new_id, utcnow
-from threadline.store import retraction
+from threadline.store import retraction, sqlite_files
 from threadline.store.base import (
     ANY_PREVIOUS,
     DEFAULT_AGENT,
@@ -318,7 +318,8 @@ def _busy_timeout(text: str | None) -> int:
 
 def header_problem(path: Path) -> tuple[bool, str | None]:
     """Whether the file at ``path`` is an SQLite database at all, and if it is, what is
-    wrong with its header or its length; read without opening it with SQLite.
+    wrong with its header or its length; read without opening it with SQLite, so only
+    through ``sqlite_files.hold`` (never while this process holds the file open).
 
     A file without SQLite's magic is someone else's; one with it but a bad page size,
     a length that is not whole pages, or fewer pages than its header counts (with no
@@ -435,7 +436,23 @@ class SQLiteStore:
                 f"{self.path} holds no threadline store yet (an empty file), and this opens "
                 "a store without creating it"
             )
-        is_sqlite, problem = header_problem(self.path)
+        # the header is read with a plain descriptor only while no connection of this
+        # process holds the file (sqlite_files); otherwise SQLite's errors classify it
+        self._hold, header = sqlite_files.hold(self, self.path, header_problem)
+        try:
+            return self._connect_held(header, synchronous, busy_timeout_ms, mode)
+        except BaseException:
+            self._hold.release()
+            raise
+
+    def _connect_held(
+        self,
+        header: tuple[bool, str | None] | None,
+        synchronous: str,
+        busy_timeout_ms: int,
+        mode: str,
+    ) -> sqlite3.Connection:
+        is_sqlite, problem = header if header is not None else (True, None)
         if not is_sqlite:
             raise NotAThreadlineStore(
                 f"{self.path} is not a threadline store (not an SQLite database)"
@@ -614,6 +631,7 @@ class SQLiteStore:
                     self.update_search_index()
             self._closed = True
             self._con.close()
+            self._hold.release()
 
     def __enter__(self) -> SQLiteStore:
         return self
