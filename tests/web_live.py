@@ -31,6 +31,8 @@ HOSTILE_ARGS = {"path": "</pre><script>alert(4)</script>", "note": "\"'><svg onl
 HOSTILE_RESULT = "<iframe src=javascript:alert(6)></iframe>\x00nul <style>*{}</style>"
 HOSTILE_SUMMARY = "- summary <script>alert(7)</script> of the <em>first</em> turn"
 SEARCH_WORD = "zanzibarquux"
+SEARCH_TEXT = f"done; the word is [{SEARCH_WORD}-fum] <mark>not a match</mark>"
+"""Brackets and markup of its own around the word: a page must tell them from its marks."""
 PLAIN_SESSIONS = 7
 STARTUP_SECONDS = 30
 
@@ -48,7 +50,7 @@ def seed(db: Path) -> dict[str, str]:
                 Message.user(HOSTILE_TEXT),
                 Message.assistant("let me look", tool_calls=[call]),
                 Message.tool(HOSTILE_RESULT, tool_call_id="call-1", name="read_file"),
-                Message.assistant(f"done; the word is {SEARCH_WORD}"),
+                Message.assistant(SEARCH_TEXT),
             ]
         )
         hostile.add_checkpoint(covers_up_to=2, summary=HOSTILE_SUMMARY)

@@ -51,7 +51,7 @@ from threadline.agent import Agent, AgentConfig, TurnResult
 from threadline.catalog import lookup
 from threadline.cli.errors import EXIT_MODEL, PROGRAM, one_line
 from threadline.cli.render import compact_call, echo, make_console, shorten
-from threadline.cli.resume import ChatSetup, resume_target, settings_metadata, setup_for
+from threadline.cli.resume import resume_target
 from threadline.cli.slash import Outcome, SlashCompleter, dispatch, parse_command, tokens_line
 from threadline.cli.state import stdin_is_interactive, store_of
 from threadline.cli.titles import Titler
@@ -64,6 +64,7 @@ from threadline.errors import (
 )
 from threadline.llm import ChatModel, parse_model, resolve_model
 from threadline.messages import Message, ToolCall
+from threadline.session_agent import ChatSetup, settings_metadata, setup_for
 from threadline.store.base import Checkpoint, LockHolder, Session, SessionInfo, Store
 
 logger = logging.getLogger(__name__)
@@ -477,7 +478,7 @@ class ChatController:
 
     def _checkpoint_number(self, checkpoint: Checkpoint) -> int | None:
         """The checkpoint's number within the attached session (#1 its first)."""
-        from threadline.cli.compact_cmd import checkpoint_number
+        from threadline.report.context import checkpoint_number
 
         session = self._session
         if session is None:

@@ -34,7 +34,6 @@ from rich.text import Text
 
 from threadline.agent import Agent
 from threadline.cli.compact_cmd import render_result
-from threadline.cli.context_cmd import context_blocks
 from threadline.cli.render import (
     fmt_pct,
     page_footer,
@@ -47,6 +46,7 @@ from threadline.cli.sessions import DEFAULT_HISTORY, EXPORT_NAME, write_atomical
 from threadline.context.builder import ContextReport
 from threadline.errors import ThreadlineError, UsageError
 from threadline.interop.export import to_json, to_markdown
+from threadline.report.context import session_context
 from threadline.store.base import DEFAULT_PAGE_SIZE, Session, Store, check_title
 
 COMMAND_RE = re.compile(r"^/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
@@ -279,9 +279,7 @@ def cmd_history(host: ChatHost, args: str) -> None:
 
 def cmd_context(host: ChatHost, args: str) -> None:
     session = _need_session(host, "report on").refresh()
-    agent = host.agent
-    window = agent.build(session)
-    blocks = context_blocks(window, session, agent.policy)
+    blocks = session_context(session, host.agent).blocks
     for i, block in enumerate(blocks):
         if i:
             host.console.print()

@@ -573,12 +573,24 @@ class LockHolder(Record):
 
 
 @dataclass(kw_only=True)
+class Mark(Record):
+    """Where a snippet's bracketed match is: ``snippet[start:end]`` is ``[word]``."""
+
+    start: int
+    end: int
+
+
+@dataclass(kw_only=True)
 class SearchHit(Record):
     session_id: str
     seq: int
     role: str
     snippet: str
+    """Around the first match, each match in brackets (as the CLI shows it)."""
     agent: str | None = None
+    marks: list[Mark] = field(default_factory=list)
+    """The bracketed matches of ``snippet``, so a page highlights them (``<mark>``)
+    without mistaking brackets the text itself holds for a match."""
 
 
 # -- the protocol ----------------------------------------------------------------
