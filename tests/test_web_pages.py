@@ -290,6 +290,8 @@ def test_the_session_page_escapes_everything(live: LiveServer, browser: httpx.Cl
         assert label in text
     assert "[█" in text and "░]" in text
     assert "Context Status" in text and "checkpoint #1: 2 messages" in text
+    # its store-wide id is 2 (another session's checkpoint came first): no page shows it
+    assert "checkpoint #2" not in text.lower() and "checkpoint 2 " not in text.lower()
 
 
 def test_rename_delete_and_the_prompt_form(live: LiveServer, browser: httpx.Client) -> None:

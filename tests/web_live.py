@@ -41,6 +41,14 @@ def seed(db: Path) -> dict[str, str]:
     """Sessions for the pages to show; returns their ids by role."""
     store = open_store(f"sqlite://{db}")
     try:
+        plain = []
+        for i in range(PLAIN_SESSIONS):
+            s = store.create_session(title=f"plain session {i}", model="simulated/gpt-4o")
+            s.append(Message.user(f"question number {i}"))
+            plain.append(s.id)
+        # a checkpoint of another session first: the store-wide id of the hostile
+        # session's checkpoint is 2, its number within the session 1
+        store.get_session(plain[0]).add_checkpoint(covers_up_to=1, summary="- a question")
         hostile = store.create_session(
             agent="coder", model="simulated/gpt-4o", title=HOSTILE_TITLE, metadata={}
         )
@@ -56,10 +64,7 @@ def seed(db: Path) -> dict[str, str]:
         hostile.add_checkpoint(covers_up_to=2, summary=HOSTILE_SUMMARY)
         hostile.append(Message.user("and after the checkpoint"))
         ids = {"hostile": hostile.id}
-        for i in range(PLAIN_SESSIONS):
-            s = store.create_session(title=f"plain session {i}", model="simulated/gpt-4o")
-            s.append(Message.user(f"question number {i}"))
-            ids[f"plain{i}"] = s.id
+        ids.update({f"plain{i}": sid for i, sid in enumerate(plain)})
         return ids
     finally:
         store.close()
@@ -88,12 +93,20 @@ class LiveServer:
 def start(tmp: Path) -> Iterator[LiveServer]:
     """Seed, start ``threadline serve``, wait for it, yield it, stop it."""
     ids = seed(tmp / "web.db")
+    yield from serve(tmp / "web.db", ids, cwd=tmp)
+
+
+def serve(
+    db: Path, ids: dict[str, str], *, cwd: Path, env: dict[str, str] | None = None
+) -> Iterator[LiveServer]:
+    """``threadline serve`` on the SQLite file ``db``, run in ``cwd`` (where it finds
+    ``./agents``) with ``env`` added to the environment."""
     port = free_port()
-    env = dict(os.environ, THREADLINE_CONFIG_DIR=str(tmp / "config"))
+    env = {**os.environ, "THREADLINE_CONFIG_DIR": str(cwd / "config"), **(env or {})}
     command = [sys.executable, "-m", "threadline.cli.app", "serve", "--port", str(port)]
-    command += ["--store", f"sqlite://{tmp}/web.db", "--token", TOKEN]
+    command += ["--store", f"sqlite://{db}", "--token", TOKEN]
     proc = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     assert proc.stdout is not None
     output: list[str] = []

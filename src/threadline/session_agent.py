@@ -126,11 +126,11 @@ def session_agent(
     *,
     agent: str | None = None,
     model: str | None = None,
+    fit_only: bool = False,
     compactor: Compactor | None = None,
     calibrator: Calibrator | None = None,
     context: Mapping[str, Any] | None = None,
     simulated_policy: ContextPolicy | None = None,
-    fit_only: bool = False,
 ) -> Agent:
     """The agent that runs ``info``'s turns (see the module docstring); close it after.
 

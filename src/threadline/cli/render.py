@@ -25,15 +25,12 @@ from rich.text import Text
 
 from threadline.report.text import (
     SafeConsole,
-    bar,
     fmt_int,
-    fmt_pct,
     fmt_time,
     plural,
     printable,
     session_preview,
     shorten,
-    usage_line,
 )
 from threadline.store import SearchHit, SessionInfo, SessionPage, Store
 
@@ -42,15 +39,12 @@ if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (i
 
 __all__ = [
     "SafeConsole",
-    "bar",
     "fmt_int",
-    "fmt_pct",
     "fmt_time",
     "plural",
     "printable",
     "session_preview",
     "shorten",
-    "usage_line",
 ]
 
 PIPE_WIDTH = 120

@@ -35,7 +35,6 @@ from rich.text import Text
 from threadline.agent import Agent
 from threadline.cli.compact_cmd import render_result
 from threadline.cli.render import (
-    fmt_pct,
     page_footer,
     render_messages,
     session_details,
@@ -45,8 +44,9 @@ from threadline.cli.render import (
 from threadline.cli.sessions import DEFAULT_HISTORY, EXPORT_NAME, write_atomically
 from threadline.context.builder import ContextReport
 from threadline.errors import ThreadlineError, UsageError
-from threadline.interop.export import to_json, to_markdown
+from threadline.interop.export import numbered_checkpoints, to_json, to_markdown
 from threadline.report.context import session_context
+from threadline.report.text import fmt_pct
 from threadline.store.base import DEFAULT_PAGE_SIZE, Session, Store, check_title
 
 COMMAND_RE = re.compile(r"^/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
@@ -252,7 +252,7 @@ def cmd_export(host: ChatHost, args: str) -> None:
         raise UsageError(f"/export: directory {path.parent} does not exist")
     info = session.info.to_dict()
     if path.suffix.lower() == JSON_SUFFIX:
-        checkpoints = [c.to_dict() for c in session.checkpoints()]
+        checkpoints = numbered_checkpoints(session.checkpoints())
         text = to_json(info, session.iter_messages(), checkpoints) + "\n"
     else:
         text = to_markdown(info, session.iter_messages())

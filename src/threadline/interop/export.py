@@ -22,7 +22,10 @@ The JSON export is the stable interchange format, read back by
     {"format": "threadline.session", "version": 1,
      "session": {...},                      # title, agent, model, metadata, ...
      "messages": [Message.model_dump(mode="json"), ...],
-     "checkpoints": [{...}, ...]}
+     "checkpoints": [{"number", "id", "covers_up_to", "summary", ...}, ...]}
+
+A checkpoint's ``number`` is its place in its session (#1 its first, as every page and
+report shows it); ``id`` is the store's own key.
 
 Readers must ignore keys they do not know; a change that old readers would
 misread bumps ``version``. Reading an export back (:func:`from_json_export`)
@@ -48,6 +51,7 @@ from threadline.interop.anthropic_format import to_anthropic
 from threadline.interop.openai_format import message_to_openai
 from threadline.messages import Message
 from threadline.stamps import new_id
+from threadline.store.base import Checkpoint
 from threadline.store.fork import materialized_metadata
 
 EXPORT_FORMAT = "threadline.session"
@@ -207,6 +211,11 @@ EXPORT_SUFFIXES = {
 """Every export format, with the file suffix it is written under by default."""
 REIMPORTABLE = ("json", "openai-jsonl", "anthropic-json", "supyagent")
 """Formats ``threadline sessions import`` reads back (Markdown and HTML are for people)."""
+
+
+def numbered_checkpoints(checkpoints: Iterable[Checkpoint]) -> list[dict[str, Any]]:
+    """A session's checkpoints (oldest first) as export records, each with its number."""
+    return [{"number": n, **c.to_dict()} for n, c in enumerate(checkpoints, start=1)]
 
 
 def render_export(
