@@ -240,7 +240,7 @@ def test_search_text_and_json(url: str) -> None:
     data = js(url, "sessions", "search", "poem rivers")
     assert data["query"] == "poem rivers"
     (hit,) = data["items"]
-    assert set(hit) == {"session_id", "seq", "role", "snippet", "agent"}
+    assert set(hit) == {"session_id", "seq", "role", "snippet", "agent", "marks"}
     assert hit["session_id"] == "beta-0002" and hit["seq"] == 1 and hit["agent"] == "writer"
     assert js(url, "sessions", "search", "rivers", "--agent", "coder")["items"] == []
     assert "0 hits" in ok(url, "sessions", "search", "absent-word").stdout
@@ -367,7 +367,7 @@ def test_checkpoints_are_numbered_within_their_session(sqlite_url: str) -> None:
     assert "Summary:          checkpoint #2: 8 messages" in text
     assert "#3" not in text and "checkpoint 3" not in text
     summary = next(x for x in report["sections"] if x["name"] == "summary")
-    assert summary["detail"] == "the checkpoint covering seq 1-8"
+    assert summary["detail"] == "covers seq 1-8"
     shown = js(sqlite_url, "sessions", "show", "numb")["checkpoints"]
     assert [(c["number"], c["id"]) for c in shown] == [(1, 2), (2, 3)]
     exported = json.loads(

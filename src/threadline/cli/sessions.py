@@ -47,6 +47,7 @@ from threadline.store.base import (
     Session,
     SessionInfo,
     Store,
+    numbered_checkpoints,
 )
 from threadline.store.search_query import parse_when
 
@@ -147,8 +148,6 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
     fork, forks = session.fork, fork_ids(store, sid)
     visible = retraction.visible_count(session)
     if as_json:
-        from threadline.interop.export import numbered_checkpoints
-
         print_json(
             {
                 "session": {**info.to_dict(), "visible_count": visible},
@@ -416,7 +415,7 @@ def export(
     store = store_of(ctx, create=False)
     session = store.get_session(session_id)
     info = session.info.to_dict()
-    from threadline.interop.export import EXPORT_SUFFIXES, numbered_checkpoints, render_export
+    from threadline.interop.export import EXPORT_SUFFIXES, render_export
     from threadline.interop.supyagent import summary_path
 
     checkpoints = numbered_checkpoints(session.checkpoints())

@@ -44,10 +44,16 @@ from threadline.cli.render import (
 from threadline.cli.sessions import DEFAULT_HISTORY, EXPORT_NAME, write_atomically
 from threadline.context.builder import ContextReport
 from threadline.errors import ThreadlineError, UsageError
-from threadline.interop.export import numbered_checkpoints, to_json, to_markdown
+from threadline.interop.export import to_json, to_markdown
 from threadline.report.context import session_context
 from threadline.report.text import fmt_pct
-from threadline.store.base import DEFAULT_PAGE_SIZE, Session, Store, check_title
+from threadline.store.base import (
+    DEFAULT_PAGE_SIZE,
+    Session,
+    Store,
+    check_title,
+    numbered_checkpoints,
+)
 
 COMMAND_RE = re.compile(r"^/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
 JSON_SUFFIX = ".json"

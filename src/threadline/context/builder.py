@@ -328,7 +328,7 @@ def build_context(
                 name="summary",
                 tokens=summary_tokens,
                 messages=len(summary_msgs),
-                detail=f"the checkpoint covering seq 1-{floor}" if checkpoint else "",
+                detail=f"covers seq 1-{floor}" if checkpoint else "",
             ),
             Section(
                 name="history",

@@ -51,7 +51,6 @@ from threadline.interop.anthropic_format import to_anthropic
 from threadline.interop.openai_format import message_to_openai
 from threadline.messages import Message
 from threadline.stamps import new_id
-from threadline.store.base import Checkpoint
 from threadline.store.fork import materialized_metadata
 
 EXPORT_FORMAT = "threadline.session"
@@ -211,11 +210,6 @@ EXPORT_SUFFIXES = {
 """Every export format, with the file suffix it is written under by default."""
 REIMPORTABLE = ("json", "openai-jsonl", "anthropic-json", "supyagent")
 """Formats ``threadline sessions import`` reads back (Markdown and HTML are for people)."""
-
-
-def numbered_checkpoints(checkpoints: Iterable[Checkpoint]) -> list[dict[str, Any]]:
-    """A session's checkpoints (oldest first) as export records, each with its number."""
-    return [{"number": n, **c.to_dict()} for n, c in enumerate(checkpoints, start=1)]
 
 
 def render_export(

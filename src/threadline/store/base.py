@@ -30,7 +30,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar, runtime_checkable
@@ -570,6 +570,12 @@ class LockHolder(Record):
         if current is not None and current.same_holder(self):
             update["started_at"] = current.started_at
         return self.replace(**update)
+
+
+def numbered_checkpoints(checkpoints: Iterable[Checkpoint]) -> list[dict[str, Any]]:
+    """A session's checkpoints (oldest first) as JSON records, each with its ``number``
+    within the session (#1 its first, as reports and pages show it) beside its store id."""
+    return [{"number": n, **c.to_dict()} for n, c in enumerate(checkpoints, start=1)]
 
 
 @dataclass(kw_only=True)
