@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from threadline.agent import Calibrator
 from threadline.cli.compact_cmd import AgentOpt, print_blocks
 from threadline.cli.render import print_json
 from threadline.cli.state import store_of
@@ -118,7 +119,13 @@ def context(
     overrides = context_overrides(limit=limit, reserve=reserve, strategy=strategy)
     session = store_of(ctx, create=False).get_session(session_id)
     with session_agent(
-        session.store, session.info, agent=agent, model=model, context=overrides, fit_only=True
+        session.store,
+        session.info,
+        agent=agent,
+        model=model,
+        fit_only=True,
+        context=overrides,
+        calibrator=Calibrator(),  # the session's own record only, as the web panel reads it
     ) as runner:
         report = session_context(session, runner, system_prompt=system_prompt, tools=tool_defs)
     if as_json:
