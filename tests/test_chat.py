@@ -445,3 +445,33 @@ def test_history_file_is_in_the_user_data_dir(
     history = chat_module.prompt_history()
     history.append_string("/context")
     assert "/context" in (tmp_path / "threadline" / "chat_history").read_text()
+
+
+def test_text_that_is_not_utf8_is_refused_before_a_session_exists(
+    fake: FakeOpenAI, sqlite_url: str, tmp_path: Path
+) -> None:
+    """Bytes on stdin that are not UTF-8 (Python reads them as surrogates) and such a
+    --message are refused with a usage error; no session is left behind."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "threadline.cli.app", "--store", sqlite_url, "chat"]
+    command += ["--model", MODEL]
+    piped = subprocess.run(
+        command,
+        input=b"caf\xe9 ok\n",
+        capture_output=True,
+        env=dict(os.environ, PYTHONUTF8="1"),
+        timeout=60,
+        check=False,
+    )
+    assert piped.returncode == 2, piped.stderr
+    assert piped.stderr.decode().strip() == "threadline: error: stdin is not UTF-8 text (byte 3)"
+    given = CliRunner().invoke(
+        app, ["--store", sqlite_url, "chat", "--model", MODEL, "--message", "caf\udce9"]
+    )
+    assert given.exit_code == 2 and "not valid UTF-8" in given.stderr
+    assert "created" not in given.stderr
+    assert fake.requests == []
+    with open_store(sqlite_url) as store:
+        assert store.list_sessions().total == 0

@@ -12,6 +12,7 @@ title from their first request (and from a title model in the background);
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Any
 
 import pytest
@@ -309,3 +310,34 @@ def test_rewind_and_fork_go_on_in_a_fork(
             "question two, differently",
         ]
         assert root.title == rewound.title == "question one"
+
+
+def test_a_streamed_reply_stops_the_terminal_echoing_ctrl_c() -> None:
+    """The live view redraws by moving up the lines it drew; a ``^C`` the terminal echoes
+    moved the cursor on, so the partial reply showed twice after Ctrl-C. While a reply
+    streams the terminal echoes nothing; after it (Ctrl-C included) it is as it was."""
+    import io
+    import pty
+    import sys
+    import termios
+
+    from rich.console import Console
+
+    master, slave = pty.openpty()
+    stdin = os.fdopen(slave, "r", closefd=False)
+    saved = sys.stdin
+    try:
+        sys.stdin = stdin
+        before = termios.tcgetattr(slave)
+        assert before[3] & termios.ECHO and before[3] & termios.ECHOCTL
+        renderer = ReplyRenderer(Console(file=io.StringIO(), force_terminal=True, width=80))
+        renderer.chunk("Partial answer")
+        during = termios.tcgetattr(slave)[3]
+        assert not during & termios.ECHO and not during & termios.ECHOCTL
+        assert renderer.interrupt() == "Partial answer"
+        assert termios.tcgetattr(slave) == before
+    finally:
+        sys.stdin = saved
+        stdin.close()
+        os.close(slave)
+        os.close(master)

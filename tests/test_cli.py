@@ -240,7 +240,7 @@ def test_search_text_and_json(url: str) -> None:
     data = js(url, "sessions", "search", "poem rivers")
     assert data["query"] == "poem rivers"
     (hit,) = data["items"]
-    assert set(hit) == {"session_id", "seq", "role", "snippet", "agent"}
+    assert set(hit) == {"session_id", "seq", "role", "snippet", "agent", "marks"}
     assert hit["session_id"] == "beta-0002" and hit["seq"] == 1 and hit["agent"] == "writer"
     assert js(url, "sessions", "search", "rivers", "--agent", "coder")["items"] == []
     assert "0 hits" in ok(url, "sessions", "search", "absent-word").stdout
@@ -347,6 +347,33 @@ def test_context_json(url: str, tmp_path: Path) -> None:
     assert report["limit"] == 8000 and report["response_reserve"] == 4096
     assert report["total_tokens"] <= report["limit"] - report["response_reserve"]
     assert {s["name"] for s in report["sections"]} >= {"system", "history"}
+
+
+def test_checkpoints_are_numbered_within_their_session(sqlite_url: str) -> None:
+    """Store-wide ids (1, 2, 3 across sessions) never reach a report: #1, #2 per session."""
+    store = open_store(sqlite_url)
+    other = store.create_session(id="other-0001")
+    other.append([Message.user(f"o{i}") for i in range(4)])
+    other.add_checkpoint(covers_up_to=2, summary="- the other session")  # id 1
+    s = store.create_session(id="numb-0001")
+    s.append([Message.user(f"question {i} " + "word " * 20) for i in range(12)])
+    s.add_checkpoint(covers_up_to=4, summary="- first")  # id 2, #1
+    s.add_checkpoint(covers_up_to=8, summary="- second")  # id 3, #2
+    store.close()
+    report = js(sqlite_url, "context", "numb")["report"]
+    assert (report["checkpoint_id"], report["checkpoint_number"]) == (3, 2)
+    assert report["newest_checkpoint_number"] == 2
+    text = ok(sqlite_url, "context", "numb").stdout
+    assert "Summary:          checkpoint #2: 8 messages" in text
+    assert "#3" not in text and "checkpoint 3" not in text
+    summary = next(x for x in report["sections"] if x["name"] == "summary")
+    assert summary["detail"] == "covers seq 1-8"
+    shown = js(sqlite_url, "sessions", "show", "numb")["checkpoints"]
+    assert [(c["number"], c["id"]) for c in shown] == [(1, 2), (2, 3)]
+    exported = json.loads(
+        ok(sqlite_url, "sessions", "export", "numb", "-f", "json", "-o", "-").stdout
+    )
+    assert [(c["number"], c["id"]) for c in exported["checkpoints"]] == [(1, 2), (2, 3)]
 
 
 def test_context_options_reach_the_policy(sqlite_url: str) -> None:

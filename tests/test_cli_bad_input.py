@@ -195,7 +195,8 @@ def test_tool_result_without_its_call_is_kept_and_left_out_of_the_view(
     sid = result.stdout.strip()
     context = run(url, "context", sid, "--json")
     data = json.loads(context.stdout)
-    assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
+    # the agent's system prompt, then the history without the orphan result
+    assert [m["role"] for m in data["messages"]] == ["system", "user", "assistant"]
     assert data["report"]["orphan_results"] == [2]
     assert "1 result(s) without their call left out" in run(url, "context", sid).stdout
     history = json.loads(run(url, "sessions", "history", sid, "--json").stdout)["items"]

@@ -279,6 +279,14 @@ def test_copy_usage_errors(db: Path) -> None:
     assert no_to.exit_code == 2
 
 
+def test_copy_of_an_unknown_session_creates_no_destination(db: Path, tmp_path: Path) -> None:
+    for dest in (tmp_path / "new.db", tmp_path / "jsonl-dir"):
+        scheme = "sqlite" if dest.suffix == ".db" else "jsonl"
+        missing = run(url_of(db), "sessions", "copy", "--to", f"{scheme}://{dest}", "-s", "nope")
+        assert missing.exit_code == 3 and "session not found" in missing.stderr
+        assert not dest.exists()
+
+
 def test_redact_hides_passwords() -> None:
     assert (
         redact("postgresql://me:secret@db.example:5432/x")

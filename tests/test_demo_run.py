@@ -179,3 +179,35 @@ def test_demo_on_a_memory_store_skips_the_restart(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert "skipped: memory:// lives only in this process" in result.stdout
+
+
+def test_the_next_commands_run_as_the_demo_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make demo`` runs ``.venv/bin/threadline``: the hints name that path and how to
+    put ``threadline`` on PATH; run from PATH they say just ``threadline``."""
+    from threadline.cli import demo as demo_cmd
+
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    script = bin_dir / "threadline"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    (bin_dir / "activate").write_text("# activate\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setattr("sys.argv", [".venv/bin/threadline", "demo"])
+    assert demo_cmd.command_word() == (
+        ".venv/bin/threadline",
+        "(or run `. .venv/bin/activate` to put threadline on PATH in this shell)",
+    )
+    result = CliRunner().invoke(
+        app, ["--store", "memory://", "demo", "--turns", "2", "--export", str(tmp_path / "d.md")]
+    )
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert "Next: .venv/bin/threadline sessions history " in result.stdout
+    assert "Next: threadline " not in result.stdout
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert demo_cmd.command_word() == ("threadline", None)
+    monkeypatch.setattr("sys.argv", ["/usr/lib/python3/threadline/cli/app.py"])
+    assert demo_cmd.command_word() == ("threadline", None)  # python -m threadline.cli.app

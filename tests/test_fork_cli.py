@@ -61,6 +61,16 @@ def test_fork_json_and_bad_seq(sqlite_url: str) -> None:
     assert "cannot fork" in bad.stderr and "seqs 1-2" in bad.stderr
 
 
+def test_fork_at_0_is_refused_and_makes_nothing(sqlite_url: str) -> None:
+    parent = seeded(sqlite_url, turns=1)
+    empty = run(sqlite_url, "sessions", "fork", parent, "--at", "0")
+    assert empty.exit_code == 2, empty.output
+    assert empty.stdout == "" and empty.stderr.count("\n") == 1
+    assert "--at 0 would fork before the first message" in empty.stderr
+    with open_store(sqlite_url) as store:
+        assert [i.id for i in store.list_sessions().items] == [parent]
+
+
 def test_list_tree_and_show_lineage(sqlite_url: str) -> None:
     parent = seeded(sqlite_url)
     with open_store(sqlite_url) as store:

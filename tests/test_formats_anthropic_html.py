@@ -3,6 +3,7 @@ shareable HTML page, and OpenHands titles taken from the issue, not its wrapper.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from html.parser import HTMLParser
@@ -122,6 +123,37 @@ def test_html_page_is_escaped_self_contained_and_collapsible() -> None:
     checkpoint = page.index('class="checkpoint"')
     assert page.index("Tool call:") < checkpoint < page.index("look")
     assert "default-src &#x27;none&#x27;" in page or "default-src 'none'" in page
+
+
+def test_html_pairs_each_tool_call_with_its_result_and_previews_the_call() -> None:
+    calls = [
+        ToolCall(id="c1", name="read_file", arguments={"path": "src/app.py"}),
+        ToolCall(id="c2", name="grep", arguments={"pattern": "TODO", "path": "src"}),
+    ]
+    messages = [
+        Message.user("look"),
+        Message.assistant("reading", tool_calls=calls),
+        Message.tool("print('app')", tool_call_id="c1", name="read_file"),
+        Message.tool("src/a.py:3: TODO", tool_call_id="c2", name="grep"),
+        Message.assistant("done"),
+    ]
+    for seq, m in enumerate(messages, start=1):
+        m.seq = seq
+    cps = [{"number": 1, "id": 41, "covers_up_to": 4, "summary": "read and grepped"}]
+    page = html.unescape(to_html({"title": "t"}, messages, cps))
+    order = [
+        page.index(needle)
+        for needle in (
+            'Tool call: read_file (c1): {"path": "src/app.py"}',
+            "Result: read_file (c1) · 12 chars",
+            'Tool call: grep (c2): {"pattern": "TODO", "path": "src"}',
+            "Result: grep (c2) · 16 chars",
+            "Checkpoint #1: messages up to #4",
+            "done",
+        )
+    ]
+    assert order == sorted(order)
+    assert "#41" not in page  # the store's id is no number a reader sees
 
 
 def test_cli_exports_every_format(tmp_path: Path) -> None:

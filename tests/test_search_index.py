@@ -20,7 +20,7 @@ from threadline.errors import UsageError
 from threadline.messages import TextPart
 from threadline.store import sqlite as sqlite_store
 from threadline.store.base import encode_message, format_ts, prepare_messages
-from threadline.store.search_query import parse_query, snippet
+from threadline.store.search_query import marked_snippet, parse_query, snippet
 from threadline.store.sqlite import SQLiteStore
 
 
@@ -209,6 +209,27 @@ def test_snippet_edges() -> None:
     assert snippet("see foo-bar here", parse_query("foo-bar")) == "see [foo]-[bar] here"
     assert snippet("nothing", parse_query("!!!")) == "nothing"
     assert snippet("a transcript", parse_query("transcr*")) == "a [transcript]"
+
+
+@given(
+    before=st.text(alphabet="ab []-<>x\n", max_size=80),
+    after=st.text(alphabet="ab []-<>x\n", max_size=80),
+)
+@settings(max_examples=200, deadline=None)
+def test_marks_find_exactly_the_bracketed_matches(before: str, after: str) -> None:
+    """Brackets the text holds are never taken for a match: the marks cover each match
+    and nothing else, and the snippet without the marks' brackets is the text shown."""
+    text = f"{before} [spotter-fum] {after}"
+    shown, marks = marked_snippet(text, parse_query("spotter-fum"))
+    assert shown == snippet(text, parse_query("spotter-fum"))
+    assert [shown[m.start : m.end] for m in marks][:2] == ["[spotter]", "[fum]"]
+    plain, at = [], 0
+    for m in marks:
+        plain.append(shown[at : m.start] + shown[m.start + 1 : m.end - 1])
+        at = m.end
+    plain.append(shown[at:])
+    assert "".join(plain).strip("…") in " ".join(text.split())
+    assert "[spotter-fum]" in "".join(plain)
 
 
 # -- migration from schema 1 ----------------------------------------------------------

@@ -29,6 +29,7 @@ import httpx
 from tests.live_server import free_port, stop, wait_until_serving
 from threadline import ContextPolicy, Message, open_store
 from threadline.demo.coding_run import coding_run
+from threadline.errors import ConfigError
 from threadline.server.auth import TOKEN_ENV, load_or_create_token, resolve_token
 from threadline.server.config import SIMULATED_TURNS, ServerConfig
 from threadline.server.hooks import SIGNATURE_HEADER, sign
@@ -611,7 +612,7 @@ def blocking_runner(model: BlockingModel) -> tuple[AgentRunner, Any]:
     store = open_store("memory://")
     config = AgentConfig(name="default", model=SIM, summarizer="extractive", tools=())
 
-    def factory(store: Any, name: str, spec: str) -> Agent:
+    def factory(store: Any, info: Any, spec: str) -> Agent:
         return Agent(config, store=store, model=model)
 
     return AgentRunner(store, ServerConfig(token=TOKEN), agent_factory=factory), store
@@ -640,6 +641,54 @@ def test_one_turn_at_a_time_and_no_delete_mid_turn() -> None:
     assert events[-1].name == "turn_finished" and events[-1].data["text"] == "done"
     assert [m.role for m in store.get_session(sid).messages()] == ["user", "assistant"]
     procs.delete(DeleteInput(sessionId=sid))
+    runner.close()
+
+
+def test_a_sessions_turns_run_its_own_model(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The prompt's model, else the session's stored one, else its workspace's, else the
+    server's; a model that cannot run is refused (400) before anything is stored."""
+    from tests.fakes import FakeOpenAI
+    from threadline.server.procedures import Procedures, PromptInput, classify
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    store = open_store("memory://")
+    config = ServerConfig(token=TOKEN, workspace_models={"ws-mini": SIM_MINI})
+    runner = AgentRunner(store, config)
+    procs = Procedures(store, config, runner, runner.hooks, runner.hub)
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.url)
+        fake.reply_text("an answer from the real model", usage=(50, 6))
+        # a session of a chat on an OpenAI-compatible model, in a workspace of another model
+        own = store.create_session(model="compatible/gpt-4o", metadata={"workspaceId": "ws-mini"})
+        out = procs.prompt(PromptInput(sessionId=own.id, text="hello"))
+        assert out["model"] == "compatible/gpt-4o"
+        assert wait_for(lambda: not runner.is_running(own.id))
+        assert len(fake.requests) == 1 and fake.requests[0].json()["model"] == "gpt-4o"
+        stored = store.get_session(own.id).messages()
+        assert [m.role for m in stored] == ["user", "assistant"]
+        assert stored[-1].text == "an answer from the real model"
+        assert stored[-1].metadata.get("simulated") is None
+
+        # no stored model: the workspace's, then the server's; the prompt's wins over all
+        bare = store.create_session(metadata={"workspaceId": "ws-mini"})
+        assert procs.turn_model(bare.info) == SIM_MINI
+        assert procs.turn_model(store.create_session().info) == SIM
+        assert procs.turn_model(own.info, "simulated/x") == "simulated/x"
+
+        # a model that cannot be resolved: 400 before the user message is stored, no traceback
+        caplog.clear()
+        for spec, why in (("bogus/x", "unknown provider"), ("openai/gpt-4o-mini", None)):
+            if why is None:  # a known provider without its key
+                monkeypatch.delenv("OPENAI_API_KEY")
+            with pytest.raises(ConfigError) as caught:
+                procs.prompt(PromptInput(sessionId=own.id, text="again", model=spec))
+            assert classify(caught.value)[:2] == ("BAD_REQUEST", 400)
+            assert why is None or why in str(caught.value)
+            assert store.count_messages(own.id) == 2 and not runner.is_running(own.id)
+        assert len(fake.requests) == 1
+        assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
     runner.close()
 
 
@@ -752,15 +801,24 @@ def test_agents_for_real_models_come_from_agent_files(
     (tmp_path / "agents" / "coder.yaml").write_text(
         "name: coder\nmodel: anthropic/claude-sonnet-4-5\nsystem_prompt: You code.\n"
     )
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
     store = open_store("memory://")
     config = ServerConfig(token=TOKEN)
-    coder = build_agent(config, store, "coder", "openai/gpt-4o")  # the model resolves lazily
+    coder_info = store.create_session(agent="coder").info
+    coder = build_agent(config, store, coder_info, "openai/gpt-4o")
     assert (coder.config.name, coder.model_spec) == ("coder", "openai/gpt-4o")
     assert coder.config.system_prompt == "You code."
-    unknown = build_agent(config, store, "no-such-agent", "openai/gpt-4o-mini")
+    unknown_info = store.create_session(agent="no-such-agent").info
+    unknown = build_agent(config, store, unknown_info, "openai/gpt-4o-mini")
     assert (unknown.config.name, unknown.model_spec) == ("default", "openai/gpt-4o-mini")
-    simulated = build_agent(config, store, "coder", SIM)
+    simulated = build_agent(config, store, coder_info, SIM)
     assert simulated.model_spec == SIM and simulated.config.name == "coder"
+    # the model is resolved before a turn stores anything: what cannot run is a ConfigError
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        build_agent(config, store, coder_info, "openai/gpt-4o")
+    with pytest.raises(ConfigError, match="unknown provider 'bogus'"):
+        build_agent(config, store, coder_info, "bogus/x")
 
 
 def test_threadline_serve_creates_a_token_and_serves(tmp_path: Path) -> None:

@@ -207,7 +207,7 @@ def test_a_reached_threshold_reads_only_the_tail_to_the_cut(store: Store) -> Non
 def test_progress_renders_as_the_reference_bars(store: Store) -> None:
     from rich.console import Console
 
-    from threadline.cli.compact_cmd import render_trigger_progress
+    from threadline.report.context import render_trigger_progress
 
     s = _session(store, 18)
     d = check_triggers(s, _policy())

@@ -32,6 +32,7 @@ from tests.web_live import (
     HOSTILE_TEXT,
     HOSTILE_TITLE,
     PLAIN_SESSIONS,
+    SEARCH_TEXT,
     SEARCH_WORD,
     TOKEN,
     LiveServer,
@@ -44,7 +45,7 @@ ALLOWED_TAGS = {
     "html", "head", "meta", "title", "link", "script", "body", "header", "main", "form",
     "input", "button", "section", "h1", "h2", "p", "code", "div", "a", "span", "article",
     "details", "summary", "pre", "b", "aside", "dl", "dt", "dd", "table", "thead", "tbody",
-    "tr", "th", "td", "textarea", "label", "ol", "li", "nav", "strong", "q",
+    "tr", "th", "td", "textarea", "label", "ol", "li", "nav", "strong", "q", "mark",
 }  # fmt: skip
 """Every element the templates make; an element outside this set came from stored text."""
 
@@ -251,6 +252,17 @@ def test_search_finds_messages_and_links_to_them(live: LiveServer, browser: http
     assert '"><script>alert(1)</script>' in hostile_query.text
 
 
+def test_search_snippets_mark_their_matches(live: LiveServer, browser: httpx.Client) -> None:
+    """Matches are ``<mark>`` elements; the text's own brackets and markup are text."""
+    r = browser.get("/", params={"q": SEARCH_WORD})
+    found = assert_safe(r.text)
+    assert r.text.count("<mark>") == 1  # the stored "<mark>" is escaped, not an element
+    snippet = r.text.split('<div class="snippet">', 1)[1].split("</div>", 1)[0]
+    assert f"[<mark>{SEARCH_WORD}</mark>-fum]" in snippet
+    assert "&lt;mark&gt;not a match&lt;/mark&gt;" in snippet
+    assert SEARCH_TEXT in found.text and "[[" not in found.text
+
+
 def test_the_session_page_escapes_everything(live: LiveServer, browser: httpx.Client) -> None:
     sid = live.ids["hostile"]
     p = page(browser, f"/sessions/{sid}")
@@ -278,6 +290,8 @@ def test_the_session_page_escapes_everything(live: LiveServer, browser: httpx.Cl
         assert label in text
     assert "[█" in text and "░]" in text
     assert "Context Status" in text and "checkpoint #1: 2 messages" in text
+    # its store-wide id is 2 (another session's checkpoint came first): no page shows it
+    assert "checkpoint #2" not in text.lower() and "checkpoint 2 " not in text.lower()
 
 
 def test_rename_delete_and_the_prompt_form(live: LiveServer, browser: httpx.Client) -> None:

@@ -31,6 +31,8 @@ HOSTILE_ARGS = {"path": "</pre><script>alert(4)</script>", "note": "\"'><svg onl
 HOSTILE_RESULT = "<iframe src=javascript:alert(6)></iframe>\x00nul <style>*{}</style>"
 HOSTILE_SUMMARY = "- summary <script>alert(7)</script> of the <em>first</em> turn"
 SEARCH_WORD = "zanzibarquux"
+SEARCH_TEXT = f"done; the word is [{SEARCH_WORD}-fum] <mark>not a match</mark>"
+"""Brackets and markup of its own around the word: a page must tell them from its marks."""
 PLAIN_SESSIONS = 7
 STARTUP_SECONDS = 30
 
@@ -39,6 +41,14 @@ def seed(db: Path) -> dict[str, str]:
     """Sessions for the pages to show; returns their ids by role."""
     store = open_store(f"sqlite://{db}")
     try:
+        plain = []
+        for i in range(PLAIN_SESSIONS):
+            s = store.create_session(title=f"plain session {i}", model="simulated/gpt-4o")
+            s.append(Message.user(f"question number {i}"))
+            plain.append(s.id)
+        # a checkpoint of another session first: the store-wide id of the hostile
+        # session's checkpoint is 2, its number within the session 1
+        store.get_session(plain[0]).add_checkpoint(covers_up_to=1, summary="- a question")
         hostile = store.create_session(
             agent="coder", model="simulated/gpt-4o", title=HOSTILE_TITLE, metadata={}
         )
@@ -48,16 +58,13 @@ def seed(db: Path) -> dict[str, str]:
                 Message.user(HOSTILE_TEXT),
                 Message.assistant("let me look", tool_calls=[call]),
                 Message.tool(HOSTILE_RESULT, tool_call_id="call-1", name="read_file"),
-                Message.assistant(f"done; the word is {SEARCH_WORD}"),
+                Message.assistant(SEARCH_TEXT),
             ]
         )
         hostile.add_checkpoint(covers_up_to=2, summary=HOSTILE_SUMMARY)
         hostile.append(Message.user("and after the checkpoint"))
         ids = {"hostile": hostile.id}
-        for i in range(PLAIN_SESSIONS):
-            s = store.create_session(title=f"plain session {i}", model="simulated/gpt-4o")
-            s.append(Message.user(f"question number {i}"))
-            ids[f"plain{i}"] = s.id
+        ids.update({f"plain{i}": sid for i, sid in enumerate(plain)})
         return ids
     finally:
         store.close()
@@ -86,12 +93,20 @@ class LiveServer:
 def start(tmp: Path) -> Iterator[LiveServer]:
     """Seed, start ``threadline serve``, wait for it, yield it, stop it."""
     ids = seed(tmp / "web.db")
+    yield from serve(tmp / "web.db", ids, cwd=tmp)
+
+
+def serve(
+    db: Path, ids: dict[str, str], *, cwd: Path, env: dict[str, str] | None = None
+) -> Iterator[LiveServer]:
+    """``threadline serve`` on the SQLite file ``db``, run in ``cwd`` (where it finds
+    ``./agents``) with ``env`` added to the environment."""
     port = free_port()
-    env = dict(os.environ, THREADLINE_CONFIG_DIR=str(tmp / "config"))
+    env = {**os.environ, "THREADLINE_CONFIG_DIR": str(cwd / "config"), **(env or {})}
     command = [sys.executable, "-m", "threadline.cli.app", "serve", "--port", str(port)]
-    command += ["--store", f"sqlite://{tmp}/web.db", "--token", TOKEN]
+    command += ["--store", f"sqlite://{db}", "--token", TOKEN]
     proc = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     assert proc.stdout is not None
     output: list[str] = []

@@ -353,11 +353,13 @@ class Agent:
         system_prompt: str | None = None,
         calibrated: bool = True,
         memories: Sequence[str] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> ContextWindow:
         """The window the next model call would get (what ``/context`` shows).
 
         With memory on, ``memories`` are the lines to place before the latest request
-        (default: those recalled for it)."""
+        (default: those recalled for it). ``system_prompt`` and ``tools`` replace the
+        agent's own (``threadline context --system/--tools``)."""
         self._load_calibration(session)
         policy = self.policy
         factor = self.calibrator.factor(self.model_spec)
@@ -367,7 +369,7 @@ class Agent:
             session,
             model=self.model_spec,
             system_prompt=system_prompt if system_prompt is not None else self.system_prompt(),
-            tools=self.tools.definitions(),
+            tools=list(tools) if tools is not None else self.tools.definitions(),
             policy=policy,
             aggressive=aggressive,
             **self._memory_args(session, memories),

@@ -29,7 +29,9 @@ session is titled after its first turn (``cli/titles.py``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import socket
 import sys
 import threading
@@ -51,7 +53,7 @@ from threadline.agent import Agent, AgentConfig, TurnResult
 from threadline.catalog import lookup
 from threadline.cli.errors import EXIT_MODEL, PROGRAM, one_line
 from threadline.cli.render import compact_call, echo, make_console, shorten
-from threadline.cli.resume import ChatSetup, resume_target, settings_metadata, setup_for
+from threadline.cli.resume import resume_target
 from threadline.cli.slash import Outcome, SlashCompleter, dispatch, parse_command, tokens_line
 from threadline.cli.state import stdin_is_interactive, store_of
 from threadline.cli.titles import Titler
@@ -64,7 +66,15 @@ from threadline.errors import (
 )
 from threadline.llm import ChatModel, parse_model, resolve_model
 from threadline.messages import Message, ToolCall
-from threadline.store.base import Checkpoint, LockHolder, Session, SessionInfo, Store
+from threadline.session_agent import ChatSetup, settings_metadata, setup_for
+from threadline.store.base import (
+    Checkpoint,
+    LockHolder,
+    Session,
+    SessionInfo,
+    Store,
+    encode_message,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +163,41 @@ class LockKeeper:
 # -- rendering a turn ---------------------------------------------------------------------
 
 
+QuietState = tuple[int, list[Any]] | None
+"""A terminal's descriptor and its settings before ``quiet_terminal``; None: untouched."""
+
+
+def quiet_terminal() -> QuietState:
+    """Stop the terminal echoing what is typed (``^C`` included) while a reply streams.
+
+    The live view redraws its block by moving the cursor up as many lines as it drew; a
+    ``^C`` the terminal echoes moves the cursor on, so the redraw after Ctrl-C landed a
+    line low and the start of the partial reply showed twice. Returns what
+    ``restore_terminal`` puts back (None when stdin is not a terminal)."""
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        if not os.isatty(fd):
+            return None
+        before = termios.tcgetattr(fd)
+        quiet = list(before)
+        quiet[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    except (ImportError, OSError, ValueError, AttributeError):  # no termios, no real stdin
+        return None
+    return fd, before
+
+
+def restore_terminal(state: QuietState) -> None:
+    if state is None:
+        return
+    import termios
+
+    with contextlib.suppress(OSError, termios.error):  # the terminal went away
+        termios.tcsetattr(state[0], termios.TCSANOW, state[1])
+
+
 class ReplyRenderer:
     """Streams reply text into a live Markdown view; tool calls and notices go between.
 
@@ -164,11 +209,13 @@ class ReplyRenderer:
     def __init__(self, console: Console) -> None:
         self.console = console
         self._live: Live | None = None
+        self._quiet: QuietState = None
         self._text = ""
         self.streamed = False
 
     def chunk(self, piece: str) -> None:
         if not self._text and self._live is None and self.console.is_terminal:
+            self._quiet = quiet_terminal()
             self._live = Live(
                 console=self.console,
                 refresh_per_second=LIVE_REFRESH_PER_SECOND,
@@ -180,8 +227,12 @@ class ReplyRenderer:
 
     def close_block(self) -> None:
         if self._live is not None:
-            self._live.stop()  # its last render reads the text: clear that only after
-            self._live = None
+            try:
+                self._live.stop()  # its last render reads the text: clear that only after
+            finally:
+                self._live = None
+                restore_terminal(self._quiet)
+                self._quiet = None
         elif self._text.strip():
             self.console.print(Markdown(self._text))
         self._text = ""
@@ -405,8 +456,10 @@ class ChatController:
         """
         if self._keeper is not None and self._keeper.lost is not None:
             raise self._keeper.lost
+        message = Message.user(text)
+        encode_message(message)  # refused (not valid UTF-8, too large) before a session exists
         session = self.ensure_session()
-        result = self.agent.run_turn(session, text, stream=stream)
+        result = self.agent.run_turn(session, message, stream=stream)
         self._title(session)
         return result
 
@@ -477,7 +530,7 @@ class ChatController:
 
     def _checkpoint_number(self, checkpoint: Checkpoint) -> int | None:
         """The checkpoint's number within the attached session (#1 its first)."""
-        from threadline.cli.compact_cmd import checkpoint_number
+        from threadline.report.context import checkpoint_number
 
         session = self._session
         if session is None:
@@ -624,8 +677,12 @@ def _close_model(model: ChatModel) -> None:
 
 
 def _read_stdin() -> str:
+    """Stdin as UTF-8 text, decoded strictly (Python's own reading would let invalid bytes
+    through as surrogates, which no store can keep)."""
+    raw = getattr(sys.stdin, "buffer", None)
     try:
-        return sys.stdin.read()
+        data = raw.read() if raw is not None else sys.stdin.read()
+        return data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError as exc:
         raise UsageError(f"stdin is not UTF-8 text (byte {exc.start})") from exc
 

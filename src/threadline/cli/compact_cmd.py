@@ -5,9 +5,8 @@ hybrid with one), runs ``Compactor.compact(force=True)`` and renders: the
 snapshot, then what was summarized, what it cost and how many exact values
 survived verbatim. ``--dry-run`` shows the same without writing a checkpoint.
 
-``render_trigger_progress`` draws the compaction-trigger bars of the
-reference ``/context`` output; ``threadline context`` and the chat REPL append
-it to their report.
+The session's agent (``threadline.session_agent``, or ``--agent``) supplies the
+memory whose pending extraction is flushed first.
 
 ``compact ID --json``::
 
@@ -26,35 +25,27 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
-from threadline.cli.render import make_console, plural, print_json, usage_line
+from threadline.cli.render import make_console, print_json
 from threadline.cli.state import store_of
 from threadline.compaction.compactor import CompactionResult, Compactor
 from threadline.compaction.llm import SummarizerKind, make_summarizer
 from threadline.compaction.snapshot import words
-from threadline.compaction.triggers import TriggerDecision
 from threadline.context import ContextPolicy
 from threadline.errors import UsageError, validation_problems
 from threadline.llm import ChatModel, resolve_model
-from threadline.store.base import MAX_INT, Checkpoint, Session
-
-if TYPE_CHECKING:
-    from threadline.agent import Agent
+from threadline.report.context import checkpoint_number
+from threadline.session_agent import session_agent
+from threadline.store.base import MAX_INT
 
 MISSING_SHOWN = 10
 """Values missing from the snapshot listed by name in the report."""
-TRIGGER_LABELS = {
-    "messages": "Messages",
-    "tokens": "Tokens",
-    "context": "Context",
-    "window": "Unsummarized",
-}
 LABEL_WIDTH = 18
 
 
@@ -110,28 +101,6 @@ AgentOpt = Annotated[
         show_default=False,
     ),
 ]
-
-
-def session_agent(session: Session, agent: str | None, compactor: Compactor | None = None) -> Agent:
-    """The agent a session runs with: ``--agent``, else the one it names, by the rule chat
-    resumes with. With memory on it opens its memory (close the agent after) and hooks the
-    pre-compaction flush into ``compactor``; its model is resolved only if used."""
-    from threadline.agent import Agent
-    from threadline.cli.resume import setup_for
-
-    config = setup_for(session.info, agent=agent, model=None).config
-    return Agent(config, store=session.store, compactor=compactor)
-
-
-def checkpoint_number(
-    checkpoints: Sequence[Checkpoint], checkpoint_id: int | None, session_id: str | None = None
-) -> int | None:
-    """A checkpoint's number within its session: its place in ``session.checkpoints()``
-    (#1 the first, a fork's inherited ones included), as ``sessions show`` numbers them."""
-    for n, c in reversed(list(enumerate(checkpoints, start=1))):
-        if c.id == checkpoint_id and session_id in (None, c.session_id):
-            return n
-    return None
 
 
 def print_blocks(blocks: Sequence[RenderableType], console: Console | None = None) -> None:
@@ -216,58 +185,6 @@ def render_result(result: CompactionResult, number: int | None = None) -> list[R
     return blocks
 
 
-def render_trigger_progress(decision: TriggerDecision) -> RenderableType:
-    """``Summarization Triggers`` with a bar per trigger, as in the reference ``/context``."""
-    head = Text("Compaction Triggers", style="bold")
-    if not decision.auto_summarize:
-        head.append("  (auto_summarize is off)", style="dim")
-    else:
-        head.append(
-            f"  (any one fires after {decision.minimum_messages} new messages)", style="dim"
-        )
-    rows: list[RenderableType] = [head]
-    for p in decision.progress:
-        label = TRIGGER_LABELS.get(p.name, p.name)
-        if p.name == "window":  # a count, not a threshold to approach
-            style = "yellow" if p.value else "dim"
-            rows.append(
-                Text(
-                    f"  {label + ':':<14}{plural(p.value, 'stored message')} outside the "
-                    "window and every checkpoint",
-                    style=style,
-                )
-            )
-            continue
-        if not p.available:
-            rows.append(Text(f"  {label + ':':<10}- (no context built yet)", style="dim"))
-            continue
-        line = usage_line(label, p.value, p.threshold)
-        line.pad_left(2)
-        rows.append(line)
-    if decision.fire:
-        rows.append(Text(f"  fires now: {decision.note}", style="yellow"))
-    elif decision.note:
-        rows.append(Text(f"  {decision.note}", style="dim"))
-    if decision.covers_up_to is not None:
-        rows.append(
-            Text(
-                f"  a compaction now would summarize seq {decision.covers_from}-"
-                f"{decision.covers_up_to} and keep {plural(decision.kept_messages or 0, 'message')}"
-                f" ({decision.kept_tokens or 0:,} tokens) verbatim",
-                style="dim",
-            )
-        )
-    elif decision.kept_messages is not None:
-        rows.append(
-            Text(
-                f"  a compaction now would summarize nothing: the "
-                f"{plural(decision.kept_messages, 'message')} since the last checkpoint are kept",
-                style="dim",
-            )
-        )
-    return Group(*rows)
-
-
 def compact(
     ctx: typer.Context,
     session_id: Annotated[
@@ -328,7 +245,8 @@ def compact(
     chat_model = _chat_model(summarizer, model, session.model)
     kind = KINDS[summarizer] if summarizer is not None else None
     summ = make_summarizer(kind, chat_model, max_words=policy.summary_max_words)
-    with session_agent(session, agent, Compactor(summ, policy=policy)) as runner:
+    compactor = Compactor(summ, policy=policy)
+    with session_agent(session.store, session.info, agent=agent, compactor=compactor) as runner:
         result = runner.compactor.compact(
             session,
             force=True,

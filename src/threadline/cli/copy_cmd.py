@@ -112,9 +112,14 @@ def copy(
     # the source is only read: a mistyped --from must not leave an empty store behind
     src = state.store(create=False) if from_url is None else open_store(from_url, create=False)
     try:
+        # every --session must resolve before the destination is opened (or created)
+        ids = source_session_ids(src, session_ids or None)
+        if not ids:
+            _print_report(CopyReport(), source_url, to_url)
+            return
         dst = open_store(to_url)
         try:
-            report = _run(src, dst, session_ids, batch)
+            report = _run(src, dst, ids, batch)
         finally:
             dst.close()
     finally:
@@ -123,10 +128,9 @@ def copy(
     _print_report(report, source_url, to_url)
 
 
-def _run(src: Store, dst: Store, session_ids: list[str] | None, batch: int) -> CopyReport:
+def _run(src: Store, dst: Store, ids: list[str], batch: int) -> CopyReport:
     from threadline.cli.cleanup_cmd import progress_bar  # loads rich.progress
 
-    ids = source_session_ids(src, session_ids or None)
     totals: dict[str, int] = {}
     for sid in ids:
         try:

@@ -20,6 +20,7 @@ a later one.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.text import Text
 
-from threadline.cli.context_cmd import context_blocks
+from threadline.cli.errors import PROGRAM
 from threadline.cli.render import make_console, page_footer, plural, sessions_table, shorten
 from threadline.cli.sessions import write_atomically
 from threadline.cli.state import get_state
@@ -48,6 +49,7 @@ from threadline.demo.run import (
 )
 from threadline.errors import ModelError
 from threadline.interop.export import to_markdown
+from threadline.report.context import checkpoint_number, session_context
 from threadline.store import Store
 from threadline.store.base import MAX_INT
 
@@ -176,7 +178,8 @@ def _resume(store: Store, session_id: str) -> None:
     """The fresh process: reopen, run one turn, print it and the context report."""
     console = make_console()
     r = resume_demo(store, session_id)
-    cp = f"checkpoint #{r.checkpoint_id}" if r.checkpoint_id is not None else "no checkpoint"
+    number = checkpoint_number(r.session.checkpoints(), r.checkpoint_id)
+    cp = f"checkpoint #{number}" if number is not None else "no checkpoint"
     console.print(
         Text(
             f"[pid {os.getpid()}] reopened session {r.session.id} from the store: "
@@ -196,8 +199,7 @@ def _resume(store: Store, session_id: str) -> None:
     console.print(Markdown(r.turn.reply.text))
     console.print()
     session = r.session
-    window = r.agent.build(session)
-    blocks = context_blocks(window, session, r.agent.policy)
+    blocks = session_context(session, r.agent).blocks
     console.print(
         Text(
             f"$ threadline context {session.id[:8]}   (with the demo agent's prompt, tools and "
@@ -227,13 +229,45 @@ def _listing_and_export(
         Text(f"Markdown export ({plural(session.message_count, 'message')}): {path}", style="bold"),
         soft_wrap=True,
     )
+    command, on_path = command_word()
     console.print(
         Text(
-            f"Next: threadline sessions history {session.id[:8]} -n 6 · "
-            f"threadline context {session.id[:8]} · threadline chat --model ollama/llama3.1",
+            f"Next: {command} sessions history {session.id[:8]} -n 6 · "
+            f"{command} context {session.id[:8]} · {command} chat --model ollama/llama3.1",
             style="dim",
-        )
+        ),
+        soft_wrap=True,
     )
+    if on_path is not None:
+        console.print(Text(on_path, style="dim"), soft_wrap=True)
+
+
+def command_word(argv0: str | None = None) -> tuple[str, str | None]:
+    """How to run ``threadline`` again from here, and how to put it on PATH when it is not.
+
+    ``make demo`` runs ``.venv/bin/threadline``, which a shell does not find as
+    ``threadline`` until the virtual environment is activated: then the hint names the
+    path it ran from and the ``activate`` script beside it."""
+    ran = Path(argv0 if argv0 is not None else sys.argv[0])
+    if ran.name != PROGRAM:  # ``python -m threadline.cli.app``, a test runner
+        return PROGRAM, None
+    found = shutil.which(PROGRAM)
+    if found is not None and Path(found).resolve() == ran.resolve():
+        return PROGRAM, None
+    shown = _relative(ran)
+    activate = ran.parent / "activate"
+    if not activate.is_file():
+        return shown, f"(or add {_relative(ran.parent)} to PATH to type just {PROGRAM})"
+    return shown, f"(or run `. {_relative(activate)}` to put {PROGRAM} on PATH in this shell)"
+
+
+def _relative(path: Path) -> str:
+    """``path`` as typed from the working directory: relative below it, else absolute."""
+    try:
+        inside = path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return str(path.resolve())
+    return str(inside) if str(inside).startswith(".") else f"./{inside}"
 
 
 def demo(

@@ -396,13 +396,13 @@ def print_memory_demo(console: Console, store: Store, store_url: str) -> None:
     saved (by extraction and by the pre-compaction flush), what session two recalled,
     and the context report with its memory section."""
     from threadline.cli.compact_cmd import print_blocks
-    from threadline.cli.context_cmd import context_blocks
     from threadline.demo.memory_run import (
         MEMORY_DEMO_MODEL_NAME,
         DemoTurn,
         recalled_lines,
         run_memory_demo,
     )
+    from threadline.report.context import context_blocks
 
     def turn(t: DemoTurn) -> None:
         console.print(Text(f"> {t.user}", style="green"))

@@ -47,6 +47,7 @@ from threadline.store.base import (
     Session,
     SessionInfo,
     Store,
+    numbered_checkpoints,
 )
 from threadline.store.search_query import parse_when
 
@@ -152,9 +153,7 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
                 "session": {**info.to_dict(), "visible_count": visible},
                 "fork": {"parent": fork.parent, "seq": fork.seq} if fork else None,
                 "forks": forks,
-                "checkpoints": [
-                    {"number": n, **c.to_dict()} for n, c in enumerate(checkpoints, start=1)
-                ],
+                "checkpoints": numbered_checkpoints(checkpoints),
                 "lock": holder.to_dict() if holder else None,
                 "scratchpad": [e.name for e in pad],
             }
@@ -250,6 +249,11 @@ def fork(
     """
     from threadline.store.fork import fork_session
 
+    if at == 0:
+        raise UsageError(
+            "--at 0 would fork before the first message and share nothing: give a seq of 1 "
+            "or more (a new session starts with threadline chat --new)"
+        )
     store = store_of(ctx)
     child = fork_session(store.get_session(session_id), at=at, title=title)
     assert child.fork is not None
@@ -414,7 +418,7 @@ def export(
     from threadline.interop.export import EXPORT_SUFFIXES, render_export
     from threadline.interop.supyagent import summary_path
 
-    checkpoints = [c.to_dict() for c in session.checkpoints()]
+    checkpoints = numbered_checkpoints(session.checkpoints())
     text, summary = render_export(fmt.value, info, session.iter_messages(), checkpoints)
     if output == STDOUT_PATH:
         # Markdown may reach a terminal: control characters escaped (JSON escapes its own);

@@ -34,9 +34,7 @@ from rich.text import Text
 
 from threadline.agent import Agent
 from threadline.cli.compact_cmd import render_result
-from threadline.cli.context_cmd import context_blocks
 from threadline.cli.render import (
-    fmt_pct,
     page_footer,
     render_messages,
     session_details,
@@ -47,7 +45,15 @@ from threadline.cli.sessions import DEFAULT_HISTORY, EXPORT_NAME, write_atomical
 from threadline.context.builder import ContextReport
 from threadline.errors import ThreadlineError, UsageError
 from threadline.interop.export import to_json, to_markdown
-from threadline.store.base import DEFAULT_PAGE_SIZE, Session, Store, check_title
+from threadline.report.context import session_context
+from threadline.report.text import fmt_pct
+from threadline.store.base import (
+    DEFAULT_PAGE_SIZE,
+    Session,
+    Store,
+    check_title,
+    numbered_checkpoints,
+)
 
 COMMAND_RE = re.compile(r"^/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
 JSON_SUFFIX = ".json"
@@ -252,7 +258,7 @@ def cmd_export(host: ChatHost, args: str) -> None:
         raise UsageError(f"/export: directory {path.parent} does not exist")
     info = session.info.to_dict()
     if path.suffix.lower() == JSON_SUFFIX:
-        checkpoints = [c.to_dict() for c in session.checkpoints()]
+        checkpoints = numbered_checkpoints(session.checkpoints())
         text = to_json(info, session.iter_messages(), checkpoints) + "\n"
     else:
         text = to_markdown(info, session.iter_messages())
@@ -279,9 +285,7 @@ def cmd_history(host: ChatHost, args: str) -> None:
 
 def cmd_context(host: ChatHost, args: str) -> None:
     session = _need_session(host, "report on").refresh()
-    agent = host.agent
-    window = agent.build(session)
-    blocks = context_blocks(window, session, agent.policy)
+    blocks = session_context(session, host.agent).blocks
     for i, block in enumerate(blocks):
         if i:
             host.console.print()

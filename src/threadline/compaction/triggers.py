@@ -253,7 +253,7 @@ class CompactionPlan:
         return self.cut is not None and self.cut.seq is not None and self.cut.seq > self.floor
 
     def nothing_reason(self, policy: ContextPolicy) -> str:
-        where = f"checkpoint {self.checkpoint.id}" if self.checkpoint else "the start"
+        where = f"the last checkpoint (seq {self.floor})" if self.checkpoint else "the start"
         kept = len(self.cut.kept) if self.cut is not None else 0
         return (
             f"nothing to summarize: the {kept} message(s) since {where} are all kept "

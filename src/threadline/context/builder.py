@@ -93,11 +93,17 @@ class ContextReport(BaseModel):
     dropped_messages: int = 0
     """Messages neither in the window nor covered by a summary."""
     checkpoint_id: int | None = None
-    """The checkpoint whose summary the window shows."""
+    """The checkpoint whose summary the window shows (the store's id, an internal key)."""
+    checkpoint_number: int | None = None
+    """That checkpoint's number within the session (#1 its first), as people see it.
+    ``build_context`` reads no list of checkpoints and leaves it None;
+    ``threadline.report.context`` fills it in every report it shows."""
     newest_checkpoint_id: int | None = None
     """The session's newest checkpoint. A ``stable`` window adopts it only when it must
     re-trim anyway, or when it would otherwise drop uncovered messages (invariant 7)."""
     newest_checkpoint_covers: int | None = None
+    newest_checkpoint_number: int | None = None
+    """The newest checkpoint's number within the session (filled like ``checkpoint_number``)."""
     summary_cut: bool = False
     summary_omitted: bool = False
     truncations: list[dict[str, Any]] = Field(default_factory=list)
@@ -303,9 +309,9 @@ def build_context(
     hidden = session.hidden_after(floor)  # retracted messages are out of view, not dropped
     if checkpoint is not None and newest is not None and checkpoint.id != newest.id:
         notes.append(
-            f"shows checkpoint {checkpoint.id} (covers 1-{floor}); checkpoint {newest.id} "
-            f"(covers 1-{newest.covers_up_to}) is newer and is adopted at the next re-trim, "
-            "so the prompt-cache prefix holds until then"
+            f"shows the checkpoint that covers 1-{floor}; a newer one (covers "
+            f"1-{newest.covers_up_to}) is adopted at the next re-trim, so the prompt-cache "
+            "prefix holds until then"
         )
     report = ContextReport(
         model=model,
@@ -322,7 +328,7 @@ def build_context(
                 name="summary",
                 tokens=summary_tokens,
                 messages=len(summary_msgs),
-                detail=f"checkpoint {checkpoint.id} covers 1-{floor}" if checkpoint else "",
+                detail=f"covers seq 1-{floor}" if checkpoint else "",
             ),
             Section(
                 name="history",

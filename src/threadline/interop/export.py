@@ -22,7 +22,10 @@ The JSON export is the stable interchange format, read back by
     {"format": "threadline.session", "version": 1,
      "session": {...},                      # title, agent, model, metadata, ...
      "messages": [Message.model_dump(mode="json"), ...],
-     "checkpoints": [{...}, ...]}
+     "checkpoints": [{"number", "id", "covers_up_to", "summary", ...}, ...]}
+
+A checkpoint's ``number`` is its place in its session (#1 its first, as every page and
+report shows it); ``id`` is the store's own key.
 
 Readers must ignore keys they do not know; a change that old readers would
 misread bumps ``version``. Reading an export back (:func:`from_json_export`)

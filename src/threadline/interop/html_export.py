@@ -5,9 +5,11 @@ stored text (message text, tool names and arguments, titles, metadata, summaries
 goes through ``html.escape``; the style sheet is inline; there is no script and
 nothing that fetches: an image given by URL is shown as its URL in text, never as
 ``<img src>`` (only images stored inline, as ``data:`` URLs of an image type, are
-drawn). Tool calls and their results are collapsible ``<details>`` blocks under
-the assistant message that made them, and each checkpoint is marked after the
-last message it covers, its summary collapsible.
+drawn). Each tool call is a collapsible ``<details>`` block under the assistant
+message that made them, its summary a one-line preview of its arguments, followed by
+its result (as the web page pairs them); a result whose call is not in that message
+follows on its own. Each checkpoint is marked after the last message it covers,
+numbered within the session, its summary collapsible.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from threadline.messages import FilePart, ImagePart, Message, TextPart
+from threadline.messages import FilePart, ImagePart, Message, TextPart, ToolCall
+
+PREVIEW_CHARS = 120
+"""Characters of a tool call's arguments shown in its one-line summary."""
 
 _STYLE = """
 body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;
@@ -64,12 +69,54 @@ def _arguments(call_arguments: str | None, parsed: dict[str, Any]) -> str:
     return json.dumps(parsed, ensure_ascii=False, indent=2)
 
 
+def _preview(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+
+
+def _call(call: ToolCall) -> str:
+    args = _arguments(call.raw_arguments, call.arguments)
+    short = call.raw_arguments or json.dumps(call.arguments, ensure_ascii=False)
+    label = f"Tool call: {call.name} ({call.id}): {_preview(short)}"
+    return f"<details><summary>{_e(label)}</summary>{_pre(args)}</details>"
+
+
 def _result(m: Message) -> str:
     error = bool(m.metadata.get("is_error"))
-    label = f"Result: {m.name or 'tool'} ({m.tool_call_id})" + (" (error)" if error else "")
+    text = m.text
+    label = f"Result: {m.name or 'tool'} ({m.tool_call_id}) · {len(text):,} chars" + (
+        " (error)" if error else ""
+    )
     body = "".join(_part(p) for p in m.parts)
     cls = ' class="error"' if error else ""
     return f"<details{cls}><summary>{_e(label)}</summary>{body}</details>"
+
+
+class _Turn:
+    """An assistant message being written: its calls, each followed by its result once
+    that arrives; results of calls it did not make are kept after them."""
+
+    def __init__(self, m: Message) -> None:
+        classes = f"msg {m.role}" + (" synthetic" if m.synthetic else "")
+        self.head = [f'<article class="{classes}">{_header(m)}']
+        self.head.extend(_part(p) for p in m.parts)
+        self.calls = list(m.tool_calls)
+        self.results: dict[str, str] = {}
+        self.others: list[str] = []
+
+    def add(self, result: Message) -> None:
+        known = {c.id for c in self.calls}
+        if result.tool_call_id in known and result.tool_call_id not in self.results:
+            self.results[result.tool_call_id] = _result(result)
+        else:
+            self.others.append(_result(result))
+
+    def html(self) -> list[str]:
+        out = list(self.head)
+        for call in self.calls:
+            out.append(_call(call))
+            out.append(self.results.get(call.id, ""))
+        return [*out, *self.others, "</article>"]
 
 
 def _header(m: Message) -> str:
@@ -85,7 +132,9 @@ def _header(m: Message) -> str:
 
 def _checkpoint(cp: Mapping[str, Any]) -> str:
     covers = cp.get("covers_up_to")
-    label = f"Checkpoint: messages up to #{covers} are summarised here"
+    number = cp.get("number")
+    name = f"Checkpoint #{number}" if isinstance(number, int) else "Checkpoint"
+    label = f"{name}: messages up to #{covers} are summarised here"
     return (
         f'<section class="checkpoint"><strong>{_e(label)}</strong>'
         f"<details><summary>summary</summary>{_pre(str(cp.get('summary', '')))}</details>"
@@ -122,32 +171,23 @@ def to_html(
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
         f'<h1>{_e(title)}</h1><p class="meta">{_e(" · ".join(meta))}</p>',
     ]
-    open_block = False
+    turn: _Turn | None = None
     for cp in marks.pop(0, []):
         out.append(_checkpoint(cp))
     for m in items:
-        if m.role == "tool":
+        if m.role == "tool" and turn is not None:
+            turn.add(m)
+        elif m.role == "tool":  # a result before any message: shown on its own
             out.append(_result(m))
         else:
-            if open_block:
-                out.append("</article>")
-            classes = f"msg {m.role}" + (" synthetic" if m.synthetic else "")
-            out.append(f'<article class="{classes}">{_header(m)}')
-            out.extend(_part(p) for p in m.parts)
-            for call in m.tool_calls:
-                args = _arguments(call.raw_arguments, call.arguments)
-                out.append(
-                    f"<details><summary>{_e(f'Tool call: {call.name} ({call.id})')}</summary>"
-                    f"{_pre(args)}</details>"
-                )
-            open_block = True
-        for cp in marks.pop(m.seq, []) if m.seq is not None else []:
-            if open_block:
-                out.append("</article>")
-                open_block = False
-            out.append(_checkpoint(cp))
-    if open_block:
-        out.append("</article>")
+            out.extend(turn.html() if turn is not None else [])
+            turn = _Turn(m)
+        cuts = marks.pop(m.seq, []) if m.seq is not None else []
+        if cuts:
+            out.extend(turn.html() if turn is not None else [])
+            turn = None
+            out.extend(_checkpoint(cp) for cp in cuts)
+    out.extend(turn.html() if turn is not None else [])
     for rest in sorted(marks):
         out.extend(_checkpoint(cp) for cp in marks[rest])
     out.append("</body></html>")

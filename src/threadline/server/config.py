@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from threadline.context.policy import ContextPolicy
 from threadline.demo.run import DEMO_MODEL_SPEC, DEMO_POLICY
+from threadline.session_agent import SIMULATED_PROVIDER as SIMULATED_PROVIDER
+from threadline.session_agent import SIMULATED_TURNS as SIMULATED_TURNS
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -19,19 +21,15 @@ MAX_PROMPT_CHARS = 200_000
 MAX_FILES = 10
 EVENT_BUFFER = 5000
 """Events kept per session for ``Last-Event-ID`` resumption."""
-SIMULATED_PROVIDER = "simulated"
-"""``simulated/<model>``: the offline scripted coding agent of ``threadline demo``."""
-SIMULATED_TURNS = 12
-"""How many scripted turns the simulated model knows (prompts with their text play back)."""
 
 
 @dataclass
 class ServerConfig:
     """Everything ``create_app`` needs besides the store and the hooks.
 
-    ``default_model`` is what a prompt runs on when neither the prompt nor the
-    session's workspace (``workspace_models``) names one; it is the offline
-    simulated model, so a bare server needs no API key and no network.
+    ``default_model`` is what a prompt runs on when neither the prompt, nor the
+    session (its stored model), nor its workspace (``workspace_models``) names one; it
+    is the offline simulated model, so a bare server needs no API key and no network.
     """
 
     token: str

@@ -17,8 +17,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from threadline.context.builder import build_context
-from threadline.context.policy import ContextPolicy
+from threadline.agent import Calibrator
 from threadline.errors import (
     CompactionInProgress,
     ConfigError,
@@ -34,16 +33,17 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import FilePart, Message, TextPart
+from threadline.report.context import SessionContext, session_context
 from threadline.server.config import (
     DEFAULT_MESSAGE_PAGE,
     MAX_FILES,
     MAX_PROMPT_CHARS,
-    SIMULATED_PROVIDER,
     ServerConfig,
 )
 from threadline.server.events import ENDS_STREAM, EventHub
 from threadline.server.hooks import HookDispatcher
 from threadline.server.runner import AgentRunner, SessionBusy, TurnInProgress, holder_name
+from threadline.session_agent import session_agent
 from threadline.store import fork
 from threadline.store.base import (
     DEFAULT_AGENT,
@@ -230,12 +230,18 @@ class Procedures:
     hub: EventHub
 
     def model_for(self, workspace: str | None, asked: str | None = None) -> str:
-        """Prompt's model > the workspace's configured model > the server default."""
+        """A new session's model: the asked one > the workspace's > the server default."""
         if asked:
             return asked
         if workspace is not None and workspace in self.config.workspace_models:
             return self.config.workspace_models[workspace]
         return self.config.default_model
+
+    def turn_model(self, info: SessionInfo, asked: str | None = None) -> str:
+        """The model a turn of ``info`` runs: the prompt's > the session's stored model >
+        its workspace's > the server default. A session ``threadline chat`` made goes on
+        with the chat's model; the page names this model before the user sends."""
+        return asked or info.model or self.model_for(info.metadata.get(WORKSPACE_KEY))
 
     def info(self, session_id: str) -> SessionInfo:
         return self.store.session_info(session_id)
@@ -289,27 +295,34 @@ class Procedures:
         messages = list(reversed(newest_first))
         first_seq = messages[0].seq if messages else None
         more = first_seq is not None and first_seq > 1
-        model = self.session_model(session)
         return {
             "session": session_summary(session.info),
             "messages": [m.model_dump(mode="json") for m in messages],
             "hasMore": more,
             "nextBeforeSeq": first_seq if more else None,
-            "context": self._context(session, model),
+            "context": self._context(session),
         }
 
-    def session_model(self, session: Session) -> str:
-        """The model of the session's next turn (what its context report is built for)."""
-        return session.model or self.model_for(session.info.metadata.get(WORKSPACE_KEY))
+    def context_report(self, session: Session) -> SessionContext:
+        """The report ``threadline context`` prints for the session and its agent, on the
+        model its next turn runs (``turn_model``); raises ``ContextOverflow``."""
+        model = self.turn_model(session.info)
+        agent = session_agent(
+            self.store,
+            session.info,
+            model=None if model == session.info.model else model,
+            calibrator=Calibrator(),
+            simulated_policy=self.config.simulated_policy,
+            fit_only=True,
+        )
+        with agent:
+            return session_context(session, agent)
 
-    def policy_for(self, model: str) -> ContextPolicy | None:
-        """The context policy of ``model``'s agent where the server knows it (simulated)."""
-        return self.config.simulated_policy if _simulated(model) else None
-
-    def _context(self, session: Session, model: str) -> dict[str, Any] | None:
-        """``build_context``'s report for the next call, with the agent's policy where known."""
+    def _context(self, session: Session) -> dict[str, Any]:
+        """The context report's JSON (``threadline context --json``'s ``report``) with the
+        window's total as ``tokens``, or ``{"error"}`` when it cannot fit."""
         try:
-            window = build_context(session, model=model, policy=self.policy_for(model))
+            window = self.context_report(session).window
         except ContextOverflow as exc:
             return {"error": str(exc)}
         report: dict[str, Any] = window.report.model_dump(mode="json")
@@ -343,7 +356,7 @@ class Procedures:
 
     def prompt(self, inp: PromptInput) -> dict[str, Any]:
         info = self.info(inp.sessionId)
-        model = self.model_for(info.metadata.get(WORKSPACE_KEY), inp.model)
+        model = self.turn_model(info, inp.model)
         content: str | list[Any] = inp.text
         if inp.files:
             content = [TextPart(text=inp.text)]
@@ -372,10 +385,6 @@ def _file_ref(ref: str) -> str:
     if not ref or len(ref) > MAX_FILE_REF or not ref.isprintable():
         raise UsageError(f"a file reference must be 1-{MAX_FILE_REF} printable characters")
     return ref
-
-
-def _simulated(model: str) -> bool:
-    return model.partition("/")[0] == SIMULATED_PROVIDER
 
 
 Kind = Literal["query", "mutation"]

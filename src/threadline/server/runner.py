@@ -30,17 +30,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.agent import Agent, AgentConfig, Calibrator, load_agent
+from threadline.agent import Agent
 from threadline.agent.loop import TurnResult
-from threadline.demo.coding_run import coding_run
-from threadline.demo.run import DEMO_SYSTEM_PROMPT
-from threadline.demo.simulated import SimulatedCodingModel, simulated_tools
-from threadline.errors import ConfigError, SessionLocked, ThreadlineError
+from threadline.errors import ConfigError, MissingCredentials, SessionLocked, ThreadlineError
 from threadline.messages import Message
-from threadline.server.config import SIMULATED_PROVIDER, SIMULATED_TURNS, ServerConfig
+from threadline.report.context import checkpoint_number
+from threadline.server.config import ServerConfig
 from threadline.server.events import EventHub
 from threadline.server.hooks import HookDispatcher
-from threadline.store.base import DEFAULT_AGENT, LockHolder, Session, Store, format_ts
+from threadline.session_agent import session_agent
+from threadline.store.base import Checkpoint, LockHolder, Session, SessionInfo, Store, format_ts
 
 logger = logging.getLogger(__name__)
 
@@ -77,42 +76,28 @@ def holder_name(holder: Any) -> str:
     return f"{holder.host}:{holder.pid}" if isinstance(holder, LockHolder) else str(holder)
 
 
-def build_agent(config: ServerConfig, store: Store, agent_name: str, model_spec: str) -> Agent:
-    """The agent for ``agent_name`` on ``model_spec``.
+def build_agent(config: ServerConfig, store: Store, info: SessionInfo, model_spec: str) -> Agent:
+    """The agent that runs ``info``'s turns on ``model_spec``: the session's own agent
+    (``threadline.session_agent``, the rule ``threadline chat`` resumes with), so a
+    session the chat made answers a web prompt with the chat's agent and model.
 
     ``simulated/...`` is the offline scripted coding agent of ``threadline demo``
     (prompts with the text of one of its scripted turns play that turn back, tools
-    included); any other spec uses the agent file ``agent_name`` (or the built-in
-    default) with its model replaced.
-    """
-    if model_spec.partition("/")[0] == SIMULATED_PROVIDER:
-        scenario = coding_run(SIMULATED_TURNS)
-        agent_config = AgentConfig(
-            name=agent_name,
-            description="the offline simulated coding agent",
-            model=model_spec,
-            system_prompt=DEMO_SYSTEM_PROMPT,
-            context=config.simulated_policy,
-            summarizer="extractive",
-            tools=(),
-        )
-        return Agent(
-            agent_config,
-            store=store,
-            model=SimulatedCodingModel(scenario),
-            tools=simulated_tools(scenario),
-            calibrator=Calibrator(),
-        )
+    included). The model is resolved here, before any message is stored: a model that
+    cannot run in this server (an unknown provider, a missing key or server URL) is a
+    ``ConfigError``, which a prompt answers with 400."""
     try:
-        base = load_agent(agent_name)
+        agent = session_agent(
+            store, info, model=model_spec, simulated_policy=config.simulated_policy
+        )
     except ConfigError as exc:
-        if agent_name == DEFAULT_AGENT:
-            raise
-        logger.info("agent %s: %s; using the built-in default agent", agent_name, exc)
-        base = load_agent(DEFAULT_AGENT)
-    if base.model_spec != model_spec:
-        base = base.with_model(model_spec)
-    return Agent(base, store=store)
+        raise ConfigError(f"model {model_spec!r} cannot be used: {exc}") from exc
+    try:
+        agent.model  # noqa: B018 -- resolve it now, not mid-turn
+    except (ConfigError, MissingCredentials) as exc:
+        agent.close()
+        raise ConfigError(f"model {model_spec!r} cannot be used here: {exc}") from exc
+    return agent
 
 
 @dataclass
@@ -138,7 +123,7 @@ class AgentRunner:
         hooks: HookDispatcher | None = None,
         hub: EventHub | None = None,
         clock: Callable[[], float] | None = None,
-        agent_factory: Callable[[Store, str, str], Agent] | None = None,
+        agent_factory: Callable[[Store, SessionInfo, str], Agent] | None = None,
     ) -> None:
         self.store = store
         self.config = config
@@ -147,7 +132,7 @@ class AgentRunner:
         self.clock = clock or config.clock or time.monotonic
         self.holder = LockHolder.current()
         self._factory = agent_factory or (
-            lambda store, name, spec: build_agent(config, store, name, spec)
+            lambda store, info, spec: build_agent(config, store, info, spec)
         )
         self._cache: dict[str, CachedAgent] = {}
         self._lock = threading.RLock()
@@ -171,7 +156,7 @@ class AgentRunner:
                 except SessionLocked as exc:
                     raise SessionBusy(session_id, exc.holder) from exc
                 try:
-                    agent = self._factory(self.store, session.agent, model_spec)
+                    agent = self._factory(self.store, session.info, model_spec)
                 except BaseException:
                     self.store.release_lock(session_id, self.holder)
                     raise
@@ -179,7 +164,7 @@ class AgentRunner:
                 self._cache[session_id] = entry
             elif entry.model_spec != model_spec and not entry.running:
                 old = entry.agent
-                entry.agent = self._factory(self.store, entry.session.agent, model_spec)
+                entry.agent = self._factory(self.store, entry.session.refresh().info, model_spec)
                 entry.model_spec = model_spec
                 _close_agent(old)
             entry.last_used = self.clock()
@@ -420,12 +405,20 @@ class AgentRunner:
                 "messagesSummarized": r.messages_summarized,
                 "messagesKept": r.messages_kept,
                 "checkpointId": r.checkpoint.id if r.checkpoint is not None else None,
+                "checkpointNumber": self._checkpoint_number(session_id, r.checkpoint),
                 "reason": r.reason,
             }
             log.publish("context_compacted", data)
             self.hooks.fire("context_compacted", data)
         elif name in ("compaction_failed", "doom_loop", "step_limit", "context_length_exceeded"):
             log.publish("notice", {"kind": name, "detail": str(payload.get("result") or payload)})
+
+    def _checkpoint_number(self, session_id: str, checkpoint: Checkpoint | None) -> int | None:
+        """The checkpoint's number within its session (#1 its first), as pages show it."""
+        if checkpoint is None:
+            return None
+        checkpoints = self.store.get_session(session_id).checkpoints()
+        return checkpoint_number(checkpoints, checkpoint.id)
 
 
 def _close_agent(agent: Agent) -> None:

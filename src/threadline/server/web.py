@@ -18,7 +18,6 @@ A strict Content-Security-Policy allows only this server's script and style.
 from __future__ import annotations
 
 import hmac
-import io
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,9 +32,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 
-from threadline.cli.context_cmd import SECTION_LABELS, context_blocks
-from threadline.cli.render import (
-    SafeConsole,
+from threadline.context import ContextReport
+from threadline.errors import ContextOverflow, NotSupported, ThreadlineError, UsageError
+from threadline.messages import Message
+from threadline.report.context import SECTION_LABELS
+from threadline.report.text import (
     bar,
     fmt_int,
     fmt_pct,
@@ -44,9 +45,6 @@ from threadline.cli.render import (
     session_preview,
     shorten,
 )
-from threadline.context import ContextPolicy, ContextReport, build_context
-from threadline.errors import ContextOverflow, NotSupported, ThreadlineError, UsageError
-from threadline.messages import Message
 from threadline.server.auth import (
     LOGIN_PATH,
     SESSION_COOKIE,
@@ -63,7 +61,14 @@ from threadline.server.procedures import (
     RenameInput,
     classify,
 )
-from threadline.store.base import MAX_BOUND, MAX_PAGE_SIZE, Checkpoint, Session, SessionInfo
+from threadline.store.base import (
+    MAX_BOUND,
+    MAX_PAGE_SIZE,
+    Checkpoint,
+    SearchHit,
+    Session,
+    SessionInfo,
+)
 
 HERE = Path(__file__).parent
 SESSIONS_PER_PAGE = 50
@@ -71,6 +76,8 @@ MESSAGES_PER_PAGE = 100
 SEARCH_MAX = MAX_PAGE_SIZE
 """Search ranks at most this many hits; pages are cut from them."""
 ARGS_SHORT = 120
+SNIPPET_SHOWN = 300
+"""Characters of a search hit's snippet shown on the list page."""
 REPORT_WIDTH = 100
 """Columns of the ``threadline context`` text shown on a session page."""
 MAX_FORM_FIELDS = 10
@@ -132,6 +139,8 @@ class ContextView:
     report: ContextReport | None = None
     text: str = ""
     """The report as ``threadline context`` prints it."""
+    data: dict[str, Any] | None = None
+    """The report as ``threadline context --json`` prints it (its ``report``)."""
     error: str | None = None
 
 
@@ -160,24 +169,16 @@ def tool_names(messages: Sequence[Message]) -> dict[str, str]:
 
 
 def context_view(procs: Procedures, session: Session) -> ContextView:
-    """The report ``threadline context`` prints, as bars and as its text."""
-    model = procs.session_model(session)
-    policy = procs.policy_for(model) or ContextPolicy()
+    """The report ``threadline context`` prints for the session and its agent, as bars
+    and as its text (one function builds it for both: ``report.context``)."""
     try:
-        window = build_context(session, model=model, policy=policy)
+        report = procs.context_report(session)
     except ContextOverflow as exc:
         return ContextView(error=str(exc))
-    out = io.StringIO()
-    console = SafeConsole(
-        file=out, width=REPORT_WIDTH, color_system=None, markup=False, highlight=False, emoji=False
-    )
-    for i, block in enumerate(context_blocks(window, session, policy)):
-        if i:
-            console.print()
-        console.print(block)
     return ContextView(
-        report=window.report,
-        text=out.getvalue(),
+        report=report.window.report,
+        text=report.text(REPORT_WIDTH),
+        data=report.as_json()["report"],
     )
 
 
@@ -187,7 +188,33 @@ class Hit:
     title: str
     seq: int
     role: str
-    snippet: str
+    pieces: list[tuple[str, bool]]
+    """The snippet to show: text, and whether it is a match (shown as ``<mark>``)."""
+
+
+def snippet_pieces(hit: SearchHit, limit: int = SNIPPET_SHOWN) -> list[tuple[str, bool]]:
+    """A hit's snippet as pieces, its matches (``hit.marks``) without their brackets,
+    each piece on one line with control characters escaped, cut at ``limit`` characters."""
+    raw: list[tuple[str, bool]] = []
+    at = 0
+    for mark in sorted(hit.marks, key=lambda m: m.start):
+        if mark.start < at or mark.end > len(hit.snippet):
+            continue  # not where a bracketed match can be: show the text as it is
+        raw.append((hit.snippet[at : mark.start], False))
+        raw.append((hit.snippet[mark.start + 1 : mark.end - 1], True))
+        at = mark.end
+    raw.append((hit.snippet[at:], False))
+    pieces: list[tuple[str, bool]] = []
+    room = limit
+    for text, marked in raw:
+        shown = printable(text, one_line=True)
+        if not shown or room <= 0:
+            continue
+        if len(shown) > room:
+            shown = shown[: max(0, room - 1)] + "…"
+        pieces.append((shown, marked))
+        room -= len(shown)
+    return pieces
 
 
 # -- the pages --------------------------------------------------------------------------
@@ -255,7 +282,7 @@ class WebPages:
                     titles[h.session_id] = None
             title = titles[h.session_id]
             if title is not None:
-                hits.append(Hit(h.session_id, title, h.seq, h.role, h.snippet))
+                hits.append(Hit(h.session_id, title, h.seq, h.role, snippet_pieces(h)))
         more = len(found) > offset + limit
         return self.render(
             "list.html",
@@ -287,9 +314,10 @@ class WebPages:
             info=session.info,
             title=self.preview(session.info),
             items=conversation(messages, checkpoints),
+            checkpoint_numbers={c.id: n for n, c in enumerate(checkpoints, start=1)},
             tool_names=tool_names(messages),
             ctx=ctx,
-            model=self.procs.session_model(session),
+            model=self.procs.turn_model(session.info),
             older_url=(
                 f"/sessions/{sid}?{urlencode({'before': first, 'limit': limit})}"
                 if first is not None and first > 1

@@ -30,7 +30,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar, runtime_checkable
@@ -572,13 +572,31 @@ class LockHolder(Record):
         return self.replace(**update)
 
 
+def numbered_checkpoints(checkpoints: Iterable[Checkpoint]) -> list[dict[str, Any]]:
+    """A session's checkpoints (oldest first) as JSON records, each with its ``number``
+    within the session (#1 its first, as reports and pages show it) beside its store id."""
+    return [{"number": n, **c.to_dict()} for n, c in enumerate(checkpoints, start=1)]
+
+
+@dataclass(kw_only=True)
+class Mark(Record):
+    """Where a snippet's bracketed match is: ``snippet[start:end]`` is ``[word]``."""
+
+    start: int
+    end: int
+
+
 @dataclass(kw_only=True)
 class SearchHit(Record):
     session_id: str
     seq: int
     role: str
     snippet: str
+    """Around the first match, each match in brackets (as the CLI shows it)."""
     agent: str | None = None
+    marks: list[Mark] = field(default_factory=list)
+    """The bracketed matches of ``snippet``, so a page highlights them (``<mark>``)
+    without mistaking brackets the text itself holds for a match."""
 
 
 # -- the protocol ----------------------------------------------------------------

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from threadline.errors import UsageError
 from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
+    Mark,
     SearchHit,
     SessionInfo,
     search_words,
@@ -433,9 +434,10 @@ def _highlighter(q: SearchQuery) -> re.Pattern[str] | None:
     return re.compile("|".join(ordered), re.IGNORECASE)
 
 
-def snippet(text: str, q: SearchQuery) -> str:
+def snippet_pieces(text: str, q: SearchQuery) -> list[tuple[str, bool]]:
     """The first place any word of the query appears, with ``SNIPPET_CONTEXT_CHARS``
-    around it and matches in brackets; the message's start when none is found."""
+    around it, as pieces of text, each True where it is a match; the message's start
+    when none is found."""
     source = text[:MAX_SNIPPET_SOURCE_CHARS]
     pattern = _highlighter(q)
     found = pattern.search(source) if pattern is not None else None
@@ -443,9 +445,39 @@ def snippet(text: str, q: SearchQuery) -> str:
     start = max(0, at - SNIPPET_CONTEXT_CHARS)
     stop = min(len(text), end + SNIPPET_CONTEXT_CHARS)
     shown = " ".join(text[start:stop].split())
-    if pattern is not None:
-        shown = pattern.sub(lambda m: f"[{m.group()}]", shown)
-    return ("…" if start > 0 else "") + shown + ("…" if stop < len(text) else "")
+    pieces: list[tuple[str, bool]] = [("…", False)] if start > 0 else []
+    done = 0
+    for m in pattern.finditer(shown) if pattern is not None else ():
+        if m.start() > done:
+            pieces.append((shown[done : m.start()], False))
+        pieces.append((m.group(), True))
+        done = m.end()
+    if done < len(shown):
+        pieces.append((shown[done:], False))
+    if stop < len(text):
+        pieces.append(("…", False))
+    return pieces
+
+
+def snippet(text: str, q: SearchQuery) -> str:
+    """The first place any word of the query appears, with ``SNIPPET_CONTEXT_CHARS``
+    around it and matches in brackets; the message's start when none is found."""
+    return marked_snippet(text, q)[0]
+
+
+def marked_snippet(text: str, q: SearchQuery) -> tuple[str, list[Mark]]:
+    """``snippet`` and where its bracketed matches are (``Mark``: brackets included), so
+    a page can highlight them without reading brackets the text itself holds."""
+    out: list[str] = []
+    marks: list[Mark] = []
+    at = 0
+    for piece, matched in snippet_pieces(text, q):
+        if matched:
+            piece = f"[{piece}]"
+            marks.append(Mark(start=at, end=at + len(piece)))
+        out.append(piece)
+        at += len(piece)
+    return "".join(out), marks
 
 
 # -- the scan every backend without an index shares ----------------------------------------
@@ -490,12 +522,9 @@ def scan_search(
 
 def _hit(info: SessionInfo, m: Message, q: SearchQuery) -> SearchHit:
     assert m.seq is not None
+    text, marks = marked_snippet(display_text(message_pieces(m)), q)
     return SearchHit(
-        session_id=info.id,
-        seq=m.seq,
-        role=m.role,
-        snippet=snippet(display_text(message_pieces(m)), q),
-        agent=info.agent,
+        session_id=info.id, seq=m.seq, role=m.role, snippet=text, agent=info.agent, marks=marks
     )
 
 
@@ -503,12 +532,9 @@ def hit_from_body(
     session_id: str, seq: int, role: str, agent: str | None, body: str, q: SearchQuery
 ) -> SearchHit:
     """A hit of an indexed backend, its snippet made from the stored body."""
+    text, marks = marked_snippet(display_text(body_pieces(body)), q)
     return SearchHit(
-        session_id=session_id,
-        seq=seq,
-        role=role,
-        snippet=snippet(display_text(body_pieces(body)), q),
-        agent=agent,
+        session_id=session_id, seq=seq, role=role, snippet=text, agent=agent, marks=marks
     )
 
 

@@ -83,7 +83,7 @@ class LiveTurn {
     on("context_compacted", (d) => {
       this.text = null;
       const cut = `Context compacted: messages ${d.coversFrom}–${d.coversUpTo} summarised` +
-        (d.checkpointId ? ` (checkpoint #${d.checkpointId})` : "");
+        (d.checkpointNumber ? ` (checkpoint #${d.checkpointNumber})` : "");
       this.live.append(el("div", "checkpoint live-cut", cut));
       this.block = null;
     });
@@ -153,7 +153,7 @@ function promptBox() {
     }
     const user = el("article", "msg role-user live-turn");
     const head = el("header");
-    head.append(el("span", "role", "user"), el("span", "meta", ` seq ${body.seq}`));
+    head.append(el("span", "role", "user"), el("span", "meta", ` seq ${body.seq} · to ${body.model}`));
     user.append(head, el("div", "text", text));
     live.append(user);
     form.elements.text.value = "";
