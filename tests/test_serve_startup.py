@@ -104,3 +104,16 @@ def test_the_readme_lists_every_exit_code() -> None:
     }
     assert codes <= {int(c) for c in table}, sorted(codes - {int(c) for c in table})
     assert "port" in table["9"] and "host" in table["10"] and "model" in table["11"]
+
+
+def test_every_address_of_a_host_is_bound_on_one_port() -> None:
+    from threadline.server.listen import bind
+
+    for host in ("", "localhost", "127.0.0.1"):
+        sockets = bind(host, 0)
+        try:
+            ports = {s.getsockname()[1] for s in sockets}
+            assert len(ports) == 1 and 0 not in ports, (host, ports)
+        finally:
+            for s in sockets:
+                s.close()

@@ -37,7 +37,9 @@ KEEP_ALIVE_SECONDS = 5
 
 def bind(host: str, port: int) -> list[socket.socket]:
     """Listening sockets for every address ``host`` resolves to, all on one port (the
-    system's choice when ``port`` is 0). Raises ``HostUnavailable`` or ``PortUnavailable``."""
+    system's choice when ``port`` is 0). An address of a family this machine does not
+    have (``::1`` without IPv6) is passed over, as asyncio does, while another binds.
+    Raises ``HostUnavailable`` or ``PortUnavailable``."""
     try:
         infos = socket.getaddrinfo(
             host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -46,46 +48,61 @@ def bind(host: str, port: int) -> list[socket.socket]:
         reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
         raise HostUnavailable(f"cannot serve on host {host!r}: {reason}") from exc
     sockets: list[socket.socket] = []
+    passed_over: OSError | None = None
     seen: set[tuple[Any, ...]] = set()
     try:
         for family, kind, proto, _, address in infos:
             if (family, address[0]) in seen:
                 continue
             seen.add((family, address[0]))
-            sock = socket.socket(family, kind, proto)
+            chosen = sockets[0].getsockname()[1] if sockets else port
+            try:
+                sock = _listening(family, kind, proto, (address[0], chosen, *address[2:]))
+            except OSError as exc:
+                if exc.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+                    raise _bind_error(exc, host, chosen) from exc
+                passed_over = exc
+                continue
             sockets.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:  # as asyncio does: IPv6 only, IPv4 binds apart
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            chosen = sockets[0].getsockname()[1] if len(sockets) > 1 else port
-            _bind_one(sock, (address[0], chosen, *address[2:]), host)
-            sock.listen(BACKLOG)
     except BaseException:
         for sock in sockets:
             sock.close()
         raise
+    if not sockets:
+        assert passed_over is not None  # getaddrinfo names at least one address
+        raise _bind_error(passed_over, host, port) from passed_over
     return sockets
 
 
-def _bind_one(sock: socket.socket, address: tuple[Any, ...], host: str) -> None:
+def _listening(family: int, kind: int, proto: int, address: tuple[Any, ...]) -> socket.socket:
+    sock = socket.socket(family, kind, proto)
     try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:  # as asyncio does: IPv6 only, IPv4 binds apart
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         sock.bind(address)
-    except OSError as exc:
-        where = f"{host}:{address[1]}"
-        if exc.errno == errno.EADDRINUSE:
-            raise PortUnavailable(
-                f"cannot serve on {where}: the port is already in use (another server "
-                "listens on it); choose another with --port, or --port 0 for a free one"
-            ) from exc
-        if exc.errno == errno.EACCES:
-            raise PortUnavailable(
-                f"cannot serve on {where}: binding port {address[1]} is not permitted "
-                "(ports below 1024 need privileges); choose another with --port"
-            ) from exc
-        raise HostUnavailable(
-            f"cannot serve on {where}: {exc.strerror or exc} (is {host!r} an address of "
-            "this machine?)"
-        ) from exc
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _bind_error(exc: OSError, host: str, port: int) -> Exception:
+    where = f"{host}:{port}"
+    if exc.errno == errno.EADDRINUSE:
+        return PortUnavailable(
+            f"cannot serve on {where}: the port is already in use (another server "
+            "listens on it); choose another with --port, or --port 0 for a free one"
+        )
+    if exc.errno == errno.EACCES:
+        return PortUnavailable(
+            f"cannot serve on {where}: binding port {port} is not permitted "
+            "(ports below 1024 need privileges); choose another with --port"
+        )
+    return HostUnavailable(
+        f"cannot serve on {where}: {exc.strerror or exc} (is {host!r} an address of this machine?)"
+    )
 
 
 def url_host(host: str) -> str:
