@@ -33,6 +33,7 @@ from threadline.errors import ConfigError
 from threadline.server.auth import TOKEN_ENV, load_or_create_token, resolve_token
 from threadline.server.config import SIMULATED_TURNS, ServerConfig
 from threadline.server.hooks import SIGNATURE_HEADER, sign
+from threadline.server.procedures import TRPC_ERROR_CODES
 from threadline.server.runner import AgentRunner
 
 TOKEN = "test-token-0123456789abcdef"
@@ -169,9 +170,12 @@ def data(response: httpx.Response) -> Any:
 
 
 def error(response: httpx.Response, status: int, code: str) -> str:
+    """The message of a tRPC-shaped error: ``code`` is the JSON-RPC number, ``data`` has
+    the name and the status."""
     assert response.status_code == status, response.text
     body = response.json()["error"]
-    assert body["code"] == code
+    assert body["code"] == TRPC_ERROR_CODES[code], body
+    assert (body["data"]["code"], body["data"]["httpStatus"]) == (code, status), body
     return str(body["message"])
 
 
@@ -775,7 +779,13 @@ def test_the_app_sweeper_evicts_idle_agents() -> None:
 
     now = [0.0]
     store = open_store("memory://")
-    config = ServerConfig(token=TOKEN, idle_seconds=60, sweep_seconds=0.02, clock=lambda: now[0])
+    config = ServerConfig(
+        token=TOKEN,
+        idle_seconds=60,
+        sweep_seconds=0.02,
+        clock=lambda: now[0],
+        allowed_hosts=("testserver",),  # TestClient's Host
+    )
     app = create_app(store, config)
     with TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
         sid = c.post("/v1/sessions", json={"workerId": "w", "workspaceId": "ws"}).json()[

@@ -156,7 +156,7 @@ def test_pages_send_the_browser_to_log_in_and_the_api_says_401(live: LiveServer)
     assert form.find("input", name="token", type="password")
     for cookie in ("forged", "v1.1.x.y", ""):
         r = httpx.get(live.base + "/v1/sessions", cookies={SESSION_COOKIE: cookie}, timeout=10)
-        assert r.status_code == 401 and r.json()["error"]["code"] == "UNAUTHORIZED"
+        assert r.status_code == 401 and r.json()["error"]["data"]["code"] == "UNAUTHORIZED"
     # static files are public: the login page needs them
     js = httpx.get(live.base + "/static/app.js", timeout=10)
     assert js.status_code == 200 and "javascript" in js.headers["content-type"]
@@ -203,7 +203,7 @@ def test_cookie_authenticated_changes_must_come_from_the_pages(
             ]:
                 r = c.request(method, path, **kw)
                 assert r.status_code == 403, (headers, path, r.text)
-                assert r.json()["error"]["code"] == "FORBIDDEN"
+                assert r.json()["error"]["data"]["code"] == "FORBIDDEN"
     info = browser.get(f"/v1/sessions/{sid}").json()["session"]
     assert info["title"] == "plain session 1" and info["messageCount"] == 1
     # the Referer of one of the pages is accepted where a browser sends no Origin

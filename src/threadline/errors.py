@@ -10,6 +10,7 @@ them into one-line errors and exit codes (``exit_code`` on each class).
     │   │   └── MessageTooLarge
     │   └── AmbiguousSessionId      a prefix that matches several sessions
     ├── ConfigError                 a bad agent file, policy or setting (exit 2)
+    │   └── UnknownModel            a model string no provider can serve (exit 11)
     ├── ImportFormatError           a file to import is malformed (exit 2)
     │   └── ImportTooLarge          larger than the import size limit
     ├── SessionNotFound             (exit 3)
@@ -22,6 +23,8 @@ them into one-line errors and exit codes (``exit_code`` on each class).
     ├── ModelError                  a chat model provider failed (exit 7)
     │   ├── ContextLengthExceeded   the provider said the prompt was too long
     │   └── MissingCredentials      no API key in the environment
+    ├── PortUnavailable             the server's port is taken or not permitted (exit 9)
+    ├── HostUnavailable             the server's host is no address of this machine (exit 10)
     └── StoreError                  the storage itself is unusable (exit 8)
         ├── StoreUnavailable        cannot open / connect / write
         ├── StoreNotFound           nothing at the URL, and the caller asked not to create it
@@ -80,6 +83,14 @@ class ConfigError(ThreadlineError):
     """A configuration file, policy or setting is invalid."""
 
     exit_code = 2
+
+
+class UnknownModel(ConfigError):
+    """A model string that cannot be resolved: no provider serves it, or its provider
+    lacks what it needs (a base URL, an SDK). ``threadline serve`` refuses one at
+    start, and a prompt that names one is refused (400) before anything is stored."""
+
+    exit_code = 11
 
 
 class ImportFormatError(ThreadlineError):
@@ -195,6 +206,20 @@ class ContextLengthExceeded(ModelError):
 
 class MissingCredentials(ModelError):
     """The API key a provider needs is not set."""
+
+
+class PortUnavailable(ThreadlineError):
+    """``threadline serve`` cannot bind its port: another process listens on it, or
+    binding it is not permitted."""
+
+    exit_code = 9
+
+
+class HostUnavailable(ThreadlineError):
+    """``threadline serve`` cannot bind its host: the name does not resolve, or the
+    address is not one of this machine's."""
+
+    exit_code = 10
 
 
 class StoreError(ThreadlineError):

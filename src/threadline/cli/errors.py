@@ -40,6 +40,12 @@ EXIT_OVERFLOW = 5
 EXIT_NOT_SUPPORTED = 6
 EXIT_MODEL = 7
 EXIT_STORE = 8
+EXIT_PORT = 9
+"""``serve``: the port is in use or not permitted."""
+EXIT_HOST = 10
+"""``serve``: the host does not resolve or is not this machine's."""
+EXIT_UNKNOWN_MODEL = 11
+"""A model that cannot be resolved (``serve --model``)."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C, as shells report a SIGINT."""
 

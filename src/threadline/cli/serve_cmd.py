@@ -1,5 +1,11 @@
 """``threadline serve``: run the agent server (``threadline.server``) on uvicorn.
 
+It starts or says why: the token, the model and the socket are checked before
+anything is printed, so the banner and the login link name a server that is
+listening (with the port the system chose for ``--port 0``); a bad token or option
+exits 2, a port in use 9, a host that is not this machine's 10, a model that cannot
+be resolved 11 (a missing API key 7), each with one line and no traceback.
+
 FastAPI and uvicorn are imported inside the command, so every other command
 works without the ``server`` extra and starts as fast as before.
 """
@@ -58,13 +64,26 @@ def serve(
             "after this long idle.",
         ),
     ] = DEFAULT_IDLE_MINUTES,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="NAME",
+            help="Another name the Host header may carry (a proxy's public name; '*' for "
+            "any). Without it, only the names the server is bound to are answered.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve sessions and agent turns over HTTP (tRPC-style /trpc and REST /v1)."""
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 - only to say which extra is missing
 
         from threadline.server import ServerConfig, create_app
         from threadline.server.auth import TOKEN_ENV, resolve_token, token_path
+        from threadline.server.listen import bind, url_host
+        from threadline.server.listen import serve as run_server
+        from threadline.server.models import check_model
     except ImportError as exc:
         raise UsageError(
             f"threadline serve needs the server extra ({exc.name} is missing): "
@@ -73,32 +92,44 @@ def serve(
     secret = resolve_token(token)
     state = get_state(ctx)
     url = store or state.store_url
-    config = ServerConfig(token=secret, idle_seconds=idle_minutes * 60)
+    config = ServerConfig(
+        token=secret,
+        idle_seconds=idle_minutes * 60,
+        host=host,
+        allowed_hosts=tuple(allow_host or ()),
+    )
     config.sweep_seconds = min(config.sweep_seconds, max(config.idle_seconds / 4, 1.0))
-    if model:
+    if model is not None:
         config.default_model = model
-    app = create_app(open_store(url), config, owns_store=True)
+    check_model(config.default_model)
+    sockets = bind(host, port)
+    try:
+        app = create_app(open_store(url), config, owns_store=True)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    port = sockets[0].getsockname()[1]
     if host not in LOOPBACK:
         typer.echo(
             f"threadline: warning: serving on {host}, reachable beyond this machine", err=True
         )
-    if token:
+    if token is not None:
         where = "given with --token"
     elif os.environ.get(TOKEN_ENV):
         where = f"from ${TOKEN_ENV}"
     else:
         where = f"in {token_path()} (send it as Authorization: Bearer <token>)"
-    typer.echo(f"threadline server on http://{host}:{port} (store {url})", err=True)
+    shown = url_host(host)
+    typer.echo(f"threadline server on http://{shown}:{port} (store {url})", err=True)
     typer.echo(f"bearer token: {where}", err=True)
-    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    shown = f"[{shown}]" if ":" in shown else shown
     code = app.state.login_codes.issue()
     typer.echo(
         f"web session browser: http://{shown}:{port}/login?code={code} "
         "(a one-time login link; the login form also takes the token)",
         err=True,
     )
-    uvicorn.run(app, host=host, port=port, log_level="info", server_header=False)
+    run_server(app, sockets, host, header_timeout=config.header_timeout, log_level="info")
 
 
 def register(root: typer.Typer) -> None:

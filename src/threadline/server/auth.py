@@ -18,6 +18,7 @@ import stat
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
@@ -40,11 +41,18 @@ def token_path() -> Path:
 
 
 def check_token(token: str, source: str) -> str:
+    """``token`` without surrounding spaces, or ``ConfigError``: 16-512 printable ASCII
+    characters. Not ASCII would never match: HTTP carries header values as bytes that
+    clients encode differently (UTF-8, Latin-1), so such a token is refused at start."""
     token = token.strip()
-    if not MIN_TOKEN_LENGTH <= len(token) <= MAX_TOKEN_LENGTH or not token.isprintable():
+    if (
+        not MIN_TOKEN_LENGTH <= len(token) <= MAX_TOKEN_LENGTH
+        or not token.isascii()
+        or not token.isprintable()
+    ):
         raise ConfigError(
             f"the server token from {source} must be {MIN_TOKEN_LENGTH}-{MAX_TOKEN_LENGTH} "
-            "printable characters"
+            "printable ASCII characters"
         )
     return token
 
@@ -75,8 +83,11 @@ def load_or_create_token(path: Path | None = None) -> str:
 
 
 def resolve_token(given: str | None = None, *, path: Path | None = None) -> str:
-    """``given`` (``--token``), else ``$THREADLINE_SERVER_TOKEN``, else the token file."""
-    if given:
+    """``given`` (``--token``), else ``$THREADLINE_SERVER_TOKEN``, else the token file.
+
+    A ``--token`` that is given is checked even when empty: ``--token ''`` is refused,
+    not quietly replaced by another token."""
+    if given is not None:
         return check_token(given, "--token")
     env = os.environ.get(TOKEN_ENV)
     if env:
@@ -109,6 +120,8 @@ SESSION_SECONDS = 12 * 3600
 """How long a browser login lasts."""
 LOGIN_CODE_SECONDS = 15 * 60
 """How long an unused one-time login link stays valid."""
+MAX_LOGIN_CODES = 1000
+"""Unused login links kept at once; issuing another forgets the oldest."""
 LOGIN_PATH = "/login"
 PUBLIC_PATHS = frozenset({LOGIN_PATH})
 STATIC_PREFIX = "/static/"
@@ -182,22 +195,36 @@ def local_path(target: str | None, default: str = "/") -> str:
 
 class LoginCodes:
     """One-time codes for login links, kept in this process: each opens one browser
-    login, once, within ``LOGIN_CODE_SECONDS``."""
+    login, once, within ``LOGIN_CODE_SECONDS``. At most ``max_codes`` are outstanding
+    (the oldest is forgotten first); issuing and redeeming cost O(1) however many are."""
 
     def __init__(
-        self, *, ttl: float = LOGIN_CODE_SECONDS, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        ttl: float = LOGIN_CODE_SECONDS,
+        max_codes: int = MAX_LOGIN_CODES,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ttl = ttl
+        self.max_codes = max_codes
         self.clock = clock
-        self._codes: dict[str, float] = {}
+        self._codes: OrderedDict[str, float] = OrderedDict()  # oldest (first to expire) first
         self._lock = threading.Lock()
+
+    @property
+    def count(self) -> int:
+        """How many are kept now (no ``__len__``: an empty one must not be falsy)."""
+        with self._lock:
+            return len(self._codes)
 
     def issue(self) -> str:
         code = secrets.token_urlsafe(24)
         with self._lock:
             now = self.clock()
-            self._codes = {c: t for c, t in self._codes.items() if t > now}
+            _expire_oldest(self._codes, now)
             self._codes[code] = now + self.ttl
+            while len(self._codes) > self.max_codes:
+                self._codes.popitem(last=False)
         return code
 
     def redeem(self, code: str) -> bool:
@@ -207,6 +234,16 @@ class LoginCodes:
         return expires is not None and expires > self.clock()
 
 
+def _expire_oldest(entries: OrderedDict[str, float], now: float) -> None:
+    """Drop entries from the front while their time is up; entries are in the order they
+    expire (one ttl, a monotonic clock), so this stops at the first one still valid."""
+    while entries:
+        first = next(iter(entries))
+        if entries[first] > now:
+            return
+        del entries[first]
+
+
 class LoggedOut:
     """Browser logins ended by ``/logout`` in this process, until they would have expired
     anyway. Per process, as login codes are: another worker still accepts the cookie
@@ -214,14 +251,15 @@ class LoggedOut:
 
     def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
-        self._until: dict[str, float] = {}
+        self._until: OrderedDict[str, float] = OrderedDict()
         self._lock = threading.Lock()
 
     def add(self, cookie: str, *, max_age: float = SESSION_SECONDS) -> None:
         with self._lock:
             now = self.clock()
-            self._until = {c: t for c, t in self._until.items() if t > now}
+            _expire_oldest(self._until, now)
             self._until[cookie] = now + max_age + 60
+            self._until.move_to_end(cookie)
 
     def __contains__(self, cookie: object) -> bool:
         with self._lock:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from threadline.context.policy import ContextPolicy
 from threadline.demo.run import DEMO_MODEL_SPEC, DEMO_POLICY
+from threadline.server.events import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENT_BYTES
 from threadline.session_agent import SIMULATED_PROVIDER as SIMULATED_PROVIDER
 from threadline.session_agent import SIMULATED_TURNS as SIMULATED_TURNS
 
@@ -20,7 +21,18 @@ DEFAULT_MESSAGE_PAGE = 50
 MAX_PROMPT_CHARS = 200_000
 MAX_FILES = 10
 EVENT_BUFFER = 5000
-"""Events kept per session for ``Last-Event-ID`` resumption."""
+"""Events kept per session for ``Last-Event-ID`` resumption (all sessions together keep
+at most ``DEFAULT_MAX_BYTES``; see ``events``)."""
+HEADER_TIMEOUT = 10.0
+"""Seconds a connection may take to send a request's headers (from its first byte, or
+from the connection's start); then it is closed."""
+BODY_TIMEOUT = 30.0
+"""Seconds a request body may go without a byte arriving; then 408."""
+AUTH_FAILURES = 30
+AUTH_WINDOW = 60.0
+"""After ``AUTH_FAILURES`` wrong tokens (bearer, login form or login link) from one
+client address within ``AUTH_WINDOW`` seconds, its token checks get 429 until the
+oldest of them is that old."""
 
 
 @dataclass
@@ -42,4 +54,17 @@ class ServerConfig:
     simulated_policy: ContextPolicy = DEMO_POLICY
     """The simulated model's context policy (tests shrink it to see compaction)."""
     clock: Callable[[], float] | None = None
-    """Monotonic seconds for idle eviction; ``time.monotonic`` when None."""
+    """Monotonic seconds for idle eviction and the auth throttle; ``time.monotonic`` when
+    None."""
+    host: str = DEFAULT_HOST
+    """The address the server is bound to: requests must name it (or a loopback name when
+    it is loopback) in their ``Host`` header, which stops DNS rebinding (see ``hosts``)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """More names the ``Host`` header may carry (a proxy's public name); ``*`` allows any."""
+    event_buffer: int = EVENT_BUFFER
+    event_buffer_bytes: int = DEFAULT_MAX_BYTES
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    header_timeout: float = HEADER_TIMEOUT
+    body_timeout: float = BODY_TIMEOUT
+    auth_failures: int = AUTH_FAILURES
+    auth_window: float = AUTH_WINDOW

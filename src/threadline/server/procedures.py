@@ -121,6 +121,66 @@ def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(parts) or "invalid input"
 
 
+TRPC_ERROR_CODES: Final[Mapping[str, int]] = {
+    "PARSE_ERROR": -32700,
+    "BAD_REQUEST": -32600,
+    "INTERNAL_SERVER_ERROR": -32603,
+    "NOT_IMPLEMENTED": -32603,
+    "BAD_GATEWAY": -32603,
+    "SERVICE_UNAVAILABLE": -32603,
+    "GATEWAY_TIMEOUT": -32603,
+    "UNAUTHORIZED": -32001,
+    "PAYMENT_REQUIRED": -32002,
+    "FORBIDDEN": -32003,
+    "NOT_FOUND": -32004,
+    "METHOD_NOT_SUPPORTED": -32005,
+    "TIMEOUT": -32008,
+    "CONFLICT": -32009,
+    "PRECONDITION_FAILED": -32012,
+    "PAYLOAD_TOO_LARGE": -32013,
+    "UNSUPPORTED_MEDIA_TYPE": -32015,
+    "UNPROCESSABLE_CONTENT": -32022,
+    "PRECONDITION_REQUIRED": -32028,
+    "TOO_MANY_REQUESTS": -32029,
+    "CLIENT_CLOSED_REQUEST": -32099,
+}
+"""tRPC v11's ``TRPC_ERROR_CODES_BY_KEY``: the JSON-RPC 2.0 number a client reads in
+``error.code`` (``@trpc/client`` refuses an error whose code is not a number)."""
+
+TRPC_HTTP_STATUS: Final[Mapping[str, int]] = {
+    "PARSE_ERROR": 400,
+    "BAD_REQUEST": 400,
+    "UNAUTHORIZED": 401,
+    "PAYMENT_REQUIRED": 402,
+    "FORBIDDEN": 403,
+    "NOT_FOUND": 404,
+    "METHOD_NOT_SUPPORTED": 405,
+    "TIMEOUT": 408,
+    "CONFLICT": 409,
+    "PRECONDITION_FAILED": 412,
+    "PAYLOAD_TOO_LARGE": 413,
+    "UNSUPPORTED_MEDIA_TYPE": 415,
+    "UNPROCESSABLE_CONTENT": 422,
+    "PRECONDITION_REQUIRED": 428,
+    "TOO_MANY_REQUESTS": 429,
+    "CLIENT_CLOSED_REQUEST": 499,
+    "INTERNAL_SERVER_ERROR": 500,
+    "NOT_IMPLEMENTED": 501,
+    "BAD_GATEWAY": 502,
+    "SERVICE_UNAVAILABLE": 503,
+    "GATEWAY_TIMEOUT": 504,
+}
+"""tRPC v11's ``JSONRPC2_TO_HTTP_CODE`` (``getHTTPStatusCodeFromError``): each name's status."""
+
+
+def code_for_status(status: int) -> str:
+    """tRPC's name for an HTTP status (``HTTP_CODE_TO_JSONRPC2``); 500's for one it lacks."""
+    for code, known in TRPC_HTTP_STATUS.items():
+        if known == status:
+            return code
+    return "INTERNAL_SERVER_ERROR"
+
+
 def error_body(
     code: str,
     status: int,
@@ -128,11 +188,13 @@ def error_body(
     path: str | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``{"error": {"code", "message", "data": {...}}}``: tRPC's shape, readable plainly."""
+    """tRPC v11's error shape, on every route (tRPC and REST alike): ``{"error":
+    {"message", "code": <JSON-RPC number>, "data": {"code": <name>, "httpStatus",
+    "path"?, ...}}}``; ``path`` is the procedure's name."""
     data: dict[str, Any] = {"code": code, "httpStatus": status, **(extra or {})}
     if path is not None:
         data["path"] = path
-    return {"error": {"code": code, "message": message, "data": data}}
+    return {"error": {"message": message, "code": TRPC_ERROR_CODES[code], "data": data}}
 
 
 def error_extra(exc: Exception) -> dict[str, Any]:

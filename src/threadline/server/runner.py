@@ -333,7 +333,8 @@ class AgentRunner:
             )
             ok = True
         except Exception as exc:
-            logger.warning("turn of %s failed: %s", sid, exc, exc_info=exc)
+            trace = None if isinstance(exc, ThreadlineError) else exc  # expected: one line
+            logger.warning("turn of %s failed: %s", sid, exc, exc_info=trace)
             log.publish("error", {"code": type(exc).__name__, "message": str(exc)})
         finally:
             agent.on_event = None
