@@ -121,16 +121,8 @@ LIVE_TRANSCRIPTS = (
 """Real Claude Code runs the CLI writers import in the live-readers scenario."""
 
 
-@dataclass
-class LiveTally:
-    rounds: int = 0
-    handles: int = 0
-    imports: int = 0
-    compactions_killed: int = 0
-    damaged: int = 0
-    lost: int = 0
-    integrity: str = "?"
-    seconds: float = 0.0
+LIVE_COLUMNS = ("rounds", "handles", "imports", "compactions killed", "damaged", "lost")
+"""What the live-readers scenario counts (a Counter keyed by these)."""
 
 
 def _fresh_source(template: str, directory: str, round_no: int) -> str:
@@ -146,12 +138,15 @@ def _fresh_source(template: str, directory: str, round_no: int) -> str:
     return path
 
 
-def run_live_readers(directory: str, transcripts: str, rounds: int, seed: int) -> LiveTally:
+def run_live_readers(
+    directory: str, transcripts: str, rounds: int, seed: int
+) -> tuple[Counter[str], str, float]:
     """A long-lived process (this one) opens the store again every round and keeps every
     handle, reading and appending through them, while CLI processes import real
     transcripts and compact them; every fifth compaction is killed with SIGKILL at a
     random instant and run again. Damage reported to any handle, a lost message or a
-    failed integrity check is a failure (invariant 10: only SQLite touches the file)."""
+    failed integrity check is a failure (invariant 10: only SQLite touches the file).
+    Returns the counts (``LIVE_COLUMNS``), the integrity check's answer and the seconds."""
     import json
     import os
     import sqlite3
@@ -164,7 +159,7 @@ def run_live_readers(directory: str, transcripts: str, rounds: int, seed: int) -
     env = dict(os.environ, THREADLINE_STORE=url)
     cli = [sys.executable, "-m", "threadline.cli.app"]
     templates = [Path(transcripts, name).read_text(encoding="utf-8") for name in LIVE_TRANSCRIPTS]
-    tally = LiveTally()
+    tally: Counter[str] = Counter()
     handles = [open_store(url)]
     ours = handles[0].create_session(agent="long-lived").id
     imported: dict[str, int] = {}
@@ -179,7 +174,7 @@ def run_live_readers(directory: str, transcripts: str, rounds: int, seed: int) -
             sys.exit(f"round {round_no}: import failed: {done.stderr.strip()}")
         [result] = json.loads(done.stdout)["sources"]
         imported[result["session_id"]] = result["messages_added"]
-        tally.imports += 1
+        tally["imports"] += 1
         compact = [*cli, "compact", result["session_id"]]
         if round_no % 5 == 4:
             child = subprocess.Popen(
@@ -188,7 +183,7 @@ def run_live_readers(directory: str, transcripts: str, rounds: int, seed: int) -
             time.sleep(rng.uniform(0.05, 0.6))
             child.send_signal(signal.SIGKILL)
             child.wait()
-            tally.compactions_killed += 1
+            tally["compactions killed"] += 1
         subprocess.run(compact, env=env, capture_output=True, check=False)
         try:
             handle = open_store(url)
@@ -200,21 +195,21 @@ def run_live_readers(directory: str, transcripts: str, rounds: int, seed: int) -
             for h in rng.sample(handles, min(3, len(handles))):
                 h.list_sessions()
         except StoreDamaged:
-            tally.damaged += 1
-        tally.rounds += 1
-    tally.seconds = time.perf_counter() - started
-    tally.handles = len(handles)
+            tally["damaged"] += 1
+        tally["rounds"] += 1
+    seconds = time.perf_counter() - started
+    tally["handles"] = len(handles)
     for handle in handles:
         handle.close()
     with open_store(url) as store:
         for session_id, count in imported.items():
-            tally.lost += max(0, count - store.session_info(session_id).message_count)
+            tally["lost"] += max(0, count - store.session_info(session_id).message_count)
         stored = [m.text for m in store.get_session(ours).messages()]
-        tally.lost += len(set(appended) - set(stored))
+        tally["lost"] += len(set(appended) - set(stored))
     con = sqlite3.connect(f"{directory}/live.db")
-    tally.integrity = str(con.execute("PRAGMA integrity_check").fetchone()[0])
+    integrity = str(con.execute("PRAGMA integrity_check").fetchone()[0])
     con.close()
-    return tally
+    return tally, integrity, seconds
 
 
 def drop_schema(url: str) -> None:
@@ -277,24 +272,15 @@ def main() -> None:
     bad = [t.backend for t in tallies if t.lost or t.duplicated or t.torn or t.out_of_order]
     if args.live_rounds:
         with tempfile.TemporaryDirectory(prefix="threadline-live-") as tmp:
-            live = run_live_readers(tmp, args.transcripts, args.live_rounds, args.seed)
+            live, integrity, seconds = run_live_readers(
+                tmp, args.transcripts, args.live_rounds, args.seed
+            )
         table = Table(title="A long-lived reader (handles kept) beside CLI imports and compactions")
-        for col in ("rounds", "handles", "imports", "compactions killed", "damaged", "lost"):
+        for col in (*LIVE_COLUMNS, "integrity", "s"):
             table.add_column(col, justify="right")
-        table.add_column("integrity")
-        table.add_column("s", justify="right")
-        table.add_row(
-            f"{live.rounds}",
-            f"{live.handles}",
-            f"{live.imports}",
-            f"{live.compactions_killed}",
-            f"{live.damaged}",
-            f"{live.lost}",
-            live.integrity,
-            f"{live.seconds:.0f}",
-        )
+        table.add_row(*(f"{live[col]}" for col in LIVE_COLUMNS), integrity, f"{seconds:.0f}")
         Console().print(table)
-        if live.damaged or live.lost or live.integrity != "ok":
+        if live["damaged"] or live["lost"] or integrity != "ok":
             bad.append("sqlite (live readers)")
     if bad:
         sys.exit(f"crash safety broken on: {', '.join(bad)}")

@@ -16,6 +16,7 @@ import asyncio
 import json
 import math
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 from threadline.server.auth import LOGIN_PATH, Access, Refusal
@@ -63,25 +64,17 @@ def tries_token(method: str, path: str, query: str, headers: MutableMapping[str,
     return path == LOGIN_PATH and (method == "POST" or "code=" in query)
 
 
+@dataclass
 class Guard:
     """See the module docstring."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        access: Access,
-        max_body_bytes: int,
-        hosts: HostRule,
-        throttle: Throttle,
-        body_timeout: float,
-    ) -> None:
-        self.app = app
-        self.access = access
-        self.max_body_bytes = max_body_bytes
-        self.hosts = hosts
-        self.throttle = throttle
-        self.body_timeout = body_timeout
+    app: ASGIApp
+    _: KW_ONLY
+    access: Access
+    max_body_bytes: int
+    hosts: HostRule
+    throttle: Throttle
+    body_timeout: float
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
