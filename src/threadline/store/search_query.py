@@ -496,11 +496,18 @@ def _hit(info: SessionInfo, m: Message, q: SearchQuery) -> SearchHit:
         role=m.role,
         snippet=snippet(display_text(message_pieces(m)), q),
         agent=info.agent,
+        parent_id=info.parent_id,
     )
 
 
 def hit_from_body(
-    session_id: str, seq: int, role: str, agent: str | None, body: str, q: SearchQuery
+    session_id: str,
+    seq: int,
+    role: str,
+    agent: str | None,
+    body: str,
+    q: SearchQuery,
+    parent_id: str | None = None,
 ) -> SearchHit:
     """A hit of an indexed backend, its snippet made from the stored body."""
     return SearchHit(
@@ -509,6 +516,7 @@ def hit_from_body(
         role=role,
         snippet=snippet(display_text(body_pieces(body)), q),
         agent=agent,
+        parent_id=parent_id,
     )
 
 
