@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,9 +83,10 @@ class LiveServer:
         return str(r.cookies["threadline_session"])
 
 
-def start(tmp: Path) -> Iterator[LiveServer]:
-    """Seed, start ``threadline serve``, wait for it, yield it, stop it."""
-    ids = seed(tmp / "web.db")
+def start(tmp: Path, seeder: Callable[[Path], dict[str, str]] = seed) -> Iterator[LiveServer]:
+    """Seed (``seed``, or another ``seeder`` of the database file), start ``threadline
+    serve``, wait for it, yield it, stop it."""
+    ids = seeder(tmp / "web.db")
     port = free_port()
     env = dict(os.environ, THREADLINE_CONFIG_DIR=str(tmp / "config"))
     command = [sys.executable, "-m", "threadline.cli.app", "serve", "--port", str(port)]
