@@ -119,3 +119,10 @@ def test_search_says_which_parent_a_hit_is_under(url: str) -> None:
     assert (hit["session_id"], hit["parent_id"]) == ("sub-00001", "main-0001")
     top = wide(url, "sessions", "search", "parser").stdout
     assert "Under" not in top  # no hit under another session: no column
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_exports_carry_the_sessions_own_dates(url: str, fmt: str) -> None:
+    text = wide(url, "sessions", "export", "main-0001", "-f", fmt, "-o", "-").stdout
+    assert "created at: 2025-02-03T04:05:06Z" in text
+    assert "updated at: 2025-02-03T07:05:06Z" in text
