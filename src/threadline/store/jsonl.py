@@ -5,7 +5,8 @@ Layout under the store's root directory (``jsonl:///abs/dir`` or ``jsonl://rel/d
     threadline.json                 marker: which program and format made this directory
     sessions/<agent>/<id>.jsonl     line 1: the immutable creation record {"type": "session", ...}
                                     then one line per message {"type": "message", "seq": N, ...}
-    sessions/<agent>/<id>.meta.json mutable metadata: title, model, metadata, updated_at, memo, lock
+    sessions/<agent>/<id>.meta.json mutable metadata: title, model, metadata, parent,
+                                    created_at, updated_at, memo, lock
     sessions/<agent>/<id>_summary.json     checkpoints (compaction summaries), oldest first
     sessions/<agent>/<id>_scratchpad.json  scratchpad entries
     sessions/<agent>/<id>.jsonl.corrupt    lines set aside because they could not be read
@@ -42,6 +43,11 @@ The ideas behind it:
   incrementally afterwards. The line format and that machinery live in
   ``store/jsonl_file.py``.
 * ``message_count`` is the last seq: a corrupt line still counts, as it keeps its slot.
+* **A session's parent** is in its sidecar (``parent``; the creation record has the
+  one it was created with) and counts while that session exists, so a deleted parent's
+  children are top-level. Listing top-level sessions or a session's children reads
+  every session's sidecar, as every listing here does; a session written before
+  parents were kept has its link in its metadata (a fork's point, ``parent_session``).
 
 Search is a plain scan of the files (every word must occur, case-insensitively), fine
 for the sizes this backend is for. Images whose base64 data exceeds 32 KiB are written
