@@ -113,13 +113,15 @@ def list_sessions(
     store = store_of(ctx, create=False)
     page = store.list_sessions(agent=agent, limit=limit, offset=offset, top_level=True)
     nodes = forest(store, page.items, nested=every or tree)
-    for node, _ in (pair for n in nodes for pair in n.walk()):
-        node.info = in_view(store, node.info)
+    everyone = [node for top in nodes for node, _ in top.walk()]
+    shown = {node.info.id: in_view(store, node.info) for node in everyone}
     if as_json:
         listing = page.to_dict()
-        listing["items"] = [_listed(node, nested=every or tree) for node in nodes]
+        listing["items"] = [_listed(node, shown, nested=every or tree) for node in nodes]
         print_json(listing)
         return
+    for node in everyone:
+        node.info = shown[node.info.id]
     page = page.replace(items=[n.info for n in nodes])
     console = make_console()
     if page.items:
@@ -141,14 +143,14 @@ def list_sessions(
     console.print(page_footer(page))
 
 
-def _listed(node: Node, *, nested: bool) -> dict[str, Any]:
-    """A listed session in ``--json``: its record, the messages in view, how many sessions
-    are listed under it, and (``--all``/``--tree``) those sessions, nested alike."""
+def _listed(node: Node, shown: dict[str, SessionInfo], *, nested: bool) -> dict[str, Any]:
+    """A listed session in ``--json``: its record, the messages in view (``shown``), how
+    many sessions are listed under it, and (``--all``/``--tree``) those, nested alike."""
     item = node.info.to_dict()
-    item["visible_count"] = node.info.message_count
+    item["visible_count"] = shown[node.info.id].message_count
     item["child_count"] = node.child_count
     if nested:
-        item["children"] = [_listed(child, nested=True) for child in node.children]
+        item["children"] = [_listed(child, shown, nested=True) for child in node.children]
     return item
 
 
