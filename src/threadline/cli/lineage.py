@@ -117,13 +117,13 @@ def lineage_tree(store: Store, nodes: Sequence[Node]) -> Tree:
     def label(node: Node, *, nested: bool) -> Text:
         info = node.info
         line = Text(printable(info.id, one_line=True), style="bold")
-        preview = shorten(session_preview(store, info), PREVIEW_CHARS)
-        if preview:
-            line.append(f"  {preview}", style="" if info.title else "dim")
-        line.append(f"  {fmt_time(info.updated_at)}  {fmt_int(info.message_count)} msgs", "dim")
         note = relation(info) if nested else fork_note(info)
         if note:
             line.append(f"  ({note})", style="dim")
+        preview = shorten(session_preview(store, info), PREVIEW_CHARS)
+        if preview:
+            line.append(f"  {preview}", style="" if info.title else "dim")
+        line.append(f"  {fmt_int(info.message_count)} msgs  {fmt_time(info.updated_at)}", "dim")
         hidden = node.child_count - len(node.children)
         if hidden > 0:
             line.append(f"  +{hidden:,} under it", style="dim")

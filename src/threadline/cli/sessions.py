@@ -136,7 +136,11 @@ def list_sessions(
                     store,
                     page.replace(items=[n.info for n, _ in rows]),
                     width=console.width,
-                    children={n.info.id: n.child_count for n, _ in rows},
+                    children=(
+                        {n.info.id: n.child_count for n, _ in rows}
+                        if any(n.child_count for n, _ in rows)
+                        else None  # no column while no listed session has any
+                    ),
                     depths={n.info.id: depth for n, depth in rows},
                 )
             )
