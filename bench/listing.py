@@ -87,6 +87,44 @@ def threadline_page(store: Store, offset: int) -> Callable[[], Any]:
     return run
 
 
+def metadata_page(
+    execute: Callable[..., Any], link: str, mark: str, offset: int
+) -> Callable[[], Any]:
+    """The same listing through the link in metadata: the page, the total of top-level
+    sessions and the page's child counts (``link`` reads the link, ``mark`` is the
+    driver's parameter mark)."""
+
+    def run() -> Any:
+        page = execute(
+            f"SELECT id, metadata FROM sessions WHERE {link} IS NULL "
+            f"ORDER BY updated_at DESC, id LIMIT {mark} OFFSET {mark}",
+            (PAGE, offset),
+        ).fetchall()
+        execute(f"SELECT count(*) FROM sessions WHERE {link} IS NULL").fetchone()
+        ids = [r[0] for r in page]
+        marks = ", ".join([mark] * len(ids))
+        return execute(
+            f"SELECT {link}, count(*) FROM sessions WHERE {link} IN ({marks}) GROUP BY 1", ids
+        ).fetchall()
+
+    return run
+
+
+def compare(
+    store: Store, execute: Callable[..., Any], link: str, mark: str, n: int, rounds: int
+) -> dict[str, float]:
+    deep = (n // CHILD_SHARE) // 2
+    return {
+        "threadline, first page": timed(threadline_page(store, 0), rounds),
+        f"threadline, offset {deep:,}": timed(threadline_page(store, deep), rounds),
+        "metadata filter, first page": timed(metadata_page(execute, link, mark, 0), rounds),
+        f"metadata filter, offset {deep:,}": timed(
+            metadata_page(execute, link, mark, deep), rounds
+        ),
+        "every session, first page": timed(lambda: store.list_sessions(), rounds),
+    }
+
+
 def sqlite_bench(n: int, rounds: int, data: list[Any]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s.db"
@@ -99,36 +137,10 @@ def sqlite_bench(n: int, rounds: int, data: list[Any]) -> dict[str, float]:
                 [(sid, when, when, meta, parent) for sid, when, meta, parent in data],
             )
         con.execute("ANALYZE")
-        deep = (n // CHILD_SHARE) // 2
-
-        link = "json_extract(metadata, '$.parent_session')"
-
-        def by_metadata(offset: int) -> Callable[[], Any]:
-            def run() -> Any:
-                page = con.execute(
-                    f"SELECT id, metadata FROM sessions WHERE {link} IS NULL "
-                    "ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
-                    (PAGE, offset),
-                ).fetchall()
-                con.execute(f"SELECT count(*) FROM sessions WHERE {link} IS NULL").fetchone()
-                ids = [r[0] for r in page]
-                marks = ", ".join("?" * len(ids))
-                return con.execute(
-                    f"SELECT {link}, count(*) FROM sessions WHERE {link} IN ({marks}) GROUP BY 1",
-                    ids,
-                ).fetchall()
-
-            return run
-
         store = open_store(f"sqlite://{path}")
         try:
-            return {
-                "threadline, first page": timed(threadline_page(store, 0), rounds),
-                f"threadline, offset {deep:,}": timed(threadline_page(store, deep), rounds),
-                "metadata filter, first page": timed(by_metadata(0), rounds),
-                f"metadata filter, offset {deep:,}": timed(by_metadata(deep), rounds),
-                "every session, first page": timed(lambda: store.list_sessions(), rounds),
-            }
+            link = "json_extract(metadata, '$.parent_session')"
+            return compare(store, con.execute, link, "?", n, rounds)
         finally:
             store.close()
             con.close()
@@ -149,32 +161,8 @@ def postgres_bench(url: str, n: int, rounds: int, data: list[Any]) -> dict[str, 
                 for sid, when, meta, parent in data:
                     copy.write_row((sid, "claude-code", when, when, meta, parent))
             admin.execute("ANALYZE sessions")
-            deep = (n // CHILD_SHARE) // 2
-
             link = "(metadata ->> 'parent_session')"
-
-            def by_metadata(offset: int) -> Callable[[], Any]:
-                def run() -> Any:
-                    page = admin.execute(
-                        f"SELECT id, metadata FROM sessions WHERE {link} IS NULL "
-                        "ORDER BY updated_at DESC, id LIMIT %s OFFSET %s",
-                        (PAGE, offset),
-                    ).fetchall()
-                    admin.execute(f"SELECT count(*) FROM sessions WHERE {link} IS NULL")
-                    return admin.execute(
-                        f"SELECT {link}, count(*) FROM sessions WHERE {link} = ANY(%s) GROUP BY 1",
-                        ([r[0] for r in page],),
-                    ).fetchall()
-
-                return run
-
-            return {
-                "threadline, first page": timed(threadline_page(store, 0), rounds),
-                f"threadline, offset {deep:,}": timed(threadline_page(store, deep), rounds),
-                "metadata filter, first page": timed(by_metadata(0), rounds),
-                f"metadata filter, offset {deep:,}": timed(by_metadata(deep), rounds),
-                "every session, first page": timed(lambda: store.list_sessions(), rounds),
-            }
+            return compare(store, admin.execute, link, "%s", n, rounds)
     finally:
         store.close()
         with psycopg.connect(dsn, autocommit=True) as admin:
