@@ -37,6 +37,7 @@ bench: install
 	$(PY) bench/compaction.py
 	$(PY) bench/real_transcripts.py
 	$(PY) bench/backends.py
+	$(PY) bench/listing.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -86,7 +86,7 @@ def test_list_json_shape_and_order(url: str) -> None:
     assert data["total"] == 2 and data["offset"] == 0 and data["limit"] == 20
     assert [i["id"] for i in data["items"]] == ["beta-0002", "alpha-0001"]  # newest first
     fields = {f.name for f in dataclasses.fields(SessionInfo)}
-    assert set(data["items"][0]) == {*fields, "visible_count"}
+    assert set(data["items"][0]) == {*fields, "visible_count", "child_count"}
     alpha = data["items"][1]
     assert alpha["agent"] == "coder" and alpha["message_count"] == alpha["visible_count"] == 4
     assert alpha["total_tokens"] > 0 and alpha["created_at"].endswith("Z")
@@ -126,9 +126,12 @@ def test_show_text_and_json(url: str) -> None:
     assert "alpha-0001" in out and "coder" in out and "First one" in out
     assert "Lock: free" in out and "Checkpoints: 1" in out and "Scratchpad: plan" in out
     data = js(url, "sessions", "show", "alpha-0001")
-    assert set(data) == {"session", "fork", "forks", "checkpoints", "lock", "scratchpad"}
+    assert set(data) == {
+        *("session", "fork", "forks", "children", "checkpoints", "lock", "scratchpad")
+    }
     assert data["session"]["id"] == "alpha-0001" and data["lock"] is None
-    assert data["fork"] is None and data["forks"] == []
+    assert data["fork"] is None and data["forks"] == [] and data["children"] == []
+    assert data["session"]["parent_id"] is None
     assert data["scratchpad"] == ["plan"]
     (cp,) = data["checkpoints"]
     assert cp["covers_up_to"] == 1 and "looking for the bug" in cp["summary"]
@@ -240,7 +243,7 @@ def test_search_text_and_json(url: str) -> None:
     data = js(url, "sessions", "search", "poem rivers")
     assert data["query"] == "poem rivers"
     (hit,) = data["items"]
-    assert set(hit) == {"session_id", "seq", "role", "snippet", "agent", "marks"}
+    assert set(hit) == {"session_id", "seq", "role", "snippet", "agent", "marks", "parent_id"}
     assert hit["session_id"] == "beta-0002" and hit["seq"] == 1 and hit["agent"] == "writer"
     assert js(url, "sessions", "search", "rivers", "--agent", "coder")["items"] == []
     assert "0 hits" in ok(url, "sessions", "search", "absent-word").stdout

@@ -342,3 +342,37 @@ def test_a_forks_copy_hides_what_the_fork_hides(stores: OpenStore) -> None:
     assert [m.text for m in copied.tail(2)] == ["c1", "m4"]
     again = copy_sessions(src, dst, session_ids=["child"])
     assert again.ok and again.sessions[0].status is CopyStatus.UP_TO_DATE
+
+
+@pytest.mark.parametrize(("src_backend", "dst_backend"), [("sqlite", "jsonl"), ("jsonl", "sqlite")])
+def test_copies_keep_dates_and_parents(
+    stores: OpenStore, src_backend: str, dst_backend: str
+) -> None:
+    """Issue 22: a copy keeps each session's own dates and its parent link, copying a
+    parent before a child the source lists first (it was updated later)."""
+    from datetime import UTC, datetime, timedelta
+
+    from threadline.store.base import dated
+
+    feb = datetime(2025, 2, 3, 4, 5, 6, 7, tzinfo=UTC)
+    src, dst = stores(src_backend), stores(dst_backend)
+    parent = src.create_session(id="parent-01", created_at=feb)
+    parent.append(dated([Message.user("the task")], feb + timedelta(hours=1)))
+    child = src.create_session(id="child-001", parent=parent.id, created_at=feb)
+    child.append(dated([Message.user("a subagent's part")], feb + timedelta(hours=2)))
+    assert [s.id for s in src.list_sessions()] == ["child-001", "parent-01"]
+    report = copy_sessions(src, dst)
+    assert report.ok, [s.error for s in report.sessions]
+    for sid in ("parent-01", "child-001"):
+        mine, theirs = src.session_info(sid), dst.session_info(sid)
+        assert (theirs.created_at, theirs.updated_at, theirs.parent_id) == (
+            mine.created_at,
+            mine.updated_at,
+            mine.parent_id,
+        )
+    assert dst.session_info("child-001").parent_id == "parent-01"
+    assert [s.id for s in dst.list_sessions(top_level=True)] == ["parent-01"]
+    only_child = stores(dst_backend)  # its parent stays behind: copied as top-level
+    (copied,) = copy_sessions(src, only_child, session_ids=["child-001"]).sessions
+    assert copied.ok and only_child.session_info("child-001").parent_id is None
+    assert any("parent-01 is not at the destination" in note for note in copied.notes)

@@ -129,12 +129,19 @@ def test_real_session_maps_faithfully(name: str) -> None:
     messages = session.messages()
     assert all(m.created_at < began for m in messages)  # the source's times, not the import's
     assert same_time(meta["source_updated_at"], max(m.created_at for m in messages).isoformat())
+    # the session is dated by its transcript: first and last message, not the import
+    assert session.info.created_at == datetime.fromisoformat(first_at.replace("Z", "+00:00"))
+    assert session.info.updated_at == max(m.created_at for m in messages)
     assert session.model == model
     assert all(m.model for m in messages if m.role == "assistant")
     assert meta.get("cwd") and (name.startswith("codex/rtchess") or meta.get("git_branch"))
 
     if name in REDACTED:
         assert session.title is None
+    elif "/agent-acompact-" in name:  # the summariser's prompt is no title: its parent is
+        parent = name.split("/subagents/")[0].rsplit("/", 1)[-1]
+        assert session.title == f"Compaction summary of session {parent}"
+        assert meta["child_kind"] == "compaction"
     else:
         found = first_request(messages)
         request = request_text(found) if found is not None else None
@@ -185,26 +192,40 @@ def test_subagents_become_children_of_their_session(tmp_path: Path) -> None:
     assert report.counts()["new"] == 3 and not report.failures
     by_source = {s.metadata["source_id"]: s for s in all_sessions(store)}
     parent = by_source["4d5611e5-241a-462a-8d15-5122611a9569"]
-    children = [s for s in by_source.values() if s.metadata.get("parent_session")]
+    children = [s for s in by_source.values() if s.parent_id is not None]
     assert len(children) == 2
     for child in children:
-        assert child.metadata["parent_session"] == parent.id
+        assert child.parent_id == parent.id
         assert child.metadata["parent_source_id"] == parent.metadata["source_id"]
         assert child.metadata["source_id"].startswith(parent.metadata["source_id"] + "/agent-")
+    assert [s.id for s in store.list_sessions(top_level=True)] == [parent.id]
+    assert {s.id for s in store.list_sessions(parent=parent.id)} == {c.id for c in children}
+    (summariser,) = [c for c in children if "/agent-acompact-" in c.metadata["source_id"]]
+    assert summariser.title == f"Compaction summary of {parent.title}"
+    assert summariser.metadata["child_kind"] == "compaction"
 
 
 def test_a_subagent_imported_first_is_linked_when_its_parent_arrives(tmp_path: Path) -> None:
     require_shared(TRANSCRIPTS)
     store = open_store(f"sqlite://{tmp_path / 's.db'}")
     (child,) = sync_file(store, TRANSCRIPTS / f"{S2}/subagents/agent-a7be2f0.jsonl")
-    assert "parent_session" not in store.session_info(child.session_id).metadata
+    (summariser,) = sync_file(store, TRANSCRIPTS / f"{S2}/subagents/agent-acompact-f46190.jsonl")
+    for early in (child, summariser):
+        assert store.session_info(early.session_id).parent_id is None
+    placeholder = "Compaction summary of session 8463c716-a2ea-4c14-9efa-87158ebd9f20"
+    assert store.session_info(summariser.session_id).title == placeholder
+    dated = store.session_info(child.session_id).updated_at
     Syncer(store).sync(find_sources([str(TRANSCRIPTS / "claude-code/spotter-8463c716")]))
     parent = next(
         s
         for s in all_sessions(store)
         if s.metadata["source_id"] == expected_facts(f"{S2}.jsonl")[0]
     )
-    assert store.session_info(child.session_id).metadata["parent_session"] == parent.id
+    linked = store.session_info(child.session_id)
+    assert linked.parent_id == parent.id and linked.updated_at == dated  # linking is no edit
+    titled = store.session_info(summariser.session_id)
+    assert titled.parent_id == parent.id
+    assert titled.title == f"Compaction summary of {parent.title}"
 
 
 # -- the whole directory, twice ----------------------------------------------------------
@@ -238,6 +259,64 @@ def test_whole_directory_imports_then_is_unchanged(sqlite_url: str) -> None:
     human = cli(sqlite_url, str(TRANSCRIPTS / "claude-code"))
     assert human.exit_code == 0
     assert "11 conversations: 11 unchanged; 0 messages added" in human.stderr
+
+
+def dated_listing(store: Store) -> list[tuple[Any, ...]]:
+    """Every session as the listing shows it: id, dates, parent, title."""
+    return [(s.id, s.created_at, s.updated_at, s.parent_id, s.title) for s in all_sessions(store)]
+
+
+def test_a_directory_reimported_keeps_every_date_and_link(tmp_path: Path) -> None:
+    """Issue 22: the whole shared directory, imported twice. The second import changes
+    nothing, dates and parent links included; every session with a time in its source is
+    dated by it; every Claude Code subagent whose session is there is listed under it."""
+    require_shared(TRANSCRIPTS)
+    url = f"sqlite://{tmp_path / 's.db'}"
+    began = datetime.now(UTC)
+    first = json.loads(cli(url, str(TRANSCRIPTS), "--json").stdout)
+    imported = {r["session_id"] for r in first["sources"] if r["status"] == "new"}
+    assert len(imported) > 200 and first["counts"]["updated"] == 0
+    with open_store(url) as store:
+        before = dated_listing(store)
+        infos = all_sessions(store)
+    again = json.loads(cli(url, str(TRANSCRIPTS), "--json").stdout)
+    assert again["counts"]["new"] == again["counts"]["updated"] == 0
+    assert again["counts"]["unchanged"] == len(imported)
+    assert again["counts"]["failed"] == first["counts"]["failed"]  # formats of other work
+    with open_store(url) as store:
+        assert dated_listing(store) == before
+        top = [s.id for s in all_sessions_top(store)]
+    for info in infos:
+        stamped = info.metadata.get("source_updated_at")
+        if stamped:  # the transcript's own dates, never the import's
+            assert info.updated_at < began and info.created_at <= info.updated_at
+            assert same_time(info.updated_at.isoformat(), stamped) or info.updated_at == (
+                info.created_at
+            )
+    by_source = {(i.metadata["source_format"], i.metadata["source_id"]): i for i in infos}
+    children = [i for i in infos if i.metadata.get("parent_source_id")]
+    assert len(children) >= 4
+    for child in children:
+        key = (child.metadata["source_format"], child.metadata["parent_source_id"])
+        parent = by_source.get(key)
+        assert child.parent_id == (parent.id if parent else None)
+        assert (child.id in top) == (parent is None)
+    summarisers = [c for c in children if "/agent-acompact-" in c.metadata["source_id"]]
+    assert len(summarisers) == 2
+    assert all(c.title and c.title.startswith("Compaction summary of Work on") for c in summarisers)
+    assert top == [s.id for s in sorted(
+        (i for i in infos if i.parent_id is None), key=lambda i: (-i.updated_at.timestamp(), i.id)
+    )]  # fmt: skip
+
+
+def all_sessions_top(store: Store) -> list[Any]:
+    found, offset = [], 0
+    while True:
+        page = store.list_sessions(top_level=True, limit=200, offset=offset)
+        found.extend(page.items)
+        offset += len(page.items)
+        if not page.items or offset >= page.total:
+            return found
 
 
 def test_a_copy_elsewhere_is_still_the_same_source(tmp_path: Path) -> None:
@@ -291,6 +370,7 @@ def test_a_grown_transcript_gets_only_its_new_messages(
     (first,) = sync_file(store, live)
     assert first.status is SyncStatus.NEW
     had = store.session_info(first.session_id).message_count
+    dated = store.session_info(first.session_id)
 
     with live.open("a", encoding="utf-8") as grow:
         grow.write("".join(lines[cut:]))
@@ -312,8 +392,13 @@ def test_a_grown_transcript_gets_only_its_new_messages(
         NATIVE_COMPACTIONS.get(name, 0),
     )
     assert len(all_sessions(store)) == 1
+    # the growth moves the session's date to the transcript's new end, not to today
+    grown = store.session_info(first.session_id)
+    assert grown.created_at == dated.created_at == expected.info.created_at
+    assert dated.updated_at < grown.updated_at == expected.info.updated_at
     (third,) = sync_file(store, live)
     assert third.status is SyncStatus.UNCHANGED and third.messages_added == 0
+    assert store.session_info(first.session_id).updated_at == grown.updated_at
 
 
 def test_a_rewritten_source_fails_instead_of_guessing(sqlite_url: str, tmp_path: Path) -> None:

@@ -43,6 +43,8 @@ from threadline.store.base import LockHolder, encode_message, prepare_messages
 from threadline.store.postgres import (
     LIST_BY_AGENT_SQL,
     LIST_SQL,
+    LIST_TOP_BY_AGENT_SQL,
+    LIST_TOP_SQL,
     READ_SQL,
     RESOLVE_PREFIX_SQL,
     SCHEMA_VERSION,
@@ -277,9 +279,28 @@ def test_tail_list_and_prefix_queries_are_served_by_indexes() -> None:
                     f"search_text) SELECT {session_of_row}, i, md5(i::text), 'user', now(), 1, "
                     "'{}', 'text ' || i FROM generate_series(1, 5000) AS i"
                 )
+            # nine in ten are subagents of the first hundred (issue 22): the top-level page
+            admin.execute(
+                "UPDATE sessions SET parent_id = 's' || lpad((1 + i % 100)::text, 6, '0') "
+                "FROM generate_series(1, 4000) AS i "
+                "WHERE id = 's' || lpad(i::text, 6, '0') AND i > 400"
+            )
             admin.execute("ANALYZE sessions")
             admin.execute("ANALYZE messages")
             plans = {
+                "top-level": (
+                    _explain(admin, schema, LIST_TOP_SQL, {"limit": 20, "offset": 40}),
+                    "sessions_top",
+                ),
+                "top-level by agent": (
+                    _explain(
+                        admin,
+                        schema,
+                        LIST_TOP_BY_AGENT_SQL,
+                        {"agent": "agent3", "limit": 20, "offset": 0},
+                    ),
+                    "sessions_top_by_agent",
+                ),
                 "tail": (
                     _explain(
                         admin, schema, TAIL_SQL, {"sid": "s000007", "before": 10**9, "limit": 50}

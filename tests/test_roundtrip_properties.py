@@ -203,3 +203,45 @@ def test_a_prepared_batch_is_what_model_copy_and_model_dump_would_make(
         assert copy == expected and copy.model_fields_set == expected.model_fields_set
         assert copy.model_dump_json() == expected.model_dump_json()
     assert stored_tokens(prepared) == [primary_tokens(m) for m in stored]
+
+
+# -- a session's own dates and parent travel with it (issue 22) ----------------------------
+
+
+@pytest.mark.parametrize("fmt", ["json", "supyagent"])
+@PROPERTY
+@given(
+    messages=conversations(),
+    created=st.datetimes(datetime(2015, 1, 1), datetime(2025, 1, 1), timezones=st.just(UTC)),
+    days=st.integers(0, 400),
+)
+def test_a_sessions_dates_and_parent_travel(
+    fmt: str, messages: list[Message], created: datetime, days: int
+) -> None:
+    """Exported from one store and imported into another, a session keeps its dates
+    (the formats that state them: threadline JSON exactly, supyagent's meta line), and
+    a threadline JSON export of a child is listed under its parent's import again."""
+    from threadline.interop.sync import Syncer, find_sources
+    from threadline.store import open_store
+    from threadline.store.base import dated
+
+    updated = created + timedelta(days=days, microseconds=days)
+    src, dst = open_store("memory://"), open_store("memory://")
+    parent = src.create_session(created_at=created, updated_at=updated, title="parent")
+    child = src.create_session(parent=parent.id, created_at=created, title="child")
+    for session in (parent, child):
+        session.append(dated([m.model_copy(deep=True) for m in messages], updated))
+    with tempfile.TemporaryDirectory() as tmp:
+        for session in (parent, child):
+            info = src.session_info(session.id)
+            assert (info.created_at, info.updated_at) == (created, updated)
+            text, _ = render_export(fmt, info.to_dict(), session.messages(), [])
+            (Path(tmp) / f"{session.id}{EXPORT_SUFFIXES[fmt]}").write_text(text, "utf-8")
+        report = Syncer(dst).sync(find_sources([tmp]))
+    assert report.counts()["new"] == 2, report.to_json()
+    for again in dst.list_sessions().items:
+        assert (again.created_at, again.updated_at) == (created, updated)
+    if fmt == "json":  # the export names the parent's id, which its import keeps as source
+        back = {s.metadata["source_id"]: s for s in dst.list_sessions().items}
+        assert back[child.id].parent_id == back[parent.id].id
+        assert [s.id for s in dst.list_sessions(top_level=True)] == [back[parent.id].id]

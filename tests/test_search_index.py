@@ -427,10 +427,16 @@ def test_a_postgres_store_of_schema_1_migrates(monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.setattr(postgres, "MIGRATIONS", postgres.MIGRATIONS[:1])
         monkeypatch.setattr(postgres, "SCHEMA_VERSION", 1)
         old = open_store(url)
-        old.create_session(id="s").append(Message.assistant("", tool_calls=[CODE_CALL]))
-        old.close()
         schema = url.rsplit("schema=", 1)[1]
         with psycopg.connect(url.split("?", 1)[0], autocommit=True) as conn:
+            # the session row as schema 1 has it (today's create also names its parent)
+            conn.execute(
+                f'INSERT INTO "{schema}".sessions (id, agent, created_at, updated_at) '
+                "VALUES ('s', 'default', now(), now())"
+            )
+            batch = prepare_messages(None, [Message.assistant("", tool_calls=[CODE_CALL])])
+            old.append_messages("s", batch)
+            old.close()
             conn.execute(
                 f'UPDATE "{schema}".messages SET search_text = %s', ('bash {"cmd":"cd src\\n"}',)
             )

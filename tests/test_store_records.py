@@ -75,6 +75,7 @@ def test_session_info_json_has_the_documented_fields_in_order() -> None:
         "total_tokens",
         "last_seq",
         "metadata",
+        "parent_id",
     ]
     assert data["created_at"] == "2026-01-02T03:04:05.123456Z" and data["model"] is None
     assert json.loads(info(title="ü ☃").to_json()) == data

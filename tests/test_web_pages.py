@@ -45,7 +45,7 @@ ALLOWED_TAGS = {
     "html", "head", "meta", "title", "link", "script", "body", "header", "main", "form",
     "input", "button", "section", "h1", "h2", "p", "code", "div", "a", "span", "article",
     "details", "summary", "pre", "b", "aside", "dl", "dt", "dd", "table", "thead", "tbody",
-    "tr", "th", "td", "textarea", "label", "ol", "li", "nav", "strong", "q", "mark",
+    "tr", "th", "td", "textarea", "label", "ol", "ul", "li", "nav", "strong", "q", "mark",
 }  # fmt: skip
 """Every element the templates make; an element outside this set came from stored text."""
 
@@ -367,7 +367,7 @@ def test_any_stored_text_renders_as_text(title: str, text: str, result: str) -> 
     """Whatever a session holds, the page's parsed text shows it (``printable``) and its
     elements are only the templates' own."""
     from threadline.messages import Message, ToolCall
-    from threadline.server.web import ContextView, _environment, conversation, tool_names
+    from threadline.server.web import ContextView, Row, _environment, conversation, tool_names
     from threadline.store.base import SessionInfo
 
     messages = [
@@ -378,13 +378,19 @@ def test_any_stored_text_renders_as_text(title: str, text: str, result: str) -> 
         Message.tool(result or "-", tool_call_id="c", seq=3),
     ]
     now = datetime.now(UTC)
-    info = SessionInfo(id="s-1", title=title, created_at=now, updated_at=now, message_count=3)
+    info = SessionInfo(
+        id="s-1", title=title, created_at=now, updated_at=now, message_count=3, parent_id="p-1"
+    )
+    kid = SessionInfo(id="k-1", title=text, created_at=now, updated_at=now, parent_id="s-1")
     html = (
         _environment()
         .get_template("session.html")
         .render(
             info=info,
             title=title or "(untitled)",
+            relation=result,
+            parent_title=text,  # the header names the parent and the children by stored text
+            children=[Row(kid, text, result, 0, [])],
             items=conversation(messages, []),
             tool_names=tool_names(messages),
             ctx=ContextView(error=text),

@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,9 +90,10 @@ class LiveServer:
         return str(r.cookies["threadline_session"])
 
 
-def start(tmp: Path) -> Iterator[LiveServer]:
-    """Seed, start ``threadline serve``, wait for it, yield it, stop it."""
-    ids = seed(tmp / "web.db")
+def start(tmp: Path, seeder: Callable[[Path], dict[str, str]] = seed) -> Iterator[LiveServer]:
+    """Seed (``seed``, or another ``seeder`` of the database file), start ``threadline
+    serve``, wait for it, yield it, stop it."""
+    ids = seeder(tmp / "web.db")
     yield from serve(tmp / "web.db", ids, cwd=tmp)
 
 

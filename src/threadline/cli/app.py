@@ -44,14 +44,18 @@ JSON output (``--json``), stable
     {"total": N, "offset": K, "limit": L, "items": [SessionInfo, ...]}
 
 where ``SessionInfo`` is ``{"id", "agent", "model", "title", "created_at",
-"updated_at", "message_count", "total_tokens", "last_seq", "metadata",
-"visible_count"}`` (times RFC 3339 UTC): ``message_count`` is what the store holds,
-``visible_count`` what the session's view shows (retracted messages and retraction
-records left out; the table and ``sessions show`` print this one).
+"updated_at", "message_count", "total_tokens", "last_seq", "metadata", "parent_id",
+"visible_count", "child_count"}`` (times RFC 3339 UTC; an imported conversation's are
+its own): ``message_count`` is what the store holds, ``visible_count`` what the
+session's view shows (retracted messages and retraction records left out; the table
+and ``sessions show`` print this one), ``child_count`` how many sessions are listed
+under it. The items are the top-level sessions (``parent_id`` null); with ``--all``
+or ``--tree`` each also holds ``"children": [SessionInfo, ...]``, nested alike.
 
 ``sessions show ID --json``::
 
-    {"session": SessionInfo, "checkpoints": [Checkpoint, ...],
+    {"session": SessionInfo, "fork": {"parent", "seq"} | null, "forks": [id, ...],
+     "children": [{"id", "title", "relation"}, ...], "checkpoints": [Checkpoint, ...],
      "lock": LockHolder | null, "scratchpad": [name, ...]}
 
 with ``Checkpoint`` = ``{"id", "session_id", "covers_up_to", "summary",
@@ -64,7 +68,8 @@ with ``Checkpoint`` = ``{"id", "session_id", "covers_up_to", "summary",
 
 ``sessions search QUERY --json``::
 
-    {"query": QUERY, "items": [{"session_id", "seq", "role", "snippet", "agent"}, ...]}
+    {"query": QUERY, "items": [{"session_id", "seq", "role", "snippet", "agent",
+                                "parent_id"}, ...]}
 
 ``sessions export ID --format json`` writes the interchange document of
 ``threadline.interop.export`` (``{"format": "threadline.session",

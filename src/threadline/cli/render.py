@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -100,19 +100,35 @@ def print_json(data: Any) -> None:
 # -- sessions ----------------------------------------------------------------------
 
 
-def sessions_table(store: Store, page: SessionPage, *, width: int) -> Table:
-    """One row per session; only the preview column gives way to fit ``width``."""
-    headers = ("ID", "Agent", "Updated", "Msgs", "Tokens")
-    cells = [
-        (
-            printable(info.id, one_line=True),
+def sessions_table(
+    store: Store,
+    page: SessionPage,
+    *,
+    width: int,
+    children: Mapping[str, int] | None = None,
+    depths: Mapping[str, int] | None = None,
+) -> Table:
+    """One row per session; only the preview column gives way to fit ``width``. With
+    ``children``, a column counts the sessions listed under each; ``depths`` indents a
+    session listed under the row above it (``sessions list --all``)."""
+    headers = ["ID", "Agent", "Updated", "Msgs", "Tokens"]
+    if children is not None:
+        headers.append("Children")
+    cells = []
+    for info in page.items:
+        depth = depths.get(info.id, 0) if depths else 0
+        indent = "  " * (depth - 1) + "└ " if depth else ""
+        row = [
+            indent + printable(info.id, one_line=True),
             printable(info.agent, one_line=True),
             fmt_time(info.updated_at),
             fmt_int(info.message_count),
             fmt_int(info.total_tokens),
-        )
-        for info in page.items
-    ]
+        ]
+        if children is not None:
+            count = children.get(info.id, 0)
+            row.append(fmt_int(count) if count else "")
+        cells.append(row)
     widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
     room = max(MIN_PREVIEW_WIDTH, width - sum(widths) - COLUMN_GAP * len(widths))
     table = Table(box=None, pad_edge=False, header_style="bold")
@@ -120,12 +136,12 @@ def sessions_table(store: Store, page: SessionPage, *, width: int) -> Table:
     table.add_column("Agent", no_wrap=True, min_width=widths[1])
     table.add_column("Title / preview", overflow="ellipsis", no_wrap=True, max_width=room)
     table.add_column("Updated", no_wrap=True, min_width=widths[2])
-    table.add_column("Msgs", no_wrap=True, min_width=widths[3], justify="right")
-    table.add_column("Tokens", no_wrap=True, min_width=widths[4], justify="right")
-    for info, (sid, agent, updated, count, tokens) in zip(page.items, cells, strict=True):
+    for header, w in zip(headers[3:], widths[3:], strict=True):
+        table.add_column(header, no_wrap=True, min_width=w, justify="right")
+    for info, (sid, agent, updated, *numbers) in zip(page.items, cells, strict=True):
         text = shorten(session_preview(store, info), room)
         preview = Text(text, style="" if info.title else "dim")
-        table.add_row(Text(sid), Text(agent), preview, updated, count, tokens)
+        table.add_row(Text(sid), Text(agent), preview, updated, *numbers)
     return table
 
 
@@ -149,6 +165,7 @@ def session_details(info: SessionInfo) -> Table:
         ("Model", info.model or "-"),
         ("Created", fmt_time(info.created_at)),
         ("Updated", fmt_time(info.updated_at)),
+        *([("Under", info.parent_id)] if info.parent_id else []),
         ("Messages", fmt_int(info.message_count)),
         ("Tokens", fmt_int(info.total_tokens)),
         ("Last seq", fmt_int(info.last_seq)),
@@ -161,14 +178,19 @@ def session_details(info: SessionInfo) -> Table:
 
 
 def search_table(hits: Sequence[SearchHit], *, width: int) -> Table:
-    """One line per hit; the snippet is shortened to what the terminal has left."""
+    """One line per hit; the snippet is shortened to what the terminal has left. A hit in
+    a session listed under another (a subagent's) names that parent session."""
+    headers = ["Session", "Seq", "Role", "Agent"]
+    under = any(h.parent_id for h in hits)
+    if under:
+        headers.append("Under")
     cells = [
-        tuple(
-            printable(c, one_line=True) for c in (h.session_id, str(h.seq), h.role, h.agent or "-")
-        )
+        [
+            printable(c, one_line=True)
+            for c in (h.session_id, str(h.seq), h.role, h.agent or "-", h.parent_id or "-")
+        ][: len(headers)]
         for h in hits
     ]
-    headers = ("Session", "Seq", "Role", "Agent")
     widths = [max([len(t), *(len(row[i]) for row in cells)]) for i, t in enumerate(headers)]
     room = max(MIN_PREVIEW_WIDTH, width - sum(widths) - COLUMN_GAP * len(widths))
     table = Table(box=None, pad_edge=False, header_style="bold")
@@ -177,9 +199,9 @@ def search_table(hits: Sequence[SearchHit], *, width: int) -> Table:
             title, no_wrap=True, min_width=w, justify="right" if title == "Seq" else "left"
         )
     table.add_column("Snippet", no_wrap=True, overflow="ellipsis", max_width=room)
-    for (sid, seq, role, agent), hit in zip(cells, hits, strict=True):
+    for (sid, seq, role, agent, *parent), hit in zip(cells, hits, strict=True):
         snippet = shorten(hit.snippet, min(room, SNIPPET_CHARS))
-        table.add_row(Text(sid), seq, role, Text(agent), Text(snippet))
+        table.add_row(Text(sid), seq, role, Text(agent), *map(Text, parent), Text(snippet))
     return table
 
 

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
@@ -38,7 +38,7 @@ from threadline.cli.render import (
     shorten,
 )
 from threadline.cli.state import stdin_is_interactive, store_of
-from threadline.errors import UsageError
+from threadline.errors import ThreadlineError, UsageError
 from threadline.store import retraction, sqlite_files
 from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
@@ -53,7 +53,10 @@ from threadline.store.search_query import parse_when
 
 if TYPE_CHECKING:  # the importers load only for ``sessions import``
     from threadline.interop.sync import Source, SyncReport, SyncResult
+    from threadline.report.lineage import Node
 
+SHOWN_CHILDREN = 10
+"""Sessions listed under one that ``sessions show`` names (the rest are counted)."""
 DEFAULT_HISTORY = 10
 """Messages ``sessions history`` shows, as ``/history`` does in the reference CLI."""
 STDOUT_PATH = "-"
@@ -94,30 +97,66 @@ def list_sessions(
         int, typer.Option("--offset", min=0, max=MAX_INT, help="Skip this many.")
     ] = 0,
     as_json: JsonOpt = False,
+    every: Annotated[
+        bool,
+        typer.Option("--all", help="Also the sessions listed under each one, indented below it."),
+    ] = False,
     tree: Annotated[
-        bool, typer.Option("--tree", help="Show forks under the sessions they forked from.")
+        bool,
+        typer.Option("--tree", help="The same as a tree: forks and subagents under their parent."),
     ] = False,
 ) -> None:
-    """Sessions, most recently updated first."""
+    """Top-level sessions, most recently updated first (an imported conversation by its
+    own dates), each with a count of the sessions listed under it: its subagents,
+    compaction summaries and forks. --all or --tree shows those nested below it."""
+    from threadline.report.lineage import forest
+
     store = store_of(ctx, create=False)
-    page = store.list_sessions(agent=agent, limit=limit, offset=offset)
-    shown = [in_view(store, info) for info in page.items]
+    page = store.list_sessions(agent=agent, limit=limit, offset=offset, top_level=True)
+    nodes = forest(store, page.items, nested=every or tree)
+    everyone = [node for top in nodes for node, _ in top.walk()]
+    shown = {node.info.id: in_view(store, node.info) for node in everyone}
     if as_json:
         listing = page.to_dict()
-        for item, info in zip(listing["items"], shown, strict=True):
-            item["visible_count"] = info.message_count
+        listing["items"] = [_listed(node, shown, nested=every or tree) for node in nodes]
         print_json(listing)
         return
-    page = page.replace(items=shown)
+    for node in everyone:
+        node.info = shown[node.info.id]
+    page = page.replace(items=[n.info for n in nodes])
     console = make_console()
     if page.items:
         if tree:
             from threadline.cli.lineage import lineage_tree
 
-            console.print(lineage_tree(store, page.items))
+            console.print(lineage_tree(store, nodes))
         else:
-            console.print(sessions_table(store, page, width=console.width))
+            rows = [(n, depth) for top in nodes for n, depth in top.walk()]
+            console.print(
+                sessions_table(
+                    store,
+                    page.replace(items=[n.info for n, _ in rows]),
+                    width=console.width,
+                    children=(
+                        {n.info.id: n.child_count for n, _ in rows}
+                        if any(n.child_count for n, _ in rows)
+                        else None  # no column while no listed session has any
+                    ),
+                    depths={n.info.id: depth for n, depth in rows},
+                )
+            )
     console.print(page_footer(page))
+
+
+def _listed(node: Node, shown: dict[str, SessionInfo], *, nested: bool) -> dict[str, Any]:
+    """A listed session in ``--json``: its record, the messages in view (``shown``), how
+    many sessions are listed under it, and (``--all``/``--tree``) those, nested alike."""
+    item = node.info.to_dict()
+    item["visible_count"] = shown[node.info.id].message_count
+    item["child_count"] = node.child_count
+    if nested:
+        item["children"] = [_listed(child, shown, nested=True) for child in node.children]
+    return item
 
 
 def in_view(store: Store, info: SessionInfo) -> SessionInfo:
@@ -137,7 +176,7 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
     Checkpoints are numbered within the session (#1 is its first, a fork's inherited
     ones included); ``--json`` also gives each one's store id.
     """
-    from threadline.cli.lineage import fork_ids, fork_note
+    from threadline.report.lineage import children, fork_ids, fork_note, relation
 
     store = store_of(ctx, create=False)
     session = store.get_session(session_id)
@@ -146,6 +185,7 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
     holder = store.lock_holder(sid)
     pad = store.scratchpad_list(sid)
     fork, forks = session.fork, fork_ids(store, sid)
+    under = children(store, sid)
     visible = retraction.visible_count(session)
     if as_json:
         print_json(
@@ -153,6 +193,9 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
                 "session": {**info.to_dict(), "visible_count": visible},
                 "fork": {"parent": fork.parent, "seq": fork.seq} if fork else None,
                 "forks": forks,
+                "children": [
+                    {"id": kid.id, "title": kid.title, "relation": relation(kid)} for kid in under
+                ],
                 "checkpoints": numbered_checkpoints(checkpoints),
                 "lock": holder.to_dict() if holder else None,
                 "scratchpad": [e.name for e in pad],
@@ -167,8 +210,20 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
     console.print()
     if fork is not None:
         console.print(Text(f"Forked: {fork_note(info)}"))
+    elif info.parent_id is not None:
+        console.print(Text(f"Listed under: {_named(store, info.parent_id)} ({relation(info)})"))
     if forks:
         console.print(Text(f"Forks: {', '.join(forks)}"))
+    others = [kid for kid in under if kid.id not in forks]
+    if others:
+        console.print(Text(f"Listed under it: {len(others):,}"))
+        for kid in others[:SHOWN_CHILDREN]:
+            line = f"  {kid.id} · {relation(kid)} · {shorten(kid.title or '-', 60)}"
+            console.print(Text(line))
+        if len(others) > SHOWN_CHILDREN:
+            console.print(
+                Text(f"  ... {len(others) - SHOWN_CHILDREN:,} more (sessions list --all)")
+            )
     lock = f"held by {holder}" + (" (stale)" if holder.is_stale() else "") if holder else "free"
     console.print(Text(f"Lock: {lock}"))
     console.print(Text(f"Checkpoints: {len(checkpoints)}"))
@@ -182,6 +237,15 @@ def show(ctx: typer.Context, session_id: IdArg, as_json: JsonOpt = False) -> Non
         )
     names = ", ".join(e.name for e in pad) if pad else "-"
     console.print(Text(f"Scratchpad: {names}"))
+
+
+def _named(store: Store, session_id: str) -> str:
+    """``ID · title`` of a session, or the bare id when it cannot be read."""
+    try:
+        title = store.session_info(session_id).title
+    except ThreadlineError:
+        return session_id
+    return f"{session_id} · {shorten(title, 60)}" if title else session_id
 
 
 @app.command("history")

@@ -41,6 +41,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -266,6 +267,11 @@ class ImportedSession:
     repairs: dict[str, int] = field(default_factory=dict)
     """Broken tool chains kept as written and flagged in ``metadata["import_repair"]``,
     counted by kind (``orphan_result``, ``unanswered_call``, ``malformed_arguments``)."""
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    """The conversation's own dates, where the file states them as a threadline export
+    does (a transcript's are in ``metadata["source_created_at"]`` / ``["source_updated_at"]``);
+    the importing store dates the session by them."""
 
 
 def from_json_export(
@@ -299,13 +305,35 @@ def from_json_export(
             m.id = new_id()
         messages.append(m)
     exported_id = session.get("id")
+    metadata = materialized_metadata(dict(session.get("metadata") or {}))
+    parent = session.get("parent_id")
+    if isinstance(parent, str) and parent:  # linked again when that export is imported too
+        metadata["parent_source_id"] = parent
     return ImportedSession(
         messages=messages,
         title=session.get("title"),
         agent=session.get("agent"),
         model=session.get("model"),
-        metadata=materialized_metadata(dict(session.get("metadata") or {})),
+        metadata=metadata,
         checkpoints=list(data.get("checkpoints") or []),
         source_id=exported_id if isinstance(exported_id, str) and exported_id else None,
         source_format="threadline",
+        created_at=exported_time(session.get("created_at")),
+        updated_at=exported_time(session.get("updated_at")),
     )
+
+
+def exported_time(value: object) -> datetime | None:
+    """A time as an export or a transcript writes it (ISO 8601; a time without offset is
+    the writer's local time, as aider writes it), in UTC; ``None`` when there is none or
+    it cannot be read."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    try:
+        return when.astimezone(UTC)  # a naive time is taken as local time
+    except (OverflowError, OSError, ValueError):
+        return None

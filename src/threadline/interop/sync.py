@@ -19,8 +19,12 @@ so: guessing would corrupt one or the other.
 
 Messages get ids derived from the source identity and their position, so a batch
 sent twice (two syncs racing, a retry) is stored once: appends are idempotent on
-ids. The store sets a session's own times, so the source's are kept in metadata
-as ``source_created_at`` / ``source_updated_at``.
+ids. A session is dated by its source (``source_dates``: when the conversation began
+and last changed, as the importer read them, also kept in metadata as
+``source_created_at`` / ``source_updated_at``), and its batches are written at the
+source's time, so re-importing leaves the dates as they are and a grown source moves
+``updated_at`` to its new last message. A conversation that names its parent
+(``interop/lineage.py``) is listed under that parent's session once both are here.
 """
 
 from __future__ import annotations
@@ -34,12 +38,13 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
-from threadline.errors import ImportFormatError, ThreadlineError, UsageError
-from threadline.interop.export import ImportedSession
+from threadline.errors import ImportFormatError, SessionNotFound, ThreadlineError, UsageError
+from threadline.interop.export import ImportedSession, exported_time
 from threadline.interop.importers import (
     NotATranscript,
     SourceText,
@@ -50,9 +55,18 @@ from threadline.interop.importers import (
     repair_counts,
     sessions_from_source,
 )
+from threadline.interop.lineage import (
+    COMPACTION,
+    KIND_KEY,
+    child_kind,
+    compaction_title,
+    parent_source_id,
+    unlinked_compaction_title,
+)
 from threadline.messages import Message
 from threadline.store.base import (
     DEFAULT_AGENT,
+    EPOCH,
     MAX_PAGE_SIZE,
     SessionInfo,
     Store,
@@ -265,6 +279,8 @@ class Syncer:
         self.stdin = stdin
         self._by_id: dict[tuple[str, str], SessionInfo] | None = None
         self._by_file: dict[tuple[str, str], list[SessionInfo]] = {}
+        self._waiting: dict[tuple[str, str], set[str]] = {}
+        """Sessions not yet under the parent they name, by that parent's source."""
 
     def sync(
         self,
@@ -348,6 +364,13 @@ class Syncer:
             return  # not read yet: the first lookup reads the store, this one included
         if replace or (fmt, sid) not in index:
             index[(fmt, sid)] = info  # the most recently updated wins among duplicates
+        parent = parent_source_id(meta)
+        if parent is not None:
+            waiting = self._waiting.setdefault((fmt, parent), set())
+            if info.parent_id is None:
+                waiting.add(info.id)
+            else:
+                waiting.discard(info.id)
         where, sha = meta.get("source_path"), meta.get("source_sha256")
         if isinstance(where, str) and isinstance(sha, str):
             same = self._by_file.setdefault((where, sha), [])
@@ -381,23 +404,38 @@ class Syncer:
             )
         return results
 
-    def _parent_id(self, metadata: dict[str, Any]) -> str | None:
-        fmt, parent = metadata.get("source_format"), metadata.get("parent_source_id")
-        if not isinstance(fmt, str) or not isinstance(parent, str):
+    def _parent(self, metadata: dict[str, Any]) -> SessionInfo | None:
+        """The session of the parent an imported conversation names, once imported."""
+        fmt, parent = metadata.get("source_format"), parent_source_id(metadata)
+        if not isinstance(fmt, str) or parent is None:
             return None
-        found = self._index().get((fmt, parent))
-        return found.id if found is not None else None
+        return self._index().get((fmt, parent))
 
     def _link_parent(self, info: SessionInfo) -> SessionInfo:
-        """A subagent imported before its parent is linked once the parent is here."""
-        if info.metadata.get("parent_session"):
+        """A subagent imported before its parent is listed under it once the parent is
+        here (a compaction summariser is titled after it then)."""
+        if info.parent_id is not None:
             return info
-        parent = self._parent_id(info.metadata)
-        if parent is None:
+        parent = self._parent(info.metadata)
+        if parent is None or parent.id == info.id:
             return info
-        info = self.store.update_session(info.id, metadata={"parent_session": parent})
+        title = None
+        if child_kind(info.metadata) == COMPACTION and info.title == unlinked_compaction_title(
+            info.metadata
+        ):
+            title = compaction_title(parent.title, parent.id)
+        info = self.store.update_session(info.id, parent=parent.id, title=title)
         self._remember(info)
         return info
+
+    def _adopt(self, fmt: str, key: str) -> None:
+        """Sessions imported before their parent (another run, or earlier in this one)
+        are listed under it once it is here."""
+        for child in sorted(self._waiting.pop((fmt, key), set())):
+            try:
+                self._link_parent(self.store.session_info(child))
+            except SessionNotFound:
+                continue  # deleted since
 
     # -- writing
 
@@ -450,7 +488,9 @@ class Syncer:
         for i, m in enumerate(messages):
             m.id = _message_id(fmt, key, i)
         agent = self.agent or validate_agent(imported.agent or DEFAULT_AGENT)
-        prepared = prepare_messages(imported.model, messages)  # refuse before creating
+        created, updated = source_dates(imported)
+        # refuse before creating; written at the source's time, not the import's
+        prepared = prepare_messages(imported.model, messages, at=updated)
         checkpoints = [checkpoint_args(c, len(prepared), where) for c in imported.checkpoints]
         metadata = {
             **imported.metadata,
@@ -459,14 +499,25 @@ class Syncer:
             "source_fingerprint": fingerprint(messages),
             "source_checkpoints": len(checkpoints),
         }
-        parent = self._parent_id(metadata)
-        if parent is not None:
-            metadata["parent_session"] = parent
+        parent = self._parent(metadata)
+        title = imported.title
+        kind = child_kind(metadata)
+        if kind is not None:
+            metadata[KIND_KEY] = kind
+        if kind == COMPACTION:
+            title = (
+                compaction_title(parent.title, parent.id)
+                if parent is not None
+                else unlinked_compaction_title(metadata)
+            )
         session = self.store.create_session(
             agent=agent,
             model=imported.model,
-            title=self.title if self.title is not None else imported.title,
+            title=self.title if self.title is not None else title,
             metadata=metadata,
+            created_at=created,
+            updated_at=updated,
+            parent=parent.id if parent is not None else None,
         )
         try:
             self.store.append_messages(session.id, prepared)
@@ -480,6 +531,7 @@ class Syncer:
             raise
         info = self.store.session_info(session.id)
         self._remember(info)
+        self._adopt(fmt, key)
         result.session_id, result.title = info.id, info.title
         result.messages_added, result.checkpoints_added = len(prepared), len(checkpoints)
         result.repairs = dict(imported.repairs)
@@ -541,7 +593,8 @@ class Syncer:
             repairs = repair_counts(fresh)
             for i, m in enumerate(fresh, start=done):
                 m.id = _message_id(facts["source_format"], key, i)
-            self.store.append_messages(info.id, prepare_messages(info.model, fresh))
+            _, updated = source_dates(imported)
+            self.store.append_messages(info.id, prepare_messages(info.model, fresh, at=updated))
         total = Counter(meta.get("import_repairs") or {})
         total.update(repairs)
         refresh.update(
@@ -551,24 +604,40 @@ class Syncer:
                 "import_repairs": dict(sorted(total.items())),
             }
         )
-        parent = self._parent_id({**meta, **refresh})
-        if parent is not None:
-            refresh["parent_session"] = parent
         self.store.update_session(info.id, model=imported.model, metadata=refresh)
         for covers, summary, cp_metadata in checkpoints:
             self.store.add_checkpoint(
                 info.id, covers_up_to=covers, summary=summary, metadata=cp_metadata
             )
         info = self.store.update_session(
-            info.id, metadata={"source_checkpoints": done_checkpoints + len(checkpoints)}
+            info.id,
+            metadata={"source_checkpoints": done_checkpoints + len(checkpoints)},
+            title=imported.title if info.title is None else None,  # not a rename: no date
         )
-        if info.title is None and imported.title is not None:
-            info = self.store.rename_session(info.id, imported.title)
+        info = self._link_parent(info)
         self._remember(info)
         result.status = SyncStatus.UPDATED
         result.title = info.title
         result.messages_added, result.checkpoints_added = len(fresh), len(checkpoints)
         result.repairs = repairs
+
+
+def source_dates(imported: ImportedSession) -> tuple[datetime | None, datetime | None]:
+    """When an imported conversation began and last changed, by its source's clock:
+    what the file states (a threadline export's dates), else what the importer read from
+    it (``source_created_at``: its stated start or first timed message;
+    ``source_updated_at``: its stated update or last timed message). ``None`` where the
+    source has no times: the store dates the session now."""
+    meta = imported.metadata
+    created = imported.created_at or exported_time(meta.get("source_created_at"))
+    updated = imported.updated_at or exported_time(meta.get("source_updated_at"))
+    if created is not None and created < EPOCH:
+        created = None
+    if updated is not None and updated < EPOCH:
+        updated = None
+    if created is not None and (updated is None or updated < created):
+        updated = created  # none stated, or a source's clock that went back
+    return created, updated
 
 
 def _message_id(fmt: str, key: str, index: int) -> str:

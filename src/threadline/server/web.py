@@ -2,9 +2,11 @@
 
 Server-rendered Jinja2 templates (``templates/``) with one small script and one
 stylesheet (``static/``), no build step and nothing fetched from the network. Pages:
-the session list with search and paging (``/``), one session's conversation with
-its context report, rename, delete and a prompt box (``/sessions/{id}``), and the
-login form. Everything shown is stored text, so every value goes through the CLI's
+the session list with search and paging (``/``: the top-level sessions by their own
+dates, each with the sessions listed under it, subagents and forks, folded below it),
+one session's conversation with its context report, rename, delete and a prompt box
+(``/sessions/{id}``, whose header names its parent and children), and the login
+form. Everything shown is stored text, so every value goes through the CLI's
 ``printable`` rule (control characters appear escaped) and then HTML escaping
 (autoescaping templates); the script only ever sets ``textContent``.
 
@@ -36,6 +38,7 @@ from threadline.context import ContextReport
 from threadline.errors import ContextOverflow, NotSupported, ThreadlineError, UsageError
 from threadline.messages import Message
 from threadline.report.context import SECTION_LABELS
+from threadline.report.lineage import Node, children, forest, relation
 from threadline.report.text import (
     bar,
     fmt_int,
@@ -191,6 +194,10 @@ class Hit:
     pieces: list[tuple[str, bool]]
     """The snippet to show: text, and whether it is a match (shown as ``<mark>``)."""
 
+    parent_id: str | None = None
+    parent_title: str | None = None
+    """The session the hit's session is listed under (a subagent's), when it is."""
+
 
 def snippet_pieces(hit: SearchHit, limit: int = SNIPPET_SHOWN) -> list[tuple[str, bool]]:
     """A hit's snippet as pieces, its matches (``hit.marks``) without their brackets,
@@ -215,6 +222,18 @@ def snippet_pieces(hit: SearchHit, limit: int = SNIPPET_SHOWN) -> list[tuple[str
         pieces.append((shown, marked))
         room -= len(shown)
     return pieces
+
+
+@dataclass(frozen=True)
+class Row:
+    """A listed session: its record, title or preview, what it is to the session it is
+    listed under, how many are listed under it, and those (as rows)."""
+
+    info: SessionInfo
+    title: str
+    relation: str
+    child_count: int
+    children: list[Row]
 
 
 # -- the pages --------------------------------------------------------------------------
@@ -242,16 +261,33 @@ class WebPages:
     def preview(self, info: SessionInfo) -> str:
         return session_preview(self.procs.store, info) or "(untitled)"
 
+    def rows(self, nodes: Sequence[Node]) -> list[Row]:
+        """The listed sessions with the ones under them, as the list page shows them."""
+        return [
+            Row(
+                n.info, self.preview(n.info), relation(n.info), n.child_count, self.rows(n.children)
+            )
+            for n in nodes
+        ]
+
+    def title_of(self, session_id: str) -> str | None:
+        """A session's title or preview; ``None`` when it is gone."""
+        try:
+            return self.preview(self.procs.store.session_info(session_id))
+        except ThreadlineError:  # deleted since it was named
+            return None
+
     # -- session list and search
 
     def index(self, q: str | None, offset: int, limit: int, deleted: str | None) -> HTMLResponse:
         try:
             if q and q.strip():
                 return self._search(q, offset, limit)
-            page = self.procs.store.list_sessions(limit=limit, offset=offset)
+            store = self.procs.store
+            page = store.list_sessions(limit=limit, offset=offset, top_level=True)
+            rows = self.rows(forest(store, page.items, nested=True))
         except Exception as exc:
             return self.failed(exc)
-        rows = [(info, self.preview(info)) for info in page.items]
         return self.render(
             "list.html",
             rows=rows,
@@ -275,14 +311,15 @@ class WebPages:
         titles: dict[str, str | None] = {}
         hits = []
         for h in found[offset : offset + limit]:
-            if h.session_id not in titles:
-                try:
-                    titles[h.session_id] = self.preview(self.procs.store.session_info(h.session_id))
-                except ThreadlineError:  # deleted since it was indexed
-                    titles[h.session_id] = None
+            for sid in (h.session_id, h.parent_id):
+                if sid is not None and sid not in titles:
+                    titles[sid] = self.title_of(sid)
             title = titles[h.session_id]
             if title is not None:
-                hits.append(Hit(h.session_id, title, h.seq, h.role, snippet_pieces(h)))
+                parent = titles.get(h.parent_id) if h.parent_id else None
+                hits.append(
+                    Hit(h.session_id, title, h.seq, h.role, snippet_pieces(h), h.parent_id, parent)
+                )
         more = len(found) > offset + limit
         return self.render(
             "list.html",
@@ -305,14 +342,19 @@ class WebPages:
             messages = list(reversed(session.tail(limit, before_seq=before)))
             ctx = context_view(self.procs, session)
             checkpoints = session.checkpoints()
+            under = children(self.procs.store, sid)
         except Exception as exc:
             return self.failed(exc)
         first = messages[0].seq if messages else None
         running = self.procs.runner.is_running(sid)
+        parent = session.info.parent_id
         return self.render(
             "session.html",
             info=session.info,
             title=self.preview(session.info),
+            relation=relation(session.info),
+            parent_title=self.title_of(parent) if parent else None,
+            children=self.rows(forest(self.procs.store, under, nested=False)),
             items=conversation(messages, checkpoints),
             checkpoint_numbers={c.id: n for n, c in enumerate(checkpoints, start=1)},
             tool_names=tool_names(messages),

@@ -30,10 +30,19 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeGuard, TypeVar, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Protocol,
+    TypedDict,
+    TypeGuard,
+    TypeVar,
+    runtime_checkable,
+)
 from urllib.parse import parse_qsl
 
 from threadline.errors import (
@@ -49,7 +58,7 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.json_limits import value_problem
-from threadline.stamps import utcnow
+from threadline.stamps import new_id, utcnow
 from threadline.store import retraction
 from threadline.store.records import Record
 
@@ -346,11 +355,22 @@ class SessionInfo(Record):
     """Sum of stored token counts for the session's tokenizer family."""
     last_seq: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    parent_id: str | None = None
+    """The session this one is listed under (a subagent's, a compaction summariser's or a
+    fork's parent); ``None`` for a top-level session. Set at creation or once later
+    (``update_session(parent=...)``), and cleared when the parent is deleted."""
 
 
 FORK_KEY: Final = "forked_from"
 """The session metadata key that makes a session a fork: ``{"session": <parent id>,
 "seq": <last shared seq>}``. Set once at creation (``store/fork.py``), never changed."""
+
+
+CHILD_KIND_KEY: Final = "child_kind"
+"""Session metadata saying what kind of child a session is where its parent link alone
+does not (``COMPACTION_CHILD``); an import sets it (``interop/lineage.py``)."""
+COMPACTION_CHILD: Final = "compaction"
+"""A compaction summariser's run, listed under the session it summarised."""
 
 
 @dataclass(frozen=True)
@@ -406,6 +426,309 @@ def start_counters(start: SessionStart | None) -> tuple[int, int, int]:
 def stamped(metadata: dict[str, Any] | None, start: SessionStart | None) -> dict[str, Any]:
     """A created session's metadata: ``start.stamp`` for a fork, a copy otherwise."""
     return start.stamp(metadata) if start is not None else copy.deepcopy(metadata or {})
+
+
+# -- a session's dates and parent: the rules, once for every backend ------------------
+
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+"""The earliest time a session or a batch may be dated (Redis scores count from it)."""
+
+
+def source_time(value: object, what: str, now: datetime | None = None) -> datetime:
+    """A time a caller dates a session or a batch with, by the clock of where the
+    conversation happened (a transcript, another store): an aware ``datetime`` from 1970
+    on, in UTC. A time after ``now`` is taken as now: a source clock running ahead must
+    not keep a session at the top of every listing for good."""
+    if not isinstance(value, datetime):
+        raise UsageError(f"{what} must be a datetime, got {type(value).__name__}")
+    if value.utcoffset() is None:
+        raise UsageError(f"{what} {value.isoformat()} has no timezone; give an aware datetime")
+    value = value.astimezone(UTC)
+    if value < EPOCH:
+        raise UsageError(f"{what} {value.isoformat()} is before 1970")
+    now = now or utcnow()
+    return value if value <= now else now
+
+
+def session_times(
+    created_at: datetime | None, updated_at: datetime | None
+) -> tuple[datetime, datetime]:
+    """A new session's ``(created_at, updated_at)``: now for both when neither is given
+    (a session made through the library), else the source's, the one given standing for
+    the other. Refuses a session updated before it was created."""
+    now = utcnow()
+    if created_at is None and updated_at is None:
+        return now, now
+    created = source_time(created_at, "created_at", now) if created_at is not None else None
+    updated = source_time(updated_at, "updated_at", now) if updated_at is not None else None
+    created, updated = created or updated, updated or created
+    assert created is not None and updated is not None
+    if created > updated:
+        raise UsageError(
+            f"created_at {format_ts(created)} is after updated_at {format_ts(updated)}"
+        )
+    return created, updated
+
+
+class SessionFields(TypedDict, total=False):
+    """The keyword arguments of ``Store.create_session`` but ``lock``: what the new
+    session is (checked once, by ``new_session``)."""
+
+    agent: str
+    model: str | None
+    title: str | None
+    id: str | None
+    metadata: dict[str, Any] | None
+    start: SessionStart | None
+    """Where a fork starts (``store/fork.py``); it is listed under the fork's parent."""
+    created_at: datetime | None
+    updated_at: datetime | None
+    """Its dates by its source's clock (an imported transcript, a copied session);
+    default now (``session_times``)."""
+    parent: str | None
+    """The session it is listed under, which must exist."""
+
+
+@dataclass(frozen=True)
+class NewSession:
+    """A session to create, checked once here for every backend (``new_session``); a
+    backend stores these fields in its own atomic step, after checking that ``parent``
+    exists there (``SessionNotFound`` naming it otherwise)."""
+
+    id: str
+    agent: str
+    model: str | None
+    title: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    parent: str | None
+    start: SessionStart | None = None
+    last_seq: int = 0
+    message_count: int = 0
+    total_tokens: int = 0
+
+    @property
+    def created(self) -> str:
+        return format_ts(self.created_at)
+
+    @property
+    def updated(self) -> str:
+        return format_ts(self.updated_at)
+
+    def info(self) -> SessionInfo:
+        """The session as created."""
+        return SessionInfo(
+            id=self.id,
+            agent=self.agent,
+            model=self.model,
+            title=self.title,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            message_count=self.message_count,
+            total_tokens=self.total_tokens,
+            last_seq=self.last_seq,
+            parent_id=self.parent,
+            metadata=copy.deepcopy(self.metadata),
+        )
+
+
+def new_session(fields: SessionFields) -> NewSession:
+    """What ``create_session`` stores, by one rule for every backend: a checked id
+    (a new UUID when none is given), agent, model, title and metadata (a fork's point
+    stamped in); the dates (``session_times``); the parent, which a fork has from its
+    start and any other session only when asked."""
+    _refuse_unknown("create_session", fields, SessionFields)
+    given_id, start = fields.get("id"), fields.get("start")
+    model, metadata, parent = fields.get("model"), fields.get("metadata"), fields.get("parent")
+    sid = validate_session_id(given_id) if given_id is not None else new_id()
+    check_session_fields(model, metadata)
+    if start is not None:
+        if parent is not None and parent != start.parent:
+            raise UsageError(f"a fork of {start.parent} is listed under it, not under {parent}")
+        parent = start.parent
+    elif parent is not None:
+        parent = _parent_id(sid, parent)
+    created, updated = session_times(fields.get("created_at"), fields.get("updated_at"))
+    last_seq, message_count, total_tokens = start_counters(start)
+    return NewSession(
+        id=sid,
+        agent=validate_agent(fields.get("agent", DEFAULT_AGENT)),
+        model=model,
+        title=check_title(fields.get("title")),
+        metadata=stamped(metadata, start),
+        created_at=created,
+        updated_at=updated,
+        parent=parent,
+        start=start,
+        last_seq=last_seq,
+        message_count=message_count,
+        total_tokens=total_tokens,
+    )
+
+
+def _refuse_unknown(method: str, given: Mapping[str, object], known: type) -> None:
+    """A keyword a method does not take is an error, as in a plain signature."""
+    unknown = sorted(set(given) - set(known.__annotations__))
+    if unknown:
+        raise TypeError(f"{method}() got an unexpected keyword argument {unknown[0]!r}")
+
+
+def _parent_id(session_id: str, parent: object) -> str:
+    parent = validate_session_id(parent, what="parent session id")
+    if parent == session_id:
+        raise UsageError(f"session {session_id} cannot be listed under itself")
+    return parent
+
+
+@dataclass(frozen=True)
+class SessionChange:
+    """What ``update_session`` changes, checked once here for every backend
+    (``session_change``). ``None`` leaves a field as it is; none of them moves
+    ``updated_at`` (a rename by a person does, see ``rename_session``)."""
+
+    model: str | None
+    metadata: dict[str, Any] | None
+    title: str | None
+    parent: str | None
+
+    def merged(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """The metadata to store: ``stored`` with this change's keys over it."""
+        return {**stored, **copy.deepcopy(self.metadata or {})}
+
+    def new_parent(self, session_id: str, current: str | None) -> str | None:
+        """Inside the backend's atomic step, with the stored parent: the parent to write,
+        or ``None`` when there is nothing to write. A session is put under a parent once;
+        moving it elsewhere is refused."""
+        if self.parent is None or current == self.parent:
+            return None
+        if current is not None:
+            raise UsageError(
+                f"session {session_id} is already listed under {current}; "
+                f"it cannot move under {self.parent}"
+            )
+        return self.parent
+
+
+class SessionChangeFields(TypedDict, total=False):
+    """The keyword arguments of ``Store.update_session``: what to change (``None``, or
+    left out, keeps a field as it is)."""
+
+    model: str | None
+    metadata: dict[str, Any] | None
+    """Keys merged into the stored metadata."""
+    title: str | None
+    parent: str | None
+    """Puts a session that has no parent under this one (once)."""
+
+
+def session_change(store: Store, session_id: str, fields: SessionChangeFields) -> SessionChange:
+    """``update_session``'s arguments checked: the fields as ``check_session_fields`` and
+    ``check_title`` have them, and a parent that exists and would not put the session
+    under its own descendant (a loop would take both out of every listing)."""
+    _refuse_unknown("update_session", fields, SessionChangeFields)
+    model, metadata = fields.get("model"), fields.get("metadata")
+    title, parent = fields.get("title"), fields.get("parent")
+    check_session_fields(model, metadata)
+    if title is not None:
+        title = check_title(title)
+    if parent is not None:
+        parent = _parent_id(session_id, parent)
+        seen = {session_id}
+        up: str | None = parent
+        while up is not None:
+            if up in seen:
+                raise UsageError(
+                    f"session {session_id} cannot be listed under {parent}: {parent} is "
+                    f"listed under {session_id}"
+                )
+            seen.add(up)
+            up = store.session_info(up).parent_id
+    return SessionChange(model=model, metadata=metadata, title=title, parent=parent)
+
+
+@dataclass(frozen=True)
+class ListRequest:
+    """A checked ``list_sessions`` call: which sessions (every one, the top-level ones,
+    or one session's children; of one agent or all) and which page of them."""
+
+    agent: str | None
+    limit: int
+    offset: int
+    top_level: bool
+    parent: str | None
+
+    def where(self, mark: str) -> tuple[str, dict[str, Any]]:
+        """For an SQL backend: the WHERE clause and its named parameters, each written
+        as ``mark`` formats its name (``:{}``, ``%({})s``). ``parent_id IS NULL`` is
+        written out, so the indexes of top-level sessions serve it."""
+        clauses: list[str] = []
+        args: dict[str, Any] = {}
+        if self.agent is not None:
+            clauses.append(f"agent = {mark.format('agent')}")
+            args["agent"] = self.agent
+        if self.top_level:
+            clauses.append("parent_id IS NULL")
+        if self.parent is not None:
+            clauses.append(f"parent_id = {mark.format('parent')}")
+            args["parent"] = self.parent
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+    def admits(self, info: SessionInfo) -> bool:
+        """For a backend that scans: whether ``info`` is listed."""
+        if self.agent is not None and info.agent != self.agent:
+            return False
+        if self.top_level and info.parent_id is not None:
+            return False
+        return self.parent is None or info.parent_id == self.parent
+
+    def page(self, infos: list[SessionInfo]) -> SessionPage:
+        """The page of ``infos`` (every session admitted), newest updated first."""
+        infos.sort(key=lambda i: i.id)
+        infos.sort(key=lambda i: i.updated_at, reverse=True)
+        return SessionPage(
+            items=infos[self.offset : self.offset + self.limit],
+            total=len(infos),
+            offset=self.offset,
+            limit=self.limit,
+        )
+
+
+class ListOptions(TypedDict, total=False):
+    """The keyword arguments of ``Store.list_sessions`` (checked by ``list_request``)."""
+
+    agent: str | None
+    limit: int
+    offset: int
+    top_level: bool
+    """Only the sessions listed under no other."""
+    parent: str | None
+    """Only the sessions listed directly under this one."""
+
+
+def list_request(options: ListOptions) -> ListRequest:
+    _refuse_unknown("list_sessions", options, ListOptions)
+    agent, parent = options.get("agent"), options.get("parent")
+    top_level = bool(options.get("top_level", False))
+    limit = validate_page_size(options.get("limit", DEFAULT_PAGE_SIZE))
+    offset = validate_offset(options.get("offset", 0))
+    if agent is not None:
+        validate_agent(agent)
+    if parent is not None:
+        validate_session_id(parent, what="parent session id")
+        if top_level:
+            raise UsageError("list the top-level sessions or one session's children, not both")
+    return ListRequest(agent, limit, offset, top_level, parent)
+
+
+def children_request(session_ids: Sequence[str]) -> list[str]:
+    """The ids ``count_children`` counts for: checked, each once, at most a page."""
+    if isinstance(session_ids, str):
+        raise UsageError("count_children takes a list of session ids, not one id")
+    ids = list(dict.fromkeys(validate_session_id(s) for s in session_ids))
+    if len(ids) > MAX_PAGE_SIZE:
+        raise UsageError(f"count_children takes at most {MAX_PAGE_SIZE} ids at a time")
+    return ids
 
 
 @dataclass(kw_only=True)
@@ -597,6 +920,8 @@ class SearchHit(Record):
     marks: list[Mark] = field(default_factory=list)
     """The bracketed matches of ``snippet``, so a page highlights them (``<mark>``)
     without mistaking brackets the text itself holds for a match."""
+    parent_id: str | None = None
+    """The session the hit's session is listed under (a subagent's parent), if any."""
 
 
 # -- the protocol ----------------------------------------------------------------
@@ -611,30 +936,39 @@ class Store(Protocol):
 
     # sessions
     def create_session(
-        self,
-        *,
-        agent: str = DEFAULT_AGENT,
-        model: str | None = None,
-        title: str | None = None,
-        id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        lock: LockHolder | None = None,
-        start: SessionStart | None = None,
+        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
     ) -> Session:
-        """Create a session; with ``lock``, it is locked before it becomes visible. With
-        ``start``, its counters begin there (a fork's shared prefix, see ``store/fork.py``)."""
+        """Create a session (``SessionFields``, checked by ``new_session``); with ``lock``,
+        it is locked before it becomes visible. With ``start``, its counters begin there
+        (a fork's shared prefix, see ``store/fork.py``) and it is listed under the fork's
+        parent. ``created_at`` / ``updated_at`` date it by its source's clock (an
+        imported transcript, a copied session; default now); ``parent`` lists it under
+        another session, which must exist (``SessionNotFound`` otherwise)."""
         ...
 
     def get_session(self, id_or_prefix: str) -> Session: ...
     def resolve_id(self, id_or_prefix: str) -> str: ...
     def session_info(self, session_id: str) -> SessionInfo: ...
-    def list_sessions(
-        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
-    ) -> SessionPage: ...
+    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
+        """Newest updated first (ties by id): a page (``limit``, ``offset``) of every
+        session, of one ``agent``'s, of the ``top_level`` ones (listed under no other) or
+        of one ``parent``'s children (``ListOptions``, checked by ``list_request``).
+        Served by an index on the SQL backends and Redis: a page of top-level sessions
+        reads the page, not every session."""
+        ...
+
+    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
+        """How many sessions are listed directly under each of ``session_ids`` (up to
+        ``MAX_PAGE_SIZE`` ids; every id is a key, 0 for none or an unknown id)."""
+        ...
+
     def rename_session(self, session_id: str, title: str | None) -> SessionInfo: ...
-    def update_session(
-        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> SessionInfo: ...
+    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
+        """Change what is given (``session_change``) without moving ``updated_at``:
+        ``metadata`` keys are merged in, ``title`` set, and ``parent`` puts a session
+        that has none under an existing one (once; a loop is refused)."""
+        ...
+
     def delete_session(self, session_id: str, *, force: bool = False) -> None: ...
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int: ...
     def delete_all(self, *, agent: str | None = None, force: bool = False) -> int: ...
@@ -718,7 +1052,36 @@ def session_family(model: str | None) -> str:
     return stored_counter_for(model).family
 
 
-class PreparedBatch(list["Message"]):
+class Batch(list["Message"]):
+    """A batch of messages with the time it happened by its source's clock (``at``): an
+    append of it moves the session's ``updated_at`` to ``at`` instead of now (imports,
+    copies between stores; see ``dated`` and ``append_time``)."""
+
+    at: datetime | None = None
+
+
+def dated(messages: Sequence[Message], at: datetime) -> Batch:
+    """``messages`` as a batch written at ``at`` (checked by ``source_time``)."""
+    batch = messages if isinstance(messages, Batch) else Batch(messages)
+    batch.at = source_time(at, "the batch's time")
+    return batch
+
+
+def append_time(messages: Sequence[Message]) -> datetime:
+    """The time an append stores as the session's ``updated_at``: the batch's own
+    (``Batch.at``), else now. Every backend moves ``updated_at`` there and never back
+    (``later``), so an old batch appended late leaves a newer date as it is."""
+    at = messages.at if isinstance(messages, Batch) else None
+    return at if at is not None else utcnow()
+
+
+def later(stored: datetime, at: datetime) -> datetime:
+    """``updated_at`` after an append at ``at`` (the rule the SQL backends write as
+    ``max``/``GREATEST``)."""
+    return at if at > stored else stored
+
+
+class PreparedBatch(Batch):
     """Messages ``prepare_messages`` checked and stamped, each with its stored JSON
     (``bodies``, made while checking) and stored count (``tokens``, what ``primary_tokens``
     reads), so a backend encodes and looks up a message once, and the messages are the
@@ -732,8 +1095,11 @@ class PreparedBatch(list["Message"]):
     unanswered: list[str]
 
 
-def prepare_messages(model: str | None, messages: Sequence[Message]) -> PreparedBatch:
-    """Validate and stamp messages for storage; counts tokens once, here.
+def prepare_messages(
+    model: str | None, messages: Sequence[Message], *, at: datetime | None = None
+) -> PreparedBatch:
+    """Validate and stamp messages for storage; counts tokens once, here. ``at`` dates
+    the batch by its source's clock (see ``Batch``); without it, it is written now.
 
     The first key of ``token_counts`` is what backends add to the session's
     ``total_tokens`` (see ``primary_tokens``): the count of ``tokens.stored_counter_for``, an
@@ -756,6 +1122,8 @@ def prepare_messages(model: str | None, messages: Sequence[Message]) -> Prepared
     prepared.tokens = stored_tokens = []
     prepared.calls = calls = set()
     prepared.unanswered = unanswered = []
+    if at is not None:
+        prepared.at = source_time(at, "the batch's time")
     seen: set[str] = set()
     count = counter.count_message
     for m in messages:
@@ -1102,6 +1470,11 @@ class Session:
         return session_family(self._info.model)
 
     @property
+    def parent_id(self) -> str | None:
+        """The session this one is listed under (``SessionInfo.parent_id``)."""
+        return self._info.parent_id
+
+    @property
     def fork(self) -> ForkPoint | None:
         """Where this session forked from its parent; ``None`` for a root session."""
         return fork_point(self._info)
@@ -1115,12 +1488,14 @@ class Session:
         """Store a batch atomically; returns the stored copies with seq and token counts.
 
         A tool result must answer a call made in the same batch or in the recent
-        history; anything else is refused (``InvalidMessage``) before storing.
+        history; anything else is refused (``InvalidMessage``) before storing. A batch
+        dated by its source (``dated``) moves ``updated_at`` to its time, else to now.
         """
         from threadline.messages import Message
 
+        at = messages.at if isinstance(messages, Batch) else None
         batch = [messages] if isinstance(messages, Message) else list(messages)
-        prepared = prepare_messages(self.model, batch)
+        prepared = prepare_messages(self.model, batch, at=at)
         self._check_results_have_calls(prepared)
         stored = self.store.append_messages(self.id, prepared)
         if prepared.calls:
@@ -1133,7 +1508,7 @@ class Session:
                 last_seq=max(info.last_seq, stored[-1].seq or 0),
                 message_count=info.message_count + len(stored),
                 total_tokens=info.total_tokens + sum(map(primary_tokens, stored)),
-                updated_at=utcnow(),
+                updated_at=later(info.updated_at, append_time(prepared)),
             )
         return stored
 

@@ -34,9 +34,11 @@ Forks then no longer depend on their parent being copied, or copied first.
 
 Positions, not seqs, identify the overlap: a source with a gap in its seqs
 (a corrupt JSONL line set aside) is renumbered densely at the destination, and
-checkpoints are mapped to the same messages. What the protocol cannot carry is
-noted, not faked: checkpoint and scratchpad times, and the session's
-``created_at`` / ``updated_at``, are the destination's own.
+checkpoints are mapped to the same messages. A new destination session keeps the
+source's ``created_at`` / ``updated_at`` (its batches are dated at the source's
+``updated_at``), and its parent link when the parent is at the destination: parents
+are copied before their children. What the protocol cannot carry is noted, not faked:
+checkpoint and scratchpad times are the destination's own.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from threadline.store.base import (
     SessionInfo,
     Store,
     check_message,
+    dated,
 )
 from threadline.store.fork import materialized_metadata
 
@@ -149,17 +152,40 @@ class _SessionFailed(Exception):
 
 
 def source_session_ids(src: Store, session_ids: Sequence[str] | None = None) -> list[str]:
-    """Full ids to copy: the given ids or prefixes (all must resolve), else every session."""
+    """Full ids to copy: the given ids or prefixes (all must resolve), else every session;
+    a parent before the sessions listed under it, so the copy can link them."""
     if session_ids is not None:
-        return list(dict.fromkeys(src.resolve_id(s) for s in session_ids))
-    ids: dict[str, None] = {}
-    offset = 0
-    while True:
-        page = src.list_sessions(limit=MAX_PAGE_SIZE, offset=offset)
-        ids.update(dict.fromkeys(i.id for i in page.items))
-        offset += len(page.items)
-        if not page.items or offset >= page.total:
-            return list(ids)
+        wanted = list(dict.fromkeys(src.resolve_id(s) for s in session_ids))
+        parents = {sid: src.session_info(sid).parent_id for sid in wanted}
+    else:
+        parents = {}
+        offset = 0
+        while True:
+            page = src.list_sessions(limit=MAX_PAGE_SIZE, offset=offset)
+            parents.update((i.id, i.parent_id) for i in page.items)
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                break
+    return parents_first(parents)
+
+
+def parents_first(parents: dict[str, str | None]) -> list[str]:
+    """The ids of ``parents`` (id -> parent id) in their order, each one moved after its
+    parent when that is among them."""
+    out: list[str] = []
+    placed: set[str] = set()
+
+    def place(sid: str, seen: set[str]) -> None:
+        parent = parents.get(sid)
+        if parent in parents and parent not in placed and parent not in seen:
+            place(parent, seen | {sid})
+        if sid not in placed:
+            placed.add(sid)
+            out.append(sid)
+
+    for sid in parents:
+        place(sid, set())
+    return out
 
 
 def copy_sessions(
@@ -269,6 +295,9 @@ class _Copier:
                 title=info.title,
                 metadata=materialized_metadata(info.metadata) or None,
                 lock=self.holder,
+                created_at=min(info.created_at, info.updated_at),  # a hand-edited source
+                updated_at=info.updated_at,
+                parent=self._copied_parent(info),
             )
             return False
         except SessionExists:
@@ -286,6 +315,19 @@ class _Copier:
             )
         return True
 
+    def _copied_parent(self, info: SessionInfo) -> str | None:
+        """The source session's parent, when it is at the destination too."""
+        if info.parent_id is None:
+            return None
+        try:
+            self.dst.session_info(info.parent_id)
+        except SessionNotFound:
+            self.result.notes.append(
+                f"its parent {info.parent_id} is not at the destination; copied as top-level"
+            )
+            return None
+        return info.parent_id
+
     def _copy_messages(self, batch: int, existed: bool) -> CopyStatus:
         have = self.dst.count_messages(self.sid) if existed else 0
         after = self._check_overlap(have, batch) if have else 0
@@ -298,7 +340,9 @@ class _Copier:
                 break
             # the rules an append checks: a source written before them may break them
             fresh = [check_message(m).model_copy(update={"seq": None}) for m in page]
-            stored = self.dst.append_messages(self.sid, fresh)
+            stored = self.dst.append_messages(
+                self.sid, dated(fresh, self._source().info.updated_at)
+            )
             if [m.id for m in stored] != [m.id for m in page]:
                 raise _SessionFailed(
                     f"the destination stored a different batch after seq {after} "

@@ -66,8 +66,10 @@ def fork_session(
 ) -> Session:
     """A new session sharing ``parent``'s history up to seq ``at`` (default: all of it).
 
-    The child keeps the parent's agent, and its model and title unless given. ``at``
-    must lie within the parent (0 forks before its first message).
+    The child keeps the parent's agent, and its model and title unless given; it is
+    listed under the parent, and keeps the parent's dates (an imported conversation's
+    fork is as old as what it shares) until its own messages move ``updated_at`` on.
+    ``at`` must lie within the parent (0 forks before its first message).
     """
     info = parent.refresh().info
     seq = info.last_seq if at is None else bounded(at, "fork seq")
@@ -89,6 +91,8 @@ def fork_session(
         metadata=metadata,
         lock=lock,
         start=start,
+        created_at=info.created_at,
+        updated_at=info.updated_at,
     )
 
 

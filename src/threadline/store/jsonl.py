@@ -5,7 +5,8 @@ Layout under the store's root directory (``jsonl:///abs/dir`` or ``jsonl://rel/d
     threadline.json                 marker: which program and format made this directory
     sessions/<agent>/<id>.jsonl     line 1: the immutable creation record {"type": "session", ...}
                                     then one line per message {"type": "message", "seq": N, ...}
-    sessions/<agent>/<id>.meta.json mutable metadata: title, model, metadata, updated_at, memo, lock
+    sessions/<agent>/<id>.meta.json mutable metadata: title, model, metadata, parent,
+                                    created_at, updated_at, memo, lock
     sessions/<agent>/<id>_summary.json     checkpoints (compaction summaries), oldest first
     sessions/<agent>/<id>_scratchpad.json  scratchpad entries
     sessions/<agent>/<id>.jsonl.corrupt    lines set aside because they could not be read
@@ -42,6 +43,11 @@ The ideas behind it:
   incrementally afterwards. The line format and that machinery live in
   ``store/jsonl_file.py``.
 * ``message_count`` is the last seq: a corrupt line still counts, as it keeps its slot.
+* **A session's parent** is in its sidecar (``parent``; the creation record has the
+  one it was created with) and counts while that session exists, so a deleted parent's
+  children are top-level. Listing top-level sessions or a session's children reads
+  every session's sidecar, as every listing here does; a session written before
+  parents were kept has its link in its metadata (a fork's point, ``parent_session``).
 
 Search is a plain scan of the files (every word must occur, case-insensitively), fine
 for the sizes this backend is for. Images whose base64 data exceeds 32 KiB are written
@@ -80,38 +86,40 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import Message
-from threadline.stamps import new_id, utcnow
+from threadline.stamps import utcnow
 from threadline.store.base import (
     ANY_PREVIOUS,
-    DEFAULT_AGENT,
-    DEFAULT_PAGE_SIZE,
+    FORK_KEY,
     MIN_PREFIX_LENGTH,
     SESSION_ID_PATTERN,
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
+    ListOptions,
     LockHolder,
     ScratchpadEntry,
     Session,
+    SessionChangeFields,
+    SessionFields,
     SessionInfo,
     SessionPage,
-    SessionStart,
+    append_time,
     bounded,
     bounded_or_none,
     check_checkpoint,
     check_scratchpad_entry,
-    check_session_fields,
     check_title,
+    children_request,
     format_ts,
+    list_request,
     new_checkpoint,
+    new_session,
     parse_ts,
     pick_unique,
     primary_tokens,
     same_memo,
-    stamped,
+    session_change,
     validate_agent,
-    validate_offset,
-    validate_page_size,
     validate_session_id,
 )
 from threadline.store.jsonl_file import (
@@ -407,47 +415,39 @@ class JSONLStore:
     # -- sessions -----------------------------------------------------------------------
 
     def create_session(
-        self,
-        *,
-        agent: str = DEFAULT_AGENT,
-        model: str | None = None,
-        title: str | None = None,
-        id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        lock: LockHolder | None = None,
-        start: SessionStart | None = None,
+        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
     ) -> Session:
-        sid = validate_session_id(id) if id is not None else new_id()
-        check_session_fields(model, metadata)
-        agent = validate_agent(agent)
-        title = check_title(title)
-        created = format_ts(utcnow())
-        metadata = stamped(metadata, start)
+        new = new_session(fields)
+        sid = new.id
         with self._store_locked(), self._hold(f"{sid}.lock"):
             with contextlib.suppress(SessionNotFound):
                 self._find(sid)
                 raise SessionExists(sid)
-            paths = SessionPaths(sid, agent, self._sessions / agent)
+            if new.parent is not None:
+                self._find(new.parent)
+            paths = SessionPaths(sid, new.agent, self._sessions / new.agent)
             header = {
                 "type": "session",
                 "format": FORMAT_VERSION,
                 "id": sid,
-                "agent": agent,
-                "model": model,
-                "title": title,
-                "created_at": created,
-                "metadata": metadata,
+                "agent": new.agent,
+                "model": new.model,
+                "title": new.title,
+                "created_at": new.created,
+                "parent": new.parent,
+                "metadata": new.metadata,
             }
-            if start is not None:  # where a fork's own seqs and running totals begin
-                header["start"] = {"last_seq": start.last_seq, "total_tokens": start.total_tokens}
+            if new.start is not None:  # where a fork's own seqs and running totals begin
+                header["start"] = {"last_seq": new.last_seq, "total_tokens": new.total_tokens}
             meta = {
                 "id": sid,
-                "agent": agent,
-                "created_at": created,
-                "title": title,
-                "model": model,
-                "metadata": metadata,
-                "updated_at": created,
+                "agent": new.agent,
+                "created_at": new.created,
+                "title": new.title,
+                "model": new.model,
+                "parent": new.parent,
+                "metadata": new.metadata,
+                "updated_at": new.updated,
                 "memo": {},
                 "lock": lock.to_dict() if lock else None,
             }
@@ -465,7 +465,7 @@ class JSONLStore:
             except BaseException:
                 self._undo_create(paths)
                 raise
-            self._agents[sid] = agent
+            self._agents[sid] = new.agent
             info = self._info(paths)
         return Session(self, info)
 
@@ -502,12 +502,38 @@ class JSONLStore:
                 message_count=state.last_seq,
                 total_tokens=state.total_tokens,
                 last_seq=state.last_seq,
+                parent_id=self._parent(paths.sid, header, meta),
                 metadata=meta.get("metadata") or {},
             )
         except ValueError as exc:
             raise CorruptRecord(
                 f"unreadable session metadata: {exc}", where=str(paths.meta)
             ) from exc
+
+    def _parent(self, sid: str, header: dict[str, Any], meta: dict[str, Any]) -> str | None:
+        """The session this one is listed under, while that session exists (a deleted
+        parent's children are top-level). A session written before parents were kept
+        (no ``parent`` in its sidecar or creation record) has its link in its metadata:
+        a fork's point, or an imported subagent's ``parent_session``."""
+        if "parent" in meta:
+            parent = meta["parent"]
+        elif "parent" in header:
+            parent = header["parent"]
+        else:
+            legacy = meta.get("metadata") or {}
+            fork = legacy.get(FORK_KEY) if isinstance(legacy, dict) else None
+            parent = fork.get("session") if isinstance(fork, dict) else None
+            if parent is None and isinstance(legacy, dict):
+                parent = legacy.get("parent_session")
+        if not isinstance(parent, str) or parent == sid:
+            return None
+        if ".." in parent or not _ID_RE.match(parent):
+            return None
+        try:
+            self._find(parent)
+        except SessionNotFound:
+            return None
+        return parent
 
     def get_session(self, id_or_prefix: str) -> Session:
         return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
@@ -531,16 +557,20 @@ class JSONLStore:
         with self._locked(session_id) as paths:
             return self._info(paths)
 
-    def list_sessions(
-        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
-    ) -> SessionPage:
-        """Reads each session's sidecar, first line and last lines, never a whole file."""
-        validate_page_size(limit)
-        offset = validate_offset(offset)
-        infos = self._all_infos(validate_agent(agent) if agent is not None else None)
-        return SessionPage(
-            items=infos[offset : offset + limit], total=len(infos), offset=offset, limit=limit
-        )
+    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
+        """Reads each session's sidecar, first line and last lines, never a whole file
+        (of every session: this backend keeps no index, see the module docstring)."""
+        request = list_request(options)
+        infos = self._all_infos(request.agent)
+        return request.page([i for i in infos if request.admits(i)])
+
+    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
+        counts = dict.fromkeys(children_request(session_ids), 0)
+        if counts:
+            for info in self._all_infos(None):
+                if info.parent_id in counts:
+                    counts[info.parent_id] += 1
+        return counts
 
     def _all_infos(self, agent: str | None) -> list[SessionInfo]:
         """Every readable session, newest updated first; unreadable ones are reported."""
@@ -569,15 +599,19 @@ class JSONLStore:
             self._write_meta(paths, meta)
             return self._info(paths)
 
-    def update_session(
-        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> SessionInfo:
-        check_session_fields(model, metadata)
+    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
+        change = session_change(self, session_id, fields)
         with self._locked(session_id) as paths:
-            _, meta = self._with_meta(paths)
-            if model is not None:
-                meta["model"] = model
-            meta["metadata"] = {**(meta.get("metadata") or {}), **copy.deepcopy(metadata or {})}
+            header, meta = self._with_meta(paths)
+            new_parent = change.new_parent(session_id, self._parent(session_id, header, meta))
+            if new_parent is not None:
+                self._find(new_parent)
+                meta["parent"] = new_parent
+            if change.model is not None:
+                meta["model"] = change.model
+            if change.title is not None:
+                meta["title"] = change.title
+            meta["metadata"] = change.merged(meta.get("metadata") or {})
             self._write_meta(paths, meta)
             return self._info(paths)
 
@@ -648,7 +682,8 @@ class JSONLStore:
                 )
             seq, total = index.last_seq, index.total_tokens
             last = seq + len(messages)
-            stored_at = format_ts(utcnow())
+            # the session's updated_at after this batch (never back: see ``later``)
+            stored_at = max(format_ts(append_time(messages)), index.stored_at or "")
             stored: list[Message] = []
             chunks: list[bytes] = []
             for m in messages:  # encode everything before writing anything

@@ -21,35 +21,36 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import Message
-from threadline.stamps import new_id, utcnow
+from threadline.stamps import utcnow
 from threadline.store.base import (
     ANY_PREVIOUS,
-    DEFAULT_AGENT,
-    DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
     ExpectPrevious,
+    ListOptions,
     LockHolder,
     ScratchpadEntry,
     Session,
+    SessionChangeFields,
+    SessionFields,
     SessionInfo,
     SessionPage,
-    SessionStart,
+    append_time,
     bounded,
     bounded_or_none,
     check_checkpoint,
     check_scratchpad_entry,
-    check_session_fields,
     check_title,
+    children_request,
     encode_message,
+    later,
+    list_request,
     new_checkpoint,
+    new_session,
     pick_unique,
     primary_tokens,
     same_memo,
-    stamped,
-    validate_agent,
-    validate_offset,
-    validate_page_size,
+    session_change,
     validate_session_id,
 )
 from threadline.store.retraction import own_index
@@ -109,33 +110,16 @@ class MemoryStore:
     # -- sessions ---------------------------------------------------------------
 
     def create_session(
-        self,
-        *,
-        agent: str = DEFAULT_AGENT,
-        model: str | None = None,
-        title: str | None = None,
-        id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        lock: LockHolder | None = None,
-        start: SessionStart | None = None,
+        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
     ) -> Session:
-        sid = validate_session_id(id) if id is not None else new_id()
-        check_session_fields(model, metadata)
-        now = utcnow()
-        info = SessionInfo(
-            id=sid,
-            agent=validate_agent(agent),
-            model=model,
-            title=check_title(title),
-            created_at=now,
-            updated_at=now,
-            metadata=stamped(metadata, start),
-            **(start.to_dict(exclude={"parent"}) if start else {}),
-        )
+        new = new_session(fields)
+        info = new.info()
         with self._lock:
-            if sid in self._sessions:
-                raise SessionExists(sid)
-            self._sessions[sid] = _Entry(info=info, lock=lock, base=info.last_seq)
+            if new.id in self._sessions:
+                raise SessionExists(new.id)
+            if new.parent is not None:
+                self._get(new.parent)
+            self._sessions[new.id] = _Entry(info=info, lock=lock, base=info.last_seq)
         return Session(self, copy.copy(info))
 
     def get_session(self, id_or_prefix: str) -> Session:
@@ -155,24 +139,19 @@ class MemoryStore:
         with self._lock:
             return copy.copy(self._get(session_id).info)
 
-    def list_sessions(
-        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
-    ) -> SessionPage:
-        validate_page_size(limit)
-        offset = validate_offset(offset)
-        if agent is not None:
-            validate_agent(agent)
+    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
+        request = list_request(options)
         with self._lock:
-            infos = [
-                copy.copy(e.info)
-                for e in self._sessions.values()
-                if agent is None or e.info.agent == agent
-            ]
-        infos.sort(key=lambda i: i.id)
-        infos.sort(key=lambda i: i.updated_at, reverse=True)
-        return SessionPage(
-            items=infos[offset : offset + limit], total=len(infos), offset=offset, limit=limit
-        )
+            infos = [copy.copy(e.info) for e in self._sessions.values() if request.admits(e.info)]
+        return request.page(infos)
+
+    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
+        counts = dict.fromkeys(children_request(session_ids), 0)
+        with self._lock:
+            for e in self._sessions.values():
+                if e.info.parent_id in counts:
+                    counts[e.info.parent_id] += 1
+        return counts
 
     def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
         title = check_title(title)
@@ -182,15 +161,19 @@ class MemoryStore:
             e.info.updated_at = utcnow()
             return copy.copy(e.info)
 
-    def update_session(
-        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> SessionInfo:
-        check_session_fields(model, metadata)
+    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
+        change = session_change(self, session_id, fields)
         with self._lock:
             e = self._get(session_id)
-            if model is not None:
-                e.info.model = model
-            e.info.metadata = {**e.info.metadata, **copy.deepcopy(metadata or {})}
+            new_parent = change.new_parent(session_id, e.info.parent_id)
+            if new_parent is not None:
+                self._get(new_parent)
+                e.info.parent_id = new_parent
+            if change.model is not None:
+                e.info.model = change.model
+            if change.title is not None:
+                e.info.title = change.title
+            e.info.metadata = change.merged(e.info.metadata)
             return copy.copy(e.info)
 
     def delete_session(self, session_id: str, *, force: bool = False) -> None:
@@ -206,6 +189,9 @@ class MemoryStore:
                     raise SessionLocked(sid, lock)
             for sid in present:
                 del self._sessions[sid]
+            for e in self._sessions.values():  # a deleted session's children: top-level
+                if e.info.parent_id in present:
+                    e.info.parent_id = None
         return len(present)
 
     def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
@@ -238,6 +224,7 @@ class MemoryStore:
                     f"a message id in this batch is already stored in session {session_id}"
                 )
             seq = e.info.last_seq
+            at = append_time(messages)
             stored = []
             for m in messages:
                 seq += 1
@@ -251,7 +238,7 @@ class MemoryStore:
                 e.info.total_tokens += primary_tokens(sm)
             e.info.last_seq = seq
             e.info.message_count += len(stored)
-            e.info.updated_at = utcnow()
+            e.info.updated_at = later(e.info.updated_at, at)
             return [m.model_copy(deep=True) for m in stored]
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:

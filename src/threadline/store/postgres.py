@@ -65,41 +65,43 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import Message
-from threadline.stamps import new_id, utcnow
+from threadline.stamps import utcnow
 from threadline.store import retraction
 from threadline.store.base import (
     ANY_PREVIOUS,
     CONNECTION_RETRY,
-    DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
+    ListOptions,
+    ListRequest,
     LockHolder,
     ScratchpadEntry,
     Session,
+    SessionChangeFields,
+    SessionFields,
     SessionInfo,
     SessionPage,
-    SessionStart,
+    append_time,
     bounded,
     bounded_or_none,
     check_checkpoint,
     check_scratchpad_entry,
-    check_session_fields,
     check_title,
+    children_request,
+    list_request,
     new_checkpoint,
+    new_session,
     numbered,
     pick_unique,
     same_memo,
+    session_change,
     split_url_options,
-    stamped,
-    start_counters,
     stored_bodies,
     stored_tokens,
     validate_agent,
-    validate_offset,
-    validate_page_size,
     validate_session_id,
 )
 from threadline.store.records import Record
@@ -302,7 +304,42 @@ def m002_index_decoded_text(conn: Conn) -> None:
     conn.execute("CREATE INDEX messages_search ON messages USING gin (search)")
 
 
-MIGRATIONS: list[Callable[[Conn], None]] = [m001_initial, m002_index_decoded_text]
+def m003_session_parents(conn: Conn) -> None:
+    """A session names the session it is listed under in ``parent_id`` (a subagent's
+    parent, a fork's), which listing filters on by index: ``sessions_by_parent`` serves
+    a parent's children, partial indexes the top-level sessions (all, and of one
+    agent), so a page of top-level sessions reads that page, never every session's
+    metadata. Deleting a parent makes its children top-level (``ON DELETE SET NULL``).
+    Existing links move out of the metadata: a fork's point and an imported subagent's
+    ``parent_session``, when that session exists."""
+    conn.execute(
+        'ALTER TABLE sessions ADD COLUMN IF NOT EXISTS parent_id text COLLATE "C" '
+        "REFERENCES sessions (id) ON DELETE SET NULL"
+    )
+    conn.execute(
+        "UPDATE sessions s SET parent_id = p.id FROM sessions p "
+        "WHERE s.parent_id IS NULL AND p.id <> s.id AND p.id = (COALESCE("
+        "s.metadata -> 'forked_from' ->> 'session', s.metadata ->> 'parent_session'"
+        ') COLLATE "C")'
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS sessions_top ON sessions (updated_at DESC, id) "
+        "WHERE parent_id IS NULL"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS sessions_top_by_agent ON sessions "
+        "(agent, updated_at DESC, id) WHERE parent_id IS NULL"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (parent_id, updated_at DESC, id)"
+    )
+
+
+MIGRATIONS: list[Callable[[Conn], None]] = [
+    m001_initial,
+    m002_index_decoded_text,
+    m003_session_parents,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -310,16 +347,29 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 SESSION_COLUMNS = (
     "id, agent, model, title, created_at, updated_at, message_count, total_tokens, "
-    "last_seq, metadata"
+    "last_seq, metadata, parent_id"
 )
-LIST_SQL = (
-    f"SELECT {SESSION_COLUMNS} FROM sessions "
-    "ORDER BY updated_at DESC, id LIMIT %(limit)s OFFSET %(offset)s"
-)
-LIST_BY_AGENT_SQL = (
-    f"SELECT {SESSION_COLUMNS} FROM sessions WHERE agent = %(agent)s "
-    "ORDER BY updated_at DESC, id LIMIT %(limit)s OFFSET %(offset)s"
-)
+
+
+def list_sql(request: ListRequest) -> tuple[str, str, dict[str, Any]]:
+    """A listing's count query, page query and parameters (``ListRequest.where``)."""
+    where, args = request.where("%({})s")
+    return (
+        f"SELECT count(*) FROM sessions{where}",
+        f"SELECT {SESSION_COLUMNS} FROM sessions{where} "
+        "ORDER BY updated_at DESC, id LIMIT %(limit)s OFFSET %(offset)s",
+        {**args, "limit": request.limit, "offset": request.offset},
+    )
+
+
+def _listing(agent: str | None = None, *, top_level: bool = False) -> str:
+    return list_sql(ListRequest(agent, DEFAULT_PAGE_SIZE, 0, top_level, None))[1]
+
+
+LIST_SQL = _listing()
+LIST_BY_AGENT_SQL = _listing("a")
+LIST_TOP_SQL = _listing(top_level=True)
+LIST_TOP_BY_AGENT_SQL = _listing("a", top_level=True)
 TAIL_SQL = (
     "SELECT seq, body FROM messages WHERE session_id = %(sid)s AND seq < %(before)s "
     "ORDER BY seq DESC LIMIT %(limit)s"
@@ -628,38 +678,39 @@ class PostgresStore:
     # -- sessions ---------------------------------------------------------------
 
     def create_session(
-        self,
-        *,
-        agent: str = DEFAULT_AGENT,
-        model: str | None = None,
-        title: str | None = None,
-        id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        lock: LockHolder | None = None,
-        start: SessionStart | None = None,
+        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
     ) -> Session:
-        sid = validate_session_id(id) if id is not None else new_id()
-        check_session_fields(model, metadata)
-        agent = validate_agent(agent)
-        now = utcnow()
+        new = new_session(fields)
         with self._write() as conn:
-            args = (sid, agent, model, check_title(title), now, now, Json(stamped(metadata, start)))
+            if new.parent is not None:
+                _require(conn, new.parent)
             try:
                 info = _one(
                     conn,
                     SessionInfo,
                     "INSERT INTO sessions (id, agent, model, title, created_at, updated_at, "
-                    "metadata, lock, last_seq, message_count, total_tokens) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "metadata, lock, parent_id, last_seq, message_count, total_tokens) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                     f"RETURNING {SESSION_COLUMNS}",
                     (
-                        *args,
+                        new.id,
+                        new.agent,
+                        new.model,
+                        new.title,
+                        new.created_at,
+                        new.updated_at,
+                        Json(new.metadata),
                         Json(lock.to_dict()) if lock else None,
-                        *start_counters(start),
+                        new.parent,
+                        new.last_seq,
+                        new.message_count,
+                        new.total_tokens,
                     ),
                 )
             except psycopg.errors.UniqueViolation as exc:
-                raise SessionExists(sid) from exc
+                raise SessionExists(new.id) from exc
+            except psycopg.errors.ForeignKeyViolation as exc:  # the parent went meanwhile
+                raise SessionNotFound(str(new.parent)) from exc
         assert info is not None
         return Session(self, info)
 
@@ -688,24 +739,27 @@ class PostgresStore:
         return info
 
     @_resent
-    def list_sessions(
-        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
-    ) -> SessionPage:
-        validate_page_size(limit)
-        offset = validate_offset(offset)
-        args: dict[str, Any] = {"limit": limit, "offset": offset}
+    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
+        request = list_request(options)
+        count, page, args = list_sql(request)
         with self._read() as conn:
-            if agent is None:
-                total_row = conn.execute("SELECT count(*) FROM sessions").fetchone()
-                items = _all(conn, SessionInfo, LIST_SQL, args)
-            else:
-                args["agent"] = validate_agent(agent)
-                total_row = conn.execute(
-                    "SELECT count(*) FROM sessions WHERE agent = %(agent)s", args
-                ).fetchone()
-                items = _all(conn, SessionInfo, LIST_BY_AGENT_SQL, args)
+            total_row = conn.execute(count, args).fetchone()
+            items = _all(conn, SessionInfo, page, args)
         total = total_row[0] if total_row else 0
-        return SessionPage(items=items, total=total, offset=offset, limit=limit)
+        return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
+
+    @_resent
+    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
+        counts = dict.fromkeys(children_request(session_ids), 0)
+        if counts:
+            with self._read() as conn:
+                rows = conn.execute(
+                    "SELECT parent_id, count(*) FROM sessions WHERE parent_id = ANY(%s) "
+                    "GROUP BY parent_id",
+                    (list(counts),),
+                ).fetchall()
+            counts.update({r[0]: int(r[1]) for r in rows})
+        return counts
 
     @_resent
     def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
@@ -723,23 +777,25 @@ class PostgresStore:
         return info
 
     @_resent
-    def update_session(
-        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> SessionInfo:
-        check_session_fields(model, metadata)
+    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
+        change = session_change(self, session_id, fields)
         with self._write() as conn:
             head = conn.execute(
-                "SELECT metadata FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
+                "SELECT metadata, parent_id FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+                (session_id,),
             ).fetchone()
             if head is None:
                 raise SessionNotFound(session_id)
-            merged = {**head[0], **(metadata or {})}
+            new_parent = change.new_parent(session_id, head[1])
+            if new_parent is not None:
+                _require(conn, new_parent)
             info = _one(
                 conn,
                 SessionInfo,
-                "UPDATE sessions SET model = COALESCE(%s, model), metadata = %s WHERE id = %s "
+                "UPDATE sessions SET model = COALESCE(%s, model), title = COALESCE(%s, title), "
+                "parent_id = COALESCE(%s, parent_id), metadata = %s WHERE id = %s "
                 f"RETURNING {SESSION_COLUMNS}",
-                (model, Json(merged), session_id),
+                (change.model, change.title, new_parent, Json(change.merged(head[0])), session_id),
             )
         assert info is not None
         return info
@@ -844,8 +900,15 @@ class PostgresStore:
             cur.executemany(_INSERT_MESSAGE, rows)
         conn.execute(
             "UPDATE sessions SET last_seq = %s, message_count = message_count + %s, "
-            "total_tokens = total_tokens + %s, updated_at = %s WHERE id = %s",
-            (first + len(rows) - 1, len(rows), sum(p[3] for p in prepared), utcnow(), session_id),
+            "total_tokens = total_tokens + %s, updated_at = GREATEST(updated_at, %s) "
+            "WHERE id = %s",
+            (
+                first + len(rows) - 1,
+                len(rows),
+                sum(p[3] for p in prepared),
+                append_time(messages),
+                session_id,
+            ),
         )
         return first
 
@@ -1100,7 +1163,7 @@ class PostgresStore:
             "FROM messages m JOIN sessions s ON s.id = m.session_id WHERE {cond}{filters}"
         ).format(cond=sql.SQL(condition), filters=sql.Composed(filters))
         page = sql.SQL(
-            "SELECT m.session_id, m.seq, m.role, s.agent, m.body {found} "
+            "SELECT m.session_id, m.seq, m.role, s.agent, m.body, s.parent_id {found} "
             "ORDER BY m.created_at DESC, m.session_id, m.seq DESC "
             "LIMIT %(limit)s OFFSET %(offset)s"
         ).format(found=found)
@@ -1117,7 +1180,7 @@ class PostgresStore:
                     "?search_timeout= in the store URL)"
                 ) from exc
         return SearchPage(
-            (hit_from_body(r[0], r[1], r[2], r[3], r[4], q) for r in rows),
+            (hit_from_body(r[0], r[1], r[2], r[3], r[4], q, r[5]) for r in rows),
             total=total[0] if total else 0,
             offset=offset,
         )

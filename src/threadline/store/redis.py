@@ -17,7 +17,7 @@ server or primary, not Redis Cluster.
 
 Data layout, every key under the prefix ``P`` (default ``threadline:``):
 
-    P s:<id>        hash: id, agent, model, title, created_at, updated_at,
+    P s:<id>        hash: id, agent, model, title, created_at, updated_at, parent_id,
                     message_count, total_tokens, last_seq, metadata (JSON),
                     memo (JSON), lock (LockHolder JSON, absent when free),
                     ttl_ms (absent without TTL)
@@ -32,6 +32,11 @@ Data layout, every key under the prefix ``P`` (default ``threadline:``):
     P ids           sorted set of ids, all scored 0, for ZRANGEBYLEX prefixes
     P owner         hash id -> agent, to clean an expired session's indexes
     P expires       sorted set of ids with a TTL, score = expiry (server ms)
+    P top           like ``sessions``, the sessions listed under no other (``parent_id``
+                    absent), and ``P top-agent:<name>`` the same per agent
+    P kids:<id>     like ``sessions``, the sessions listed under ``<id>``
+    P up            hash id -> parent id, to clean an expired child's parent index
+    P layout        the layout version (``LAYOUT``)
 
 TTL: a store-wide default from the URL (``?ttl=SECONDS``) applies to new
 sessions, ``set_ttl`` changes one session. Every write refreshes the TTL on
@@ -74,43 +79,45 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import Message
-from threadline.stamps import new_id, utcnow
+from threadline.stamps import utcnow
 from threadline.store.base import (
     ANY_PREVIOUS,
     CONNECTION_RETRY,
-    DEFAULT_AGENT,
-    DEFAULT_PAGE_SIZE,
+    FORK_KEY,
+    MAX_BOUND,
     MAX_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
+    ListOptions,
     LockHolder,
     ScratchpadEntry,
     Session,
+    SessionChangeFields,
+    SessionFields,
     SessionInfo,
     SessionPage,
-    SessionStart,
+    append_time,
     bounded,
     bounded_or_none,
     check_checkpoint,
     check_scratchpad_entry,
-    check_session_fields,
     check_title,
+    children_request,
     format_ts,
+    list_request,
     new_checkpoint,
+    new_session,
     numbered,
     pick_unique,
     refuse_unknown_options,
     same_memo,
+    session_change,
     split_url_options,
-    stamped,
-    start_counters,
     stored_bodies,
     stored_tokens,
     validate_agent,
-    validate_offset,
-    validate_page_size,
     validate_session_id,
 )
 from threadline.store.redis_scripts import SCRIPTS
@@ -127,6 +134,11 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 CHECKPOINT_CAS_ROUNDS = 8
 """Reads and compare-and-sets ``add_checkpoint`` tries; with ``expect_previous`` the second
 round already ends in ``CheckpointConflict``, without one the script never refuses."""
+LAYOUT = 2
+"""The key layout this code writes (``P layout``): 2 added ``parent_id`` and the indexes
+of top-level sessions and children (``_upgrade_layout`` brings older keys up to it)."""
+UPGRADE_BATCH = 500
+"""Sessions read and rewritten per round trip while upgrading the layout."""
 PREFIX_MATCH_LIMIT = 20
 """Candidates fetched when resolving an id prefix, as in the SQLite store."""
 MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
@@ -155,6 +167,19 @@ def _text(value: bytes | str) -> str:
 def _score(dt: datetime) -> str:
     """Minus microseconds since the epoch: exact in a double, newest sorts first."""
     return str(-((dt - _EPOCH) // timedelta(microseconds=1)))
+
+
+def _legacy_parent(raw: bytes | str | None) -> str | None:
+    """The parent a session's metadata named before ``parent_id`` was kept."""
+    try:
+        meta = json.loads(_text(raw or b"{}"))
+    except ValueError:
+        return None
+    if not isinstance(meta, dict):
+        return None
+    fork = meta.get(FORK_KEY)
+    parent = fork.get("session") if isinstance(fork, dict) else meta.get("parent_session")
+    return parent if isinstance(parent, str) else None
 
 
 def _ttl_ms(seconds: float | None) -> int:
@@ -246,7 +271,42 @@ class RedisStore:
         self.url = url or f"redis://{self._where()}?prefix={prefix}"
         self._scripts = {name: client.register_script(src) for name, src in SCRIPTS.items()}
         with self._translate():
-            self._r.ping()
+            layout = self._r.get(self.prefix + "layout")  # a round trip: reachable?
+            if layout is None or int(layout) < LAYOUT:
+                self._upgrade_layout()
+
+    def _upgrade_layout(self) -> None:
+        """Bring keys written before ``LAYOUT`` 2 up to it: each session's parent (a
+        fork's point, an imported subagent's ``parent_session``, when that session is
+        here) moves from its metadata to ``parent_id``, and the indexes of top-level
+        sessions and of children are built. Safe to run twice or in two processes at
+        once: it only writes what the sessions already say."""
+        scored = cast(
+            list[tuple[bytes, float]],
+            self._r.zrange(self.prefix + "sessions", 0, -1, withscores=True),
+        )
+        every = {_text(raw): score for raw, score in scored}
+        ids = list(every)
+        for start in range(0, len(ids), UPGRADE_BATCH):
+            chunk = ids[start : start + UPGRADE_BATCH]
+            reader = self._r.pipeline(transaction=False)
+            for sid in chunk:
+                reader.hmget(self._key("s", sid), ["agent", "parent_id", "metadata"])
+            writer = self._r.pipeline(transaction=False)
+            for sid, (agent, parent, meta) in zip(chunk, reader.execute(), strict=True):
+                if agent is None:
+                    continue  # expired: the next listing forgets it
+                found = _text(parent) if parent else _legacy_parent(meta)
+                score = {sid: every[sid]}
+                if found is not None and found in every and found != sid:
+                    writer.hset(self._key("s", sid), "parent_id", found)
+                    writer.hset(self.prefix + "up", sid, found)
+                    writer.zadd(f"{self.prefix}kids:{found}", score)
+                else:
+                    writer.zadd(self.prefix + "top", score)
+                    writer.zadd(f"{self.prefix}top-agent:{_text(agent)}", score)
+            writer.execute()
+        self._r.set(self.prefix + "layout", LAYOUT)
 
     @classmethod
     def from_url(cls, url: str, *, create: bool = True) -> RedisStore:
@@ -355,53 +415,44 @@ class RedisStore:
     # -- sessions ---------------------------------------------------------------
 
     def create_session(
-        self,
-        *,
-        agent: str = DEFAULT_AGENT,
-        model: str | None = None,
-        title: str | None = None,
-        id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        lock: LockHolder | None = None,
-        start: SessionStart | None = None,
+        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
     ) -> Session:
-        sid = validate_session_id(id) if id is not None else new_id()
-        check_session_fields(model, metadata)
-        agent = validate_agent(agent)
-        title = check_title(title)
-        now = utcnow()
-        if start is not None and self.ttl(start.parent) is not None:
+        new = new_session(fields)
+        if new.start is not None and self.ttl(new.start.parent) is not None:
             # a write to the fork refreshes only the fork's keys: the shared history
             # would expire under it
             raise NotSupported(
-                f"session {start.parent} expires (it has a TTL), so a fork could outlive "
+                f"session {new.start.parent} expires (it has a TTL), so a fork could outlive "
                 "the history it shares; clear its TTL first (set_ttl(id, None))"
             )
-        last_seq, message_count, total_tokens = start_counters(start)
-        fields: dict[str, str] = {
-            "id": sid,
-            "agent": agent,
-            "created_at": format_ts(now),
-            "updated_at": format_ts(now),
-            "message_count": str(message_count),
-            "total_tokens": str(total_tokens),
-            "last_seq": str(last_seq),
-            "metadata": json.dumps(stamped(metadata, start)),
-            **({"seq_base": str(last_seq)} if start else {}),
+        record: dict[str, str] = {
+            "id": new.id,
+            "agent": new.agent,
+            "created_at": new.created,
+            "updated_at": new.updated,
+            "message_count": str(new.message_count),
+            "total_tokens": str(new.total_tokens),
+            "last_seq": str(new.last_seq),
+            "metadata": json.dumps(new.metadata),
+            **({"seq_base": str(new.last_seq)} if new.start else {}),
             "memo": "{}",
         }
-        if model is not None:
-            fields["model"] = model
-        if title is not None:
-            fields["title"] = title
+        for name, value in (("model", new.model), ("title", new.title), ("parent_id", new.parent)):
+            if value is not None:
+                record[name] = value
         if lock is not None:
-            fields["lock"] = lock.to_json()
+            record["lock"] = lock.to_json()
         if self.default_ttl_ms:
-            fields["ttl_ms"] = str(self.default_ttl_ms)
-        pairs = [x for kv in fields.items() for x in kv]
-        if not self._run("create", sid, agent, _score(now), *pairs):
-            raise SessionExists(sid)
-        return Session(self, self.session_info(sid))
+            record["ttl_ms"] = str(self.default_ttl_ms)
+        pairs = [x for kv in record.items() for x in kv]
+        done = self._run(
+            "create", new.id, new.agent, _score(new.updated_at), new.parent or "", *pairs
+        )
+        if done == -1:
+            raise SessionNotFound(str(new.parent))
+        if not done:
+            raise SessionExists(new.id)
+        return Session(self, self.session_info(new.id))
 
     def get_session(self, id_or_prefix: str) -> Session:
         return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
@@ -452,12 +503,22 @@ class RedisStore:
         except ValueError as exc:
             raise CorruptRecord(f"unreadable session record: {exc}", where=key) from exc
 
-    def list_sessions(
-        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
-    ) -> SessionPage:
-        validate_page_size(limit)
-        offset = validate_offset(offset)
-        index = "sessions" if agent is None else f"agent:{validate_agent(agent)}"
+    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
+        request = list_request(options)
+        if request.parent is not None:
+            index = f"kids:{request.parent}"
+            if request.agent is not None:  # children of one agent: few, filtered here
+                total, items = self._page(index, 0, MAX_BOUND)
+                return request.page([i for i in items if request.admits(i)])
+        elif request.agent is not None:
+            index = f"{'top-agent' if request.top_level else 'agent'}:{request.agent}"
+        else:
+            index = "top" if request.top_level else "sessions"
+        total, items = self._page(index, request.offset, request.limit)
+        return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
+
+    def _page(self, index: str, offset: int, limit: int) -> tuple[int, list[SessionInfo]]:
+        """The total and one page of an index (``redis_scripts._LIST``)."""
         while True:
             res = self._run("list", index, offset, limit)
             if res[0] != -1:
@@ -469,7 +530,7 @@ class RedisStore:
                 warnings.warn(
                     f"skipping session {_text(row[1])}: {key} is not a hash",
                     CorruptRecordWarning,
-                    stacklevel=2,
+                    stacklevel=3,
                 )
                 continue
             fields = dict(zip(row[::2], row[1::2], strict=True))
@@ -477,8 +538,18 @@ class RedisStore:
             try:
                 items.append(self._info(key, fields))
             except CorruptRecord as exc:
-                warnings.warn(f"skipping session: {exc}", CorruptRecordWarning, stacklevel=2)
-        return SessionPage(items=items, total=int(res[0]), offset=offset, limit=limit)
+                warnings.warn(f"skipping session: {exc}", CorruptRecordWarning, stacklevel=3)
+        return int(res[0]), items
+
+    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
+        ids = children_request(session_ids)
+        if not ids:
+            return {}
+        while True:
+            res = self._run("count_children", *ids)
+            if not res or res[0] != -1:
+                break
+        return {sid: int(n) for sid, n in zip(ids, res, strict=True)}
 
     def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
         title = check_title(title)
@@ -492,23 +563,31 @@ class RedisStore:
             raise SessionNotFound(session_id)
         return self.session_info(session_id)
 
-    def update_session(
-        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> SessionInfo:
-        check_session_fields(model, metadata)
+    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
         key = self._session_key(session_id)
+        change = session_change(self, session_id, fields)
+        if change.parent is not None:
+            linked = self._run("link", session_id, change.parent)
+            if isinstance(linked, list):  # listed under another already: the rule says so
+                change.new_parent(session_id, _text(linked[1]))
+            elif linked == 0:
+                raise SessionNotFound(session_id)
+            elif linked == -1:
+                raise SessionNotFound(change.parent)
 
         def merge(pipe: Pipeline) -> None:
             found, old = pipe.hmget(key, ["id", "metadata"])
             if found is None:
                 raise SessionNotFound(session_id)
             try:
-                merged = {**json.loads(_text(old or "{}")), **(metadata or {})}
+                merged = change.merged(json.loads(_text(old or "{}")))
             except ValueError as exc:
                 raise CorruptRecord(f"unreadable metadata: {exc}", where=key) from exc
             fields = {"metadata": json.dumps(merged)}
-            if model is not None:
-                fields["model"] = model
+            if change.model is not None:
+                fields["model"] = change.model
+            if change.title is not None:
+                fields["title"] = change.title
             pipe.multi()
             pipe.hset(key, mapping=fields)  # type: ignore[arg-type]
             self._queue_touch(pipe, session_id)
@@ -541,11 +620,10 @@ class RedisStore:
                 if holder is not None and not holder.is_stale():
                     raise SessionLocked(sid, holder)
             pipe.multi()
-            for sid, (agent, _) in zip(ids, rows, strict=True):
+            for sid in ids:
                 pipe.unlink(*self._keys(sid))  # freed in the background
-                for index in ("sessions", "ids", "expires", f"agent:{_text(agent or b'')}"):
-                    pipe.zrem(self.prefix + index, sid)
-                pipe.hdel(self.prefix + "owner", sid)
+            # then every index, the deleted sessions' children made top-level
+            pipe.eval(SCRIPTS["forget"], 0, self.prefix, *ids)
             return sum(1 for agent, _ in rows if agent is not None)
 
         return self._atomic(delete, *watched)
@@ -581,7 +659,7 @@ class RedisStore:
         self._session_key(session_id)
         bodies = stored_bodies(messages)
         tokens = sum(stored_tokens(messages))
-        now = utcnow()
+        now = append_time(messages)
         with self._translate():
             res = self._scripts["append"](
                 keys=[],

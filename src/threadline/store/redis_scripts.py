@@ -34,20 +34,50 @@ local function touch(id)
   end
 end
 
+-- a session is in 'sessions' and its agent's index, and either in its parent's
+-- 'kids:<parent>' or, listed under no other, in 'top' and its agent's 'top-agent:'
 local function reindex(id, score)
-  local agent = redis.call('HGET', P .. 's:' .. id, 'agent')
+  local s = P .. 's:' .. id
+  local agent = redis.call('HGET', s, 'agent')
+  local parent = redis.call('HGET', s, 'parent_id')
   redis.call('ZADD', P .. 'sessions', score, id)
   redis.call('ZADD', P .. 'agent:' .. agent, score, id)
+  if parent then
+    redis.call('ZADD', P .. 'kids:' .. parent, score, id)
+  else
+    redis.call('ZADD', P .. 'top', score, id)
+    redis.call('ZADD', P .. 'top-agent:' .. agent, score, id)
+  end
 end
 
+-- a session whose hash is gone leaves every index; its children become top-level
 local function forget(id)
   local agent = redis.call('HGET', P .. 'owner', id)
-  if agent then redis.call('ZREM', P .. 'agent:' .. agent, id) end
+  if agent then
+    redis.call('ZREM', P .. 'agent:' .. agent, id)
+    redis.call('ZREM', P .. 'top-agent:' .. agent, id)
+  end
+  local parent = redis.call('HGET', P .. 'up', id)
+  if parent then redis.call('ZREM', P .. 'kids:' .. parent, id) end
   redis.call('HDEL', P .. 'owner', id)
+  redis.call('HDEL', P .. 'up', id)
   redis.call('ZREM', P .. 'sessions', id)
+  redis.call('ZREM', P .. 'top', id)
   redis.call('ZREM', P .. 'ids', id)
   redis.call('ZREM', P .. 'expires', id)
   for _, part in ipairs(PARTS) do redis.call('UNLINK', P .. part .. id) end
+  local kids = redis.call('ZRANGE', P .. 'kids:' .. id, 0, -1, 'WITHSCORES')
+  for k = 1, #kids, 2 do
+    local kid = kids[k]
+    local ks = P .. 's:' .. kid
+    if redis.call('EXISTS', ks) == 1 then
+      redis.call('HDEL', ks, 'parent_id')
+      redis.call('HDEL', P .. 'up', kid)
+      redis.call('ZADD', P .. 'top', kids[k + 1], kid)
+      redis.call('ZADD', P .. 'top-agent:' .. redis.call('HGET', ks, 'agent'), kids[k + 1], kid)
+    end
+  end
+  redis.call('UNLINK', P .. 'kids:' .. id)
 end
 
 local function reap()
@@ -66,21 +96,53 @@ local function reap()
 end
 """
 
-# ARGV: P, id, agent, score, field, value, ...
+# ARGV: P, id, agent, score, parent ('' for none), field, value, ...
+# -> 1 | 0 the id is taken | -1 the parent does not exist
 _CREATE = """
-local id, agent, score = ARGV[2], ARGV[3], ARGV[4]
+local id, agent, score, parent = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if redis.call('EXISTS', P .. 's:' .. id) == 1 then return 0 end
+if parent ~= '' and redis.call('EXISTS', P .. 's:' .. parent) == 0 then return -1 end
 forget(id)
-redis.call('HSET', P .. 's:' .. id, unpack(ARGV, 5))
-redis.call('ZADD', P .. 'sessions', score, id)
-redis.call('ZADD', P .. 'agent:' .. agent, score, id)
+redis.call('HSET', P .. 's:' .. id, unpack(ARGV, 6))
+if parent ~= '' then redis.call('HSET', P .. 'up', id, parent) end
+reindex(id, score)
 redis.call('ZADD', P .. 'ids', 0, id)
 redis.call('HSET', P .. 'owner', id, agent)
 touch(id)
 return 1
 """
 
-# ARGV: P, id, updated_at, score, tokens, n, ids[n], bodies[n]
+# ARGV: P, id, parent -> 1 linked (or already) | 0 no session | -1 no parent
+#    | {-2, current parent}: listed under another already
+_LINK = """
+local id, parent = ARGV[2], ARGV[3]
+local s = P .. 's:' .. id
+if redis.call('EXISTS', s) == 0 then return 0 end
+if redis.call('EXISTS', P .. 's:' .. parent) == 0 then return -1 end
+local current = redis.call('HGET', s, 'parent_id')
+if current == parent then return 1 end
+if current then return {-2, current} end
+local agent = redis.call('HGET', s, 'agent')
+local score = redis.call('ZSCORE', P .. 'sessions', id)
+redis.call('HSET', s, 'parent_id', parent)
+redis.call('HSET', P .. 'up', id, parent)
+redis.call('ZREM', P .. 'top', id)
+redis.call('ZREM', P .. 'top-agent:' .. agent, id)
+if score then redis.call('ZADD', P .. 'kids:' .. parent, score, id) end
+touch(id)
+return 1
+"""
+
+# ARGV: P, id, ... -> {-1} (more to reap) | {count of children, ...} in the order given
+_COUNT_CHILDREN = f"""
+if reap() >= {REAP_BATCH} then return {{-1}} end
+local out = {{}}
+for k = 2, #ARGV do out[#out + 1] = redis.call('ZCARD', P .. 'kids:' .. ARGV[k]) end
+return out
+"""
+
+# ARGV: P, id, updated_at, score, tokens, n, ids[n], bodies[n]; updated_at only moves
+# forward (scores are minus microseconds: exact in a double, and compared as numbers)
 # -> {1, first seq} | {0, seq, body, ...} (already stored) | {-1} no session
 #    | {-2, id} partly stored | {-3, id} stored already or twice in the batch
 #    | {-4, llen, last_seq} the list and the counter disagree
@@ -119,10 +181,14 @@ for a = 1, n, {PUSH_CHUNK} do
   end
   redis.call('HSET', ix, unpack(seqs))
 end
-redis.call('HSET', s, 'last_seq', last + n, 'updated_at', ARGV[3])
+redis.call('HSET', s, 'last_seq', last + n)
 redis.call('HINCRBY', s, 'message_count', n)
 redis.call('HINCRBY', s, 'total_tokens', ARGV[5])
-reindex(id, ARGV[4])
+local was = tonumber(redis.call('ZSCORE', P .. 'sessions', id))
+if not was or tonumber(ARGV[4]) < was then
+  redis.call('HSET', s, 'updated_at', ARGV[3])
+  reindex(id, ARGV[4])
+end
 touch(id)
 return {{1, last + 1}}
 """
@@ -224,7 +290,8 @@ if start > len - 1 - stop then start, stop = start - len, stop - len end
 return {first, redis.call('LRANGE', m, start, stop)}
 """
 
-# ARGV: P, id, ... : forget the ids whose session hash is gone
+# ARGV: P, id, ... : forget the ids whose session hash is gone (expired, or deleted just
+# before in the same transaction)
 _FORGET = """
 for k = 2, #ARGV do
   if redis.call('EXISTS', P .. 's:' .. ARGV[k]) == 0 then forget(ARGV[k]) end
@@ -259,6 +326,8 @@ SCRIPTS: dict[str, str] = {
     name: _PRELUDE + body
     for name, body in (
         ("create", _CREATE),
+        ("link", _LINK),
+        ("count_children", _COUNT_CHILDREN),
         ("append", _APPEND),
         ("set_fields", _SET_FIELDS),
         ("checkpoint", _CHECKPOINT),

@@ -524,17 +524,35 @@ def _hit(info: SessionInfo, m: Message, q: SearchQuery) -> SearchHit:
     assert m.seq is not None
     text, marks = marked_snippet(display_text(message_pieces(m)), q)
     return SearchHit(
-        session_id=info.id, seq=m.seq, role=m.role, snippet=text, agent=info.agent, marks=marks
+        session_id=info.id,
+        seq=m.seq,
+        role=m.role,
+        snippet=text,
+        agent=info.agent,
+        marks=marks,
+        parent_id=info.parent_id,
     )
 
 
 def hit_from_body(
-    session_id: str, seq: int, role: str, agent: str | None, body: str, q: SearchQuery
+    session_id: str,
+    seq: int,
+    role: str,
+    agent: str | None,
+    body: str,
+    q: SearchQuery,
+    parent_id: str | None = None,
 ) -> SearchHit:
     """A hit of an indexed backend, its snippet made from the stored body."""
     text, marks = marked_snippet(display_text(body_pieces(body)), q)
     return SearchHit(
-        session_id=session_id, seq=seq, role=role, snippet=text, agent=agent, marks=marks
+        session_id=session_id,
+        seq=seq,
+        role=role,
+        snippet=text,
+        agent=agent,
+        marks=marks,
+        parent_id=parent_id,
     )
 
 

@@ -41,44 +41,44 @@ from threadline.errors import (
     ThreadlineError,
     UsageError,
 )
-from threadline.stamps import new_id, utcnow
+from threadline.stamps import utcnow
 from threadline.store import retraction, sqlite_files
 from threadline.store.base import (
     ANY_PREVIOUS,
-    DEFAULT_AGENT,
-    DEFAULT_PAGE_SIZE,
     MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
+    ListOptions,
     LockHolder,
     ScratchpadEntry,
     Session,
+    SessionChangeFields,
+    SessionFields,
     SessionInfo,
     SessionPage,
-    SessionStart,
+    append_time,
     bounded,
     bounded_or_none,
     check_checkpoint,
     check_scratchpad_entry,
-    check_session_fields,
     check_title,
+    children_request,
     format_ts,
+    list_request,
     new_checkpoint,
+    new_session,
     numbered,
     parse_ts,
     pick_unique,
     refuse_unknown_options,
     same_memo,
+    session_change,
     split_url_options,
-    stamped,
-    start_counters,
     stored_bodies,
     stored_times,
     stored_tokens,
     validate_agent,
-    validate_offset,
-    validate_page_size,
     validate_session_id,
 )
 from threadline.store.search_query import (
@@ -281,10 +281,43 @@ def m003_index_decoded_text(con: sqlite3.Connection) -> None:
     )
 
 
+def m004_session_parents(con: sqlite3.Connection) -> None:
+    """A session names the session it is listed under in ``parent_id`` (a subagent's
+    parent, a fork's), which listing filters on by index: ``sessions_by_parent`` serves
+    a parent's children and, from its NULL prefix, the top-level sessions in order; a
+    partial index serves those of one agent. A page of top-level sessions reads that
+    page, never every session's metadata. Deleting a parent makes its children
+    top-level (``ON DELETE SET NULL``).
+
+    Existing links move out of the metadata: a fork's point (``forked_from.session``) and
+    an imported subagent's ``parent_session``, when that session exists. Runs again
+    harmlessly (a version number set back)."""
+    if not any(r[1] == "parent_id" for r in con.execute("PRAGMA table_info(sessions)")):
+        con.execute(
+            "ALTER TABLE sessions ADD COLUMN parent_id TEXT "
+            "REFERENCES sessions (id) ON DELETE SET NULL"
+        )
+    _run_script(
+        con,
+        """
+        UPDATE sessions SET parent_id = (
+            SELECT p.id FROM sessions p WHERE p.id <> sessions.id AND p.id = (
+                CASE WHEN json_valid(sessions.metadata) THEN coalesce(
+                    json_extract(sessions.metadata, '$.forked_from.session'),
+                    json_extract(sessions.metadata, '$.parent_session')) END))
+        WHERE parent_id IS NULL;
+        CREATE INDEX IF NOT EXISTS sessions_top_by_agent ON sessions (agent, updated_at DESC, id)
+        WHERE parent_id IS NULL;
+        CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (parent_id, updated_at DESC, id);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_search_index_catches_up,
     m003_index_decoded_text,
+    m004_session_parents,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -642,41 +675,35 @@ class SQLiteStore:
     # -- sessions ---------------------------------------------------------------
 
     def create_session(
-        self,
-        *,
-        agent: str = DEFAULT_AGENT,
-        model: str | None = None,
-        title: str | None = None,
-        id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        lock: LockHolder | None = None,
-        start: SessionStart | None = None,
+        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
     ) -> Session:
-        sid = validate_session_id(id) if id is not None else new_id()
-        check_session_fields(model, metadata)
-        agent = validate_agent(agent)
-        now = format_ts(utcnow())
+        new = new_session(fields)
         with self._write() as con:
+            if new.parent is not None:
+                self._require(con, new.parent)
             try:
                 con.execute(
                     "INSERT INTO sessions (id, agent, model, title, created_at, updated_at, "
-                    "metadata, lock, last_seq, message_count, total_tokens) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "metadata, lock, parent_id, last_seq, message_count, total_tokens) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        sid,
-                        agent,
-                        model,
-                        check_title(title),
-                        now,
-                        now,
-                        json.dumps(stamped(metadata, start)),
+                        new.id,
+                        new.agent,
+                        new.model,
+                        new.title,
+                        new.created,
+                        new.updated,
+                        json.dumps(new.metadata),
                         lock.to_json() if lock else None,
-                        *start_counters(start),
+                        new.parent,
+                        new.last_seq,
+                        new.message_count,
+                        new.total_tokens,
                     ),
                 )
             except sqlite3.IntegrityError as exc:
-                raise SessionExists(sid) from exc
-        return Session(self, self.session_info(sid))
+                raise SessionExists(new.id) from exc
+        return Session(self, self.session_info(new.id))
 
     def get_session(self, id_or_prefix: str) -> Session:
         return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
@@ -703,21 +730,35 @@ class SQLiteStore:
             raise SessionNotFound(session_id)
         return _session_from_row(row)
 
-    def list_sessions(
-        self, *, agent: str | None = None, limit: int = DEFAULT_PAGE_SIZE, offset: int = 0
-    ) -> SessionPage:
-        validate_page_size(limit)
-        offset = validate_offset(offset)
-        where, args = ("", []) if agent is None else (" WHERE agent = ?", [validate_agent(agent)])
+    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
+        request = list_request(options)
+        where, args = request.where(":{}")
         with self._read() as con:
             total = con.execute("SELECT count(*) FROM sessions" + where, args).fetchone()[0]
             rows = con.execute(
-                _SESSION_SELECT + where + " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
-                [*args, limit, offset],
+                f"{_SESSION_SELECT}{where} ORDER BY updated_at DESC, id "
+                "LIMIT :limit OFFSET :offset",
+                {**args, "limit": request.limit, "offset": request.offset},
             ).fetchall()
         return SessionPage(
-            items=[_session_from_row(r) for r in rows], total=total, offset=offset, limit=limit
+            items=[_session_from_row(r) for r in rows],
+            total=total,
+            offset=request.offset,
+            limit=request.limit,
         )
+
+    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
+        counts = dict.fromkeys(children_request(session_ids), 0)
+        if counts:
+            marks = ", ".join("?" * len(counts))
+            with self._read() as con:
+                rows = con.execute(
+                    f"SELECT parent_id, count(*) FROM sessions WHERE parent_id IN ({marks}) "
+                    "GROUP BY parent_id",
+                    list(counts),
+                ).fetchall()
+            counts.update(dict(rows))
+        return counts
 
     def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
         title = check_title(title)
@@ -730,20 +771,27 @@ class SQLiteStore:
                 raise SessionNotFound(session_id)
         return self.session_info(session_id)
 
-    def update_session(
-        self, session_id: str, *, model: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> SessionInfo:
-        check_session_fields(model, metadata)
+    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
+        change = session_change(self, session_id, fields)
         with self._write() as con:
             row = con.execute(
-                "SELECT metadata FROM sessions WHERE id = ?", (session_id,)
+                "SELECT metadata, parent_id FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
-            merged = {**json.loads(row[0]), **(metadata or {})}
+            new_parent = change.new_parent(session_id, row[1])
+            if new_parent is not None:
+                self._require(con, new_parent)
             con.execute(
-                "UPDATE sessions SET model = COALESCE(?, model), metadata = ? WHERE id = ?",
-                (model, json.dumps(merged), session_id),
+                "UPDATE sessions SET model = COALESCE(?, model), title = COALESCE(?, title), "
+                "parent_id = COALESCE(?, parent_id), metadata = ? WHERE id = ?",
+                (
+                    change.model,
+                    change.title,
+                    new_parent,
+                    json.dumps(change.merged(json.loads(row[0]))),
+                    session_id,
+                ),
             )
         return self.session_info(session_id)
 
@@ -823,12 +871,12 @@ class SQLiteStore:
                 ) from exc
             con.execute(
                 "UPDATE sessions SET last_seq = ?, message_count = message_count + ?, "
-                "total_tokens = total_tokens + ?, updated_at = ? WHERE id = ?",
+                "total_tokens = total_tokens + ?, updated_at = max(updated_at, ?) WHERE id = ?",
                 (
                     seq + len(rows),
                     len(rows),
                     sum(tokens),
-                    format_ts(utcnow()),
+                    format_ts(append_time(messages)),
                     session_id,
                 ),
             )
@@ -1131,14 +1179,14 @@ class SQLiteStore:
                 )
                 total = con.execute(f"SELECT count(*) {found}", [*matches, *args]).fetchone()[0]
                 rows = con.execute(
-                    f"SELECT m.session_id, m.seq, m.role, s.agent, m.body {found} "
+                    f"SELECT m.session_id, m.seq, m.role, s.agent, m.body, s.parent_id {found} "
                     "ORDER BY m.created_at DESC, m.session_id, m.seq DESC LIMIT ? OFFSET ?",
                     [*matches, *args, limit, offset],
                 ).fetchall()
             finally:
                 con.execute("COMMIT")
         return SearchPage(
-            (hit_from_body(r[0], r[1], r[2], r[3], r[4], q) for r in rows),
+            (hit_from_body(r[0], r[1], r[2], r[3], r[4], q, r[5]) for r in rows),
             total=total,
             offset=offset,
         )
@@ -1226,7 +1274,7 @@ def _search_where(f: SearchFilters) -> tuple[str, list[Any]]:
 
 _SESSION_SELECT = (
     "SELECT id, agent, model, title, created_at, updated_at, message_count, total_tokens, "
-    "last_seq, metadata FROM sessions"
+    "last_seq, metadata, parent_id FROM sessions"
 )
 _INDEX_STATE = (
     "SELECT indexed_upto, (SELECT COALESCE(MAX(rowid), 0) FROM messages) FROM search_index"
@@ -1253,6 +1301,7 @@ def _session_from_row(row: Any) -> SessionInfo:
         total_tokens=row[7],
         last_seq=row[8],
         metadata=json.loads(row[9]),
+        parent_id=row[10],
     )
 
 
