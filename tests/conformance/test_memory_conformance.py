@@ -8,6 +8,7 @@ is also a hypothesis property. Redis declares memory unsupported, tested here to
 from __future__ import annotations
 
 import contextlib
+import copy
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -189,10 +190,13 @@ def test_export_import_round_trip(backend: str, memory: MemoryStore, tmp_path: P
     other_store = open_store(other_url)
     try:
         other = open_memory(other_store)
-        assert other.import_(data) == len(data["facts"]) + len(data["entities"]) + len(
+        first = other.import_(data)
+        assert first.added == len(data["facts"]) + len(data["entities"]) + len(
             data["relations"]
         ) + len(data["episodes"])
-        other.import_(data)  # ids kept: importing twice changes nothing
+        assert (first.kept, first.replaced, first.other_scopes) == (0, 0, {})
+        again = other.import_(data)  # ids kept: importing twice changes nothing
+        assert (again.added, again.replaced, again.kept) == (0, 0, first.added)
         assert other.export() == data
         assert [f.statement for f in other.list_facts("agent:a")] == ["Ana lives in Porto"]
         other.close()
@@ -248,3 +252,28 @@ def test_redis_declares_memory_unsupported(tmp_path: Path) -> None:
     for store in clean_store("redis", tmp_path):
         with pytest.raises(NotSupported, match="Redis"):
             open_memory(store)
+
+
+def test_import_keeps_what_is_stored_and_replaces_only_in_its_scope(memory: MemoryStore) -> None:
+    """An edited export cannot overwrite a scope's facts: records present are kept unless
+    ``replace`` is asked, and then only in the scope imported, never moved across."""
+    alice = memory.write_fact("user:alice", "Alice lives in Oslo", subject="Alice")
+    data = memory.export("user:alice")
+    edited = copy.deepcopy(data)
+    edited["facts"][0]["statement"] = "Alice lives in Mordor"
+    kept = memory.import_(edited, scope="user:alice")
+    assert (kept.added, kept.kept, kept.replaced) == (0, len(data["facts"]) + 1, 0)
+    assert memory.get_fact(alice.id) == alice
+    moved = copy.deepcopy(edited)
+    moved["facts"][0]["scope"] = "agent:mallory"
+    refused = memory.import_(moved, scope="agent:mallory", replace=True)
+    assert (refused.added, refused.kept, refused.replaced) == (0, 1, 0)
+    assert refused.other_scopes == {"user:alice": 1}  # its entity stays behind
+    assert memory.get_fact(alice.id) == alice
+    assert memory.list_facts("agent:mallory") == []
+    replaced = memory.import_(edited, scope="user:alice", replace=True)
+    assert replaced.replaced == len(data["facts"]) + 1
+    changed = memory.get_fact(alice.id)
+    assert changed is not None and changed.statement == "Alice lives in Mordor"
+    other = memory.import_(edited, scope="project:elsewhere")
+    assert other.written == other.kept == 0 and other.other_scopes == {"user:alice": 2}

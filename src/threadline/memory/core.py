@@ -7,6 +7,7 @@ what provenance a fact keeps) is written once here.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Unpack
@@ -22,6 +23,7 @@ from threadline.memory.base import (
     Fact,
     FactFields,
     MemoryHit,
+    MemoryImport,
     Relation,
     Source,
     check_scope,
@@ -382,37 +384,76 @@ class Memory:
             out[section] = sorted(bodies, key=lambda b: b["id"])
         return out
 
-    def import_(self, data: dict[str, Any]) -> int:
-        """Load an ``export``; records keep their ids, so importing twice changes nothing.
+    def import_(
+        self, data: dict[str, Any], *, scope: str | None = None, replace: bool = False
+    ) -> MemoryImport:
+        """Load an ``export``: the records of ``scope`` (None: of every scope in it).
 
-        Returns how many records were read. Bad data raises ``ImportFormatError`` and
-        stores nothing."""
-        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-            raise ImportFormatError(f"not a threadline memory export (format {EXPORT_FORMAT!r})")
-        if not isinstance(data.get("version"), int) or data["version"] > EXPORT_VERSION:
-            raise ImportFormatError(
-                f"memory export version {data.get('version')!r} is not one this threadline reads"
-            )
-        parsed: dict[str, list[Any]] = {}
-        for section, model in _SECTIONS.items():
-            items = data.get(section, [])
-            if not isinstance(items, list):
-                raise ImportFormatError(f"{section} must be a list")
-            try:
-                parsed[section] = [model.model_validate(item) for item in items]
-            except ValidationError as exc:
-                raise ImportFormatError(f"bad record in {section}: {exc.errors()[0]}") from None
-            for record in parsed[section]:
-                check_scope(record.scope)
-                if isinstance(record, Fact):
-                    check_statement(record.statement)
-        rows = [
-            *(entity_row(e) for e in parsed["entities"]),
-            *(row for e in parsed["entities"] for row in alias_rows(e, e.aliases)),
-            *(fact_row(f) for f in parsed["facts"]),
-            *(relation_row(r) for r in parsed["relations"]),
-            *(episode_row(e) for e in parsed["episodes"]),
-        ]
+        Records keep their ids. One already stored is kept as it is (importing twice
+        changes nothing, and an edited export cannot overwrite what a scope holds);
+        ``replace`` overwrites those stored in the same scope, never a record of
+        another scope. Bad data raises ``ImportFormatError`` and stores nothing."""
+        if scope is not None:
+            check_scope(scope)
+        parsed = _parse_export(data)
+        report = MemoryImport(scope=scope)
+        other: Counter[str] = Counter()
+        rows: list[Row] = []
         with self.records.transaction():
+            for section, kind in _KIND_OF.items():
+                chosen = []
+                for record in parsed[section]:
+                    if scope is None or record.scope == scope:
+                        chosen.append(record)
+                    else:
+                        other[record.scope] += 1
+                stored = {b["id"]: b for b in self.records.get(kind, [r.id for r in chosen])}
+                for record in chosen:
+                    old = stored.get(record.id)
+                    if old is None:
+                        report.added += 1
+                    elif replace and old.get("scope") == record.scope:
+                        report.replaced += 1
+                    else:
+                        report.kept += 1
+                        continue
+                    rows += _rows_of(record)
             self.records.put(rows)
-        return sum(len(v) for v in parsed.values())
+        report.other_scopes = dict(sorted(other.items()))
+        return report
+
+
+def _parse_export(data: dict[str, Any]) -> dict[str, list[Any]]:
+    """Every record of an export, validated (``ImportFormatError`` on the first bad one)."""
+    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+        raise ImportFormatError(f"not a threadline memory export (format {EXPORT_FORMAT!r})")
+    if not isinstance(data.get("version"), int) or data["version"] > EXPORT_VERSION:
+        raise ImportFormatError(
+            f"memory export version {data.get('version')!r} is not one this threadline reads"
+        )
+    parsed: dict[str, list[Any]] = {}
+    for section, model in _SECTIONS.items():
+        items = data.get(section, [])
+        if not isinstance(items, list):
+            raise ImportFormatError(f"{section} must be a list")
+        try:
+            parsed[section] = [model.model_validate(item) for item in items]
+        except ValidationError as exc:
+            raise ImportFormatError(f"bad record in {section}: {exc.errors()[0]}") from None
+        for record in parsed[section]:
+            check_scope(record.scope)
+            if isinstance(record, Fact):
+                check_statement(record.statement)
+    return parsed
+
+
+def _rows_of(record: BaseModel) -> list[Row]:
+    """The rows that store one exported record (an entity's aliases with it)."""
+    if isinstance(record, Entity):
+        return [entity_row(record), *alias_rows(record, record.aliases)]
+    if isinstance(record, Fact):
+        return [fact_row(record)]
+    if isinstance(record, Relation):
+        return [relation_row(record)]
+    assert isinstance(record, Episode)
+    return [episode_row(record)]
