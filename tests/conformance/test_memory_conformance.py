@@ -10,9 +10,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +22,18 @@ from hypothesis import strategies as st
 from tests.conformance.backends import clean_store, cleanup_url, make_url
 from threadline import Message, Store, open_store
 from threadline.errors import ImportFormatError, NotSupported, UsageError
-from threadline.memory import MemoryRecorder, MemoryStore, open_memory
+from threadline.memory import (
+    Entity,
+    Episode,
+    Extraction,
+    Fact,
+    MemoryRecorder,
+    MemoryStore,
+    Relation,
+    open_memory,
+)
+from threadline.memory.core import EXTRACTION_BATCH, Memory
+from threadline.memory.records import Records, Row
 
 MEMORY_BACKENDS = ["memory", "sqlite", "jsonl", "postgres"]
 _MARKS = {"postgres": [pytest.mark.postgres]}
@@ -277,3 +289,68 @@ def test_import_keeps_what_is_stored_and_replaces_only_in_its_scope(memory: Memo
     assert changed is not None and changed.statement == "Alice lives in Mordor"
     other = memory.import_(edited, scope="project:elsewhere")
     assert other.written == other.kept == 0 and other.other_scopes == {"user:alice": 2}
+
+
+class CountingRecords:
+    """A backend's records, counting the distinct records of each kind that every
+    outermost write transaction stores."""
+
+    def __init__(self, inner: Records) -> None:
+        self.inner = inner
+        self.depth = 0
+        self.transactions: list[dict[str, set[str]]] = []
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.depth += 1
+        if self.depth == 1:
+            self.transactions.append({})
+        try:
+            with self.inner.transaction():
+                yield
+        finally:
+            self.depth -= 1
+
+    def put(self, rows: Sequence[Row]) -> None:
+        assert self.depth, "a write outside a transaction"
+        for row in rows:
+            self.transactions[-1].setdefault(row.kind, set()).add(row.id)
+        self.inner.put(rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_large_extraction_is_written_in_small_transactions(memory: MemoryStore) -> None:
+    """A flush of thousands of facts must not hold the store's write lock for its whole
+    length (SQLite: one writer at a time): no transaction stores more than
+    ``EXTRACTION_BATCH`` records of a kind, and everything is stored."""
+    assert isinstance(memory, Memory)
+    n = EXTRACTION_BATCH * 4 + 7
+    found = Extraction()
+    for i in range(n):
+        name = f"Person {i}"
+        found.entities.append(Entity(scope="agent:a", name=name, kind="person"))
+        found.episodes.append(
+            Episode(scope="agent:a", session_id="s1", seq=i + 1, text=f"{name} moved to Town {i}")
+        )
+        found.facts.append(
+            Fact(
+                scope="agent:a",
+                subject=name,
+                statement=f"{name} lives in Town {i}",
+                session_id="s1",
+                seq=i + 1,
+            )
+        )
+        found.relations.append(
+            Relation(scope="agent:a", source=name, label="lives in", target=f"Town {i}")
+        )
+    counting = CountingRecords(memory.records)
+    memory.records = counting
+    assert memory.store_extraction("agent:a", found) == n
+    biggest = max(len(ids) for t in counting.transactions for ids in t.values())
+    assert biggest <= EXTRACTION_BATCH, f"{biggest} records of one kind in one transaction"
+    assert len(memory.list_facts("agent:a")) == n
+    assert len(memory.list_entities("agent:a")) == n
+    assert len(memory.export("agent:a")["episodes"]) == n
