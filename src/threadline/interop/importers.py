@@ -184,15 +184,46 @@ def _too_large(name: str, limit: int, size: int | None = None) -> ImportTooLarge
     )
 
 
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """``path`` opened for reading if it is a regular file, else ``ImportFormatError``
+    saying what it is. Opened without blocking and checked on the open descriptor: a
+    named pipe with no writer would hang ``open`` itself, and one that has a writer, or
+    a device, may never end (standard input, ``-``, is where a stream is read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise ImportFormatError(
+                f"{kind}, not a regular file: only files are imported (pipe a stream into "
+                "`threadline sessions import -`)",
+                path=str(path),
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _read_text(path: Path, max_bytes: int | None = None) -> str:
     """The file's text: at most ``max_bytes`` (default ``import_limit()``), strict
     UTF-8, and, for JSON, nested no deeper than ``MAX_JSON_DEPTH`` (the parser recurses,
     so this is checked before any parse, for every reader and every caller)."""
     limit = import_limit() if max_bytes is None else max_bytes
-    with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
-            raise _too_large(str(path), limit, st.st_size)  # refused before reading
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise _too_large(str(path), limit, size)  # refused before reading
         data = read_bounded(f, limit, str(path))
     if data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"[", b"{"):
         deep = nesting_too_deep(data)
