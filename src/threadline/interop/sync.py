@@ -67,6 +67,14 @@ SUFFIXES = (".jsonl", ".json", ".traj", ".db", ".sqlite", ".sqlite3")
 """Files a directory walk considers (databases: agsh, Agents SDK); aider's history is
 found by its name."""
 AIDER_HISTORY = ".aider.chat.history.md"
+LAST_WRITTEN = (
+    "source_sha256",
+    "source_messages",
+    "source_fingerprint",
+    "source_checkpoints",
+)
+"""A session's import markers: written after its messages and checkpoints, in one
+update, so a session that has them holds everything they count (see ``Syncer``)."""
 _ID_NAMESPACE = uuid.UUID("6f0c9a52-1d7e-4c1b-9a43-2f5e8b7d0c11")
 """Namespace of the message ids derived from a source (see the module docstring)."""
 
@@ -363,8 +371,8 @@ class Syncer:
         runs = same[0].metadata.get("source_runs", 1)
         by_run = {i.metadata.get("source_run", 1): i for i in same}
         wanted = [self.run] if self.run is not None else list(range(1, int(runs) + 1))
-        if any(r not in by_run for r in wanted):
-            return None
+        if any(r not in by_run or not self._holds_its_counts(by_run[r]) for r in wanted):
+            return None  # parsed and synced: a damaged session is repaired there
         results = []
         for r in wanted:
             info = self._link_parent(by_run[r])
@@ -380,6 +388,17 @@ class Syncer:
                 )
             )
         return results
+
+    def _holds_its_counts(self, info: SessionInfo) -> bool:
+        """Whether the session holds at least what its markers say was imported (an
+        import before markers were written last could record counts it never stored)."""
+        meta = info.metadata
+        messages, checkpoints = meta.get("source_messages"), meta.get("source_checkpoints", 0)
+        if not isinstance(messages, int) or not isinstance(checkpoints, int):
+            return False
+        if info.last_seq < messages:
+            return False
+        return checkpoints == 0 or len(self.store.list_checkpoints(info.id)) >= checkpoints
 
     def _parent_id(self, metadata: dict[str, Any]) -> str | None:
         fmt, parent = metadata.get("source_format"), metadata.get("parent_source_id")
@@ -452,13 +471,13 @@ class Syncer:
         agent = self.agent or validate_agent(imported.agent or DEFAULT_AGENT)
         prepared = prepare_messages(imported.model, messages)  # refuse before creating
         checkpoints = [checkpoint_args(c, len(prepared), where) for c in imported.checkpoints]
-        metadata = {
-            **imported.metadata,
-            **facts,
-            "source_messages": len(messages),
-            "source_fingerprint": fingerprint(messages),
-            "source_checkpoints": len(checkpoints),
-        }
+        metadata = {**imported.metadata, **facts}
+        markers = {k: metadata.pop(k) for k in LAST_WRITTEN if k in metadata}
+        markers.update(
+            source_messages=len(messages),
+            source_fingerprint=fingerprint(messages),
+            source_checkpoints=len(checkpoints),
+        )
         parent = self._parent_id(metadata)
         if parent is not None:
             metadata["parent_session"] = parent
@@ -474,11 +493,12 @@ class Syncer:
                 self.store.add_checkpoint(
                     session.id, covers_up_to=covers_up_to, summary=summary, metadata=cp_metadata
                 )
+            # last: a session without them is an import cut short, completed next time
+            info = self.store.update_session(session.id, metadata=markers)
         except BaseException:
             with contextlib.suppress(ThreadlineError):
                 self.store.delete_session(session.id, force=True)  # all or nothing
             raise
-        info = self.store.session_info(session.id)
         self._remember(info)
         result.session_id, result.title = info.id, info.title
         result.messages_added, result.checkpoints_added = len(prepared), len(checkpoints)
@@ -496,25 +516,11 @@ class Syncer:
     ) -> None:
         meta = info.metadata
         result.session_id, result.title = info.id, info.title
-        done = meta.get("source_messages")
         messages = imported.messages
-        if (
-            not isinstance(done, int)
-            or len(messages) < done
-            or fingerprint(messages[:done]) != meta.get("source_fingerprint")
-        ):
-            raise ImportFormatError(
-                f"already imported as session {info.id}, but it no longer begins with the "
-                "messages imported then; delete that session to import it afresh",
-                path=where,
-            )
-        if info.last_seq != done:
-            raise UsageError(
-                f"session {info.id} (imported from {where}) has had messages added since; "
-                "not syncing into it"
-            )
+        fmt = facts["source_format"]
+        done = self._imported_count(info, messages, fmt, key, where)
+        complete = done == meta.get("source_messages") and self._holds_its_counts(info)
         fresh = messages[done:]
-        done_checkpoints = int(meta.get("source_checkpoints", 0))
         # beyond the latest stored one: a source may keep only its latest (supyagent)
         latest = self.store.latest_checkpoint(info.id)
         reached = latest.covers_up_to if latest is not None else -1
@@ -525,7 +531,7 @@ class Syncer:
         ]
         refresh = {k: v for k, v in imported.metadata.items() if k != "import_repairs"}
         refresh.update(facts)
-        if not fresh and not checkpoints:
+        if complete and not fresh and not checkpoints:
             changed = {k: v for k, v in refresh.items() if meta.get(k) != v}
             if changed:
                 info = self.store.update_session(info.id, metadata=changed)
@@ -540,28 +546,27 @@ class Syncer:
             flag_chains(window)  # against what is stored, not against the re-read source
             repairs = repair_counts(fresh)
             for i, m in enumerate(fresh, start=done):
-                m.id = _message_id(facts["source_format"], key, i)
+                m.id = _message_id(fmt, key, i)
             self.store.append_messages(info.id, prepare_messages(info.model, fresh))
+        for covers, summary, cp_metadata in checkpoints:
+            self.store.add_checkpoint(
+                info.id, covers_up_to=covers, summary=summary, metadata=cp_metadata
+            )
         total = Counter(meta.get("import_repairs") or {})
         total.update(repairs)
         refresh.update(
             {
                 "source_messages": len(messages),
                 "source_fingerprint": fingerprint(messages),
+                "source_checkpoints": len(self.store.list_checkpoints(info.id)),
                 "import_repairs": dict(sorted(total.items())),
             }
         )
         parent = self._parent_id({**meta, **refresh})
         if parent is not None:
             refresh["parent_session"] = parent
-        self.store.update_session(info.id, model=imported.model, metadata=refresh)
-        for covers, summary, cp_metadata in checkpoints:
-            self.store.add_checkpoint(
-                info.id, covers_up_to=covers, summary=summary, metadata=cp_metadata
-            )
-        info = self.store.update_session(
-            info.id, metadata={"source_checkpoints": done_checkpoints + len(checkpoints)}
-        )
+        # the markers (text hash, counts, fingerprint) last, in one write
+        info = self.store.update_session(info.id, model=imported.model, metadata=refresh)
         if info.title is None and imported.title is not None:
             info = self.store.rename_session(info.id, imported.title)
         self._remember(info)
@@ -569,6 +574,43 @@ class Syncer:
         result.title = info.title
         result.messages_added, result.checkpoints_added = len(fresh), len(checkpoints)
         result.repairs = repairs
+
+    def _imported_count(
+        self, info: SessionInfo, messages: list[Message], fmt: str, key: str, where: str
+    ) -> int:
+        """How many of the source's first messages the session holds, checked to be
+        them: by the markers when the session holds what they say, else (an import cut
+        short) by reading it, its messages known by the ids derived from the source."""
+        meta = info.metadata
+        marked = meta.get("source_messages")
+        if isinstance(marked, int) and info.last_seq == marked:
+            if len(messages) < marked or fingerprint(messages[:marked]) != meta.get(
+                "source_fingerprint"
+            ):
+                raise _no_longer_begins(info, where)
+            return marked
+        stored = self.store.read_messages(info.id)
+        ours = 0
+        for m in stored:
+            if m.id != _message_id(fmt, key, ours):
+                break
+            ours += 1
+        if ours < len(stored):
+            raise UsageError(
+                f"session {info.id} (imported from {where}) has had messages added since; "
+                "not syncing into it"
+            )
+        if ours > len(messages) or fingerprint(stored) != fingerprint(messages[:ours]):
+            raise _no_longer_begins(info, where)
+        return ours
+
+
+def _no_longer_begins(info: SessionInfo, where: str) -> ImportFormatError:
+    return ImportFormatError(
+        f"already imported as session {info.id}, but it no longer begins with the "
+        "messages imported then; delete that session to import it afresh",
+        path=where,
+    )
 
 
 def _message_id(fmt: str, key: str, index: int) -> str:
