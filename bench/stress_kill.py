@@ -17,6 +17,10 @@ version of this (tests/test_sqlite_store.py, tests/test_jsonl_store.py); this
 script is the long one, run by hand:
 
     python bench/stress_kill.py [--kills 200] [--pg-kills 50] [--backends sqlite,jsonl,postgres]
+
+``--import-kills N`` runs another mode instead: ``threadline sessions import`` of a
+directory of real transcripts (``--import-dir``, default ``../shared/transcripts``)
+killed N times at random instants (see ``run_import_kills``).
 """
 
 from __future__ import annotations
@@ -120,7 +124,17 @@ def main() -> None:
     ap.add_argument("--pg-kills", type=int, default=50, help="kills on PostgreSQL")
     ap.add_argument("--backends", default="sqlite,jsonl,postgres")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument(
+        "--import-kills",
+        type=int,
+        default=0,
+        help="instead: kill a directory import this many times (its own mode; 50 or more)",
+    )
+    ap.add_argument("--import-dir", default=IMPORT_DIR, help="the transcripts to import")
     args = ap.parse_args()
+    if args.import_kills:
+        import_main(args.import_dir, args.import_kills, args.seed)
+        return
     from rich.console import Console
     from rich.table import Table
 
@@ -157,6 +171,144 @@ def main() -> None:
     bad = [t.backend for t in tallies if t.lost or t.duplicated or t.torn or t.out_of_order]
     if bad:
         sys.exit(f"crash safety broken on: {', '.join(bad)}")
+
+
+# -- a directory import killed at random instants -------------------------------------
+#
+# Its own mode (``--import-kills N``): a real directory of transcripts is imported
+# with ``threadline sessions import DIR`` into a fresh SQLite store, and the import
+# is killed with SIGKILL at a random instant within the time a whole import takes.
+# Each source must then be complete (its session holds what an import that was not
+# killed stores) or not yet there: no session, or one cut short (no import markers
+# yet). None may be damaged (markers that count what is not stored: it would read as
+# ``unchanged`` for good). A second import must then make every source complete.
+
+IMPORT_DIR = "../shared/transcripts"
+"""Where the real transcripts are, beside the repository."""
+CLI = [sys.executable, "-c", "from threadline.cli.app import main; main()"]
+IMPORT_MARKERS = ("source_sha256", "source_messages", "source_fingerprint", "source_checkpoints")
+
+
+@dataclass
+class ImportTally:
+    kills: int = 0
+    complete: int = 0
+    cut_short: int = 0
+    absent: int = 0
+    damaged: int = 0
+    repaired: int = 0
+    wrong_after_repair: int = 0
+    seconds: float = 0.0
+
+
+def import_states(url: str) -> dict[str, tuple[bool, int, int]]:
+    """Per source id: (markers written, messages stored, checkpoints stored)."""
+    store = open_store(url)
+    try:
+        out: dict[str, tuple[bool, int, int]] = {}
+        offset = 0
+        while True:
+            page = store.list_sessions(limit=200, offset=offset)
+            for info in page.items:
+                marked = all(k in info.metadata for k in IMPORT_MARKERS)
+                checkpoints = len(store.list_checkpoints(info.id))
+                out[str(info.metadata.get("source_id"))] = (marked, info.last_seq, checkpoints)
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                return out
+    finally:
+        store.close()
+
+
+def import_dir(url: str, directory: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [*CLI, "--store", url, "sessions", "import", directory, "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def run_import_kills(directory: str, kills: int, seed: int, tmp: str) -> ImportTally:
+    tally = ImportTally()
+    reference_url = f"sqlite://{tmp}/import-reference.db"
+    started = time.perf_counter()
+    import_dir(reference_url, directory).wait()
+    whole = time.perf_counter() - started
+    reference = import_states(reference_url)
+    rng = random.Random(seed)
+    started = time.perf_counter()
+    for kill in range(kills):
+        url = f"sqlite://{tmp}/import-{kill}.db"
+        child = import_dir(url, directory)
+        time.sleep(rng.uniform(0.0, whole))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        tally.kills += 1
+        states = import_states(url)
+        short = set()
+        for key, want in reference.items():
+            got = states.get(key)
+            if got is None:
+                tally.absent += 1
+            elif not got[0]:
+                tally.cut_short += 1
+                short.add(key)
+            elif got == want:
+                tally.complete += 1
+            else:
+                tally.damaged += 1
+        import_dir(url, directory).wait()
+        after = import_states(url)
+        tally.repaired += sum(1 for key in short if after.get(key) == reference[key])
+        tally.wrong_after_repair += sum(
+            1 for key, want in reference.items() if after.get(key) != want
+        )
+    tally.seconds = time.perf_counter() - started
+    return tally
+
+
+def print_import_tally(tally: ImportTally, directory: str, sources: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"SIGKILL during `sessions import {directory}` ({sources} conversations)")
+    columns = (
+        "kills",
+        "complete",
+        "cut short",
+        "absent",
+        "damaged",
+        "repaired",
+        "wrong after",
+        "s",
+    )
+    for col in columns:
+        table.add_column(col, justify="right")
+    table.add_row(
+        f"{tally.kills}",
+        f"{tally.complete:,}",
+        f"{tally.cut_short}",
+        f"{tally.absent:,}",
+        f"{tally.damaged}",
+        f"{tally.repaired}",
+        f"{tally.wrong_after_repair}",
+        f"{tally.seconds:.0f}",
+    )
+    Console().print(table)
+    print(
+        "per kill, each source: complete, cut short (a session without its markers) or "
+        "absent; damaged must be 0. repaired: cut-short sessions completed by the next "
+        "import; wrong after: sources not equal to an unkilled import after it (must be 0)"
+    )
+
+
+def import_main(directory: str, kills: int, seed: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="threadline-import-kill-") as tmp:
+        tally = run_import_kills(directory, kills, seed, tmp)
+        sources = len(import_states(f"sqlite://{tmp}/import-reference.db"))
+    print_import_tally(tally, directory, sources)
+    if tally.damaged or tally.wrong_after_repair:
+        sys.exit("a killed directory import left damage behind")
 
 
 if __name__ == "__main__":
