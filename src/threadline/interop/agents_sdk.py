@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from threadline.errors import ImportFormatError, InvalidMessage
+from threadline.interop import databases
 from threadline.interop.records import Parsed, stamp, utc_iso
 from threadline.interop.responses_format import items_to_messages, messages_to_items
 
@@ -42,6 +43,7 @@ def parse(conn: sqlite3.Connection, name: str, tables: dict[str, set[str]]) -> P
             f"SELECT session_id, created_at, updated_at FROM {SESSIONS_TABLE}"
         ):
             times[str(sid)] = (created, updated)
+    databases.index_sessions(conn, MESSAGES_TABLE)
     order = conn.execute(
         f"SELECT session_id FROM {MESSAGES_TABLE} GROUP BY session_id ORDER BY MIN(id)"
     ).fetchall()

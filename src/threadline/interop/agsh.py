@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from threadline.errors import ImportFormatError, InvalidMessage
+from threadline.interop import databases
 from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.openai_format import content_from_openai, tool_call_from_openai
 from threadline.interop.records import Parsed, stamp, utc_iso
@@ -51,6 +52,7 @@ def parse(conn: sqlite3.Connection, name: str, tables: dict[str, set[str]]) -> P
         ):
             size = len(content) if isinstance(content, str | bytes) else 0
             scratch.setdefault(str(sid), []).append({"name": str(entry), "chars": size})
+    databases.index_sessions(conn, "messages")
     has_meta = "metadata" in tables["sessions"]
     sessions = conn.execute(
         "SELECT id, created_at, updated_at, "
