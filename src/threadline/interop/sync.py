@@ -167,6 +167,9 @@ class Source:
     """None for standard input."""
     found: bool = False
     """Found by walking a directory, so a file that is no conversation is skipped."""
+    refused: str | None = None
+    """Why a file found in a directory is not read (a link out of it, a link loop): the
+    source fails with this, and the rest of the directory is imported."""
 
     @property
     def name(self) -> str:
@@ -188,7 +191,7 @@ def find_sources(args: Sequence[str]) -> list[Source]:
             continue
         path = Path(arg).expanduser()
         if path.is_dir():
-            found = [Source(p, found=True) for p in _walk(path)]
+            found = list(_walk(path))
             if not found:
                 raise UsageError(
                     f"no files to import under {arg} (looked for {', '.join(SUFFIXES)} "
@@ -199,19 +202,45 @@ def find_sources(args: Sequence[str]) -> list[Source]:
         else:
             raise UsageError(f"no such file or directory: {arg}")
         for source in found:
-            key = source.path.resolve() if source.path else Path(STDIN)
-            if key not in seen:
-                seen.add(key)
+            key = _resolved(source.path) if source.path else Path(STDIN)
+            if key is None or key not in seen:  # a link loop is reported, not merged
+                if key is not None:
+                    seen.add(key)
                 sources.append(source)
     return sorted(sources, key=lambda s: s.path is not None and s.path.parent.name == "subagents")
 
 
-def _walk(top: Path) -> Iterator[Path]:
-    for root, dirs, files in os.walk(top):  # symlinked directories are not followed
+def _resolved(path: Path) -> Path | None:
+    """Where ``path`` leads, links followed; None for a link loop (``resolve`` raises
+    ``RuntimeError`` there on Python 3.11 and 3.12, ``OSError`` later)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return None
+
+
+def _walk(top: Path) -> Iterator[Source]:
+    """Candidate files under ``top``. Symlinked directories are not followed; a
+    symlinked file is followed only while it stays inside ``top`` (a link to a file
+    elsewhere is refused, as is a link loop, each as its own failed source)."""
+    inside = _resolved(top) or top
+    for root, dirs, files in os.walk(top):
         dirs.sort()
         for name in sorted(files):
-            if name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY):
-                yield Path(root) / name
+            if not (name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY)):
+                continue
+            path = Path(root) / name
+            refused = None
+            if path.is_symlink():
+                target = _resolved(path)
+                if target is None:
+                    refused = "a symbolic link loop: not followed"
+                elif not target.is_relative_to(inside):
+                    refused = (
+                        f"a symbolic link to {target}, outside {top}: not followed "
+                        "(import that file by its own path to include it)"
+                    )
+            yield Source(path, found=True, refused=refused)
 
 
 # -- syncing -------------------------------------------------------------------------
@@ -296,6 +325,8 @@ class Syncer:
         shows them); an interrupt or an unexpected bug propagates.
         """
         try:
+            if source.refused is not None:
+                raise ImportFormatError(source.refused, path=source.name)
             text = self._read(source)
             base = str(source.path.resolve()) if source.path is not None else STDIN
             unchanged = self._unchanged_by_hash(source, base, text.sha256)
@@ -306,6 +337,9 @@ class Syncer:
             return [_failed(source, exc, skip=source.found)]
         except (ThreadlineError, OSError) as exc:
             return [_failed(source, exc)]
+        except RecursionError as exc:  # nesting no reader's check caught: this source's own
+            deep = ImportFormatError(f"nests too deep to read ({exc})", path=source.name)
+            return [_failed(source, deep)]
         if self.run is not None:
             if self.run > len(sessions):
                 held = f"{len(sessions)} conversation{'s' if len(sessions) != 1 else ''}"
