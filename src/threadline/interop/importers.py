@@ -52,7 +52,7 @@ from threadline.errors import (
     InvalidMessage,
     UsageError,
 )
-from threadline.interop import agents_sdk, agsh, databases, supyagent
+from threadline.interop import agents_sdk, agsh, bounds, databases, supyagent
 from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.export import EXPORT_FORMAT, ImportedSession, from_json_export
 from threadline.interop.openai_format import (
@@ -1194,12 +1194,38 @@ def sessions_from_source(source: SourceText, *, fresh_ids: bool = True) -> list[
         fmt = _detect(source.text, where)
         if fmt == "threadline":
             data = _load_json(source.text, where)
-            return [from_json_export(data, path=source.name, fresh_ids=fresh_ids)]
+            return [_bounded(from_json_export(data, path=source.name, fresh_ids=fresh_ids))]
         if fmt == "supyagent":  # its summary was read (and hashed) with it
             parsed = supyagent.parse(source.text, where, source.companion)
         else:
             parsed = _PARSERS[fmt](source.text, where)
-    return [_session(fmt, parsed, i, began) for i in range(len(parsed.runs))]
+    return [_bounded(_session(fmt, parsed, i, began)) for i in range(len(parsed.runs))]
+
+
+def _bounded(imported: ImportedSession) -> ImportedSession:
+    """``imported`` within ``bounds``: usage counts out of range dropped (flagged
+    ``bad_usage``, the values in ``usage_dropped``), over-long metadata texts cut (named
+    in ``import_truncated``; a message's flagged ``metadata_truncated``)."""
+    flagged = False
+    for m in imported.messages:
+        if m.usage is not None:
+            m.usage, dropped = bounds.bad_usage(m.usage)
+            if dropped:
+                _flag(m, "bad_usage", usage_dropped=dropped)
+                flagged = True
+        if m.metadata:
+            cut = bounds.cut_texts(m.metadata, bounds.MAX_MESSAGE_METADATA_TEXT)
+            if cut:
+                _flag(m, "metadata_truncated", import_truncated=cut)
+                flagged = True
+    cut = bounds.cut_texts(imported.metadata, bounds.MAX_SESSION_METADATA_TEXT)
+    if cut:
+        imported.metadata["import_truncated"] = cut
+    imported.source_id = bounds.bounded_source_id(imported.source_id)
+    if flagged:
+        imported.repairs = repair_counts(imported.messages)
+        imported.metadata["import_repairs"] = imported.repairs
+    return imported
 
 
 def _parse_database(image: bytes, name: str) -> tuple[str, _Parsed]:
@@ -1409,11 +1435,11 @@ def _fold_compactions(
 _CHAIN_REPAIRS = ("orphan_result", "unanswered_call")
 
 
-def _flag(m: Message, kind: str, **calls: list[str]) -> None:
+def _flag(m: Message, kind: str, **details: Any) -> None:
     kinds = m.metadata.setdefault("import_repair", [])
     if kind not in kinds:
         kinds.append(kind)
-    m.metadata.update(calls)
+    m.metadata.update(details)
 
 
 def _flag_repairs(messages: list[Message], *, free_form: set[str]) -> dict[str, int]:
