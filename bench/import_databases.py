@@ -9,7 +9,7 @@ storing is the store's cost, measured in ``bench/append.py``). A reader that loo
 session's messages up by scanning the table is quadratic: the time per session grows
 with N. Printed: seconds and microseconds per session at each N.
 
-    python bench/import_databases.py [--sessions 4000,20000] [--json]
+    python bench/import_databases.py [--sessions 4000,20000] [--formats agsh,agents-sdk] [--json]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import sqlite3
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,33 +73,33 @@ def sdk_rows(sid: str, i: int) -> list[tuple[str, str, str]]:
     return [(sid, json.dumps(item), AT) for item in items]
 
 
+FORMATS: dict[str, tuple[str, str, str, Callable[[str, int], list[Any]]]] = {
+    "agsh": (
+        AGSH_SCHEMA,
+        "INSERT INTO sessions VALUES (?, ?, ?, NULL, NULL)",
+        "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+        agsh_rows,
+    ),
+    "agents-sdk": (
+        SDK_SCHEMA,
+        "INSERT INTO agent_sessions VALUES (?, ?, ?)",
+        "INSERT INTO agent_messages (session_id, message_data, created_at) VALUES (?, ?, ?)",
+        sdk_rows,
+    ),
+}
+"""Per format: its schema, how a session and how a message row are inserted, and a
+session's rows."""
+
+
 def make(path: Path, kind: str, sessions: int) -> None:
     """Sessions interleaved, as several agents writing at once leave them."""
+    schema, add_session, add_row, rows_of = FORMATS[kind]
+    ids = [str(uuid.UUID(int=i + 1)) for i in range(sessions)]
+    rows = [rows_of(s, i) for i, s in enumerate(ids)]
     with sqlite3.connect(path) as db:
-        ids = [str(uuid.UUID(int=i + 1)) for i in range(sessions)]
-        if kind == "agsh":
-            db.executescript(AGSH_SCHEMA)
-            db.executemany(
-                "INSERT INTO sessions VALUES (?, ?, ?, NULL, NULL)", [(s, AT, AT) for s in ids]
-            )
-            rows = [agsh_rows(s, i) for i, s in enumerate(ids)]
-            flat = [r for turn in range(4) for rs in rows for r in [rs[turn]]]
-            db.executemany(
-                "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
-                flat,
-            )
-        else:
-            db.executescript(SDK_SCHEMA)
-            db.executemany(
-                "INSERT INTO agent_sessions VALUES (?, ?, ?)", [(s, AT, AT) for s in ids]
-            )
-            sdk = [sdk_rows(s, i) for i, s in enumerate(ids)]
-            flat_sdk = [r for turn in range(4) for rs in sdk for r in [rs[turn]]]
-            db.executemany(
-                "INSERT INTO agent_messages (session_id, message_data, created_at) "
-                "VALUES (?, ?, ?)",
-                flat_sdk,
-            )
+        db.executescript(schema)
+        db.executemany(add_session, [(s, AT, AT) for s in ids])
+        db.executemany(add_row, [rs[turn] for turn in range(4) for rs in rows])
 
 
 def measure(path: Path) -> tuple[float, int]:
@@ -110,11 +111,12 @@ def measure(path: Path) -> tuple[float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", default="4000,20000", help="comma-separated session counts")
+    ap.add_argument("--formats", default="agsh,agents-sdk", help="comma-separated formats")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="threadline-dbimport-") as tmp:
-        for kind in ("agsh", "agents-sdk"):
+        for kind in args.formats.split(","):
             for n in (int(x) for x in args.sessions.split(",")):
                 path = Path(tmp) / f"{kind}-{n}.db"
                 make(path, kind, n)

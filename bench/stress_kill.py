@@ -189,33 +189,24 @@ CLI = [sys.executable, "-c", "from threadline.cli.app import main; main()"]
 IMPORT_MARKERS = ("source_sha256", "source_messages", "source_fingerprint", "source_checkpoints")
 
 
-@dataclass
-class ImportTally:
-    kills: int = 0
-    complete: int = 0
-    cut_short: int = 0
-    absent: int = 0
-    damaged: int = 0
-    repaired: int = 0
-    wrong_after_repair: int = 0
-    seconds: float = 0.0
+IMPORT_COUNTS = ("complete", "cut short", "absent", "damaged", "repaired", "wrong after")
+"""Per source after each kill (``run_import_kills`` says what each means)."""
 
 
 def import_states(url: str) -> dict[str, tuple[bool, int, int]]:
     """Per source id: (markers written, messages stored, checkpoints stored)."""
+    from threadline.store.fork import all_sessions
+
     store = open_store(url)
     try:
-        out: dict[str, tuple[bool, int, int]] = {}
-        offset = 0
-        while True:
-            page = store.list_sessions(limit=200, offset=offset)
-            for info in page.items:
-                marked = all(k in info.metadata for k in IMPORT_MARKERS)
-                checkpoints = len(store.list_checkpoints(info.id))
-                out[str(info.metadata.get("source_id"))] = (marked, info.last_seq, checkpoints)
-            offset += len(page.items)
-            if not page.items or offset >= page.total:
-                return out
+        return {
+            str(info.metadata.get("source_id")): (
+                all(k in info.metadata for k in IMPORT_MARKERS),
+                info.last_seq,
+                len(store.list_checkpoints(info.id)),
+            )
+            for info in all_sessions(store)
+        }
     finally:
         store.close()
 
@@ -228,13 +219,18 @@ def import_dir(url: str, directory: str) -> subprocess.Popen[bytes]:
     )
 
 
-def run_import_kills(directory: str, kills: int, seed: int, tmp: str) -> ImportTally:
-    tally = ImportTally()
+def run_import_kills(directory: str, kills: int, seed: int, tmp: str) -> Counter[str]:
+    """Per kill, each source of ``directory`` is complete (as an unkilled import stores
+    it), cut short (a session without its markers yet), absent (no session) or damaged
+    (markers that count what is not there); then the next import must repair the cut
+    short ones, and leave none wrong after (not as an unkilled import stores it)."""
+    tally: Counter[str] = Counter({name: 0 for name in IMPORT_COUNTS})
     reference_url = f"sqlite://{tmp}/import-reference.db"
     started = time.perf_counter()
     import_dir(reference_url, directory).wait()
     whole = time.perf_counter() - started
     reference = import_states(reference_url)
+    tally["sources"] = len(reference)
     rng = random.Random(seed)
     started = time.perf_counter()
     for kill in range(kills):
@@ -243,71 +239,45 @@ def run_import_kills(directory: str, kills: int, seed: int, tmp: str) -> ImportT
         time.sleep(rng.uniform(0.0, whole))
         child.send_signal(signal.SIGKILL)
         child.wait()
-        tally.kills += 1
+        tally["kills"] += 1
         states = import_states(url)
         short = set()
         for key, want in reference.items():
             got = states.get(key)
             if got is None:
-                tally.absent += 1
+                tally["absent"] += 1
             elif not got[0]:
-                tally.cut_short += 1
+                tally["cut short"] += 1
                 short.add(key)
-            elif got == want:
-                tally.complete += 1
             else:
-                tally.damaged += 1
+                tally["complete" if got == want else "damaged"] += 1
         import_dir(url, directory).wait()
         after = import_states(url)
-        tally.repaired += sum(1 for key in short if after.get(key) == reference[key])
-        tally.wrong_after_repair += sum(
-            1 for key, want in reference.items() if after.get(key) != want
-        )
-    tally.seconds = time.perf_counter() - started
+        tally["repaired"] += sum(1 for key in short if after.get(key) == reference[key])
+        tally["wrong after"] += sum(1 for key, want in reference.items() if after.get(key) != want)
+    tally["seconds"] = round(time.perf_counter() - started)
     return tally
 
 
-def print_import_tally(tally: ImportTally, directory: str, sources: int) -> None:
+def import_main(directory: str, kills: int, seed: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"SIGKILL during `sessions import {directory}` ({sources} conversations)")
-    columns = (
-        "kills",
-        "complete",
-        "cut short",
-        "absent",
-        "damaged",
-        "repaired",
-        "wrong after",
-        "s",
-    )
+    with tempfile.TemporaryDirectory(prefix="threadline-import-kill-") as tmp:
+        tally = run_import_kills(directory, kills, seed, tmp)
+    title = f"SIGKILL during `sessions import {directory}` ({tally['sources']} conversations)"
+    table = Table(title=title)
+    columns = ("kills", *IMPORT_COUNTS, "seconds")
     for col in columns:
         table.add_column(col, justify="right")
-    table.add_row(
-        f"{tally.kills}",
-        f"{tally.complete:,}",
-        f"{tally.cut_short}",
-        f"{tally.absent:,}",
-        f"{tally.damaged}",
-        f"{tally.repaired}",
-        f"{tally.wrong_after_repair}",
-        f"{tally.seconds:.0f}",
-    )
+    table.add_row(*(f"{tally[col]:,}" for col in columns))
     Console().print(table)
     print(
         "per kill, each source: complete, cut short (a session without its markers) or "
         "absent; damaged must be 0. repaired: cut-short sessions completed by the next "
         "import; wrong after: sources not equal to an unkilled import after it (must be 0)"
     )
-
-
-def import_main(directory: str, kills: int, seed: int) -> None:
-    with tempfile.TemporaryDirectory(prefix="threadline-import-kill-") as tmp:
-        tally = run_import_kills(directory, kills, seed, tmp)
-        sources = len(import_states(f"sqlite://{tmp}/import-reference.db"))
-    print_import_tally(tally, directory, sources)
-    if tally.damaged or tally.wrong_after_repair:
+    if tally["damaged"] or tally["wrong after"]:
         sys.exit("a killed directory import left damage behind")
 
 

@@ -18,14 +18,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import TRANSCRIPTS, require_shared
 from threadline import open_store
 from threadline.interop.sync import LAST_WRITTEN, Syncer, SyncStatus, find_sources
-from threadline.store import Store
+from threadline.store.fork import all_sessions
 
 SOURCES = [
     "claude-code/codemie-session-624a4a58-compacted.jsonl",  # one native compaction
@@ -64,22 +63,12 @@ def crash_after(url: str, folder: Path, writes: int) -> subprocess.CompletedProc
     )
 
 
-def sessions(store: Store) -> list[Any]:
-    found, offset = [], 0
-    while True:
-        page = store.list_sessions(limit=200, offset=offset)
-        found.extend(page.items)
-        offset += len(page.items)
-        if not page.items or offset >= page.total:
-            return found
-
-
 def state(url: str) -> dict[str, tuple[bool, int, int]]:
     """Per source id: (markers written, messages stored, checkpoints stored)."""
     store = open_store(url)
     try:
         out = {}
-        for info in sessions(store):
+        for info in all_sessions(store):
             key = info.metadata["source_id"]
             assert key not in out, f"two sessions for {key}"
             marked = all(k in info.metadata for k in LAST_WRITTEN)
@@ -150,10 +139,9 @@ def test_a_session_that_lacks_what_its_markers_count_is_repaired(tmp_path: Path)
     url = f"sqlite://{tmp_path / 'store.db'}"
     reference = complete(f"sqlite://{tmp_path / 'reference.db'}", folder)
     store = open_store(url)
-    syncer = Syncer(store)
-    syncer.sync(find_sources([str(folder)]))
+    Syncer(store).sync(find_sources([str(folder)]))
     damaged = {}
-    for info in sessions(store):
+    for info in all_sessions(store):
         copy = store.create_session(
             agent=info.agent, model=info.model, title=info.title, metadata=info.metadata
         )
