@@ -24,6 +24,10 @@ process keeps opening the store and keeps every handle, reading and appending
 through them, while CLI processes import real transcripts and compact them (every
 fifth compaction killed at a random instant). It counts rounds, handles, damage
 reported to any handle and lost messages (0 expected), and runs an integrity check.
+
+``--import-kills N`` runs another mode instead: ``threadline sessions import`` of a
+directory of real transcripts (``--transcripts``, default ``../shared/transcripts``)
+killed N times at random instants (see ``run_import_kills``).
 """
 
 from __future__ import annotations
@@ -233,9 +237,18 @@ def main() -> None:
     ap.add_argument(
         "--transcripts",
         default=str(Path(__file__).resolve().parents[2] / "shared" / "transcripts"),
-        help="real transcripts the live-readers scenario imports",
+        help="real transcripts the live-readers and import-kill scenarios import",
+    )
+    ap.add_argument(
+        "--import-kills",
+        type=int,
+        default=0,
+        help="instead: kill a directory import this many times (its own mode; 50 or more)",
     )
     args = ap.parse_args()
+    if args.import_kills:
+        import_main(args.transcripts, args.import_kills, args.seed)
+        return
     from rich.console import Console
     from rich.table import Table
 
@@ -284,6 +297,112 @@ def main() -> None:
             bad.append("sqlite (live readers)")
     if bad:
         sys.exit(f"crash safety broken on: {', '.join(bad)}")
+
+
+# -- a directory import killed at random instants -------------------------------------
+#
+# Its own mode (``--import-kills N``): a real directory of transcripts is imported
+# with ``threadline sessions import DIR`` into a fresh SQLite store, and the import
+# is killed with SIGKILL at a random instant within the time a whole import takes.
+# Each source must then be complete (its session holds what an import that was not
+# killed stores) or not yet there: no session, or one cut short (no import markers
+# yet). None may be damaged (markers that count what is not stored: it would read as
+# ``unchanged`` for good). A second import must then make every source complete.
+
+CLI = [sys.executable, "-c", "from threadline.cli.app import main; main()"]
+IMPORT_MARKERS = ("source_sha256", "source_messages", "source_fingerprint", "source_checkpoints")
+
+
+IMPORT_COUNTS = ("complete", "cut short", "absent", "damaged", "repaired", "wrong after")
+"""Per source after each kill (``run_import_kills`` says what each means)."""
+
+
+def import_states(url: str) -> dict[str, tuple[bool, int, int]]:
+    """Per source id: (markers written, messages stored, checkpoints stored)."""
+    from threadline.store.fork import all_sessions
+
+    store = open_store(url)
+    try:
+        return {
+            str(info.metadata.get("source_id")): (
+                all(k in info.metadata for k in IMPORT_MARKERS),
+                info.last_seq,
+                len(store.list_checkpoints(info.id)),
+            )
+            for info in all_sessions(store)
+        }
+    finally:
+        store.close()
+
+
+def import_dir(url: str, directory: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [*CLI, "--store", url, "sessions", "import", directory, "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def run_import_kills(directory: str, kills: int, seed: int, tmp: str) -> Counter[str]:
+    """Per kill, each source of ``directory`` is complete (as an unkilled import stores
+    it), cut short (a session without its markers yet), absent (no session) or damaged
+    (markers that count what is not there); then the next import must repair the cut
+    short ones, and leave none wrong after (not as an unkilled import stores it)."""
+    tally: Counter[str] = Counter({name: 0 for name in IMPORT_COUNTS})
+    reference_url = f"sqlite://{tmp}/import-reference.db"
+    started = time.perf_counter()
+    import_dir(reference_url, directory).wait()
+    whole = time.perf_counter() - started
+    reference = import_states(reference_url)
+    tally["sources"] = len(reference)
+    rng = random.Random(seed)
+    started = time.perf_counter()
+    for kill in range(kills):
+        url = f"sqlite://{tmp}/import-{kill}.db"
+        child = import_dir(url, directory)
+        time.sleep(rng.uniform(0.0, whole))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        tally["kills"] += 1
+        states = import_states(url)
+        short = set()
+        for key, want in reference.items():
+            got = states.get(key)
+            if got is None:
+                tally["absent"] += 1
+            elif not got[0]:
+                tally["cut short"] += 1
+                short.add(key)
+            else:
+                tally["complete" if got == want else "damaged"] += 1
+        import_dir(url, directory).wait()
+        after = import_states(url)
+        tally["repaired"] += sum(1 for key in short if after.get(key) == reference[key])
+        tally["wrong after"] += sum(1 for key, want in reference.items() if after.get(key) != want)
+    tally["seconds"] = round(time.perf_counter() - started)
+    return tally
+
+
+def import_main(directory: str, kills: int, seed: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    with tempfile.TemporaryDirectory(prefix="threadline-import-kill-") as tmp:
+        tally = run_import_kills(directory, kills, seed, tmp)
+    title = f"SIGKILL during `sessions import {directory}` ({tally['sources']} conversations)"
+    table = Table(title=title)
+    columns = ("kills", *IMPORT_COUNTS, "seconds")
+    for col in columns:
+        table.add_column(col, justify="right")
+    table.add_row(*(f"{tally[col]:,}" for col in columns))
+    Console().print(table)
+    print(
+        "per kill, each source: complete, cut short (a session without its markers) or "
+        "absent; damaged must be 0. repaired: cut-short sessions completed by the next "
+        "import; wrong after: sources not equal to an unkilled import after it (must be 0)"
+    )
+    if tally["damaged"] or tally["wrong after"]:
+        sys.exit("a killed directory import left damage behind")
 
 
 if __name__ == "__main__":

@@ -266,3 +266,71 @@ def test_a_database_whose_log_is_over_the_limit_is_refused(
     keep.close()
     assert result.status is SyncStatus.FAILED
     assert "import limit" in (result.error or "")
+
+
+# -- hostile and large databases -------------------------------------------------------
+
+
+def many_sessions(path: Path, kind: str, sessions: int) -> None:
+    """``sessions`` sessions of two messages each, their rows interleaved."""
+    ids = [f"s{i:06d}" for i in range(sessions)]
+    with sqlite3.connect(path) as db:
+        if kind == "agsh":
+            db.executescript(AGSH_SCHEMA)
+            db.executemany(
+                "INSERT INTO sessions VALUES (?, ?, ?, NULL, NULL)",
+                [(s, "2026-03-14T11:00:00Z", "2026-03-14T11:00:00Z") for s in ids],
+            )
+            rows = [
+                (s, role, f"{role} {s}", "2026-03-14T11:00:00Z")
+                for role in ("user", "assistant")
+                for s in ids
+            ]
+            db.executemany(
+                "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+                rows,
+            )
+        else:
+            db.execute(
+                "CREATE TABLE agent_messages (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                "session_id TEXT NOT NULL, message_data TEXT NOT NULL)"
+            )
+            items = [
+                (s, json.dumps({"role": role, "content": f"{role} {s}"}))
+                for role in ("user", "assistant")
+                for s in ids
+            ]
+            db.executemany(
+                "INSERT INTO agent_messages (session_id, message_data) VALUES (?, ?)", items
+            )
+
+
+def sqlite_steps(path: Path) -> int:
+    """How much work SQLite does to read every session of the database (its virtual
+    machine's instructions, in hundreds: a count, not a time)."""
+    from threadline.interop import agents_sdk, agsh, databases
+
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    with databases.opened(databases.snapshot(path), str(path)) as conn:
+        conn.set_progress_handler(count, 100)
+        tables = databases.columns(conn)
+        module = agsh if agsh.matches(tables) else agents_sdk
+        assert len(module.parse(conn, str(path), tables).runs) > 0
+    return steps[0]
+
+
+@pytest.mark.parametrize("kind", ["agsh", "agents-sdk"])
+def test_reading_a_database_is_linear_in_its_sessions(tmp_path: Path, kind: str) -> None:
+    """Neither format indexes ``session_id``: looking each session up by a scan made
+    reading quadratic (4,000 agsh sessions 12 s, 20,000 over 120 s). Four times the
+    sessions must cost about four times the work, not sixteen."""
+    small, large = tmp_path / "small.db", tmp_path / "large.db"
+    many_sessions(small, kind, 200)
+    many_sessions(large, kind, 800)
+    ratio = sqlite_steps(large) / sqlite_steps(small)
+    assert ratio < 6, f"4x the sessions took {ratio:.1f}x the work"

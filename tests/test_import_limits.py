@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,8 @@ from threadline.interop.importers import (
 from threadline.json_limits import MAX_JSON_DEPTH
 
 runner = CliRunner()
+HANG_GUARD_SECONDS = 120
+"""A CLI run that blocks on a pipe would never end: it is stopped (and fails) here."""
 CHAT = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
 
 
@@ -39,21 +41,6 @@ def count(url: str) -> int:
         store.close()
 
 
-def feed(fifo: Path, data: bytes) -> threading.Thread:
-    """Write ``data`` into the named pipe from a thread (a reader that stops early is fine)."""
-
-    def write() -> None:
-        try:
-            with open(fifo, "wb") as pipe:
-                pipe.write(data)
-        except BrokenPipeError:
-            pass
-
-    writer = threading.Thread(target=write, daemon=True)
-    writer.start()
-    return writer
-
-
 def test_the_default_limit_and_its_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(IMPORT_LIMIT_ENV, raising=False)
     assert import_limit() == MAX_IMPORT_BYTES == 256 * 1024 * 1024
@@ -64,16 +51,34 @@ def test_the_default_limit_and_its_setting(monkeypatch: pytest.MonkeyPatch) -> N
         import_limit()
 
 
-def test_importing_an_endless_device_fails_fast(
+def test_a_device_is_refused_before_it_is_read(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    open_store(sqlite_url).close()
+    result = run(sqlite_url, "sessions", "import", "/dev/zero")
+    assert result.exit_code == ImportFormatError.exit_code == 2, result.stderr
+    assert "/dev/zero: a character device, not a regular file" in result.stderr
+    assert "sessions import -" in result.stderr
+    assert count(sqlite_url) == 0
+
+
+def test_an_endless_stream_on_standard_input_fails_at_the_limit(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     open_store(sqlite_url).close()
     monkeypatch.setenv(IMPORT_LIMIT_ENV, "1MiB")
-    started = time.monotonic()
-    result = run(sqlite_url, "sessions", "import", "/dev/zero")
-    assert time.monotonic() - started < 10
-    assert result.exit_code == ImportTooLarge.exit_code == 2, result.stderr
-    assert "/dev/zero: more than the import limit of 1,048,576 bytes" in result.stderr
+    cli = [sys.executable, "-c", "from threadline.cli.app import main; main()"]
+    with open("/dev/zero", "rb") as endless:
+        result = subprocess.run(
+            [*cli, "--store", sqlite_url, "sessions", "import", "-"],
+            stdin=endless,
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD_SECONDS,
+            check=False,
+        )
+    assert result.returncode == ImportTooLarge.exit_code == 2, result.stderr
+    assert "-: more than the import limit of 1,048,576 bytes" in result.stderr
     assert IMPORT_LIMIT_ENV in result.stderr
     assert count(sqlite_url) == 0
 
@@ -90,33 +95,66 @@ def test_a_file_over_the_limit_is_refused_before_reading(
     assert [m.text for m in import_file(path).messages] == ["hello", "hi"]  # at the limit
 
 
-def test_a_pipe_over_the_limit_is_refused(
-    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+def test_standard_input_over_the_limit_is_refused(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     open_store(sqlite_url).close()
     monkeypatch.setenv(IMPORT_LIMIT_ENV, "64KiB")
-    fifo = tmp_path / "chat.fifo"
-    os.mkfifo(fifo)
-    writer = feed(fifo, b"[" + b" " * 200_000 + json.dumps(CHAT).encode()[1:])
-    result = run(sqlite_url, "sessions", "import", str(fifo))
-    writer.join(timeout=10)
+    data = b"[" + b" " * 200_000 + json.dumps(CHAT).encode()[1:]
+    result = runner.invoke(app, ["--store", sqlite_url, "sessions", "import", "-"], input=data)
     assert result.exit_code == 2 and "more than the import limit of 65,536 bytes" in result.stderr
     assert count(sqlite_url) == 0
 
 
-@pytest.mark.parametrize("through", ["file", "pipe"])
-def test_deep_json_is_refused_by_the_library(tmp_path: Path, through: str) -> None:
-    """``import_file`` itself checks the nesting, so library callers and pipes are
-    protected (the parser would end in RecursionError)."""
+def test_deep_json_is_refused_by_the_library(tmp_path: Path) -> None:
+    """``import_file`` itself checks the nesting, so library callers are protected (the
+    parser would end in RecursionError)."""
     deep = b'[{"role": "user", "content": "x"},\n' + b"[" * 200_000 + b"]" * 200_000 + b"]"
     path = tmp_path / "deep.json"
-    if through == "file":
-        path.write_bytes(deep)
-    else:
-        os.mkfifo(path)
-        writer = feed(path, deep)
+    path.write_bytes(deep)
     with pytest.raises(ImportFormatError, match=f"nests more than {MAX_JSON_DEPTH} levels") as e:
         import_file(path)
     assert e.value.line == 2
-    if through == "pipe":
-        writer.join(timeout=10)
+
+
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    """A FIFO named like a transcript, with no writer: opening it for reading would
+    block forever (it did, directly and inside a directory)."""
+    fifo = tmp_path / "chat.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(ImportFormatError, match="named pipe"):
+        import_file(fifo)
+
+
+def test_a_named_pipe_fails_its_own_source_in_a_directory_import(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """Directly or found in a directory, a FIFO is reported per source (exit 2) and the
+    rest of the directory is imported."""
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    (folder / "a-chat.json").write_text(json.dumps(CHAT), encoding="utf-8")
+    os.mkfifo(folder / "b-pipe.jsonl")
+    cli = [sys.executable, "-c", "from threadline.cli.app import main; main()"]
+    cli += ["--store", sqlite_url, "sessions", "import"]
+    alone = subprocess.run(
+        [*cli, str(folder / "b-pipe.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_SECONDS,
+        check=False,
+    )
+    assert alone.returncode == 2 and "a named pipe (FIFO), not a regular file" in alone.stderr
+    found = subprocess.run(
+        [*cli, str(folder), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_SECONDS,
+        check=False,
+    )
+    assert found.returncode == 2, found.stderr
+    report = json.loads(found.stdout)
+    assert report["counts"]["new"] == 1 and report["counts"]["failed"] == 1
+    failed = next(r for r in report["sources"] if r["status"] == "failed")
+    assert failed["source"].endswith("b-pipe.jsonl") and "named pipe" in failed["error"]
+    assert count(sqlite_url) == 1

@@ -115,6 +115,40 @@ def test_export_and_import_round_trip(sqlite_url: str, tmp_path: Path) -> None:
     assert len(as_json(third, "memory", "list")["items"]) == 1
 
 
+def test_import_keeps_present_records_and_takes_one_scope(sqlite_url: str, tmp_path: Path) -> None:
+    """An edited export imported back leaves the scope's facts as they are; --replace
+    overwrites them; a file of another scope is refused with the scope to name."""
+    added = as_json(sqlite_url, "memory", "add", "Alice lives in Oslo.", "--scope", "user:alice")
+    out = tmp_path / "alice.json"
+    ok(sqlite_url, "memory", "export", "--scope", "user:alice", "-o", str(out))
+    data = json.loads(out.read_text())
+    for fact in data["facts"]:
+        fact["statement"] = "Alice lives in Mordor."
+    out.write_text(json.dumps(data))
+
+    def statements() -> list[str]:
+        listed = as_json(sqlite_url, "memory", "list", "--scope", "user:alice")
+        return [f["statement"] for f in listed["items"]]
+
+    report = as_json(sqlite_url, "memory", "import", str(out), "--scope", "user:alice")
+    assert (report["imported"], report["added"], report["replaced"]) == (0, 0, 0)
+    assert report["kept"] == len(data["facts"]) and report["scope"] == "user:alice"
+    assert statements() == ["Alice lives in Oslo."]
+    wrong = run(sqlite_url, "memory", "import", str(out))  # the default agent's scope
+    assert wrong.exit_code == 2
+    assert "holds no records of agent:default" in wrong.stderr
+    assert "user:alice (1 record)" in wrong.stderr and "--scope" in wrong.stderr
+    assert statements() == ["Alice lives in Oslo."]
+    text = ok(sqlite_url, "memory", "import", str(out), "--scope", "user:alice").stdout
+    assert "kept 1 record already present (--replace overwrites those of the scope)" in text
+    replaced = as_json(
+        sqlite_url, "memory", "import", str(out), "--scope", "user:alice", "--replace"
+    )
+    assert replaced["replaced"] == 1 and replaced["imported"] == 1
+    assert statements() == ["Alice lives in Mordor."]
+    assert added["id"] == data["facts"][0]["id"]
+
+
 def test_bad_input_is_a_clear_error_and_changes_nothing(sqlite_url: str, tmp_path: Path) -> None:
     ok(sqlite_url, "memory", "add", "Dana lives in Lyon.")
     bad = tmp_path / "bad.json"

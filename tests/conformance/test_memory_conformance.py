@@ -8,10 +8,12 @@ is also a hypothesis property. Redis declares memory unsupported, tested here to
 from __future__ import annotations
 
 import contextlib
+import copy
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +22,18 @@ from hypothesis import strategies as st
 from tests.conformance.backends import clean_store, cleanup_url, make_url
 from threadline import Message, Store, open_store
 from threadline.errors import ImportFormatError, NotSupported, UsageError
-from threadline.memory import MemoryRecorder, MemoryStore, open_memory
+from threadline.memory import (
+    Entity,
+    Episode,
+    Extraction,
+    Fact,
+    MemoryRecorder,
+    MemoryStore,
+    Relation,
+    open_memory,
+)
+from threadline.memory.core import EXTRACTION_BATCH, Memory
+from threadline.memory.records import Records, Row
 
 MEMORY_BACKENDS = ["memory", "sqlite", "jsonl", "postgres"]
 _MARKS = {"postgres": [pytest.mark.postgres]}
@@ -189,10 +202,13 @@ def test_export_import_round_trip(backend: str, memory: MemoryStore, tmp_path: P
     other_store = open_store(other_url)
     try:
         other = open_memory(other_store)
-        assert other.import_(data) == len(data["facts"]) + len(data["entities"]) + len(
+        first = other.import_(data)
+        assert first.added == len(data["facts"]) + len(data["entities"]) + len(
             data["relations"]
         ) + len(data["episodes"])
-        other.import_(data)  # ids kept: importing twice changes nothing
+        assert (first.kept, first.replaced, first.other_scopes) == (0, 0, {})
+        again = other.import_(data)  # ids kept: importing twice changes nothing
+        assert (again.added, again.replaced, again.kept) == (0, 0, first.added)
         assert other.export() == data
         assert [f.statement for f in other.list_facts("agent:a")] == ["Ana lives in Porto"]
         other.close()
@@ -248,3 +264,93 @@ def test_redis_declares_memory_unsupported(tmp_path: Path) -> None:
     for store in clean_store("redis", tmp_path):
         with pytest.raises(NotSupported, match="Redis"):
             open_memory(store)
+
+
+def test_import_keeps_what_is_stored_and_replaces_only_in_its_scope(memory: MemoryStore) -> None:
+    """An edited export cannot overwrite a scope's facts: records present are kept unless
+    ``replace`` is asked, and then only in the scope imported, never moved across."""
+    alice = memory.write_fact("user:alice", "Alice lives in Oslo", subject="Alice")
+    data = memory.export("user:alice")
+    edited = copy.deepcopy(data)
+    edited["facts"][0]["statement"] = "Alice lives in Mordor"
+    kept = memory.import_(edited, scope="user:alice")
+    assert (kept.added, kept.kept, kept.replaced) == (0, len(data["facts"]) + 1, 0)
+    assert memory.get_fact(alice.id) == alice
+    moved = copy.deepcopy(edited)
+    moved["facts"][0]["scope"] = "agent:mallory"
+    refused = memory.import_(moved, scope="agent:mallory", replace=True)
+    assert (refused.added, refused.kept, refused.replaced) == (0, 1, 0)
+    assert refused.other_scopes == {"user:alice": 1}  # its entity stays behind
+    assert memory.get_fact(alice.id) == alice
+    assert memory.list_facts("agent:mallory") == []
+    replaced = memory.import_(edited, scope="user:alice", replace=True)
+    assert replaced.replaced == len(data["facts"]) + 1
+    changed = memory.get_fact(alice.id)
+    assert changed is not None and changed.statement == "Alice lives in Mordor"
+    other = memory.import_(edited, scope="project:elsewhere")
+    assert other.written == other.kept == 0 and other.other_scopes == {"user:alice": 2}
+
+
+class CountingRecords:
+    """A backend's records, counting the distinct records of each kind that every
+    outermost write transaction stores."""
+
+    def __init__(self, inner: Records) -> None:
+        self.inner = inner
+        self.depth = 0
+        self.transactions: list[dict[str, set[str]]] = []
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.depth += 1
+        if self.depth == 1:
+            self.transactions.append({})
+        try:
+            with self.inner.transaction():
+                yield
+        finally:
+            self.depth -= 1
+
+    def put(self, rows: Sequence[Row]) -> None:
+        assert self.depth, "a write outside a transaction"
+        for row in rows:
+            self.transactions[-1].setdefault(row.kind, set()).add(row.id)
+        self.inner.put(rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_large_extraction_is_written_in_small_transactions(memory: MemoryStore) -> None:
+    """A flush of thousands of facts must not hold the store's write lock for its whole
+    length (SQLite: one writer at a time): no transaction stores more than
+    ``EXTRACTION_BATCH`` records of a kind, and everything is stored."""
+    assert isinstance(memory, Memory)
+    n = EXTRACTION_BATCH * 4 + 7
+    found = Extraction()
+    for i in range(n):
+        name = f"Person {i}"
+        found.entities.append(Entity(scope="agent:a", name=name, kind="person"))
+        found.episodes.append(
+            Episode(scope="agent:a", session_id="s1", seq=i + 1, text=f"{name} moved to Town {i}")
+        )
+        found.facts.append(
+            Fact(
+                scope="agent:a",
+                subject=name,
+                statement=f"{name} lives in Town {i}",
+                session_id="s1",
+                seq=i + 1,
+            )
+        )
+        found.relations.append(
+            Relation(scope="agent:a", source=name, label="lives in", target=f"Town {i}")
+        )
+    counting = CountingRecords(memory.records)
+    memory.records = counting
+    assert memory.store_extraction("agent:a", found) == n
+    biggest = max(len(ids) for t in counting.transactions for ids in t.values())
+    assert biggest <= EXTRACTION_BATCH, f"{biggest} records of one kind in one transaction"
+    assert len(memory.list_facts("agent:a")) == n
+    assert len(memory.list_entities("agent:a")) == n
+    assert len(memory.export("agent:a")["episodes"]) == n

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conformance.backends import SEARCH_UNSUPPORTED
+from tests.processes import zombie
 from threadline import (
     AmbiguousSessionId,
     FilePart,
@@ -827,6 +828,17 @@ def test_lock_of_a_dead_process_is_taken_over(store: Store) -> None:
     session = store.create_session()
     store.acquire_lock(session.id, LockHolder(pid=dead_pid(), host=this_host()))
     mine = store.acquire_lock(session.id)
+    holder = store.lock_holder(session.id)
+    assert holder is not None and holder.same_holder(mine)
+
+
+def test_lock_of_a_zombie_process_is_taken_over(store: Store) -> None:
+    """A holder killed but not yet reaped still answers ``kill(pid, 0)``; its lease has
+    not ended, and yet it can never renew: it is taken over at once."""
+    session = store.create_session()
+    with zombie() as pid:
+        store.acquire_lock(session.id, LockHolder(pid=pid, host=this_host()))
+        mine = store.acquire_lock(session.id)
     holder = store.lock_holder(session.id)
     assert holder is not None and holder.same_holder(mine)
 

@@ -13,7 +13,8 @@ stable document instead:
 ``memory show --json``::  ``EntityReport`` (``{"entity", "facts", "relations"}``)
 ``memory add --json``::   ``Fact``
 ``memory forget --json``:: ``{"id", "forgotten": true}``
-``memory import --json``:: ``{"imported": N}``
+``memory import --json``:: ``{"imported": N, "scope", "added", "kept", "replaced",
+"other_scopes": {scope: N}}`` (``imported`` = added + replaced)
 
 ``memory export`` writes the memory's own JSON document (``-o -``: stdout),
 which ``memory import`` reads back.
@@ -377,15 +378,39 @@ def read_import(path: str) -> dict[str, Any]:
 def import_(
     ctx: typer.Context,
     path: Annotated[str, typer.Argument(metavar="PATH|-", help="A memory export (- for stdin).")],
+    scope: ScopeOpt = None,
+    agent: AgentOpt = DEFAULT_AGENT,
+    replace: Annotated[
+        bool,
+        typer.Option("--replace", help="Overwrite records of the scope already present (same id)."),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Read memories written by memory export; records already present are kept."""
+    """Read one scope's memories from a memory export; records already present are kept
+    (--replace overwrites those of the scope), records of other scopes passed over."""
+    where = resolve_scope(scope, agent)
     data = read_import(path)
-    count = _memory(ctx, create=True).import_(data)
+    report = _memory(ctx, create=True).import_(data, scope=where, replace=replace)
+    if not (report.added or report.kept or report.replaced) and report.other_scopes:
+        listed = ", ".join(f"{s} ({plural(n, 'record')})" for s, n in report.other_scopes.items())
+        raise UsageError(
+            f"{'standard input' if path == STDOUT_PATH else path} holds no records of "
+            f"{where}; it holds {listed}: name the scope to import with --scope"
+        )
     if as_json:
-        print_json({"imported": count})
+        print_json({"imported": report.written, **_dump(report)})
         return
-    typer.echo(f"imported {plural(count, 'record')}")
+    line = f"imported {plural(report.written, 'record')} into {where}"
+    if report.kept:
+        line += f"; kept {plural(report.kept, 'record')} already present"
+        if not replace:
+            line += " (--replace overwrites those of the scope)"
+    if report.replaced:
+        line += f"; {plural(report.replaced, 'record')} replaced"
+    typer.echo(line)
+    if report.other_scopes:
+        others = ", ".join(f"{s} ({n})" for s, n in report.other_scopes.items())
+        typer.echo(f"passed over records of other scopes: {others}", err=True)
 
 
 # -- the memory demo (``threadline demo --memory``) -------------------------------------

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from threadline.errors import ImportFormatError, InvalidMessage
+from threadline.interop import databases
 from threadline.interop.records import Parsed, stamp, utc_iso
 from threadline.interop.responses_format import items_to_messages, messages_to_items
+from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 
 SESSIONS_TABLE = "agent_sessions"
 MESSAGES_TABLE = "agent_messages"
@@ -42,6 +44,7 @@ def parse(conn: sqlite3.Connection, name: str, tables: dict[str, set[str]]) -> P
             f"SELECT session_id, created_at, updated_at FROM {SESSIONS_TABLE}"
         ):
             times[str(sid)] = (created, updated)
+    databases.index_sessions(conn, MESSAGES_TABLE)
     order = conn.execute(
         f"SELECT session_id FROM {MESSAGES_TABLE} GROUP BY session_id ORDER BY MIN(id)"
     ).fetchall()
@@ -55,6 +58,12 @@ def parse(conn: sqlite3.Connection, name: str, tables: dict[str, set[str]]) -> P
         items: list[dict[str, Any]] = []
         stamps: list[Any] = []
         for row_id, data, created in rows:
+            if isinstance(data, str | bytes) and nesting_too_deep(data) is not None:
+                raise ImportFormatError(  # the parser would end in RecursionError
+                    f"session {sid!r}, row {row_id}: JSON nests more than {MAX_JSON_DEPTH} "
+                    "levels deep",
+                    path=name,
+                )
             try:
                 item = json.loads(data)
             except (json.JSONDecodeError, TypeError):

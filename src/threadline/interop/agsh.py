@@ -23,9 +23,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from threadline.errors import ImportFormatError, InvalidMessage
+from threadline.interop import databases
 from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.openai_format import content_from_openai, tool_call_from_openai
 from threadline.interop.records import Parsed, stamp, utc_iso
+from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.messages import Message
 
 ROLES = frozenset({"user", "assistant", "tool_results"})
@@ -51,6 +53,7 @@ def parse(conn: sqlite3.Connection, name: str, tables: dict[str, set[str]]) -> P
         ):
             size = len(content) if isinstance(content, str | bytes) else 0
             scratch.setdefault(str(sid), []).append({"name": str(entry), "chars": size})
+    databases.index_sessions(conn, "messages")
     has_meta = "metadata" in tables["sessions"]
     sessions = conn.execute(
         "SELECT id, created_at, updated_at, "
@@ -146,6 +149,8 @@ def _structured(content: str) -> Any:
     head = content.lstrip()[:1]
     if head not in ("[", "{"):
         return None
+    if nesting_too_deep(content) is not None:  # the parser would end in RecursionError
+        raise InvalidMessage(f"its JSON nests more than {MAX_JSON_DEPTH} levels deep")
     try:
         data = json.loads(content)
     except json.JSONDecodeError:

@@ -85,3 +85,14 @@ def columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
         table: {row[1] for row in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))}
         for table in tables
     }
+
+
+def index_sessions(conn: sqlite3.Connection, table: str) -> None:
+    """Index ``table`` by ``session_id`` in this private in-memory copy (the live file is
+    only read, through the backup API): each session's rows are then found by a search,
+    not by scanning the whole table, and reading N sessions is linear in N. Neither
+    agsh nor the Agents SDK keeps such an index; without it 4,000 sessions took 12 s and
+    20,000 over 120 s. ``table`` is one of the readers' own names, never the file's."""
+    conn.execute(
+        f'CREATE INDEX IF NOT EXISTS "threadline_{table}_session" ON "{table}" (session_id)'
+    )

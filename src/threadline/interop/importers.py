@@ -52,7 +52,7 @@ from threadline.errors import (
     InvalidMessage,
     UsageError,
 )
-from threadline.interop import agents_sdk, agsh, databases, supyagent
+from threadline.interop import agents_sdk, agsh, bounds, databases, supyagent
 from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.export import EXPORT_FORMAT, ImportedSession, from_json_export
 from threadline.interop.openai_format import (
@@ -185,22 +185,45 @@ def _too_large(name: str, limit: int, size: int | None = None) -> ImportTooLarge
     )
 
 
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """``path`` opened for reading if it is a regular file, else ``ImportFormatError``
+    saying what it is. Opened without blocking and checked on the open descriptor: a
+    named pipe with no writer would hang ``open`` itself, and one that has a writer, or
+    a device, may never end (standard input, ``-``, is where a stream is read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise ImportFormatError(
+                f"{kind}, not a regular file: only files are imported (pipe a stream into "
+                "`threadline sessions import -`)",
+                path=str(path),
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _read_text(path: Path, max_bytes: int | None = None) -> str:
     """The file's text: at most ``max_bytes`` (default ``import_limit()``), strict
     UTF-8, and, for JSON, nested no deeper than ``MAX_JSON_DEPTH`` (the parser recurses,
     so this is checked before any parse, for every reader and every caller)."""
     limit = import_limit() if max_bytes is None else max_bytes
-    try:
-        regular = stat.S_ISREG(path.stat().st_mode)
-    except OSError:
-        regular = True  # open() below says what is wrong
     # a regular file might be a database this process holds (a store's file or its -wal
     # beside a directory's transcripts): closing a descriptor on it drops its locks
-    data = (
-        sqlite_files.read_unheld(path, lambda p: _read_bounded_file(p, limit))
-        if regular
-        else _read_bounded_file(path, limit)
-    )
+    data = sqlite_files.read_unheld(path, lambda p: _read_bounded_file(p, limit))
     if data is None:
         raise ImportFormatError(
             "an SQLite file this process has open (a store's database or its -wal / -shm), "
@@ -224,10 +247,10 @@ def _read_text(path: Path, max_bytes: int | None = None) -> str:
 
 
 def _read_bounded_file(path: Path, limit: int) -> bytes:
-    with open(path, "rb") as f:
-        st = os.fstat(f.fileno())
-        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
-            raise _too_large(str(path), limit, st.st_size)  # refused before reading
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise _too_large(str(path), limit, size)  # refused before reading
         return read_bounded(f, limit, str(path))
 
 
@@ -1184,12 +1207,38 @@ def sessions_from_source(source: SourceText, *, fresh_ids: bool = True) -> list[
         fmt = _detect(source.text, where)
         if fmt == "threadline":
             data = _load_json(source.text, where)
-            return [from_json_export(data, path=source.name, fresh_ids=fresh_ids)]
+            return [_bounded(from_json_export(data, path=source.name, fresh_ids=fresh_ids))]
         if fmt == "supyagent":  # its summary was read (and hashed) with it
             parsed = supyagent.parse(source.text, where, source.companion)
         else:
             parsed = _PARSERS[fmt](source.text, where)
-    return [_session(fmt, parsed, i, began) for i in range(len(parsed.runs))]
+    return [_bounded(_session(fmt, parsed, i, began)) for i in range(len(parsed.runs))]
+
+
+def _bounded(imported: ImportedSession) -> ImportedSession:
+    """``imported`` within ``bounds``: usage counts out of range dropped (flagged
+    ``bad_usage``, the values in ``usage_dropped``), over-long metadata texts cut (named
+    in ``import_truncated``; a message's flagged ``metadata_truncated``)."""
+    flagged = False
+    for m in imported.messages:
+        if m.usage is not None:
+            m.usage, dropped = bounds.bad_usage(m.usage)
+            if dropped:
+                _flag(m, "bad_usage", usage_dropped=dropped)
+                flagged = True
+        if m.metadata:
+            cut = bounds.cut_texts(m.metadata, bounds.MAX_MESSAGE_METADATA_TEXT)
+            if cut:
+                _flag(m, "metadata_truncated", import_truncated=cut)
+                flagged = True
+    cut = bounds.cut_texts(imported.metadata, bounds.MAX_SESSION_METADATA_TEXT)
+    if cut:
+        imported.metadata["import_truncated"] = cut
+    imported.source_id = bounds.bounded_source_id(imported.source_id)
+    if flagged:
+        imported.repairs = repair_counts(imported.messages)
+        imported.metadata["import_repairs"] = imported.repairs
+    return imported
 
 
 def _parse_database(image: bytes, name: str) -> tuple[str, _Parsed]:
@@ -1399,11 +1448,11 @@ def _fold_compactions(
 _CHAIN_REPAIRS = ("orphan_result", "unanswered_call")
 
 
-def _flag(m: Message, kind: str, **calls: list[str]) -> None:
+def _flag(m: Message, kind: str, **details: Any) -> None:
     kinds = m.metadata.setdefault("import_repair", [])
     if kind not in kinds:
         kinds.append(kind)
-    m.metadata.update(calls)
+    m.metadata.update(details)
 
 
 def _flag_repairs(messages: list[Message], *, free_form: set[str]) -> dict[str, int]:

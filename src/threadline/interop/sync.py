@@ -81,6 +81,14 @@ SUFFIXES = (".jsonl", ".json", ".traj", ".db", ".sqlite", ".sqlite3")
 """Files a directory walk considers (databases: agsh, Agents SDK); aider's history is
 found by its name."""
 AIDER_HISTORY = ".aider.chat.history.md"
+LAST_WRITTEN = (
+    "source_sha256",
+    "source_messages",
+    "source_fingerprint",
+    "source_checkpoints",
+)
+"""A session's import markers: written after its messages and checkpoints, in one
+update, so a session that has them holds everything they count (see ``Syncer``)."""
 _ID_NAMESPACE = uuid.UUID("6f0c9a52-1d7e-4c1b-9a43-2f5e8b7d0c11")
 """Namespace of the message ids derived from a source (see the module docstring)."""
 
@@ -173,6 +181,9 @@ class Source:
     """None for standard input."""
     found: bool = False
     """Found by walking a directory, so a file that is no conversation is skipped."""
+    refused: str | None = None
+    """Why a file found in a directory is not read (a link out of it, a link loop): the
+    source fails with this, and the rest of the directory is imported."""
 
     @property
     def name(self) -> str:
@@ -194,7 +205,7 @@ def find_sources(args: Sequence[str]) -> list[Source]:
             continue
         path = Path(arg).expanduser()
         if path.is_dir():
-            found = [Source(p, found=True) for p in _walk(path)]
+            found = list(_walk(path))
             if not found:
                 raise UsageError(
                     f"no files to import under {arg} (looked for {', '.join(SUFFIXES)} "
@@ -205,19 +216,45 @@ def find_sources(args: Sequence[str]) -> list[Source]:
         else:
             raise UsageError(f"no such file or directory: {arg}")
         for source in found:
-            key = source.path.resolve() if source.path else Path(STDIN)
-            if key not in seen:
-                seen.add(key)
+            key = _resolved(source.path) if source.path else Path(STDIN)
+            if key is None or key not in seen:  # a link loop is reported, not merged
+                if key is not None:
+                    seen.add(key)
                 sources.append(source)
     return sorted(sources, key=lambda s: s.path is not None and s.path.parent.name == "subagents")
 
 
-def _walk(top: Path) -> Iterator[Path]:
-    for root, dirs, files in os.walk(top):  # symlinked directories are not followed
+def _resolved(path: Path) -> Path | None:
+    """Where ``path`` leads, links followed; None for a link loop (``resolve`` raises
+    ``RuntimeError`` there on Python 3.11 and 3.12, ``OSError`` later)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return None
+
+
+def _walk(top: Path) -> Iterator[Source]:
+    """Candidate files under ``top``. Symlinked directories are not followed; a
+    symlinked file is followed only while it stays inside ``top`` (a link to a file
+    elsewhere is refused, as is a link loop, each as its own failed source)."""
+    inside = _resolved(top) or top
+    for root, dirs, files in os.walk(top):
         dirs.sort()
         for name in sorted(files):
-            if name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY):
-                yield Path(root) / name
+            if not (name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY)):
+                continue
+            path = Path(root) / name
+            refused = None
+            if path.is_symlink():
+                target = _resolved(path)
+                if target is None:
+                    refused = "a symbolic link loop: not followed"
+                elif not target.is_relative_to(inside):
+                    refused = (
+                        f"a symbolic link to {target}, outside {top}: not followed "
+                        "(import that file by its own path to include it)"
+                    )
+            yield Source(path, found=True, refused=refused)
 
 
 # -- syncing -------------------------------------------------------------------------
@@ -304,6 +341,8 @@ class Syncer:
         shows them); an interrupt or an unexpected bug propagates.
         """
         try:
+            if source.refused is not None:
+                raise ImportFormatError(source.refused, path=source.name)
             text = self._read(source)
             base = str(source.path.resolve()) if source.path is not None else STDIN
             unchanged = self._unchanged_by_hash(source, base, text.sha256)
@@ -314,6 +353,9 @@ class Syncer:
             return [_failed(source, exc, skip=source.found)]
         except (ThreadlineError, OSError) as exc:
             return [_failed(source, exc)]
+        except RecursionError as exc:  # nesting no reader's check caught: this source's own
+            deep = ImportFormatError(f"nests too deep to read ({exc})", path=source.name)
+            return [_failed(source, deep)]
         if self.run is not None:
             if self.run > len(sessions):
                 held = f"{len(sessions)} conversation{'s' if len(sessions) != 1 else ''}"
@@ -386,8 +428,8 @@ class Syncer:
         runs = same[0].metadata.get("source_runs", 1)
         by_run = {i.metadata.get("source_run", 1): i for i in same}
         wanted = [self.run] if self.run is not None else list(range(1, int(runs) + 1))
-        if any(r not in by_run for r in wanted):
-            return None
+        if any(r not in by_run or not self._holds_its_counts(by_run[r]) for r in wanted):
+            return None  # parsed and synced: a damaged session is repaired there
         results = []
         for r in wanted:
             info = self._link_parent(by_run[r])
@@ -403,6 +445,17 @@ class Syncer:
                 )
             )
         return results
+
+    def _holds_its_counts(self, info: SessionInfo) -> bool:
+        """Whether the session holds at least what its markers say was imported (an
+        import before markers were written last could record counts it never stored)."""
+        meta = info.metadata
+        messages, checkpoints = meta.get("source_messages"), meta.get("source_checkpoints", 0)
+        if not isinstance(messages, int) or not isinstance(checkpoints, int):
+            return False
+        if info.last_seq < messages:
+            return False
+        return checkpoints == 0 or len(self.store.list_checkpoints(info.id)) >= checkpoints
 
     def _parent(self, metadata: dict[str, Any]) -> SessionInfo | None:
         """The session of the parent an imported conversation names, once imported."""
@@ -492,13 +545,13 @@ class Syncer:
         # refuse before creating; written at the source's time, not the import's
         prepared = prepare_messages(imported.model, messages, at=updated)
         checkpoints = [checkpoint_args(c, len(prepared), where) for c in imported.checkpoints]
-        metadata = {
-            **imported.metadata,
-            **facts,
-            "source_messages": len(messages),
-            "source_fingerprint": fingerprint(messages),
-            "source_checkpoints": len(checkpoints),
-        }
+        metadata = {**imported.metadata, **facts}
+        markers = {k: metadata.pop(k) for k in LAST_WRITTEN if k in metadata}
+        markers.update(
+            source_messages=len(messages),
+            source_fingerprint=fingerprint(messages),
+            source_checkpoints=len(checkpoints),
+        )
         parent = self._parent(metadata)
         title = imported.title
         kind = child_kind(metadata)
@@ -525,11 +578,12 @@ class Syncer:
                 self.store.add_checkpoint(
                     session.id, covers_up_to=covers_up_to, summary=summary, metadata=cp_metadata
                 )
+            # last: a session without them is an import cut short, completed next time
+            info = self.store.update_session(session.id, metadata=markers)
         except BaseException:
             with contextlib.suppress(ThreadlineError):
                 self.store.delete_session(session.id, force=True)  # all or nothing
             raise
-        info = self.store.session_info(session.id)
         self._remember(info)
         self._adopt(fmt, key)
         result.session_id, result.title = info.id, info.title
@@ -548,25 +602,11 @@ class Syncer:
     ) -> None:
         meta = info.metadata
         result.session_id, result.title = info.id, info.title
-        done = meta.get("source_messages")
         messages = imported.messages
-        if (
-            not isinstance(done, int)
-            or len(messages) < done
-            or fingerprint(messages[:done]) != meta.get("source_fingerprint")
-        ):
-            raise ImportFormatError(
-                f"already imported as session {info.id}, but it no longer begins with the "
-                "messages imported then; delete that session to import it afresh",
-                path=where,
-            )
-        if info.last_seq != done:
-            raise UsageError(
-                f"session {info.id} (imported from {where}) has had messages added since; "
-                "not syncing into it"
-            )
+        fmt = facts["source_format"]
+        done = self._imported_count(info, messages, fmt, key, where)
+        complete = done == meta.get("source_messages") and self._holds_its_counts(info)
         fresh = messages[done:]
-        done_checkpoints = int(meta.get("source_checkpoints", 0))
         # beyond the latest stored one: a source may keep only its latest (supyagent)
         latest = self.store.latest_checkpoint(info.id)
         reached = latest.covers_up_to if latest is not None else -1
@@ -577,7 +617,7 @@ class Syncer:
         ]
         refresh = {k: v for k, v in imported.metadata.items() if k != "import_repairs"}
         refresh.update(facts)
-        if not fresh and not checkpoints:
+        if complete and not fresh and not checkpoints:
             changed = {k: v for k, v in refresh.items() if meta.get(k) != v}
             if changed:
                 info = self.store.update_session(info.id, metadata=changed)
@@ -592,26 +632,28 @@ class Syncer:
             flag_chains(window)  # against what is stored, not against the re-read source
             repairs = repair_counts(fresh)
             for i, m in enumerate(fresh, start=done):
-                m.id = _message_id(facts["source_format"], key, i)
+                m.id = _message_id(fmt, key, i)
             _, updated = source_dates(imported)
             self.store.append_messages(info.id, prepare_messages(info.model, fresh, at=updated))
+        for covers, summary, cp_metadata in checkpoints:
+            self.store.add_checkpoint(
+                info.id, covers_up_to=covers, summary=summary, metadata=cp_metadata
+            )
         total = Counter(meta.get("import_repairs") or {})
         total.update(repairs)
         refresh.update(
             {
                 "source_messages": len(messages),
                 "source_fingerprint": fingerprint(messages),
+                "source_checkpoints": len(self.store.list_checkpoints(info.id)),
                 "import_repairs": dict(sorted(total.items())),
             }
         )
-        self.store.update_session(info.id, model=imported.model, metadata=refresh)
-        for covers, summary, cp_metadata in checkpoints:
-            self.store.add_checkpoint(
-                info.id, covers_up_to=covers, summary=summary, metadata=cp_metadata
-            )
+        # the markers (text hash, counts, fingerprint) last, in one write
         info = self.store.update_session(
             info.id,
-            metadata={"source_checkpoints": done_checkpoints + len(checkpoints)},
+            model=imported.model,
+            metadata=refresh,
             title=imported.title if info.title is None else None,  # not a rename: no date
         )
         info = self._link_parent(info)
@@ -620,6 +662,43 @@ class Syncer:
         result.title = info.title
         result.messages_added, result.checkpoints_added = len(fresh), len(checkpoints)
         result.repairs = repairs
+
+    def _imported_count(
+        self, info: SessionInfo, messages: list[Message], fmt: str, key: str, where: str
+    ) -> int:
+        """How many of the source's first messages the session holds, checked to be
+        them: by the markers when the session holds what they say, else (an import cut
+        short) by reading it, its messages known by the ids derived from the source."""
+        meta = info.metadata
+        marked = meta.get("source_messages")
+        if isinstance(marked, int) and info.last_seq == marked:
+            if len(messages) < marked or fingerprint(messages[:marked]) != meta.get(
+                "source_fingerprint"
+            ):
+                raise _no_longer_begins(info, where)
+            return marked
+        stored = self.store.read_messages(info.id)
+        ours = 0
+        for m in stored:
+            if m.id != _message_id(fmt, key, ours):
+                break
+            ours += 1
+        if ours < len(stored):
+            raise UsageError(
+                f"session {info.id} (imported from {where}) has had messages added since; "
+                "not syncing into it"
+            )
+        if ours > len(messages) or fingerprint(stored) != fingerprint(messages[:ours]):
+            raise _no_longer_begins(info, where)
+        return ours
+
+
+def _no_longer_begins(info: SessionInfo, where: str) -> ImportFormatError:
+    return ImportFormatError(
+        f"already imported as session {info.id}, but it no longer begins with the "
+        "messages imported then; delete that session to import it afresh",
+        path=where,
+    )
 
 
 def source_dates(imported: ImportedSession) -> tuple[datetime | None, datetime | None]:

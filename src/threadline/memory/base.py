@@ -164,6 +164,26 @@ class Extraction(_Record):
         self.episodes += other.episodes
 
 
+class MemoryImport(_Record):
+    """What ``import_`` did with an export's records."""
+
+    scope: str | None
+    """The scope imported (None: every scope in the export)."""
+    added: int = 0
+    """Records that were absent and are stored now."""
+    kept: int = 0
+    """Records already present (by id), left as they are: without ``replace``, or whose
+    stored copy belongs to another scope (never moved or overwritten from here)."""
+    replaced: int = 0
+    """Records present in the same scope, overwritten because ``replace`` was asked."""
+    other_scopes: dict[str, int] = Field(default_factory=dict)
+    """Records of other scopes in the export, passed over (scope -> count)."""
+
+    @property
+    def written(self) -> int:
+        return self.added + self.replaced
+
+
 class FactFields(TypedDict, total=False):
     """What ``write_fact`` takes beside the scope and the statement, each optional:
     ``subject`` (an entity name), provenance (``session_id`` with ``seq``),
@@ -211,7 +231,9 @@ class MemoryStore(Protocol):
 
     def export(self, scope: str | None = None) -> dict[str, Any]: ...
 
-    def import_(self, data: dict[str, Any]) -> int: ...
+    def import_(
+        self, data: dict[str, Any], *, scope: str | None = None, replace: bool = False
+    ) -> MemoryImport: ...
 
     def close(self) -> None: ...
 

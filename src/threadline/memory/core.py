@@ -7,9 +7,11 @@ what provenance a fact keeps) is written once here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any, Unpack
+from typing import Any, TypeVar, Unpack
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,6 +24,7 @@ from threadline.memory.base import (
     Fact,
     FactFields,
     MemoryHit,
+    MemoryImport,
     Relation,
     Source,
     check_scope,
@@ -47,6 +50,7 @@ from threadline.memory.rules import (
 )
 from threadline.stamps import utcnow
 
+T = TypeVar("T")
 EXPORT_FORMAT = "threadline-memory"
 EXPORT_VERSION = 1
 _SECTIONS: dict[str, type[BaseModel]] = {
@@ -56,6 +60,39 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "episodes": Episode,
 }
 _KIND_OF = {"entities": "entity", "facts": "fact", "relations": "relation", "episodes": "episode"}
+
+
+EXTRACTION_BATCH = 50
+"""Records per transaction when an extraction is stored (``store_extraction``)."""
+WRITE_SLICE_SECONDS = 0.5
+"""How long ``store_extraction`` writes (transaction after transaction) before it pauses."""
+WRITE_PAUSE_SECONDS = 0.12
+"""How long it pauses then, with no transaction open: longer than the longest sleep
+between two tries of SQLite's busy handler (100 ms) and of the JSONL store's file lock
+(50 ms), so a writer waiting for the lock takes it in the pause. Small transactions
+alone are not enough: the flush takes the lock back at once and a waiter, asleep
+between tries, rarely sees it free. SQLite has one writer at a time, and a flush of
+1,800 facts in one transaction held the lock for 20 s and kept a ``create_session``
+waiting 15 s; ``bench/memory_write_lock.py`` measures the waits with these bounds."""
+
+
+class _Pacer:
+    """Says when a long write has held the lock long enough to let others in."""
+
+    def __init__(self) -> None:
+        self.since = time.monotonic()
+
+    def between_transactions(self) -> None:
+        if time.monotonic() - self.since >= WRITE_SLICE_SECONDS:
+            time.sleep(WRITE_PAUSE_SECONDS)
+            self.since = time.monotonic()
+
+
+def _batches(items: Sequence[T], pacer: _Pacer) -> Iterator[Sequence[T]]:
+    """``items`` a transaction's worth at a time, pausing as ``pacer`` says before each."""
+    for start in range(0, len(items), EXTRACTION_BATCH):
+        pacer.between_transactions()
+        yield items[start : start + EXTRACTION_BATCH]
 
 
 def entity_id(scope: str, name: str) -> str:
@@ -239,34 +276,45 @@ class Memory:
         return entity
 
     def store_extraction(self, scope: str, extraction: Extraction) -> int:
-        """Store what an extractor found, in one transaction; returns facts written."""
+        """Store what an extractor found; returns facts written.
+
+        Everything is checked first, so a bad extraction stores nothing; then it is
+        written in transactions of at most ``EXTRACTION_BATCH`` records each, with a
+        pause every ``WRITE_SLICE_SECONDS`` that lets other writers in, so a large
+        flush never holds the store's write lock for its whole length. A crash
+        between two of them leaves whole records: re-extracting the same turns writes
+        no fact twice (facts, turns and relations have ids derived from what they are)."""
         check_scope(scope)
-        written = 0
-        with self.records.transaction():
-            for e in extraction.entities:
-                e.scope = scope
-                self._touch_entity(e, e.last_seen or e.first_seen or utcnow())
-            episodes = []
-            for ep in extraction.episodes:
+        for f in extraction.facts:
+            f.scope = scope
+            f.statement = check_statement(f.statement)
+            if f.slot is None and f.subject is not None:
+                f.slot = derive_slot(f.statement)
+            if f.session_id and f.seq and not f.sources:
+                f.sources = [Source(session_id=f.session_id, seq=f.seq)]
+        pacer = _Pacer()
+        for entities in _batches(extraction.entities, pacer):
+            with self.records.transaction():
+                for e in entities:
+                    e.scope = scope
+                    self._touch_entity(e, e.last_seen or e.first_seen or utcnow())
+        for episodes in _batches(extraction.episodes, pacer):
+            for ep in episodes:
                 ep.scope = scope
                 ep.id = stable_id("episode", scope, ep.session_id, str(ep.seq))
-                episodes.append(episode_row(ep))
-            self.records.put(episodes)
-            for f in extraction.facts:
-                f.scope = scope
-                f.statement = check_statement(f.statement)
-                if f.slot is None and f.subject is not None:
-                    f.slot = derive_slot(f.statement)
-                if f.session_id and f.seq and not f.sources:
-                    f.sources = [Source(session_id=f.session_id, seq=f.seq)]
-                stored = self._add_fact(f)
-                written += stored is f
-            rels = []
-            for r in extraction.relations:
+            with self.records.transaction():
+                self.records.put([episode_row(ep) for ep in episodes])
+        written = 0
+        for facts in _batches(extraction.facts, pacer):
+            with self.records.transaction():
+                for f in facts:
+                    written += self._add_fact(f) is f
+        for relations in _batches(extraction.relations, pacer):
+            for r in relations:
                 r.scope = scope
                 r.id = stable_id("relation", scope, name_key(r.source), r.label, name_key(r.target))
-                rels.append(relation_row(r))
-            self.records.put(rels)
+            with self.records.transaction():
+                self.records.put([relation_row(r) for r in relations])
         return written
 
     def forget(self, fact_id: str) -> bool:
@@ -382,37 +430,76 @@ class Memory:
             out[section] = sorted(bodies, key=lambda b: b["id"])
         return out
 
-    def import_(self, data: dict[str, Any]) -> int:
-        """Load an ``export``; records keep their ids, so importing twice changes nothing.
+    def import_(
+        self, data: dict[str, Any], *, scope: str | None = None, replace: bool = False
+    ) -> MemoryImport:
+        """Load an ``export``: the records of ``scope`` (None: of every scope in it).
 
-        Returns how many records were read. Bad data raises ``ImportFormatError`` and
-        stores nothing."""
-        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-            raise ImportFormatError(f"not a threadline memory export (format {EXPORT_FORMAT!r})")
-        if not isinstance(data.get("version"), int) or data["version"] > EXPORT_VERSION:
-            raise ImportFormatError(
-                f"memory export version {data.get('version')!r} is not one this threadline reads"
-            )
-        parsed: dict[str, list[Any]] = {}
-        for section, model in _SECTIONS.items():
-            items = data.get(section, [])
-            if not isinstance(items, list):
-                raise ImportFormatError(f"{section} must be a list")
-            try:
-                parsed[section] = [model.model_validate(item) for item in items]
-            except ValidationError as exc:
-                raise ImportFormatError(f"bad record in {section}: {exc.errors()[0]}") from None
-            for record in parsed[section]:
-                check_scope(record.scope)
-                if isinstance(record, Fact):
-                    check_statement(record.statement)
-        rows = [
-            *(entity_row(e) for e in parsed["entities"]),
-            *(row for e in parsed["entities"] for row in alias_rows(e, e.aliases)),
-            *(fact_row(f) for f in parsed["facts"]),
-            *(relation_row(r) for r in parsed["relations"]),
-            *(episode_row(e) for e in parsed["episodes"]),
-        ]
+        Records keep their ids. One already stored is kept as it is (importing twice
+        changes nothing, and an edited export cannot overwrite what a scope holds);
+        ``replace`` overwrites those stored in the same scope, never a record of
+        another scope. Bad data raises ``ImportFormatError`` and stores nothing."""
+        if scope is not None:
+            check_scope(scope)
+        parsed = _parse_export(data)
+        report = MemoryImport(scope=scope)
+        other: Counter[str] = Counter()
+        rows: list[Row] = []
         with self.records.transaction():
+            for section, kind in _KIND_OF.items():
+                chosen = []
+                for record in parsed[section]:
+                    if scope is None or record.scope == scope:
+                        chosen.append(record)
+                    else:
+                        other[record.scope] += 1
+                stored = {b["id"]: b for b in self.records.get(kind, [r.id for r in chosen])}
+                for record in chosen:
+                    old = stored.get(record.id)
+                    if old is None:
+                        report.added += 1
+                    elif replace and old.get("scope") == record.scope:
+                        report.replaced += 1
+                    else:
+                        report.kept += 1
+                        continue
+                    rows += _rows_of(record)
             self.records.put(rows)
-        return sum(len(v) for v in parsed.values())
+        report.other_scopes = dict(sorted(other.items()))
+        return report
+
+
+def _parse_export(data: dict[str, Any]) -> dict[str, list[Any]]:
+    """Every record of an export, validated (``ImportFormatError`` on the first bad one)."""
+    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+        raise ImportFormatError(f"not a threadline memory export (format {EXPORT_FORMAT!r})")
+    if not isinstance(data.get("version"), int) or data["version"] > EXPORT_VERSION:
+        raise ImportFormatError(
+            f"memory export version {data.get('version')!r} is not one this threadline reads"
+        )
+    parsed: dict[str, list[Any]] = {}
+    for section, model in _SECTIONS.items():
+        items = data.get(section, [])
+        if not isinstance(items, list):
+            raise ImportFormatError(f"{section} must be a list")
+        try:
+            parsed[section] = [model.model_validate(item) for item in items]
+        except ValidationError as exc:
+            raise ImportFormatError(f"bad record in {section}: {exc.errors()[0]}") from None
+        for record in parsed[section]:
+            check_scope(record.scope)
+            if isinstance(record, Fact):
+                check_statement(record.statement)
+    return parsed
+
+
+def _rows_of(record: BaseModel) -> list[Row]:
+    """The rows that store one exported record (an entity's aliases with it)."""
+    if isinstance(record, Entity):
+        return [entity_row(record), *alias_rows(record, record.aliases)]
+    if isinstance(record, Fact):
+        return [fact_row(record)]
+    if isinstance(record, Relation):
+        return [relation_row(record)]
+    assert isinstance(record, Episode)
+    return [episode_row(record)]

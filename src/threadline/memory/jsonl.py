@@ -3,14 +3,17 @@
 ``<root>/memory/records.jsonl`` holds one line per write transaction
 (``{"rows": [...]}``): a line is complete or it is not there, so a crash mid-write
 loses only the unacknowledged transaction, and the torn tail is cut before the
-next write. Each write holds ``records.lock`` (a file lock, as the store's
-sessions do) and is fsynced before it returns. Readers load the file into the
-in-process records once and then read only what other processes appended.
+next write. A write the disk cannot hold whole (``ENOSPC``: ``os.write`` stores what
+fits) is cut back to the last whole line and raises ``StoreUnavailable``.
+Each write holds ``records.lock`` (a file lock, as the store's sessions do) and is
+fsynced before it returns. Readers load the file into the in-process records once
+and then read only what other processes appended.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import threading
@@ -43,6 +46,17 @@ def _row(data: dict[str, Any]) -> Row:
         dict(data["body"]),
         str(data.get("text", "")),
     )
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data``: ``os.write`` may write part of it (a disk filling up
+    writes what fits, then the next call fails with ``ENOSPC``)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:  # not seen from regular files; never loop on it
+            raise OSError(errno.EIO, "the write stored nothing")
+        view = view[written:]
 
 
 class JSONLRecords:
@@ -116,8 +130,15 @@ class JSONLRecords:
             size = os.fstat(fd).st_size
             if size > self._offset:  # a torn tail left by a crashed writer: cut it
                 os.ftruncate(fd, self._offset)
-            os.write(fd, line + b"\n")
-            os.fsync(fd)
+            try:
+                write_all(fd, line + b"\n")
+                os.fsync(fd)
+            except OSError:
+                # a full disk (or a failed fsync) leaves part of the line: cut it, so the
+                # file ends with the last whole line and this write is not acknowledged
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, self._offset)
+                raise
         finally:
             os.close(fd)
         if created:
@@ -148,7 +169,10 @@ class JSONLRecords:
                         try:
                             self._append(self._batch)
                         except OSError as exc:
-                            raise StoreUnavailable(f"memory in {self.dir}: {exc}") from exc
+                            raise StoreUnavailable(
+                                f"memory in {self.dir}: {exc.strerror or exc}; "
+                                "nothing of this write was stored"
+                            ) from exc
             finally:
                 self._batch = None
                 self._lock.release()

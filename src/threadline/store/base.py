@@ -327,7 +327,14 @@ def this_host() -> str:
     return socket.gethostname()
 
 
+PROC_ROOT = "/proc"
+"""Where Linux publishes each process's state (``<pid>/stat``); elsewhere ``ps`` says."""
+PS_TIMEOUT_SECONDS = 5.0
+
+
 def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` on this host still runs. A zombie (killed, not yet reaped
+    by its parent) answers ``os.kill(pid, 0)`` but will never renew a lock: it is dead."""
     if pid <= 0:
         return False
     try:
@@ -335,8 +342,37 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return process_state(pid) != "Z"
+
+
+def process_state(pid: int) -> str | None:
+    """The one-letter state of ``pid`` (``R``, ``S``, ``Z``...), from ``/proc/<pid>/stat``
+    where there is a ``/proc``, else from ``ps``; None when neither can tell (gone, or no
+    ``ps``)."""
+    if os.path.isdir(os.path.join(PROC_ROOT, "self")):
+        try:
+            with open(os.path.join(PROC_ROOT, str(pid), "stat"), "rb") as f:
+                stat_line = f.read()
+        except OSError:
+            return None
+        # "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ")"
+        fields = stat_line[stat_line.rfind(b")") + 1 :].split()
+        return fields[0].decode("ascii", "replace") if fields else None
+    import subprocess
+
+    try:
+        found = subprocess.run(
+            ["ps", "-o", "stat=", "-p", str(pid)],
+            capture_output=True,
+            text=True,
+            timeout=PS_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    state = found.stdout.strip()
+    return state[:1] or None
 
 
 # -- records ---------------------------------------------------------------------
