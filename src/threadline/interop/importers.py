@@ -52,7 +52,16 @@ from threadline.errors import (
     InvalidMessage,
     UsageError,
 )
-from threadline.interop import agents_sdk, agsh, databases, supyagent
+from threadline.interop import (
+    agents_sdk,
+    agsh,
+    aider_history,
+    databases,
+    opencode,
+    openhands_v1,
+    pi_session,
+    supyagent,
+)
 from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.export import EXPORT_FORMAT, ImportedSession, from_json_export
 from threadline.interop.openai_format import (
@@ -88,6 +97,8 @@ FORMATS = (
     "anthropic",
     "agsh",
     "agents-sdk",
+    "opencode",
+    "pi",
 )
 """What :func:`detect_format` and a sync can answer (``agsh`` and ``agents-sdk`` are
 SQLite databases, read by :func:`read_source`)."""
@@ -223,6 +234,15 @@ def _read_text(path: Path, max_bytes: int | None = None) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _read_source_text(path: Path) -> str:
+    """A file's text, or an OpenHands V1 conversation directory's events (given as the
+    directory or one of its event files) as one JSON array (``openhands_v1``)."""
+    files = openhands_v1.conversation_files(path)
+    if files is None:
+        return _read_text(path)
+    return openhands_v1.joined(files, _read_text, import_limit())
+
+
 def _read_bounded_file(path: Path, limit: int) -> bytes:
     with open(path, "rb") as f:
         st = os.fstat(f.fileno())
@@ -299,7 +319,7 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
     open_at = -1
     cwd = _Cwd()
     with _Where(path) as where:
-        for where.line, rec in _jsonl(text, path):
+        for where.line, rec in _jsonl(text, path, result.repairs):
             kind = rec.get("type")
             _claude_facts(result.info, rec)
             if kind == "summary":
@@ -445,7 +465,7 @@ def _parse_codex(text: str, path: Path) -> _Parsed:
     cwd = _Cwd()
     cwd_now: Any = None
     with _Where(path) as where:
-        for where.line, rec in _jsonl(text, path):
+        for where.line, rec in _jsonl(text, path, result.repairs):
             kind, payload = rec.get("type"), rec.get("payload") or {}
             item = payload.get("type")
             made: Message | None = None
@@ -592,11 +612,11 @@ def _parse_anthropic(text: str, path: Path) -> _Parsed:
 
 
 def _parse_openai_jsonl(text: str, path: Path) -> _Parsed:
-    out: list[Message] = []
+    result = _Parsed([[]])
     with _Where(path) as where:
-        for where.line, rec in _jsonl(text, path):
-            out.append(message_from_openai(rec))
-    return _Parsed([out])
+        for where.line, rec in _jsonl(text, path, result.repairs):
+            result.runs[0].append(message_from_openai(rec))
+    return result
 
 
 def _parse_swe_agent(text: str, path: Path) -> _Parsed:
@@ -774,14 +794,18 @@ def _parse_openhands(text: str, path: Path) -> _Parsed:
     if stripped.startswith("["):
         records = [(None, {"history": _load_json(text, path)})]
     else:
-        records = list(_jsonl(text, path))
+        records = list(_jsonl(text, path, result.repairs))
     with _Where(path) as where:
         for where.line, rec in records:
             history = rec.get("history")
             if not isinstance(history, list):
                 raise InvalidMessage("an OpenHands record needs a 'history' list of events")
             extra = result.extra(len(result.runs))
-            result.runs.append(_openhands_run(history, result.skipped, extra))
+            v1 = bool(history) and openhands_v1.is_event(history[0])
+            read_run = openhands_v1.read_run if v1 else _openhands_run
+            result.runs.append(read_run(history, result.skipped, extra))
+            if where.line is None and (files := openhands_v1.conversation_files(path)):
+                extra["source_id"] = openhands_v1.conversation_id(files)
             if rec.get("instance_id"):
                 result.info.setdefault("instances", []).append(rec["instance_id"])
                 extra["facts"] = {"instance_id": rec["instance_id"]}
@@ -866,58 +890,6 @@ def _parse_gemini(text: str, path: Path) -> _Parsed:
     return result
 
 
-def _parse_aider(text: str, path: Path) -> _Parsed:
-    result = _Parsed([[]])
-    out = result.runs[0]
-    user: list[str] = []
-    reply: list[str] = []
-    notes: list[str] = []  # "> " lines seen before any message
-    started: str | None = None
-
-    def emit(m: Message) -> None:
-        nonlocal started, notes
-        if started:
-            m.metadata["aider_session_started"] = started
-        if notes:
-            m.metadata["aider_notes"] = notes
-        out.append(m)
-        started, notes = None, []
-
-    def flush() -> None:
-        nonlocal user, reply
-        if user:
-            emit(Message.user("\n".join(user).rstrip()))
-        body = "\n".join(reply).strip()
-        if body:
-            emit(Message.assistant(body))
-        user, reply = [], []
-
-    for line in text.splitlines():
-        if line.startswith("# aider chat started at"):
-            flush()
-            started = line.removeprefix("# aider chat started at").strip()
-            result.info.setdefault("started", started)  # local time, as aider wrote it
-        elif line.startswith("####"):
-            if reply:
-                flush()
-            user.append(line[5:].rstrip() if line.startswith("#### ") else "")
-        elif line.startswith(">"):
-            flush()  # a reply ends where aider's own output (tokens, edits) starts
-            target = (
-                out[-1].metadata.setdefault("aider_notes", []) if out and not started else notes
-            )
-            target.append(line[1:].strip())
-        else:
-            if user:
-                flush()
-            reply.append(line.rstrip())
-    flush()
-    if notes:
-        result.skipped["aider_notes_without_message"] += len(notes)
-    result.info["notes"] = sum(len(m.metadata.get("aider_notes", [])) for m in out)
-    return result
-
-
 # -- detection and dispatch ----------------------------------------------------------
 
 
@@ -928,6 +900,8 @@ def _classify(first: Any, whole: bool) -> str | None:
             return "openai-runs"
         if isinstance(head, dict) and ("action" in head or "observation" in head):
             return "openhands"
+        if openhands_v1.is_event(head):
+            return "openhands"
         if whole and _anthropic_messages(first):
             return "anthropic"
         return "openai" if isinstance(head, dict) and ("role" in head or not first) else None
@@ -937,6 +911,10 @@ def _classify(first: Any, whole: bool) -> str | None:
         return "threadline"
     if whole and "history" in first and ("trajectory" in first or "info" in first):
         return "swe-agent"
+    if whole and opencode.looks_like(first):
+        return "opencode"
+    if pi_session.looks_like(first):
+        return "pi"
     if whole and "sessionId" in first and isinstance(first.get("messages"), list):
         return "gemini"
     if whole and isinstance(first.get("messages"), list):
@@ -993,7 +971,7 @@ def _detect(text: str, path: Path) -> str:
             raise ImportFormatError(
                 f"invalid JSON: {exc.msg}", line=exc.lineno, path=str(path)
             ) from exc
-        _, first = next(_jsonl(text, path))
+        _, first = next(_jsonl(text, path, Counter()))
         found = _classify(first, whole=False)
     if found is None:
         raise NotATranscript(
@@ -1007,7 +985,7 @@ def detect_format(path: str | Path) -> str:
     p = Path(path)
     if databases.is_database(p):
         return _parse_database(_read_database(p, None).database or b"", str(p))[0]
-    return _detect(_read_text(p), p)
+    return _detect(_read_source_text(p), p)
 
 
 _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
@@ -1019,15 +997,17 @@ _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
     "swe-agent": _parse_swe_agent,
     "openhands": _parse_openhands,
     "gemini": _parse_gemini,
-    "aider": _parse_aider,
+    "aider": aider_history.parse,
     "anthropic": _parse_anthropic,
     "supyagent": lambda text, path: supyagent.parse(text, path, _read_companion(path)),
+    "opencode": opencode.parse,
+    "pi": pi_session.parse,
 }
 
 
 def _parse(path: str | Path, fmt: str | None = None) -> tuple[str, _Parsed]:
     p = Path(path)
-    text = _read_text(p)
+    text = _read_source_text(p)
     fmt = fmt or _detect(text, p)
     if fmt == "threadline":
         raise ImportFormatError("a threadline export: read it with import_file()", path=str(p))
@@ -1133,7 +1113,7 @@ def read_source(path: str | Path, *, name: str | None = None) -> SourceText:
     try:
         if databases.is_database(p):
             return _read_database(p, name)
-        text = _read_text(p)
+        text = _read_source_text(p)
         companion = _read_companion(p) if name is None else None
     except ImportFormatError as exc:
         if name is None:
@@ -1237,6 +1217,8 @@ def _session(fmt: str, parsed: _Parsed, index: int, began: datetime) -> Imported
         parsed.runs[index], extra.get("compactions", [])
     )
     repairs = _flag_repairs(messages, free_form=extra.get("free_form_calls", set()))
+    if index == 0 and parsed.repairs:  # damage to the file, reported once
+        repairs = dict(sorted((Counter(repairs) + parsed.repairs).items()))
     metadata: dict[str, Any] = {"format": fmt}
     metadata.update({k: info[k] for k in _SESSION_FACTS if info.get(k) is not None})
     metadata.update(extra.get("facts", {}))
@@ -1267,7 +1249,7 @@ def _session(fmt: str, parsed: _Parsed, index: int, began: datetime) -> Imported
     model = named[-1] if named else info.get("model") or extra.get("model")
     return ImportedSession(
         messages=messages,
-        title=session_title(messages),
+        title=extra.get("title") or session_title(messages),
         agent=fmt,
         model=model,
         metadata=metadata,
@@ -1283,7 +1265,12 @@ def _session(fmt: str, parsed: _Parsed, index: int, began: datetime) -> Imported
 def _own_id(fmt: str, info: Mapping[str, Any]) -> str | None:
     """The id the source gave the conversation; a Claude Code subagent shares its
     parent's ``sessionId``, so its agent id is added."""
-    found = {"claude-code": "session_id", "codex": "id", "gemini": "session_id"}.get(fmt)
+    found = {
+        "claude-code": "session_id",
+        "codex": "id",
+        "gemini": "session_id",
+        "pi": "session_id",
+    }.get(fmt)
     own = info.get(found) if found else None
     if not isinstance(own, str) or not own:
         return None

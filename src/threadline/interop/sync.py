@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from threadline.errors import ImportFormatError, ThreadlineError, UsageError
+from threadline.interop import openhands_v1
 from threadline.interop.export import ImportedSession
 from threadline.interop.importers import (
     NotATranscript,
@@ -187,7 +188,8 @@ def find_sources(args: Sequence[str]) -> list[Source]:
                     f"and {AIDER_HISTORY})"
                 )
         elif path.exists():
-            found = [Source(path)]
+            events = openhands_v1.conversation_files(path)  # one event of a conversation
+            found = [Source(events[0].parent if events else path)]
         else:
             raise UsageError(f"no such file or directory: {arg}")
         for source in found:
@@ -199,9 +201,18 @@ def find_sources(args: Sequence[str]) -> list[Source]:
 
 
 def _walk(top: Path) -> Iterator[Path]:
+    """Candidate files, and an OpenHands V1 conversation directory (one file per event)
+    as one source."""
     for root, dirs, files in os.walk(top):  # symlinked directories are not followed
         dirs.sort()
+        events = any(openhands_v1.EVENT_FILE.match(n) for n in files) and (
+            openhands_v1.conversation_files(Path(root)) is not None
+        )
+        if events:
+            yield Path(root)
         for name in sorted(files):
+            if events and openhands_v1.EVENT_FILE.match(name):
+                continue
             if name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY):
                 yield Path(root) / name
 
