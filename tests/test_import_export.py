@@ -195,9 +195,9 @@ def test_transcript_record_errors_name_the_line(tmp_path: Path) -> None:
 
 
 def test_unknown_files_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ImportFormatError, match="unrecognised"):
+    with pytest.raises(ImportFormatError, match="neither JSON nor an aider chat history"):
         import_file(_write(tmp_path, "x.txt", "hello"))
-    with pytest.raises(ImportFormatError, match="unrecognised"):
+    with pytest.raises(ImportFormatError, match="a JSON object with keys what"):
         import_file(_write(tmp_path, "x.json", '{"what": 1}'))
 
 

@@ -418,7 +418,10 @@ def test_directory_walk_skips_files_that_are_not_conversations(
     by_name = {Path(s["source"]).name: s["status"] for s in json.loads(result.stdout)["sources"]}
     assert by_name == {"chat.json": "new", "empty.jsonl": "skipped", "package.json": "skipped"}
     named = cli(sqlite_url, str(tmp_path / "package.json"))
-    assert named.exit_code == 2 and "not a format threadline can import" in named.stderr
+    assert named.exit_code == 2
+    assert "not a conversation threadline can import: a JSON object with keys name, version" in (
+        named.stderr
+    )
 
 
 # -- environment events and repairs ----------------------------------------------------

@@ -58,6 +58,7 @@ from threadline.interop.provider_rules import (
     is_replayable_thinking,
 )
 from threadline.interop.provider_rules import RAW_ARGUMENTS_KEY as RAW_ARGUMENTS_KEY
+from threadline.interop.shapes import json_kind
 from threadline.messages import (
     FilePart,
     ImagePart,
@@ -447,7 +448,7 @@ def _from_assistant(raw: Any, names: dict[str, list[str]]) -> Message:
 def from_anthropic(messages: Any, system: SystemParam = None) -> list[Message]:
     """Messages from a Messages API conversation; malformed input raises InvalidMessage."""
     if not isinstance(messages, list):
-        raise InvalidMessage(f"expected a list of messages, got {type(messages).__name__}")
+        raise InvalidMessage(f"expected a list of messages, got {json_kind(messages)}")
     out: list[Message] = []
     if isinstance(system, str):
         if system:

@@ -56,10 +56,15 @@ from threadline.interop import (
     agents_sdk,
     agsh,
     aider_history,
+    claude_queue,
+    codex_echoes,
     databases,
+    entire_transcript,
     opencode,
+    openhands_legacy,
     openhands_v1,
     pi_session,
+    shapes,
     supyagent,
 )
 from threadline.interop.anthropic_format import from_anthropic
@@ -75,6 +80,7 @@ from threadline.interop.records import jsonl as _jsonl
 from threadline.interop.records import load_json as _load_json
 from threadline.interop.records import stamp as _stamp
 from threadline.interop.records import timestamp as _timestamp
+from threadline.interop.shapes import json_kind
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage
 from threadline.requests import first_request, request_text
@@ -99,6 +105,7 @@ FORMATS = (
     "agents-sdk",
     "opencode",
     "pi",
+    "entire",
 )
 """What :func:`detect_format` and a sync can answer (``agsh`` and ``agents-sdk`` are
 SQLite databases, read by :func:`read_source`)."""
@@ -319,9 +326,21 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
     open_at = -1
     cwd = _Cwd()
     with _Where(path) as where:
-        for where.line, rec in _jsonl(text, path, result.repairs):
+        records = list(_jsonl(text, path, result.repairs))
+        queue = claude_queue.Queue(result.skipped)
+        queued: list[Message] = []  # prompts taken mid-turn, placed before the next response
+        for where.line, rec in records:
             kind = rec.get("type")
             _claude_facts(result.info, rec)
+            if kind == "queue-operation":
+                anchor = f"queue-operation:{where.line}"  # stable as the file grows
+                queued += [
+                    _stamp(m, rec.get("timestamp"), source_uuid=anchor) for m in queue.take(rec)
+                ]
+                continue
+            if kind == "ai-title" and isinstance(rec.get("aiTitle"), str) and rec["aiTitle"]:
+                extra["title"] = rec["aiTitle"]  # Claude Code's own title for the session
+                continue
             if kind == "summary":
                 result.info.setdefault("summaries", []).append(rec.get("summary"))
                 continue
@@ -379,6 +398,8 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
                     old.usage = usage or old.usage
                     continue
                 new.model, new.usage = msg.get("model"), usage
+                out.extend(queued)
+                queued.clear()
                 open_id, open_at = msg_id, len(out)
                 made = [new]
             else:
@@ -400,7 +421,12 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
                 made[0].metadata.update(pending)
                 pending = {}
             cwd.stamp(made[0], rec.get("cwd"))
+            if any(m.role != "tool" for m in made):
+                out.extend(claude_queue.not_repeated(queued, made))
+                queued.clear()
+                queue.delivered(made)
             out.extend(made)
+        queue.finish(queued)
     if pending:
         result.skipped["compact_boundary_at_end"] += 1
     return result
@@ -465,11 +491,19 @@ def _parse_codex(text: str, path: Path) -> _Parsed:
     cwd = _Cwd()
     cwd_now: Any = None
     with _Where(path) as where:
-        for where.line, rec in _jsonl(text, path, result.repairs):
+        records = list(_jsonl(text, path, result.repairs))
+        echoes = codex_echoes.user_turns([r for _, r in records])
+        for index, (where.line, rec) in enumerate(records):
             kind, payload = rec.get("type"), rec.get("payload") or {}
             item = payload.get("type")
             made: Message | None = None
-            if kind == "session_meta":
+            if kind == "session_meta" and result.info.get("id"):  # resumed: a later start
+                extra.setdefault("events", []).append(
+                    _event("session_resumed", rec.get("timestamp"), len(out) + len(deferred))
+                )
+            elif kind == "event_msg" and item == "user_message" and index in echoes:
+                made = codex_echoes.user_message(payload)
+            elif kind == "session_meta":
                 keys = ("id", "cwd", "cli_version", "model_provider", "originator")
                 result.info.update({k: payload.get(k) for k in keys if payload.get(k)})
                 result.info["started"] = payload.get("timestamp") or rec.get("timestamp")
@@ -626,6 +660,8 @@ def _parse_swe_agent(text: str, path: Path) -> _Parsed:
     out: list[Message] = []
     with _Where(path):
         for i, entry in enumerate(data["history"]):
+            if not isinstance(entry, dict):
+                raise InvalidMessage(f"history[{i}]: expected an object, got {json_kind(entry)}")
             d = dict(entry)
             ids = d.pop("tool_call_ids", None)
             if d.get("role") == "tool" and ids and not d.get("tool_call_id"):
@@ -801,9 +837,11 @@ def _parse_openhands(text: str, path: Path) -> _Parsed:
             if not isinstance(history, list):
                 raise InvalidMessage("an OpenHands record needs a 'history' list of events")
             extra = result.extra(len(result.runs))
-            v1 = bool(history) and openhands_v1.is_event(history[0])
-            read_run = openhands_v1.read_run if v1 else _openhands_run
-            result.runs.append(read_run(history, result.skipped, extra))
+            if history and openhands_v1.is_event(history[0]):
+                result.runs.append(openhands_v1.read_run(history, result.skipped, extra))
+            else:
+                events = openhands_legacy.normalise(history)  # resolver output: flattened
+                result.runs.append(_openhands_run(events, result.skipped, extra))
             if where.line is None and (files := openhands_v1.conversation_files(path)):
                 extra["source_id"] = openhands_v1.conversation_id(files)
             if rec.get("instance_id"):
@@ -915,6 +953,8 @@ def _classify(first: Any, whole: bool) -> str | None:
         return "opencode"
     if pi_session.looks_like(first):
         return "pi"
+    if entire_transcript.looks_like(first):
+        return "entire"
     if whole and "sessionId" in first and isinstance(first.get("messages"), list):
         return "gemini"
     if whole and isinstance(first.get("messages"), list):
@@ -923,13 +963,12 @@ def _classify(first: Any, whole: bool) -> str | None:
         return "anthropic" if anthropic or _anthropic_messages(messages) else "openai-runs"
     if isinstance(first.get("history"), list):
         return "openhands"
-    if first.get("type") in _CODEX_TYPES and "payload" in first:
+    kind = first.get("type") if isinstance(first.get("type"), str) else None
+    if kind in _CODEX_TYPES and "payload" in first:
         return "codex"
     if supyagent.looks_like(first):
         return "supyagent"
-    if first.get("type") in _CLAUDE_TYPES and (
-        "sessionId" in first or "uuid" in first or "type" in first
-    ):
+    if kind in _CLAUDE_TYPES and ("sessionId" in first or "uuid" in first or "type" in first):
         return "claude-code"
     return "openai-jsonl" if "role" in first else None
 
@@ -958,24 +997,28 @@ def _anthropic_messages(messages: list[Any]) -> bool:
 
 def _detect(text: str, path: Path) -> str:
     head = text.lstrip()
+    if not head:
+        raise NotATranscript("empty: nothing to import", path=str(path))
     if head.startswith("# aider chat started at"):
         return "aider"
     if not head.startswith(("{", "[")):
         raise NotATranscript(
-            "not a format threadline can import (unrecognised start)", path=str(path)
+            "not a format threadline can import (neither JSON nor an aider chat history)",
+            path=str(path),
         )
     try:
-        found = _classify(json.loads(text), whole=True)
+        data = json.loads(text)
+        found = _classify(data, whole=True)
     except json.JSONDecodeError as exc:
         if not exc.msg.startswith("Extra data"):
             raise ImportFormatError(
                 f"invalid JSON: {exc.msg}", line=exc.lineno, path=str(path)
             ) from exc
-        _, first = next(_jsonl(text, path, Counter()))
-        found = _classify(first, whole=False)
+        _, data = next(_jsonl(text, path, Counter()))
+        found = _classify(data, whole=False)
     if found is None:
         raise NotATranscript(
-            "not a format threadline can import (unrecognised records)", path=str(path)
+            f"not a conversation threadline can import: {shapes.describe(data)}", path=str(path)
         )
     return found
 
@@ -1002,6 +1045,7 @@ _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
     "supyagent": lambda text, path: supyagent.parse(text, path, _read_companion(path)),
     "opencode": opencode.parse,
     "pi": pi_session.parse,
+    "entire": entire_transcript.parse,
 }
 
 
@@ -1084,6 +1128,7 @@ _SESSION_FACTS = (
     "summaries",
     "exit_status",
     "model_stats",
+    "source_agent",
 )
 """Facts a reader found about the whole file that a session's metadata keeps."""
 

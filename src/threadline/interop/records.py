@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from threadline.errors import ImportFormatError, InvalidMessage
+from threadline.interop.shapes import json_kind
 from threadline.messages import Message
 
 
@@ -101,7 +102,7 @@ def _records(
             ) from exc
         if not isinstance(record, dict):
             raise ImportFormatError(
-                f"expected a JSON object, got {type(record).__name__}", line=n, path=str(path)
+                f"expected a JSON object, got {json_kind(record)}", line=n, path=str(path)
             )
         if found and repairs is None:
             raise ImportFormatError(
@@ -194,7 +195,8 @@ class Where:
         elif isinstance(exc, KeyError):
             detail = f"missing field {exc}"
         elif isinstance(exc, TypeError | AttributeError):
-            detail = f"unexpected record shape ({exc})"
+            # which field held what is the reader's business; Python's words are not
+            detail = "a record of an unexpected shape (a field holds the wrong kind of value)"
         elif isinstance(exc, InvalidMessage):
             detail = str(exc)
         else:

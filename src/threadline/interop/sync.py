@@ -309,6 +309,12 @@ class Syncer:
             return [_failed(source, exc, skip=source.found)]
         except (ThreadlineError, OSError) as exc:
             return [_failed(source, exc)]
+        if self.title is not None and self.run is None and len(sessions) > 1:
+            problem = UsageError(
+                f"--title names one conversation, but {source.name} holds {len(sessions)}; "
+                "pick one with --run N"
+            )
+            return [_failed(source, problem)]
         if self.run is not None:
             if self.run > len(sessions):
                 held = f"{len(sessions)} conversation{'s' if len(sessions) != 1 else ''}"
