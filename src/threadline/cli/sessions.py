@@ -468,11 +468,13 @@ def import_(
 
     Reads threadline JSON exports, OpenAI chat JSON / JSONL, Anthropic Messages
     JSON, transcripts of Claude Code (point it at ~/.claude/projects), Codex,
-    SWE-agent, OpenHands, Gemini CLI, Aider and supyagent (.supyagent/sessions),
-    and the SQLite session databases of agsh and the OpenAI Agents SDK; a file of
-    several conversations (or a database of several sessions) gives one session each.
-    Importing a source again changes nothing; a transcript that has grown gets
-    only its new messages. Native compactions become checkpoints.
+    SWE-agent, OpenHands (V1 conversation directories too), Gemini CLI, Aider,
+    OpenCode exports, Pi / Oh My Pi, Entire's compact transcripts and supyagent
+    (.supyagent/sessions), and the SQLite session databases of agsh and the OpenAI
+    Agents SDK; a file of several conversations (or a database of several sessions)
+    gives one session each. Importing a source again changes nothing; a transcript
+    that has grown gets only its new messages. Native compactions become checkpoints.
+    --title names one conversation; --agent names new sessions only.
     """
     from threadline.interop.sync import Syncer, SyncStatus, find_sources
 

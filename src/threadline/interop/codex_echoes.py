@@ -10,7 +10,8 @@ some CLI versions write only the event. So an event is imported exactly when no
 ``response_item`` user message carries the same turn: none between the model output
 before it and the model output after it (never both). A user message made only of
 Codex's own context (``<environment_context>``, ``<user_instructions>``,
-``# AGENTS.md instructions``) does not carry a turn.
+``# AGENTS.md instructions``, ``<recommended_plugins>``, ...: ``CONTEXT_PREFIXES``)
+does not carry a turn.
 
 Everything else ``importers`` reads from a rollout is documented there;
 ``event_msg`` echoes other than these (``agent_message``, ``agent_reasoning``,
@@ -36,7 +37,18 @@ MODEL_OUTPUT = frozenset(
     }
 )
 """``response_item`` types the model produced (besides assistant messages)."""
-CONTEXT_PREFIXES = ("<environment_context", "<user_instructions", "# AGENTS.md")
+CONTEXT_PREFIXES = (
+    "<environment_context",
+    "<user_instructions",
+    "# AGENTS.md",
+    "<INSTRUCTIONS>",
+    "<recommended_plugins",
+    "<skill",
+    "<user_shell_command",
+    "<turn_aborted",
+)
+"""The context fragments Codex writes as user messages (codex-rs contextual user
+fragments): none of them is what the user typed."""
 
 
 def _payload(rec: Mapping[str, Any]) -> Mapping[str, Any]:
