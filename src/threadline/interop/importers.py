@@ -10,7 +10,10 @@ store. Input must be strict UTF-8; a bad byte or a malformed record raises
 :class:`ImportFormatError` naming the line (and the byte offset for bad UTF-8).
 Records a reader understands but that are not conversation (UI progress,
 reasoning blobs, snapshots) are skipped and counted, never dropped silently:
-the counts are in ``ImportedSession.metadata["skipped"]``.
+the counts are in ``ImportedSession.metadata["skipped"]`` (Claude Code's
+``progress`` lines by ``data.type``: an ``agent_progress`` line repeats a
+subagent's message, which the subagent's own ``subagents/agent-*.jsonl`` holds).
+Formats with a module of their own say there what they read and what they skip.
 
 Real logs reuse tool-call ids (tau-bench, SWE-agent), so readers keep calls and
 results in file order and leave pairing to :func:`threadline.messages.group_units`,
@@ -370,7 +373,9 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
                 )
                 continue
             if kind not in ("user", "assistant"):
-                result.skipped[f"{kind}:{rec['subtype']}" if rec.get("subtype") else str(kind)] += 1
+                data = rec.get("data") if isinstance(rec.get("data"), dict) else {}
+                sub = rec.get("subtype") or data.get("type")  # a progress line: its data.type
+                result.skipped[f"{kind}:{sub}" if isinstance(sub, str) else str(kind)] += 1
                 continue
             msg = rec["message"]
             if kind == "assistant":
