@@ -127,8 +127,8 @@ def _shell_targets(command: str) -> Iterator[str]:
     command = _HEREDOC_BODY.sub(r"\1", command)  # a heredoc's body is data, not shell
     for m in _REDIRECT.finditer(command):
         target = m.group(2)
-        if target.startswith("/dev/") or not ("." in target or "/" in target):
-            continue
+        if target.startswith(SCRATCH) or not ("." in target or "/" in target):
+            continue  # a device, or a scratch file outside the project (a log in /tmp)
         yield target
     try:
         words_ = shlex.split(command, comments=False)
@@ -139,6 +139,8 @@ def _shell_targets(command: str) -> Iterator[str]:
             yield words_[i + 1]
 
 
+SCRATCH = ("/dev/", "/tmp/", "/var/tmp/", "/private/tmp/")
+"""Where a shell redirect writes outside any project: not a file the run changed."""
 _FENCED = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 APPLIED = "Applied edit to "
 """Aider logs each edit it applies this way (the importer keeps the log in metadata)."""
@@ -199,7 +201,10 @@ def edited_paths(messages: Iterable[Message]) -> set[str]:
 
 def recalled(path: str, text: str, cwds: Iterable[str] = ()) -> bool:
     """Named in ``text``: the path itself, its last two or more components, or the path
-    relative to a working directory the run had."""
+    relative to a working directory the run had; a Windows path (``Models\\Offer.cs``,
+    as aider logs it there) also with forward slashes."""
+    if "\\" in path and "/" not in path and recalled(path.replace("\\", "/"), text, cwds):
+        return True
     for cwd in cwds:
         prefix = cwd.rstrip("/") + "/"
         if path.startswith(prefix) and recalled(path[len(prefix) :], text):

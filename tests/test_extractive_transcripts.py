@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import TRANSCRIPTS, require_shared
 from threadline.compaction.extractive import ExtractiveSummarizer
-from threadline.compaction.snapshot import SECTION_NAMES, SECTION_TITLES, parse, words
+from threadline.compaction.snapshot import SECTION_NAMES, SECTION_TITLES, parse, path_span, words
 from threadline.compaction.toolcalls import edited_files
 from threadline.interop.importers import read_transcript_runs
 from threadline.messages import Message
@@ -175,7 +175,7 @@ def test_the_final_snapshot_names_the_files_the_run_changed(relative: str) -> No
             previous = SUMMARIZER.summarize(window, previous=previous).text
             assert words(previous) <= MAX_WORDS
         text = previous or ""
-        missing = [p for p in changed if f"`{p}`" not in text]
+        missing = [p for p in changed if path_span(p) not in text]  # `p`, or ``p`` when p has `
         if changed:
             recall = 1 - len(missing) / len(changed)
             print(f"\n{relative}: {len(changed) - len(missing)}/{len(changed)} files named")

@@ -231,26 +231,30 @@ def test_a_subagent_imported_first_is_linked_when_its_parent_arrives(tmp_path: P
 # -- the whole directory, twice ----------------------------------------------------------
 
 
+SOURCES = 35 + 1 + 200 + 3 + 2
+
+
 def test_whole_directory_imports_then_is_unchanged(sqlite_url: str) -> None:
     require_shared(TRANSCRIPTS)
     first = cli(sqlite_url, str(TRANSCRIPTS), "--json")
     assert first.exit_code == 0, first.stderr
     report = json.loads(first.stdout)
     assert report["counts"]["failed"] == 0 and report["counts"]["new"] == len(report["sources"])
-    # 20 files of one conversation, 200 tau-bench runs and 3 OpenHands runs
-    assert len(report["sources"]) == 223
+    # 35 files of one conversation, an OpenHands V1 directory of one file per event,
+    # 200 tau-bench runs, 3 OpenHands runs and a Pi session's main path and branch
+    assert len(report["sources"]) == SOURCES
     store = open_store(sqlite_url)
     try:
         before = sorted(s.id for s in all_sessions(store))
-        assert len(before) == 223
+        assert len(before) == SOURCES
         ids = {s.metadata["source_id"] for s in all_sessions(store)}
-        assert len(ids) == 223  # every source distinct, none null
+        assert len(ids) == SOURCES  # every source distinct, none null
     finally:
         store.close()
     again = cli(sqlite_url, str(TRANSCRIPTS), "--json")
     assert again.exit_code == 0, again.stderr
     counts = json.loads(again.stdout)["counts"]
-    assert counts == {"new": 0, "updated": 0, "unchanged": 223, "failed": 0, "skipped": 0}
+    assert counts == {"new": 0, "updated": 0, "unchanged": SOURCES, "failed": 0, "skipped": 0}
     store = open_store(sqlite_url)
     try:
         assert sorted(s.id for s in all_sessions(store)) == before
@@ -258,7 +262,7 @@ def test_whole_directory_imports_then_is_unchanged(sqlite_url: str) -> None:
         store.close()
     human = cli(sqlite_url, str(TRANSCRIPTS / "claude-code"))
     assert human.exit_code == 0
-    assert "11 conversations: 11 unchanged; 0 messages added" in human.stderr
+    assert "16 conversations: 16 unchanged; 0 messages added" in human.stderr
 
 
 def dated_listing(store: Store) -> list[tuple[Any, ...]]:
@@ -499,7 +503,10 @@ def test_directory_walk_skips_files_that_are_not_conversations(
     by_name = {Path(s["source"]).name: s["status"] for s in json.loads(result.stdout)["sources"]}
     assert by_name == {"chat.json": "new", "empty.jsonl": "skipped", "package.json": "skipped"}
     named = cli(sqlite_url, str(tmp_path / "package.json"))
-    assert named.exit_code == 2 and "not a format threadline can import" in named.stderr
+    assert named.exit_code == 2
+    assert "not a conversation threadline can import: a JSON object with keys name, version" in (
+        named.stderr
+    )
 
 
 # -- environment events and repairs ----------------------------------------------------

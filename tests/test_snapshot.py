@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from threadline.compaction.snapshot import (
+    CODE_SPAN,
     DEFAULT_MAX_WORDS,
     EMPTY_BULLET,
     SECTION_NAMES,
@@ -19,6 +20,8 @@ from threadline.compaction.snapshot import (
     code_span,
     one_line,
     parse,
+    path_span,
+    span_text,
     words,
 )
 from threadline.errors import UsageError
@@ -58,6 +61,25 @@ def test_code_span_quotes_only_clean_text() -> None:
     assert code_span("a.py") == "`a.py`"
     assert code_span("has ` tick") == "has ` tick"
     assert code_span("") == ""
+
+
+def test_path_span_quotes_a_name_holding_backticks() -> None:
+    name = "Let's start by adding the necessary CSS to the `App.css` file"  # aider made it
+    assert path_span("a.py") == "`a.py`"
+    assert path_span(name) == f"``{name}``"
+    assert path_span("`x") == "`` `x ``"
+
+
+@given(
+    st.text(alphabet=st.sampled_from("ab `.,/"), min_size=1, max_size=12).filter(
+        lambda t: t.strip() == t
+    ),
+    st.sampled_from(["", "Also changed: `z.py`, ", "- "]),
+)
+def test_a_quoted_path_reads_back_as_itself(path: str, before: str) -> None:
+    line = f"{before}{path_span(path)}: edited, {path_span('y.py')}"
+    spans = [span_text(m) for m in CODE_SPAN.finditer(line)]
+    assert path in spans and spans[-1] == "y.py"
 
 
 # -- render --------------------------------------------------------------------------

@@ -12,6 +12,8 @@ import contextlib
 import os
 import sys
 import tempfile
+import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
@@ -534,15 +536,22 @@ def import_(
 
     Reads threadline JSON exports, OpenAI chat JSON / JSONL, Anthropic Messages
     JSON, transcripts of Claude Code (point it at ~/.claude/projects), Codex,
-    SWE-agent, OpenHands, Gemini CLI, Aider and supyagent (.supyagent/sessions),
-    and the SQLite session databases of agsh and the OpenAI Agents SDK; a file of
-    several conversations (or a database of several sessions) gives one session each.
-    Importing a source again changes nothing; a transcript that has grown gets
-    only its new messages. Native compactions become checkpoints.
+    SWE-agent, OpenHands (V1 conversation directories too), Gemini CLI, Aider,
+    OpenCode exports, Pi / Oh My Pi, Entire's compact transcripts and supyagent
+    (.supyagent/sessions), and the SQLite session databases of agsh and the OpenAI
+    Agents SDK; a file of several conversations (or a database of several sessions)
+    gives one session each. Importing a source again changes nothing; a transcript
+    that has grown gets only its new messages. Native compactions become checkpoints.
+    --title names one conversation; --agent names new sessions only.
     """
-    from threadline.interop.sync import Syncer, find_sources
+    from threadline.interop.sync import Syncer, SyncStatus, find_sources
 
     sources = find_sources(paths)
+    if title is not None and len(sources) > 1:
+        raise UsageError(
+            f"--title names one conversation, but {len(sources)} sources were given; import "
+            "them without it, then `threadline sessions rename ID TITLE`"
+        )
     store = store_of(ctx)
     syncer = Syncer(
         store, agent=agent, title=title, run=run, stdin=getattr(sys.stdin, "buffer", None)
@@ -550,6 +559,10 @@ def import_(
     with _import_progress(len(sources), show=not as_json and is_terminal(sys.stderr)) as advance:
         report = syncer.sync(sources, progress=advance)
     results, failures = report.results, report.failures
+    if agent is not None:
+        _warn_kept_agents(store, report, agent)
+    if results and all(r.status is SyncStatus.SKIPPED for r in results) and not as_json:
+        raise UsageError(_import_summary(report))
     single = len(results) == 1
     if as_json:
         print_json(report.to_json())
@@ -588,8 +601,32 @@ def _import_progress(
         yield advance
 
 
+def _warn_kept_agents(store: Store, report: SyncReport, agent: str) -> None:
+    """``--agent`` names new sessions only: say so when sessions imported before keep
+    another agent's name."""
+    from threadline.interop.sync import SyncStatus
+
+    kept = [
+        r.session_id
+        for r in report.results
+        if r.status in (SyncStatus.UNCHANGED, SyncStatus.UPDATED) and r.session_id is not None
+    ]
+    others = Counter(store.session_info(sid).agent for sid in kept)
+    others.pop(agent, None)
+    if others:
+        names = ", ".join(sorted(others))
+        n = sum(others.values())
+        keep = "keeps its agent" if n == 1 else "keep their agent"
+        warnings.warn(
+            f"--agent {agent} names new sessions only: {plural(n, 'session')} imported "
+            f"before {keep} ({names}); delete and import again to change it",
+            stacklevel=2,
+        )
+
+
 def _import_summary(report: SyncReport) -> str:
-    """One line: what a single source became, or the counts of many."""
+    """One line: what a single source became, or the counts of many (files found in a
+    directory that hold no conversation are files skipped, not conversations)."""
     from threadline.interop.sync import SyncStatus
 
     results = report.results
@@ -610,10 +647,18 @@ def _import_summary(report: SyncReport) -> str:
             return f"updated {r.session_id}: {added} from {r.source}{tail}"
         if r.status is SyncStatus.UNCHANGED:
             return f"unchanged: {r.source} is already session {r.session_id}"
-    counts = ", ".join(f"{n} {status}" for status, n in report.counts().items() if n)
+    found = report.counts()
+    skipped = found.pop(SyncStatus.SKIPPED.value)
+    passed = (
+        f"{plural(skipped, 'file')} skipped (no conversation in {'it' if skipped == 1 else 'them'})"
+    )
+    if skipped == len(results):
+        return f"nothing to import: {passed}"
+    counts = ", ".join(f"{n} {status}" for status, n in found.items() if n)
     added = plural(report.messages_added, "message")
-    done = plural(len(results), "conversation")
-    return f"{done}: {counts or 'nothing to do'}; {added} added{tail}"
+    done = plural(len(results) - skipped, "conversation")
+    more = f"; {passed}" if passed else ""
+    return f"{done}: {counts or 'nothing to do'}; {added} added{tail}{more}"
 
 
 def write_atomically(path: Path, text: str) -> None:

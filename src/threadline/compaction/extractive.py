@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.snapshot import (
+    CODE_SPAN,
     DEFAULT_MAX_WORDS,
     SECTION_NAMES,
     SectionName,
@@ -69,6 +70,8 @@ from threadline.compaction.snapshot import (
     clip_words,
     code_span,
     parse,
+    path_span,
+    span_text,
     words,
 )
 from threadline.compaction.toolcalls import (
@@ -332,7 +335,7 @@ _NOTE_VERB = re.compile(
 _CODE_CHARS = re.compile(r"[;{}<>]|\s==?\s|[(\[,]$|^\w+\s+[\"']")
 """A line of code that happens to start with a verb (``return Response(``) is no account."""
 _OLD_FILE = re.compile(
-    r"^`(?P<path>[^`]+)`:\s*(?P<acts>(?:(?:created|written|edited|deleted|moved|copied|"
+    r"^(?P<tick>`+)(?P<path>.+?)(?<!`)(?P=tick):\s*(?P<acts>(?:(?:created|written|edited|deleted|moved|copied|"
     r"reverted|changed)(?:\s*\u00d7\d+)?(?:,\s*)?)*)(?P<tail>.*)$"
 )
 _ACTION_COUNT = re.compile(
@@ -723,9 +726,9 @@ def _file_score(rec: FileEdit, total: int) -> float:
 
 def _file_bullet(rec: FileEdit, *, noted: bool) -> str:
     """``path: edited ×3: what changed``; a move says where to, a failure what went wrong."""
-    text = f"{code_span(rec.path)}: {rec.describe()}"
+    text = f"{path_span(rec.path)}: {rec.describe()}"
     if rec.other:
-        text += f" {'from' if 'copied' in rec.actions else 'to'} {code_span(rec.other)}"
+        text += f" {'from' if 'copied' in rec.actions else 'to'} {path_span(rec.other)}"
     what = rec.note if noted else None
     if noted and not what and rec.symbols:
         what = ", ".join(code_span(s) for s in rec.symbols[-MAX_SYMBOLS:])
@@ -758,22 +761,24 @@ def _old_files(old: Snapshot, tracker: FileTracker) -> dict[str, _OldFile]:
     for position, b in enumerate(old.files_modified):
         text = b.text
         if text.startswith(f"{ALSO_CHANGED}:"):
-            for raw in re.findall(r"`([^`]+)`", text):
-                path = _shown(tracker, raw)
-                out.setdefault(path, _OldFile(path, position, {}, code_span(path), code_span(path)))
+            for span in CODE_SPAN.finditer(text):
+                path = _shown(tracker, span_text(span))
+                out.setdefault(path, _OldFile(path, position, {}, path_span(path), path_span(path)))
             continue
         m = _OLD_FILE.match(text)
         if m is None:
-            quoted = re.match(r"\s*`([^`]+)`", text)
-            path = _shown(tracker, quoted.group(1)) if quoted else _norm(text)
+            quoted = CODE_SPAN.match(text.lstrip())
+            path = _shown(tracker, span_text(quoted)) if quoted else _norm(text)
             out.setdefault(path, _OldFile(path, position, {}, text, clip_words(text, 6)))
             continue
-        path = _shown(tracker, m.group("path"))
+        path = _shown(
+            tracker, m.group("path").strip() if len(m.group("tick")) > 1 else m.group("path")
+        )
         counts: dict[str, int] = {}
         for action, n in _ACTION_COUNT.findall(m.group("acts")):
             counts[action] = counts.get(action, 0) + int(n or 1)
         acts, tail = m.group("acts").strip().rstrip(","), m.group("tail")
-        head = f"{code_span(path)}: {acts}"
+        head = f"{path_span(path)}: {acts}"
         moved = re.match(r"\s*((?:to|from) `[^`]+`)", tail)
         short = f"{head} {moved.group(1)}" if moved else head
         out.setdefault(path, _OldFile(path, position, counts, f"{head}{tail}", short))
@@ -909,7 +914,7 @@ class ExtractiveSummarizer:
                 snapshot.add("files_modified", carried.full if noted else carried.short, score)
         for start in range(0, len(folded), FOLD_SIZE):
             group = folded[start : start + FOLD_SIZE]
-            names = ", ".join(code_span(path) for path, _ in group)
+            names = ", ".join(path_span(path) for path, _ in group)
             snapshot.add("files_modified", f"{ALSO_CHANGED}: {names}", group[0][1] * FOLD_FACTOR)
         return [path for _, path, _, _ in entries]
 

@@ -130,6 +130,29 @@ def code_span(text: str) -> str:
     return f"`{text}`" if text and "`" not in text and text.strip() == text else text
 
 
+def path_span(path: str) -> str:
+    """A file name as inline code, always: a name holding backticks (aider once created
+    ``Let's add it to the `App.css` file``) gets a longer fence, as CommonMark allows,
+    padded with a space where the name begins or ends with a backtick."""
+    if not path or path.strip() != path or "`" not in path:
+        return code_span(path)
+    fence = "`" * (max(len(run) for run in re.findall(r"`+", path)) + 1)
+    pad = " " if path.startswith("`") or path.endswith("`") else ""
+    return f"{fence}{pad}{path}{pad}{fence}"
+
+
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+"""An inline code span of any fence length; its text is group 2 (see ``span_text``)."""
+
+
+def span_text(match: re.Match[str]) -> str:
+    """The text a ``CODE_SPAN`` match quotes, without the padding a long fence adds."""
+    text = match.group(2)
+    if len(match.group(1)) > 1 and text.startswith(" ") and text.endswith(" ") and text.strip():
+        return text[1:-1]
+    return text
+
+
 class Bullet(BaseModel):
     """One line of a section, with the score ``render`` ranks it by."""
 
@@ -359,6 +382,7 @@ class SummaryResult:
 
 
 __all__ = [
+    "CODE_SPAN",
     "DEFAULT_MAX_WORDS",
     "EMPTY_BULLET",
     "SECTION_NAMES",
@@ -372,5 +396,7 @@ __all__ = [
     "code_span",
     "one_line",
     "parse",
+    "path_span",
+    "span_text",
     "words",
 ]

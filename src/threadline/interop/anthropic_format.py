@@ -26,7 +26,9 @@ text; images and documents in formats the API refuses become text placeholders;
 and trailing whitespace is cut from a final assistant turn.
 
 Lossy by design (and therefore documented): merged turns come back as one
-Message, a single text part comes back as a plain string, and a tool-call
+Message, a single text part comes back as a plain string, a tool result's
+``tool_reference`` (a tool search's answer) and ``search_result`` blocks come back
+as text (``tool_reference: <name>``; title, source and text), and a tool-call
 argument string that is not a JSON object travels as ``{"_raw": "..."}``
 (missing arguments travel as ``{}``).
 """
@@ -56,6 +58,7 @@ from threadline.interop.provider_rules import (
     is_replayable_thinking,
 )
 from threadline.interop.provider_rules import RAW_ARGUMENTS_KEY as RAW_ARGUMENTS_KEY
+from threadline.interop.shapes import json_kind
 from threadline.messages import (
     FilePart,
     ImagePart,
@@ -304,6 +307,10 @@ def _source_part(block: Mapping[str, Any]) -> Part:
     raise InvalidMessage(f"unsupported document source type {kind!r}")
 
 
+TOOL_REFERENCE = "tool_reference"
+"""How a ``tool_reference`` block reads as text: ``tool_reference: <tool name>``."""
+
+
 def _content_part(block: Mapping[str, Any]) -> Part | None:
     kind = block.get("type")
     if kind == "text":
@@ -334,10 +341,32 @@ def _result_content(raw: Any) -> str | list[Part]:
     parts: list[Part] = []
     for block in raw:
         part = _content_part(block) if isinstance(block, Mapping) else None
+        if part is None and isinstance(block, Mapping):
+            part = _result_block_text(block)
         if part is None:
-            raise InvalidMessage("tool_result content blocks must be text, image or document")
+            raise InvalidMessage(
+                "tool_result content blocks must be text, image, document, search_result "
+                "or tool_reference"
+            )
         parts.append(part)
     return parts
+
+
+def _result_block_text(block: Mapping[str, Any]) -> TextPart | None:
+    """A tool search's ``tool_reference`` (the tool it loaded) and a ``search_result``
+    (source, title and text blocks) as text: they come back as text blocks."""
+    kind = block.get("type")
+    if kind == "tool_reference" and isinstance(block.get("tool_name"), str):
+        return TextPart(text=f"{TOOL_REFERENCE}: {block['tool_name']}")
+    if kind == "search_result":
+        head = [str(block[k]) for k in ("title", "source") if isinstance(block.get(k), str)]
+        body = [
+            str(b.get("text", ""))
+            for b in block.get("content") or []
+            if isinstance(b, Mapping) and b.get("type") == "text"
+        ]
+        return TextPart(text="\n".join([" · ".join(head), *body]).strip())
+    return None
 
 
 def _tool_call(block: Mapping[str, Any]) -> ToolCall:
@@ -419,7 +448,7 @@ def _from_assistant(raw: Any, names: dict[str, list[str]]) -> Message:
 def from_anthropic(messages: Any, system: SystemParam = None) -> list[Message]:
     """Messages from a Messages API conversation; malformed input raises InvalidMessage."""
     if not isinstance(messages, list):
-        raise InvalidMessage(f"expected a list of messages, got {type(messages).__name__}")
+        raise InvalidMessage(f"expected a list of messages, got {json_kind(messages)}")
     out: list[Message] = []
     if isinstance(system, str):
         if system:

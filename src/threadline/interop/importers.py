@@ -10,7 +10,10 @@ store. Input must be strict UTF-8; a bad byte or a malformed record raises
 :class:`ImportFormatError` naming the line (and the byte offset for bad UTF-8).
 Records a reader understands but that are not conversation (UI progress,
 reasoning blobs, snapshots) are skipped and counted, never dropped silently:
-the counts are in ``ImportedSession.metadata["skipped"]``.
+the counts are in ``ImportedSession.metadata["skipped"]`` (Claude Code's
+``progress`` lines by ``data.type``: an ``agent_progress`` line repeats a
+subagent's message, which the subagent's own ``subagents/agent-*.jsonl`` holds).
+Formats with a module of their own say there what they read and what they skip.
 
 Real logs reuse tool-call ids (tau-bench, SWE-agent), so readers keep calls and
 results in file order and leave pairing to :func:`threadline.messages.group_units`,
@@ -52,7 +55,22 @@ from threadline.errors import (
     InvalidMessage,
     UsageError,
 )
-from threadline.interop import agents_sdk, agsh, bounds, databases, supyagent
+from threadline.interop import (
+    agents_sdk,
+    agsh,
+    aider_history,
+    bounds,
+    claude_queue,
+    codex_echoes,
+    databases,
+    entire_transcript,
+    opencode,
+    openhands_legacy,
+    openhands_v1,
+    pi_session,
+    shapes,
+    supyagent,
+)
 from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.export import EXPORT_FORMAT, ImportedSession, from_json_export
 from threadline.interop.openai_format import (
@@ -66,6 +84,7 @@ from threadline.interop.records import jsonl as _jsonl
 from threadline.interop.records import load_json as _load_json
 from threadline.interop.records import stamp as _stamp
 from threadline.interop.records import timestamp as _timestamp
+from threadline.interop.shapes import json_kind
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage
 from threadline.requests import first_request, request_text
@@ -88,6 +107,9 @@ FORMATS = (
     "anthropic",
     "agsh",
     "agents-sdk",
+    "opencode",
+    "pi",
+    "entire",
 )
 """What :func:`detect_format` and a sync can answer (``agsh`` and ``agents-sdk`` are
 SQLite databases, read by :func:`read_source`)."""
@@ -246,6 +268,15 @@ def _read_text(path: Path, max_bytes: int | None = None) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _read_source_text(path: Path) -> str:
+    """A file's text, or an OpenHands V1 conversation directory's events (given as the
+    directory or one of its event files) as one JSON array (``openhands_v1``)."""
+    files = openhands_v1.conversation_files(path)
+    if files is None:
+        return _read_text(path)
+    return openhands_v1.joined(files, _read_text, import_limit())
+
+
 def _read_bounded_file(path: Path, limit: int) -> bytes:
     with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
@@ -322,9 +353,21 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
     open_at = -1
     cwd = _Cwd()
     with _Where(path) as where:
-        for where.line, rec in _jsonl(text, path):
+        records = list(_jsonl(text, path, result.repairs))
+        queue = claude_queue.Queue(result.skipped)
+        queued: list[Message] = []  # prompts taken mid-turn, placed before the next response
+        for where.line, rec in records:
             kind = rec.get("type")
             _claude_facts(result.info, rec)
+            if kind == "queue-operation":
+                anchor = f"queue-operation:{where.line}"  # stable as the file grows
+                queued += [
+                    _stamp(m, rec.get("timestamp"), source_uuid=anchor) for m in queue.take(rec)
+                ]
+                continue
+            if kind == "ai-title" and isinstance(rec.get("aiTitle"), str) and rec["aiTitle"]:
+                extra["title"] = rec["aiTitle"]  # Claude Code's own title for the session
+                continue
             if kind == "summary":
                 result.info.setdefault("summaries", []).append(rec.get("summary"))
                 continue
@@ -354,7 +397,10 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
                 )
                 continue
             if kind not in ("user", "assistant"):
-                result.skipped[f"{kind}:{rec['subtype']}" if rec.get("subtype") else str(kind)] += 1
+                raw = rec.get("data")
+                data = raw if isinstance(raw, dict) else {}
+                sub = rec.get("subtype") or data.get("type")  # a progress line: its data.type
+                result.skipped[f"{kind}:{sub}" if isinstance(sub, str) else str(kind)] += 1
                 continue
             msg = rec["message"]
             if kind == "assistant":
@@ -382,6 +428,8 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
                     old.usage = usage or old.usage
                     continue
                 new.model, new.usage = msg.get("model"), usage
+                out.extend(queued)
+                queued.clear()
                 open_id, open_at = msg_id, len(out)
                 made = [new]
             else:
@@ -403,7 +451,12 @@ def _parse_claude_code(text: str, path: Path) -> _Parsed:
                 made[0].metadata.update(pending)
                 pending = {}
             cwd.stamp(made[0], rec.get("cwd"))
+            if any(m.role != "tool" for m in made):
+                out.extend(claude_queue.not_repeated(queued, made))
+                queued.clear()
+                queue.delivered(made)
             out.extend(made)
+        queue.finish(queued)
     if pending:
         result.skipped["compact_boundary_at_end"] += 1
     return result
@@ -468,11 +521,19 @@ def _parse_codex(text: str, path: Path) -> _Parsed:
     cwd = _Cwd()
     cwd_now: Any = None
     with _Where(path) as where:
-        for where.line, rec in _jsonl(text, path):
+        records = list(_jsonl(text, path, result.repairs))
+        echoes = codex_echoes.user_turns([r for _, r in records])
+        for index, (where.line, rec) in enumerate(records):
             kind, payload = rec.get("type"), rec.get("payload") or {}
             item = payload.get("type")
             made: Message | None = None
-            if kind == "session_meta":
+            if kind == "session_meta" and result.info.get("id"):  # resumed: a later start
+                extra.setdefault("events", []).append(
+                    _event("session_resumed", rec.get("timestamp"), len(out) + len(deferred))
+                )
+            elif kind == "event_msg" and item == "user_message" and index in echoes:
+                made = codex_echoes.user_message(payload)
+            elif kind == "session_meta":
                 keys = ("id", "cwd", "cli_version", "model_provider", "originator")
                 result.info.update({k: payload.get(k) for k in keys if payload.get(k)})
                 result.info["started"] = payload.get("timestamp") or rec.get("timestamp")
@@ -615,11 +676,11 @@ def _parse_anthropic(text: str, path: Path) -> _Parsed:
 
 
 def _parse_openai_jsonl(text: str, path: Path) -> _Parsed:
-    out: list[Message] = []
+    result = _Parsed([[]])
     with _Where(path) as where:
-        for where.line, rec in _jsonl(text, path):
-            out.append(message_from_openai(rec))
-    return _Parsed([out])
+        for where.line, rec in _jsonl(text, path, result.repairs):
+            result.runs[0].append(message_from_openai(rec))
+    return result
 
 
 def _parse_swe_agent(text: str, path: Path) -> _Parsed:
@@ -629,6 +690,8 @@ def _parse_swe_agent(text: str, path: Path) -> _Parsed:
     out: list[Message] = []
     with _Where(path):
         for i, entry in enumerate(data["history"]):
+            if not isinstance(entry, dict):
+                raise InvalidMessage(f"history[{i}]: expected an object, got {json_kind(entry)}")
             d = dict(entry)
             ids = d.pop("tool_call_ids", None)
             if d.get("role") == "tool" and ids and not d.get("tool_call_id"):
@@ -797,14 +860,20 @@ def _parse_openhands(text: str, path: Path) -> _Parsed:
     if stripped.startswith("["):
         records = [(None, {"history": _load_json(text, path)})]
     else:
-        records = list(_jsonl(text, path))
+        records = list(_jsonl(text, path, result.repairs))
     with _Where(path) as where:
         for where.line, rec in records:
             history = rec.get("history")
             if not isinstance(history, list):
                 raise InvalidMessage("an OpenHands record needs a 'history' list of events")
             extra = result.extra(len(result.runs))
-            result.runs.append(_openhands_run(history, result.skipped, extra))
+            if history and openhands_v1.is_event(history[0]):
+                result.runs.append(openhands_v1.read_run(history, result.skipped, extra))
+            else:
+                events = openhands_legacy.normalise(history)  # resolver output: flattened
+                result.runs.append(_openhands_run(events, result.skipped, extra))
+            if where.line is None and (files := openhands_v1.conversation_files(path)):
+                extra["source_id"] = openhands_v1.conversation_id(files)
             if rec.get("instance_id"):
                 result.info.setdefault("instances", []).append(rec["instance_id"])
                 extra["facts"] = {"instance_id": rec["instance_id"]}
@@ -889,58 +958,6 @@ def _parse_gemini(text: str, path: Path) -> _Parsed:
     return result
 
 
-def _parse_aider(text: str, path: Path) -> _Parsed:
-    result = _Parsed([[]])
-    out = result.runs[0]
-    user: list[str] = []
-    reply: list[str] = []
-    notes: list[str] = []  # "> " lines seen before any message
-    started: str | None = None
-
-    def emit(m: Message) -> None:
-        nonlocal started, notes
-        if started:
-            m.metadata["aider_session_started"] = started
-        if notes:
-            m.metadata["aider_notes"] = notes
-        out.append(m)
-        started, notes = None, []
-
-    def flush() -> None:
-        nonlocal user, reply
-        if user:
-            emit(Message.user("\n".join(user).rstrip()))
-        body = "\n".join(reply).strip()
-        if body:
-            emit(Message.assistant(body))
-        user, reply = [], []
-
-    for line in text.splitlines():
-        if line.startswith("# aider chat started at"):
-            flush()
-            started = line.removeprefix("# aider chat started at").strip()
-            result.info.setdefault("started", started)  # local time, as aider wrote it
-        elif line.startswith("####"):
-            if reply:
-                flush()
-            user.append(line[5:].rstrip() if line.startswith("#### ") else "")
-        elif line.startswith(">"):
-            flush()  # a reply ends where aider's own output (tokens, edits) starts
-            target = (
-                out[-1].metadata.setdefault("aider_notes", []) if out and not started else notes
-            )
-            target.append(line[1:].strip())
-        else:
-            if user:
-                flush()
-            reply.append(line.rstrip())
-    flush()
-    if notes:
-        result.skipped["aider_notes_without_message"] += len(notes)
-    result.info["notes"] = sum(len(m.metadata.get("aider_notes", [])) for m in out)
-    return result
-
-
 # -- detection and dispatch ----------------------------------------------------------
 
 
@@ -951,6 +968,8 @@ def _classify(first: Any, whole: bool) -> str | None:
             return "openai-runs"
         if isinstance(head, dict) and ("action" in head or "observation" in head):
             return "openhands"
+        if openhands_v1.is_event(head):
+            return "openhands"
         if whole and _anthropic_messages(first):
             return "anthropic"
         return "openai" if isinstance(head, dict) and ("role" in head or not first) else None
@@ -960,6 +979,12 @@ def _classify(first: Any, whole: bool) -> str | None:
         return "threadline"
     if whole and "history" in first and ("trajectory" in first or "info" in first):
         return "swe-agent"
+    if whole and opencode.looks_like(first):
+        return "opencode"
+    if pi_session.looks_like(first):
+        return "pi"
+    if entire_transcript.looks_like(first):
+        return "entire"
     if whole and "sessionId" in first and isinstance(first.get("messages"), list):
         return "gemini"
     if whole and isinstance(first.get("messages"), list):
@@ -968,13 +993,12 @@ def _classify(first: Any, whole: bool) -> str | None:
         return "anthropic" if anthropic or _anthropic_messages(messages) else "openai-runs"
     if isinstance(first.get("history"), list):
         return "openhands"
-    if first.get("type") in _CODEX_TYPES and "payload" in first:
+    kind = first.get("type") if isinstance(first.get("type"), str) else None
+    if kind in _CODEX_TYPES and "payload" in first:
         return "codex"
     if supyagent.looks_like(first):
         return "supyagent"
-    if first.get("type") in _CLAUDE_TYPES and (
-        "sessionId" in first or "uuid" in first or "type" in first
-    ):
+    if kind in _CLAUDE_TYPES and ("sessionId" in first or "uuid" in first or "type" in first):
         return "claude-code"
     return "openai-jsonl" if "role" in first else None
 
@@ -1003,24 +1027,28 @@ def _anthropic_messages(messages: list[Any]) -> bool:
 
 def _detect(text: str, path: Path) -> str:
     head = text.lstrip()
+    if not head:
+        raise NotATranscript("empty: nothing to import", path=str(path))
     if head.startswith("# aider chat started at"):
         return "aider"
     if not head.startswith(("{", "[")):
         raise NotATranscript(
-            "not a format threadline can import (unrecognised start)", path=str(path)
+            "not a format threadline can import (neither JSON nor an aider chat history)",
+            path=str(path),
         )
     try:
-        found = _classify(json.loads(text), whole=True)
+        data = json.loads(text)
+        found = _classify(data, whole=True)
     except json.JSONDecodeError as exc:
         if not exc.msg.startswith("Extra data"):
             raise ImportFormatError(
                 f"invalid JSON: {exc.msg}", line=exc.lineno, path=str(path)
             ) from exc
-        _, first = next(_jsonl(text, path))
-        found = _classify(first, whole=False)
+        _, data = next(_jsonl(text, path, Counter()))
+        found = _classify(data, whole=False)
     if found is None:
         raise NotATranscript(
-            "not a format threadline can import (unrecognised records)", path=str(path)
+            f"not a conversation threadline can import: {shapes.describe(data)}", path=str(path)
         )
     return found
 
@@ -1030,7 +1058,7 @@ def detect_format(path: str | Path) -> str:
     p = Path(path)
     if databases.is_database(p):
         return _parse_database(_read_database(p, None).database or b"", str(p))[0]
-    return _detect(_read_text(p), p)
+    return _detect(_read_source_text(p), p)
 
 
 _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
@@ -1042,15 +1070,18 @@ _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
     "swe-agent": _parse_swe_agent,
     "openhands": _parse_openhands,
     "gemini": _parse_gemini,
-    "aider": _parse_aider,
+    "aider": aider_history.parse,
     "anthropic": _parse_anthropic,
     "supyagent": lambda text, path: supyagent.parse(text, path, _read_companion(path)),
+    "opencode": opencode.parse,
+    "pi": pi_session.parse,
+    "entire": entire_transcript.parse,
 }
 
 
 def _parse(path: str | Path, fmt: str | None = None) -> tuple[str, _Parsed]:
     p = Path(path)
-    text = _read_text(p)
+    text = _read_source_text(p)
     fmt = fmt or _detect(text, p)
     if fmt == "threadline":
         raise ImportFormatError("a threadline export: read it with import_file()", path=str(p))
@@ -1127,6 +1158,7 @@ _SESSION_FACTS = (
     "summaries",
     "exit_status",
     "model_stats",
+    "source_agent",
 )
 """Facts a reader found about the whole file that a session's metadata keeps."""
 
@@ -1156,7 +1188,7 @@ def read_source(path: str | Path, *, name: str | None = None) -> SourceText:
     try:
         if databases.is_database(p):
             return _read_database(p, name)
-        text = _read_text(p)
+        text = _read_source_text(p)
         companion = _read_companion(p) if name is None else None
     except ImportFormatError as exc:
         if name is None:
@@ -1286,6 +1318,8 @@ def _session(fmt: str, parsed: _Parsed, index: int, began: datetime) -> Imported
         parsed.runs[index], extra.get("compactions", [])
     )
     repairs = _flag_repairs(messages, free_form=extra.get("free_form_calls", set()))
+    if index == 0 and parsed.repairs:  # damage to the file, reported once
+        repairs = dict(sorted((Counter(repairs) + parsed.repairs).items()))
     metadata: dict[str, Any] = {"format": fmt}
     metadata.update({k: info[k] for k in _SESSION_FACTS if info.get(k) is not None})
     metadata.update(extra.get("facts", {}))
@@ -1316,7 +1350,7 @@ def _session(fmt: str, parsed: _Parsed, index: int, began: datetime) -> Imported
     model = named[-1] if named else info.get("model") or extra.get("model")
     return ImportedSession(
         messages=messages,
-        title=session_title(messages),
+        title=extra.get("title") or session_title(messages),
         agent=fmt,
         model=model,
         metadata=metadata,
@@ -1332,7 +1366,12 @@ def _session(fmt: str, parsed: _Parsed, index: int, began: datetime) -> Imported
 def _own_id(fmt: str, info: Mapping[str, Any]) -> str | None:
     """The id the source gave the conversation; a Claude Code subagent shares its
     parent's ``sessionId``, so its agent id is added."""
-    found = {"claude-code": "session_id", "codex": "id", "gemini": "session_id"}.get(fmt)
+    found = {
+        "claude-code": "session_id",
+        "codex": "id",
+        "gemini": "session_id",
+        "pi": "session_id",
+    }.get(fmt)
     own = info.get(found) if found else None
     if not isinstance(own, str) or not own:
         return None

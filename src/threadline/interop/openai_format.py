@@ -36,6 +36,7 @@ from threadline.interop.provider_rules import (
     is_http_url,
     openai_tool_id,
 )
+from threadline.interop.shapes import json_kind
 from threadline.messages import (
     FilePart,
     ImagePart,
@@ -309,7 +310,7 @@ def _file_from_openai(raw: Any) -> FilePart:
 
 def _part_from_openai(raw: Any) -> Part:
     if not isinstance(raw, Mapping):
-        raise InvalidMessage(f"a content part must be an object, got {type(raw).__name__}")
+        raise InvalidMessage(f"a content part must be an object, got {json_kind(raw)}")
     kind = raw.get("type")
     if kind in ("text", "input_text", "output_text"):
         text = raw.get("text")
@@ -333,7 +334,7 @@ def content_from_openai(raw: Any) -> str | list[Part]:
         return raw
     if isinstance(raw, list):
         return [_part_from_openai(p) for p in raw]
-    raise InvalidMessage(f"content must be a string, null or a list, got {type(raw).__name__}")
+    raise InvalidMessage(f"content must be a string, null or a list, got {json_kind(raw)}")
 
 
 def tool_call_from_openai(raw: Any) -> ToolCall:
@@ -363,7 +364,7 @@ def message_from_openai(d: Any) -> Message:
     in ``metadata["refusal"]``.
     """
     if not isinstance(d, Mapping):
-        raise InvalidMessage(f"a message must be a JSON object, got {type(d).__name__}")
+        raise InvalidMessage(f"a message must be a JSON object, got {json_kind(d)}")
     role = d.get("role")
     name = d.get("name")
     if name is not None and not isinstance(name, str):
@@ -412,7 +413,7 @@ def message_from_openai(d: Any) -> Message:
 def messages_from_openai(items: Any) -> list[Message]:
     """Messages from a Chat Completions list; errors name the offending index."""
     if not isinstance(items, list):
-        raise InvalidMessage(f"expected a list of messages, got {type(items).__name__}")
+        raise InvalidMessage(f"expected a list of messages, got {json_kind(items)}")
     out: list[Message] = []
     for i, item in enumerate(items):
         try:

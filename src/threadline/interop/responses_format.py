@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from threadline.errors import InvalidMessage
+from threadline.interop.shapes import json_kind
 from threadline.messages import FilePart, ImagePart, Message, Part, TextPart, ToolCall
 
 ITEMS_KEY = "responses_items"
@@ -66,7 +67,7 @@ def _part_from_item(raw: Any) -> tuple[Part | None, dict[str, Any]]:
     """A content part as a threadline part plus its skeleton (the fields the part does
     not carry); a part threadline cannot hold is kept whole in the skeleton."""
     if not isinstance(raw, Mapping):
-        raise InvalidMessage(f"a content part must be an object, got {type(raw).__name__}")
+        raise InvalidMessage(f"a content part must be an object, got {json_kind(raw)}")
     kind = raw.get("type")
     field = _TEXT_FIELDS.get(kind) if isinstance(kind, str) else None
     if field is not None and isinstance(raw.get(field), str):
@@ -221,7 +222,7 @@ def items_to_messages(items: Iterable[Mapping[str, Any]]) -> list[Message]:
     b = _Builder()
     for index, raw in enumerate(items):
         if not isinstance(raw, Mapping):
-            raise InvalidMessage(f"item {index}: expected an object, got {type(raw).__name__}")
+            raise InvalidMessage(f"item {index}: expected an object, got {json_kind(raw)}")
         item = copy.deepcopy(dict(raw))
         try:
             _add_item(b, item)

@@ -52,6 +52,8 @@ def looks_like(record: Mapping[str, Any]) -> bool:
     """Whether a first JSONL record is supyagent's: its meta line, or a message line
     (a Claude Code line of the same ``type`` always has ``message`` or ``uuid``)."""
     kind = record.get("type")
+    if not isinstance(kind, str):
+        return False
     if kind == "meta":
         return "session_id" in record and "agent" in record
     if kind not in MESSAGE_TYPES or {"message", "uuid", "sessionId"} & record.keys():

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from threadline.errors import ImportFormatError, SessionNotFound, ThreadlineError, UsageError
+from threadline.interop import openhands_v1
 from threadline.interop.export import ImportedSession, exported_time
 from threadline.interop.importers import (
     NotATranscript,
@@ -212,7 +213,8 @@ def find_sources(args: Sequence[str]) -> list[Source]:
                     f"and {AIDER_HISTORY})"
                 )
         elif path.exists():
-            found = [Source(path)]
+            events = openhands_v1.conversation_files(path)  # one event of a conversation
+            found = [Source(events[0].parent if events else path)]
         else:
             raise UsageError(f"no such file or directory: {arg}")
         for source in found:
@@ -234,13 +236,21 @@ def _resolved(path: Path) -> Path | None:
 
 
 def _walk(top: Path) -> Iterator[Source]:
-    """Candidate files under ``top``. Symlinked directories are not followed; a
-    symlinked file is followed only while it stays inside ``top`` (a link to a file
-    elsewhere is refused, as is a link loop, each as its own failed source)."""
+    """Candidate files under ``top``, and an OpenHands V1 conversation directory (one
+    file per event) as one source. Symlinked directories are not followed; a symlinked
+    file is followed only while it stays inside ``top`` (a link to a file elsewhere is
+    refused, as is a link loop, each as its own failed source)."""
     inside = _resolved(top) or top
     for root, dirs, files in os.walk(top):
         dirs.sort()
+        events = any(openhands_v1.EVENT_FILE.match(n) for n in files) and (
+            openhands_v1.conversation_files(Path(root)) is not None
+        )
+        if events:
+            yield Source(Path(root), found=True)
         for name in sorted(files):
+            if events and openhands_v1.EVENT_FILE.match(name):
+                continue
             if not (name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY)):
                 continue
             path = Path(root) / name
@@ -356,6 +366,12 @@ class Syncer:
         except RecursionError as exc:  # nesting no reader's check caught: this source's own
             deep = ImportFormatError(f"nests too deep to read ({exc})", path=source.name)
             return [_failed(source, deep)]
+        if self.title is not None and self.run is None and len(sessions) > 1:
+            problem = UsageError(
+                f"--title names one conversation, but {source.name} holds {len(sessions)}; "
+                "pick one with --run N"
+            )
+            return [_failed(source, problem)]
         if self.run is not None:
             if self.run > len(sessions):
                 held = f"{len(sessions)} conversation{'s' if len(sessions) != 1 else ''}"
