@@ -17,6 +17,7 @@ from threadline.compaction.snapshot import (
     SummaryResult,
     clip_words,
     code_span,
+    code_spans,
     one_line,
     parse,
     words,
@@ -56,7 +57,11 @@ def test_clip_words_cuts_and_marks() -> None:
 
 def test_code_span_quotes_only_clean_text() -> None:
     assert code_span("a.py") == "`a.py`"
-    assert code_span("has ` tick") == "has ` tick"
+    assert code_span("has ` tick") == "``has ` tick``"  # double backticks hold a single one
+    assert code_spans(f"{code_span('has ` tick')}, {code_span('b.py')}") == ["has ` tick", "b.py"]
+    assert code_span("`edge") == "`edge"
+    assert code_span("two `` ticks") == "two `` ticks"
+    assert code_span(" padded") == " padded"
     assert code_span("") == ""
 
 

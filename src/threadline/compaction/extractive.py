@@ -68,19 +68,21 @@ from threadline.compaction.snapshot import (
     SummaryResult,
     clip_words,
     code_span,
+    code_spans,
     parse,
     words,
 )
 from threadline.compaction.toolcalls import (
     BRIEF_MAX_WORDS,
-    CODE_ARG_KEYS,
     DONE_STATUSES,
     SHELL_ARG_KEYS,
     FileEdit,
     FileTracker,
     brief_result,
     call_action,
+    canonical_key,
     describe_call,
+    is_code_key,
     is_patch,
     split_heredocs,
     strings,
@@ -89,9 +91,12 @@ from threadline.compaction.toolcalls import (
 from threadline.compaction.values import (
     Value,
     ValueKind,
+    bullet_value,
     extract_error_lines,
     extract_values,
     unique_values,
+    value_bullet,
+    worth_keeping,
 )
 from threadline.messages import FilePart, ImagePart, Message, ToolCall
 
@@ -112,6 +117,8 @@ DEFAULT_SHARES: dict[SectionName, float] = {
 }
 """Guaranteed share of the words for each section; the rest goes to the best bullets overall."""
 
+DEFAULT_MAX_VALUES = 25
+"""Important Values kept (``ContextPolicy.summary_max_values`` is the compactor's setting)."""
 RECENCY_FLOOR = 0.4
 """Weight of the oldest message in the window; the newest weighs 1."""
 FREQUENCY_WEIGHT = 0.35
@@ -332,9 +339,11 @@ _NOTE_VERB = re.compile(
 _CODE_CHARS = re.compile(r"[;{}<>]|\s==?\s|[(\[,]$|^\w+\s+[\"']")
 """A line of code that happens to start with a verb (``return Response(``) is no account."""
 _OLD_FILE = re.compile(
-    r"^`(?P<path>[^`]+)`:\s*(?P<acts>(?:(?:created|written|edited|deleted|moved|copied|"
+    r"^(?:``(?P<double>[^`](?:[^`]|`(?!`))*?)``|`(?P<path>[^`]+)`):\s*(?P<acts>(?:(?:created|written|edited|deleted|moved|copied|"
     r"reverted|changed)(?:\s*\u00d7\d+)?(?:,\s*)?)*)(?P<tail>.*)$"
 )
+_FOLDED = re.compile(r"^(?:Also \w+|Deleted):")
+"""A line naming files by what happened to them (``Also changed:``, ``Deleted:``)."""
 _ACTION_COUNT = re.compile(
     r"(created|written|edited|deleted|moved|copied|reverted|changed)(?:\s*\u00d7(\d+))?"
 )
@@ -397,14 +406,15 @@ def _decision_strength(sentence: str, speaker: str) -> float:
         if _IMPERATIVE.match(sentence) or _OBLIGATION.search(sentence):
             return USER_DECISION_FACTOR
         return 0.0
-    narration = _NARRATION.match(sentence) is not None
+    announces = sentence.rstrip().endswith(":")  # "Now let me remove X since ...:" + a call
+    narration = _NARRATION.match(sentence) is not None or announces
     if _DECISION.search(sentence) and not narration:
         return 1.0
-    if _OWN_CHOICE.search(sentence) and _RATIONALE.search(sentence):
+    if _OWN_CHOICE.search(sentence) and _RATIONALE.search(sentence) and not announces:
         return 1.0
     if _CONTRAST.search(sentence):
         return CONTRAST_FACTOR * (0.75 if narration else 1.0)
-    if _RATIONALE.search(sentence):
+    if _RATIONALE.search(sentence) and not narration:
         step = _NOTE_LEAD.sub("", sentence, count=1)
         if _LOOKING.match(step):
             return 0.0
@@ -413,7 +423,15 @@ def _decision_strength(sentence: str, speaker: str) -> float:
     return 0.0
 
 
-def _edit_note(text: str) -> str | None:
+def is_narration(text: str) -> bool:
+    """The agent telling its next move ("Now let me also remove X since we no longer need
+    it:"), which no reader should take for a decision."""
+    stripped = _EMPHASIS.sub("", _LINE_MARKER.sub("", text.strip()))
+    narrates = _NARRATION.match(stripped) is not None or stripped.endswith(":")
+    return narrates and _decision_strength(stripped, "assistant") == 0.0
+
+
+def edit_note(text: str) -> str | None:
     """What an edit does, in the assistant's words: the last sentence that starts with a change.
 
     "Now fix the credo nesting issue by extracting the helper." gives "fix the
@@ -591,7 +609,7 @@ class _Pass:
                 self.last_request = clip_words(cleaned, REQUEST_MAX_WORDS)
         else:
             self.last_text, self.calls_after_text = text, False
-            self.turn_note = _edit_note(text)
+            self.turn_note = edit_note(text)
         self.sentences(text, speaker, recency, index)
         self.lists(text, recency)
 
@@ -663,9 +681,9 @@ class _Pass:
         self, text: str, key: str, recency: float, index: int, paths: str | None
     ) -> None:
         """Values of an argument; code in it (file content, patches, heredoc bodies) gives none."""
-        if key in CODE_ARG_KEYS or is_patch(text):
+        if is_code_key(key) or is_patch(text):
             return
-        if key in SHELL_ARG_KEYS and "<<" in text:
+        if canonical_key(key) in SHELL_ARG_KEYS and "<<" in text:
             text = _HEREDOC_MARKER.sub(" ", split_heredocs(text)[0])
         self.add_values(text, "argument", recency, index, paths=paths)
 
@@ -721,13 +739,14 @@ def _file_score(rec: FileEdit, total: int) -> float:
     return FILE_SCORE * _recency(rec.last, total) * frequency * factor
 
 
-def _file_bullet(rec: FileEdit, *, noted: bool) -> str:
+def file_bullet(rec: FileEdit, *, noted: bool) -> str:
     """``path: edited ×3: what changed``; a move says where to, a failure what went wrong."""
     text = f"{code_span(rec.path)}: {rec.describe()}"
     if rec.other:
         text += f" {'from' if 'copied' in rec.actions else 'to'} {code_span(rec.other)}"
-    what = rec.note if noted else None
-    if noted and not what and rec.symbols:
+    gone = rec.last_action == "deleted"  # what an edit did no longer matters
+    what = rec.note if noted and not gone else None
+    if noted and not gone and not what and rec.symbols:
         what = ", ".join(code_span(s) for s in rec.symbols[-MAX_SYMBOLS:])
     if what:
         text += f": {what}"
@@ -757,18 +776,18 @@ def _old_files(old: Snapshot, tracker: FileTracker) -> dict[str, _OldFile]:
     out: dict[str, _OldFile] = {}
     for position, b in enumerate(old.files_modified):
         text = b.text
-        if text.startswith(f"{ALSO_CHANGED}:"):
-            for raw in re.findall(r"`([^`]+)`", text):
+        if _FOLDED.match(text):
+            for raw in code_spans(text):
                 path = _shown(tracker, raw)
                 out.setdefault(path, _OldFile(path, position, {}, code_span(path), code_span(path)))
             continue
         m = _OLD_FILE.match(text)
         if m is None:
-            quoted = re.match(r"\s*`([^`]+)`", text)
-            path = _shown(tracker, quoted.group(1)) if quoted else _norm(text)
+            quoted = code_spans(text)
+            path = _shown(tracker, quoted[0]) if quoted else _norm(text)
             out.setdefault(path, _OldFile(path, position, {}, text, clip_words(text, 6)))
             continue
-        path = _shown(tracker, m.group("path"))
+        path = _shown(tracker, m.group("double") or m.group("path"))
         counts: dict[str, int] = {}
         for action, n in _ACTION_COUNT.findall(m.group("acts")):
             counts[action] = counts.get(action, 0) + int(n or 1)
@@ -806,6 +825,14 @@ def _state_label(text: str) -> str:
     return label.split(" (")[0] if sep and len(head) <= 40 else ""
 
 
+def _cap(snapshot: Snapshot, name: SectionName, limit: int) -> None:
+    """Keep the ``limit`` best bullets of a section (in their order)."""
+    bullets = snapshot.section(name)
+    if len(bullets) > limit:
+        best = sorted(range(len(bullets)), key=lambda i: -bullets[i].score)[:limit]
+        bullets[:] = [bullets[i] for i in sorted(best)]
+
+
 def _diminish(snapshot: Snapshot) -> None:
     """Discount each bullet by the words its section already spent above it (order kept).
 
@@ -840,8 +867,16 @@ class ExtractiveSummarizer:
 
     name = SUMMARIZER_NAME
 
-    def __init__(self, *, shares: Mapping[SectionName, float] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        shares: Mapping[SectionName, float] | None = None,
+        max_values: int | None = None,
+    ) -> None:
         self.shares: dict[SectionName, float] = dict(DEFAULT_SHARES if shares is None else shares)
+        self.max_values = max_values
+        """Important Values kept, best first; None: as many as the word limit allows (a
+        compactor caps them at ``ContextPolicy.summary_max_values`` when it reconciles)."""
 
     def summarize(
         self,
@@ -859,7 +894,7 @@ class ExtractiveSummarizer:
         snapshot = Snapshot()
         files = self._files(p, old, snapshot)
         self._ranked(p.decisions, old.key_decisions, snapshot, "key_decisions", set())
-        ranked = self._values(p, old, snapshot, max_words, files)
+        ranked = self._values(p, old, snapshot, max_words, files, self.max_values)
         self._state(p, old, snapshot)
         self._tasks(p, old, snapshot)
         if focus:
@@ -867,7 +902,7 @@ class ExtractiveSummarizer:
         _diminish(snapshot)
         text = snapshot.render(max_words, shares=self.shares)
         shown = [Value("path", path) for path in files]
-        carried = [v for b in old.important_values for v in extract_values(b.text)]
+        carried = [v for b in old.important_values for v in extract_values(bullet_value(b.text)[1])]
         values = unique_values([*ranked, *shown, *carried])
         return SummaryResult.counted(
             text,
@@ -904,7 +939,7 @@ class ExtractiveSummarizer:
                 continue
             own += 1
             if edit is not None:
-                snapshot.add("files_modified", _file_bullet(edit, noted=noted), score)
+                snapshot.add("files_modified", file_bullet(edit, noted=noted), score)
             elif carried is not None:
                 snapshot.add("files_modified", carried.full if noted else carried.short, score)
         for start in range(0, len(folded), FOLD_SIZE):
@@ -932,7 +967,12 @@ class ExtractiveSummarizer:
 
     @staticmethod
     def _values(
-        p: _Pass, old: Snapshot, snapshot: Snapshot, max_words: int, files: Sequence[str]
+        p: _Pass,
+        old: Snapshot,
+        snapshot: Snapshot,
+        max_words: int,
+        files: Sequence[str],
+        max_values: int | None = None,
     ) -> list[Value]:
         """Important values: merged by what they name, ranked, without what Files Modified says.
 
@@ -977,11 +1017,15 @@ class ExtractiveSummarizer:
             kept.append((key, s))
         kept = kept[:max_words]
         top = [s for _, s in kept[:CONTAINMENT_WINDOW]]
-        old_texts = {b.text for b in old.important_values}
+        old_texts = {bullet_value(b.text)[1] for b in old.important_values}
         per_kind: dict[str, int] = {}
         present: set[str] = set()
         for key, s in kept:
             text = s.value.text
+            if max_values is not None and len(present) >= 2 * max_values:
+                break
+            if not worth_keeping(s.value, s.count):
+                continue  # an escape sequence, a flag, a build artefact, an id said once
             if any(
                 len(o.value.text) > len(text)
                 and o.ranked >= CONTAINER_MIN_SHARE * s.ranked
@@ -989,29 +1033,34 @@ class ExtractiveSummarizer:
                 for o in top
             ):
                 continue  # inside another value that will show it: a name in its error line
-            bullet = code_span(text)
-            bonus = 1.0 + FREQUENCY_WEIGHT if bullet in old_texts else 1.0
+            bonus = 1.0 + FREQUENCY_WEIGHT if text in old_texts else 1.0
             n = per_kind.get(s.value.kind, 0)
             per_kind[s.value.kind] = n + 1
             if s.value.kind == "identifier" and n >= MAX_IDENTIFIERS:
                 continue
+            bullet = value_bullet(s.value.kind, text)
             snapshot.add("important_values", bullet, s.ranked * bonus / (1.0 + KIND_DECAY * n))
-            present.update({bullet, key})
+            present.update({text, key})
         n = len(old.important_values)
         for i, b in enumerate(old.important_values):  # in their old order: a stable prefix
-            inner = b.text[1:-1] if len(b.text) > 1 and b.text[0] == b.text[-1] == "`" else b.text
-            found = [v for v in extract_values(b.text) if v.text == inner]
+            label, inner = bullet_value(b.text)
+            found = [v for v in extract_values(inner) if v.text == inner]
             value = found[0] if found else Value("identifier", inner)
             key = _value_key(value, p.tracker)
-            if b.text in present or key in present or key in named:
+            if inner in present or key in present or key in named:
+                continue
+            if not worth_keeping(value, 2):  # said more than once: it is in two snapshots
                 continue
             k = per_kind.get(value.kind, 0)
             per_kind[value.kind] = k + 1
             if value.kind == "identifier" and k >= MAX_IDENTIFIERS:
                 continue
-            present.update({b.text, key})
+            present.update({inner, key})
             score = PREVIOUS_VALUE_SCORE * _previous_weight(i, n)
-            snapshot.add("important_values", b.text, score)
+            text = b.text if label is not None or not found else value_bullet(value.kind, inner)
+            snapshot.add("important_values", text, score)
+        if max_values is not None:
+            _cap(snapshot, "important_values", max_values)
         return ranked
 
     @staticmethod

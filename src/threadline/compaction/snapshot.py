@@ -126,8 +126,24 @@ def clip_words(text: str, limit: int) -> str:
 
 
 def code_span(text: str) -> str:
-    """Inline code when it can be quoted cleanly; the text as is otherwise."""
-    return f"`{text}`" if text and "`" not in text and text.strip() == text else text
+    """Inline code when it can be quoted cleanly (in double backticks when it holds one); the
+    text as is otherwise."""
+    if not text or text.strip() != text:
+        return text
+    if "`" not in text:
+        return f"`{text}`"
+    if "``" not in text and not text.startswith("`") and not text.endswith("`"):
+        return f"``{text}``"
+    return text
+
+
+CODE_SPAN = re.compile(r"``(?P<double>[^`](?:[^`]|`(?!`))*?)``|`(?P<single>[^`]+)`")
+"""A Markdown code span as ``code_span`` writes it."""
+
+
+def code_spans(text: str) -> list[str]:
+    """The contents of the code spans in ``text``, in order."""
+    return [m.group("double") or m.group("single") for m in CODE_SPAN.finditer(text)]
 
 
 class Bullet(BaseModel):
@@ -359,6 +375,7 @@ class SummaryResult:
 
 
 __all__ = [
+    "CODE_SPAN",
     "DEFAULT_MAX_WORDS",
     "EMPTY_BULLET",
     "SECTION_NAMES",
@@ -370,6 +387,7 @@ __all__ = [
     "SummaryResult",
     "clip_words",
     "code_span",
+    "code_spans",
     "one_line",
     "parse",
     "words",
