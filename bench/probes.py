@@ -127,17 +127,27 @@ _FENCED_ANY = re.compile(r"```.*?(?:```|\Z)", re.S)
 _REDACTED = re.compile(r"\[REDACTED_[^\]]*\]")
 _MARKUP = re.compile(r"<[^<>\n]{0,200}>")
 """Markup written in prose (JSX, HTML): code, whose class names are no values."""
-_EXIT = re.compile(
-    r"(?i)\bexit(?:ed with)? (?:code|status):? ?([1-9]\d*)\b|\"exit_code\":\s*([1-9]\d*)|"
-    r"Process exited with code ([1-9]\d*)"
-)
-_ERROR_WORD = re.compile(
-    r"(?i)\b(?:error|errors|fatal|failed|failure|exception|denied|not found|no such|cannot|"
-    r"unable|undefined)\b"
-)
-_EXIT_ONLY = re.compile(r"(?i)^\W*(?:exit(?:ed with)? (?:code|status)|process exited)\b")
-_PENDING = re.compile(r"(?i)\b(?:pending|in[ _]progress|to ?do|open|not yet|remaining)\b|\[ \]")
-_DONE_MARK = re.compile(r"(?i)\b(?:done|completed?|closed|finished)\b|\[x\]")
+EXIT_MARKERS = ("exit code", "exited with code", "exit status", '"exit_code":')
+"""How a tool result reports its exit status; a non-zero number after one means failure."""
+ERROR_WORDS = ("error", "fatal", "fail", "exception", "denied", "not found", "no such", "cannot")
+PENDING_WORDS = ("pending", "in progress", "in_progress", "todo", "to do", "open", "not yet", "[ ]")
+DONE_WORDS = ("done", "complete", "closed", "finished", "[x]")
+
+
+def exit_code(text: str) -> int | None:
+    """The exit status a result reports near its start or end, if any."""
+    for part in (text[:400].lower(), text[-400:].lower()):
+        for marker in EXIT_MARKERS:
+            at = part.find(marker)
+            number = re.match(r"\s*:?\s*(-?\d+)", part[at + len(marker) :]) if at >= 0 else None
+            if number:
+                return int(number.group(1))
+    return None
+
+
+def says(line: str, words: Sequence[str]) -> bool:
+    low = line.lower()
+    return any(w in low for w in words)
 
 
 def flat(text: str) -> str:
@@ -320,10 +330,10 @@ def last_failure(messages: Sequence[Message]) -> tuple[str, str | None] | None:
         if command is None:
             continue
         text = m.text
-        if not (m.metadata.get("is_error") or _EXIT.search(text[:400] + text[-400:])):
+        if not (m.metadata.get("is_error") or exit_code(text) not in (None, 0)):
             continue
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        errors = [ln for ln in lines if _ERROR_WORD.search(ln) and not _EXIT_ONLY.match(ln)]
+        errors = [ln for ln in lines if says(ln, ERROR_WORDS) and not says(ln[:20], EXIT_MARKERS)]
         found = (command, errors[-1] if errors else None)
     return found
 
@@ -433,7 +443,7 @@ def stale_items(done: Sequence[str], summary: str) -> list[str]:
             section = line[3:].strip().lower()
             continue
         in_pending = section.startswith("pending")
-        if (in_pending or _PENDING.search(line)) and not _DONE_MARK.search(line):
+        if (in_pending or says(line, PENDING_WORDS)) and not says(line, DONE_WORDS):
             pending_lines.append(flat(line))
     return [t for t in done if any(t in line for line in pending_lines)]
 

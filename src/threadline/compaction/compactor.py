@@ -49,6 +49,9 @@ from datetime import timedelta
 from typing import Any, Literal, Protocol
 
 from threadline.compaction.events import CompactionHooks, EventName, Hook, HookError
+from threadline.compaction.extractive import ExtractiveSummarizer
+from threadline.compaction.gate import FALLBACK_KEY, GATED, fallback_note
+from threadline.compaction.gate import check as check_snapshot
 from threadline.compaction.pins import (
     pin_requests,
     pinned_bullets,
@@ -514,6 +517,24 @@ class Compactor:
             max_words=budget_words,
             **extra,
         )
+        fallback: dict[str, Any] | None = None
+        if summary.summarizer in GATED:  # a model wrote it: no worse than the offline one
+            offline = getattr(self.summarizer, "extractive", None) or ExtractiveSummarizer()
+            baseline = offline.summarize(
+                messages,
+                previous=previous.summary if previous else None,
+                max_words=budget_words,
+                focus=focus,
+            )
+            verdict = check_snapshot(summary, baseline)
+            if not verdict.passed:
+                fallback = fallback_note(summary, verdict)
+                logger.info(
+                    "compaction of %s keeps the extractive snapshot: %s",
+                    session.id,
+                    "; ".join(verdict.reasons()),
+                )
+                summary = baseline
         summary = reconcile(
             summary,
             trail,
@@ -548,6 +569,8 @@ class Compactor:
             **request_metadata(first, latest),
             TRAIL_KEY: trail.to_metadata(),
         }
+        if fallback is not None:
+            metadata[FALLBACK_KEY] = fallback
         if focus:
             metadata["focus"] = focus
         model_name = getattr(self.summarizer, "model_name", None)

@@ -233,7 +233,9 @@ WORKING_DIRECTORY = "Working directory"
 """The Current State line that carries the session's working directory to the next round."""
 ALSO_CHANGED = "Also changed"
 
-_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
+FENCED_CODE = re.compile(r"```.*?(?:```|\Z)", re.S)
+"""A fenced code block (to the end of the text when unclosed)."""
+_FENCED = FENCED_CODE
 _TAGGED = re.compile(r"<([a-z]\w*-[\w-]+)>.*?</\1>", re.S)
 _LINE_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+\u2022]\s+|\d+[.)]\s+|>\s*)")
 _CHECKBOX_LINE = re.compile(r"^\s*[-*+]\s*\[[ xX]\]")
@@ -701,7 +703,12 @@ class _Pass:
     # -- the state at the end of the window
 
     def next_step(self) -> str | None:
-        """What the assistant said it would do next, else what the window's end implies."""
+        """A concrete next step, or None: never "continue from the result of `Bash`".
+
+        A call still unanswered is waited for; a request last is answered; a failed
+        last result names what to make succeed and its error; else the todo item in
+        progress, or the step the assistant said it would take after its last reply.
+        """
         last = self.last
         if last is None:
             return None
@@ -712,18 +719,25 @@ class _Pass:
             return f"wait for the output of {code_span(clip_words(self.last_command, 8))}."
         if last.role == "user" and not self.last_observation:
             return "answer the last request."
-        if last.role in ("tool", "user") and self.results:
+        if last.role in ("tool", "user") and self.results and self.results[-1].error:
             r = self.results[-1]
-            verb = "deal with the error from" if r.error else "continue from the result of"
-            return f"{verb} {code_span(r.name)}."
+            what = describe_call(r.call) if r.call is not None else code_span(r.name)
+            errors = extract_error_lines(r.text)
+            why = f": {clip_words(errors[-1].text, BRIEF_MAX_WORDS)}" if errors else ""
+            return f"make {what} succeed{why}"
+        active = [
+            t for t, status in self.todo_list or [] if status in ("in_progress", "in-progress")
+        ]
+        if active:
+            return f"{clip_words(active[0], BRIEF_MAX_WORDS)} (in progress)"
+        if last.role in ("tool", "user"):
+            return None  # what follows a result is the agent's to decide; the result is above
         said = [
             s
             for s in _sentences(self.last_text or "")
             if _NEXT_STEP.search(s) and not s.endswith(":")
         ]
-        if said:
-            return clip_words(said[-1], BRIEF_MAX_WORDS)
-        return "work through the pending tasks." if self.tasks else "wait for the next request."
+        return clip_words(said[-1], BRIEF_MAX_WORDS) if said else None
 
 
 # -- building the snapshot -----------------------------------------------------------

@@ -112,6 +112,12 @@ _WRAPPER = re.compile(
 )
 """The fixed sentences a tool wraps its compaction summary in (Claude Code, threadline's
 Codex import): instructions to the model, not state."""
+_DONE_WORK = re.compile(
+    r"^\W*(?:installed|updated|added|fixed|created|removed|deleted|renamed|refactored|"
+    r"implemented|completed|finished|committed|closed|merged|wrote|moved|extracted|replaced)\b",
+    re.I,
+)
+"""A task list line that reports work done ("Installed highlight.js"), not work to do."""
 _FOLD_TITLES = {
     "deleted": "Deleted",
     "created": "Also created",
@@ -232,7 +238,7 @@ def _values(
     shown: list[Value] = []
 
     def taken(text: str) -> bool:
-        return any(text in t for _, t in picked) or any(_same_file(text, n) for n in named)
+        return any(text in b for b, _ in picked) or any(_same_file(text, n) for n in named)
 
     for f in reversed(trail.failures):
         errors = "; ".join(code_span(e) for e in f.errors)
@@ -328,8 +334,24 @@ def _next_step(trail: Trail, done: Sequence[str]) -> str | None:
     return f"Next step: {items[0][0]} (open in the todo list)" if items else None
 
 
+def _carried(text: str, before: str, seq: int | None) -> str:
+    """``text`` marked with the point it dates from when it comes from the previous snapshot
+    (``before``, normalised) and is not marked yet."""
+    bare = _bare(text)
+    if seq is None or not bare or bare not in before or _CARRIED.search(text):
+        return text
+    return f"{text} (as of #{seq})"
+
+
 def _state(
-    trail: Trail, evidence: Trail, old: Sequence[Bullet], snapshot: Snapshot, done: Sequence[str]
+    trail: Trail,
+    evidence: Trail,
+    old: Sequence[Bullet],
+    snapshot: Snapshot,
+    done: Sequence[str],
+    *,
+    before: str,
+    previous_seq: int | None,
 ) -> None:
     had_next = False
     kept: list[str] = []
@@ -343,7 +365,8 @@ def _state(
         if _WRAPPER.match(b.text):
             continue
         had_next = had_next or label == "next step"
-        kept.append(b.text)
+        fact = label in _FACT_LABELS or label.startswith(("primary request", "latest request"))
+        kept.append(b.text if fact else _carried(b.text, before, previous_seq))
     if not had_next and (step := _next_step(trail, done)):
         at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
         kept.insert(at, step)
@@ -368,14 +391,14 @@ def _tasks(
         listed.append(_norm(text))
     before = _norm(previous_text)
     for rank, b in enumerate(old):
-        text = b.text
-        bare = _bare(text)
-        if _WRAPPER.match(text) or _names_done(text, evidence, done):
-            continue
+        bare = _bare(b.text)
+        if _WRAPPER.match(b.text) or _DONE_WORK.match(b.text):
+            continue  # an instruction to the model, or work already done
+        if _names_done(b.text, evidence, done):
+            continue  # an item closed since
         if any(bare and (bare in t or t in bare) for t in listed):
             continue
-        if previous_seq is not None and bare and bare in before and not _CARRIED.search(text):
-            text = f"{text} (as of #{previous_seq})"
+        text = _carried(b.text, before, previous_seq)
         snapshot.add("pending_tasks", text, TASK_SCORE * b.score - rank * 0.001)
 
 
@@ -416,7 +439,10 @@ def reconcile(
         max_values=max_values,
     )
     done = _todo_done(evidence)
-    _state(trail, evidence, old.current_state, snapshot, done)
+    before = _norm(previous_text or "")
+    _state(
+        trail, evidence, old.current_state, snapshot, done, before=before, previous_seq=previous_seq
+    )
     _tasks(
         trail,
         evidence,

@@ -82,7 +82,25 @@ SECTION_ALIASES: dict[str, SectionName] = {
     "next steps": "pending_tasks",
     "todo": "pending_tasks",
     "to do": "pending_tasks",
+    # the sections of Claude Code's compaction summary that map onto ours
+    "current work": "current_state",
+    "optional next step": "current_state",
+    "next step": "current_state",
+    "errors and fixes": "key_decisions",
+    "problem solving": "key_decisions",
 }
+OTHER_HEADINGS = frozenset(
+    {
+        "analysis",
+        "summary",
+        "primary request and intent",
+        "key technical concepts",
+        "files and code sections",
+        "all user messages",
+    }
+)
+"""Headings of other tools' summaries (Claude Code's) whose content is none of our sections:
+the model's chronological analysis, the requests (pinned anyway), code excerpts."""
 _EMPTY_MARKERS = frozenset({"none", "n/a", "na", "nothing", "none yet", "nothing yet", "-"})
 
 _ALNUM = re.compile(r"[^\W_]")
@@ -292,6 +310,9 @@ def _heading(line: str) -> tuple[bool, SectionName | None]:
         title = re.sub(r"[^a-z /]", "", m.group("title").lower()).strip()
         if title in SECTION_ALIASES:
             return True, SECTION_ALIASES[title]
+        numbered = re.match(r"\s*(?:\*\*)?\d+[.)]", line) is not None
+        if title in OTHER_HEADINGS or (numbered and line.rstrip(" *_").endswith(":")):
+            return True, None  # "Analysis:", "3. Files and Code Sections:": not ours
     if _MARKDOWN_HEADING.match(line):
         return True, None
     return False, None

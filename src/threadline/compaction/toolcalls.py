@@ -829,11 +829,14 @@ class FileEdit:
     def describe(self) -> str:
         """``edited ×3, created``: the actions, most frequent first; a move or copy last, so
         the bullet can go on "to `where`". A file whose last action deleted it says so
-        first: ``deleted (after edited ×2)``."""
+        first: ``deleted (after edited ×2)``; one made again after a deletion says that last:
+        ``created (deleted before)``."""
+        rest = {a: n for a, n in self.actions.items() if a != "deleted"}
         if self.last_action == "deleted":
-            rest = {a: n for a, n in self.actions.items() if a != "deleted"}
             earlier = FileEdit(self.path, rest).describe() if rest else ""
             return f"deleted (after {earlier})" if earlier else "deleted"
+        if rest and len(rest) < len(self.actions) and self.last_action:
+            return f"{FileEdit(self.path, rest).describe()} (deleted before)"  # made again
         order = sorted(self.actions.items(), key=lambda kv: (kv[0] in ("moved", "copied"), -kv[1]))
         return ", ".join(f"{a} \u00d7{n}" if n > 1 else a for a, n in order)
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.compaction.extractive import SHORT_RESULT_CHARS, edit_note
+from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
 from threadline.compaction.snapshot import one_line
 from threadline.compaction.toolcalls import (
     DONE_STATUSES,
@@ -51,16 +51,16 @@ from threadline.requests import request_text
 TRAIL_KEY = "trail"
 """Checkpoint metadata key of the trail."""
 TRAIL_VERSION = 1
+
+
 MAX_FAILURES = 3
 """Failed commands remembered (the newest); older failures were most likely dealt with."""
-MAX_USED = 300
-"""URLs and ids counted; beyond twice this many the least used and oldest are forgotten."""
-MAX_CLOSED = 300
-COMMAND_MAX_CHARS = 160
-"""A failed command is kept by its first line, cut at a word after this many characters."""
-ERROR_MAX_CHARS = 200
-REQUEST_MAX_CHARS = 2_000
-"""A request is remembered by its opening (a snapshot pins fewer words than this)."""
+MAX_REMEMBERED = 300
+"""URLs and ids counted, and closed items: beyond twice this many the least used (and the
+oldest) are forgotten, so the trail each checkpoint carries stays small."""
+CLIP_CHARS = {"command": 160, "error": 200, "request": 2_000}
+"""A failed command and an error line are kept by their first line, a request by its
+opening (a snapshot pins fewer words), cut at a word after this many characters."""
 ERROR_SCAN_CHARS = 20_000
 """A long output is searched for its error lines this far from each end."""
 USED_KINDS = frozenset({"url", "uuid", "hex", "id"})
@@ -84,11 +84,15 @@ _ERROR_WORD = re.compile(
     r"(?i)\b(?:error|errors|fatal|failed|failure|exception|denied|not found|no such|cannot|"
     r"unable|undefined|panic(?:ked)?)\b"
 )
+"""A word that names a failure: the line holding the last one is the failure's summary
+("1 failed, 3 passed", "Found 2 errors") when no line has an error's own shape."""
 _EXIT_LINE = re.compile(r"(?i)^\W*(?:exit(?:ed\s+with)?\s+(?:code|status)|process exited)\b")
+"""A line that only reports the exit status: it says a command failed, not how."""
 _ISSUE_NUMBER = re.compile(r"(?<![\w&])#(\d{1,7})\b")
+"""``Closes #41`` in a commit message."""
 _DIGITS = re.compile(r"^#?\d{1,7}$")
-_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
 _MARKUP = re.compile(r"<[^<>\n]{0,200}>")
+"""Markup in prose (JSX, HTML) is code: its class names are not values the agent used."""
 _COMMIT = re.compile(r"\bgit\b[^\n;&|]*?\bcommit\b")
 
 
@@ -136,7 +140,7 @@ def error_lines(text: str) -> list[str]:
         first = next((ln for ln in lines if not _EXIT_LINE.match(ln)), "")
         if first:
             out.append(first)
-    return [_clip(line, ERROR_MAX_CHARS) for line in out]
+    return [_clip(line, CLIP_CHARS["error"]) for line in out]
 
 
 @dataclass(slots=True)
@@ -181,7 +185,7 @@ class TodoState:
 
 
 def _prose(text: str) -> str:
-    return _MARKUP.sub(" ", _FENCED.sub(" ", text))
+    return _MARKUP.sub(" ", FENCED_CODE.sub(" ", text))
 
 
 def _agent_texts(m: Message) -> list[str]:
@@ -292,7 +296,7 @@ class Trail:
             self._note = None
             asked = request_text(m)
             if asked is not None:
-                self.latest_request = (seq, asked[:REQUEST_MAX_CHARS])
+                self.latest_request = (seq, asked[: CLIP_CHARS["request"]])
                 self.first_request = self.first_request or self.latest_request
         if m.role == "assistant":
             self._assistant(m, seq)
@@ -334,15 +338,15 @@ class Trail:
             used.refs += 1
             used.last = seq
             used.count += agent
-        if len(self.used) > 2 * MAX_USED:
+        if len(self.used) > 2 * MAX_REMEMBERED:
             keep = sorted(
                 self.used.items(), key=lambda kv: (-kv[1].count, -kv[1].refs, -kv[1].last)
             )
-            self.used = dict(keep[:MAX_USED])
+            self.used = dict(keep[:MAX_REMEMBERED])
 
     def _result(self, m: Message, call: ToolCall, seq: int) -> None:
         command = shell_text(call)
-        shown = _clip(command, COMMAND_MAX_CHARS) if command else describe_call(call)
+        shown = _clip(command, CLIP_CHARS["command"]) if command else describe_call(call)
         if failed(m):
             self.failures = [f for f in self.failures if f.command != shown]
             self.failures.append(Failure(seq, shown, error_lines(m.text)))
@@ -353,11 +357,11 @@ class Trail:
             return
         for item, closes in item_changes(command):
             if closes:
-                self.closed[item] = Closure(seq, _clip(command, COMMAND_MAX_CHARS))
+                self.closed[item] = Closure(seq, _clip(command, CLIP_CHARS["command"]))
             else:
                 self.closed.pop(item, None)
-        if len(self.closed) > MAX_CLOSED:
-            newest = sorted(self.closed.items(), key=lambda kv: -kv[1].seq)[:MAX_CLOSED]
+        if len(self.closed) > MAX_REMEMBERED:
+            newest = sorted(self.closed.items(), key=lambda kv: -kv[1].seq)[:MAX_REMEMBERED]
             self.closed = dict(newest)
 
     # -- what it found

@@ -331,6 +331,8 @@ def _add(
     group: int | str = "inner" if rule in _INNER_RULES else 0
     for m in regex.finditer(text):
         raw = m.group(group)
+        if kind == "setting" and text[m.end() : m.end() + 1] == "(":
+            continue  # ``idx=_w(s, 0)``: a call's argument in code, not a setting
         cleaned = _clean(kind, raw)
         if cleaned:
             s = base + m.start(group) + max(raw.find(cleaned), 0)
