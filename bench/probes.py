@@ -10,7 +10,8 @@ this script, which never calls the summarizer or its recogniser:
 
 * ``files``: every file the run created, wrote, edited, moved or deleted,
   read from each format's own tool schema (Claude Code ``Edit`` / ``Write`` /
-  ``MultiEdit`` / ``NotebookEdit``, Codex ``apply_patch``, OpenCode ``edit`` /
+  ``MultiEdit`` / ``NotebookEdit``, Codex ``apply_patch`` and the patches and
+  commands of its code-mode ``exec`` scripts, OpenCode ``edit`` /
   ``write`` / ``patch``, OpenHands and SWE-agent ``str_replace_editor``,
   Gemini CLI ``write_file`` / ``replace``, Pi ``edit`` / ``write``, Aider's
   "Applied edit to", and shell commands: redirections, ``tee``, ``sed -i``,
@@ -238,6 +239,26 @@ def _segment_targets(argv: list[str]) -> Iterator[str]:
         yield from (a for a in operands[1:] if _named_file(a))
 
 
+def script_targets(script: str) -> Iterator[str]:
+    """Files a Codex ``exec`` script changes: patches in its string literals, and the shell
+    commands it passes to ``tools.exec_command({cmd: ...})``."""
+    start = script.find('"')
+    while start >= 0:
+        end = start + 1
+        while end < len(script) and script[end] != '"':
+            end += 2 if script[end] == "\\" else 1
+        try:
+            text = json.loads(script[start : end + 1].replace("\\'", "'"))
+        except ValueError:
+            text = ""
+        before = script[max(0, start - 12) : start]
+        if isinstance(text, str) and "*** Begin Patch" in text:
+            yield from (next(g for g in m.groups() if g) for m in _PATCH_FILE.finditer(text))
+        elif isinstance(text, str) and "cmd" in before:
+            yield from shell_targets(text)
+        start = script.find('"', end + 1)
+
+
 def edited_files(messages: Iterable[Message]) -> set[str]:
     """Every file the run changed, by its tools' own schemas (see the module docstring)."""
     out: set[str] = set()
@@ -267,6 +288,8 @@ def edited_files(messages: Iterable[Message]) -> set[str]:
                 (call.name in EDITOR_TOOLS and command in EDITOR_WRITES) or call.name in EDIT_TOOLS
             ):
                 out.add(path)
+            elif call.name == "exec" and call.raw_arguments:  # Codex code mode: JavaScript
+                out.update(script_targets(call.raw_arguments))
             elif call.name in PATCH_TOOLS:
                 text = "\n".join(v for k in PATCH_KEYS if isinstance(v := args.get(k), str))
                 out.update(next(g for g in m.groups() if g) for m in _PATCH_FILE.finditer(text))
@@ -333,7 +356,11 @@ def last_failure(messages: Sequence[Message]) -> tuple[str, str | None] | None:
         if not (m.metadata.get("is_error") or exit_code(text) not in (None, 0)):
             continue
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        errors = [ln for ln in lines if says(ln, ERROR_WORDS) and not says(ln[:20], EXIT_MARKERS)]
+        errors = [  # a line naming the failure, not a bare verdict ("FAIL")
+            ln
+            for ln in lines
+            if says(ln, ERROR_WORDS) and not says(ln[:20], EXIT_MARKERS) and len(ln.split()) > 1
+        ]
         found = (command, errors[-1] if errors else None)
     return found
 

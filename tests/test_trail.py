@@ -9,6 +9,8 @@ any number of pieces equals the trail of one pass.
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,6 +111,29 @@ def test_codex_apply_patch_free_form_and_through_the_shell() -> None:
         assert files[f"{where}/new.rs"] == "created"
         assert files[f"{where}/lib.rs"] == "edited"
         assert files[f"{where}/dead.rs"] == "deleted"
+
+
+def test_codex_code_mode_exec_scripts() -> None:
+    """Codex's ``exec`` tool runs JavaScript: its nested calls are what it changes."""
+    patch = "*** Begin Patch\n*** Update File: go/main.go\n@@\n-a\n+b\n*** End Patch"
+    script = (
+        f"const patch = {json.dumps(patch)};\ntext(await tools.apply_patch(patch));\n"
+        'const r = await tools.exec_command({cmd:"rm -f docs/old.md && echo \\"x\\" > '
+        'notes.txt","workdir":"/home/dev/proj","yield_time_ms":1000}); text(r.output);\n'
+    )
+    messages = [Message.user("go", metadata={"cwd": ROOT})]
+    call = ToolCall(id="x", name="exec", raw_arguments=script)
+    messages += [Message.assistant("", tool_calls=[call]), Message.tool("done", tool_call_id="x")]
+    trail = build_trail(numbered(messages))
+    assert files_of(trail) == {
+        "go/main.go": "edited",
+        "docs/old.md": "deleted",
+        "notes.txt": "written",
+    }
+    closing = 'await tools.exec_command({cmd:"bd close web-9k2.1","workdir":"/home/dev/proj"});'
+    call = ToolCall(id="y", name="exec", raw_arguments=closing)
+    messages = [Message.assistant("", tool_calls=[call]), Message.tool("Closed", tool_call_id="y")]
+    assert set(build_trail(numbered(messages)).closed) == {"web-9k2.1"}
 
 
 def test_opencode_pi_gemini_and_openhands_schemas() -> None:

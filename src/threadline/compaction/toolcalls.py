@@ -256,7 +256,58 @@ def path_args(call: ToolCall, keys: Sequence[str]) -> list[str]:
     return [s.strip() for value in found for s in strings(value) if plausible_path(s.strip())]
 
 
+_JS_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_SCRIPT_CALL = re.compile(r"\btools\.(?P<name>\w+)\s*\(")
+_SCRIPT_ARG = re.compile(r'(?P<key>\w+)\s*:\s*(?P<value>"(?:[^"\\\n]|\\.)*")')
+SCRIPT_SCAN_CHARS = 20_000
+"""How far into a nested call's arguments a script is read for their string values."""
+
+
+def _js_string(literal: str) -> str | None:
+    """A double-quoted JavaScript string literal's text (JSON's escapes, and ``\\'``)."""
+    try:
+        text = json.loads(literal.replace("\\'", "'"))
+    except ValueError:
+        return None
+    return text if isinstance(text, str) else None
+
+
+def script_calls(call: ToolCall) -> list[ToolCall]:
+    """The tool calls a code-mode tool's script makes, as calls of their own.
+
+    Codex's ``exec`` tool takes JavaScript that calls ``tools.exec_command({cmd: "...",
+    workdir: "..."})`` and ``tools.apply_patch(patch)`` with the patch in a string
+    literal; what those calls change is what the ``exec`` call changes.
+    """
+    script = call.raw_arguments
+    if not script or "tools." not in script:
+        return []
+    out: list[ToolCall] = []
+    for i, m in enumerate(_SCRIPT_CALL.finditer(script)):
+        name = m.group("name")
+        if name == "apply_patch":
+            continue  # its patch is a literal anywhere in the script: read below
+        end = script.find("})", m.end(), m.end() + SCRIPT_SCAN_CHARS)
+        body = script[m.end() : end if end >= 0 else m.end() + SCRIPT_SCAN_CHARS]
+        args = {
+            a.group("key"): text
+            for a in _SCRIPT_ARG.finditer(body)
+            if (text := _js_string(a.group("value"))) is not None
+        }
+        if args:
+            out.append(ToolCall(id=f"{call.id}/{i}", name=name, arguments=args))
+    if "apply_patch" in script:
+        for j, literal in enumerate(_JS_STRING.finditer(script)):
+            text = _js_string(literal.group())
+            if text and is_patch(text):
+                out.append(ToolCall(id=f"{call.id}/p{j}", name="apply_patch", raw_arguments=text))
+    return out
+
+
 def shell_text(call: ToolCall) -> str | None:
+    nested = [t for c in script_calls(call) if (t := shell_text(c))]
+    if nested:
+        return "\n".join(nested)
     for key in SHELL_ARG_KEYS:
         value = argument(call.arguments, key)
         if isinstance(value, str) and value.strip():
@@ -717,6 +768,9 @@ def call_file_ops(call: ToolCall, *, open_file: str | None = None) -> list[FileO
     ``open_file`` is the file an editor without a path argument works on
     (SWE-agent's ``edit`` / ``insert`` change the file ``open`` opened).
     """
+    nested = script_calls(call)
+    if nested:
+        return [op for c in nested for op in call_file_ops(c, open_file=open_file)]
     action = call_action(call)
     base = _workdir(call)
     if action == "shell":
@@ -1233,6 +1287,7 @@ __all__ = [
     "patch_ops",
     "path_args",
     "plausible_path",
+    "script_calls",
     "shell_file_ops",
     "shell_text",
     "simple_commands",

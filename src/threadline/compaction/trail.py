@@ -81,8 +81,8 @@ _EXIT_CODE = re.compile(
 )
 """How tools report a command's exit status (Claude Code, Codex, OpenHands)."""
 _ERROR_WORD = re.compile(
-    r"(?i)\b(?:error|errors|fatal|failed|failure|exception|denied|not found|no such|cannot|"
-    r"unable|undefined|panic(?:ked)?)\b"
+    r"(?i)\b(?:error|errors|fatal|fail|fails|failed|failure|exception|denied|not found|"
+    r"no such|cannot|unable|undefined|panic(?:ked)?)\b"
 )
 """A word that names a failure: the line holding the last one is the failure's summary
 ("1 failed, 3 passed", "Found 2 errors") when no line has an error's own shape."""
@@ -133,7 +133,11 @@ def error_lines(text: str) -> list[str]:
     if found:
         out.append(found[-1].text)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    named = [ln for ln in lines if _ERROR_WORD.search(ln) and not _EXIT_LINE.match(ln)]
+    named = [  # a bare verdict ("FAIL") says nothing the exit status did not
+        ln
+        for ln in lines
+        if _ERROR_WORD.search(ln) and not _EXIT_LINE.match(ln) and len(ln.split()) >= 2
+    ]
     if named and not any(named[-1] in o or o in named[-1] for o in out):
         out.append(named[-1])
     if not out and lines:
