@@ -34,7 +34,15 @@ from threadline.compaction.toolcalls import (
     shell_file_ops,
     todo_items,
 )
-from threadline.compaction.values import ID_KINDS, Value, bullet_value, extract_values, retention
+from threadline.compaction.values import (
+    ID_KINDS,
+    Value,
+    bullet_value,
+    extract_values,
+    retention,
+    value_bullet,
+    worth_keeping,
+)
 from threadline.messages import FilePart, ImagePart, Message, TextPart, ToolCall
 
 SUMMARIZER = ExtractiveSummarizer()
@@ -196,6 +204,52 @@ def test_values_are_distinct_substrings_in_order() -> None:
     found = extract_values(text)
     assert [v.text for v in found] == ["a.py", "b.py", "https://x.io/p"]
     assert all(v.text in text for v in found)
+
+
+def test_what_is_no_value() -> None:
+    """Placeholders, templates, file lines, colours and calls in code are not values."""
+    text = (
+        "[REDACTED_TEXT len=134 sha=1685a1c8] http://localhost:${PORT}/api sqlite://// "
+        "state.go:46 color #FFD700 #a1b2c3d4 raw_decode(s, idx=_w(s, 0)) MAX_RETRIES=5 "
+        "PROJ-12 spotter-fum.3 utf-8 h-20 db.example.com:5432"
+    )
+    assert values_of(text) == [
+        ("path", "state.go"),
+        ("setting", "MAX_RETRIES=5"),
+        ("id", "PROJ-12"),
+        ("id", "spotter-fum.3"),
+        ("port", "db.example.com:5432"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "refs", "kept"),
+    [
+        ("path", "_build/dev/lib/app/ebin/Elixir.App.beam", 3, False),
+        ("path", "node_modules/react/index.js", 3, False),
+        ("path", "lib/app.ex", 1, True),
+        ("setting", "--type=feature", 3, False),
+        ("setting", "-f", 3, False),
+        ("identifier", "<td></td>", 3, False),
+        ("identifier", "\\n    agent\\n", 3, False),
+        ("setting", "--type=feature\x1b", 3, False),
+        ("hex", "3bb8701", 1, False),
+        ("hex", "3bb8701", 2, True),
+        ("uuid", "550e8400-e29b-41d4-a716-446655440000", 1, False),
+        ("error", "TypeError: x is undefined at <anonymous>", 1, True),
+        ("path", "C:\\new\\table.txt", 1, True),
+    ],
+)
+def test_values_worth_keeping(kind: str, text: str, refs: int, kept: bool) -> None:
+    assert worth_keeping(Value(kind, text), refs) is kept  # type: ignore[arg-type]
+
+
+def test_value_bullets_say_what_each_value_is() -> None:
+    assert value_bullet("url", "https://x.io/a") == "URL: `https://x.io/a`"
+    assert value_bullet("hex", "3bb8701") == "hash: `3bb8701`"
+    assert bullet_value("URL: `https://x.io/a`") == ("URL", "https://x.io/a")
+    assert bullet_value("`plain`") == (None, "plain")
+    assert bullet_value("Note: not a label") == (None, "Note: not a label")
 
 
 def test_retention_counts_distinct_values_verbatim() -> None:

@@ -561,6 +561,11 @@ def _error_excerpt(line: str, at: int) -> tuple[str, int]:
     return cut, at + start
 
 
+_REDACTION = re.compile(r"\[REDACTED(?:_[A-Z]+)*(?:\s[^\]\n]{0,200})?\]")
+"""A sanitised transcript's placeholder (``[REDACTED_TEXT len=134 sha=1685a1c8]``,
+``[REDACTED_EMAIL]``): its ``len=`` and ``sha=`` describe text that is gone."""
+
+
 def extract_values(text: str) -> list[Value]:
     """Distinct important values in ``text``, in order of first appearance.
 
@@ -569,6 +574,8 @@ def extract_values(text: str) -> list[Value]:
     """
     if not text:
         return []
+    if "[REDACTED" in text:  # a sanitiser's placeholder holds no value: blank it in place
+        text = _REDACTION.sub(lambda m: " " * len(m.group()), text)
     hits = _resolve(_token_matches(text)) + _error_lines(text)
     hits.sort(key=lambda h: h[0])
     seen: set[str] = set()
