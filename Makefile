@@ -36,6 +36,7 @@ bench: install
 	$(PY) bench/append.py
 	$(PY) bench/compaction.py
 	$(PY) bench/real_transcripts.py
+	$(PY) bench/probes.py
 	$(PY) bench/backends.py
 	$(PY) bench/listing.py
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -67,6 +68,15 @@ def require_redis() -> str:
 def require_shared(path: Path = SHARED) -> Path:
     require(path.exists(), f"{path} is absent (the shared test data lives beside the project)")
     return path
+
+
+@pytest.fixture
+def openai_server() -> Iterator[Any]:
+    """A local server speaking OpenAI Chat Completions (``tests.fakes.FakeOpenAI``)."""
+    from tests.fakes import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        yield server
 
 
 @pytest.fixture

@@ -242,7 +242,7 @@ def test_swe_agent_function_calls_edit_the_open_file() -> None:
         ]
     assert summary(edited_files(msgs)) == {
         "src/fields.py": "edited",
-        "reproduce.py": "created, edited, deleted",
+        "reproduce.py": "deleted (after created, edited)",
     }
 
 

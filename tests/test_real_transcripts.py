@@ -21,6 +21,9 @@ MIN_RECALL = 0.9
 
 
 def _bench() -> ModuleType:
+    bench_dir = str(ROOT / "bench")
+    if bench_dir not in sys.path:  # the script imports its sibling probes.py, as run from bench/
+        sys.path.insert(0, bench_dir)
     spec = importlib.util.spec_from_file_location(
         "bench_real_transcripts", ROOT / "bench" / "real_transcripts.py"
     )

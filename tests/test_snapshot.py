@@ -18,9 +18,9 @@ from threadline.compaction.snapshot import (
     SummaryResult,
     clip_words,
     code_span,
+    code_spans,
     one_line,
     parse,
-    path_span,
     span_text,
     words,
 )
@@ -59,15 +59,20 @@ def test_clip_words_cuts_and_marks() -> None:
 
 def test_code_span_quotes_only_clean_text() -> None:
     assert code_span("a.py") == "`a.py`"
-    assert code_span("has ` tick") == "has ` tick"
+    assert code_span("has ` tick") == "``has ` tick``"  # double backticks hold a single one
+    assert code_spans(f"{code_span('has ` tick')}, {code_span('b.py')}") == ["has ` tick", "b.py"]
+    assert code_span("`edge") == "`` `edge ``"  # padded where a backtick begins it
+    assert code_span("two `` ticks") == "```two `` ticks```"  # a fence longer than any run
+    assert code_spans(code_span("`edge")) == ["`edge"]
+    assert code_span(" padded") == " padded"
     assert code_span("") == ""
 
 
-def test_path_span_quotes_a_name_holding_backticks() -> None:
+def test_code_span_quotes_a_name_holding_backticks() -> None:
     name = "Let's start by adding the necessary CSS to the `App.css` file"  # aider made it
-    assert path_span("a.py") == "`a.py`"
-    assert path_span(name) == f"``{name}``"
-    assert path_span("`x") == "`` `x ``"
+    assert code_span("a.py") == "`a.py`"
+    assert code_span(name) == f"``{name}``"
+    assert code_span("`x") == "`` `x ``"
 
 
 @given(
@@ -77,7 +82,7 @@ def test_path_span_quotes_a_name_holding_backticks() -> None:
     st.sampled_from(["", "Also changed: `z.py`, ", "- "]),
 )
 def test_a_quoted_path_reads_back_as_itself(path: str, before: str) -> None:
-    line = f"{before}{path_span(path)}: edited, {path_span('y.py')}"
+    line = f"{before}{code_span(path)}: edited, {code_span('y.py')}"
     spans = [span_text(m) for m in CODE_SPAN.finditer(line)]
     assert path in spans and spans[-1] == "y.py"
 

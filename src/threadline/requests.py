@@ -43,7 +43,14 @@ _UPLOADED_FILES = re.compile(r"\A\s*<uploaded_files>.*?</uploaded_files>\s*", re
 """OpenHands' (and SWE-bench harnesses') wrapper naming the checked-out repository."""
 _UPLOAD_PREAMBLE = re.compile(r"\AI've uploaded [^\n]*?:[ \t]*\n?\s*", re.I)
 _ISSUE_TAGS = re.compile(r"</?(?:issue_description|pr_description)>")
-_SKIP_METADATA = ("is_meta", "is_demo", "compact_summary", "is_compact_summary")
+_SKIP_METADATA = (
+    "is_meta",
+    "is_demo",
+    "compact_summary",
+    "is_compact_summary",
+    "openhands_observation",
+)
+"""Flags of user-role messages no person wrote (an OpenHands error observation is one)."""
 _OBSERVATION_TYPES = frozenset({"observation", "tool_output"})
 """SWE-agent records a tool's output as a user message of this ``message_type``."""
 

@@ -43,12 +43,15 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, Protocol
 
 from threadline.compaction.events import CompactionHooks, EventName, Hook, HookError
+from threadline.compaction.extractive import ExtractiveSummarizer
+from threadline.compaction.gate import FALLBACK_KEY, GATED, fallback_note
+from threadline.compaction.gate import check as check_snapshot
 from threadline.compaction.pins import (
     pin_requests,
     pinned_bullets,
@@ -56,7 +59,9 @@ from threadline.compaction.pins import (
     request_metadata,
     requests_to_pin,
 )
+from threadline.compaction.reconcile import reconcile
 from threadline.compaction.snapshot import SKELETON_WORDS, SummaryResult, words
+from threadline.compaction.trail import TRAIL_KEY, Trail
 from threadline.compaction.triggers import (
     TOKENS_THROUGH_KEY,
     WRITTEN_AT_KEY,
@@ -493,8 +498,14 @@ class Compactor:
         result.messages_summarized = len(messages)
         if not dry_run:
             result.hook_errors += self.hooks.emit("before_compaction", session, messages)
+        trail = _trail(session, previous, floor, messages)
         first, latest = requests_to_pin(
-            session, previous, messages, cut.kept, max_words=self.policy.summary_max_words
+            session,
+            previous,
+            messages,
+            cut.kept,
+            max_words=self.policy.summary_max_words,
+            found=(trail.first_request, trail.latest_request),
         )
         pinned = pinned_bullets(first, latest)
         budget_words = max(SKELETON_WORDS, self.policy.summary_max_words - pinned_words(pinned))
@@ -505,6 +516,33 @@ class Compactor:
             previous=previous.summary if previous else None,
             max_words=budget_words,
             **extra,
+        )
+        fallback: dict[str, Any] | None = None
+        if summary.summarizer in GATED:  # a model wrote it: no worse than the offline one
+            offline = getattr(self.summarizer, "extractive", None) or ExtractiveSummarizer()
+            baseline = offline.summarize(
+                messages,
+                previous=previous.summary if previous else None,
+                max_words=budget_words,
+                focus=focus,
+            )
+            verdict = check_snapshot(summary, baseline)
+            if not verdict.passed:
+                fallback = fallback_note(summary, verdict)
+                logger.info(
+                    "compaction of %s keeps the extractive snapshot: %s",
+                    session.id,
+                    "; ".join(verdict.reasons()),
+                )
+                summary = baseline
+        summary = reconcile(
+            summary,
+            trail,
+            later=trail.copy().extend(reversed(cut.kept)),
+            max_words=budget_words,
+            max_values=self.policy.summary_max_values,
+            previous_text=previous.summary if previous else None,
+            previous_seq=previous.covers_up_to if previous else None,
         )
         summary = pin_requests(summary, pinned, max_words=self.policy.summary_max_words)
         summarize_ms = (time.perf_counter() - began) * 1000
@@ -529,7 +567,10 @@ class Compactor:
             "cut_rule": cut.rule,
             "trigger": "forced" if plan.forced else plan.decision.reason,
             **request_metadata(first, latest),
+            TRAIL_KEY: trail.to_metadata(),
         }
+        if fallback is not None:
+            metadata[FALLBACK_KEY] = fallback
         if focus:
             metadata["focus"] = focus
         model_name = getattr(self.summarizer, "model_name", None)
@@ -575,7 +616,10 @@ def prepare_context(
 
 def _read_range(session: Session, floor: int, cut: int) -> list[Message]:
     """Messages with ``floor < seq <= cut``, oldest first, in pages."""
-    out: list[Message] = []
+    return list(_iter_range(session, floor, cut))
+
+
+def _iter_range(session: Session, floor: int, cut: int) -> Iterator[Message]:
     after = floor
     while after < cut:
         page = session.read_messages(after_seq=after, limit=min(READ_BATCH, cut - after))
@@ -583,6 +627,19 @@ def _read_range(session: Session, floor: int, cut: int) -> list[Message]:
             break
         for m in page:
             if m.seq is not None and m.seq <= cut:
-                out.append(m)
+                yield m
         after = page[-1].seq or cut
-    return out
+
+
+def _trail(
+    session: Session, previous: Checkpoint | None, floor: int, messages: Sequence[Message]
+) -> Trail:
+    """The trail of everything up to the new cut: the previous checkpoint's, extended by
+    ``messages``; read from the store, once, up to ``floor`` when that checkpoint carries
+    none (another tool wrote it, or an older threadline)."""
+    trail = Trail.from_metadata(previous.metadata.get(TRAIL_KEY)) if previous else None
+    if trail is None or trail.through > floor:
+        trail = Trail()
+    if trail.through < floor:
+        trail.extend(_iter_range(session, trail.through, floor))
+    return trail.extend(messages)

@@ -61,7 +61,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.snapshot import (
-    CODE_SPAN,
     DEFAULT_MAX_WORDS,
     SECTION_NAMES,
     SectionName,
@@ -69,21 +68,21 @@ from threadline.compaction.snapshot import (
     SummaryResult,
     clip_words,
     code_span,
+    code_spans,
     parse,
-    path_span,
-    span_text,
     words,
 )
 from threadline.compaction.toolcalls import (
     BRIEF_MAX_WORDS,
-    CODE_ARG_KEYS,
     DONE_STATUSES,
     SHELL_ARG_KEYS,
     FileEdit,
     FileTracker,
     brief_result,
     call_action,
+    canonical_key,
     describe_call,
+    is_code_key,
     is_patch,
     split_heredocs,
     strings,
@@ -92,9 +91,12 @@ from threadline.compaction.toolcalls import (
 from threadline.compaction.values import (
     Value,
     ValueKind,
+    bullet_value,
     extract_error_lines,
     extract_values,
     unique_values,
+    value_bullet,
+    worth_keeping,
 )
 from threadline.messages import FilePart, ImagePart, Message, ToolCall
 
@@ -115,6 +117,8 @@ DEFAULT_SHARES: dict[SectionName, float] = {
 }
 """Guaranteed share of the words for each section; the rest goes to the best bullets overall."""
 
+DEFAULT_MAX_VALUES = 25
+"""Important Values kept (``ContextPolicy.summary_max_values`` is the compactor's setting)."""
 RECENCY_FLOOR = 0.4
 """Weight of the oldest message in the window; the newest weighs 1."""
 FREQUENCY_WEIGHT = 0.35
@@ -229,7 +233,9 @@ WORKING_DIRECTORY = "Working directory"
 """The Current State line that carries the session's working directory to the next round."""
 ALSO_CHANGED = "Also changed"
 
-_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
+FENCED_CODE = re.compile(r"```.*?(?:```|\Z)", re.S)
+"""A fenced code block (to the end of the text when unclosed)."""
+_FENCED = FENCED_CODE
 _TAGGED = re.compile(r"<([a-z]\w*-[\w-]+)>.*?</\1>", re.S)
 _LINE_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+\u2022]\s+|\d+[.)]\s+|>\s*)")
 _CHECKBOX_LINE = re.compile(r"^\s*[-*+]\s*\[[ xX]\]")
@@ -338,6 +344,8 @@ _OLD_FILE = re.compile(
     r"^(?P<tick>`+)(?P<path>.+?)(?<!`)(?P=tick):\s*(?P<acts>(?:(?:created|written|edited|deleted|moved|copied|"
     r"reverted|changed)(?:\s*\u00d7\d+)?(?:,\s*)?)*)(?P<tail>.*)$"
 )
+_FOLDED = re.compile(r"^(?:Also \w+|Deleted):")
+"""A line naming files by what happened to them (``Also changed:``, ``Deleted:``)."""
 _ACTION_COUNT = re.compile(
     r"(created|written|edited|deleted|moved|copied|reverted|changed)(?:\s*\u00d7(\d+))?"
 )
@@ -400,14 +408,15 @@ def _decision_strength(sentence: str, speaker: str) -> float:
         if _IMPERATIVE.match(sentence) or _OBLIGATION.search(sentence):
             return USER_DECISION_FACTOR
         return 0.0
-    narration = _NARRATION.match(sentence) is not None
+    announces = sentence.rstrip().endswith(":")  # "Now let me remove X since ...:" + a call
+    narration = _NARRATION.match(sentence) is not None or announces
     if _DECISION.search(sentence) and not narration:
         return 1.0
-    if _OWN_CHOICE.search(sentence) and _RATIONALE.search(sentence):
+    if _OWN_CHOICE.search(sentence) and _RATIONALE.search(sentence) and not announces:
         return 1.0
     if _CONTRAST.search(sentence):
         return CONTRAST_FACTOR * (0.75 if narration else 1.0)
-    if _RATIONALE.search(sentence):
+    if _RATIONALE.search(sentence) and not narration:
         step = _NOTE_LEAD.sub("", sentence, count=1)
         if _LOOKING.match(step):
             return 0.0
@@ -416,7 +425,15 @@ def _decision_strength(sentence: str, speaker: str) -> float:
     return 0.0
 
 
-def _edit_note(text: str) -> str | None:
+def is_narration(text: str) -> bool:
+    """The agent telling its next move ("Now let me also remove X since we no longer need
+    it:"), which no reader should take for a decision."""
+    stripped = _EMPHASIS.sub("", _LINE_MARKER.sub("", text.strip()))
+    narrates = _NARRATION.match(stripped) is not None or stripped.endswith(":")
+    return narrates and _decision_strength(stripped, "assistant") == 0.0
+
+
+def edit_note(text: str) -> str | None:
     """What an edit does, in the assistant's words: the last sentence that starts with a change.
 
     "Now fix the credo nesting issue by extracting the helper." gives "fix the
@@ -594,7 +611,7 @@ class _Pass:
                 self.last_request = clip_words(cleaned, REQUEST_MAX_WORDS)
         else:
             self.last_text, self.calls_after_text = text, False
-            self.turn_note = _edit_note(text)
+            self.turn_note = edit_note(text)
         self.sentences(text, speaker, recency, index)
         self.lists(text, recency)
 
@@ -666,9 +683,9 @@ class _Pass:
         self, text: str, key: str, recency: float, index: int, paths: str | None
     ) -> None:
         """Values of an argument; code in it (file content, patches, heredoc bodies) gives none."""
-        if key in CODE_ARG_KEYS or is_patch(text):
+        if is_code_key(key) or is_patch(text):
             return
-        if key in SHELL_ARG_KEYS and "<<" in text:
+        if canonical_key(key) in SHELL_ARG_KEYS and "<<" in text:
             text = _HEREDOC_MARKER.sub(" ", split_heredocs(text)[0])
         self.add_values(text, "argument", recency, index, paths=paths)
 
@@ -686,7 +703,12 @@ class _Pass:
     # -- the state at the end of the window
 
     def next_step(self) -> str | None:
-        """What the assistant said it would do next, else what the window's end implies."""
+        """A concrete next step, or None: never "continue from the result of `Bash`".
+
+        A call still unanswered is waited for; a request last is answered; a failed
+        last result names what to make succeed and its error; else the todo item in
+        progress, or the step the assistant said it would take after its last reply.
+        """
         last = self.last
         if last is None:
             return None
@@ -697,18 +719,25 @@ class _Pass:
             return f"wait for the output of {code_span(clip_words(self.last_command, 8))}."
         if last.role == "user" and not self.last_observation:
             return "answer the last request."
-        if last.role in ("tool", "user") and self.results:
+        if last.role in ("tool", "user") and self.results and self.results[-1].error:
             r = self.results[-1]
-            verb = "deal with the error from" if r.error else "continue from the result of"
-            return f"{verb} {code_span(r.name)}."
+            what = describe_call(r.call) if r.call is not None else code_span(r.name)
+            errors = extract_error_lines(r.text)
+            why = f": {clip_words(errors[-1].text, BRIEF_MAX_WORDS)}" if errors else ""
+            return f"make {what} succeed{why}"
+        active = [
+            t for t, status in self.todo_list or [] if status in ("in_progress", "in-progress")
+        ]
+        if active:
+            return f"{clip_words(active[0], BRIEF_MAX_WORDS)} (in progress)"
+        if last.role in ("tool", "user"):
+            return None  # what follows a result is the agent's to decide; the result is above
         said = [
             s
             for s in _sentences(self.last_text or "")
             if _NEXT_STEP.search(s) and not s.endswith(":")
         ]
-        if said:
-            return clip_words(said[-1], BRIEF_MAX_WORDS)
-        return "work through the pending tasks." if self.tasks else "wait for the next request."
+        return clip_words(said[-1], BRIEF_MAX_WORDS) if said else None
 
 
 # -- building the snapshot -----------------------------------------------------------
@@ -724,13 +753,14 @@ def _file_score(rec: FileEdit, total: int) -> float:
     return FILE_SCORE * _recency(rec.last, total) * frequency * factor
 
 
-def _file_bullet(rec: FileEdit, *, noted: bool) -> str:
+def file_bullet(rec: FileEdit, *, noted: bool) -> str:
     """``path: edited ×3: what changed``; a move says where to, a failure what went wrong."""
-    text = f"{path_span(rec.path)}: {rec.describe()}"
+    text = f"{code_span(rec.path)}: {rec.describe()}"
     if rec.other:
-        text += f" {'from' if 'copied' in rec.actions else 'to'} {path_span(rec.other)}"
-    what = rec.note if noted else None
-    if noted and not what and rec.symbols:
+        text += f" {'from' if 'copied' in rec.actions else 'to'} {code_span(rec.other)}"
+    gone = rec.last_action == "deleted"  # what an edit did no longer matters
+    what = rec.note if noted and not gone else None
+    if noted and not gone and not what and rec.symbols:
         what = ", ".join(code_span(s) for s in rec.symbols[-MAX_SYMBOLS:])
     if what:
         text += f": {what}"
@@ -760,15 +790,15 @@ def _old_files(old: Snapshot, tracker: FileTracker) -> dict[str, _OldFile]:
     out: dict[str, _OldFile] = {}
     for position, b in enumerate(old.files_modified):
         text = b.text
-        if text.startswith(f"{ALSO_CHANGED}:"):
-            for span in CODE_SPAN.finditer(text):
-                path = _shown(tracker, span_text(span))
-                out.setdefault(path, _OldFile(path, position, {}, path_span(path), path_span(path)))
+        if _FOLDED.match(text):
+            for raw in code_spans(text):
+                path = _shown(tracker, raw)
+                out.setdefault(path, _OldFile(path, position, {}, code_span(path), code_span(path)))
             continue
         m = _OLD_FILE.match(text)
         if m is None:
-            quoted = CODE_SPAN.match(text.lstrip())
-            path = _shown(tracker, span_text(quoted)) if quoted else _norm(text)
+            quoted = code_spans(text)
+            path = _shown(tracker, quoted[0]) if quoted else _norm(text)
             out.setdefault(path, _OldFile(path, position, {}, text, clip_words(text, 6)))
             continue
         path = _shown(
@@ -778,7 +808,7 @@ def _old_files(old: Snapshot, tracker: FileTracker) -> dict[str, _OldFile]:
         for action, n in _ACTION_COUNT.findall(m.group("acts")):
             counts[action] = counts.get(action, 0) + int(n or 1)
         acts, tail = m.group("acts").strip().rstrip(","), m.group("tail")
-        head = f"{path_span(path)}: {acts}"
+        head = f"{code_span(path)}: {acts}"
         moved = re.match(r"\s*((?:to|from) `[^`]+`)", tail)
         short = f"{head} {moved.group(1)}" if moved else head
         out.setdefault(path, _OldFile(path, position, counts, f"{head}{tail}", short))
@@ -809,6 +839,14 @@ def _state_label(text: str) -> str:
     head, sep, _ = text.partition(":")
     label = head.strip().lower()
     return label.split(" (")[0] if sep and len(head) <= 40 else ""
+
+
+def _cap(snapshot: Snapshot, name: SectionName, limit: int) -> None:
+    """Keep the ``limit`` best bullets of a section (in their order)."""
+    bullets = snapshot.section(name)
+    if len(bullets) > limit:
+        best = sorted(range(len(bullets)), key=lambda i: -bullets[i].score)[:limit]
+        bullets[:] = [bullets[i] for i in sorted(best)]
 
 
 def _diminish(snapshot: Snapshot) -> None:
@@ -845,8 +883,16 @@ class ExtractiveSummarizer:
 
     name = SUMMARIZER_NAME
 
-    def __init__(self, *, shares: Mapping[SectionName, float] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        shares: Mapping[SectionName, float] | None = None,
+        max_values: int | None = None,
+    ) -> None:
         self.shares: dict[SectionName, float] = dict(DEFAULT_SHARES if shares is None else shares)
+        self.max_values = max_values
+        """Important Values kept, best first; None: as many as the word limit allows (a
+        compactor caps them at ``ContextPolicy.summary_max_values`` when it reconciles)."""
 
     def summarize(
         self,
@@ -864,7 +910,7 @@ class ExtractiveSummarizer:
         snapshot = Snapshot()
         files = self._files(p, old, snapshot)
         self._ranked(p.decisions, old.key_decisions, snapshot, "key_decisions", set())
-        ranked = self._values(p, old, snapshot, max_words, files)
+        ranked = self._values(p, old, snapshot, max_words, files, self.max_values)
         self._state(p, old, snapshot)
         self._tasks(p, old, snapshot)
         if focus:
@@ -872,7 +918,7 @@ class ExtractiveSummarizer:
         _diminish(snapshot)
         text = snapshot.render(max_words, shares=self.shares)
         shown = [Value("path", path) for path in files]
-        carried = [v for b in old.important_values for v in extract_values(b.text)]
+        carried = [v for b in old.important_values for v in extract_values(bullet_value(b.text)[1])]
         values = unique_values([*ranked, *shown, *carried])
         return SummaryResult.counted(
             text,
@@ -909,12 +955,12 @@ class ExtractiveSummarizer:
                 continue
             own += 1
             if edit is not None:
-                snapshot.add("files_modified", _file_bullet(edit, noted=noted), score)
+                snapshot.add("files_modified", file_bullet(edit, noted=noted), score)
             elif carried is not None:
                 snapshot.add("files_modified", carried.full if noted else carried.short, score)
         for start in range(0, len(folded), FOLD_SIZE):
             group = folded[start : start + FOLD_SIZE]
-            names = ", ".join(path_span(path) for path, _ in group)
+            names = ", ".join(code_span(path) for path, _ in group)
             snapshot.add("files_modified", f"{ALSO_CHANGED}: {names}", group[0][1] * FOLD_FACTOR)
         return [path for _, path, _, _ in entries]
 
@@ -937,7 +983,12 @@ class ExtractiveSummarizer:
 
     @staticmethod
     def _values(
-        p: _Pass, old: Snapshot, snapshot: Snapshot, max_words: int, files: Sequence[str]
+        p: _Pass,
+        old: Snapshot,
+        snapshot: Snapshot,
+        max_words: int,
+        files: Sequence[str],
+        max_values: int | None = None,
     ) -> list[Value]:
         """Important values: merged by what they name, ranked, without what Files Modified says.
 
@@ -982,11 +1033,15 @@ class ExtractiveSummarizer:
             kept.append((key, s))
         kept = kept[:max_words]
         top = [s for _, s in kept[:CONTAINMENT_WINDOW]]
-        old_texts = {b.text for b in old.important_values}
+        old_texts = {bullet_value(b.text)[1] for b in old.important_values}
         per_kind: dict[str, int] = {}
         present: set[str] = set()
         for key, s in kept:
             text = s.value.text
+            if max_values is not None and len(present) >= 2 * max_values:
+                break
+            if not worth_keeping(s.value, s.count):
+                continue  # an escape sequence, a flag, a build artefact, an id said once
             if any(
                 len(o.value.text) > len(text)
                 and o.ranked >= CONTAINER_MIN_SHARE * s.ranked
@@ -994,29 +1049,34 @@ class ExtractiveSummarizer:
                 for o in top
             ):
                 continue  # inside another value that will show it: a name in its error line
-            bullet = code_span(text)
-            bonus = 1.0 + FREQUENCY_WEIGHT if bullet in old_texts else 1.0
+            bonus = 1.0 + FREQUENCY_WEIGHT if text in old_texts else 1.0
             n = per_kind.get(s.value.kind, 0)
             per_kind[s.value.kind] = n + 1
             if s.value.kind == "identifier" and n >= MAX_IDENTIFIERS:
                 continue
+            bullet = value_bullet(s.value.kind, text)
             snapshot.add("important_values", bullet, s.ranked * bonus / (1.0 + KIND_DECAY * n))
-            present.update({bullet, key})
+            present.update({text, key})
         n = len(old.important_values)
         for i, b in enumerate(old.important_values):  # in their old order: a stable prefix
-            inner = b.text[1:-1] if len(b.text) > 1 and b.text[0] == b.text[-1] == "`" else b.text
-            found = [v for v in extract_values(b.text) if v.text == inner]
+            label, inner = bullet_value(b.text)
+            found = [v for v in extract_values(inner) if v.text == inner]
             value = found[0] if found else Value("identifier", inner)
             key = _value_key(value, p.tracker)
-            if b.text in present or key in present or key in named:
+            if inner in present or key in present or key in named:
+                continue
+            if not worth_keeping(value, 2):  # said more than once: it is in two snapshots
                 continue
             k = per_kind.get(value.kind, 0)
             per_kind[value.kind] = k + 1
             if value.kind == "identifier" and k >= MAX_IDENTIFIERS:
                 continue
-            present.update({b.text, key})
+            present.update({inner, key})
             score = PREVIOUS_VALUE_SCORE * _previous_weight(i, n)
-            snapshot.add("important_values", b.text, score)
+            text = b.text if label is not None or not found else value_bullet(value.kind, inner)
+            snapshot.add("important_values", text, score)
+        if max_values is not None:
+            _cap(snapshot, "important_values", max_values)
         return ranked
 
     @staticmethod

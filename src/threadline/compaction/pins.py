@@ -96,11 +96,19 @@ def requests_to_pin(
     kept_newest_first: Sequence[Message],
     *,
     max_words: int = 600,
+    found: tuple[tuple[int, str] | None, tuple[int, str] | None] = (None, None),
 ) -> tuple[PinnedRequest | None, PinnedRequest | None]:
-    """The session's first request and its latest one (None where there is none)."""
+    """The session's first request and its latest one (None where there is none).
+
+    ``found`` is the first and the latest request (seq, text) the trail of the whole
+    covered range saw: the latest one when neither the kept tail nor the new messages
+    hold one and the previous checkpoint (another tool's) recorded none.
+    """
     first_limit = max(5, min(FIRST_REQUEST_WORDS, max_words // 8))
     latest_limit = max(5, min(LATEST_REQUEST_WORDS, max_words // 12))
     first = PinnedRequest.from_metadata(previous.metadata.get(FIRST_KEY)) if previous else None
+    if first is None and found[0] is not None:
+        first = PinnedRequest(found[0][0], clip_words(found[0][1], first_limit))
     if first is None:
         floor = previous.covers_up_to if previous else 0
         if floor == 0:
@@ -112,6 +120,8 @@ def requests_to_pin(
         latest = next((p for m in reversed(summarized) if (p := _pin(m, latest_limit))), None)
     if latest is None and previous is not None:
         latest = PinnedRequest.from_metadata(previous.metadata.get(LATEST_KEY))
+    if latest is None and found[1] is not None:
+        latest = PinnedRequest(found[1][0], clip_words(found[1][1], latest_limit))
     return first, latest
 
 

@@ -82,7 +82,25 @@ SECTION_ALIASES: dict[str, SectionName] = {
     "next steps": "pending_tasks",
     "todo": "pending_tasks",
     "to do": "pending_tasks",
+    # the sections of Claude Code's compaction summary that map onto ours
+    "current work": "current_state",
+    "optional next step": "current_state",
+    "next step": "current_state",
+    "errors and fixes": "key_decisions",
+    "problem solving": "key_decisions",
 }
+OTHER_HEADINGS = frozenset(
+    {
+        "analysis",
+        "summary",
+        "primary request and intent",
+        "key technical concepts",
+        "files and code sections",
+        "all user messages",
+    }
+)
+"""Headings of other tools' summaries (Claude Code's) whose content is none of our sections:
+the model's chronological analysis, the requests (pinned anyway), code excerpts."""
 _EMPTY_MARKERS = frozenset({"none", "n/a", "na", "nothing", "none yet", "nothing yet", "-"})
 
 _ALNUM = re.compile(r"[^\W_]")
@@ -126,19 +144,17 @@ def clip_words(text: str, limit: int) -> str:
 
 
 def code_span(text: str) -> str:
-    """Inline code when it can be quoted cleanly; the text as is otherwise."""
-    return f"`{text}`" if text and "`" not in text and text.strip() == text else text
-
-
-def path_span(path: str) -> str:
-    """A file name as inline code, always: a name holding backticks (aider once created
-    ``Let's add it to the `App.css` file``) gets a longer fence, as CommonMark allows,
-    padded with a space where the name begins or ends with a backtick."""
-    if not path or path.strip() != path or "`" not in path:
-        return code_span(path)
-    fence = "`" * (max(len(run) for run in re.findall(r"`+", path)) + 1)
-    pad = " " if path.startswith("`") or path.endswith("`") else ""
-    return f"{fence}{pad}{path}{pad}{fence}"
+    """Inline code: in a fence one backtick longer than the longest run of backticks the
+    text holds, as CommonMark allows (aider once created a file named ``Let's add it to
+    the `App.css` file``), padded with a space where the text begins or ends with one;
+    text with surrounding white space as is (it cannot be quoted faithfully)."""
+    if not text or text.strip() != text:
+        return text
+    if "`" not in text:
+        return f"`{text}`"
+    fence = "`" * (max(len(run) for run in re.findall(r"`+", text)) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
@@ -151,6 +167,11 @@ def span_text(match: re.Match[str]) -> str:
     if len(match.group(1)) > 1 and text.startswith(" ") and text.endswith(" ") and text.strip():
         return text[1:-1]
     return text
+
+
+def code_spans(text: str) -> list[str]:
+    """The contents of the code spans in ``text``, in order."""
+    return [span_text(m) for m in CODE_SPAN.finditer(text)]
 
 
 class Bullet(BaseModel):
@@ -299,6 +320,9 @@ def _heading(line: str) -> tuple[bool, SectionName | None]:
         title = re.sub(r"[^a-z /]", "", m.group("title").lower()).strip()
         if title in SECTION_ALIASES:
             return True, SECTION_ALIASES[title]
+        numbered = re.match(r"\s*(?:\*\*)?\d+[.)]", line) is not None
+        if title in OTHER_HEADINGS or (numbered and line.rstrip(" *_").endswith(":")):
+            return True, None  # "Analysis:", "3. Files and Code Sections:": not ours
     if _MARKDOWN_HEADING.match(line):
         return True, None
     return False, None
@@ -394,9 +418,9 @@ __all__ = [
     "SummaryResult",
     "clip_words",
     "code_span",
+    "code_spans",
     "one_line",
     "parse",
-    "path_span",
     "span_text",
     "words",
 ]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -87,7 +87,7 @@ _HINT_ARG_KEYS = _split("command cmd pattern query q url path file_path filename
 CODE_ARG_KEYS = frozenset(
     _split(
         "content contents new_string old_string new_str old_str old new old_text new_text "
-        "replacement search file_text text code body data patch diff input edits"
+        "replacement search file_text text code body data patch diff input edits patch_text"
     )
 )
 _TODO_TEXT_KEYS = _split("content step task title description text name")
@@ -125,7 +125,7 @@ _RUNNER_HEADER = re.compile(
 """Codex wraps command output in a header; the status line is the part worth keeping."""
 _CODEX_FILE = re.compile(r"^\*\*\*\s+(?P<op>Add|Update|Delete)\s+File:\s*(?P<path>\S.*?)\s*$")
 _PATCH_OPS = {"Add": "created", "Update": "edited", "Delete": "deleted"}
-_PATCH_KEYS = _split("input patch diff")
+_PATCH_KEYS = _split("input patch diff patch_text")
 _PATCH_COMMAND = re.compile(r"\b(?:apply_patch|applypatch|git\s+apply|patch)\b")
 _HEREDOC = re.compile(r"(?<!<)<<-?(?!<)\s*['\"]?(\w+)['\"]?")
 _REDIRECT_OP = re.compile(r"\d*(?:>>|>\||>&|>)|&>>?|\d*(?:<<<|<<-?|<&|<>|<)")
@@ -182,6 +182,28 @@ _AIDER_APPLIED = re.compile(r"^Applied edit to (?P<path>\S.*?)\s*$")
 _AIDER_CREATE = re.compile(r"^Create new file\?.*:\s*y(?:es)?\s*$", re.I)
 
 
+def canonical_key(key: str) -> str:
+    """An argument name without case, underscores or dashes: each format spells its schema
+    its own way (``file_path`` in Claude Code, ``filePath`` in OpenCode, ``oldText`` in Pi)."""
+    return key.replace("_", "").replace("-", "").lower()
+
+
+_CODE_KEYS = frozenset(canonical_key(k) for k in CODE_ARG_KEYS)
+
+
+def is_code_key(key: str) -> bool:
+    """An argument that carries code or file content (however the schema spells it)."""
+    return canonical_key(key) in _CODE_KEYS
+
+
+def argument(arguments: Mapping[str, Any], key: str) -> Any:
+    """``arguments[key]``, found under any spelling of ``key`` (see ``canonical_key``)."""
+    if key in arguments:
+        return arguments[key]
+    want = canonical_key(key)
+    return next((v for k, v in arguments.items() if canonical_key(k) == want), None)
+
+
 def strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -207,7 +229,7 @@ def call_action(call: ToolCall) -> str | None:
     if joined in _SHELL_NAMES or any(t in _SHELL_NAMES for t in tokens):
         return "shell"
     for key in _VERB_ARG_KEYS:  # an editor tool: {"command": "str_replace", "path": ...}
-        verb = call.arguments.get(key)
+        verb = argument(call.arguments, key)
         if isinstance(verb, str) and verb.strip() and " " not in verb.strip():
             word = verb.strip().lower()
             if word in _WRITE_ACTIONS:
@@ -217,8 +239,8 @@ def call_action(call: ToolCall) -> str | None:
     for combo in ("str_replace", "apply_patch", "undo_edit"):
         if combo in joined:
             return _WRITE_ACTIONS[combo]
-    if "todo" in tokens or "plan" in tokens:
-        return None
+    if any(t.startswith(("todo", "plan")) for t in tokens):
+        return None  # TodoWrite, todowrite, write_todos, update_plan: a list, not a file
     for token in tokens:
         if token in _WRITE_ACTIONS:
             return _WRITE_ACTIONS[token]
@@ -228,17 +250,66 @@ def call_action(call: ToolCall) -> str | None:
 
 
 def path_args(call: ToolCall, keys: Sequence[str]) -> list[str]:
-    return [
-        s.strip()
-        for key in keys
-        for s in strings(call.arguments.get(key))
-        if plausible_path(s.strip())
-    ]
+    """The plausible paths among ``keys``' arguments (each spelling of a key read once)."""
+    canon = dict.fromkeys(canonical_key(k) for k in keys)
+    found = [v for k, v in call.arguments.items() if canonical_key(k) in canon]
+    return [s.strip() for value in found for s in strings(value) if plausible_path(s.strip())]
+
+
+_JS_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_SCRIPT_CALL = re.compile(r"\btools\.(?P<name>\w+)\s*\(")
+_SCRIPT_ARG = re.compile(r'(?P<key>\w+)\s*:\s*(?P<value>"(?:[^"\\\n]|\\.)*")')
+SCRIPT_SCAN_CHARS = 20_000
+"""How far into a nested call's arguments a script is read for their string values."""
+
+
+def _js_string(literal: str) -> str | None:
+    """A double-quoted JavaScript string literal's text (JSON's escapes, and ``\\'``)."""
+    try:
+        text = json.loads(literal.replace("\\'", "'"))
+    except ValueError:
+        return None
+    return text if isinstance(text, str) else None
+
+
+def script_calls(call: ToolCall) -> list[ToolCall]:
+    """The tool calls a code-mode tool's script makes, as calls of their own.
+
+    Codex's ``exec`` tool takes JavaScript that calls ``tools.exec_command({cmd: "...",
+    workdir: "..."})`` and ``tools.apply_patch(patch)`` with the patch in a string
+    literal; what those calls change is what the ``exec`` call changes.
+    """
+    script = call.raw_arguments
+    if not script or "tools." not in script:
+        return []
+    out: list[ToolCall] = []
+    for i, m in enumerate(_SCRIPT_CALL.finditer(script)):
+        name = m.group("name")
+        if name == "apply_patch":
+            continue  # its patch is a literal anywhere in the script: read below
+        end = script.find("})", m.end(), m.end() + SCRIPT_SCAN_CHARS)
+        body = script[m.end() : end if end >= 0 else m.end() + SCRIPT_SCAN_CHARS]
+        args = {
+            a.group("key"): text
+            for a in _SCRIPT_ARG.finditer(body)
+            if (text := _js_string(a.group("value"))) is not None
+        }
+        if args:
+            out.append(ToolCall(id=f"{call.id}/{i}", name=name, arguments=args))
+    if "apply_patch" in script:
+        for j, literal in enumerate(_JS_STRING.finditer(script)):
+            text = _js_string(literal.group())
+            if text and is_patch(text):
+                out.append(ToolCall(id=f"{call.id}/p{j}", name="apply_patch", raw_arguments=text))
+    return out
 
 
 def shell_text(call: ToolCall) -> str | None:
+    nested = [t for c in script_calls(call) if (t := shell_text(c))]
+    if nested:
+        return "\n".join(nested)
     for key in SHELL_ARG_KEYS:
-        value = call.arguments.get(key)
+        value = argument(call.arguments, key)
         if isinstance(value, str) and value.strip():
             return value
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
@@ -292,7 +363,7 @@ def describe_call(call: ToolCall) -> str:
     """``name`` plus its most telling argument, briefly."""
     hint = ""
     for key in _HINT_ARG_KEYS:
-        value = call.arguments.get(key)
+        value = argument(call.arguments, key)
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             value = " ".join(value)
         if isinstance(value, str) and value.strip():
@@ -303,7 +374,7 @@ def describe_call(call: ToolCall) -> str:
             f"{k}={v}"
             for k, v in call.arguments.items()
             if isinstance(v, str | int | float) and not isinstance(v, bool)
-            if k not in CODE_ARG_KEYS and str(v).strip()
+            if not is_code_key(k) and str(v).strip()
         ][:3]
         if pairs:
             hint = clip_words(", ".join(pairs), ARG_HINT_MAX_WORDS)
@@ -352,10 +423,10 @@ def _call_symbols(call: ToolCall) -> tuple[str, ...]:
     """What an editor call changed: names defined in its old and new text (not in whole files)."""
     texts: list[str] = []
     for key in _EDIT_TEXT_KEYS:
-        texts.extend(strings(call.arguments.get(key)))
-    for edit in call.arguments.get("edits") or []:  # MultiEdit: a list of old/new pairs
+        texts.extend(strings(argument(call.arguments, key)))
+    for edit in argument(call.arguments, "edits") or []:  # MultiEdit: a list of old/new pairs
         if isinstance(edit, dict):
-            texts.extend(s for key in _EDIT_TEXT_KEYS for s in strings(edit.get(key)))
+            texts.extend(s for key in _EDIT_TEXT_KEYS for s in strings(argument(edit, key)))
     return _definitions(line for text in texts for line in text.splitlines())
 
 
@@ -531,6 +602,30 @@ def shell_file_ops(command: str, *, base: str | None = None) -> list[FileOp]:
     return ops
 
 
+def simple_commands(command: str) -> list[list[str]]:
+    """The argv of each simple command in a shell script (heredoc bodies, redirections and
+    leading assignments or ``sudo`` left out); words built at run time carry a ``\\0``."""
+    commands, _ = split_heredocs(command)
+    out: list[list[str]] = []
+    argv: list[str] = []
+    skip_target = False
+    for kind, text in [*_lex(commands.replace("\\\n", " ")), ("op", "\n")]:
+        if kind == "w":
+            if skip_target:
+                skip_target = False
+            else:
+                argv.append(text)
+        elif text in _SEPARATORS:
+            while argv and (_ASSIGNMENT.match(argv[0]) or argv[0] in _PREFIX_COMMANDS):
+                argv = argv[1:]
+            if argv:
+                out.append(argv)
+            argv = []
+        else:
+            skip_target = True  # a redirection's target is no argument
+    return out
+
+
 def _segment(
     argv: list[str], redirects: list[tuple[str, str]], base: str | None, ops: list[FileOp]
 ) -> str | None:
@@ -661,7 +756,7 @@ def _applies_patch(command: str) -> bool:
 
 def _workdir(call: ToolCall) -> str | None:
     for key in ("workdir", "cwd", "working_dir", "working_directory"):
-        value = call.arguments.get(key)
+        value = argument(call.arguments, key)
         if isinstance(value, str) and value.strip() and value.strip() != ".":
             return value.strip()
     return None
@@ -673,6 +768,9 @@ def call_file_ops(call: ToolCall, *, open_file: str | None = None) -> list[FileO
     ``open_file`` is the file an editor without a path argument works on
     (SWE-agent's ``edit`` / ``insert`` change the file ``open`` opened).
     """
+    nested = script_calls(call)
+    if nested:
+        return [op for c in nested for op in call_file_ops(c, open_file=open_file)]
     action = call_action(call)
     base = _workdir(call)
     if action == "shell":
@@ -683,7 +781,7 @@ def call_file_ops(call: ToolCall, *, open_file: str | None = None) -> list[FileO
         return []
     texts = [
         call.raw_arguments or "",
-        *(s for k in _PATCH_KEYS for s in strings(call.arguments.get(k))),
+        *(s for k in _PATCH_KEYS for s in strings(argument(call.arguments, k))),
     ]
     for text in texts:
         if is_patch(text):
@@ -735,14 +833,64 @@ class FileEdit:
     """The error of the last attempt, while no later attempt succeeded."""
     mentioned_only: bool = False
     """Known only from the assistant saying it changed the file."""
+    last_action: str = ""
+    """What happened to it last: ``deleted`` means it is gone (unless created again)."""
 
     @property
     def count(self) -> int:
         return sum(self.actions.values())
 
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"actions": dict(self.actions), "first": self.first}
+        out.update(last=self.last, last_action=self.last_action)
+        for name in ("other", "note", "failed"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        if self.symbols:
+            out["symbols"] = list(self.symbols)
+        return out
+
+    @classmethod
+    def from_json(cls, path: str, data: Mapping[str, Any]) -> FileEdit:
+        """The record ``to_json`` wrote; a malformed field raises ``ValueError``."""
+        actions = data.get("actions")
+        if not isinstance(actions, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) for k, v in actions.items()
+        ):
+            raise ValueError(f"bad actions for {path!r}")
+        first, last = data.get("first"), data.get("last")
+        if not isinstance(first, int) or not isinstance(last, int):
+            raise ValueError(f"bad positions for {path!r}")
+        symbols = data.get("symbols") or []
+        texts = {k: data.get(k) for k in ("other", "note", "failed", "last_action")}
+        if not isinstance(symbols, list) or not all(
+            v is None or isinstance(v, str) for v in texts.values()
+        ):
+            raise ValueError(f"bad text fields for {path!r}")
+        return cls(
+            path,
+            dict(actions),
+            first,
+            last,
+            texts["other"],
+            [str(x) for x in symbols],
+            texts["note"],
+            texts["failed"],
+            False,
+            texts["last_action"] or "",
+        )
+
     def describe(self) -> str:
         """``edited ×3, created``: the actions, most frequent first; a move or copy last, so
-        the bullet can go on "to `where`"."""
+        the bullet can go on "to `where`". A file whose last action deleted it says so
+        first: ``deleted (after edited ×2)``; one made again after a deletion says that last:
+        ``created (deleted before)``."""
+        rest = {a: n for a, n in self.actions.items() if a != "deleted"}
+        if self.last_action == "deleted":
+            earlier = FileEdit(self.path, rest).describe() if rest else ""
+            return f"deleted (after {earlier})" if earlier else "deleted"
+        if rest and len(rest) < len(self.actions) and self.last_action:
+            return f"{FileEdit(self.path, rest).describe()} (deleted before)"  # made again
         order = sorted(self.actions.items(), key=lambda kv: (kv[0] in ("moved", "copied"), -kv[1]))
         return ", ".join(f"{a} \u00d7{n}" if n > 1 else a for a, n in order)
 
@@ -754,6 +902,7 @@ class FileEdit:
         self.first, self.last = min(self.first, other.first), max(self.last, other.last)
         self.symbols = list(dict.fromkeys([*self.symbols, *other.symbols]))
         if newer:
+            self.last_action = other.last_action or self.last_action
             self.other = other.other or self.other
             self.note = other.note or self.note
             self.failed = other.failed
@@ -780,6 +929,35 @@ class FileTracker:
         """The last assistant message gave a SWE-agent text command: the next user message is
         its output, not the user speaking."""
         self.set_cwd(cwd)
+
+    def state(self) -> dict[str, Any]:
+        """What the tracker knows, as JSON data: its directories, the open file and every
+        file a call changed (files only the assistant mentioned are left out)."""
+        records = {k: r.to_json() for k, r in self.records.items() if not r.mentioned_only}
+        return {
+            "root": self.root,
+            "cwd": self.cwd,
+            "open_file": self.open_file,
+            "files": records,
+        }
+
+    @classmethod
+    def from_state(cls, data: Mapping[str, Any]) -> FileTracker:
+        """The tracker ``state`` described; malformed data raises ``ValueError``."""
+        tracker = cls()
+        for name in ("root", "cwd", "open_file"):
+            value = data.get(name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"bad {name}")
+            setattr(tracker, name, value)
+        files = data.get("files") or {}
+        if not isinstance(files, dict):
+            raise ValueError("bad files")
+        for key, rec in files.items():
+            if not isinstance(rec, dict):
+                raise ValueError(f"bad record for {key!r}")
+            tracker.records[str(key)] = FileEdit.from_json(str(key), rec)
+        return tracker
 
     def set_cwd(self, cwd: str | None) -> None:
         """A new working directory; the root moves only to one unrelated to it.
@@ -837,6 +1015,8 @@ class FileTracker:
         if rec is None:
             rec = self.records[key] = FileEdit(key, first=index, last=index, mentioned_only=True)
         rec.actions[action] = rec.actions.get(action, 0) + 1
+        if index >= rec.last or not rec.last_action:
+            rec.last_action = action
         rec.last = max(rec.last, index)
         if not mentioned:
             rec.mentioned_only = False
@@ -916,6 +1096,8 @@ class FileTracker:
                     rec.actions["written"] -= 1
                     rec.actions = {k: v for k, v in rec.actions.items() if v}
                     rec.actions["created"] = rec.actions.get("created", 0) + 1
+                    if rec.last_action == "written":
+                        rec.last_action = "created"
         return answered, touched
 
     def _pair(self, m: Message) -> tuple[ToolCall | None, list[FileEdit]]:
@@ -954,8 +1136,8 @@ class FileTracker:
             applied = _AIDER_APPLIED.match(line)
             if applied:
                 rec = self.touch(applied.group("path"), "edited", index)
-            elif _AIDER_CREATE.match(line) and previous:
-                rec = self.touch(previous, "created", index)
+            elif _AIDER_CREATE.match(line) and previous and not re.search(r"[\s`]", previous):
+                rec = self.touch(previous, "created", index)  # the line before names the file
             else:
                 rec = None
             if rec is not None:
@@ -1105,8 +1287,10 @@ __all__ = [
     "patch_ops",
     "path_args",
     "plausible_path",
+    "script_calls",
     "shell_file_ops",
     "shell_text",
+    "simple_commands",
     "split_heredocs",
     "strings",
     "swe_agent_ops",

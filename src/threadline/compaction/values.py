@@ -121,12 +121,19 @@ _UUID = _rx(
     r"[0-9a-fA-F]{12}(?![\w-])"
 )
 _HEX_LITERAL = _rx(r"(?<![\w-])0x[0-9a-fA-F]{4,}(?![\w-])")
-_HEX = _rx(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,64}(?![\w-])")
+_HEX = _rx(r"(?<![\w#-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,64}(?![\w-])")
 _PREFIXED_ID = _rx(
     r"(?<![\w-])[A-Za-z][A-Za-z0-9]{1,11}[_-](?=[A-Za-z0-9_-]*\d)"
     r"[A-Za-z0-9][A-Za-z0-9_-]{6,}(?![\w-])"
 )
-_CODE_ID = _rx(r"(?<![\w-])(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,12}(?![\w-])")
+_TICKET = _rx(
+    r"(?<![\w./-])(?:[A-Z][A-Z0-9]{1,9}-\d{1,6}|"
+    r"[a-z][a-z0-9]{1,19}-(?=[a-z]{0,7}\d)(?=\d{0,7}[a-z])[a-z0-9]{2,8}(?:\.\d{1,4})*|"
+    r"[a-z][a-z0-9]{1,19}-[a-z0-9]{2,8}(?:\.\d{1,4})+)(?![\w-]|\.\w)"
+)
+"""A ticket or task id: ``PROJ-123``, ``spotter-4te``, ``spotter-fum.3`` (a tracker's child
+task); not ``utf-8`` or ``h-20``, whose part after the dash is a bare number."""
+_CODE_ID = _rx(r"(?<![\w#-])(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,12}(?![\w-])")
 _HOST_PORT = _rx(
     r"(?<![\w.-])(?:localhost|(?:\d{1,3}\.){3}\d{1,3}|\[[0-9a-fA-F:]+\]|"
     r"[A-Za-z][\w-]*(?:\.[\w-]+)+):\d{2,5}(?![\d.])"
@@ -155,8 +162,8 @@ _PRIORITY = {
     for i, name in enumerate(
         _split(
             "url windows rooted relative file dotfile name email setting setting_line uuid "
-            "hex_literal hex prefixed code host_port port_phrase address pinned runtime v_version "
-            "semver exception backticked quoted"
+            "hex_literal hex prefixed ticket code host_port port_phrase address pinned runtime "
+            "v_version semver exception backticked quoted"
         )
     )
 }
@@ -280,10 +287,21 @@ def _clean_path(text: str) -> str | None:
     return text if named or _HAS_EXTENSION.search(text) else None
 
 
+_EXTENSION_SET = frozenset(BARE_EXTENSIONS)
+
+
 def _clean(kind: ValueKind, text: str) -> str | None:
+    if kind == "port":
+        host = text.rsplit(":", 1)[0]
+        if "." in host and host.rsplit(".", 1)[1].lower() in _EXTENSION_SET:
+            return None  # ``state.go:46`` is a line of a file, not a host and a port
+        return text
     if kind == "url":
         text = _strip_url(text)
-        return text if "://" in text and not text.endswith("://") else None
+        _, sep, rest = text.partition("://")
+        if not sep or not rest.strip("/") or rest.endswith(("$", ":")):
+            return None  # ``sqlite:////``, or a template (``http://localhost:${PORT}``)
+        return text
     if kind == "path":
         return _clean_path(text)
     if kind == "setting":
@@ -313,6 +331,8 @@ def _add(
     group: int | str = "inner" if rule in _INNER_RULES else 0
     for m in regex.finditer(text):
         raw = m.group(group)
+        if kind == "setting" and text[m.end() : m.end() + 1] == "(":
+            continue  # ``idx=_w(s, 0)``: a call's argument in code, not a setting
         cleaned = _clean(kind, raw)
         if cleaned:
             s = base + m.start(group) + max(raw.find(cleaned), 0)
@@ -387,6 +407,8 @@ def _chunk_matches(found: list[Match], chunk: str, base: int, text: str) -> None
         _add(found, _HEX, "hex", "hex", chunk, base)
         if "_" in chunk or "-" in chunk:
             _add(found, _PREFIXED_ID, "prefixed", "id", chunk, base)
+        if "-" in chunk:
+            _add(found, _TICKET, "ticket", "id", chunk, base)
         _add(found, _CODE_ID, "code", "id", chunk, base)
     if _EXCEPTION_HINT.search(chunk):
         _add(found, _EXCEPTION, "exception", "exception", chunk, base)
@@ -539,6 +561,11 @@ def _error_excerpt(line: str, at: int) -> tuple[str, int]:
     return cut, at + start
 
 
+_REDACTION = re.compile(r"\[REDACTED(?:_[A-Z]+)*(?:\s[^\]\n]{0,200})?\]")
+"""A sanitised transcript's placeholder (``[REDACTED_TEXT len=134 sha=1685a1c8]``,
+``[REDACTED_EMAIL]``): its ``len=`` and ``sha=`` describe text that is gone."""
+
+
 def extract_values(text: str) -> list[Value]:
     """Distinct important values in ``text``, in order of first appearance.
 
@@ -547,6 +574,8 @@ def extract_values(text: str) -> list[Value]:
     """
     if not text:
         return []
+    if "[REDACTED" in text:  # a sanitiser's placeholder holds no value: blank it in place
+        text = _REDACTION.sub(lambda m: " " * len(m.group()), text)
     hits = _resolve(_token_matches(text)) + _error_lines(text)
     hits.sort(key=lambda h: h[0])
     seen: set[str] = set()
@@ -574,6 +603,123 @@ def unique_values(values: Iterable[Value]) -> list[Value]:
     return out
 
 
+VALUE_LABELS: dict[ValueKind, str] = {
+    "error": "error",
+    "url": "URL",
+    "path": "path",
+    "uuid": "UUID",
+    "hex": "hash",
+    "id": "id",
+    "email": "email",
+    "setting": "setting",
+    "port": "port",
+    "address": "address",
+    "version": "version",
+    "exception": "exception",
+    "identifier": "name",
+}
+"""What each kind of value is called in a snapshot's Important Values."""
+COMMAND_LABEL = "failed command"
+_LABEL_OF: dict[str, str] = {str(k): v for k, v in VALUE_LABELS.items()}
+_LABELS = {label.lower() for label in [*VALUE_LABELS.values(), COMMAND_LABEL]}
+_LABELLED = re.compile(r"^(?P<label>[A-Za-z][A-Za-z ]{0,20}):\s+(?P<rest>\S.*)$")
+
+ARTEFACT_DIRECTORIES = frozenset(
+    _split(
+        "_build node_modules dist build target __pycache__ .pytest_cache .mypy_cache "
+        ".ruff_cache .next .nuxt coverage htmlcov .venv venv site-packages .tox .gradle deps "
+        ".eggs"
+    )
+)
+"""Directories of build output and installed dependencies: what lies in them is made, not
+written, and no agent resumes work there."""
+ARTEFACT_SUFFIXES = _split(".beam .pyc .pyo .class .o .so .dylib .dll .exe .map .min.js .min.css")
+_ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|0\d{2}|[ntr])|[\x00-\x08\x0b-\x1f\x7f]")
+"""An escape sequence (``\\x1b``, ``\\n`` written out) or a control character: text torn
+out of a JSON string or a terminal, not a value."""
+_FLAG = re.compile(r"^--?[A-Za-z][\w.-]*(?:=\S*)?$")
+_TAG = re.compile(r"</?[A-Za-z!][^<>]{0,200}>")
+ID_KINDS = frozenset({"uuid", "hex", "id"})
+"""Kinds of value kept only when the run refers to them more than once."""
+
+
+_SEGMENT = re.compile(r"[^/\\._?=&#:@+,;]+(?:\.\d{1,4})*")
+_ID_PATTERNS: tuple[tuple[ValueKind, re.Pattern[str]], ...] = (
+    ("uuid", _UUID),
+    ("hex", _HEX),
+    ("id", _TICKET),
+)
+
+
+def ids_within(text: str) -> list[Value]:
+    """Ids that make up a segment of a longer value: the session UUID in a transcript's
+    path, the commit hash in a URL (an agent using the path uses the id too)."""
+    out: list[Value] = []
+    for m in _SEGMENT.finditer(text):
+        segment = m.group()
+        if len(segment) == len(text):
+            continue
+        for kind, rx in _ID_PATTERNS:
+            if rx.fullmatch(segment):
+                out.append(Value(kind, segment))
+                break
+    return out
+
+
+def is_ticket(text: str) -> bool:
+    """A tracker's ticket or task id (``PROJ-12``, ``spotter-4te.3``), not just any code."""
+    return _TICKET.fullmatch(text) is not None
+
+
+def value_bullet(kind: ValueKind | str, text: str) -> str:
+    """An Important Values bullet: what the value is, then the value verbatim."""
+    label = _LABEL_OF.get(kind, kind)
+    quoted = f"`{text}`" if text and "`" not in text and text.strip() == text else text
+    return f"{label}: {quoted}"
+
+
+def bullet_value(text: str) -> tuple[str | None, str]:
+    """The label and the value of an Important Values bullet (``value_bullet``'s form or a
+    bare value, backticks removed)."""
+    label: str | None = None
+    m = _LABELLED.match(text.strip())
+    if m and m.group("label").lower() in _LABELS:
+        label, text = m.group("label"), m.group("rest")
+    text = text.strip()
+    if len(text) > 1 and text[0] == text[-1] == "`":
+        text = text[1:-1]
+    return label, text
+
+
+def worth_keeping(value: Value, refs: int = 1) -> bool:
+    """Whether a value belongs in a snapshot: not an escape sequence, a lone command-line
+    flag, a build artefact or a markup fragment; an id or a hash only when the run refers
+    to it more than once (``refs``)."""
+    text = value.text.strip()
+    if not text or "\x1b" in text:
+        return False
+    if _ESCAPE.search(text) and value.kind != "path":  # a Windows path's "\\new" is no escape
+        return False
+    if value.kind != "error" and (_FLAG.match(text) or _TAG.search(text)):
+        return False
+    if value.kind == "error" and text.startswith("<"):
+        return False
+    if value.kind in ID_KINDS and refs < 2:
+        return False
+    return not is_artefact(text) if value.kind in ("path", "url", "error") else True
+
+
+def is_artefact(path: str) -> bool:
+    """A path inside build output or installed dependencies, or to a compiled file."""
+    if "://" in path:
+        return False
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    directories = parts if path.endswith("/") else parts[:-1]
+    if any(p in ARTEFACT_DIRECTORIES for p in directories):
+        return True
+    return bool(parts) and parts[-1].endswith(ARTEFACT_SUFFIXES)
+
+
 def retention(values: Sequence[Value], snapshot_text: str) -> RetentionReport:
     """Count the distinct ``values`` that appear verbatim in ``snapshot_text``."""
     distinct = unique_values(values)
@@ -586,12 +732,21 @@ def retention(values: Sequence[Value], snapshot_text: str) -> RetentionReport:
 
 
 __all__ = [
+    "ARTEFACT_DIRECTORIES",
+    "COMMAND_LABEL",
     "VALUE_KINDS",
+    "VALUE_LABELS",
     "RetentionReport",
     "Value",
     "ValueKind",
+    "bullet_value",
     "extract_error_lines",
     "extract_values",
+    "ids_within",
+    "is_artefact",
+    "is_ticket",
     "retention",
     "unique_values",
+    "value_bullet",
+    "worth_keeping",
 ]

@@ -89,6 +89,8 @@ class ContextPolicy(BaseModel):
     max_tokens_before_summary: int = Field(default=128_000, ge=1)
     compact_at_fraction: float = Field(default=0.80, gt=0.0, le=1.0)
     summary_max_words: int = Field(default=600, ge=50)
+    summary_max_values: int = Field(default=25, ge=1)
+    """A snapshot's Important Values are ranked and capped at this many items."""
     preserve_user_turns: int = Field(default=4, ge=0)
     """A compaction keeps the last user turns verbatim..."""
     preserve_share: float = Field(default=0.5, gt=0.0, le=1.0)

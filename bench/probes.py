@@ -1,0 +1,642 @@
+"""Does the window still know? Probes from the raw history, answered by the built window.
+
+For each real agent transcript under a directory, this does what a new user
+does: import it with threadline's importers (``threadline sessions import``,
+native compactions becoming checkpoints) into a temporary SQLite store, run
+``threadline compact ID`` with default settings (the offline extractive
+summarizer), then build the window at 16k, 32k and 64k tokens. Each window is
+asked questions whose answers are derived from the stored history by rules of
+this script, which never calls the summarizer or its recogniser:
+
+* ``files``: every file the run created, wrote, edited, moved or deleted,
+  read from each format's own tool schema (Claude Code ``Edit`` / ``Write`` /
+  ``MultiEdit`` / ``NotebookEdit``, Codex ``apply_patch`` and the patches and
+  commands of its code-mode ``exec`` scripts, OpenCode ``edit`` /
+  ``write`` / ``patch``, OpenHands and SWE-agent ``str_replace_editor``,
+  Gemini CLI ``write_file`` / ``replace``, Pi ``edit`` / ``write``, Aider's
+  "Applied edit to", and shell commands: redirections, ``tee``, ``sed -i``,
+  ``rm``, ``mv``, ``git rm`` / ``git mv``, patches fed to ``apply_patch``);
+* ``requests``: the opening words of the first and of the latest user request;
+* ``todos_open``: the items still open in the latest structured todo state
+  (``TodoWrite``, ``update_plan``, ``todowrite``, ``write_todos``,
+  ``task_tracker``) must be present;
+* ``todos_stale``: items open in an earlier todo state and completed in the
+  latest must not be listed as pending by the summary (a count: 0 expected);
+* ``errors``: the last failing command and its error line;
+* ``values``: URLs and ids (UUIDs, commit hashes, ticket-style ids) that the
+  agent itself used (in its tool calls or its text) in at least two messages.
+
+A probe is answered by string match against the window's text (the summary,
+each message's text, and its tool calls' arguments), whitespace collapsed.
+Recall per category and size is found probes / all probes, over all runs.
+
+    python bench/probes.py [--root DIR] [--json] [--only NAME] [--misses]
+
+``--json`` prints ``{"sizes": {"16000": {"files": r, ...}, ...}, "runs": [...]}``.
+Nothing is timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from threadline import ContextPolicy, Message, ToolCall, build_context, open_store
+from threadline.compaction.compactor import Compactor
+from threadline.compaction.extractive import ExtractiveSummarizer
+from threadline.errors import ContextOverflow
+from threadline.interop.sync import Source, Syncer, SyncStatus, find_sources
+from threadline.requests import request_text
+from threadline.store.base import Session
+
+ROOT = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
+SIZES = (16_000, 32_000, 64_000)
+CATEGORIES = ("files", "requests", "todos_open", "todos_stale", "errors", "values")
+REQUEST_WORDS = 12
+"""A request counts as known when its opening words appear verbatim."""
+TODO_WORDS = 8
+COMMAND_CHARS = 60
+ERROR_CHARS = 80
+MIN_USES = 2
+
+# -- what each format's tools are ------------------------------------------------------
+
+PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "filename", "target_file")
+EDIT_TOOLS = frozenset(
+    {
+        "Edit",
+        "MultiEdit",
+        "Write",
+        "NotebookEdit",  # Claude Code
+        "edit",
+        "write",
+        "multiedit",  # OpenCode, Pi
+        "write_file",
+        "replace",  # Gemini CLI
+        "edit_file",
+        "create_file",
+    }
+)
+EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "edit_file"})
+"""OpenHands / SWE-agent editors: ``command`` says whether the call changes the file."""
+EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "undo_edit", "write", "edit"})
+PATCH_TOOLS = frozenset({"apply_patch", "patch"})
+PATCH_KEYS = ("input", "patch", "patchText", "patch_text")
+SHELL_KEYS = ("command", "cmd")
+TODO_TOOLS: dict[str, tuple[str, str]] = {
+    "TodoWrite": ("todos", "content"),
+    "todowrite": ("todos", "content"),
+    "update_plan": ("plan", "step"),
+    "write_todos": ("todos", "description"),
+    "task_tracker": ("task_list", "title"),
+}
+"""Todo tools by schema: the list argument and each item's text key."""
+DONE = frozenset({"completed", "complete", "done", "cancelled", "canceled"})
+APPLIED = "Applied edit to "
+
+_PATCH_FILE = re.compile(
+    r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
+    r"|^\+\+\+ b/(.+?)\s*$",
+    re.M,
+)
+_HEREDOC_BODY = re.compile(r"(<<-?\s*(['\"]?)(\w+)\2[^\n]*)\n.*?^\s*\3\s*$", re.S | re.M)
+_FENCED = re.compile(r"```[^\n]*\n(.*?)```", re.S)
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "(", ")", "&"})
+
+_URL = re.compile(r"https?://[^\s\"'<>`)\]|\\]+")
+_UUID = re.compile(
+    r"(?<![\w-])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![\w-])"
+)
+_HASH = re.compile(r"(?<![\w./-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/-])")
+_TICKET = re.compile(
+    r"(?<![\w./-])(?:[A-Z][A-Z0-9]+-\d+|[A-Za-z][A-Za-z0-9]*-"
+    r"(?:(?=[a-z]*\d)(?=\d*[a-z])[a-z0-9]{2,}|\d+)(?:\.\d+)+|"
+    r"[A-Za-z][A-Za-z0-9]*-(?=[a-z]*\d)(?=\d*[a-z])[a-z0-9]{3,})(?![\w/-])"
+)
+"""Ticket-style ids: ``PROJ-123``, ``spotter-4te``, ``spotter-4te.3``, ``task-12.1``; not a
+CSS class (``h-20``) or a version."""
+_FENCED_ANY = re.compile(r"```.*?(?:```|\Z)", re.S)
+_REDACTED = re.compile(r"\[REDACTED_[^\]]*\]")
+_MARKUP = re.compile(r"<[^<>\n]{0,200}>")
+"""Markup written in prose (JSX, HTML): code, whose class names are no values."""
+EXIT_MARKERS = ("exit code", "exited with code", "exit status", '"exit_code":')
+"""How a tool result reports its exit status; a non-zero number after one means failure."""
+ERROR_WORDS = ("error", "fatal", "fail", "exception", "denied", "not found", "no such", "cannot")
+PENDING_WORDS = ("pending", "in progress", "in_progress", "todo", "to do", "open", "not yet", "[ ]")
+DONE_WORDS = ("done", "complete", "closed", "finished", "[x]")
+
+
+def exit_code(text: str) -> int | None:
+    """The exit status a result reports near its start or end, if any."""
+    for part in (text[:400].lower(), text[-400:].lower()):
+        for marker in EXIT_MARKERS:
+            at = part.find(marker)
+            number = re.match(r"\s*:?\s*(-?\d+)", part[at + len(marker) :]) if at >= 0 else None
+            if number:
+                return int(number.group(1))
+    return None
+
+
+def says(line: str, words: Sequence[str]) -> bool:
+    low = line.lower()
+    return any(w in low for w in words)
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def opening(text: str, n: int) -> str:
+    return " ".join(text.split()[:n])
+
+
+def call_args(call: ToolCall) -> dict[str, Any]:
+    """A call's arguments; free-form input (Codex's custom ``apply_patch``) as ``input``."""
+    if call.raw_arguments is not None:
+        try:
+            value = json.loads(call.raw_arguments)
+        except ValueError:
+            return {"input": call.raw_arguments}
+        return value if isinstance(value, dict) else {"input": call.raw_arguments}
+    return dict(call.arguments)
+
+
+def shell_command(args: dict[str, Any]) -> str | None:
+    for key in SHELL_KEYS:
+        value = args.get(key)
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            if len(value) >= 3 and value[1] in ("-c", "-lc"):
+                return str(value[2])
+            return " ".join(value)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+# -- files -----------------------------------------------------------------------------
+
+
+def _shell_words(command: str) -> list[str]:
+    body = _HEREDOC_BODY.sub(r"\1", command)
+    try:
+        lexer = shlex.shlex(body, posix=True, punctuation_chars=";&|()<>")
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        return list(lexer)
+    except ValueError:
+        return body.split()
+
+
+def _named_file(word: str) -> bool:
+    return (
+        bool(word)
+        and not word.startswith(("-", "/dev/", "/tmp/", "$"))
+        and "$" not in word
+        and "*" not in word
+        and ("." in word or "/" in word)
+    )
+
+
+def shell_targets(command: str) -> Iterator[str]:
+    """Files a shell command changes: patches it applies, redirections, ``tee``,
+    ``sed -i``, ``rm``, ``mv``, ``git rm`` / ``git mv``."""
+    for m in _PATCH_FILE.finditer(command):
+        if "apply_patch" in command or "git apply" in command or "patch" in command:
+            yield next(g for g in m.groups() if g)
+    words = _shell_words(command)
+    segment: list[str] = []
+    for i, w in enumerate([*words, ";"]):
+        if w in (">", ">>") and i + 1 < len(words) and _named_file(words[i + 1]):
+            yield words[i + 1]
+        if w in _SEPARATORS or w in ("<", ">", ">>"):
+            yield from _segment_targets(segment)
+            segment = []
+            continue
+        segment.append(w)
+
+
+def _segment_targets(argv: list[str]) -> Iterator[str]:
+    while argv and ("=" in argv[0] or argv[0] in ("sudo", "command", "then", "do")):
+        argv = argv[1:]
+    if not argv:
+        return
+    prog, args = argv[0].rsplit("/", 1)[-1], argv[1:]
+    if prog == "git" and args[:1] in (["rm"], ["mv"]):
+        prog, args = args[0], args[1:]
+    operands = [a for a in args if not a.startswith("-")]
+    if prog == "rm" or prog == "tee" or (prog == "mv" and len(operands) >= 2):
+        yield from (a for a in operands if _named_file(a))
+    elif prog == "sed" and any(a.startswith("-i") or a == "--in-place" for a in args):
+        yield from (a for a in operands[1:] if _named_file(a))
+
+
+def script_targets(script: str) -> Iterator[str]:
+    """Files a Codex ``exec`` script changes: patches in its string literals, and the shell
+    commands it passes to ``tools.exec_command({cmd: ...})``."""
+    start = script.find('"')
+    while start >= 0:
+        end = start + 1
+        while end < len(script) and script[end] != '"':
+            end += 2 if script[end] == "\\" else 1
+        try:
+            text = json.loads(script[start : end + 1].replace("\\'", "'"))
+        except ValueError:
+            text = ""
+        before = script[max(0, start - 12) : start]
+        if isinstance(text, str) and "*** Begin Patch" in text:
+            yield from (next(g for g in m.groups() if g) for m in _PATCH_FILE.finditer(text))
+        elif isinstance(text, str) and "cmd" in before:
+            yield from shell_targets(text)
+        start = script.find('"', end + 1)
+
+
+def edited_files(messages: Iterable[Message]) -> set[str]:
+    """Every file the run changed, by its tools' own schemas (see the module docstring)."""
+    out: set[str] = set()
+    open_file: str | None = None  # SWE-agent's editor edits the file it has open
+    for m in messages:
+        notes = m.metadata.get("aider_notes")
+        if isinstance(notes, list):
+            out.update(n[len(APPLIED) :].strip() for n in notes if str(n).startswith(APPLIED))
+        if m.role == "assistant" and not m.tool_calls and not m.metadata.get("is_demo"):
+            for block in _FENCED.findall(m.text):
+                head = block.strip().split("\n", 1)[0].split()
+                if head and head[0] in ("open", "create") and len(head) > 1:
+                    open_file = head[1].strip("\"'")
+                if head and head[0] in ("create", "edit", "insert") and open_file:
+                    out.add(open_file)
+        for call in m.tool_calls:
+            args = call_args(call)
+            path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), None)
+            command = args.get("command")
+            if call.name in ("open", "create") and path:
+                open_file = path
+                if call.name == "create":
+                    out.add(path)
+            elif call.name in ("edit", "insert") and not path and open_file:
+                out.add(open_file)
+            elif path and (
+                (call.name in EDITOR_TOOLS and command in EDITOR_WRITES) or call.name in EDIT_TOOLS
+            ):
+                out.add(path)
+            elif call.name == "exec" and call.raw_arguments:  # Codex code mode: JavaScript
+                out.update(script_targets(call.raw_arguments))
+            elif call.name in PATCH_TOOLS:
+                text = "\n".join(v for k in PATCH_KEYS if isinstance(v := args.get(k), str))
+                out.update(next(g for g in m.groups() if g) for m in _PATCH_FILE.finditer(text))
+            elif (cmd := shell_command(args)) is not None:
+                out.update(shell_targets(cmd))
+    return {p.strip() for p in out if p.strip()}
+
+
+def recalled(path: str, text: str, cwds: Iterable[str] = ()) -> bool:
+    """Named in ``text``: the path, its last two or more components, or the path relative
+    to a working directory of the run; a bare name as a whole word. A path written with
+    backslashes is also named by its forward-slash form (one file, two spellings)."""
+    if "\\" in path and "/" not in path and recalled(path.replace("\\", "/"), text, cwds):
+        return True
+    for cwd in cwds:
+        prefix = cwd.rstrip("/") + "/"
+        if path.startswith(prefix) and recalled(path[len(prefix) :], text):
+            return True
+    parts = [p for p in path.split("/") if p and p != "."]
+    if not parts:
+        return False
+    if len(parts) == 1:
+        return re.search(rf"(?<![\w.-]){re.escape(parts[0])}(?![\w-])", text) is not None
+    return any("/".join(parts[i:]) in text for i in range(len(parts) - 1))
+
+
+# -- requests, todos, errors, values ---------------------------------------------------
+
+
+def todo_states(messages: Iterable[Message]) -> list[list[tuple[str, str]]]:
+    """Every todo state the run wrote, oldest first: (item text, status)."""
+    states: list[list[tuple[str, str]]] = []
+    for m in messages:
+        for call in m.tool_calls:
+            schema = TODO_TOOLS.get(call.name)
+            if schema is None:
+                continue
+            items = call_args(call).get(schema[0])
+            if not isinstance(items, list):
+                continue
+            state = [
+                (str(e[schema[1]]), str(e.get("status", "")).lower())
+                for e in items
+                if isinstance(e, dict) and isinstance(e.get(schema[1]), str)
+            ]
+            if state:
+                states.append(state)
+    return states
+
+
+def last_failure(messages: Sequence[Message]) -> tuple[str, str | None] | None:
+    """The last shell command whose result failed, and the result's last error line."""
+    calls: dict[str, ToolCall] = {}
+    found: tuple[str, str | None] | None = None
+    for m in messages:
+        for call in m.tool_calls:
+            calls[call.id] = call
+        if m.role != "tool" or m.tool_call_id not in calls:
+            continue
+        command = shell_command(call_args(calls[m.tool_call_id]))
+        if command is None:
+            continue
+        text = m.text
+        if not (m.metadata.get("is_error") or exit_code(text) not in (None, 0)):
+            continue
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        errors = [  # a line naming the failure, not a bare verdict ("FAIL")
+            ln
+            for ln in lines
+            if says(ln, ERROR_WORDS) and not says(ln[:20], EXIT_MARKERS) and len(ln.split()) > 1
+        ]
+        found = (command, errors[-1] if errors else None)
+    return found
+
+
+CODE_KEYS = frozenset(
+    {
+        "content",
+        "contents",
+        "new_string",
+        "old_string",
+        "newString",
+        "oldString",
+        "new_str",
+        "old_str",
+        "file_text",
+        "edits",
+        "input",
+        "patch",
+        "patchText",
+        "text",
+        "code",
+    }
+)
+"""Arguments that carry code or file content: a URL in an SVG file is not one the agent used."""
+
+
+def agent_values(messages: Iterable[Message]) -> list[str]:
+    """URLs and ids the agent used in at least two messages: in its tool calls and its prose,
+    not in code it wrote (file content, patches, fenced blocks, markup) nor in redaction
+    markers."""
+    uses: Counter[str] = Counter()
+    for m in messages:
+        if m.role != "assistant" or m.metadata.get("is_demo"):
+            continue
+        texts = [_MARKUP.sub(" ", _REDACTED.sub(" ", _FENCED_ANY.sub(" ", m.text)))]
+        for call in m.tool_calls:
+            for key, value in call_args(call).items():
+                if key in CODE_KEYS:
+                    continue
+                text = value if isinstance(value, str) else json.dumps(value)
+                texts.append(_HEREDOC_BODY.sub(r"\1", text) if key in SHELL_KEYS else text)
+        text = "\n".join(texts)
+        found = {u.rstrip(".,;:") for u in _URL.findall(text) if not set(u) & set("${}")}
+        for rx in (_UUID, _HASH, _TICKET):
+            found.update(rx.findall(text))
+        uses.update(found)
+    return sorted(v for v, n in uses.items() if n >= MIN_USES)
+
+
+@dataclass
+class Probes:
+    files: set[str] = field(default_factory=set)
+    cwds: set[str] = field(default_factory=set)
+    requests: list[str] = field(default_factory=list)
+    todos_open: list[str] = field(default_factory=list)
+    todos_done: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    values: list[str] = field(default_factory=list)
+
+
+def derive(messages: Sequence[Message]) -> Probes:
+    """The probes of one run, from its stored history alone."""
+    p = Probes(files=edited_files(messages))
+    p.cwds = {c for m in messages if isinstance(c := m.metadata.get("cwd"), str) and c}
+    asked = [t for m in messages if (t := request_text(m))]
+    if asked:
+        p.requests = list(dict.fromkeys([opening(asked[0], REQUEST_WORDS)]))
+        p.requests += [o for o in [opening(asked[-1], REQUEST_WORDS)] if o not in p.requests]
+    states = todo_states(messages)
+    if states:
+        latest = states[-1]
+        p.todos_open = [opening(t, TODO_WORDS) for t, s in latest if s not in DONE]
+        was_open = {
+            opening(t, TODO_WORDS) for state in states[:-1] for t, s in state if s not in DONE
+        }
+        p.todos_done = [opening(t, TODO_WORDS) for t, s in latest if s in DONE]
+        p.todos_done = [t for t in p.todos_done if t in was_open]
+    failure = last_failure(messages)
+    if failure is not None:
+        command, error = failure
+        p.errors = [flat(command.strip().splitlines()[0])[:COMMAND_CHARS]]
+        if error:
+            p.errors.append(flat(error)[:ERROR_CHARS])
+    p.values = agent_values(messages)
+    return p
+
+
+# -- the window ------------------------------------------------------------------------
+
+
+def visible(m: Message) -> str:
+    """What the model reads of ``m``: its text and its tool calls' arguments, decoded."""
+    parts = [m.text, request_text(m) or ""]
+    for call in m.tool_calls:
+        parts.append(call.name)
+        parts.extend(v if isinstance(v, str) else json.dumps(v) for v in call_args(call).values())
+    return "\n".join(parts)
+
+
+def stale_items(done: Sequence[str], summary: str) -> list[str]:
+    """Completed items the summary still lists as pending: under Pending Tasks, or on a
+    line that says pending / in progress / open without saying done."""
+    pending_lines: list[str] = []
+    section = ""
+    for line in summary.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip().lower()
+            continue
+        in_pending = section.startswith("pending")
+        if (in_pending or says(line, PENDING_WORDS)) and not says(line, DONE_WORDS):
+            pending_lines.append(flat(line))
+    return [t for t in done if any(t in line for line in pending_lines)]
+
+
+@dataclass
+class RunResult:
+    name: str
+    messages: int
+    checkpoints: int
+    compacted: bool
+    totals: dict[str, int]
+    found: dict[int, dict[str, int]]
+    misses: dict[int, dict[str, list[str]]]
+
+
+def answer(p: Probes, session: Session, size: int) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """How many probes of each category the window at ``size`` answers, and which not (a
+    window that cannot be built answers none)."""
+    fresh = session.store.get_session(session.id)  # as a new `threadline context` call: no
+    try:  # view state (a stable trim point) carried over from the build at another size
+        window = build_context(fresh, policy=ContextPolicy(context_limit=size))
+    except ContextOverflow as exc:
+        print(f"{session.id} @{size}: {exc}", file=sys.stderr)
+        messages: list[Message] = []
+    else:
+        messages = window.messages
+    text = "\n".join(visible(m) for m in messages)
+    flat_text = flat(text)
+    summary = "\n".join(m.text for m in messages if m.summary)
+    misses: dict[str, list[str]] = {
+        "files": sorted(f for f in p.files if not recalled(f, text, p.cwds)),
+        "requests": [r for r in p.requests if r not in flat_text],
+        "todos_open": [t for t in p.todos_open if t not in flat_text],
+        "todos_stale": stale_items(p.todos_done, summary),
+        "errors": [e for e in p.errors if e not in flat_text],
+        "values": [v for v in p.values if v not in text],
+    }
+    found = {
+        "files": len(p.files) - len(misses["files"]),
+        "requests": len(p.requests) - len(misses["requests"]),
+        "todos_open": len(p.todos_open) - len(misses["todos_open"]),
+        "todos_stale": len(misses["todos_stale"]),
+        "errors": len(p.errors) - len(misses["errors"]),
+        "values": len(p.values) - len(misses["values"]),
+    }
+    return found, misses
+
+
+def run_source(source: Source, store_url: str, sizes: Sequence[int]) -> Iterator[RunResult]:
+    store = open_store(store_url)
+    try:
+        for result in Syncer(store).sync_source(source):
+            if result.status is SyncStatus.FAILED:
+                print(f"not imported: {result.source}: {result.error}", file=sys.stderr)
+                continue
+            if result.session_id is None:
+                continue
+            session = store.get_session(result.session_id)
+            messages = list(session.iter_messages())
+            probes = derive(messages)
+            compaction = Compactor(ExtractiveSummarizer(), policy=ContextPolicy()).compact(
+                session, force=True
+            )
+            session.refresh()
+            totals = {
+                "files": len(probes.files),
+                "requests": len(probes.requests),
+                "todos_open": len(probes.todos_open),
+                "todos_stale": len(probes.todos_done),
+                "errors": len(probes.errors),
+                "values": len(probes.values),
+            }
+            found: dict[int, dict[str, int]] = {}
+            misses: dict[int, dict[str, list[str]]] = {}
+            for size in sizes:
+                found[size], misses[size] = answer(probes, session, size)
+            name = result.source + (f" #{result.run}" if result.run else "")
+            yield RunResult(
+                name,
+                len(messages),
+                result.checkpoints_added,
+                compaction.compacted,
+                totals,
+                found,
+                misses,
+            )
+    finally:
+        store.close()
+
+
+def recall_table(runs: Sequence[RunResult], sizes: Sequence[int]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    for size in sizes:
+        row: dict[str, Any] = {}
+        for cat in CATEGORIES:
+            total = sum(r.totals[cat] for r in runs)
+            got = sum(r.found[size][cat] for r in runs)
+            if cat == "todos_stale":
+                row[cat] = got  # a count of stale items: 0 expected
+            else:
+                row[cat] = round(got / total, 4) if total else None
+        out[size] = row
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", type=Path, default=ROOT, help="transcripts directory")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--only", help="only sources whose path contains this")
+    ap.add_argument("--misses", action="store_true", help="list each run's missed probes")
+    ap.add_argument(
+        "--sizes", default=",".join(str(s) for s in SIZES), help="window sizes, comma-separated"
+    )
+    args = ap.parse_args()
+    if not args.root.is_dir():
+        sys.exit(f"no transcripts at {args.root}")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    runs: list[RunResult] = []
+    with tempfile.TemporaryDirectory(prefix="threadline-probes-") as tmp:
+        for n, source in enumerate(find_sources([str(args.root)])):
+            if args.only and args.only not in source.name:
+                continue
+            runs.extend(run_source(source, f"sqlite://{tmp}/{n}.db", sizes))
+    table = recall_table(runs, sizes)
+    if args.json:
+        doc = {
+            "sizes": {str(size): table[size] for size in sizes},
+            "totals": {c: sum(r.totals[c] for r in runs) for c in CATEGORIES},
+            "runs": [
+                {
+                    "run": r.name,
+                    "messages": r.messages,
+                    "imported_checkpoints": r.checkpoints,
+                    "compacted": r.compacted,
+                    "totals": r.totals,
+                    "found": {str(s): r.found[s] for s in sizes},
+                    **({"misses": {str(s): r.misses[s] for s in sizes}} if args.misses else {}),
+                }
+                for r in runs
+            ],
+        }
+        print(json.dumps(doc, indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    totals = {c: sum(r.totals[c] for r in runs) for c in CATEGORIES}
+    t = Table(title=f"probes over {len(runs)} runs: recall per category (todos_stale: a count)")
+    t.add_column("window")
+    for cat in CATEGORIES:
+        t.add_column(f"{cat} ({totals[cat]})", justify="right")
+    for size in sizes:
+        cells = []
+        for cat in CATEGORIES:
+            v = table[size][cat]
+            cells.append("-" if v is None else (str(v) if cat == "todos_stale" else f"{v:.1%}"))
+        t.add_row(f"{size:,}", *cells)
+    Console(width=200).print(t)
+    if args.misses:
+        for r in runs:
+            for size in sizes:
+                for cat, missed in r.misses[size].items():
+                    if missed:
+                        print(f"{r.name} @{size}: {cat}: {missed[:8]}")
+
+
+if __name__ == "__main__":
+    main()

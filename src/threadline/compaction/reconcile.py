@@ -1,0 +1,467 @@
+"""A snapshot made true to its history: the trail of the whole covered range laid over it.
+
+Whatever wrote a snapshot (the extractive summarizer, a model, or another tool
+whose compaction was imported and is now being updated), ``reconcile``
+rebuilds it against the trail of everything the checkpoint will cover
+(``trail.py``), so what it says was changed, failed or is left to do is what
+the stored messages show (invariant 11):
+
+* **Files Modified** is the trail's: every file a tool call changed, once,
+  relative to the working directory, saying what happened to it (a file whose
+  last action deleted it says ``deleted``); the most recent ones also say what
+  changed (the trail's note, else the summarizer's words for that file), the
+  rest are named in lines grouped by what happened to them. A file only the
+  summarizer names is kept after those.
+* **Key Decisions** keeps decisions and the user's constraints, not the agent
+  narrating its next step ("Now let me ...").
+* **Important Values**: the commands that failed and their error lines, the
+  URLs and ids the agent used more than once, then the summarizer's own values;
+  each labelled with what it is (``URL: `...```), none an escape sequence, a
+  lone flag, a build artefact, a markup fragment or an id the run names only
+  once; capped at ``max_values``.
+* **Current State** and **Pending Tasks** follow later evidence: the latest
+  todo state supersedes earlier lists; a task or state line whose item was
+  closed since (``bd close X``, a commit naming it) or completed in the todo
+  list is dropped; a task carried over from the previous snapshot says the
+  point it dates from (``(as of #315)``); a next step that says nothing
+  ("continue from the result of `Bash`") gives way to a concrete one, or to
+  none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet, is_narration
+from threadline.compaction.snapshot import (
+    Bullet,
+    SectionName,
+    Snapshot,
+    SummaryResult,
+    clip_words,
+    code_span,
+    parse,
+)
+from threadline.compaction.toolcalls import DONE_STATUSES, FileEdit
+from threadline.compaction.trail import Trail, Used, mentions
+from threadline.compaction.values import (
+    COMMAND_LABEL,
+    ID_KINDS,
+    VALUE_LABELS,
+    Value,
+    ValueKind,
+    bullet_value,
+    extract_values,
+    is_ticket,
+    unique_values,
+    value_bullet,
+    worth_keeping,
+)
+
+SHARES: dict[SectionName, float] = {
+    "files_modified": 0.22,
+    "key_decisions": 0.10,
+    "important_values": 0.30,
+    "current_state": 0.18,
+    "pending_tasks": 0.10,
+}
+"""Guaranteed share of the words for each section; the rest goes to the best bullets."""
+NOTED_FILES = 6
+"""The most recently changed files get a line of their own, saying what changed..."""
+FILE_BULLET_WORDS = 24
+FOLD_SIZE = 12
+"""...the others are named, this many to a line, grouped by what happened to them."""
+FILE_SCORE = 3.0
+FOLD_SCORE = 2.9
+"""Naming every file weighs more than a value: a resumed agent must know what it touched."""
+SUMMARIZER_FILE_SCORE = 1.2
+VALUE_SCORE = 2.6
+FAILURE_SCORE = 2.8
+REUSED_SHARE = 0.7
+"""At most this share of the values are the URLs and ids the agent used again (counted by
+the trail over the whole range), leaving room for the summarizer's paths, settings and
+versions."""
+STATE_SCORE = 9.0
+DECISION_SCORE = 2.0
+TASK_SCORE = 2.2
+TODO_SCORE = 3.2
+NOTE_WORDS = 14
+
+_CARRIED = re.compile(r"\s*\(as of #\d+\)\s*$")
+_OPEN_CLAIM = re.compile(
+    r"(?i)\b(?:open|opened|in[ _-]?progress|pending|not\s+yet|not\s+(?:been\s+)?committed|"
+    r"to\s*do|blocked|remaining|next|needs?\s+to|should|will|still|unfinished|incomplete|"
+    r"wip|ready)\b"
+)
+"""Words that claim an item is still to be done."""
+_FACT_LABELS = frozenset(
+    {"last action", "last result", "earlier result", "working directory", "latest request"}
+)
+"""Current State lines that report what happened (or where), not what is left to do."""
+_VAGUE_NEXT = re.compile(
+    r"(?i)^next step:\s*(?:continue from the result of|deal with the error from|"
+    r"wait for the (?:result|output) of|work through the pending tasks|"
+    r"wait for the next request)"
+)
+_NORM = re.compile(r"[^\w]+")
+_WRAPPER = re.compile(
+    r"(?i)^\W*(?:please continue the conversation from where|if you need specific details from "
+    r"before compaction|this session is being continued from a previous conversation|"
+    r"\[codex compacted the conversation)"
+)
+"""The fixed sentences a tool wraps its compaction summary in (Claude Code, threadline's
+Codex import): instructions to the model, not state."""
+_DONE_WORK = re.compile(
+    r"^\W*(?:installed|updated|added|fixed|created|removed|deleted|renamed|refactored|"
+    r"implemented|completed|finished|committed|closed|merged|wrote|moved|extracted|replaced)\b",
+    re.I,
+)
+"""A task list line that reports work done ("Installed highlight.js"), not work to do."""
+_FOLD_TITLES = {
+    "deleted": "Deleted",
+    "created": "Also created",
+    "moved": "Also moved",
+    "copied": "Also copied",
+}
+_PATH_SPAN = re.compile(r"`([^`]+)`")
+_PATHLIKE = re.compile(r"[/\\]|\.\w{1,10}$")
+_LEADING_PATH = re.compile(
+    r"^\s*(?:\*\*)?`?(?P<path>[\w.~/\\-]+\.\w{1,10}|[\w.~-]+(?:/[\w.~-]+)+)`?"
+)
+
+
+def _norm(text: str) -> str:
+    return _NORM.sub(" ", text.lower()).strip()
+
+
+def _label(text: str) -> str:
+    head, sep, _ = text.partition(":")
+    return head.split(" (")[0].strip().lower() if sep and len(head) <= 40 else ""
+
+
+# -- files -------------------------------------------------------------------------------
+
+
+def _same_file(a: str, b: str) -> bool:
+    a, b = a.replace("\\", "/").lstrip("./"), b.replace("\\", "/").lstrip("./")
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def _paths_of(text: str) -> list[str]:
+    quoted = [q for q in _PATH_SPAN.findall(text) if _PATHLIKE.search(q)]
+    if quoted:
+        return quoted
+    m = _LEADING_PATH.match(text)
+    return [m.group("path")] if m else []
+
+
+def _summarizer_notes(bullets: Sequence[Bullet], paths: Iterable[str]) -> dict[str, str]:
+    """What the summarizer said changed in each file, where it said anything."""
+    notes: dict[str, str] = {}
+    for b in bullets:
+        found = _paths_of(b.text)
+        if len(found) != 1 or b.text.startswith(("Also ", "Deleted")):
+            continue
+        rest = b.text.split(found[0], 1)[1].lstrip("`*: -\u2014")
+        words = [w for w in rest.split() if w.strip(",:;")]
+        acts = {"created", "written", "edited", "deleted", "moved", "copied", "reverted", "changed"}
+        while words and (words[0].strip(",:;") in acts or words[0].startswith("\u00d7")):
+            words.pop(0)
+        note = " ".join(words).lstrip(":;, ")
+        if note:
+            for path in paths:
+                if _same_file(path, found[0]):
+                    notes.setdefault(path, clip_words(note, NOTE_WORDS))
+    return notes
+
+
+def _files(trail: Trail, old: Sequence[Bullet], snapshot: Snapshot) -> list[str]:
+    """Files Modified from the trail; returns every path named."""
+    files = trail.tracker.files(mentioned=False)
+    ranked = sorted(files.values(), key=lambda r: (-r.last, -r.count, r.path))
+    notes = _summarizer_notes(old, files)
+    folded: dict[str, list[FileEdit]] = {}
+    for rank, rec in enumerate(ranked):
+        if rank < NOTED_FILES:
+            if not rec.note and rec.path in notes:
+                rec.note = notes[rec.path]
+            text = clip_words(file_bullet(rec, noted=True), FILE_BULLET_WORDS)
+            snapshot.add("files_modified", text, FILE_SCORE - rank * 0.01)
+            continue
+        group = rec.last_action if rec.last_action in _FOLD_TITLES else "edited"
+        folded.setdefault(group, []).append(rec)
+    rank = 0
+    for group, recs in folded.items():
+        title = _FOLD_TITLES.get(group, "Also edited")
+        for start in range(0, len(recs), FOLD_SIZE):
+            names = []
+            for rec in recs[start : start + FOLD_SIZE]:
+                where = f" to {code_span(rec.other)}" if rec.other and group == "moved" else ""
+                names.append(code_span(rec.path) + where)
+            snapshot.add("files_modified", f"{title}: {', '.join(names)}", FOLD_SCORE - rank * 0.01)
+            rank += 1
+    named = list(files)
+    for i, b in enumerate(old):  # files only the summarizer knows (its words, another tool's)
+        paths = _paths_of(b.text)
+        if not paths or all(any(_same_file(p, n) for n in named) for p in paths):
+            continue
+        snapshot.add("files_modified", b.text, SUMMARIZER_FILE_SCORE * b.score - i * 0.001)
+        named += [p for p in paths if not any(_same_file(p, n) for n in named)]
+    return named
+
+
+# -- values --------------------------------------------------------------------------------
+
+
+def _kind_of(label: str | None, text: str) -> ValueKind | None:
+    if label is not None:
+        for kind, name in VALUE_LABELS.items():
+            if name.lower() == label.lower():
+                return kind
+    found = extract_values(text)
+    return found[0].kind if len(found) == 1 and found[0].text == text else None
+
+
+def _values(
+    trail: Trail,
+    old: Sequence[Bullet],
+    snapshot: Snapshot,
+    *,
+    named: Sequence[str],
+    previous_text: str,
+    max_values: int,
+) -> list[Value]:
+    """Important Values: failures, reused URLs and ids, then the summarizer's; the values
+    shown, for retention accounting."""
+    picked: list[tuple[str, str]] = []  # (bullet, value text)
+    shown: list[Value] = []
+
+    def taken(text: str) -> bool:
+        return any(text in b for b, _ in picked) or any(_same_file(text, n) for n in named)
+
+    for f in reversed(trail.failures):
+        errors = "; ".join(code_span(e) for e in f.errors)
+        bullet = f"{COMMAND_LABEL}: {code_span(f.command)}" + (f" -> {errors}" if errors else "")
+        picked.append((bullet, f.command))
+        shown += [Value("error", e) for e in f.errors]
+    room = max(0, int(max_values * REUSED_SHARE))
+    for text, used in sorted(trail.reused(), key=lambda tu: not _exact_kind(*tu)):
+        if room <= 0:
+            break
+        value = Value(next((k for k in VALUE_LABELS if k == used.kind), "id"), text)
+        if worth_keeping(value, used.refs) and not taken(text):
+            picked.append((value_bullet(value.kind, text), text))
+            shown.append(value)
+            room -= 1
+    for b in old:
+        label, text = bullet_value(b.text)
+        if label is not None and label.lower() == COMMAND_LABEL:
+            continue  # the trail's failures replace them
+        kind = _kind_of(label, text)
+        if kind is None:
+            if not taken(text) and worth_keeping(Value("identifier", text), 2):
+                picked.append((b.text, text))
+            continue
+        refs = trail.refs(text) + (text in previous_text)
+        if kind not in ID_KINDS:
+            refs = max(refs, 1)
+        value = Value(kind, text)
+        if worth_keeping(value, refs) and not taken(text) and not _is_root(trail, text):
+            picked.append((value_bullet(kind, text), text))
+            shown.append(value)
+    for rank, (bullet, _) in enumerate(picked[:max_values]):
+        base = FAILURE_SCORE if bullet.startswith(COMMAND_LABEL) else VALUE_SCORE
+        snapshot.add("important_values", bullet, base / (1.0 + 0.04 * rank))
+    return shown
+
+
+def _exact_kind(text: str, used: Used) -> bool:
+    """A URL, a UUID, a commit hash or a ticket id: what a resumed agent cannot guess, as
+    against a code that only looks like an id (``FFD700``, ``bg-gray-800``)."""
+    return used.kind in ("url", "uuid", "hex") or is_ticket(text)
+
+
+def _is_root(trail: Trail, text: str) -> bool:
+    root = trail.tracker.root
+    return root is not None and text.rstrip("/") == root.rstrip("/")
+
+
+# -- state and tasks -----------------------------------------------------------------------
+
+
+def _todo_done(evidence: Trail) -> list[str]:
+    if evidence.todos is None:
+        return []
+    return [_norm(t) for t, status in evidence.todos.items if status in DONE_STATUSES]
+
+
+_MARK = re.compile(r"^\s*\[[^\]]{1,20}\]\s*")
+"""A todo item's status mark: ``[in progress] ``."""
+
+
+def _bare(text: str) -> str:
+    return _norm(_CARRIED.sub("", _MARK.sub("", text)))
+
+
+def _names_done(text: str, evidence: Trail, done: Sequence[str]) -> bool:
+    """Whether ``text`` is about an item closed since, or completed in the todo list: its
+    first id is closed, or it names a completed todo item."""
+    ids = [v.text for v in extract_values(text) if v.kind == "id"]
+    if ids and mentions(ids[0], evidence.closed):
+        return True
+    norm = _bare(text)
+    return any(d and (d in norm or (len(norm.split()) >= 3 and norm in d)) for d in done)
+
+
+def _open_todos(trail: Trail, done: Sequence[str]) -> list[tuple[str, str]]:
+    """The open items of the trail's latest todo state, less those completed later."""
+    items = trail.todos.items if trail.todos is not None else []
+    return [(t, s) for t, s in items if s not in DONE_STATUSES and _norm(t) not in done]
+
+
+def _next_step(trail: Trail, done: Sequence[str]) -> str | None:
+    """A concrete next step: the todo item in progress, the failure to fix, the first open
+    item; None when the trail shows none."""
+    items = _open_todos(trail, done)
+    active = [t for t, s in items if s.replace("-", "_") == "in_progress"]
+    if active:
+        return f"Next step: {active[0]} (in progress in the todo list)"
+    if trail.failures and trail.failures[-1].seq == trail.last_result:
+        f = trail.failures[-1]
+        error = f" ({code_span(f.errors[0])})" if f.errors else ""
+        return f"Next step: make {code_span(f.command)} succeed{error}"
+    return f"Next step: {items[0][0]} (open in the todo list)" if items else None
+
+
+def _carried(text: str, before: str, seq: int | None) -> str:
+    """``text`` marked with the point it dates from when it comes from the previous snapshot
+    (``before``, normalised) and is not marked yet."""
+    bare = _bare(text)
+    if seq is None or not bare or bare not in before or _CARRIED.search(text):
+        return text
+    return f"{text} (as of #{seq})"
+
+
+def _state(
+    trail: Trail,
+    evidence: Trail,
+    old: Sequence[Bullet],
+    snapshot: Snapshot,
+    done: Sequence[str],
+    *,
+    before: str,
+    previous_seq: int | None,
+) -> None:
+    had_next = False
+    kept: list[str] = []
+    for b in old:
+        label = _label(b.text)
+        if label == "next step" and _VAGUE_NEXT.match(b.text):
+            continue
+        claims_open = label not in _FACT_LABELS and _OPEN_CLAIM.search(b.text)
+        if claims_open and _names_done(b.text, evidence, done):
+            continue  # says an item closed since is still to do
+        if _WRAPPER.match(b.text):
+            continue
+        had_next = had_next or label == "next step"
+        fact = label in _FACT_LABELS or label.startswith(("primary request", "latest request"))
+        kept.append(b.text if fact else _carried(b.text, before, previous_seq))
+    if not had_next and (step := _next_step(trail, done)):
+        at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
+        kept.insert(at, step)
+    for i, text in enumerate(kept):
+        snapshot.add("current_state", text, STATE_SCORE - i * 0.1)
+
+
+def _tasks(
+    trail: Trail,
+    evidence: Trail,
+    old: Sequence[Bullet],
+    snapshot: Snapshot,
+    done: Sequence[str],
+    *,
+    previous_text: str,
+    previous_seq: int | None,
+) -> None:
+    listed: list[str] = []
+    for rank, (text, status) in enumerate(_open_todos(trail, done)):
+        mark = "" if status == "pending" else f"[{status.replace('_', ' ')}] "
+        snapshot.add("pending_tasks", clip_words(mark + text, 40), TODO_SCORE - rank * 0.05)
+        listed.append(_norm(text))
+    before = _norm(previous_text)
+    for rank, b in enumerate(old):
+        bare = _bare(b.text)
+        if _WRAPPER.match(b.text) or _DONE_WORK.match(b.text):
+            continue  # an instruction to the model, or work already done
+        if _names_done(b.text, evidence, done):
+            continue  # an item closed since
+        if any(bare and (bare in t or t in bare) for t in listed):
+            continue
+        text = _carried(b.text, before, previous_seq)
+        snapshot.add("pending_tasks", text, TASK_SCORE * b.score - rank * 0.001)
+
+
+# -- the whole -----------------------------------------------------------------------------
+
+
+def reconcile(
+    summary: SummaryResult,
+    trail: Trail,
+    *,
+    later: Trail | None = None,
+    max_words: int,
+    max_values: int = DEFAULT_MAX_VALUES,
+    previous_text: str | None = None,
+    previous_seq: int | None = None,
+    shares: Mapping[SectionName, float] | None = None,
+) -> SummaryResult:
+    """``summary`` rebuilt against ``trail`` (see the module docstring), under ``max_words``.
+
+    ``later`` is the trail extended by the messages after the cut (kept verbatim): what
+    they close or complete is not listed as still to do. ``previous_text`` /
+    ``previous_seq`` are the previous checkpoint's summary and the last seq it covers:
+    tasks carried from it are marked with that point.
+    """
+    evidence = later or trail
+    old = parse(summary.text)
+    snapshot = Snapshot()
+    named = _files(trail, old.files_modified, snapshot)
+    for b in old.key_decisions:
+        if b.text.startswith("User:") or not is_narration(b.text):
+            snapshot.add("key_decisions", b.text, DECISION_SCORE * b.score)
+    shown = _values(
+        trail,
+        old.important_values,
+        snapshot,
+        named=named,
+        previous_text=previous_text or "",
+        max_values=max_values,
+    )
+    done = _todo_done(evidence)
+    before = _norm(previous_text or "")
+    _state(
+        trail, evidence, old.current_state, snapshot, done, before=before, previous_seq=previous_seq
+    )
+    _tasks(
+        trail,
+        evidence,
+        old.pending_tasks,
+        snapshot,
+        done,
+        previous_text=previous_text or "",
+        previous_seq=previous_seq,
+    )
+    text = snapshot.render(max_words, shares=shares or SHARES)
+    values = unique_values([*summary.values, *shown, *(Value("path", p) for p in named)])
+    return SummaryResult.counted(
+        text,
+        Snapshot.parse(text),
+        values,
+        summarizer=summary.summarizer,
+        input_tokens=summary.input_tokens,
+        output_tokens=summary.output_tokens,
+    )
+
+
+__all__ = ["DEFAULT_MAX_VALUES", "SHARES", "reconcile"]

@@ -1,0 +1,486 @@
+"""The artifact trail: what the whole covered range did, computed from its stored messages.
+
+A snapshot built from the previous summary's text plus the new messages keeps
+only what that text said. A summary written by another tool (Claude Code's,
+Codex's) or by a model names few of the files changed, none of the commands
+that failed, and tasks that were finished later. The trail is computed, not
+remembered (invariant 11): one pass over the stored messages of the covered
+range, through the same recogniser the summarizers use (``toolcalls``), finds
+
+* every file a tool call created, wrote, edited, moved or deleted, with its
+  last action (a deleted file stays deleted until created again), the
+  definitions the edits touched and the agent's words for the last one;
+* the commands that failed, with their error lines, until the same command
+  runs clean again;
+* the URLs and ids (UUIDs, commit hashes, ticket ids) the agent used, with the
+  number of its messages that used each;
+* the latest structured todo state (any todo / plan tool the recogniser knows);
+* the items closed since: ``bd close X``, ``gh issue close 12``, ``--status
+  done``, or a ``git commit`` whose message names the item; a reopen undoes it.
+
+The trail goes into each checkpoint's metadata (``TRAIL_KEY``), so the next
+compaction reads only its new messages; a checkpoint without one (imported from
+another tool, or older) makes the next compaction read the range it covers
+once. What the trail does to a snapshot is ``reconcile``'s job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
+from threadline.compaction.snapshot import one_line
+from threadline.compaction.toolcalls import (
+    DONE_STATUSES,
+    FileTracker,
+    canonical_key,
+    describe_call,
+    is_code_key,
+    shell_text,
+    simple_commands,
+    split_heredocs,
+    todo_items,
+)
+from threadline.compaction.values import Value, extract_error_lines, extract_values, ids_within
+from threadline.messages import Message, ToolCall
+from threadline.requests import request_text
+
+TRAIL_KEY = "trail"
+"""Checkpoint metadata key of the trail."""
+TRAIL_VERSION = 1
+
+
+MAX_FAILURES = 3
+"""Failed commands remembered (the newest); older failures were most likely dealt with."""
+MAX_REMEMBERED = 300
+"""URLs and ids counted, and closed items: beyond twice this many the least used (and the
+oldest) are forgotten, so the trail each checkpoint carries stays small."""
+CLIP_CHARS = {"command": 160, "error": 200, "request": 2_000}
+"""A failed command and an error line are kept by their first line, a request by its
+opening (a snapshot pins fewer words), cut at a word after this many characters."""
+ERROR_SCAN_CHARS = 20_000
+"""A long output is searched for its error lines this far from each end."""
+USED_KINDS = frozenset({"url", "uuid", "hex", "id"})
+"""What counts as a value the agent used again: URLs and ids, not paths (Files Modified)."""
+CLOSE_WORDS = frozenset(
+    {"close", "closed", "done", "complete", "completed", "finish", "finished", "resolve"}
+)
+"""A subcommand that closes the items it names (``bd close X``, ``gh issue close 12``)."""
+REOPEN_WORDS = frozenset({"reopen", "reopened"})
+CHANGE_WORDS = CLOSE_WORDS | REOPEN_WORDS
+CLOSED_STATUSES = frozenset({*DONE_STATUSES, "closed", "resolved"})
+OPEN_STATUSES = frozenset({"open", "opened", "in_progress", "in-progress", "todo", "pending"})
+STATUS_FLAGS = frozenset({"--status", "-s", "--state"})
+
+_EXIT_CODE = re.compile(
+    r"(?i)\bexit(?:ed\s+with)?\s+(?:code|status)\s*:?\s*(-?\d+)|"
+    r"\"exit_code\"\s*:\s*(-?\d+)|\bProcess exited with code (-?\d+)"
+)
+"""How tools report a command's exit status (Claude Code, Codex, OpenHands)."""
+_ERROR_WORD = re.compile(
+    r"(?i)\b(?:error|errors|fatal|fail|fails|failed|failure|exception|denied|not found|"
+    r"no such|cannot|unable|undefined|panic(?:ked)?)\b"
+)
+"""A word that names a failure: the line holding the last one is the failure's summary
+("1 failed, 3 passed", "Found 2 errors") when no line has an error's own shape."""
+_EXIT_LINE = re.compile(r"(?i)^\W*(?:exit(?:ed\s+with)?\s+(?:code|status)|process exited)\b")
+"""A line that only reports the exit status: it says a command failed, not how."""
+_ISSUE_NUMBER = re.compile(r"(?<![\w&])#(\d{1,7})\b")
+"""``Closes #41`` in a commit message."""
+_DIGITS = re.compile(r"^#?\d{1,7}$")
+_MARKUP = re.compile(r"<[^<>\n]{0,200}>")
+"""Markup in prose (JSX, HTML) is code: its class names are not values the agent used."""
+_COMMIT = re.compile(r"\bgit\b[^\n;&|]*?\bcommit\b")
+
+
+def _clip(text: str, limit: int) -> str:
+    line = one_line(text.strip().split("\n", 1)[0])
+    if len(line) <= limit:
+        return line
+    cut = line[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut) + " \u2026"
+
+
+def exit_status(text: str) -> int | None:
+    """The exit status a tool reported at the head or tail of its output, if any."""
+    for part in (text[:600], text[-600:]):
+        m = _EXIT_CODE.search(part)
+        if m:
+            return int(next(g for g in m.groups() if g is not None))
+    return None
+
+
+def failed(m: Message) -> bool:
+    """A tool result that reports failure: flagged as an error, or a non-zero exit status."""
+    if m.metadata.get("is_error") or m.metadata.get("error"):
+        return True
+    status = exit_status(m.text)
+    return status is not None and status != 0
+
+
+def error_lines(text: str) -> list[str]:
+    """The lines of a failure worth keeping: the last line that looks like an error (by the
+    error patterns of ``values``) and the last line that names one (a test summary, "Found 2
+    errors"), when they differ; the first line when neither exists."""
+    out: list[str] = []
+    found = extract_error_lines(
+        text[:20_000] + "\n" + text[-20_000:] if len(text) > 40_000 else text
+    )
+    if found:
+        out.append(found[-1].text)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    named = [  # a bare verdict ("FAIL") says nothing the exit status did not
+        ln
+        for ln in lines
+        if _ERROR_WORD.search(ln) and not _EXIT_LINE.match(ln) and len(ln.split()) >= 2
+    ]
+    if named and not any(named[-1] in o or o in named[-1] for o in out):
+        out.append(named[-1])
+    if not out and lines:
+        first = next((ln for ln in lines if not _EXIT_LINE.match(ln)), "")
+        if first:
+            out.append(first)
+    return [_clip(line, CLIP_CHARS["error"]) for line in out]
+
+
+@dataclass(slots=True)
+class Failure:
+    """A command that failed, and what it said."""
+
+    seq: int
+    command: str
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "command": self.command, "errors": list(self.errors)}
+
+
+@dataclass(slots=True)
+class Used:
+    """A URL or id: in how many of the agent's messages it was used (``count``), in how many
+    messages the run refers to it at all (``refs``: the user's, short tool results), and the
+    last message that did."""
+
+    kind: str
+    count: int
+    last: int
+    refs: int
+
+
+@dataclass(slots=True)
+class Closure:
+    """An item closed: when, and by what (the command, clipped)."""
+
+    seq: int
+    how: str
+
+
+@dataclass(slots=True)
+class TodoState:
+    """A todo / plan tool's whole list as last written."""
+
+    seq: int
+    items: list[tuple[str, str]]
+    """(text, status), status lower-cased."""
+
+
+def _prose(text: str) -> str:
+    return _MARKUP.sub(" ", FENCED_CODE.sub(" ", text))
+
+
+def _agent_texts(m: Message) -> list[str]:
+    """What the agent itself wrote in ``m``: its prose and its tool arguments, without code
+    (file content, patches, heredoc bodies) that only passes values along."""
+    texts = [_prose(m.text)] if m.text else []
+    for call in m.tool_calls:
+        for key, value in call.arguments.items():
+            if is_code_key(key):
+                continue
+            for text in value if isinstance(value, list) else [value]:
+                if not isinstance(text, str):
+                    continue
+                if canonical_key(key) in ("command", "cmd", "script") and "<<" in text:
+                    text = split_heredocs(text)[0]
+                texts.append(text)
+    return texts
+
+
+def _ids_in(words: Iterable[str]) -> list[str]:
+    """Ids among command operands: ticket ids, UUIDs, hashes, issue numbers."""
+    out: list[str] = []
+    for w in words:
+        if "\0" in w or w.startswith("-"):
+            continue
+        if _DIGITS.match(w):
+            out.append(w.lstrip("#"))
+            continue
+        found = [v for v in extract_values(w) if v.kind in ("id", "uuid", "hex") and v.text == w]
+        out.extend(v.text for v in found)
+    return out
+
+
+def item_changes(command: str) -> list[tuple[str, bool]]:
+    """Items a shell command closes (True) or reopens (False): ``bd close X Y``, ``gh issue
+    close 12``, ``tracker update X --status done``, ``git commit -m "... X"``."""
+    out: list[tuple[str, bool]] = []
+    for argv in simple_commands(command):
+        words = [w.lower() for w in argv]
+        status = next(
+            (
+                argv[i + 1].lower()
+                for i, w in enumerate(words[:-1])
+                if w in STATUS_FLAGS and "\0" not in argv[i + 1]
+            ),
+            None,
+        )
+        status = status or next(
+            (w.split("=", 1)[1] for w in words if w.startswith(("--status=", "--state="))), None
+        )
+        verb = next(
+            (i for i, w in enumerate(words[1:4], 1) if w in CLOSE_WORDS | REOPEN_WORDS), None
+        )
+        if words[:2] == ["git", "commit"] or (words[:1] == ["git"] and "commit" in words[1:3]):
+            continue  # the message may sit in a heredoc: read from the whole command below
+        if verb is not None:
+            closes = words[verb] in CLOSE_WORDS
+            out += [(i, closes) for i in _ids_in(argv[verb + 1 :])]
+        elif status in CLOSED_STATUSES or status in OPEN_STATUSES:
+            out += [(i, status in CLOSED_STATUSES) for i in _ids_in(argv[1:])]
+    commit = _COMMIT.search(command)
+    if commit:
+        message = command[commit.end() :]
+        ids = [v.text for v in extract_values(message) if v.kind == "id"]
+        ids += _ISSUE_NUMBER.findall(message)
+        out += [(i, True) for i in dict.fromkeys(ids)]
+    return out
+
+
+def _keep_order(u: Used) -> tuple[int, int, int]:
+    return (-u.count, -u.refs, -u.last)
+
+
+class Trail:
+    """The artifact trail of a session up to ``through``; ``observe`` extends it."""
+
+    def __init__(self, cwd: str | None = None) -> None:
+        self.through = 0
+        """The last seq taken in."""
+        self.tracker = FileTracker(cwd)
+        self.failures: list[Failure] = []
+        self.used: dict[str, Used] = {}
+        self.todos: TodoState | None = None
+        self.closed: dict[str, Closure] = {}
+        self.last_result = 0
+        """The seq of the last tool result (a failure there is the one to fix next)."""
+        self.first_request: tuple[int, str] | None = None
+        self.latest_request: tuple[int, str] | None = None
+        """(seq, text clipped) of the first and the latest request a person made."""
+        self._note: str | None = None
+
+    # -- reading messages
+
+    def extend(self, messages: Iterable[Message]) -> Trail:
+        for m in messages:
+            self.observe(m)
+        return self
+
+    def observe(self, m: Message) -> None:
+        seq = m.seq if m.seq is not None else self.through + 1
+        if seq <= self.through and m.seq is not None:
+            return  # already taken in
+        self.through = seq
+        answered, touched = self.tracker.observe(m, seq)
+        if m.metadata.get("is_demo") or m.role == "system":
+            return
+        if m.role == "user" and not m.summary:
+            self._note = None
+            asked = request_text(m)
+            if asked is not None:
+                self.latest_request = (seq, asked[: CLIP_CHARS["request"]])
+                self.first_request = self.first_request or self.latest_request
+        if m.role == "assistant":
+            self._assistant(m, seq)
+        elif m.role == "user" or (m.role == "tool" and len(m.text) <= SHORT_RESULT_CHARS):
+            self._count(extract_values(m.text), seq, agent=False)
+        for rec in touched:
+            rec.note = self._note or rec.note
+        if m.role == "tool":
+            self.last_result = seq
+            if answered is not None:
+                self._result(m, answered, seq)
+
+    def _assistant(self, m: Message, seq: int) -> None:
+        if m.text.strip():
+            self._note = edit_note(m.text)  # the words of this step, not of an earlier one
+        self._count([v for t in _agent_texts(m) for v in extract_values(t)], seq, agent=True)
+        for call in m.tool_calls:
+            items = todo_items(call)
+            if items is not None:
+                self.todos = TodoState(seq, items)
+
+    def _count(self, values: Iterable[Value], seq: int, *, agent: bool) -> None:
+        """Count each URL or id once for this message (an id inside a path or URL too)."""
+        found: dict[str, str] = {}
+        for v in values:
+            if v.kind in USED_KINDS:
+                found.setdefault(v.text, v.kind)
+            if v.kind in ("path", "url"):
+                found.update((i.text, i.kind) for i in ids_within(v.text) if i.text not in found)
+            elif v.kind == "setting":  # url = "https://...": the URL is used, not only the line
+                inner = re.split(r"[=:]", v.text, maxsplit=1)[-1].strip(" \"'")
+                for i in extract_values(inner):
+                    if i.kind in USED_KINDS and i.text != v.text:
+                        found.setdefault(i.text, i.kind)
+        for text, kind in found.items():
+            used = self.used.get(text)
+            if used is None:
+                used = self.used[text] = Used(kind, 0, seq, 0)
+            used.refs += 1
+            used.last = seq
+            used.count += agent
+        if len(self.used) > 2 * MAX_REMEMBERED:
+            keep = sorted(
+                self.used.items(), key=lambda kv: (-kv[1].count, -kv[1].refs, -kv[1].last)
+            )
+            self.used = dict(keep[:MAX_REMEMBERED])
+
+    def _result(self, m: Message, call: ToolCall, seq: int) -> None:
+        command = shell_text(call)
+        shown = _clip(command, CLIP_CHARS["command"]) if command else describe_call(call)
+        if failed(m):
+            self.failures = [f for f in self.failures if f.command != shown]
+            self.failures.append(Failure(seq, shown, error_lines(m.text)))
+            self.failures = self.failures[-MAX_FAILURES:]
+            return
+        self.failures = [f for f in self.failures if f.command != shown]  # it runs clean now
+        if command is None:
+            return
+        for item, closes in item_changes(command):
+            if closes:
+                self.closed[item] = Closure(seq, _clip(command, CLIP_CHARS["command"]))
+            else:
+                self.closed.pop(item, None)
+        if len(self.closed) > MAX_REMEMBERED:
+            newest = sorted(self.closed.items(), key=lambda kv: -kv[1].seq)[:MAX_REMEMBERED]
+            self.closed = dict(newest)
+
+    # -- what it found
+
+    def copy(self) -> Trail:
+        """An independent copy (through its metadata form)."""
+        return Trail._read(self.to_metadata())
+
+    def reused(self, minimum: int = 2) -> list[tuple[str, Used]]:
+        """URLs and ids the agent used in at least ``minimum`` messages, most used first
+        (the more recent first among equals)."""
+        found = [(text, u) for text, u in self.used.items() if u.count >= minimum]
+        return sorted(found, key=lambda kv: (-kv[1].count, -kv[1].last))
+
+    def refs(self, text: str) -> int:
+        """In how many messages the run refers to ``text`` (0 when it was not counted)."""
+        used = self.used.get(text)
+        return used.refs if used is not None else 0
+
+    def closed_item(self, text: str) -> Closure | None:
+        """The closure of an item ``text`` names, if one is recorded (see ``mentions``)."""
+        for item in mentions(text, self.closed):
+            return self.closed[item]
+        return None
+
+    # -- carried in checkpoint metadata
+
+    def to_metadata(self) -> dict[str, Any]:
+        return {
+            "version": TRAIL_VERSION,
+            "through": self.through,
+            "files": self.tracker.state(),
+            "failures": [f.to_json() for f in self.failures],
+            "used": {t: [u.kind, u.count, u.last, u.refs] for t, u in self.used.items()},
+            "todos": None
+            if self.todos is None
+            else {"seq": self.todos.seq, "items": [list(i) for i in self.todos.items]},
+            "closed": {k: [c.seq, c.how] for k, c in self.closed.items()},
+            "note": self._note,
+            "last_result": self.last_result,
+            "first_request": list(self.first_request) if self.first_request else None,
+            "latest_request": list(self.latest_request) if self.latest_request else None,
+        }
+
+    @classmethod
+    def from_metadata(cls, data: Any) -> Trail | None:
+        """The trail a checkpoint carried; None when it has none, or one this version cannot
+        read (the next compaction then reads the covered range again)."""
+        if not isinstance(data, Mapping) or data.get("version") != TRAIL_VERSION:
+            return None
+        try:
+            return cls._read(data)
+        except (ValueError, TypeError, KeyError, IndexError):
+            return None
+
+    @classmethod
+    def _read(cls, data: Mapping[str, Any]) -> Trail:
+        trail = cls()
+        through = data["through"]
+        if not isinstance(through, int):
+            raise ValueError("bad through")
+        trail.through = through
+        trail.tracker = FileTracker.from_state(data["files"])
+        for f in data.get("failures") or []:
+            errors = [str(e) for e in f.get("errors") or []]
+            trail.failures.append(Failure(int(f["seq"]), str(f["command"]), errors))
+        for text, (kind, count, last, refs) in (data.get("used") or {}).items():
+            trail.used[str(text)] = Used(str(kind), int(count), int(last), int(refs))
+        todos = data.get("todos")
+        if isinstance(todos, Mapping):
+            items = [(str(t), str(s)) for t, s in todos["items"]]
+            trail.todos = TodoState(int(todos["seq"]), items)
+        for item, (seq, how) in (data.get("closed") or {}).items():
+            trail.closed[str(item)] = Closure(int(seq), str(how))
+        note = data.get("note")
+        trail._note = note if isinstance(note, str) else None
+        trail.last_result = int(data.get("last_result") or 0)
+        for name in ("first_request", "latest_request"):
+            found = data.get(name)
+            if found is not None:
+                setattr(trail, name, (int(found[0]), str(found[1])))
+        return trail
+
+
+def mentions(text: str, items: Iterable[str]) -> list[str]:
+    """The ``items`` ``text`` names as whole ids: ``spotter-4te.3`` is not ``spotter-4te``,
+    and an issue number is named as ``#12``."""
+    out = []
+    for item in items:
+        if item.isdigit():
+            pattern = rf"#{item}\b"
+        else:
+            pattern = rf"(?<![\w.-]){re.escape(item)}(?![\w-]|\.\d)"
+        if re.search(pattern, text):
+            out.append(item)
+    return out
+
+
+def build_trail(messages: Sequence[Message], cwd: str | None = None) -> Trail:
+    """The trail of ``messages`` (oldest first), from nothing."""
+    return Trail(cwd).extend(messages)
+
+
+__all__ = [
+    "MAX_FAILURES",
+    "TRAIL_KEY",
+    "Closure",
+    "Failure",
+    "TodoState",
+    "Trail",
+    "Used",
+    "build_trail",
+    "error_lines",
+    "exit_status",
+    "failed",
+    "item_changes",
+    "mentions",
+]
