@@ -1,0 +1,174 @@
+"""Late tool results are repaired in the view, never dropped.
+
+Claude Code logs one content block a line, so parallel calls can be stored as
+``A(c1,c2) T(c1) A(c3) T(c2) T(c3)``: ``T(c2)`` arrives after a later assistant
+message. The view places it right after its call (both providers' rules hold),
+reports it under ``repaired``, and storage keeps the logged order (invariant 1).
+The properties run over random interleavings of parallel calls and results,
+including duplicates, orphans and results that never arrive.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.strategies import interleaved
+from tests.windows import checked_window, raw_session
+from threadline import ContextPolicy, Message, ToolCall
+from threadline.interop.provider_rules import anthropic_problems, openai_problems
+from threadline.messages import group_units
+from threadline.store.base import Session
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _session(msgs: list[Message]) -> Session:
+    """Stored in the order logged, as an import stores them."""
+    return raw_session(msgs, batch=5)
+
+
+def answers(stored: list[Message]) -> dict[str, int]:
+    """Call id -> seq of the result that answers it: the first one stored after the call
+    (ids are unique in these histories, so pairing is unambiguous)."""
+    called: set[str] = set()
+    out: dict[str, int] = {}
+    for m in stored:
+        called.update(c.id for c in m.tool_calls)
+        if m.role == "tool" and m.tool_call_id in called and m.tool_call_id not in out:
+            assert m.seq is not None
+            out[m.tool_call_id] = m.seq
+    return out
+
+
+def late_seqs(stored: list[Message]) -> set[int]:
+    """Results stored after a later message than their call."""
+    call_at: dict[str, int] = {}
+    answer = answers(stored)
+    heads = [m.seq for m in stored if m.role != "tool" and m.seq is not None]
+    out: set[int] = set()
+    for m in stored:
+        for c in m.tool_calls:
+            assert m.seq is not None
+            call_at[c.id] = m.seq
+    for call_id, seq in answer.items():
+        if any(call_at[call_id] < h < seq for h in heads):
+            out.add(seq)
+    return out
+
+
+def check_view(stored: list[Message], history: list[Message]) -> set[int]:
+    """The view's history against the store: each call in view is followed by exactly its
+    answer (or a synthetic one when none was stored), no other result is shown, and the
+    order is the stored order but for results moved up to their call. Returns the seqs
+    of stored messages the view leaves out that it could have shown."""
+    answer = answers(stored)
+    shown = {m.seq for m in history if m.seq is not None}
+    for i, m in enumerate(history):
+        results = history[i + 1 : i + 1 + len(m.tool_calls)]
+        for call, result in zip(m.tool_calls, results, strict=True):
+            if call.id in answer:
+                assert result.seq == answer[call.id], f"{call.id} is not answered by its result"
+            else:
+                assert result.synthetic and result.seq is None
+        if m.role == "tool" and not m.synthetic:
+            assert answer.get(m.tool_call_id or "") == m.seq, "a duplicate or orphan is shown"
+    heads = [m.seq for m in history if m.role != "tool"]
+    assert all(q is not None for q in heads)
+    assert heads == sorted(q for q in heads if q is not None)
+    placeable = {m.seq for m in stored if m.role != "tool"} | set(answer.values())
+    return {q for q in placeable if q not in shown and q is not None}
+
+
+def test_the_issue_shape_is_repaired_and_nothing_is_dropped() -> None:
+    c1, c2, c3 = (ToolCall(id=f"c{i}", name="Read", arguments={"path": f"f{i}"}) for i in (1, 2, 3))
+    s = _session(
+        [
+            Message.user("read the three files"),
+            Message.assistant("", tool_calls=[c1, c2]),
+            Message.tool("one", tool_call_id="c1", name="Read"),
+            Message.assistant("", tool_calls=[c3]),
+            Message.tool("two", tool_call_id="c2", name="Read"),
+            Message.tool("three", tool_call_id="c3", name="Read"),
+            Message.assistant("all three read"),
+        ]
+    )
+    w = checked_window(s, ContextPolicy(context_limit=8_000, response_reserve=500))
+    assert w is not None
+    history = [m for m in w.messages if m.role != "system"]
+    assert [m.seq for m in history] == [1, 2, 3, 5, 4, 6, 7]
+    assert w.report.repaired == [5] and w.report.dropped_messages == 0
+    assert w.report.orphan_results == [] and w.report.synthesized_results == []
+    assert openai_problems(w.to_openai()) == []
+    assert anthropic_problems(w.to_anthropic()) == []
+    assert [m.seq for m in s.messages()] == [1, 2, 3, 4, 5, 6, 7]  # storage keeps the log order
+    assert s.messages()[4].tool_call_id == "c2"
+
+
+@given(
+    msgs=interleaved(),
+    limit=st.integers(1_500, 30_000),
+    min_recent=st.integers(0, 6),
+    strategy=st.sampled_from(["stable", "greedy"]),
+    placement=st.sampled_from(["system", "checkpoint_pair"]),
+)
+@SETTINGS
+def test_any_interleaving_gives_a_valid_view_that_drops_nothing_with_its_call(
+    msgs: list[Message], limit: int, min_recent: int, strategy: str, placement: str
+) -> None:
+    s = _session(msgs)
+    policy = ContextPolicy(
+        context_limit=limit,
+        response_reserve=200,
+        min_recent_messages=min_recent,
+        trim_strategy=strategy,  # type: ignore[arg-type]
+        summary_placement=placement,  # type: ignore[arg-type]
+        pruning=False,
+    )
+    w = checked_window(s, policy)  # the budget holds, units are whole
+    if w is None:
+        return
+    stored = s.messages()
+    history = [m for m in w.messages if not m.summary and m.role != "system"]
+    left_out = check_view(stored, history)
+    if history:
+        assert openai_problems(w.to_openai()) == []
+        assert anthropic_problems(w.to_anthropic()) == []
+    shown = {m.seq for m in history if m.seq is not None}
+    assert set(w.report.repaired) == late_seqs(stored) & shown
+    if w.report.dropped_messages == 0:
+        assert not left_out, f"stored messages {sorted(left_out)} left out but not reported"
+    if not left_out:
+        assert w.report.dropped_messages == 0
+    assert [m.model_dump() for m in s.messages()] == [m.model_dump() for m in stored]
+
+
+@given(msgs=interleaved())
+@SETTINGS
+def test_a_window_that_holds_everything_shows_every_result_with_its_call(
+    msgs: list[Message],
+) -> None:
+    s = _session(msgs)
+    w = checked_window(s, ContextPolicy(context_limit=200_000, pruning=False))
+    assert w is not None
+    stored = s.messages()
+    history = [m for m in w.messages if m.role != "system"]
+    assert check_view(stored, history) == set()
+    assert w.report.dropped_messages == 0
+    assert set(w.report.repaired) == late_seqs(stored)
+
+
+def test_group_units_places_a_late_result_and_reports_it() -> None:
+    a = ToolCall(id="a", name="t", arguments={})
+    b = ToolCall(id="b", name="t", arguments={})
+    msgs = [
+        Message.assistant("", tool_calls=[a, b], seq=1),
+        Message.tool("ra", tool_call_id="a", seq=2),
+        Message.user("meanwhile", seq=3),
+        Message.tool("rb", tool_call_id="b", seq=4),
+        Message.tool("rb again", tool_call_id="b", seq=5),
+    ]
+    units, report = group_units(msgs)
+    assert [[m.seq for m in u.messages] for u in units] == [[1, 2, 4], [3]]
+    assert report.late == [4] and report.orphans == [5] and report.duplicates == [5]
+    assert report.synthesized == []
