@@ -15,10 +15,13 @@ from hypothesis import strategies as st
 
 from tests.strategies import interleaved
 from tests.windows import checked_window, raw_session
-from threadline import ContextPolicy, Message, ToolCall
+from threadline import ContextOverflow, ContextPolicy, Message, ToolCall, open_store
+from threadline.compaction.compactor import Compactor, prepare_context
+from threadline.compaction.extractive import ExtractiveSummarizer
+from threadline.compaction.triggers import choose_cut
 from threadline.interop.provider_rules import anthropic_problems, openai_problems
 from threadline.messages import group_units
-from threadline.store.base import Session
+from threadline.store.base import Session, prepare_messages
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -156,6 +159,70 @@ def test_a_window_that_holds_everything_shows_every_result_with_its_call(
     assert check_view(stored, history) == set()
     assert w.report.dropped_messages == 0
     assert set(w.report.repaired) == late_seqs(stored)
+
+
+@given(msgs=interleaved(max_steps=60), keep=st.integers(0, 8), share=st.integers(200, 6_000))
+@SETTINGS
+def test_a_cut_never_summarizes_a_call_whose_result_it_keeps(
+    msgs: list[Message], keep: int, share: int
+) -> None:
+    s = _session(msgs)
+    stored = s.messages()
+    answer = answers(stored)
+    call_at = {c.id: m.seq for m in stored for c in m.tool_calls}
+    for fill in (True, False):
+        cut = choose_cut(
+            iter(reversed(stored)),
+            min_recent=keep,
+            user_turns=2,
+            max_kept_tokens=share,
+            fill=fill,
+        )
+        if cut.seq is None:
+            continue
+        kept = [m for m in stored if (m.seq or 0) > cut.seq]
+        assert not kept or kept[0].role != "tool"
+        for m in kept:
+            if m.role == "tool" and answer.get(m.tool_call_id or "") == m.seq:
+                assert (call_at[m.tool_call_id or ""] or 0) > cut.seq, (
+                    "call summarized, result kept"
+                )
+
+
+@given(
+    msgs=interleaved(max_steps=60),
+    limit=st.integers(3_000, 8_000),
+    strategy=st.sampled_from(["stable", "greedy"]),
+)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_an_agent_loop_replaying_any_interleaving_never_drops_a_message(
+    msgs: list[Message], limit: int, strategy: str
+) -> None:
+    """As an agent loop calls ``prepare_context`` before each model call: no window ever
+    leaves a stored message out that neither it shows nor a checkpoint covers."""
+    store = open_store("memory://")
+    s = store.create_session(agent="replay", model="gpt-4o")
+    policy = ContextPolicy(
+        context_limit=limit,
+        response_reserve=200,
+        min_recent_messages=2,
+        trim_strategy=strategy,  # type: ignore[arg-type]
+    )
+    compactor = Compactor(ExtractiveSummarizer(), policy=policy)
+    for m in msgs:
+        if m.role == "assistant" and s.last_seq:
+            try:
+                w = prepare_context(s, compactor, policy=policy)
+            except ContextOverflow:
+                continue
+            assert w.report.dropped_messages == 0, w.report.notes
+            floor = w.report.covered_by_summary
+            stored = [q for q in s.messages() if (q.seq or 0) > floor]
+            history = [q for q in w.messages if not q.summary and q.role != "system"]
+            # results whose call lies under the checkpoint cannot be shown: not dropped
+            assert {q for q in check_view(stored, history) if q > floor} == set()
+        store.append_messages(s.id, prepare_messages(s.model, [m]))
+        s.refresh()
 
 
 def test_group_units_places_a_late_result_and_reports_it() -> None:
