@@ -10,6 +10,8 @@ including duplicates, orphans and results that never arrive.
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -239,3 +241,33 @@ def test_group_units_places_a_late_result_and_reports_it() -> None:
     assert [[m.seq for m in u.messages] for u in units] == [[1, 2, 4], [3]]
     assert report.late == [4] and report.orphans == [5] and report.duplicates == [5]
     assert report.synthesized == []
+
+
+def test_late_and_duplicate_results_do_not_make_the_cut_read_the_whole_history() -> None:
+    calls = [ToolCall(id=f"k{i}", name="Read", arguments={"path": f"f{i}"}) for i in range(3)]
+    msgs: list[Message] = []
+    for i in range(300):
+        msgs += [Message.user(f"question {i} " + "word " * 40), Message.assistant(f"answer {i}")]
+    msgs += [
+        Message.assistant("", tool_calls=calls[:2]),
+        Message.tool("one", tool_call_id="k0", name="Read"),
+        Message.assistant("", tool_calls=calls[2:]),
+        Message.tool("two", tool_call_id="k1", name="Read"),  # late
+        Message.tool("three", tool_call_id="k2", name="Read"),
+        Message.tool("two again", tool_call_id="k1", name="Read"),  # a duplicate
+        Message.assistant("done"),
+    ]
+    s = raw_session(msgs)
+    seen: list[int] = []
+    real_tail = s.store.tail
+
+    def counting_tail(session_id: str, limit: int, *, before_seq: int | None = None) -> list[Any]:
+        page = real_tail(session_id, limit, before_seq=before_seq)
+        seen.extend(m.seq or 0 for m in page)
+        return page
+
+    s.store.tail = counting_tail  # type: ignore[method-assign]
+    cut = Compactor(ExtractiveSummarizer()).plan(s, budget=4_000).cut
+    assert cut is not None and cut.seq is not None
+    assert cut.seq < 601  # the chains (seq 601-607) are kept whole
+    assert len(seen) < 200  # a few pages, not the 607-message history

@@ -38,7 +38,6 @@ again (history is append-only), so a total-based trigger would fire forever.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -210,7 +209,9 @@ def _read_tail(
     msgs: list[Message] = []
     costs: list[int] = []
     tokens = users = 0
-    unmet: Counter[str] = Counter()
+    unmet: set[str] = set()
+    """Ids of results read whose call is not read yet (duplicates included: one call
+    meets them all)."""
     for m in newest_first:
         oldest = msgs[-1] if msgs else None
         if (
@@ -231,12 +232,8 @@ def _read_tail(
         tokens += costs[-1]
         users += is_user_turn(m)
         if m.role == "tool" and m.tool_call_id:
-            unmet[m.tool_call_id] += 1
-        for call in m.tool_calls:
-            if unmet[call.id] > 0:
-                unmet[call.id] -= 1
-            if unmet[call.id] <= 0:
-                del unmet[call.id]
+            unmet.add(m.tool_call_id)
+        unmet.difference_update(call.id for call in m.tool_calls)
     return msgs, costs, True
 
 
