@@ -5,8 +5,11 @@ builder and compactor (extractive summarizer), building the context before
 each turn's first model call, and measures:
 
 * value retention: planted exact values (paths, ids, URLs, settings, error
-  lines) found verbatim in the snapshot, of those the snapshot had room for;
-  and the compactor's own retention report (extracted values kept verbatim);
+  lines) of the last 40 turns found verbatim in the last snapshot, and in the
+  snapshot or the messages kept verbatim after its cut (a compaction keeps the
+  newest units that fill half the budget, so recent turns are often not
+  summarized yet); and the compactor's own retention report (extracted values
+  kept verbatim);
 * snapshot words and compaction time;
 * the prompt-cache-eligible share: over all turns, the fraction of input tokens
   that repeat the previous turn's prefix (message by message), for ``stable``
@@ -71,6 +74,8 @@ class Run:
     words: list[int] = field(default_factory=list)
     retention: list[float] = field(default_factory=list)
     planted_kept: int = 0
+    planted_shown: int = 0
+    """Planted values in the last snapshot or in the messages kept verbatim after its cut."""
     planted_total: int = 0
     build_ms: list[float] = field(default_factory=list)
     dropped: int = 0
@@ -215,6 +220,8 @@ def drive(
         covered = [v for t in turns[-40:] for v in t.planted]
         run.planted_total = len(covered)
         run.planted_kept = sum(1 for v in covered if v in cp.summary)
+        kept = "\n".join(m.search_text() for m in session.messages(after_seq=cp.covers_up_to))
+        run.planted_shown = sum(1 for v in covered if v in cp.summary or v in kept)
     return run
 
 
@@ -293,6 +300,7 @@ def main() -> None:
                 "time ms (median / max)",
                 "extracted values kept verbatim",
                 "planted values of the last 40 turns in the last snapshot",
+                "... or kept verbatim after it",
             )
             for run in compacting:
                 t.add_row(
@@ -302,6 +310,7 @@ def main() -> None:
                     f"{statistics.median(run.compaction_ms):.1f} / {max(run.compaction_ms):.1f}",
                     f"{statistics.mean(run.retention):.1%}" if run.retention else "-",
                     f"{run.planted_kept}/{run.planted_total}",
+                    f"{run.planted_shown}/{run.planted_total}",
                 )
             console.print(t)
 

@@ -179,7 +179,7 @@ def run_live_readers(
         [result] = json.loads(done.stdout)["sources"]
         imported[result["session_id"]] = result["messages_added"]
         tally["imports"] += 1
-        compact = [*cli, "compact", result["session_id"]]
+        compact = [*cli, "compact", result["session_id"], "--keep-turns", "1"]
         if round_no % 5 == 4:
             child = subprocess.Popen(
                 compact, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -9,8 +9,8 @@ from threadline import Message, ToolCall
 WORDS = ["alpha", "beta", "src/app.py", "error", "ok", "42", "config", "the", "a", "run", "x=1"]
 
 
-def text(max_words: int = 400) -> st.SearchStrategy[str]:
-    return st.lists(st.sampled_from(WORDS), min_size=0, max_size=max_words).map(" ".join)
+def text(max_words: int = 400, *, min_words: int = 0) -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(WORDS), min_size=min_words, max_size=max_words).map(" ".join)
 
 
 @st.composite
@@ -43,4 +43,41 @@ def history(
             out.extend(draw(tool_chain(broken=broken)))
         if broken and draw(st.integers(0, 20)) == 0:
             out.append(Message.tool("orphan result", tool_call_id="nobody-called-this"))
+    return out
+
+
+@st.composite
+def interleaved(draw: st.DrawFn, *, max_steps: int = 40) -> list[Message]:
+    """Parallel calls and their results in any logged order: results of earlier calls may
+    arrive after later assistant or user messages (one block a line, as Claude Code logs
+    them), some never arrive, some arrive twice, and some answer no call at all."""
+    out: list[Message] = []
+    waiting: list[str] = []
+    answered: list[str] = []
+    made = 0
+    for _ in range(draw(st.integers(1, max_steps))):
+        kind = draw(st.sampled_from(["user", "text", "calls", "calls", "result", "result", "odd"]))
+        if kind == "user":
+            out.append(Message.user(draw(text(60, min_words=1))))
+        elif kind == "text":
+            out.append(Message.assistant(draw(text(60, min_words=1))))
+        elif kind == "calls":
+            count = draw(st.integers(1, 3))
+            calls = [
+                ToolCall(id=f"call_{made + i}", name="grep", arguments={"q": "x"})
+                for i in range(count)
+            ]
+            made += count
+            out.append(Message.assistant(draw(text(20)), tool_calls=calls))
+            waiting += [c.id for c in calls]
+        elif kind == "result" and waiting:
+            call_id = waiting.pop(draw(st.integers(0, len(waiting) - 1)))
+            out.append(Message.tool(draw(text(300)), tool_call_id=call_id, name="grep"))
+            answered.append(call_id)
+        elif kind == "odd":
+            if answered and draw(st.booleans()):
+                call_id = draw(st.sampled_from(answered))
+                out.append(Message.tool("a duplicate result", tool_call_id=call_id, name="grep"))
+            else:
+                out.append(Message.tool("orphan result", tool_call_id="nobody-called-this"))
     return out

@@ -46,6 +46,7 @@ def summarizing_config(after: int, min_recent: int) -> AgentConfig:
             "max_messages_before_summary": after,
             "min_recent_messages": min_recent,
             "preserve_user_turns": 1,
+            "preserve_fill": False,  # these short sessions fit the share a compaction keeps
         }
     )
 

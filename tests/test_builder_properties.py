@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import history
-from tests.windows import checked_window
+from tests.windows import checked_window, raw_session
 from threadline import ContextOverflow, ContextPolicy, Message, build_context, open_store
 from threadline.messages import INTERRUPTED_RESULT
-from threadline.store.base import Session, prepare_messages, primary_tokens
+from threadline.store.base import Session, primary_tokens
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -27,12 +27,7 @@ policies = st.builds(
 
 
 def _session(msgs: list[Message]) -> Session:
-    """Stored through the low-level append, so crash-broken chains get in as they would."""
-    store = open_store("memory://")
-    s = store.create_session(agent="prop", model="gpt-4o")
-    for i in range(0, len(msgs), 7):
-        store.append_messages(s.id, prepare_messages(s.model, msgs[i : i + 7]))
-    return s.refresh()
+    return raw_session(msgs)
 
 
 @given(msgs=history(broken=True), policy=policies)

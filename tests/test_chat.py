@@ -59,6 +59,7 @@ tools: [scratchpad_write, scratchpad_read, scratchpad_list]
 context:
   min_recent_messages: 2
   preserve_user_turns: 1
+  preserve_fill: false
 """
 WAIT_SECONDS = 10.0
 """Upper bound for polling a background thread (a deadline, not a timed assertion)."""

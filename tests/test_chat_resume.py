@@ -221,10 +221,9 @@ def test_compact_passes_the_focus_to_the_summarizer(
 ) -> None:
     with open_store(sqlite_url) as store:
         session = store.create_session(agent="tester", model=MODEL_A, id="long-session-1")
-        for i in range(6):
-            session.append(
-                [Message.user(f"step {i}: the migration of table {i}"), Message.assistant("ok")]
-            )
+        for i in range(6):  # ~30k tokens: more than a compaction keeps verbatim
+            note = f"step {i}: the migration of table {i}. " + "column renamed. " * 1_500
+            session.append([Message.user(note), Message.assistant("ok")])
     result = repl(sqlite_url, ["-s", "long-session-1"], ["/compact the migration"], monkeypatch)
     assert result.exit_code == 0, (result.stdout, result.stderr)
     with open_store(sqlite_url) as store:

@@ -15,7 +15,9 @@ from threadline.compaction.compactor import Compactor
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.snapshot import SummaryResult, words
 from threadline.compaction.triggers import is_user_turn
+from threadline.context.builder import window_cost
 from threadline.store.base import prepare_messages
+from threadline.tokens import counter_for
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -96,6 +98,7 @@ policies = st.builds(
     summary_placement=st.sampled_from(["system", "checkpoint_pair"]),
     summary_max_words=st.integers(80, 600),
     max_messages_before_summary=st.integers(1, 30),
+    preserve_fill=st.booleans(),
     pruning=st.just(False),
 )
 
@@ -122,12 +125,16 @@ def test_any_appends_and_compactions_keep_history_and_view_invariants(
             last_cover = r.covers_up_to
             kept = s.messages(after_seq=r.covers_up_to)
             assert len(kept) >= policy.min_recent_messages
+            cost = window_cost(counter_for(s.model))  # what the window pays, as the cut counts
+            budget = policy.context_limit - policy.response_reserve  # type: ignore[operator]
+            share = min(int(budget * policy.preserve_share), policy.preserve_max_tokens)
             if sum(is_user_turn(m) for m in kept) < policy.preserve_user_turns:
                 # fewer turns only because all of them would not fit the preserved share
                 whole = s.messages(after_seq=last_user_start(s, policy.preserve_user_turns))
-                tokens = sum(next(iter(m.token_counts.values())) for m in whole)
-                budget = policy.context_limit - policy.response_reserve  # type: ignore[operator]
-                assert tokens > int(budget * policy.preserve_share)
+                assert sum(cost(m) for m in whole) > share
+            if policy.preserve_fill and sum(cost(m) for m in kept) > share:
+                # over the share only to keep min_recent_messages
+                assert r.checkpoint.metadata["cut_rule"] == "recent"
             assert not kept or kept[0].role != "tool"
             assert words(r.checkpoint.summary) <= policy.summary_max_words
         _check_view(s, policy)
@@ -149,7 +156,9 @@ def _turn(i: int) -> list[Message]:
 def test_incremental_cost_follows_new_messages_not_history() -> None:
     s = _session()
     rec = RecordingSummarizer()
-    comp = Compactor(rec, policy=ContextPolicy(min_recent_messages=6, preserve_user_turns=2))
+    # the reference CLI's tail, so each round's ten short turns are summarized
+    policy = ContextPolicy(min_recent_messages=6, preserve_user_turns=2, preserve_fill=False)
+    comp = Compactor(rec, policy=policy)
     rounds = 30
     per_round = 10  # turns appended between compactions
     for r in range(rounds):
@@ -176,7 +185,8 @@ def test_incremental_cost_follows_new_messages_not_history() -> None:
 def test_rounds_partition_the_history(batches: list[int], keep: int) -> None:
     s = _session()
     rec = RecordingSummarizer()
-    comp = Compactor(rec, policy=ContextPolicy(min_recent_messages=keep, preserve_user_turns=1))
+    policy = ContextPolicy(min_recent_messages=keep, preserve_user_turns=1, preserve_fill=False)
+    comp = Compactor(rec, policy=policy)
     n = 0
     for size in batches:
         s.append([m for i in range(n, n + size) for m in _turn(i)])

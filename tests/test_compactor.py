@@ -34,9 +34,11 @@ from threadline.compaction.triggers import (
     is_user_turn,
 )
 from threadline.compaction.values import extract_values, retention
+from threadline.context.builder import window_cost
 from threadline.errors import CheckpointConflict, CompactionInProgress
 from threadline.messages import utcnow
 from threadline.store.base import Store, prepare_messages, this_host
+from threadline.tokens import counter_for
 
 
 class FakeSummarizer:
@@ -121,7 +123,9 @@ def make_session(store: Store, msgs: list[Message]) -> Session:
 
 
 def policy(**kw: Any) -> ContextPolicy:
-    return ContextPolicy(**kw)
+    """The reference CLI's smaller tail (the last turns, else ``min_recent_messages``), so
+    these short sessions have something to compact; the filled tail is tested below."""
+    return ContextPolicy(**{"preserve_fill": False, **kw})
 
 
 # -- the cut -----------------------------------------------------------------------
@@ -225,7 +229,7 @@ def test_a_single_request_run_can_always_be_compacted(store: Store) -> None:
     """The issue's case: one request, hundreds of steps, fewer than 4 user turns."""
     s = make_session(store, _one_request_run(150))
     budget = 20_000
-    comp = Compactor(FakeSummarizer())
+    comp = Compactor(FakeSummarizer(), policy=policy())
     plan = comp.plan(s, budget=budget)
     assert plan.has_work and plan.cut is not None and plan.cut.rule == "recent"
     r = comp.compact(s, force=True, budget=budget)
@@ -237,13 +241,14 @@ def test_a_single_request_run_can_always_be_compacted(store: Store) -> None:
 
 def test_whole_turns_are_kept_while_they_fit(store: Store) -> None:
     s = make_session(store, turns(10))
-    tail4 = sum(next(iter(m.token_counts.values())) for m in s.messages(after_seq=30))
-    tail2 = sum(next(iter(m.token_counts.values())) for m in s.messages(after_seq=40))
+    cost = window_cost(counter_for(s.model))  # the share is measured as a window counts
+    tail4 = sum(cost(m) for m in s.messages(after_seq=30))
+    tail2 = sum(cost(m) for m in s.messages(after_seq=40))
     # the last 4 turns fit half the budget: kept
-    cut = Compactor(FakeSummarizer()).plan(s, budget=tail4 * 2).cut
+    cut = Compactor(FakeSummarizer(), policy=policy()).plan(s, budget=tail4 * 2).cut
     assert cut is not None and cut.seq == 30 and cut.rule == "turns"
     # only the last 2 fit: the cut keeps those whole
-    cut = Compactor(FakeSummarizer()).plan(s, budget=(tail2 + 1) * 2).cut
+    cut = Compactor(FakeSummarizer(), policy=policy()).plan(s, budget=(tail2 + 1) * 2).cut
     assert cut is not None and cut.seq == 40 and cut.rule == "turns"
 
 
@@ -264,7 +269,9 @@ def test_keep_overrides_and_focus_reach_the_summarizer(store: Store) -> None:
 
     s = make_session(store, turns(10))
     fake = Focused()
-    r = Compactor(fake).compact(s, force=True, keep_recent=2, keep_turns=1, focus="the migration")
+    r = Compactor(fake, policy=policy()).compact(
+        s, force=True, keep_recent=2, keep_turns=1, focus="the migration"
+    )
     assert r.covers_up_to == 45 and fake.focus == "the migration"
     assert r.checkpoint is not None and r.checkpoint.metadata["focus"] == "the migration"
 
@@ -300,7 +307,7 @@ def test_plan_reads_only_the_tail_it_needs(store: Store) -> None:
         return page
 
     s.store.tail = counting_tail  # type: ignore[method-assign]
-    cut = Compactor(FakeSummarizer()).plan(s).cut
+    cut = Compactor(FakeSummarizer(), policy=policy()).plan(s).cut
     assert cut is not None and cut.seq == 980
     assert len(seen) <= 64  # one or two pages, not the history
 
@@ -311,7 +318,7 @@ def test_plan_reads_only_the_tail_it_needs(store: Store) -> None:
 def test_checkpoint_metadata_and_history_unchanged(any_store: Store) -> None:
     s = make_session(any_store, turns(10))
     before = [m.model_dump() for m in s.messages()]
-    r = Compactor(FakeSummarizer()).compact(s, force=True)
+    r = Compactor(FakeSummarizer(), policy=policy()).compact(s, force=True)
     cp = r.checkpoint
     assert cp is not None and cp == s.latest_checkpoint()
     assert cp.covers_up_to == 30
@@ -333,7 +340,7 @@ def test_checkpoint_metadata_and_history_unchanged(any_store: Store) -> None:
 def test_incremental_second_round_summarizes_only_new_messages(any_store: Store) -> None:
     s = make_session(any_store, turns(10))
     fake = FakeSummarizer()
-    comp = Compactor(fake)
+    comp = Compactor(fake, policy=policy())
     first = comp.compact(s, force=True)
     s.append(turns(6, start=10))
     second = comp.compact(s, force=True)
@@ -348,7 +355,7 @@ def test_incremental_second_round_summarizes_only_new_messages(any_store: Store)
 
 def test_nothing_to_summarize_is_a_noop_that_says_so(store: Store) -> None:
     s = make_session(store, turns(3))
-    r = Compactor(FakeSummarizer()).compact(s, force=True)
+    r = Compactor(FakeSummarizer(), policy=policy()).compact(s, force=True)
     assert r.status == "noop" and not r.compacted
     assert "nothing to summarize" in r.reason
     assert s.latest_checkpoint() is None
@@ -360,6 +367,7 @@ def test_dry_run_writes_nothing_and_fires_nothing(store: Store) -> None:
     fired: list[str] = []
     comp = Compactor(
         FakeSummarizer(),
+        policy=policy(),
         hooks={
             "before_compaction": lambda *a: fired.append("before"),
             "context_compacted": lambda *a: fired.append("after"),
@@ -373,7 +381,7 @@ def test_dry_run_writes_nothing_and_fires_nothing(store: Store) -> None:
 
 def test_view_after_compaction_uses_the_checkpoint(store: Store) -> None:
     s = make_session(store, turns(10))
-    r = Compactor(FakeSummarizer()).compact(s, force=True)
+    r = Compactor(FakeSummarizer(), policy=policy()).compact(s, force=True)
     w = build_context(s, system_prompt="sys")
     assert w.report.checkpoint_id == r.checkpoint.id  # type: ignore[union-attr]
     assert w.report.covered_by_summary == 30
@@ -445,7 +453,9 @@ def test_hooks_receive_what_they_should(store: Store) -> None:
     def broken(*args: Any) -> None:
         raise ValueError("listener bug")
 
-    comp = Compactor(FakeSummarizer(), hooks={"before_compaction": [before, broken]})
+    comp = Compactor(
+        FakeSummarizer(), policy=policy(), hooks={"before_compaction": [before, broken]}
+    )
     comp.on("context_compacted", after)
     r = comp.compact(s, force=True)
     assert seen["before"] == (s.id, list(range(1, 31)))
@@ -487,7 +497,7 @@ def test_a_live_holders_mark_refuses_compaction(any_store: Store) -> None:
     s = make_session(any_store, turns(10))
     s.set_memo({"strategy": {"kept": 3}})
     _plant_mark(s, LockHolder(pid=1, host="another-host"))  # fresh lease, other host: live
-    comp = Compactor(FakeSummarizer())
+    comp = Compactor(FakeSummarizer(), policy=policy())
     with pytest.raises(CompactionInProgress, match="another-host"):
         comp.compact(s, force=True)
     r = comp.compact_if_needed(s)
@@ -503,7 +513,7 @@ def test_a_dead_holders_mark_is_taken_over(any_store: Store) -> None:
     proc.wait()
     s = make_session(any_store, turns(10))
     _plant_mark(s, LockHolder(pid=proc.pid, host=this_host()))
-    r = Compactor(FakeSummarizer()).compact(s, force=True)
+    r = Compactor(FakeSummarizer(), policy=policy()).compact(s, force=True)
     assert r.status == "compacted"
     assert current_mark(s) is None
 
@@ -514,13 +524,13 @@ def test_an_expired_lease_is_taken_over(store: Store) -> None:
     _plant_mark(
         s, LockHolder(pid=1, host="another-host", started_at=old, renewed_at=old, lease_seconds=60)
     )
-    assert Compactor(FakeSummarizer()).compact(s, force=True).status == "compacted"
+    assert Compactor(FakeSummarizer(), policy=policy()).compact(s, force=True).status == "compacted"
 
 
 def test_same_process_concurrent_compaction_is_refused(store: Store) -> None:
     s = make_session(store, turns(10))
     fake = FakeSummarizer()
-    comp = Compactor(fake)
+    comp = Compactor(fake, policy=policy())
     inner: list[Any] = []
 
     def reenter() -> None:
@@ -546,7 +556,7 @@ def test_a_mark_taken_over_mid_run_still_writes_on_an_unchanged_base(any_store: 
     s = make_session(any_store, turns(10))
     fake = FakeSummarizer()
     fake.during = lambda: _plant_mark(s, LockHolder(pid=1, host="another-host"))
-    r = Compactor(fake).compact(s, force=True)
+    r = Compactor(fake, policy=policy()).compact(s, force=True)
     assert r.status == "compacted" and r.checkpoint is not None
     mark = current_mark(s)
     assert mark is not None and mark["token"] == "someone-else"  # not cleared: not ours
@@ -559,7 +569,7 @@ def test_a_checkpoint_written_meanwhile_discards_the_summary(store: Store) -> No
     s = make_session(store, turns(10))
     fake = FakeSummarizer()
     fake.during = lambda: s.add_checkpoint(covers_up_to=5, summary="from elsewhere")
-    r = Compactor(fake).compact_if_needed(s)
+    r = Compactor(fake, policy=policy()).compact_if_needed(s)
     assert r.status == "in_progress" and "appeared" in (r.error or "")
     assert [c.summary for c in s.checkpoints()] == ["from elsewhere"]
     assert current_mark(s) is None
@@ -599,11 +609,12 @@ def test_compact_command_prints_snapshot_and_report(
     sid = s.id
     store.close()
     runner = CliRunner()
-    dry = runner.invoke(_cli(), ["compact", sid[:8], "--dry-run"])
+    # the session fits the share a compaction keeps: --keep-turns asks for the smaller tail
+    dry = runner.invoke(_cli(), ["compact", sid[:8], "--dry-run", "--keep-turns", "4"])
     assert dry.exit_code == 0, dry.output
     assert "## Files Modified" in dry.output and "Dry run" in dry.output
     assert "Exact values:" in dry.output
-    out = runner.invoke(_cli(), ["compact", sid, "--json"])
+    out = runner.invoke(_cli(), ["compact", sid, "--json", "--keep-turns", "4"])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.output)
     assert doc["status"] == "compacted" and doc["covers_up_to"] == 30

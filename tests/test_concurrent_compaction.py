@@ -28,7 +28,12 @@ from threadline.compaction.snapshot import Snapshot, SummaryResult
 WORKERS = 6
 ROUNDS = int(os.environ.get("THREADLINE_TEST_COMPACTION_ROUNDS", "12"))
 JOIN_TIMEOUT_SECONDS = 300
-POLICY = ContextPolicy(min_recent_messages=2, preserve_user_turns=1, max_messages_before_summary=6)
+POLICY = ContextPolicy(
+    min_recent_messages=2,
+    preserve_user_turns=1,
+    max_messages_before_summary=6,
+    preserve_fill=False,  # a small kept tail: every round has something to compact
+)
 Interval = tuple[float, float]
 
 

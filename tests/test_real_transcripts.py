@@ -16,6 +16,7 @@ from types import ModuleType
 import pytest
 
 from tests.conftest import ROOT, TRANSCRIPTS, require_shared
+from tests.real_runs import transcript_files
 
 MIN_RECALL = 0.9
 
@@ -35,11 +36,7 @@ def _bench() -> ModuleType:
 
 
 bench = _bench()
-FILES = sorted(
-    str(p.relative_to(TRANSCRIPTS))
-    for p in (TRANSCRIPTS.rglob("*") if TRANSCRIPTS.is_dir() else [])
-    if p.is_file() and p.name != "README.md"
-)
+FILES = transcript_files()
 
 
 @pytest.mark.parametrize("name", FILES or ["(none)"])

@@ -43,7 +43,11 @@ TURNS = coding_run(SIMULATED_TURNS)
 SIM = "simulated/gpt-4o"
 SIM_MINI = "simulated/gpt-4o-mini"
 SMALL_POLICY = dict(
-    context_limit=32000, max_messages_before_summary=8, preserve_user_turns=1, min_recent_messages=2
+    context_limit=32000,
+    max_messages_before_summary=8,
+    preserve_user_turns=1,
+    min_recent_messages=2,
+    preserve_fill=False,
 )
 """Small enough that the second scripted turn compacts."""
 

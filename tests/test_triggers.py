@@ -38,6 +38,8 @@ def _policy(**kw: Any) -> ContextPolicy:
         "max_messages_before_summary": 30,
         "max_tokens_before_summary": 128_000,
         "min_recent_messages": 6,
+        # the reference CLI's tail, so these short sessions have something to summarize
+        "preserve_fill": False,
     }
     base.update(kw)
     return ContextPolicy(**base)

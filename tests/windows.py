@@ -9,7 +9,19 @@ from threadline import (
     Message,
     Session,
     build_context,
+    open_store,
 )
+from threadline.store.base import prepare_messages
+
+
+def raw_session(msgs: list[Message], *, batch: int = 7) -> Session:
+    """A session holding ``msgs`` stored through the low-level append, a batch at a time,
+    so crash-broken and out-of-order chains get in as an import stores them."""
+    store = open_store("memory://")
+    s = store.create_session(agent="prop", model="gpt-4o")
+    for i in range(0, len(msgs), batch):
+        store.append_messages(s.id, prepare_messages(s.model, msgs[i : i + batch]))
+    return s.refresh()
 
 
 def check_units(window: list[Message]) -> None:

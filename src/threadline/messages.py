@@ -8,8 +8,9 @@ A *unit* is the smallest slice of history a view may keep or drop: an
 assistant message that calls tools together with the results of those calls,
 or any other single message. Views never split a unit (invariant 2). History
 broken by a crash is repaired here, in the view only: a call whose result is
-missing gets a synthetic "interrupted" result, and a result whose call is not
-in view is left out.
+missing gets a synthetic "interrupted" result, a result stored after a later
+message is placed right after its call, and a result whose call is not in view
+is left out.
 """
 
 from __future__ import annotations
@@ -285,11 +286,17 @@ class RepairReport:
     synthesized: list[str] = field(default_factory=list)
     """Call ids that got a synthetic "interrupted" result."""
     orphans: list[int | None] = field(default_factory=list)
-    """Seqs of tool results left out because their call is not in view."""
+    """Seqs of tool results left out: no call in view is open for them (none was made,
+    it is out of view, or it was already answered: a duplicate)."""
+    late: list[int | None] = field(default_factory=list)
+    """Seqs of results stored after a later message (parallel calls logged one block a
+    line), placed right after their call."""
+    duplicates: list[int | None] = field(default_factory=list)
+    """The seqs of ``orphans`` whose call was in view but already answered."""
 
     @property
     def changed(self) -> bool:
-        return bool(self.synthesized or self.orphans)
+        return bool(self.synthesized or self.orphans or self.late)
 
 
 def interrupted_result(call: ToolCall) -> Message:
@@ -302,6 +309,22 @@ def interrupted_result(call: ToolCall) -> Message:
     )
 
 
+@dataclass(slots=True)
+class _Chain:
+    """An assistant message's calls and the results found for them so far."""
+
+    caller: Message
+    answers: list[Message | None]
+
+    def take(self, result: Message) -> bool:
+        """Answer the first open call with the result's id; False when none is open."""
+        for i, call in enumerate(self.caller.tool_calls):
+            if self.answers[i] is None and call.id == result.tool_call_id:
+                self.answers[i] = result
+                return True
+        return False
+
+
 def group_units(messages: Iterable[Message]) -> tuple[list[Unit], RepairReport]:
     """Group oldest-first messages into units, repairing broken chains.
 
@@ -309,50 +332,58 @@ def group_units(messages: Iterable[Message]) -> tuple[list[Unit], RepairReport]:
     an assistant message; when ids repeat (seen in real logs), each result
     answers the first call with that id that is still open, so pairing is
     positional among equal ids. Results arrive in the order the calls were
-    made, whatever order the tools finished in.
+    made, whatever order the tools finished in. A result stored after a later
+    message (``A(c1,c2) T(c1) A(c3) T(c2) T(c3)``: parallel calls logged one
+    block a line) answers the oldest earlier call still open with its id and is
+    placed right after that call (``RepairReport.late``), so both providers'
+    rules hold and nothing with its call is left out. A call no result answers
+    gets a synthetic "interrupted" result; a result no open call takes is left
+    out (``RepairReport.orphans``).
     """
-    units: list[Unit] = []
     report = RepairReport()
-    pending: Message | None = None
-    results: list[Message] = []
+    slots: list[Message | _Chain] = []
+    current: _Chain | None = None
+    waiting: list[_Chain] = []
+    """Earlier chains with a call still open, oldest first."""
+    called: set[str] = set()
 
-    def close() -> None:
-        nonlocal pending, results
-        if pending is None:
-            return
-        caller: Message = pending
-        open_calls = list(caller.tool_calls)
-        matched: list[Message | None] = [None] * len(open_calls)
-        for res in results:
-            for i, call in enumerate(open_calls):
-                if matched[i] is None and call.id == res.tool_call_id:
-                    matched[i] = res
-                    break
-            else:
-                report.orphans.append(res.seq)
-        chain: list[Message] = [caller]
-        for call, answer in zip(open_calls, matched, strict=True):
+    for msg in messages:
+        if msg.role == "tool":
+            if current is not None and current.take(msg):
+                continue
+            earlier = next((c for c in waiting if c.take(msg)), None)
+            if earlier is not None:
+                report.late.append(msg.seq)
+                if all(a is not None for a in earlier.answers):
+                    waiting.remove(earlier)
+                continue
+            report.orphans.append(msg.seq)
+            if msg.tool_call_id in called:
+                report.duplicates.append(msg.seq)
+            continue
+        if current is not None and any(a is None for a in current.answers):
+            waiting.append(current)
+        current = None
+        if msg.role == "assistant" and msg.tool_calls:
+            current = _Chain(msg, [None] * len(msg.tool_calls))
+            called.update(c.id for c in msg.tool_calls)
+            slots.append(current)
+        else:
+            slots.append(msg)
+
+    units: list[Unit] = []
+    for slot in slots:
+        if isinstance(slot, Message):
+            units.append(Unit((slot,)))
+            continue
+        chain: list[Message] = [slot.caller]
+        for call, answer in zip(slot.caller.tool_calls, slot.answers, strict=True):
             if answer is None:
                 report.synthesized.append(call.id)
                 chain.append(interrupted_result(call))
             else:
                 chain.append(answer)
         units.append(Unit(tuple(chain)))
-        pending, results = None, []
-
-    for msg in messages:
-        if msg.role == "tool":
-            if pending is None:
-                report.orphans.append(msg.seq)
-            else:
-                results.append(msg)
-            continue
-        close()
-        if msg.role == "assistant" and msg.tool_calls:
-            pending = msg
-        else:
-            units.append(Unit((msg,)))
-    close()
     return units, report
 
 

@@ -104,7 +104,8 @@ def turns(count: int, *, start: int = 0) -> list[Message]:
     return out
 
 
-POLICY = ContextPolicy(min_recent_messages=2, preserve_user_turns=1)
+POLICY = ContextPolicy(min_recent_messages=2, preserve_user_turns=1, preserve_fill=False)
+"""A small kept tail, so these short sessions always have something to compact."""
 
 
 def assert_one_forward_chain(checkpoints: list[Checkpoint]) -> None:

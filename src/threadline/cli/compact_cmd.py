@@ -62,10 +62,14 @@ KINDS: dict[SummarizerChoice, SummarizerKind] = {
 }
 
 
-def make_compaction_policy(*, max_words: int | None) -> ContextPolicy:
+def make_compaction_policy(*, max_words: int | None, limit: int | None = None) -> ContextPolicy:
+    """The policy of ``threadline compact``: the defaults, with ``--max-words`` and the
+    ``--limit`` of the window the kept tail must fit."""
     fields: dict[str, object] = {}
     if max_words is not None:
         fields["summary_max_words"] = max_words
+    if limit is not None:
+        fields["context_limit"] = limit
     try:
         return ContextPolicy.model_validate(fields)
     except ValidationError as exc:
@@ -217,7 +221,8 @@ def compact(
             "--keep-recent",
             min=0,
             max=MAX_INT,
-            help="Recent messages kept verbatim (default 6, if they fit).",
+            help="Keep only this many recent messages (and --keep-turns turns, while "
+            "they fit) instead of the newest units that fill the preserve share.",
         ),
     ] = None,
     keep_turns: Annotated[
@@ -226,12 +231,23 @@ def compact(
             "--keep-turns",
             min=0,
             max=MAX_INT,
-            help="Last user turns kept verbatim (default 4, while they fit).",
+            help="Keep only the last N user turns (while they fit) instead of the newest "
+            "units that fill the preserve share.",
         ),
     ] = None,
     focus: Annotated[
         str | None,
         typer.Option("--focus", help="What the summary should give most room to."),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit",
+            min=1,
+            max=MAX_INT,
+            help="The context window (tokens) the kept tail must fit, as in `context "
+            "--limit`. Default: the model's.",
+        ),
     ] = None,
     agent: AgentOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -240,7 +256,7 @@ def compact(
 
     When the session's agent (or ``--agent``) has memory on, pending memory extraction
     is flushed first, as in chat, so no fact is summarized away unsaved."""
-    policy = make_compaction_policy(max_words=max_words)
+    policy = make_compaction_policy(max_words=max_words, limit=limit)
     session = store_of(ctx).get_session(session_id)
     chat_model = _chat_model(summarizer, model, session.model)
     kind = KINDS[summarizer] if summarizer is not None else None

@@ -14,13 +14,16 @@ last seq a compaction would summarize). A trigger "fires" only when that cut
 lies past the latest checkpoint, so the report never says "fires now" while
 the compactor would say "nothing to do".
 
-The cut sits on a unit boundary (a tool call and its results stay together)
-and keeps at least ``min_recent_messages`` messages. It keeps the last
-``preserve_user_turns`` user turns too, but only while that tail fits
-``preserve_share`` of the budget; beyond that it keeps the newest whole user
-turns that fit, and when even the current turn does not fit (one request
-followed by hundreds of tool steps, the commonest shape of a coding-agent
-run) the cut moves inside the turn and keeps ``min_recent_messages``.
+The cut sits on a unit boundary (a tool call and its results stay together,
+also when a result was logged after a later message) and keeps the newest
+whole units that fit ``preserve_share`` of the budget (at most
+``preserve_max_tokens``): the last ``preserve_user_turns`` turns when they fit,
+and as much more recent verbatim work as the share holds. When the current turn
+alone is larger (one request followed by hundreds of tool steps, the commonest
+shape of a coding-agent run) the cut moves inside the turn and still fills the
+share; only when even ``min_recent_messages`` exceed it are those kept anyway.
+A caller that passes ``keep_recent`` / ``keep_turns`` asks for that tail
+instead: the last turns while they fit, else ``keep_recent`` messages.
 
 Measuring is cheap: the session's info, the latest checkpoint and, only when
 a threshold is reached, the tail back to the cut (bounded by the share of the
@@ -35,14 +38,14 @@ again (history is append-only), so a total-based trigger would fire forever.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
 from threadline.catalog import lookup
-from threadline.context.builder import ContextReport
+from threadline.context.builder import ContextReport, window_cost
 from threadline.context.policy import ContextPolicy
-from threadline.messages import Message
+from threadline.messages import Message, group_units
 from threadline.store.base import Checkpoint, Session, primary_tokens
 from threadline.tokens import counter_for
 
@@ -61,7 +64,7 @@ most urgent first (a nearly full window beats a long but roomy session)."""
 TAIL_FIRST_PAGE = 32
 TAIL_MAX_PAGE = 1024
 
-CutRule = Literal["turns", "recent", "none"]
+CutRule = Literal["turns", "units", "recent", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +184,76 @@ class Cut:
     """Newest first: the messages after the cut."""
     kept_tokens: int = 0
     rule: CutRule = "none"
-    """``turns``: whole user turns kept; ``recent``: the cut moved inside a turn and keeps
-    ``min_recent_messages``; ``none``: nothing to summarize."""
+    """``turns``: the kept part begins a user turn; ``units``: it fills the share from
+    inside a turn; ``recent``: even ``min_recent_messages`` exceed the share, and are
+    kept; ``none``: nothing to summarize."""
+
+
+def _read_tail(
+    newest_first: Iterator[Message],
+    *,
+    min_recent: int,
+    user_turns: int,
+    max_kept_tokens: int | None,
+    fill: bool,
+    cost: Callable[[Message], int],
+) -> tuple[list[Message], list[int], bool]:
+    """The messages a cut is chosen among, newest first, their costs, and whether the floor
+    was reached.
+
+    Reading stops, one message past the kept part (the message a cut there would
+    summarize last), at the first boundary that settles the choice: past the share,
+    or (keeping turns) with enough turns, and only where every result read has met its
+    call, so a result logged after a later message is never kept without it.
+    """
+    msgs: list[Message] = []
+    costs: list[int] = []
+    tokens = users = 0
+    unmet: set[str] = set()
+    """Ids of results read whose call is not read yet (duplicates included: one call
+    meets them all)."""
+    for m in newest_first:
+        oldest = msgs[-1] if msgs else None
+        if (
+            oldest is not None
+            and oldest.role != "tool"
+            and not unmet
+            and len(msgs) >= min_recent
+            and (
+                (max_kept_tokens is not None and tokens > max_kept_tokens)
+                or (not fill and users >= user_turns)
+            )
+        ):
+            msgs.append(m)
+            costs.append(cost(m))
+            return msgs, costs, False
+        msgs.append(m)
+        costs.append(cost(m))
+        tokens += costs[-1]
+        users += is_user_turn(m)
+        if m.role == "tool" and m.tool_call_id:
+            unmet.add(m.tool_call_id)
+        unmet.difference_update(call.id for call in m.tool_calls)
+    return msgs, costs, True
+
+
+def _legal_cuts(msgs: list[Message], exhausted: bool) -> list[bool]:
+    """``legal[k]``: keeping ``msgs[:k]`` (newest first) splits no unit as the view groups
+    them (late results included) and keeps no tool result as its oldest message."""
+    n = len(msgs)
+    units, _ = group_units(reversed(msgs))
+    index = {id(m): i for i, m in enumerate(msgs)}
+    legal = [True] * (n + 1)
+    for k in range(1, n + 1):
+        legal[k] = msgs[k - 1].role != "tool"
+    if not exhausted:
+        legal[n] = False  # msgs[-1] is the message the cut would summarize last
+    for unit in units:
+        at = [index[id(m)] for m in unit.messages if id(m) in index]
+        if len(at) > 1:
+            for k in range(min(at) + 1, max(at) + 1):
+                legal[k] = False  # the unit would straddle the cut
+    return legal
 
 
 def choose_cut(
@@ -191,41 +262,82 @@ def choose_cut(
     min_recent: int,
     user_turns: int,
     max_kept_tokens: int | None = None,
+    fill: bool = True,
+    cost: Callable[[Message], int] = primary_tokens,
 ) -> Cut:
-    """The latest cut that keeps ``min_recent`` messages and the last ``user_turns`` user turns
-    while they fit ``max_kept_tokens``; see the module docstring for the fallbacks.
+    """The cut, on a unit boundary, keeping at least ``min_recent`` messages.
 
-    The kept part must begin a unit: its oldest message is never a tool result, so a
-    call and its results are summarized together or kept together. Consumes the
-    iterator only as far as needed.
+    With ``fill`` (and a ``max_kept_tokens`` share) the kept part is the newest whole
+    units that fit the share, which always holds the last ``user_turns`` turns when they
+    fit. Without it (a caller that asked for an exact tail), the last ``user_turns``
+    turns are kept while they fit, else the newest whole turns that fit. Either way,
+    when even ``min_recent`` messages do not fit, they are kept anyway (``recent``). A
+    tool result is never the oldest message kept, and no call is summarized while its
+    result (stored after a later message, say) is kept. Consumes the iterator only as
+    far as needed.
+
+    ``cost`` measures the tail against the share: the builder's count, so that what a
+    compaction keeps is what a window shows whole. ``Cut.kept_tokens`` is always the
+    stored count (``primary_tokens``), which the session's totals add up.
     """
-    kept: list[Message] = []
-    tokens = users = 0
-    recent: Cut | None = None
-    turns: Cut | None = None
-    for m in newest_first:
-        oldest = kept[-1] if kept else None
-        if oldest is None and min_recent <= 0 and user_turns <= 0:
-            return Cut(seq=m.seq, kept=[], rule="recent")
-        if oldest is not None and oldest.role != "tool" and len(kept) >= min_recent:
-            if recent is None:
-                recent = Cut(seq=m.seq, kept=list(kept), kept_tokens=tokens, rule="recent")
-            fits = max_kept_tokens is None or tokens <= max_kept_tokens
-            if not fits:
-                return turns or recent
+    if min_recent <= 0 and user_turns <= 0 and not (fill and max_kept_tokens is not None):
+        first = next(newest_first, None)
+        if first is None:
+            return Cut(seq=None, kept=[], rule="none")
+        return Cut(seq=first.seq, kept=[], rule="recent")
+    msgs, costs, exhausted = _read_tail(
+        newest_first,
+        min_recent=min_recent,
+        user_turns=user_turns,
+        max_kept_tokens=max_kept_tokens,
+        fill=fill and max_kept_tokens is not None,
+        cost=cost,
+    )
+    n = len(msgs)
+    sums, sizes = [0], [0]
+    for m, size in zip(msgs, costs, strict=True):
+        sums.append(sums[-1] + primary_tokens(m))
+        sizes.append(sizes[-1] + size)
+    if exhausted and (max_kept_tokens is None or sizes[n] <= max_kept_tokens):
+        return Cut(seq=None, kept=msgs, kept_tokens=sums[n], rule="none")
+    legal = _legal_cuts(msgs, exhausted)
+
+    def cut(k: int, rule: CutRule) -> Cut:
+        if k == n:
+            return Cut(seq=None, kept=msgs, kept_tokens=sums[n], rule="none")
+        return Cut(seq=msgs[k].seq, kept=msgs[:k], kept_tokens=sums[k], rule=rule)
+
+    def fits(k: int) -> bool:
+        return max_kept_tokens is None or sizes[k] <= max_kept_tokens
+
+    floor = max(1, min_recent)
+    candidates = [k for k in range(floor, n + 1) if legal[k]]
+    if min_recent <= 0 and user_turns <= 0 and fill:
+        candidates.insert(0, 0)  # asked to keep nothing: a cut too, when nothing else fits
+    if fill and max_kept_tokens is not None:
+        fitting = [k for k in candidates if fits(k)]
+        if fitting:
+            k = fitting[-1]
+            return cut(k, "turns" if k and is_user_turn(msgs[k - 1]) else "units")
+    else:
+        users = 0
+        turns: int | None = None
+        counted = 0
+        for k in candidates:
+            users += sum(is_user_turn(m) for m in msgs[counted:k])
+            counted = k
+            if not fits(k):
+                break
             if users >= user_turns:
-                return Cut(seq=m.seq, kept=list(kept), kept_tokens=tokens, rule="turns")
-            if is_user_turn(oldest):  # whole recent turns, in case the rest does not fit
-                turns = Cut(seq=m.seq, kept=list(kept), kept_tokens=tokens, rule="turns")
-        kept.append(m)
-        tokens += primary_tokens(m)
-        users += is_user_turn(m)
-    # history since the floor is exhausted: everything is kept unless it is too big
-    if max_kept_tokens is not None and tokens > max_kept_tokens:
-        cut = turns or recent
-        if cut is not None:
-            return cut
-    return Cut(seq=None, kept=kept, kept_tokens=tokens, rule="none")
+                return cut(k, "turns")
+            if k and is_user_turn(msgs[k - 1]):
+                turns = k
+        if turns is not None:
+            return cut(turns, "turns")
+    recent = next((k for k in candidates if k), None)
+    if recent is not None:
+        return cut(recent, "recent")
+    return Cut(seq=None, kept=msgs, kept_tokens=sums[n], rule="none")
 
 
 # -- the one decision ---------------------------------------------------------------------
@@ -243,6 +355,8 @@ class CompactionPlan:
     budget: int
     max_kept_tokens: int
     forced: bool = False
+    filled: bool = False
+    """The kept tail fills the share (``preserve_fill``, no keep override)."""
 
     @property
     def floor(self) -> int:
@@ -255,6 +369,12 @@ class CompactionPlan:
     def nothing_reason(self, policy: ContextPolicy) -> str:
         where = f"the last checkpoint (seq {self.floor})" if self.checkpoint else "the start"
         kept = len(self.cut.kept) if self.cut is not None else 0
+        if self.filled:
+            return (
+                f"nothing to summarize: the {kept} message(s) since {where} are all kept "
+                f"(they fit the {self.max_kept_tokens:,} tokens a compaction keeps verbatim: "
+                "preserve_share, preserve_max_tokens)"
+            )
         return (
             f"nothing to summarize: the {kept} message(s) since {where} are all kept "
             f"(min_recent_messages={policy.min_recent_messages}, "
@@ -358,6 +478,7 @@ def plan_compaction(
     if window is not None:
         progress.append(_progress("window", dropped, 1, allowed=policy.auto_summarize))
     reached = [p for p in progress if p.fired]
+    fill = policy.preserve_fill and keep_recent is None and keep_turns is None
     cut: Cut | None = None
     if force or always_cut or reached:
         floor = checkpoint.covers_up_to if checkpoint else 0
@@ -366,6 +487,8 @@ def plan_compaction(
             min_recent=policy.min_recent_messages if keep_recent is None else keep_recent,
             user_turns=policy.preserve_user_turns if keep_turns is None else keep_turns,
             max_kept_tokens=max_kept,
+            fill=fill,
+            cost=window_cost(counter_for(model)),
         )
     plan = CompactionPlan(
         decision=TriggerDecision(fire=False, reason=None),
@@ -374,6 +497,7 @@ def plan_compaction(
         budget=budget,
         max_kept_tokens=max_kept,
         forced=force,
+        filled=fill,
     )
     has_work = plan.has_work
     fire, reason, note = False, None, ""

@@ -111,6 +111,10 @@ class ContextReport(BaseModel):
     """Tool results shrunk in this view (soft trim or hard clear)."""
     synthesized_results: list[str] = Field(default_factory=list)
     orphan_results: list[int | None] = Field(default_factory=list)
+    """Seqs of tool results left out because no call in view is open for them."""
+    repaired: list[int | None] = Field(default_factory=list)
+    """Seqs of tool results stored after a later message (parallel calls logged one block
+    a line) that this view places right after their call; storage keeps the logged order."""
     prefix_changed: bool | None = None
     """Whether the prefix differs from the previous build on this handle (None: first build)."""
     retrimmed: bool = False
@@ -186,20 +190,7 @@ def build_context(
     limit = policy.context_limit or info.context_window
     if not 0.0 <= memory_share < 1.0:
         raise UsageError(f"memory_share must be at least 0 and below 1, got {memory_share}")
-
-    def cost(m: Message) -> int:
-        stored = m.token_counts.get(family)
-        if stored is not None:
-            return stored
-        # view copies (pruned, truncated, synthetic) are counted once per process
-        key = (family, m.id, m.role, len(m.text))
-        n = _VIEW_COUNTS.get(key)
-        if n is None:
-            n = counter.count_message(m)
-            if len(_VIEW_COUNTS) >= VIEW_COUNT_CACHE_SIZE:
-                _VIEW_COUNTS.pop(next(iter(_VIEW_COUNTS)))
-            _VIEW_COUNTS[key] = n
-        return n
+    cost = window_cost(counter)
 
     system_msgs = [Message.system(system_prompt, synthetic=True)] if system_prompt else []
     system_tokens = sum(cost(m) for m in system_msgs)
@@ -304,9 +295,9 @@ def build_context(
     messages = system_msgs + summary_msgs + _with_memory(history, composed.units, memory_msg)
     summary_tokens = composed.summary_tokens
     total = system_tokens + tool_tokens + summary_tokens + used + memory_tokens + priming
-    stored_in_view = sum(1 for m in history if m.seq is not None)
+    shown = {m.seq for m in history if m.seq is not None}
+    stored_in_view = len(shown)
     history_count = session.last_seq
-    hidden = session.hidden_after(floor)  # retracted messages are out of view, not dropped
     if checkpoint is not None and newest is not None and checkpoint.id != newest.id:
         notes.append(
             f"shows the checkpoint that covers 1-{floor}; a newer one (covers "
@@ -349,7 +340,7 @@ def build_context(
         history_messages=history_count,
         included_messages=stored_in_view,
         covered_by_summary=floor,
-        dropped_messages=max(0, history_count - floor - stored_in_view - hidden),
+        dropped_messages=composed.dropped,
         checkpoint_id=checkpoint.id if checkpoint else None,
         newest_checkpoint_id=newest.id if newest else None,
         newest_checkpoint_covers=newest.covers_up_to if newest else None,
@@ -368,6 +359,7 @@ def build_context(
         ],
         synthesized_results=_in_view(composed.repair, history),
         orphan_results=composed.repair.orphans,
+        repaired=[q for q in composed.repair.late if q in shown],
         prefix_changed=None if previous is None else previous != signature,
         retrimmed=composed.retrimmed,
         memories=memory_lines,
@@ -383,6 +375,30 @@ def build_context(
         model=model,
         tools=tools,
     )
+
+
+def window_cost(counter: TokenCounter) -> Callable[[Message], int]:
+    """What a message costs in a window counted by ``counter``: the count stored at append
+    for that tokenizer, else counted here (an estimate stored for an exact tokenizer is
+    recounted), once per process for each message. The compaction cut measures its tail
+    with the same function, so a tail it keeps is a tail a window shows whole."""
+    family = counter.family
+
+    def cost(m: Message) -> int:
+        stored = m.token_counts.get(family)
+        if stored is not None:
+            return stored
+        # view copies (pruned, truncated, synthetic) are counted once per process
+        key = (family, m.id, m.role, len(m.text))
+        n = _VIEW_COUNTS.get(key)
+        if n is None:
+            n = counter.count_message(m)
+            if len(_VIEW_COUNTS) >= VIEW_COUNT_CACHE_SIZE:
+                _VIEW_COUNTS.pop(next(iter(_VIEW_COUNTS)))
+            _VIEW_COUNTS[key] = n
+        return n
+
+    return cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,7 +435,8 @@ class _Composed:
     first_seq: int | None
     retrimmed: bool
     dropped: int
-    """Stored messages after the checkpoint that the window leaves out."""
+    """Stored messages after the checkpoint that the window leaves out, less the results
+    no view can show (see ``_unplaceable``)."""
     overflow: bool
     """Even the protected messages exceed the budget (emergency truncation follows)."""
     pruned: list[Pruned]
@@ -477,6 +494,7 @@ def _compose(
     chosen = units[start:]
     history = flatten(chosen)
     stored_in_view = sum(1 for m in history if m.seq is not None)
+    missing = session.last_seq - floor - stored_in_view - session.hidden_after(floor)
     return _Composed(
         checkpoint=checkpoint,
         summary=summary_msgs,
@@ -489,7 +507,7 @@ def _compose(
         used=sum(sizes[start:]),
         first_seq=chosen[0].first_seq if chosen else None,
         retrimmed=retrimmed,
-        dropped=max(0, session.last_seq - floor - stored_in_view - session.hidden_after(floor)),
+        dropped=max(0, missing - _unplaceable(repair, reader.reached_floor)),
         overflow=sum(sizes[start:]) > msg_budget,
         pruned=pruned,
         sticky=sticky,
@@ -762,6 +780,14 @@ def _prefix_signature(
         h.update(m.text.encode())
     h.update(str(first_seq).encode())
     return h.hexdigest()
+
+
+def _unplaceable(repair: RepairReport, read_all: bool) -> int:
+    """Results the repair left out that no window could show: duplicates of an answered
+    call, and, once everything since the checkpoint was read, results whose call is not
+    there at all. They are reported as ``orphan_results``, not as dropped: a compaction
+    cannot bring them into view, so counting them would make every model call compact."""
+    return len(repair.orphans) if read_all else len(repair.duplicates)
 
 
 def _in_view(repair: RepairReport, history: list[Message]) -> list[str]:

@@ -101,6 +101,12 @@ class ContextPolicy(BaseModel):
     """...and never more than this many tokens (Codex keeps at most 20k tokens of recent
     user messages through a compaction): a compaction run for a large window still leaves
     a tail that a smaller window shows whole. 0 removes the cap."""
+    preserve_fill: bool = True
+    """A compaction keeps the newest whole units that fit the share (and the cap), not only
+    the last turns: the recent verbatim work an agent most needs, in budget that would
+    otherwise stay empty (a 32k window held 2k tokens after compacting a long run). A
+    history that fits is not compacted. False keeps only the last ``preserve_user_turns``
+    turns, or ``min_recent_messages`` inside a turn (the reference CLI's tail)."""
 
     def __init__(self, /, **data: Any) -> None:
         """A policy that cannot work fails here, with ``ConfigError`` naming the field,

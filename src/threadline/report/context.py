@@ -218,6 +218,11 @@ def render_context_report(window: ContextWindow, session: Session) -> list[Rende
             f"{len(r.synthesized_results)} interrupted tool call(s) given a synthetic result "
             f"({ids}{more})"
         )
+    if r.repaired:
+        repaired.append(
+            f"{len(r.repaired)} result(s) logged after a later message placed right after "
+            "their call"
+        )
     if r.orphan_results:
         repaired.append(f"{len(r.orphan_results)} result(s) without their call left out")
     lines.append(_kv("Repaired", "; ".join(repaired) if repaired else "nothing"))
