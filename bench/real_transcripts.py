@@ -40,6 +40,7 @@ from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.snapshot import one_line, words
 from threadline.interop.importers import import_file, read_transcript_runs
 from threadline.interop.provider_rules import anthropic_problems, openai_problems
+from threadline.interop.sync import find_sources
 from threadline.requests import first_request, is_request, request_text
 from threadline.store.base import prepare_messages
 
@@ -74,9 +75,11 @@ class Row:
 
 
 def conversations(root: Path, *, only: str | None = None) -> Iterator[tuple[str, list[Message]]]:
-    """(name, messages) per conversation under ``root`` (``only``: one file's, by its
-    path relative to ``root``)."""
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.name != "README.md"):
+    """(name, messages) per conversation under ``root``, its sources found as ``sessions
+    import`` finds them (an OpenHands V1 conversation directory is one); ``only``: one
+    source's, by its path relative to ``root``."""
+    found = sorted(s.path for s in find_sources([str(root)]) if s.path is not None)
+    for path in found:
         name = str(path.relative_to(root))
         if only is not None and name != only:
             continue

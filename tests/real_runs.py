@@ -10,12 +10,13 @@ from threadline.store.base import Session, Store
 
 
 def transcript_files() -> list[str]:
-    """Every transcript file under ``../shared/transcripts``, relative to it ([] without it)."""
-    return sorted(
-        str(p.relative_to(TRANSCRIPTS))
-        for p in (TRANSCRIPTS.rglob("*") if TRANSCRIPTS.is_dir() else [])
-        if p.is_file() and p.name != "README.md"
-    )
+    """Every source under ``../shared/transcripts`` as ``sessions import`` of the
+    directory finds it (an OpenHands V1 conversation directory once, not per event file),
+    relative to it ([] without it)."""
+    if not TRANSCRIPTS.is_dir():
+        return []
+    found = find_sources([str(TRANSCRIPTS)])
+    return sorted(str(s.path.relative_to(TRANSCRIPTS)) for s in found if s.path is not None)
 
 
 def import_into(store: Store, path: Path) -> list[Session]:
