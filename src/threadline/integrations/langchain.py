@@ -102,7 +102,7 @@ class ThreadlineChatMessageHistory(BaseChatMessageHistory):
         if not batch:
             return
         session = self._binding.for_write()
-        session.append(to_threadline(batch, answerable=_recent_calls(session, batch)))
+        session.append(to_threadline(batch, answerable=recent_calls(session, batch)))
 
     def clear(self) -> None:
         """Retract every message (append-only: the history keeps them)."""
@@ -137,7 +137,7 @@ class ThreadlineChatMessageHistory(BaseChatMessageHistory):
 # -- LangChain -> threadline ---------------------------------------------------------
 
 
-def _recent_calls(session: Session, batch: Sequence[BaseMessage]) -> set[str]:
+def recent_calls(session: Session, batch: Sequence[BaseMessage]) -> set[str]:
     """Call ids a tool message of ``batch`` may answer: calls in the batch and in the
     recent view (what ``Session.append`` accepts)."""
     ids = {c.get("id") for m in batch if isinstance(m, AIMessage) for c in m.tool_calls}
