@@ -5,8 +5,6 @@ the conversation in the session's messages, each message once."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 import warnings
 from pathlib import Path
@@ -80,14 +78,8 @@ def test_react_agent_persists_and_resumes(openai_server: FakeOpenAI, sqlite_url:
     try:
         session = store.get_session("trip-1")
         messages = session.messages()
-        assert [m.role for m in messages] == [
-            "user",
-            "assistant",
-            "tool",
-            "assistant",
-            "user",
-            "assistant",
-        ]
+        roles = " ".join(m.role for m in messages)
+        assert roles == "user assistant tool assistant user assistant"
         assert messages[1].tool_calls[0].id == "call_1"
         assert messages[2].tool_call_id == "call_1"
         assert [m.text for m in messages][-1] == "You asked about Paris."
@@ -206,16 +198,6 @@ def test_prune_keeps_the_conversation(sqlite_url: str) -> None:
         assert len(session.messages()) == 10  # checkpoints go, what was said stays
         graph.invoke({"messages": [HumanMessage("m5")]}, config)
         assert len(graph.get_state(config).values["messages"]) == 12
-
-
-def test_missing_extra_names_the_install_command() -> None:
-    code = (
-        "import sys; sys.modules['langgraph'] = None\n"
-        "try:\n    import threadline.integrations.langgraph\n"
-        "except ImportError as e:\n    print(e)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install 'threadline[langgraph]'" in out.stdout
 
 
 def test_ids_are_unique_per_run() -> None:
