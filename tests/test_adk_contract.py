@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("google.adk")
 pytest_asyncio = pytest.importorskip("pytest_asyncio")
 
-from tests.conformance.backends import cleanup_url, make_url  # noqa: E402
+from tests.conformance.backends import clean_store  # noqa: E402
 from tests.conftest import IN_CI, SHARED  # noqa: E402
 from threadline.integrations.adk import ThreadlineSessionService  # noqa: E402
 
@@ -70,13 +70,8 @@ local_timezone_with_dst = adk_tests.local_timezone_with_dst  # one contract test
 def _maker(backend: str) -> Any:
     @contextlib.asynccontextmanager
     async def make(tmp_path: Path) -> AsyncIterator[ThreadlineSessionService]:
-        url = make_url(backend, tmp_path)
-        service = ThreadlineSessionService(url)
-        try:
-            yield service
-        finally:
-            service.close()
-            cleanup_url(backend, url)
+        with contextlib.contextmanager(clean_store)(backend, tmp_path) as store:
+            yield ThreadlineSessionService(store)
 
     return make
 

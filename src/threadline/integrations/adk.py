@@ -151,50 +151,22 @@ class ThreadlineSessionService(BaseSessionService):
         if self._owns_store:
             self.store.close()
 
-    # -- ADK's methods: each runs the synchronous one below in a worker thread
-    async def create_session(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        state: dict[str, Any] | None = None,
-        session_id: str | None = None,
-    ) -> AdkSession:
-        return await _run(lambda: self.create_session_sync(app_name, user_id, state, session_id))
+    # -- ADK's methods: each runs the synchronous one below (same keywords) in a worker
+    # thread; ``list_sessions`` also takes ``page_size`` and ``page_token``
+    async def create_session(self, **options: Any) -> AdkSession:
+        return await _run(lambda: self.create_session_sync(**options))
 
-    async def get_session(
-        self,
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        config: GetSessionConfig | None = None,
-    ) -> AdkSession | None:
-        return await _run(lambda: self.get_session_sync(app_name, user_id, session_id, config))
+    async def get_session(self, **options: Any) -> AdkSession | None:
+        return await _run(lambda: self.get_session_sync(**options))
 
-    async def list_sessions(
-        self,
-        *,
-        app_name: str,
-        user_id: str | None = None,
-        page_size: int | None = None,
-        page_token: str | None = None,
-    ) -> ListSessionsResponse:
-        """ADK's listing: every session of the user (or of the app, ``user_id=None``),
-        least recently updated first, state merged, no events. With ``page_size``, one
-        page of them instead, most recently updated first (what a picker shows), read
-        through the store's index; ``next_page_token`` asks for the next."""
-        return await _run(
-            lambda: self.list_sessions_sync(
-                app_name, user_id, page_size=page_size, page_token=page_token
-            )
-        )
+    async def list_sessions(self, **options: Any) -> ListSessionsResponse:
+        return await _run(lambda: self.list_sessions_sync(**options))
 
-    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        await _run(lambda: self.delete_session_sync(app_name, user_id, session_id))
+    async def delete_session(self, **options: Any) -> None:
+        await _run(lambda: self.delete_session_sync(**options))
 
-    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
-        return await _run(lambda: self.get_user_state_sync(app_name, user_id))
+    async def get_user_state(self, **options: Any) -> dict[str, Any]:
+        return await _run(lambda: self.get_user_state_sync(**options))
 
     async def append_event(self, session: AdkSession, event: Event) -> Event:
         """Store the event and its state delta, then apply it to ``session`` as ADK's
@@ -212,6 +184,7 @@ class ThreadlineSessionService(BaseSessionService):
     # -- the synchronous implementation
     def create_session_sync(
         self,
+        *,
         app_name: str,
         user_id: str,
         state: dict[str, Any] | None = None,
@@ -250,6 +223,7 @@ class ThreadlineSessionService(BaseSessionService):
 
     def get_session_sync(
         self,
+        *,
         app_name: str,
         user_id: str,
         session_id: str,
@@ -269,19 +243,23 @@ class ThreadlineSessionService(BaseSessionService):
 
     def list_sessions_sync(
         self,
+        *,
         app_name: str,
         user_id: str | None = None,
-        *,
         page_size: int | None = None,
         page_token: str | None = None,
     ) -> ListSessionsResponse:
+        """ADK's listing: every session of the user (or of the app, ``user_id=None``),
+        least recently updated first, state merged, no events. With ``page_size``, one
+        page of them instead, most recently updated first (what a picker shows), read
+        through the store's index; ``next_page_token`` asks for the next."""
         if page_size is not None:
             return self._page(app_name, user_id, page_size, page_token)
         infos = [i for page in self._pages(app_name, user_id) for i in page]
         infos.reverse()  # the store lists newest first; ADK lists oldest first
         return ListSessionsResponse(sessions=self._listed(app_name, infos))
 
-    def delete_session_sync(self, app_name: str, user_id: str, session_id: str) -> None:
+    def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
         sid = session_id.strip()
         info = self._info(session_key(app_name, user_id, sid))
         if info is None or not _owned(info, app_name, user_id, sid):
@@ -289,7 +267,7 @@ class ThreadlineSessionService(BaseSessionService):
         with contextlib.suppress(SessionNotFound):  # deleted meanwhile
             Session(self.store, info).delete()
 
-    def get_user_state_sync(self, app_name: str, user_id: str) -> dict[str, Any]:
+    def get_user_state_sync(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         info = self._info(user_key(app_name, user_id))
         return {} if info is None else _read_state(info.metadata)
 
