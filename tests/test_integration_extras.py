@@ -9,6 +9,8 @@ import pytest
 
 INTEGRATIONS = [
     ("threadline.integrations.langgraph", "langgraph", "langgraph"),
+    ("threadline.integrations.adk", "google.adk", "adk"),
+    ("threadline.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
 ]
 
 

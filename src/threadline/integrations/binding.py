@@ -59,6 +59,34 @@ class Binding:
             self.store.close()
 
 
+class Bound:
+    """What a framework's history class shares: a ``Binding`` made from the usual
+    arguments, the store, the threadline session, and ``close``."""
+
+    def __init__(
+        self,
+        session_id: str,
+        store: str | Store | None = None,
+        *,
+        model: str | None = None,
+        agent: str = DEFAULT_AGENT,
+    ) -> None:
+        self._binding = Binding(session_id, store, model=model, agent=agent)
+        self.session_id = session_id
+
+    @property
+    def store(self) -> Store:
+        return self._binding.store
+
+    def threadline_session(self) -> Session | None:
+        """The threadline session behind this history, or None before the first write."""
+        return self._binding.find()
+
+    def close(self) -> None:
+        """Close the store if it was opened here from a URL."""
+        self._binding.close()
+
+
 def open_or_use(store: str | Store | None) -> tuple[Store, bool]:
     """``(store, owned)``: an open ``Store`` as it is (not owned), or the store a URL
     names (``None``: the default store) opened here (owned: its user closes it)."""
