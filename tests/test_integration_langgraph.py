@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import uuid
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -146,12 +145,14 @@ def test_any_thread_id_maps_to_a_session(sqlite_url: str) -> None:
     sid = thread_session_id(odd)
     assert sid.startswith("lg-") and len(sid) <= 128
     assert thread_session_id("plain-id") == "plain-id"
+    assert thread_session_id(str(uuid.UUID(int=1))) == str(uuid.UUID(int=1))
     with ThreadlineSaver(sqlite_url) as saver:
         graph = _echo_graph(saver)
         graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": odd}})
         session = saver.thread_session(odd)
         assert session is not None and session.id == sid
         assert session.info.metadata["langgraph"]["thread_id"] == odd
+        assert saver.get_tuple({"configurable": {"thread_id": "none"}}) is None
         listed = list(saver.list(None))
         assert {t.config["configurable"]["thread_id"] for t in listed} == {odd}
 
@@ -198,13 +199,3 @@ def test_prune_keeps_the_conversation(sqlite_url: str) -> None:
         assert len(session.messages()) == 10  # checkpoints go, what was said stays
         graph.invoke({"messages": [HumanMessage("m5")]}, config)
         assert len(graph.get_state(config).values["messages"]) == 12
-
-
-def test_ids_are_unique_per_run() -> None:
-    assert thread_session_id(str(uuid.UUID(int=1))) == str(uuid.UUID(int=1))
-
-
-def test_store_path(tmp_path: Path) -> None:
-    url = f"sqlite://{tmp_path / 'x.db'}"
-    with ThreadlineSaver(url) as saver:
-        assert saver.get_tuple({"configurable": {"thread_id": "none"}}) is None
