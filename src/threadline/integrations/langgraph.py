@@ -21,7 +21,8 @@ graph keeps comes back as it was. A ``put`` writes the channel values first and
 the checkpoint record last, so a crash in between leaves unused values, never a
 checkpoint that reads values that are not there.
 
-The messages channel (``messages_key``, a list of LangChain messages) is also kept
+The messages channel (``messages_key``, a list of LangChain messages, in the root
+namespace: a subgraph's own messages are not the thread's conversation) is also kept
 as the session's messages: each message is appended once, when a checkpoint first
 holds it (by its LangChain id; ``threadline.integrations.langchain`` converts it),
 so ``threadline sessions show/search/export`` and the web browser see the
@@ -45,14 +46,19 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
-from threadline.errors import SessionHasForks, SessionNotFound, UsageError
+from threadline.errors import SessionExists, SessionHasForks, SessionNotFound, UsageError
 from threadline.integrations.binding import missing_extra, open_or_use
 from threadline.store import Store
-from threadline.store.base import MAX_PAGE_SIZE, Session, SessionInfo, validate_session_id
+from threadline.store.base import (
+    MAX_PAGE_SIZE,
+    ScratchpadEntry,
+    Session,
+    SessionInfo,
+    validate_session_id,
+)
 
 try:
     from langchain_core.messages import BaseMessage
@@ -114,18 +120,74 @@ def thread_session_id(thread_id: str) -> str:
         return DERIVED_PREFIX + digest[:40]
 
 
-@dataclass
 class _Thread:
-    """Everything a thread's scratchpad holds, read in one call and decoded once."""
+    """What a thread's scratchpad holds: all of it, read in one call (``whole``), or
+    one namespace's checkpoint records, with the values and writes a checkpoint reads
+    fetched by name when it reads them (``namespace``: what ``get_tuple`` needs, so
+    its cost follows the checkpoint, not the thread's history of values)."""
 
-    checkpoints: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    """namespace -> checkpoint id -> record"""
-    blobs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """blob name -> record"""
-    writes: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
-    """(namespace, checkpoint id) -> write records"""
-    names: dict[str, str] = field(default_factory=dict)
-    """scratchpad name -> its raw content (what a copy writes)"""
+    def __init__(self, store: Store, session_id: str) -> None:
+        self.store, self.session_id = store, session_id
+        self.checkpoints: dict[str, dict[str, dict[str, Any]]] = {}
+        """namespace -> checkpoint id -> record"""
+        self.blobs: dict[str, str] | None = None
+        """blob name -> its stored JSON, decoded only when read (None: not read yet)"""
+        self.writes: dict[tuple[str, str], list[dict[str, Any]]] | None = None
+        """(namespace, checkpoint id) -> write records (None: not read yet)"""
+        self.names: dict[str, str] = {}
+        """scratchpad name -> its raw content, of what was read (what a copy writes)"""
+
+    @classmethod
+    def whole(cls, store: Store, session_id: str) -> _Thread:
+        thread = cls(store, session_id)
+        thread.blobs, thread.writes = {}, {}
+        thread._take(store.scratchpad_list(session_id, prefix=PREFIX))
+        return thread
+
+    @classmethod
+    def namespace(cls, store: Store, session_id: str, ns: str) -> _Thread:
+        thread = cls(store, session_id)
+        thread._take(store.scratchpad_list(session_id, prefix=f"{PREFIX}c/{_part(ns)}/"))
+        return thread
+
+    def _take(self, entries: Iterable[ScratchpadEntry]) -> None:
+        for entry in entries:
+            name = entry.name
+            self.names[name] = entry.content
+            kind = name[len(PREFIX) : len(PREFIX) + 1]
+            if kind == "b" and self.blobs is not None:
+                self.blobs[name] = entry.content
+                continue
+            record = _record(entry.content)
+            if record is None:
+                continue  # not ours to judge: skip what does not decode
+            if kind == "c":
+                self.checkpoints.setdefault(record["ns"], {})[record["id"]] = record
+            elif kind == "w" and self.writes is not None:
+                self.writes.setdefault((record["ns"], record["checkpoint"]), []).append(record)
+
+    def blob(self, name: str) -> str | None:
+        if self.blobs is not None:
+            return self.blobs.get(name)
+        entry = self.store.scratchpad_read(self.session_id, name)
+        return None if entry is None else entry.content
+
+    def writes_of(self, ns: str, cid: str) -> list[dict[str, Any]]:
+        if self.writes is not None:
+            return self.writes.get((ns, cid), [])
+        prefix = f"{PREFIX}w/{_part(ns)}/{_part(cid)}/"
+        found = [
+            _record(e.content) for e in self.store.scratchpad_list(self.session_id, prefix=prefix)
+        ]
+        return [r for r in found if r is not None]
+
+
+def _record(content: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(content)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 class ThreadlineSaver(BaseCheckpointSaver[int]):
@@ -187,31 +249,11 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
                 model=self.model,
                 metadata={METADATA: {"thread_id": thread_id}},
             )
-        except Exception:
-            session = self.thread_session(thread_id)  # created by another writer meanwhile
-            if session is None:
-                raise
-            return session
+        except SessionExists:  # created by another writer meanwhile
+            return Session(self.store, self.store.session_info(sid))
 
     def _read(self, session: Session) -> _Thread:
-        thread = _Thread()
-        for entry in self.store.scratchpad_list(session.id):
-            name = entry.name
-            if not name.startswith(PREFIX):
-                continue
-            try:
-                record = json.loads(entry.content)
-            except ValueError:
-                continue  # not ours to judge: skip what does not decode
-            thread.names[name] = entry.content
-            kind = name[len(PREFIX) : len(PREFIX) + 1]
-            if kind == "c":
-                thread.checkpoints.setdefault(record["ns"], {})[record["id"]] = record
-            elif kind == "b":
-                thread.blobs[name] = record
-            elif kind == "w":
-                thread.writes.setdefault((record["ns"], record["checkpoint"]), []).append(record)
-        return thread
+        return _Thread.whole(self.store, session.id)
 
     # -- reads
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -221,7 +263,7 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         session = self.thread_session(thread_id)
         if session is None:
             return None
-        thread = self._read(session)
+        thread = _Thread.namespace(self.store, session.id, ns)
         checkpoints = thread.checkpoints.get(ns, {})
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is None:
@@ -288,11 +330,12 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         checkpoint: Checkpoint = self.serde.loads_typed(_untyped(record["checkpoint"]))
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
-            blob = thread.blobs.get(_blob_name(ns, channel, version))
-            if blob is not None and blob["value"][0] != "empty":
-                values[channel] = self.serde.loads_typed(_untyped(blob["value"]))
+            raw = thread.blob(_blob_name(ns, channel, version))
+            value = json.loads(raw)["value"] if raw is not None else ["empty", ""]
+            if value[0] != "empty":
+                values[channel] = self.serde.loads_typed(_untyped(value))
         writes = sorted(
-            thread.writes.get((ns, cid), []),
+            thread.writes_of(ns, cid),
             key=lambda w: (w.get("task_path", ""), w["task_id"], w["idx"]),
         )
         parent = record.get("parent")
@@ -493,7 +536,7 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
             return
         for ns, cid in sorted(drop):
             self.store.scratchpad_delete(session.id, _checkpoint_name(ns, cid))
-        for (ns, cid), writes in thread.writes.items():
+        for (ns, cid), writes in (thread.writes or {}).items():
             if (ns, cid) in drop:
                 for w in writes:
                     name = _write_name(ns, cid, w["task_id"], w["idx"])
@@ -505,7 +548,7 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
                     continue
                 stored = self.serde.loads_typed(_untyped(record["checkpoint"]))
                 read.update(_blob_name(ns, c, v) for c, v in stored["channel_versions"].items())
-        for name in thread.blobs:
+        for name in thread.blobs or {}:
             if name not in read:
                 self.store.scratchpad_delete(session.id, name)
 
