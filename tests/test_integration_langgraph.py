@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -124,6 +125,8 @@ def test_messages_are_appended_once_across_checkpoints_and_edits(sqlite_url: str
             config,
             {"messages": [RemoveMessage(id=values[0].id), AIMessage("edited", id=values[1].id)]},
         )
+        edited = [m.content for m in graph.get_state(config).values["messages"]]
+        assert edited[:2] == ["edited", "two"]  # the checkpoint keeps the graph's view
         graph.invoke({"messages": [HumanMessage("four")]}, config)
         session = saver.thread_session("echo")
         assert session is not None
@@ -138,6 +141,24 @@ def test_messages_are_appended_once_across_checkpoints_and_edits(sqlite_url: str
         "four",
         "echo four",
     ]
+
+
+def test_messages_channel_is_stored_by_reference(tmp_path: Path) -> None:
+    """A checkpoint's messages channel refers to the session's messages instead of
+    holding a copy of the conversation: a fraction of the bytes, the same state."""
+    sizes = {}
+    for key in ("messages", None):
+        with ThreadlineSaver(f"sqlite://{tmp_path / f'{key}.db'}", messages_key=key) as saver:
+            graph = _echo_graph(saver)
+            config = {"configurable": {"thread_id": "t"}}
+            for n in range(30):
+                out = graph.invoke(
+                    {"messages": [HumanMessage(f"turn {n} " + "word " * 40)]}, config
+                )
+            assert graph.get_state(config).values["messages"] == out["messages"]
+            blobs = saver.store.scratchpad_list("t", prefix="lg/b/")
+            sizes[key] = sum(len(e.content) for e in blobs)
+    assert sizes["messages"] * 10 < sizes[None]
 
 
 def test_any_thread_id_maps_to_a_session(sqlite_url: str) -> None:

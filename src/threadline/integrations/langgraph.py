@@ -26,8 +26,13 @@ namespace: a subgraph's own messages are not the thread's conversation) is also 
 as the session's messages: each message is appended once, when a checkpoint first
 holds it (by its LangChain id; ``threadline.integrations.langchain`` converts it),
 so ``threadline sessions show/search/export`` and the web browser see the
-conversation. A message the graph later edits or removes stays in the history
-as it was said (history is append-only); the checkpoints keep the graph's view.
+conversation. A checkpoint's value of that channel then refers to those messages
+by seq instead of holding a copy of the conversation (LangGraph's own savers store
+the whole list again at every step: 14 MB against 0.33 MB for a 100-turn thread);
+a message the session does not hold exactly as the graph has it (edited, or
+without an id) is kept inline. A message the graph later edits or removes stays in
+the history as it was said (history is append-only); the checkpoints keep the
+graph's view.
 
 The optional abilities LangGraph's conformance suite detects are all here:
 ``delete_thread`` deletes the session (a thread that copies were forked from keeps
@@ -46,10 +51,19 @@ import hashlib
 import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from threadline.errors import SessionExists, SessionHasForks, SessionNotFound, UsageError
+from threadline.errors import (
+    CorruptRecord,
+    SessionExists,
+    SessionHasForks,
+    SessionNotFound,
+    UsageError,
+)
 from threadline.integrations.binding import missing_extra, open_or_use
 from threadline.store import Store
 from threadline.store.base import (
@@ -77,12 +91,20 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise missing_extra("LangGraph", "langgraph", exc) from exc
 
-from threadline.integrations.langchain import METADATA_KEY, recent_calls, to_threadline
+from threadline.integrations.langchain import (
+    METADATA_KEY,
+    recent_calls,
+    to_langchain,
+    to_threadline,
+)
+from threadline.messages import Message
 
 AGENT = "langgraph"
 """The agent name of the sessions a saver creates (``ThreadlineSaver(agent=...)``)."""
 METADATA = "langgraph"
 """Session metadata key: ``{"thread_id": <the LangGraph thread id>}``."""
+KNOWN_SESSIONS = 64
+"""Thread sessions whose messages a saver keeps in memory to match checkpoints against."""
 PREFIX = "lg/"
 PLAIN_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 """A namespace, channel, task or version kept as it is in a scratchpad name."""
@@ -182,6 +204,20 @@ class _Thread:
         return [r for r in found if r is not None]
 
 
+Refs = list[int | None]
+Records = list[dict[str, Any]]
+Values = list[Any]
+
+
+@dataclass
+class _Known:
+    """What a saver knows of a thread session's messages (``ThreadlineSaver._known``)."""
+
+    created: datetime
+    last: int = 0
+    messages: dict[str, tuple[int, BaseMessage]] = field(default_factory=dict)
+
+
 def _record(content: str) -> dict[str, Any] | None:
     try:
         record = json.loads(content)
@@ -214,8 +250,8 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         self.agent = agent
         self.messages_key = messages_key
         self._lock = threading.Lock()
-        self._seen: dict[str, tuple[int, set[str]]] = {}
-        """session id -> (last seq read, LangChain ids of its messages)"""
+        self._seen: OrderedDict[str, _Known] = OrderedDict()
+        """session id -> what it holds of the messages channel (the latest few sessions)"""
 
     def close(self) -> None:
         """Close the store if this saver opened it from a URL."""
@@ -331,9 +367,11 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
             raw = thread.blob(_blob_name(ns, channel, version))
-            value = json.loads(raw)["value"] if raw is not None else ["empty", ""]
-            if value[0] != "empty":
-                values[channel] = self.serde.loads_typed(_untyped(value))
+            blob = _record(raw) if raw is not None else None
+            if blob is not None and "messages" in blob:
+                values[channel] = self._messages_value(session, blob["messages"])
+            elif blob is not None and blob["value"][0] != "empty":
+                values[channel] = self.serde.loads_typed(_untyped(blob["value"]))
         writes = sorted(
             thread.writes_of(ns, cid),
             key=lambda w: (w.get("task_path", ""), w["task_id"], w["idx"]),
@@ -368,15 +406,20 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         session = self._session_for_write(thread_id)
         stored: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = stored.pop("channel_values", None) or {}
+        refs = None
         if self.messages_key and self.messages_key in new_versions and ns == "":
-            self._keep_messages(session, values.get(self.messages_key))
+            refs = self._keep_messages(session, values.get(self.messages_key))
         for channel, version in new_versions.items():
-            value = (
-                _typed(self.serde.dumps_typed(values[channel]))
-                if channel in values
-                else ["empty", ""]
-            )
-            blob = {"ns": ns, "channel": channel, "version": version, "value": value}
+            blob: dict[str, Any] = {"ns": ns, "channel": channel, "version": version}
+            if channel == self.messages_key and refs is not None:
+                blob["messages"] = [
+                    {"s": seq} if seq is not None else {"v": _typed(self.serde.dumps_typed(m))}
+                    for seq, m in zip(refs, values[channel], strict=True)
+                ]
+            elif channel in values:
+                blob["value"] = _typed(self.serde.dumps_typed(values[channel]))
+            else:
+                blob["value"] = ["empty", ""]
             self.store.scratchpad_write(
                 session.id, _blob_name(ns, channel, version), json.dumps(blob)
             )
@@ -422,39 +465,87 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
             }
             self.store.scratchpad_write(session.id, name, json.dumps(record))
 
-    def _keep_messages(self, session: Session, value: object) -> None:
-        """Append the messages of ``value`` the session does not hold yet, once each."""
-        if not isinstance(value, list) or not all(isinstance(m, BaseMessage) for m in value):
-            return
-        with self._lock:
-            seen = self._seen_ids(session)
-            new = [m for m in value if isinstance(m.id, str) and m.id not in seen]
-            if not new:
-                return
-            batch = to_threadline(new, answerable=recent_calls(session, new))
-            batch = [
-                m.model_copy(update={"id": _message_id(session.id, lc.id or "")})
-                for m, lc in zip(batch, new, strict=True)
-            ]
-            stored = session.append(batch)
-            seen.update(m.id for m in new if m.id)
-            last = max((m.seq or 0 for m in stored), default=0)
-            self._seen[session.id] = (max(last, self._seen[session.id][0]), seen)
+    def _keep_messages(self, session: Session, value: object) -> Refs | None:
+        """Append the messages of ``value`` the session does not hold yet, once each.
 
-    def _seen_ids(self, session: Session) -> set[str]:
-        """LangChain ids of the messages the session holds (read once, then its tail)."""
+        Returns, for each message, the seq of the session message it is exactly (what
+        the checkpoint stores in its place), or None for one the session does not hold
+        as it is (an edited copy, one without an id); None when ``value`` is not a
+        list of messages."""
+        if not isinstance(value, list) or not all(isinstance(m, BaseMessage) for m in value):
+            return None
+        with self._lock:
+            known = self._known(session)
+            new = list(
+                {m.id: m for m in value if isinstance(m.id, str) and m.id not in known}.values()
+            )
+            if new:
+                batch = to_threadline(new, answerable=recent_calls(session, new))
+                batch = [
+                    m.model_copy(update={"id": _message_id(session.id, lc.id or "")})
+                    for m, lc in zip(batch, new, strict=True)
+                ]
+                self._learn(session.id, session.append(batch))
+            refs: Refs = []
+            for m in value:
+                found = known.get(m.id) if isinstance(m.id, str) else None
+                refs.append(found[0] if found is not None and found[1] == m else None)
+            return refs
+
+    def _known(self, session: Session) -> dict[str, tuple[int, BaseMessage]]:
+        """LangChain id -> (seq, the message as the session gives it back), for the
+        session's messages: read once, then only its new tail."""
         session.refresh()
-        last, seen = self._seen.get(session.id, (0, set()))
-        if session.last_seq > last:
-            for m in session.iter_messages(after_seq=last, include_retracted=True):
-                kept = m.metadata.get(METADATA_KEY)
-                if isinstance(kept, dict) and isinstance(kept.get("data"), dict):
-                    lc_id = kept["data"].get("id")
-                    if isinstance(lc_id, str):
-                        seen.add(lc_id)
-            last = session.last_seq
-        self._seen[session.id] = (last, seen)
-        return seen
+        cached = self._seen.get(session.id)
+        if (
+            cached is None
+            or cached.created != session.info.created_at
+            or cached.last > session.last_seq
+        ):
+            cached = _Known(session.info.created_at)
+            self._seen[session.id] = cached
+        self._seen.move_to_end(session.id)
+        while len(self._seen) > KNOWN_SESSIONS:
+            self._seen.popitem(last=False)
+        if session.last_seq > cached.last:
+            self._learn(session.id, session.messages(after_seq=cached.last, include_retracted=True))
+            cached.last = session.last_seq
+        return cached.messages
+
+    def _learn(self, session_id: str, stored: Iterable[Message]) -> None:
+        cached = self._seen[session_id]
+        for m in stored:
+            kept = m.metadata.get(METADATA_KEY)
+            if not (isinstance(kept, dict) and isinstance(kept.get("data"), dict)):
+                continue
+            lc_id = kept["data"].get("id")
+            if isinstance(lc_id, str) and lc_id not in cached.messages and m.seq is not None:
+                cached.messages[lc_id] = (m.seq, to_langchain(m))
+            cached.last = max(cached.last, m.seq or 0)
+
+    def _messages_value(self, session: Session, items: Records) -> Values:
+        """A messages channel value stored by reference: session messages by seq, and
+        inline the ones the session does not hold as they were."""
+        seqs = [i["s"] for i in items if "s" in i]
+        by_seq: dict[int, Message] = {}
+        if seqs:
+            first = min(seqs)
+            for m in session.iter_messages(after_seq=first - 1, include_retracted=True):
+                if m.seq is not None:
+                    by_seq[m.seq] = m
+        out: Values = []
+        for item in items:
+            if "s" not in item:
+                out.append(self.serde.loads_typed(_untyped(item["v"])))
+                continue
+            stored = by_seq.get(item["s"])
+            if stored is None:
+                raise CorruptRecord(
+                    f"thread session {session.id}: checkpoint refers to message seq "
+                    f"{item['s']}, which the session does not hold"
+                )
+            out.append(to_langchain(stored))
+        return out
 
     # -- the optional abilities
     def delete_thread(self, thread_id: str) -> None:
