@@ -673,6 +673,38 @@ def test_scratchpad_list_and_delete(store: Store) -> None:
     assert store.create_session().scratchpad_list() == []  # per session
 
 
+PREFIX_NAMES = ["a", "a/", "a/1", "a/2", "a0", "ab", "a\U0010ffff", "b", "x*[?]\\", "ü/1", "ü0"]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        ("", sorted(PREFIX_NAMES)),
+        ("a/", ["a/", "a/1", "a/2"]),
+        ("a", ["a", "a/", "a/1", "a/2", "a0", "ab", "a\U0010ffff"]),
+        ("a\U0010ffff", ["a\U0010ffff"]),
+        ("x*", ["x*[?]\\"]),
+        ("x*[?]\\", ["x*[?]\\"]),
+        ("x?", []),
+        ("ü", ["ü/1", "ü0"]),
+        ("c", []),
+    ],
+)
+def test_scratchpad_list_by_prefix(store: Store, prefix: str, expected: list[str]) -> None:
+    """Only the names that start with the prefix, in name order; glob and LIKE
+    characters are plain text, and the highest character bounds nothing wrongly."""
+    session = store.create_session()
+    for name in PREFIX_NAMES:
+        session.scratchpad_write(name, f"content of {name}")
+    found = session.scratchpad_list(prefix=prefix)
+    assert [e.name for e in found] == expected
+    assert all(e.content == f"content of {e.name}" for e in found)
+    with pytest.raises(UsageError):
+        session.scratchpad_list(prefix="bad\x00")
+    with pytest.raises(SessionNotFound):
+        store.scratchpad_list("no-such-session", prefix=prefix)
+
+
 def test_scratchpad_names_are_not_paths(store: Store) -> None:
     session = store.create_session()
     names = ["../../etc/passwd", "a/b", "with space", "ünïcode", ".", "x" * 256]

@@ -5,4 +5,10 @@ needs only that framework's package:
   the OpenAI Agents SDK (``pip install 'threadline[agents]'``).
 - ``threadline.integrations.langchain``: ``ThreadlineChatMessageHistory``, a
   LangChain chat message history (``pip install 'threadline[langchain]'``).
+- ``threadline.integrations.langgraph``: ``ThreadlineSaver``, a LangGraph
+  checkpointer (``pip install 'threadline[langgraph]'``).
+- ``threadline.integrations.adk``: ``ThreadlineSessionService``, a Google ADK session
+  service (``pip install 'threadline[adk]'``).
+- ``threadline.integrations.pydantic_ai``: ``ThreadlineHistory``, Pydantic AI message
+  histories (``pip install 'threadline[pydantic-ai]'``).
 """

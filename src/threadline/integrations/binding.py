@@ -27,12 +27,7 @@ class Binding:
         self.session_id = validate_session_id(session_id)
         self.model = model
         self.agent = agent
-        if isinstance(store, Store):
-            self.store, self._owns_store = store, False
-        elif store is None or isinstance(store, str):
-            self.store, self._owns_store = open_store(store), True
-        else:
-            raise UsageError(f"store must be a store URL or a Store, got {type(store).__name__}")
+        self.store, self._owns_store = open_or_use(store)
         self._session: Session | None = None
 
     def find(self) -> Session | None:
@@ -62,3 +57,50 @@ class Binding:
         """Close the store if it was opened here from a URL."""
         if self._owns_store:
             self.store.close()
+
+
+class Bound:
+    """What a framework's history class shares: a ``Binding`` made from the usual
+    arguments, the store, the threadline session, and ``close``."""
+
+    def __init__(
+        self,
+        session_id: str,
+        store: str | Store | None = None,
+        *,
+        model: str | None = None,
+        agent: str = DEFAULT_AGENT,
+    ) -> None:
+        self._binding = Binding(session_id, store, model=model, agent=agent)
+        self.session_id = session_id
+
+    @property
+    def store(self) -> Store:
+        return self._binding.store
+
+    def threadline_session(self) -> Session | None:
+        """The threadline session behind this history, or None before the first write."""
+        return self._binding.find()
+
+    def close(self) -> None:
+        """Close the store if it was opened here from a URL."""
+        self._binding.close()
+
+
+def open_or_use(store: str | Store | None) -> tuple[Store, bool]:
+    """``(store, owned)``: an open ``Store`` as it is (not owned), or the store a URL
+    names (``None``: the default store) opened here (owned: its user closes it)."""
+    if isinstance(store, Store):
+        return store, False
+    if store is None or isinstance(store, str):
+        return open_store(store), True
+    raise UsageError(f"store must be a store URL or a Store, got {type(store).__name__}")
+
+
+def missing_extra(framework: str, extra: str, exc: ImportError) -> ImportError:
+    """The error for an integration whose framework is not installed: it names the
+    install command."""
+    return ImportError(
+        f"threadline's {framework} integration needs {exc.name or 'its framework'}: "
+        f"pip install 'threadline[{extra}]'"
+    )

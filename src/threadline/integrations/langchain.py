@@ -37,10 +37,9 @@ from langchain_core.messages import (
 from threadline.context.builder import build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import InvalidMessage, UsageError
-from threadline.integrations.binding import Binding
+from threadline.integrations.binding import Bound
 from threadline.messages import Message, Role, ToolCall
-from threadline.store import Store
-from threadline.store.base import DEFAULT_AGENT, RESULT_LOOKBACK, Session
+from threadline.store.base import RESULT_LOOKBACK, Session
 
 METADATA_KEY = "langchain"
 """Message metadata key holding LangChain's serialisation of the message."""
@@ -63,32 +62,13 @@ _CHAT_ROLES: dict[str, Role] = {
 }
 
 
-class ThreadlineChatMessageHistory(BaseChatMessageHistory):
+class ThreadlineChatMessageHistory(Bound, BaseChatMessageHistory):
     """LangChain chat history over a threadline session (see the module docstring).
 
     ``store`` is a store URL (opened here, closed by ``close``), an open ``Store``, or
     ``None`` for the default store; the session is created with id ``session_id`` on
     the first write.
     """
-
-    def __init__(
-        self,
-        session_id: str,
-        store: str | Store | None = None,
-        *,
-        model: str | None = None,
-        agent: str = DEFAULT_AGENT,
-    ) -> None:
-        self._binding = Binding(session_id, store, model=model, agent=agent)
-        self.session_id = session_id
-
-    @property
-    def store(self) -> Store:
-        return self._binding.store
-
-    def threadline_session(self) -> Session | None:
-        """The threadline session behind this history, or None before the first message."""
-        return self._binding.find()
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
@@ -102,7 +82,7 @@ class ThreadlineChatMessageHistory(BaseChatMessageHistory):
         if not batch:
             return
         session = self._binding.for_write()
-        session.append(to_threadline(batch, answerable=_recent_calls(session, batch)))
+        session.append(to_threadline(batch, answerable=recent_calls(session, batch)))
 
     def clear(self) -> None:
         """Retract every message (append-only: the history keeps them)."""
@@ -130,14 +110,11 @@ class ThreadlineChatMessageHistory(BaseChatMessageHistory):
         )
         return [to_langchain(m, in_window=True) for m in window.messages]
 
-    def close(self) -> None:
-        self._binding.close()
-
 
 # -- LangChain -> threadline ---------------------------------------------------------
 
 
-def _recent_calls(session: Session, batch: Sequence[BaseMessage]) -> set[str]:
+def recent_calls(session: Session, batch: Sequence[BaseMessage]) -> set[str]:
     """Call ids a tool message of ``batch`` may answer: calls in the batch and in the
     recent view (what ``Session.append`` accepts)."""
     ids = {c.get("id") for m in batch if isinstance(m, AIMessage) for c in m.tool_calls}

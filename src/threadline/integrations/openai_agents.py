@@ -12,7 +12,9 @@ same session.
 ``limit`` in order, reading only the tail it needs. With a ``policy`` the session
 is *budgeted*: ``get_items`` returns threadline's window instead (the checkpoint
 summary first, then the recent items that fit), where a tool result never comes
-without its call. ``pop_item`` and ``clear_session`` append retraction records
+without its call, and a ``limit`` takes whole stored messages, so one response's
+reasoning item and the calls it produced are replayed together or not at all.
+``pop_item`` and ``clear_session`` append retraction records
 (``store/retraction.py``): the items leave every view and stay in the history.
 
 The store is synchronous; each call runs in a worker thread, one at a time per
@@ -130,13 +132,15 @@ class ThreadlineSession(SessionABC):
         if session is None or limit == 0:
             return []
         if self.budgeted:
-            items = self._window_items(session)
-            return _without_orphans(items[-limit:]) if limit and limit > 0 else items
+            window = self._window(session)
+            if limit is None or limit < 0:
+                return _items(window)
+            return _without_orphans(_whole_messages(window, limit))
         if limit is None or limit < 0:  # SQLite's LIMIT with a negative number means "all"
             return _items(session.messages())
         return _latest_items(session, limit)
 
-    def _window_items(self, session: Session) -> list[TResponseInputItem]:
+    def _window(self, session: Session) -> list[Message]:
         session.refresh()
         if self.compactor is not None:
             from threadline.compaction.compactor import prepare_context
@@ -144,7 +148,7 @@ class ThreadlineSession(SessionABC):
             window = prepare_context(session, self.compactor, model=self.model, policy=self.policy)
         else:
             window = build_context(session, model=self.model, policy=self.policy)
-        return _items(window.messages)
+        return window.messages
 
     def _pop_item(self) -> TResponseInputItem | None:
         session = self.threadline_session()
@@ -192,6 +196,22 @@ def _latest_items(session: Session, limit: int) -> list[TResponseInputItem]:
         page = min(page * 2, 4096)
     items = _items(collected[::-1])
     return items[-limit:]
+
+
+def _whole_messages(window: list[Message], limit: int) -> list[TResponseInputItem]:
+    """The items of the latest messages of ``window`` that fit in ``limit`` items, whole
+    messages only: one message holds one response's output items (a reasoning item
+    and the calls or text it produced), which are replayed together or not at all
+    (openai-agents #2020), so a limit never cuts between them."""
+    kept: list[list[TResponseInputItem]] = []
+    count = 0
+    for message in reversed(window):
+        items = _items([message])
+        if count + len(items) > limit:
+            break
+        kept.append(items)
+        count += len(items)
+    return [item for items in reversed(kept) for item in items]
 
 
 def _without_orphans(items: list[TResponseInputItem]) -> list[TResponseInputItem]:

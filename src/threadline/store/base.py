@@ -1048,7 +1048,11 @@ class Store(Protocol):
     # scratchpad
     def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry: ...
     def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None: ...
-    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]: ...
+    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
+        """Entries by name; with ``prefix``, only those whose name starts with it (a
+        range of the name index on the SQL backends: the others' content is not read)."""
+        ...
+
     def scratchpad_delete(self, session_id: str, name: str) -> bool: ...
 
     # memo: one JSON document per session for strategies and runtime state
@@ -1724,8 +1728,8 @@ class Session:
     def scratchpad_read(self, name: str) -> ScratchpadEntry | None:
         return self.store.scratchpad_read(self.id, name)
 
-    def scratchpad_list(self) -> list[ScratchpadEntry]:
-        return self.store.scratchpad_list(self.id)
+    def scratchpad_list(self, *, prefix: str = "") -> list[ScratchpadEntry]:
+        return self.store.scratchpad_list(self.id, prefix=prefix)
 
     def get_memo(self) -> dict[str, Any]:
         return self.store.get_memo(self.id)
@@ -1880,6 +1884,28 @@ def check_scratchpad_name(name: str) -> str:
     if not isinstance(name, str) or not name or len(name) > 256 or "\x00" in name:
         raise UsageError("a scratchpad name must be 1-256 characters without NUL")
     return name
+
+
+def check_scratchpad_prefix(prefix: object) -> str:
+    """A ``scratchpad_list`` prefix: text a name could start with (no NUL, at most as
+    long as a name)."""
+    if not isinstance(prefix, str) or len(prefix) > 256 or "\x00" in prefix:
+        raise UsageError("a scratchpad name prefix must be text of at most 256 characters")
+    return prefix
+
+
+def prefix_bounds(prefix: str) -> tuple[str, str | None]:
+    """``(low, high)`` with ``low <= name < high`` exactly for the names starting with
+    ``prefix``, in code point order (UTF-8 byte order: SQLite's and PostgreSQL's "C"
+    collation); ``high`` is None when no string is above them all."""
+    chars = list(prefix)
+    while chars:
+        after = ord(chars.pop()) + 1
+        if 0xD800 <= after <= 0xDFFF:  # surrogates are not text: the next character is
+            after = 0xE000
+        if after <= 0x10FFFF:
+            return prefix, "".join(chars) + chr(after)
+    return prefix, None
 
 
 def check_scratchpad_entry(name: str, content: str) -> None:

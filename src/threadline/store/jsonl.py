@@ -108,6 +108,7 @@ from threadline.store.base import (
     bounded_or_none,
     check_checkpoint,
     check_scratchpad_entry,
+    check_scratchpad_prefix,
     check_title,
     children_request,
     format_ts,
@@ -865,10 +866,11 @@ class JSONLStore:
             value = self._pad(paths).get(name)
             return None if value is None else self._entry(paths, name, value)
 
-    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
+    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
+        check_scratchpad_prefix(prefix)
         with self._locked(session_id) as paths:
             pad = self._pad(paths)
-            return [self._entry(paths, k, pad[k]) for k in sorted(pad)]
+            return [self._entry(paths, k, pad[k]) for k in sorted(pad) if k.startswith(prefix)]
 
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
         with self._locked(session_id) as paths:

@@ -40,6 +40,7 @@ from threadline.store.base import (
     bounded_or_none,
     check_checkpoint,
     check_scratchpad_entry,
+    check_scratchpad_prefix,
     check_title,
     children_request,
     encode_message,
@@ -329,10 +330,11 @@ class MemoryStore:
             entry = self._get(session_id).scratchpad.get(name)
             return copy.copy(entry) if entry else None
 
-    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
+    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
+        check_scratchpad_prefix(prefix)
         with self._lock:
             pad = self._get(session_id).scratchpad
-            return [copy.copy(pad[k]) for k in sorted(pad)]
+            return [copy.copy(pad[k]) for k in sorted(pad) if k.startswith(prefix)]
 
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
         with self._lock:

@@ -89,6 +89,7 @@ from threadline.store.base import (
     bounded_or_none,
     check_checkpoint,
     check_scratchpad_entry,
+    check_scratchpad_prefix,
     check_title,
     children_request,
     list_request,
@@ -96,6 +97,7 @@ from threadline.store.base import (
     new_session,
     numbered,
     pick_unique,
+    prefix_bounds,
     same_memo,
     session_change,
     split_url_options,
@@ -1043,9 +1045,13 @@ class PostgresStore:
         return entry
 
     @_resent
-    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
+    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
+        low, high = prefix_bounds(check_scratchpad_prefix(prefix))
+        below = "" if high is None else " AND name < %s"
+        args = (session_id, low) if high is None else (session_id, low, high)
         with self._read() as conn:
-            entries = _all(conn, ScratchpadEntry, _ENTRY_SQL + " ORDER BY name", (session_id,))
+            sql = f"{_ENTRY_SQL} AND name >= %s{below} ORDER BY name"
+            entries = _all(conn, ScratchpadEntry, sql, args)
             if not entries:
                 _require(conn, session_id)
         return entries

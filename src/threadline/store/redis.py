@@ -103,6 +103,7 @@ from threadline.store.base import (
     bounded_or_none,
     check_checkpoint,
     check_scratchpad_entry,
+    check_scratchpad_prefix,
     check_title,
     children_request,
     format_ts,
@@ -863,9 +864,16 @@ class RedisStore:
         (raw,) = self._read(session_id, lambda p: p.hget(pad, name))
         return None if raw is None else self._pad_entry(session_id, name, raw)
 
-    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
+    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
         pad = self._key("p", session_id)
-        (raw,) = self._read(session_id, lambda p: p.hgetall(pad))
+        if check_scratchpad_prefix(prefix):  # the names, then the values of those that match
+            (names,) = self._read(session_id, lambda p: p.hkeys(pad))
+            wanted = sorted(n for n in map(_text, names) if n.startswith(prefix))
+            with self._translate():
+                values = self._r.hmget(pad, wanted) if wanted else []
+            raw = {n: v for n, v in zip(wanted, values, strict=True) if v is not None}
+        else:
+            (raw,) = self._read(session_id, lambda p: p.hgetall(pad))
         entries = [self._pad_entry(session_id, _text(k), v) for k, v in raw.items()]
         return sorted((e for e in entries if e is not None), key=lambda e: e.name)
 

@@ -62,6 +62,7 @@ from threadline.store.base import (
     bounded_or_none,
     check_checkpoint,
     check_scratchpad_entry,
+    check_scratchpad_prefix,
     check_title,
     children_request,
     format_ts,
@@ -71,6 +72,7 @@ from threadline.store.base import (
     numbered,
     parse_ts,
     pick_unique,
+    prefix_bounds,
     refuse_unknown_options,
     same_memo,
     session_change,
@@ -1072,13 +1074,15 @@ class SQLiteStore:
                 return None
         return _entry_from_row(row)
 
-    def scratchpad_list(self, session_id: str) -> list[ScratchpadEntry]:
+    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
+        low, high = prefix_bounds(check_scratchpad_prefix(prefix))
+        below = "" if high is None else " AND name < ?"
         with self._read() as con:
             self._require(con, session_id)
             rows = con.execute(
                 "SELECT name, content, created_at, updated_at FROM scratchpad "
-                "WHERE session_id = ? ORDER BY name",
-                (session_id,),
+                f"WHERE session_id = ? AND name >= ?{below} ORDER BY name",
+                (session_id, low) if high is None else (session_id, low, high),
             ).fetchall()
         return [_entry_from_row(r) for r in rows]
 

@@ -1,0 +1,290 @@
+"""Pydantic AI message histories in a threadline session.
+
+``ThreadlineHistory(session_id, store=...)`` stores the ``ModelMessage`` lists an
+agent run returns (``history.add(result.new_messages())``) and gives them back:
+``messages()`` is the whole history exactly as stored (``ModelMessagesTypeAdapter``
+shapes: prompts, tool calls and returns, thinking parts, usage, timestamps), and
+``window(policy, model, compactor=...)`` is threadline's budgeted, compacted view of
+it for ``agent.run(prompt, message_history=history.window(...))``: the checkpoint
+summary, then the recent messages that fit, where a tool return never comes without
+its call.
+
+Each model message becomes threadline messages the context engine reads: a
+``ModelResponse`` one assistant message (text, tool calls); a ``ModelRequest`` one
+message per part that needs its own (a ``tool`` message per tool return, a user
+message for the prompts, a system message for system prompts). Each keeps its parts
+as Pydantic AI serialises them, and the request's or response's own fields, in
+``metadata["pydantic_ai"]``, so the history reads back exactly; a part a window
+shortened (a pruned tool return) or made (the summary, an interrupted call's
+result) reads back as the nearest Pydantic AI part holding the window's text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from threadline.context.builder import build_context
+from threadline.context.policy import ContextPolicy
+from threadline.errors import InvalidMessage
+from threadline.integrations.binding import Bound, missing_extra
+from threadline.messages import Message, Role, ToolCall
+from threadline.stamps import new_id
+from threadline.store.base import RESULT_LOOKBACK
+
+try:
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+except ImportError as exc:  # pragma: no cover - depends on what is installed
+    raise missing_extra("Pydantic AI", "pydantic-ai", exc) from exc
+
+if TYPE_CHECKING:
+    from threadline.compaction.compactor import Compactor
+
+METADATA_KEY = "pydantic_ai"
+"""Message metadata: ``{"group", "message", "parts"}``: the model message it belongs to
+(an id), that message's own fields (``parts`` empty), and the parts it holds."""
+
+
+class ThreadlineHistory(Bound):
+    """Pydantic AI message history over a threadline session (see the module docstring).
+
+    ``store`` is a store URL (opened here, closed by ``close``), an open ``Store``, or
+    ``None`` for the default store; the session is created with id ``session_id``
+    (and ``model``, ``agent``) on the first ``add``.
+    """
+
+    def add(self, messages: Sequence[ModelMessage]) -> None:
+        """Append model messages (e.g. ``result.new_messages()``) as one atomic batch."""
+        batch = list(messages)
+        if not batch:
+            return
+        session = self._binding.for_write()
+        calls = {c.id for m in session.tail(RESULT_LOOKBACK[-1]) for c in m.tool_calls}
+        session.append(to_threadline(batch, answerable=calls))
+
+    def messages(self) -> list[ModelMessage]:
+        """The whole history, as it was added."""
+        session = self._binding.find()
+        return [] if session is None else to_pydantic_ai(session.messages())
+
+    def window(
+        self,
+        policy: ContextPolicy | None = None,
+        model: str | None = None,
+        *,
+        compactor: Compactor | None = None,
+    ) -> list[ModelMessage]:
+        """threadline's budgeted window for ``model`` as Pydantic AI messages, for
+        ``agent.run(message_history=...)``. With a ``compactor``, history that would
+        fall out of the window is summarized first (nothing falls out unsummarized)."""
+        session = self._binding.find()
+        if session is None:
+            return []
+        session.refresh()
+        model = model or self._binding.model
+        if compactor is not None:
+            from threadline.compaction.compactor import prepare_context
+
+            window = prepare_context(session, compactor, model=model, policy=policy)
+        else:
+            window = build_context(session, model=model, policy=policy)
+        return to_pydantic_ai(window.messages, in_window=True)
+
+
+# -- Pydantic AI -> threadline ---------------------------------------------------------
+
+
+def _dumped(message: ModelMessage) -> dict[str, Any]:
+    data: dict[str, Any] = ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
+    return data
+
+
+def to_threadline(messages: Iterable[ModelMessage], *, answerable: set[str]) -> list[Message]:
+    """Model messages as threadline messages. A tool return whose call is neither in
+    ``answerable`` nor earlier in ``messages`` is kept as a user message, so no view
+    shows a result without its call (it still reads back as it was)."""
+    out: list[Message] = []
+    answerable = set(answerable)
+    for index, message in enumerate(messages):
+        if not isinstance(message, ModelRequest | ModelResponse):
+            raise InvalidMessage(
+                f"message {index}: expected a Pydantic AI ModelMessage, got "
+                f"{type(message).__name__}"
+            )
+        data = _dumped(message)
+        parts = data.pop("parts")
+        fields = {"group": new_id(), "message": {**data, "parts": []}}
+        when = getattr(message, "timestamp", None) or datetime.now(UTC)
+        if isinstance(message, ModelResponse):
+            calls = [
+                ToolCall(id=p.tool_call_id, name=p.tool_name, arguments=_arguments(p))
+                for p in message.parts
+                if isinstance(p, ToolCallPart)
+            ]
+            answerable.update(c.id for c in calls)
+            out.append(
+                Message(
+                    role="assistant",
+                    content=_text(parts),
+                    tool_calls=calls,
+                    model=message.model_name,
+                    metadata={METADATA_KEY: {**fields, "parts": parts}},
+                    created_at=when,
+                )
+            )
+            continue
+        for role, call_id, held in _request_pieces(parts):
+            meta = {METADATA_KEY: {**fields, "parts": held}}
+            if role == "tool" and call_id in answerable:
+                out.append(
+                    Message.tool(
+                        _text(held),
+                        tool_call_id=call_id,
+                        name=held[0].get("tool_name"),
+                        metadata=meta,
+                        created_at=when,
+                    )
+                )
+            else:
+                out.append(
+                    Message(
+                        role="user" if role == "tool" else role,
+                        content=_text(held),
+                        metadata=meta,
+                        created_at=when,
+                    )
+                )
+    return out
+
+
+def _request_pieces(parts: list[dict[str, Any]]) -> list[tuple[Role, str | None, list[Any]]]:
+    """A request's parts by the threadline message each goes in: a tool message per
+    tool return, and runs of the other parts by role (system prompts, the rest user)."""
+    pieces: list[tuple[Role, str | None, list[Any]]] = []
+    for part in parts:
+        kind = part.get("part_kind")
+        if kind == "tool-return":
+            pieces.append(("tool", part.get("tool_call_id"), [part]))
+            continue
+        role: Role = "system" if kind == "system-prompt" else "user"
+        if pieces and pieces[-1][0] == role:
+            pieces[-1][2].append(part)
+        else:
+            pieces.append((role, None, [part]))
+    return pieces or [("user", None, [])]
+
+
+def _arguments(part: ToolCallPart) -> dict[str, Any]:
+    try:
+        return part.args_as_dict()
+    except ValueError:
+        return {"_raw": part.args if isinstance(part.args, str) else ""}
+
+
+def _text(parts: list[dict[str, Any]]) -> str:
+    """What threadline shows, counts and searches of some parts: their text, a tool
+    return's content as text (JSON when it is not text); thinking is left out."""
+    texts = []
+    for part in parts:
+        kind = part.get("part_kind")
+        if kind in ("text", "system-prompt", "retry-prompt"):
+            content = part.get("content")
+            texts.append(content if isinstance(content, str) else json.dumps(content))
+        elif kind == "user-prompt":
+            content = part.get("content")
+            if isinstance(content, str):
+                texts.append(content)
+            else:
+                texts.extend(c for c in content or [] if isinstance(c, str))
+        elif kind == "tool-return":
+            content = part.get("content")
+            texts.append(content if isinstance(content, str) else json.dumps(content))
+    return "\n".join(texts)
+
+
+# -- threadline -> Pydantic AI ---------------------------------------------------------
+
+
+def to_pydantic_ai(messages: Sequence[Message], *, in_window: bool = False) -> list[ModelMessage]:
+    """Threadline messages (a history or a window) as model messages: each stored
+    model message comes back as it was; a message a view changed or made, or another
+    face wrote, as the nearest request or response. In a window, a tool return kept as
+    a user message (its call is not in the session) reads as the user's text, so no
+    window sends a result without its call."""
+    out: list[ModelMessage] = []
+    group: str | None = None
+    pending: dict[str, Any] | None = None
+    for m in messages:
+        kept = m.metadata.get(METADATA_KEY)
+        if isinstance(kept, dict) and isinstance(kept.get("message"), dict):
+            parts = kept.get("parts") or []
+            stray = m.role != "tool" and any(p.get("part_kind") == "tool-return" for p in parts)
+            if _text(parts) != m.text or (in_window and stray):  # a view changed it
+                parts = [_nearest_part(m)]
+            if pending is not None and kept.get("group") == group:
+                pending["parts"].extend(parts)
+                continue
+            _flush(pending, out)
+            group, pending = kept.get("group"), {**kept["message"], "parts": list(parts)}
+            continue
+        _flush(pending, out)
+        group, pending = None, None
+        out.append(_nearest(m))
+    _flush(pending, out)
+    return out
+
+
+def _flush(pending: dict[str, Any] | None, out: list[ModelMessage]) -> None:
+    if pending is not None:
+        out.extend(ModelMessagesTypeAdapter.validate_python([pending]))
+
+
+def _nearest_part(m: Message) -> dict[str, Any]:
+    if m.role == "tool":
+        part: Any = ToolReturnPart(
+            tool_name=m.name or "", content=m.text, tool_call_id=m.tool_call_id or ""
+        )
+    elif m.role == "system":
+        part = SystemPromptPart(m.text)
+    elif m.role == "assistant":
+        part = TextPart(m.text)
+    else:
+        part = UserPromptPart(m.text)
+    dumped = _dumped(
+        ModelResponse(parts=[part]) if m.role == "assistant" else ModelRequest(parts=[part])
+    )
+    result: dict[str, Any] = dumped["parts"][0]
+    return result
+
+
+def _nearest(m: Message) -> ModelMessage:
+    if m.role == "assistant":
+        parts: list[Any] = [TextPart(m.text)] if m.text else []
+        parts += [
+            ToolCallPart(tool_name=c.name, args=dict(c.arguments), tool_call_id=c.id)
+            for c in m.tool_calls
+        ]
+        return ModelResponse(parts=parts or [TextPart("")], model_name=m.model)
+    if m.role == "tool":
+        return ModelRequest(
+            parts=[
+                ToolReturnPart(
+                    tool_name=m.name or "", content=m.text, tool_call_id=m.tool_call_id or ""
+                )
+            ]
+        )
+    if m.role == "system":
+        return ModelRequest(parts=[SystemPromptPart(m.text)])
+    return ModelRequest(parts=[UserPromptPart(m.text)])
