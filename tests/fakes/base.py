@@ -116,7 +116,17 @@ class Raw:
     headers: tuple[tuple[str, str], ...] = (("Content-Type", "application/json"),)
 
 
-Scripted = Reply | Failure | Disconnect | StreamFailure | Raw
+@dataclass(frozen=True, slots=True)
+class Held:
+    """``reply``, sent only once ``wait()`` returns (tests of requests in flight at the same
+    time); a ``wait`` that raises is answered with a 500 saying so."""
+
+    reply: Reply
+    wait: Any
+    """A callable taking no argument, run in the server's request thread."""
+
+
+Scripted = Reply | Failure | Disconnect | StreamFailure | Raw | Held
 
 
 @dataclass(slots=True)
@@ -313,6 +323,10 @@ class FakeServer:
     ) -> None:
         self.enqueue(Reply(text=text, tool_calls=tuple(calls), usage=usage))
 
+    def reply_held(self, reply: Reply, wait: Any) -> None:
+        """``reply``, once ``wait()`` returns (it runs when the request arrives)."""
+        self.enqueue(Held(reply, wait))
+
     def fail(
         self,
         status: int,
@@ -381,6 +395,13 @@ class FakeServer:
             return self.render_failure(
                 Failure(418, message="fake server: no scripted response left for this request"),
             )
+        if isinstance(item, Held):
+            try:
+                item.wait()
+            except Exception as exc:
+                failure = Failure(500, message=f"fake server: held reply: {exc!r}")
+                return self.render_failure(failure)
+            item = item.reply
         if isinstance(item, Disconnect):
             return Rendered(status=0, headers=[], disconnect=True)
         if isinstance(item, Raw):

@@ -16,6 +16,7 @@ An agent file is the reference CLI's format (``shared/seeds/000``/``001``)::
     max_steps: 10
     summarizer: auto
     tools: [scratchpad_write, scratchpad_read, scratchpad_list]
+    agents: [researcher, ./agents/reviewer.yaml]   # may delegate to these (the task tool)
 
 ``load_agent(NAME)`` looks in ``./agents`` first (a project's own agents win),
 then in the user config directory; a path to a file works too. Every problem
@@ -63,6 +64,8 @@ MAX_AGENT_FILE_BYTES = 1024 * 1024
 MAX_MEMORY_SHARE = 0.5
 MAX_RETRIEVAL_LIMIT = 100
 """Memories may not crowd out the conversation they serve."""
+MAX_DELEGATES = 32
+"""Agents one agent may delegate to; each is a line of its prompt and of its task tool."""
 
 SummarizerKind = Literal["extractive", "llm", "hybrid", "auto"]
 TimeResolution = Literal["date", "hour", "none"]
@@ -153,6 +156,10 @@ class AgentConfig(_Config):
     tools: tuple[str, ...] = ()
     """Built-in tools to enable, by name."""
     runtime_context: RuntimeContextConfig = Field(default_factory=RuntimeContextConfig)
+    agents: tuple[str, ...] = ()
+    """Agents this one may delegate to with the ``task`` tool (``threadline.agent.subagents``):
+    names (looked up like ``load_agent``) or agent-file paths (relative to the working
+    directory). Each runs in a child session of its own."""
 
     @field_validator("name")
     @classmethod
@@ -186,6 +193,26 @@ class AgentConfig(_Config):
         if len(set(value)) != len(value):
             raise ValueError("a tool is listed twice")
         return value
+
+    @field_validator("agents")
+    @classmethod
+    def _check_agents(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(value) > MAX_DELEGATES:
+            raise ValueError(f"at most {MAX_DELEGATES} agents to delegate to, got {len(value)}")
+        checked: list[str] = []
+        for entry in value:
+            ref = entry.strip()
+            if not ref:
+                raise ValueError("an empty agent name; use an agent's name or its file's path")
+            if not _looks_like_path(ref):
+                try:
+                    validate_agent(ref)
+                except InvalidSessionId as exc:
+                    raise ValueError(f"{ref!r}: {exc}") from None
+            checked.append(ref)
+        if len(set(checked)) != len(checked):
+            raise ValueError("an agent is listed twice")
+        return tuple(checked)
 
     @property
     def model_spec(self) -> str:

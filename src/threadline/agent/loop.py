@@ -44,8 +44,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from threadline.agent.calibration import (
@@ -57,6 +59,7 @@ from threadline.agent.calibration import (
 from threadline.agent.config import AgentConfig
 from threadline.agent.doom import DoomLoopDetector, LoopWarning
 from threadline.agent.prompt import build_system_prompt
+from threadline.agent.subagents import TASK_TOOL, AgentFactory, Subagents, load_delegates
 from threadline.agent.tools import BUILTIN_TOOLS, ToolRegistry
 from threadline.compaction.compactor import CompactionResult, Compactor
 from threadline.compaction.llm import make_summarizer
@@ -65,7 +68,7 @@ from threadline.context.policy import ContextPolicy
 from threadline.errors import ContextLengthExceeded, ModelError, UsageError
 from threadline.llm.base import ChatModel, ChatRequest, ChatResponse
 from threadline.llm.registry import resolve_model
-from threadline.messages import Message, Usage
+from threadline.messages import Message, ToolCall, Usage
 from threadline.store.base import LockHolder, Session, Store
 
 if TYPE_CHECKING:
@@ -88,6 +91,9 @@ AgentEvent = Literal[
     "memory_recalled",
     "memory_flushed",
     "memory_failed",
+    "subagent_started",
+    "subagent_event",
+    "subagent_finished",
 ]
 EventHandler = Callable[[str, dict[str, Any]], None]
 """``on_event(name, payload)``; payload keys per event are listed on ``Agent``."""
@@ -118,6 +124,8 @@ STEP_LIMIT_TEXT = (
 ESTIMATE_METADATA_KEY = "estimated_input_tokens"
 """Stored on each reply: the builder's estimate of the context it answered."""
 REPLY_METADATA_STEP = "step"
+MAX_CONCURRENT_TOOLS = 4
+"""Calls of ``concurrent`` tools (subagents) in one reply that run at the same time."""
 
 
 @dataclass
@@ -203,12 +211,21 @@ class Agent:
     estimated_input_tokens}``, ``compacted {result}``, ``compaction_failed
     {result}``, ``turn_finished {result}``; with memory, ``memory_recalled
     {session_id, seq, hits}``, ``memory_flushed {session_id, up_to_seq, facts}`` and
-    ``memory_failed {session_id, step, error}``.
+    ``memory_failed {session_id, step, error}``; with ``config.agents``,
+    ``subagent_started {session_id, parent_session_id, call_id, agent, description}``,
+    ``subagent_event {session_id, parent_session_id, call_id, agent, event, payload}``
+    (a child's own event; ``session_id`` is the child's) and ``subagent_finished {...,
+    stopped, steps}``.
 
     With ``config.memory.enabled`` the agent opens the memory beside ``store``
     (or uses ``memory``, which it then does not close), adds the memory tools
     (a given tool of the same name wins) and hooks the pre-compaction flush
     into its compactor; ``extractor`` overrides the recorder's default.
+
+    With ``config.agents`` the agent gets the ``task`` tool (``threadline.agent.subagents``);
+    ``subagent_factory`` builds the agent that runs a delegate's config (default: an
+    ``Agent`` on this store with the delegate's own model; ``agent_dirs`` is where
+    delegates are looked up, default ``./agents`` then the user config dir).
     """
 
     def __init__(
@@ -225,6 +242,8 @@ class Agent:
         now: Callable[[], datetime] | None = None,
         memory: MemoryStore | None = None,
         extractor: Extractor | None = None,
+        subagent_factory: AgentFactory | None = None,
+        agent_dirs: Sequence[Path] | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -254,6 +273,19 @@ class Agent:
             for tool in self.memory.tools():
                 if tool.name not in self.tools:
                     self.tools.register(tool)
+        self._subagent_factory = subagent_factory
+        self._agent_dirs = agent_dirs
+        self.subagents: Subagents | None = None
+        """The ``task`` tool's delegates (None unless ``config.agents``)."""
+        if config.agents:
+            self.subagents = Subagents(
+                load_delegates(config, agent_dirs),
+                factory=subagent_factory or self._child_agent,
+                cancel=lambda: self._cancel,
+                emit=lambda name, payload: self._emit(name, **payload),  # type: ignore[arg-type]
+            )
+            if TASK_TOOL not in self.tools:
+                self.tools.register(self.subagents.tool())
         self._compactor = compactor
         if compactor is not None:
             self._hook_memory(compactor)
@@ -319,6 +351,18 @@ class Agent:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def _child_agent(self, config: AgentConfig) -> Agent:
+        """The default subagent: the delegate's config on its own model, sharing this
+        agent's store, calibrator, clock and way of building subagents."""
+        return Agent(
+            config,
+            store=self.store,
+            calibrator=self.calibrator,
+            now=self._now,
+            subagent_factory=self._subagent_factory,
+            agent_dirs=self._agent_dirs,
+        )
 
     # -- sessions and views -------------------------------------------------------------
 
@@ -658,11 +702,14 @@ class Agent:
         )
 
     def _run_tools(self, session: Session, reply: Message, step: int) -> list[Message]:
-        results: list[Message] = []
-        for call in reply.tool_calls:
+        """The results in call order; calls of ``concurrent`` tools (subagents) run at the
+        same time, in up to ``MAX_CONCURRENT_TOOLS`` threads, beside the others."""
+        calls = list(reply.tool_calls)
+
+        def run(call: ToolCall) -> Message:
             self._emit("tool_started", step=step, call=call)
             started = time.perf_counter()
-            result = self.tools.run(call, session=session)
+            result = self.tools.run(call, session=session, message_seq=reply.seq)
             self._emit(
                 "tool_finished",
                 step=step,
@@ -671,8 +718,20 @@ class Agent:
                 is_error=bool(result.metadata.get("is_error")),
                 duration_ms=(time.perf_counter() - started) * 1000,
             )
-            results.append(result)
-        return results
+            return result
+
+        together = [i for i, call in enumerate(calls) if self._concurrent(call)]
+        if len(together) < 2:
+            return [run(call) for call in calls]
+        workers = min(MAX_CONCURRENT_TOOLS, len(together))
+        with ThreadPoolExecutor(workers, thread_name_prefix="threadline-tool") as pool:
+            futures = {i: pool.submit(run, calls[i]) for i in together}
+            results = [None if i in futures else run(call) for i, call in enumerate(calls)]
+            return [r if r is not None else futures[i].result() for i, r in enumerate(results)]
+
+    def _concurrent(self, call: ToolCall) -> bool:
+        tool = self.tools.get(call.name)
+        return tool is not None and tool.concurrent and call.raw_arguments is None
 
     def _compact_after_turn(
         self, session: Session, context_tokens: int, window: ContextWindow

@@ -27,7 +27,7 @@ import logging
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_type_hints
 
 from threadline.errors import UsageError
@@ -78,10 +78,23 @@ class ToolContext:
 
     session: Session
     call: ToolCall
+    message_seq: int | None = None
+    """The seq of the stored reply that made the call, when the agent loop runs it."""
 
     @property
     def store(self) -> Store:
         return self.session.store
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool returns when its result needs metadata (a subagent's child session)
+    or is an error it reports without raising; a plain value is rendered as text."""
+
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    is_error: bool = False
+    error_kind: str = "tool_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +108,9 @@ class Tool:
     func: Callable[..., Any]
     takes_context: bool = False
     """Call ``func(ToolContext, **arguments)`` instead of ``func(**arguments)``."""
+    concurrent: bool = False
+    """Several calls of it in one reply may run at the same time (the agent loop runs them
+    in threads); only for tools that block on something else, like a subagent."""
 
     def definition(self) -> dict[str, Any]:
         """The provider-neutral definition: ``{name, description, parameters}``."""
@@ -167,6 +183,7 @@ def make_tool(
     description: str | None = None,
     parameters: Mapping[str, Any] | None = None,
     takes_context: bool = False,
+    concurrent: bool = False,
 ) -> Tool:
     """A ``Tool`` from a function; name, description and schema default to what it declares."""
     tool_name = name or getattr(func, "__name__", "")
@@ -185,6 +202,7 @@ def make_tool(
         parameters=schema,
         func=func,
         takes_context=takes_context,
+        concurrent=concurrent,
     )
 
 
@@ -262,6 +280,14 @@ def error_result(call: ToolCall, message: str, *, kind: str) -> Message:
     )
 
 
+def _output_message(call: ToolCall, output: ToolOutput) -> Message:
+    text = render_result(output.text)
+    if output.is_error:
+        result = error_result(call, text, kind=output.error_kind)
+        return result.model_copy(update={"metadata": {**result.metadata, **output.metadata}})
+    return Message.tool(text, tool_call_id=call.id, name=call.name, metadata=dict(output.metadata))
+
+
 # -- the registry ----------------------------------------------------------------------
 
 
@@ -331,8 +357,11 @@ class ToolRegistry:
         """Neutral ``{name, description, parameters}`` definitions, in registration order."""
         return [t.definition() for t in self._tools.values()]
 
-    def run(self, call: ToolCall, *, session: Session | None = None) -> Message:
-        """Run one call; every failure becomes an error result, never an exception."""
+    def run(
+        self, call: ToolCall, *, session: Session | None = None, message_seq: int | None = None
+    ) -> Message:
+        """Run one call; every failure becomes an error result, never an exception.
+        ``message_seq`` (the stored reply's) reaches a ``takes_context`` tool."""
         tool = self._tools.get(call.name)
         if tool is None:
             known = ", ".join(self._tools) or "none"
@@ -356,9 +385,12 @@ class ToolRegistry:
         try:
             if tool.takes_context:
                 assert session is not None
-                value = tool.func(ToolContext(session=session, call=call), **call.arguments)
+                context = ToolContext(session=session, call=call, message_seq=message_seq)
+                value = tool.func(context, **call.arguments)
             else:
                 value = tool.func(**call.arguments)
+            if isinstance(value, ToolOutput):
+                return _output_message(call, value)
             text = render_result(value)
         except ToolError as exc:
             return error_result(call, str(exc), kind="tool_error")

@@ -18,6 +18,7 @@ from threadline.store.base import (
     CHILD_KIND_KEY,
     COMPACTION_CHILD,
     MAX_PAGE_SIZE,
+    SUBAGENT_CHILD,
     SessionInfo,
     Store,
     fork_point,
@@ -35,16 +36,17 @@ def fork_note(info: SessionInfo) -> str:
 
 def relation(info: SessionInfo) -> str:
     """What a session is to the one it is listed under: ``fork at seq N``, ``compaction
-    summary``, ``subagent`` (an imported agent's run), else ``child``; empty when it is
-    listed under none."""
+    summary``, ``subagent`` (an imported agent's run, or one threadline's ``task`` tool
+    started), else ``child``; empty when it is listed under none."""
     fork = fork_point(info)
     if fork is not None:
         return f"fork at seq {fork.seq:,}"
     if info.parent_id is None:
         return ""
-    if info.metadata.get(CHILD_KIND_KEY) == COMPACTION_CHILD:
+    kind = info.metadata.get(CHILD_KIND_KEY)
+    if kind == COMPACTION_CHILD:
         return "compaction summary"
-    return "subagent" if info.metadata.get("agent_id") else "child"
+    return "subagent" if kind == SUBAGENT_CHILD or info.metadata.get("agent_id") else "child"
 
 
 def child_counts(store: Store, infos: Sequence[SessionInfo]) -> dict[str, int]:

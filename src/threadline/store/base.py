@@ -407,6 +407,8 @@ CHILD_KIND_KEY: Final = "child_kind"
 does not (``COMPACTION_CHILD``); an import sets it (``interop/lineage.py``)."""
 COMPACTION_CHILD: Final = "compaction"
 """A compaction summariser's run, listed under the session it summarised."""
+SUBAGENT_CHILD: Final = "subagent"
+"""A subagent's run (``agent/subagents.py``), listed under the session that delegated."""
 
 
 @dataclass(frozen=True)
