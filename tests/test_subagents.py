@@ -4,6 +4,7 @@ OpenAI wire (one fake server per agent, so each agent's script is its own)."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -397,3 +398,152 @@ def test_hints_and_the_tool_list_delegates_in_config_order(tmp_path: Path) -> No
         "ghost",
     ]
     assert "- writer: Writes short prose." in definition["description"]
+
+
+# -- the agent server streams the children's events ----------------------------------------
+
+
+def test_the_server_streams_child_events_tagged_with_the_childs_session(
+    store: Store, tmp_path: Path
+) -> None:
+    from threadline.server.config import ServerConfig
+    from threadline.server.runner import AgentRunner
+
+    with FakeOpenAI() as top, FakeOpenAI() as r_srv:
+        dirs = [tmp_path / "agents"]
+        write_agent(dirs[0], "researcher", r_srv.url, tools="[scratchpad_list]")
+        r_srv.reply_tool_call("scratchpad_list", {}, id="call_inner")
+        r_srv.reply_text("nothing noted yet")
+        top.reply_tool_call(
+            TASK_TOOL, {"agent": "researcher", "description": "look", "prompt": "Look."}, id="c1"
+        )
+        top.reply_text("The researcher found nothing.")
+        model = openai_model(top)
+
+        def factory(store: Store, info: SessionInfo, spec: str) -> Agent:
+            return Agent(parent_config("researcher"), store=store, model=model, agent_dirs=dirs)
+
+        runner = AgentRunner(store, ServerConfig(token="t" * 32), agent_factory=factory)
+        sid = store.create_session(agent="lead", model="openai/gpt-4o").id
+        before = runner.run_turn(sid, "Look around.", "openai/gpt-4o")
+        for _ in range(500):
+            if not runner.is_running(sid):
+                break
+            time.sleep(0.02)
+        events, _lost = runner.hub.log(sid).after(before)
+        runner.close()
+        model.close()
+
+    [child] = children_of(store, sid)
+    seen = [(e.name, e.data.get("sessionId"), e.data.get("name")) for e in events]
+    assert ("subagent_started", child.id, None) in seen
+    assert ("tool_call", None, TASK_TOOL) in seen  # the parent's own call: untagged
+    assert ("tool_call", child.id, "scratchpad_list") in seen  # the child's, tagged
+    assert ("tool_result", child.id, "scratchpad_list") in seen
+    child_text = "".join(
+        e.data["text"] for e in events if e.name == "text_delta" and e.data.get("sessionId")
+    )
+    assert child_text == "nothing noted yet"
+    for e in events:
+        if e.data.get("sessionId") == child.id and e.name != "turn_started":
+            assert e.data["parentSessionId"] == sid
+    finished = [e.data for e in events if e.name == "subagent_finished"]
+    assert finished == [
+        {
+            "sessionId": child.id,
+            "parentSessionId": sid,
+            "toolCallId": "c1",
+            "agent": "researcher",
+            "stopped": "done",
+            "steps": 2,
+        }
+    ]
+    names = [e.name for e in events]
+    assert names.index("subagent_started") < names.index("subagent_finished")
+    assert names[-1] == "turn_finished" and events[-1].data["text"] == (
+        "The researcher found nothing."
+    )
+
+
+# -- what the CLI and the web page show of them --------------------------------------------
+
+
+def delegated_twice(store: Store, tmp_path: Path) -> str:
+    """A finished parent turn that delegated to two subagents; the parent's id."""
+    with FakeOpenAI() as top, FakeOpenAI() as r_srv, FakeOpenAI() as w_srv:
+        dirs = [tmp_path / "agents"]
+        write_agent(dirs[0], "researcher", r_srv.url)
+        write_agent(dirs[0], "writer", w_srv.url)
+        r_srv.reply_text("Found three callers of round_half_even.")
+        w_srv.reply_text("Wrote the changelog entry.")
+        top.reply_tool_calls(
+            [
+                task("researcher", "Find the callers.", "call_r", "find callers"),
+                task("writer", "Write the changelog.", "call_w", "write changelog"),
+            ]
+        )
+        top.reply_text("Done: callers found and changelog written.")
+        agent, _events, model = lead(store, top, dirs, "researcher", "writer")
+        session = agent.new_session(title="Lead task")
+        agent.run_turn(session, "Find the callers, then write the changelog.")
+        model.close()
+    return session.id
+
+
+def test_context_counts_subagents_and_sessions_list_folds_them(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from threadline.cli.app import app
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = open_store(url)
+    parent = delegated_twice(store, tmp_path)
+    kids = children_of(store, parent)
+    store.close()
+
+    def cli(*args: str) -> str:
+        result = CliRunner().invoke(app, ["--store", url, *args])
+        assert result.exit_code == 0, (result.stdout, result.stderr)
+        return str(result.stdout)
+
+    report = cli("context", parent)
+    line = next(x for x in report.splitlines() if x.strip().startswith("Subagents:"))
+    assert "2 child sessions, 4 messages" in line
+    assert "Subagents:" not in cli("context", kids[0].id)  # a child ran none itself
+    listing = cli("sessions", "list")
+    assert "Lead task" in listing and "find callers" not in listing  # folded: counted only
+    tree = cli("sessions", "list", "--tree")
+    assert "find callers" in tree and "write changelog" in tree and "subagent" in tree
+
+
+def test_the_session_page_links_a_task_result_to_the_childs_session(
+    store: Store, tmp_path: Path
+) -> None:
+    pytest.importorskip("jinja2")
+    from threadline.server.web import ContextView, _environment, conversation, tool_names
+
+    parent = delegated_twice(store, tmp_path)
+    messages = store.get_session(parent).messages()
+    info = store.session_info(parent)
+    html = (
+        _environment()
+        .get_template("session.html")
+        .render(
+            info=info,
+            title=info.title,
+            relation="",
+            parent_title=None,
+            children=[],
+            items=conversation(messages, []),
+            tool_names=tool_names(messages),
+            ctx=ContextView(error="-"),
+            model="openai/gpt-4o",
+            older_url=None,
+            newest_url=None,
+            running=False,
+            follow_after=None,
+        )
+    )
+    for kid in children_of(store, parent):
+        assert f'href="/sessions/{kid.id}">its session</a>' in html
+    assert "Answered by subagent researcher" in html

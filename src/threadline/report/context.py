@@ -27,6 +27,7 @@ from rich.text import Text
 
 from threadline.compaction.triggers import TriggerDecision, plan_compaction
 from threadline.context import ContextPolicy, ContextWindow
+from threadline.report.lineage import subagent_tally
 from threadline.report.text import (
     SafeConsole,
     bar,
@@ -180,6 +181,7 @@ def render_context_report(window: ContextWindow, session: Session) -> list[Rende
 
     lines = [
         _kv("Stored", plural(r.history_messages, "message")),
+        *_subagent_lines(session),
         _kv(
             "In window",
             plural(r.included_messages, "message") + _seq_range(r.first_seq, r.last_seq),
@@ -231,6 +233,18 @@ def render_context_report(window: ContextWindow, session: Session) -> list[Rende
     if r.notes:
         blocks.append(Text("\n").join(_kv("Note", n) for n in r.notes))
     return blocks
+
+
+def _subagent_lines(session: Session) -> list[Text]:
+    """``Subagents  2 child sessions, 14 messages`` when subagents ran under the session."""
+    tally = subagent_tally(session.store, session.id)
+    if not tally.direct:
+        return []
+    text = plural(tally.direct, "child session")
+    if tally.nested:
+        text += f" (and {plural(tally.nested, 'nested one')} below them)"
+    text += f", {plural(tally.messages, 'message')} (in their own sessions, not this window)"
+    return [_kv("Subagents", text)]
 
 
 def _budget_terms(memory_reserve: int) -> str:

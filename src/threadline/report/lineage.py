@@ -106,6 +106,46 @@ def _forest(
     return nodes
 
 
+@dataclass(frozen=True)
+class SubagentTally:
+    """The subagent runs below a session (``threadline context`` counts them)."""
+
+    direct: int = 0
+    nested: int = 0
+    """Runs of subagents' own subagents, deeper down."""
+    messages: int = 0
+    """Messages stored in all of them (they are never in the parent's window)."""
+
+
+def is_subagent(info: SessionInfo) -> bool:
+    """A run threadline's ``task`` tool started (not an imported one)."""
+    return info.parent_id is not None and info.metadata.get(CHILD_KIND_KEY) == SUBAGENT_CHILD
+
+
+def subagent_tally(store: Store, session_id: str) -> SubagentTally:
+    """How many subagent sessions ran under ``session_id`` (up to ``MAX_DEPTH`` deep) and
+    how many messages they hold."""
+    direct = nested = messages = 0
+    level, seen = [session_id], {session_id}
+    for depth in range(MAX_DEPTH):
+        below: list[str] = []
+        for parent in level:
+            for info in children(store, parent):
+                if info.id in seen or not is_subagent(info):
+                    continue
+                seen.add(info.id)
+                below.append(info.id)
+                messages += info.message_count
+                if depth == 0:
+                    direct += 1
+                else:
+                    nested += 1
+        if not below:
+            break
+        level = below
+    return SubagentTally(direct, nested, messages)
+
+
 def fork_ids(store: Store, session_id: str) -> list[str]:
     """The direct forks of a session, oldest first."""
     forks = [

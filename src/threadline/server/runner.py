@@ -367,16 +367,50 @@ class AgentRunner:
             {"sessionId": session_id, "messageCount": info.message_count, "lastSeq": info.last_seq},
         )
 
-    def _relay(self, session_id: str, name: str, payload: dict[str, Any]) -> None:
-        """Agent events -> the session's SSE events (and the compaction hook)."""
+    def _relay(
+        self,
+        session_id: str,
+        name: str,
+        payload: dict[str, Any],
+        tag: dict[str, Any] | None = None,
+    ) -> None:
+        """Agent events -> the session's SSE events (and the compaction hook).
+
+        A subagent's events (``subagent_event``) go to the same stream, each tagged with
+        the child's ``sessionId`` and its ``parentSessionId``; ``subagent_started`` and
+        ``subagent_finished`` frame them. ``tag`` is that tag while relaying one."""
         log = self.hub.log(session_id)
-        if name == "turn_started":
+        tag = tag or {}
+        subject = tag.get("sessionId", session_id)
+        if name == "subagent_event":
+            inner = {
+                "sessionId": payload["session_id"],
+                "parentSessionId": payload["parent_session_id"],
+            }
+            event, data = payload["event"], payload["payload"]
+            if event == "text_delta":
+                log.publish("text_delta", {**inner, "text": data["text"]})
+            elif event != "turn_started":  # subagent_started says it
+                self._relay(session_id, event, data, inner)
+        elif name in ("subagent_started", "subagent_finished"):
+            log.publish(
+                name,
+                {
+                    "sessionId": payload["session_id"],
+                    "parentSessionId": payload["parent_session_id"],
+                    "toolCallId": payload["call_id"],
+                    "agent": payload["agent"],
+                    **{k: payload[k] for k in ("description", "stopped", "steps") if k in payload},
+                },
+            )
+        elif name == "turn_started":
             log.publish("turn_started", {"sessionId": session_id})
         elif name == "tool_started":
             call = payload["call"]
             log.publish(
                 "tool_call",
                 {
+                    **tag,
                     "step": payload["step"],
                     "id": call.id,
                     "name": call.name,
@@ -389,6 +423,7 @@ class AgentRunner:
             log.publish(
                 "tool_result",
                 {
+                    **tag,
                     "step": payload["step"],
                     "toolCallId": payload["call"].id,
                     "name": payload["call"].name,
@@ -400,19 +435,21 @@ class AgentRunner:
         elif name == "compacted":
             r = payload["result"]
             data = {
-                "sessionId": session_id,
+                **tag,
+                "sessionId": subject,
                 "coversFrom": r.covers_from,
                 "coversUpTo": r.covers_up_to,
                 "messagesSummarized": r.messages_summarized,
                 "messagesKept": r.messages_kept,
                 "checkpointId": r.checkpoint.id if r.checkpoint is not None else None,
-                "checkpointNumber": self._checkpoint_number(session_id, r.checkpoint),
+                "checkpointNumber": self._checkpoint_number(subject, r.checkpoint),
                 "reason": r.reason,
             }
             log.publish("context_compacted", data)
             self.hooks.fire("context_compacted", data)
         elif name in ("compaction_failed", "doom_loop", "step_limit", "context_length_exceeded"):
-            log.publish("notice", {"kind": name, "detail": str(payload.get("result") or payload)})
+            detail = str(payload.get("result") or payload)
+            log.publish("notice", {**tag, "kind": name, "detail": detail})
 
     def _checkpoint_number(self, session_id: str, checkpoint: Checkpoint | None) -> int | None:
         """The checkpoint's number within its session (#1 its first), as pages show it."""

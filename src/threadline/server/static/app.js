@@ -57,8 +57,14 @@ class LiveTurn {
     const url = `/v1/sessions/${encodeURIComponent(sessionId)}/events?after=${after}`;
     const source = new EventSource(url);
     this.source = source;
+    // A subagent's events carry its own sessionId: they go to its box, not the reply.
     const on = (name, handle) =>
-      source.addEventListener(name, (event) => handle(JSON.parse(event.data)));
+      source.addEventListener(name, (event) => {
+        const d = JSON.parse(event.data);
+        if (d.sessionId && d.sessionId !== sessionId) this.child(name, d);
+        else handle(d);
+      });
+    for (const name of ["subagent_started", "subagent_finished"]) on(name, () => {});
     on("turn_started", () => this.setState("running", "Running…"));
     on("text_delta", (d) => {
       if (!this.text) {
@@ -98,6 +104,39 @@ class LiveTurn {
     source.onerror = () => {
       if (source.readyState === EventSource.CLOSED) this.end("failed", "Lost the event stream.");
     };
+  }
+
+  // One box per subagent session, linking to its page, holding its live events.
+  child(name, d) {
+    this.subagents = this.subagents || new Map();
+    let box = this.subagents.get(d.sessionId);
+    if (!box) {
+      box = el("details", "subagent live-subagent");
+      box.open = true;
+      const head = el("summary", "", `Subagent ${d.agent || ""} `);
+      const link = el("a", "session-link", d.description || "its session");
+      link.href = `/sessions/${encodeURIComponent(d.sessionId)}`;
+      head.append(link);
+      box.append(head);
+      box.head = head;
+      this.subagents.set(d.sessionId, box);
+      this.assistant().append(box);
+      this.text = null;
+    }
+    if (name === "text_delta") {
+      if (!box.text) box.append((box.text = el("div", "text")));
+      box.text.textContent += d.text;
+    } else if (name === "tool_call") {
+      box.text = null;
+      box.append(el("p", "meta", `Tool call ${d.name}`));
+    } else if (name === "tool_result") {
+      box.text = null;
+      box.append(el("p", "meta", `Result of ${d.name}${d.isError ? " · error" : ""}`));
+    } else if (name === "subagent_finished") {
+      box.head.append(el("span", "meta", ` · ${d.stopped}`));
+    } else if (name !== "subagent_started") {
+      box.append(el("p", "notice", `${name}: ${d.kind || ""} ${d.detail || ""}`));
+    }
   }
 
   end(state, label) {
