@@ -156,13 +156,22 @@ def test_demo_command_runs_restarts_and_exports(sqlite_url: str, tmp_path: Path)
     assert "turn 40/40" in out and "Done: 40 turns" in out
     store = open_store(sqlite_url)
     try:
-        (info,) = store.list_sessions().items
+        (info,) = store.list_sessions(top_level=True).items
         # the fresh process ran one more turn: its pid differs, and the store grew
         assert f"reopened session {info.id}" in out
         assert "[pid " in out and f"[pid {os.getpid()}]" not in out
-        expected = sum(len(t.messages()) for t in coding_run(41))
+        delegation = 4  # request, task call, the subagent's answer, the closing reply
+        expected = sum(len(t.messages()) for t in coding_run(41)) + delegation
         assert info.message_count == expected
         assert store.lock_holder(info.id) is None
+        # the subagent ran in a child session of the demo session, and its answer came back
+        (child,) = store.list_sessions(parent=info.id).items
+        assert child.agent == "reviewer" and child.message_count == 4
+        assert f"task -> reviewer: child session {child.id} created" in out
+        answer = store.get_session(child.id).messages()[-1].text
+        assert "InvalidOperation appears in" in answer
+        assert f"answer returned as the tool result: {answer}"[:60] in out
+        assert "Subagents:" in out and "1 child session, 4 messages" in out
     finally:
         store.close()
     assert "Context Status" in out and "Compaction Triggers" in out

@@ -224,8 +224,9 @@ class Agent:
 
     With ``config.agents`` the agent gets the ``task`` tool (``threadline.agent.subagents``);
     ``subagent_factory`` builds the agent that runs a delegate's config (default: an
-    ``Agent`` on this store with the delegate's own model; ``agent_dirs`` is where
-    delegates are looked up, default ``./agents`` then the user config dir).
+    ``Agent`` on this store with the delegate's own model); delegates are the configs
+    ``agent_configs`` names (built in code), else files in ``agent_dirs`` (default
+    ``./agents`` then the user config dir).
     """
 
     def __init__(
@@ -244,6 +245,7 @@ class Agent:
         extractor: Extractor | None = None,
         subagent_factory: AgentFactory | None = None,
         agent_dirs: Sequence[Path] | None = None,
+        agent_configs: Mapping[str, AgentConfig] | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -275,11 +277,12 @@ class Agent:
                     self.tools.register(tool)
         self._subagent_factory = subagent_factory
         self._agent_dirs = agent_dirs
+        self._agent_configs = agent_configs
         self.subagents: Subagents | None = None
         """The ``task`` tool's delegates (None unless ``config.agents``)."""
         if config.agents:
             self.subagents = Subagents(
-                load_delegates(config, agent_dirs),
+                load_delegates(config, agent_dirs, agent_configs),
                 factory=subagent_factory or self._child_agent,
                 cancel=lambda: self._cancel,
                 emit=lambda name, payload: self._emit(name, **payload),  # type: ignore[arg-type]
@@ -362,6 +365,7 @@ class Agent:
             now=self._now,
             subagent_factory=self._subagent_factory,
             agent_dirs=self._agent_dirs,
+            agent_configs=self._agent_configs,
         )
 
     # -- sessions and views -------------------------------------------------------------

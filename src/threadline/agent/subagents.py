@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -118,14 +118,19 @@ def one_line(text: str) -> str:
     return line if len(line) <= MAX_HINT_CHARS else line[: MAX_HINT_CHARS - 1] + "\u2026"
 
 
-def load_delegates(config: AgentConfig, dirs: Sequence[Path] | None = None) -> list[Delegate]:
-    """``config.agents`` loaded, in their listed order; one that does not load is kept
-    with its error (a call to it is an error result that says why)."""
+def load_delegates(
+    config: AgentConfig,
+    dirs: Sequence[Path] | None = None,
+    known: Mapping[str, AgentConfig] | None = None,
+) -> list[Delegate]:
+    """``config.agents`` loaded, in their listed order (a name in ``known``, configs a
+    program built in code, before any file); one that does not load is kept with its
+    error (a call to it is an error result that says why)."""
     out: list[Delegate] = []
     seen: set[str] = set()
     for ref in config.agents:
         try:
-            loaded = load_agent(ref, dirs=dirs)
+            loaded = known[ref] if known and ref in known else load_agent(ref, dirs=dirs)
             delegate = Delegate(name=loaded.name, ref=ref, config=loaded)
         except Exception as exc:  # a ConfigError, or an unreadable file
             logger.warning("agent %s cannot delegate to %s: %s", config.name, ref, exc)
@@ -146,11 +151,13 @@ def _ref_name(ref: str) -> str:
 
 
 def subagent_hints(
-    config: AgentConfig, dirs: Sequence[Path] | None = None
+    config: AgentConfig,
+    dirs: Sequence[Path] | None = None,
+    known: Mapping[str, AgentConfig] | None = None,
 ) -> list[tuple[str, str]]:
     """``(name, one-line description)`` of each agent ``config`` may delegate to, in its
     listed order (stable, for the system prompt's cached prefix)."""
-    return [(d.name, d.description) for d in load_delegates(config, dirs)]
+    return [(d.name, d.description) for d in load_delegates(config, dirs, known)]
 
 
 # -- the task tool -------------------------------------------------------------------------

@@ -8,7 +8,9 @@ context against its small budget, the compactions and the pruned tool
 results. Then the demo *restarts*: a fresh ``python -m threadline.cli.app``
 process reopens the session from disk, runs one more turn and prints the
 context report with the compaction-trigger bars, which shows that nothing
-lived only in memory. Last come ``sessions list`` and a Markdown export.
+lived only in memory. Last come ``sessions list`` and a Markdown export. Between the
+run and the restart, the demo agent delegates a review to a subagent, which works in a
+child session of the demo session (``cli.demo_subagent``).
 
 The library half is ``threadline.demo.run``; this module only renders it. The
 hidden ``--resume ID`` option is the fresh process's entry point. ``--memory``
@@ -33,8 +35,10 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.text import Text
 
+from threadline.cli.demo_subagent import print_subagent_demo
 from threadline.cli.errors import PROGRAM
-from threadline.cli.render import make_console, page_footer, plural, sessions_table, shorten
+from threadline.cli.lineage import lineage_tree
+from threadline.cli.render import make_console, page_footer, plural, shorten
 from threadline.cli.sessions import write_atomically
 from threadline.cli.state import get_state
 from threadline.demo.run import (
@@ -50,6 +54,7 @@ from threadline.demo.run import (
 from threadline.errors import ModelError
 from threadline.interop.export import to_markdown
 from threadline.report.context import checkpoint_number, session_context
+from threadline.report.lineage import forest
 from threadline.store import Store
 from threadline.store.base import MAX_INT
 
@@ -217,9 +222,9 @@ def _listing_and_export(
     console: Console, store: Store, session_id: str, export: Path | None
 ) -> None:
     console.print()
-    console.print(Text(f"$ threadline sessions list -n {DEMO_LIST_SIZE}", style="dim"))
-    page = store.list_sessions(limit=DEMO_LIST_SIZE)
-    console.print(sessions_table(store, page, width=console.width))
+    console.print(Text(f"$ threadline sessions list --tree -n {DEMO_LIST_SIZE}", style="dim"))
+    page = store.list_sessions(limit=DEMO_LIST_SIZE, top_level=True)
+    console.print(lineage_tree(store, forest(store, page.items, nested=True)))
     console.print(page_footer(page))
     session = store.get_session(session_id)
     path = export or Path(tempfile.gettempdir()) / EXPORT_NAME.format(id=session.id[:8])
@@ -313,6 +318,7 @@ def demo(
     _header(console, state.store_url, turns, seed)
     result = _run_with_status(console, store, turns, seed)
     _summary(console, result)
+    print_subagent_demo(console, store, result.session_id)
     _restart(console, state.store_url, result.session_id)
     _listing_and_export(console, store, result.session_id, export)
 
