@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.fakes import FakeOpenAI, FakeToolCall, Reply
 from threadline import Store, open_store
@@ -547,3 +549,97 @@ def test_the_session_page_links_a_task_result_to_the_childs_session(
     for kid in children_of(store, parent):
         assert f'href="/sessions/{kid.id}">its session</a>' in html
     assert "Answered by subagent researcher" in html
+
+
+# -- the invariant, for any mix of outcomes ------------------------------------------------
+
+OUTCOMES = ("answer", "model_error", "step_limit", "unknown_agent", "empty_prompt")
+EXPECTED_KIND = {
+    "model_error": "subagent_failed",
+    "step_limit": "subagent_step_limit",
+    "unknown_agent": "bad_arguments",
+    "empty_prompt": "bad_arguments",
+}
+
+
+def _child_script(prompt: str) -> list[Any]:
+    """What a child's (scripted) model does, read from its prompt: ``outcome:index``."""
+    from threadline.errors import ModelError
+    from threadline.llm.scripted import tool_call
+
+    outcome, index = prompt.split(":")
+    if outcome == "model_error":
+        return [ModelError(f"provider down for task {index}")]
+    if outcome == "step_limit":
+        return [tool_call("scratchpad_list", id=f"inner_{index}")]
+    return [f"answer {index}"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    outcomes=st.lists(st.sampled_from(OUTCOMES), min_size=1, max_size=6),
+    cancel_first=st.booleans(),
+)
+def test_every_task_call_gets_one_result_in_order_and_every_session_stays_valid(
+    outcomes: list[str], cancel_first: bool
+) -> None:
+    from threadline.llm.scripted import ScriptedChatModel, tool_call
+
+    store = open_store("memory://")
+    worker = AgentConfig.model_validate(
+        {"name": "worker", "summarizer": "extractive", "max_steps": 1, "tools": ["scratchpad_list"]}
+    )
+    cancel = threading.Event()
+
+    def factory(config: AgentConfig) -> Agent:
+        def first(request: Any) -> Any:  # the child's first call reads its own prompt
+            if cancel_first:
+                cancel.set()  # the parent is cancelled while this child runs
+            script = _child_script(request.messages[-1].text)
+            item = script[0]
+            if isinstance(item, Exception):
+                raise item
+            return item
+
+        return Agent(config, store=store, model=ScriptedChatModel([first]))
+
+    calls = [
+        tool_call(
+            TASK_TOOL,
+            id=f"call_{i}",
+            agent="nobody" if outcome == "unknown_agent" else "worker",
+            description=f"task {i}",
+            prompt="  " if outcome == "empty_prompt" else f"{outcome}:{i}",
+        )
+        for i, outcome in enumerate(outcomes)
+    ]
+    parent = Agent(
+        parent_config("worker"),
+        store=store,
+        model=ScriptedChatModel([calls, "all done"]),
+        subagent_factory=factory,
+        agent_configs={"worker": worker},
+    )
+    session = parent.new_session()
+    result = parent.run_turn(session, "Fan out.", cancel=cancel)
+
+    stored = session.messages()
+    results = [m for m in stored if m.role == "tool"]
+    assert [m.tool_call_id for m in results] == [c.id for c in calls]  # one each, in order
+    runs = any(o in ("answer", "model_error", "step_limit") for o in outcomes)
+    cancelled = cancel_first and runs
+    assert result.stopped == ("cancelled" if cancelled else "done")
+    for outcome, message in zip(outcomes, results, strict=True):
+        kind = message.metadata.get("error_kind")
+        if kind == "cancelled":
+            assert cancel_first and outcome in ("answer", "model_error", "step_limit")
+        elif outcome == "answer":
+            assert kind is None and message.text == f"answer {message.tool_call_id[5:]}"
+        else:
+            assert kind == EXPECTED_KIND[outcome], (outcome, message.text)
+    assert_valid(store, session.id)
+    children = children_of(store, session.id)
+    assert len(children) <= sum(o in ("answer", "model_error", "step_limit") for o in outcomes)
+    for info in children:
+        assert info.metadata[SUBAGENT_KEY]["tool_call_id"] in {c.id for c in calls}
+        assert_valid(store, info.id)
