@@ -146,11 +146,17 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+_HARNESS_RE = re.compile(r"<([a-z][\w-]*)>.*?</\1>", re.S)
+"""A block a coding tool puts in the user's turn (``<ide_opened_file>``,
+``<system-reminder>``, ``<command-name>``): the tool speaking, not the person."""
+
+
 def said(message: Message) -> str:
     """What a message says, less an assistant's acknowledgements ("Noted. I'll remember
-    that."): a receipt repeats the user, it is no signal, fact or entity of its own."""
+    that.": a receipt repeats the user, it is no signal, fact or entity of its own) and
+    less the blocks a coding tool adds to a user's turn."""
     if message.role != "assistant":
-        return message.text
+        return _HARNESS_RE.sub(" ", message.text).strip()
     return " ".join(s for s in sentences(message.text) if not ACKNOWLEDGEMENT_RE.match(s))
 
 
