@@ -259,3 +259,10 @@ def test_a_statement_said_about_others_names_its_speaker() -> None:
         Message.user("The new bakery on Main Street opens on Friday at eight.", name="Tom", seq=1)
     )
     assert fact.startswith("Tom said the new bakery on Main Street opens")
+
+
+def test_a_note_to_remember_is_a_fact_though_not_in_the_first_person() -> None:
+    assert facts_of(Message.user("Remember that the staging database is orbit-db.", seq=1)) == [
+        "Remember that the staging database is orbit-db."
+    ]
+    assert facts_of(Message.user("The weather was nice.", name="Tom", seq=1)) == []

@@ -416,17 +416,20 @@ class ExtractiveExtractor(Extractor):
 
 def _substantial(group: list[Unit], names: tuple[str, ...]) -> bool:
     """Whether a turn's statements are worth a fact: enough words of substance, or fewer
-    from a speaker about themself with a sign of a fact (a preference, a plan, a number,
-    something of theirs: "My daughter is 7", "I always drink oat milk")."""
+    with a sign of a fact (a preference, a plan, a decision, "remember", an id; from a
+    speaker about themself, a number or something of theirs: "My daughter is 7")."""
     text = " ".join(u.text for u in group)
     n = len(content_words(text, names=names))
     if n >= MIN_TURN_WORDS:
         return True
+    if _NOTE_RE.search(text) or DECISION_RE.search(text) or _ID_RE.search(text):
+        return True  # "Remember that the staging database is orbit-db", a decision, an id
     mine = any(u.first_person for u in group)
     sign = SIGNAL_RE.search(text) or _NUMBER_RE.search(text) or _MY_THING_RE.search(text)
     return mine and sign is not None
 
 
+_NOTE_RE = re.compile(r"\b(?:remember|important|deadline|note that|keep in mind)\b", re.I)
 _MY_THING_RE = re.compile(r"\b(?:my|our)\s+\w+", re.I)
 _NUMBER_RE = re.compile(r"\d")
 
