@@ -47,10 +47,14 @@ def test_preferences_decisions_and_statements_become_facts_with_provenance() -> 
     ]
     out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s1")
     facts = {f.statement: f for f in out.facts}
-    assert facts["Ana prefers vim over emacs."].kind == "preference"
-    assert facts["We decided to go with PostgreSQL."].kind == "decision"
-    assert facts["Ana always runs tests before pushing."].subject == "Ana"
-    lives = facts["Ana lives in Porto now."]
+    prefers = facts["Ana prefers vim over emacs. Ana always runs tests before pushing."]
+    assert (prefers.kind, prefers.subject, prefers.slot) == (
+        "preference",
+        "Ana",
+        "prefers over emacs",
+    )
+    lives = facts["Ana and others decided to go with PostgreSQL. Ana lives in Porto now."]
+    assert lives.kind == "decision"
     assert (lives.subject, lives.slot, lives.object) == ("Ana", "lives in", "Porto")
     assert all(f.sources[0].session_id == "s1" for f in out.facts)
     assert {f.seq for f in out.facts} == {4, 6}
@@ -113,7 +117,9 @@ def test_sentences_do_not_split_inside_names_domains_versions_or_paths() -> None
     out = ExtractiveExtractor().extract(
         [Message.user(text.splitlines()[0], seq=1)], scope="agent:a", session_id="s"
     )
-    assert out.facts[0].statement.startswith("We decided to deploy Orbit on Fly.io in the")
+    assert out.facts[0].statement.startswith(
+        "The user and others decided to deploy Orbit on Fly.io in the"
+    )
     assert "Fly.io" in {e.name for e in out.entities}
 
 
@@ -137,11 +143,15 @@ def test_a_fact_about_a_named_person_has_that_person_as_subject() -> None:
     out = ExtractiveExtractor().extract([said], scope="agent:a", session_id="s")
     (fact,) = out.facts
     assert fact.subject == "Priya Raman"
-    assert fact.statement == said.text  # not first person: kept as said
+    written = (
+        "Priya Raman owns the invoices module, and the user and others never page Priya "
+        "on weekends."
+    )
+    assert fact.statement == written
     memory = open_memory(open_store("memory://"))
     memory.store_extraction("agent:a", out)
     report = memory.recall("Priya Raman", scopes=["agent:a"])
-    assert report is not None and [f.statement for f in report.facts] == [said.text]
+    assert report is not None and [f.statement for f in report.facts] == [written]
 
 
 def test_slots_only_for_single_valued_things() -> None:
@@ -186,3 +196,73 @@ def test_date_labels_resolve_relative_dates_against_the_turn() -> None:
     said = datetime(2023, 5, 8, tzinfo=UTC)
     assert date_labels("I went there yesterday", said) == ["2023-05-07"]
     assert date_labels("back in 2019 and in June 2021", said) == ["2021-06", "2019"]
+
+
+def facts_of(*messages: Message) -> list[str]:
+    out = ExtractiveExtractor().extract(list(messages), scope="agent:a", session_id="s")
+    return [f.statement for f in out.facts]
+
+
+def test_every_statement_of_a_person_becomes_a_third_person_fact() -> None:
+    """The turns issue 23 found missed, written with the speaker as subject."""
+    (fact,) = facts_of(
+        Message.user(
+            "This necklace is a gift from my grandma in my home country, Sweden. My daughter "
+            "Anneliese is 7 years old. I'm keen on counseling.",
+            name="Caroline",
+            seq=2,
+        )
+    )
+    assert fact == (
+        "This necklace is a gift from Caroline's grandma in Caroline's home country, Sweden. "
+        "Caroline's daughter Anneliese is 7 years old. Caroline is keen on counseling."
+    )
+    assert facts_of(Message.user("I always drink oat milk in my coffee.", seq=1)) == [
+        "The user always drinks oat milk in the user's coffee."
+    ]
+
+
+def test_greetings_questions_and_acknowledgements_are_no_facts() -> None:
+    for said in ("Hey Caroline! We got this!", "Thanks!", "How are the kids doing?", "Wow, cool!"):
+        assert facts_of(Message.user(said, name="Melanie", seq=1)) == [], said
+    (fact,) = facts_of(
+        Message.user("Hi, my name is Dana Whitfield. I lead the Orbit billing service.", seq=1)
+    )
+    assert fact == ("The user's name is Dana Whitfield. The user leads the Orbit billing service.")
+
+
+def test_pronouns_resolve_to_the_speaker_and_the_person_spoken_to() -> None:
+    (fact,) = facts_of(
+        Message.user("How was the trip?", name="Melanie", seq=1),
+        Message.user(
+            "My friends mean the world to me. They've been there through everything, I have "
+            "known these friends for 4 years. You should meet them at the lake house.",
+            name="Caroline",
+            seq=2,
+        ),
+    )
+    assert fact == (
+        "Caroline's friends mean the world to Caroline. They've been there through "
+        "everything, Caroline has known these friends for 4 years. Caroline said Melanie "
+        "should meet them at the lake house."
+    )
+
+
+def test_names_are_kept_whole() -> None:
+    found = kinds("I moved to São Paulo, then St. Louis; J.R.R. Tolkien and Fly.io too.")
+    assert {"São Paulo", "St. Louis", "J.R.R. Tolkien", "Fly.io"} <= set(found)
+    assert "Paulo" not in found
+
+
+def test_a_statement_said_about_others_names_its_speaker() -> None:
+    (fact,) = facts_of(
+        Message.user("The new bakery on Main Street opens on Friday at eight.", name="Tom", seq=1)
+    )
+    assert fact.startswith("Tom said the new bakery on Main Street opens")
+
+
+def test_a_note_to_remember_is_a_fact_though_not_in_the_first_person() -> None:
+    assert facts_of(Message.user("Remember that the staging database is orbit-db.", seq=1)) == [
+        "Remember that the staging database is orbit-db."
+    ]
+    assert facts_of(Message.user("The weather was nice.", name="Tom", seq=1)) == []

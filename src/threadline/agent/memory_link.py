@@ -11,7 +11,9 @@ With ``memory.enabled`` an agent gets four things from here:
 * a ``before_compaction`` hook that flushes pending extraction for the range a
   compaction is about to summarize, so no fact is summarized away unsaved;
 * with ``auto_extract``, a flush of what a session left pending below the
-  threshold when the agent moves to another session or is closed.
+  threshold when the agent moves to another session or is closed, and, at its
+  first session, of what an earlier run of the agent left pending (killed before
+  it could flush: the pending state is durable).
 
 Memory is an addition: a failure here is logged and reported as an agent event,
 never a failed turn.
@@ -96,8 +98,11 @@ class AgentMemory:
             threshold=config.extraction_threshold,
             auto_extract=config.auto_extract,
         )
+        self.store = store
+        self.agent_name = agent_name
         self._now = now
         self.on_event = on_event
+        self._orphans_checked = False
         self._session: Session | None = None
         self._recalled: dict[str, tuple[int, list[MemoryHit]]] = {}
         """Per session: the request seq the hits were fetched for, and the hits."""
@@ -123,6 +128,36 @@ class AgentMemory:
         previous, self._session = self._session, session
         if previous is not None and previous.id != session.id:
             self._flush_left(previous)
+        if not self._orphans_checked:
+            self._orphans_checked = True
+            self._flush_orphans(session)
+
+    def _flush_orphans(self, current: Session) -> None:
+        """Flush what an earlier run of this agent left pending (killed before it could):
+        the pending state is durable, this is where it is picked up. Sessions another live
+        process (or another agent of this one) holds are left to it."""
+        if not self.config.auto_extract:
+            return
+        try:
+            orphans = [s for s in self.memory.pending_sessions() if s != current.id]
+        except Exception as exc:
+            self._failed("flush", current, exc)
+            return
+        for session_id in orphans:
+            try:
+                info = self.store.session_info(session_id)
+                holder = self.store.lock_holder(session_id)
+            except Exception:  # deleted since: nothing to extract from
+                continue
+            if info.agent != self.agent_name:
+                continue
+            if holder is not None and not holder.is_stale():
+                continue  # in use (here or elsewhere): its own agent flushes it
+            session = self.store.get_session(session_id)
+            try:
+                self.flush(session)
+            except Exception as exc:  # still pending: the next run tries again
+                self._failed("flush", session, exc)
 
     def _flush_left(self, session: Session) -> None:
         if not self.config.auto_extract:

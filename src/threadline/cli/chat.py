@@ -806,6 +806,7 @@ def chat(
             echo(result.text)
         finally:
             controller.close()
+            agent.close()  # flushes the memory extraction the session left pending
     finally:
         _close_model(chat_model)
 

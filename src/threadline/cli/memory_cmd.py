@@ -1,4 +1,4 @@
-"""``threadline memory ...``: list, search, show, add, forget, export and import memories.
+"""``threadline memory ...``: list, search, show, add, forget, build, export and import.
 
 Long-term memory lives beside the sessions, in the store ``--store`` names
 (``threadline.memory``). Every command works on one *scope*: ``--scope`` when
@@ -15,6 +15,8 @@ stable document instead:
 ``memory forget --json``:: ``{"id", "forgotten": true}``
 ``memory import --json``:: ``{"imported": N, "scope", "added", "kept", "replaced",
 "other_scopes": {scope: N}}`` (``imported`` = added + replaced)
+``memory build --json``:: ``{"sessions", "extracted_sessions", "messages", "facts",
+"scopes": {scope: facts added}}``
 
 ``memory export`` writes the memory's own JSON document (``-o -``: stdout),
 which ``memory import`` reads back.
@@ -68,7 +70,10 @@ ScopeOpt = Annotated[
         help="Memory scope (agent:NAME, user:NAME, project:NAME; default: --agent's).",
     ),
 ]
-AgentOpt = Annotated[str, typer.Option("--agent", "-a", help="Use this agent's memory scope.")]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option("--agent", "-a", help="Use this agent's memory scope (default: the built-in)."),
+]
 
 
 class MemoryNotFound(ThreadlineError, KeyError):
@@ -80,18 +85,45 @@ class MemoryNotFound(ThreadlineError, KeyError):
         return str(self.args[0]) if self.args else "not found"
 
 
-def resolve_scope(scope: str | None, agent: str) -> str:
-    """``--scope`` as given, else the scope the agent writes to."""
+def resolve_scope(scope: str | None, agent: str | None) -> str:
+    """``--scope`` as given, else the scope the agent writes to; both at once is refused
+    (one of them would silently lose)."""
     from threadline.agent.config import find_agent_file, load_agent_file
     from threadline.memory import scope_for
 
+    if scope is not None and agent is not None:
+        raise UsageError(
+            f"give --scope or --agent, not both (--scope {scope} names the memory itself; "
+            f"--agent {agent} names the agent whose memory it is)"
+        )
     if scope is not None:
-        return scope_for(agent, scope.strip())
+        return scope_for(DEFAULT_AGENT, scope.strip())
+    agent = agent if agent is not None else DEFAULT_AGENT
     configured = None
     found = find_agent_file(agent)
     if found is not None:
         configured = load_agent_file(found).memory.scope
     return scope_for(agent, configured)
+
+
+def check_agent_known(ctx: typer.Context, agent: str | None, scope: str) -> None:
+    """``--agent NAME`` must name an agent: the built-in, one with an agent file, one with
+    sessions in the store, or one whose memory holds something. A typo is an error, not
+    an empty list."""
+    from threadline.agent.config import find_agent_file
+
+    if agent is None or agent == DEFAULT_AGENT or find_agent_file(agent) is not None:
+        return
+    store = store_of(ctx)
+    if store.list_sessions(agent=agent, limit=1).items:
+        return
+    memory = _memory(ctx)
+    if memory.list_entities(scope) or memory.list_facts(scope, include_superseded=True):
+        return
+    raise MemoryNotFound(
+        f"no agent named {agent!r}: no agent file, no sessions and no memory in {scope} "
+        "(threadline sessions list shows each session's agent)"
+    )
 
 
 def _memory(ctx: typer.Context, *, create: bool = False) -> MemoryStore:
@@ -174,7 +206,7 @@ def report_blocks(report: EntityReport) -> list[Any]:
 def list_facts(
     ctx: typer.Context,
     scope: ScopeOpt = None,
-    agent: AgentOpt = DEFAULT_AGENT,
+    agent: AgentOpt = None,
     all_: Annotated[
         bool, typer.Option("--all", help="Also superseded and forgotten facts.")
     ] = False,
@@ -185,6 +217,7 @@ def list_facts(
 ) -> None:
     """The facts of a scope, newest first, with where each was learned."""
     where = resolve_scope(scope, agent)
+    check_agent_known(ctx, agent, where)
     memory = _memory(ctx)
     facts = memory.list_facts(where, include_superseded=all_)
     facts = sorted(facts, key=lambda f: f.observed_at, reverse=True)[:limit]
@@ -214,7 +247,7 @@ def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for (words, names, dates).")],
     scope: ScopeOpt = None,
-    agent: AgentOpt = DEFAULT_AGENT,
+    agent: AgentOpt = None,
     k: Annotated[
         int, typer.Option("-k", "--limit", min=1, max=MAX_K, help="Most hits.")
     ] = DEFAULT_K,
@@ -224,6 +257,7 @@ def search(
     if not query.strip():
         raise UsageError("memory search: the query is empty")
     where = resolve_scope(scope, agent)
+    check_agent_known(ctx, agent, where)
     hits = _memory(ctx).search(query, scopes=[where], k=k)
     if as_json:
         print_json({"query": query, "scopes": [where], "items": [_dump(h) for h in hits]})
@@ -239,11 +273,12 @@ def show(
     ctx: typer.Context,
     entity: Annotated[str, typer.Argument(metavar="ENTITY", help="An entity's name or alias.")],
     scope: ScopeOpt = None,
-    agent: AgentOpt = DEFAULT_AGENT,
+    agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Everything known about one entity: its facts (current first) and relations."""
     where = resolve_scope(scope, agent)
+    check_agent_known(ctx, agent, where)
     report = _memory(ctx).recall(entity, scopes=[where])
     if report is None:
         raise MemoryNotFound(f"no entity named {entity!r} in {where}")
@@ -263,7 +298,7 @@ def add(
         str | None, typer.Option("--subject", help="The entity it is about.")
     ] = None,
     scope: ScopeOpt = None,
-    agent: AgentOpt = DEFAULT_AGENT,
+    agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Store one fact explicitly (it supersedes an older fact on the same subject and slot)."""
@@ -299,7 +334,7 @@ def forget(
         str, typer.Argument(metavar="FACT_ID", help="Fact id or a unique prefix (4+).")
     ],
     scope: ScopeOpt = None,
-    agent: AgentOpt = DEFAULT_AGENT,
+    agent: AgentOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Mark a fact forgotten: kept for the record, never recalled again."""
@@ -320,7 +355,7 @@ def forget(
 def export(
     ctx: typer.Context,
     scope: ScopeOpt = None,
-    agent: AgentOpt = DEFAULT_AGENT,
+    agent: AgentOpt = None,
     every_scope: Annotated[
         bool, typer.Option("--every-scope", help="Export every scope in the store.")
     ] = False,
@@ -379,7 +414,7 @@ def import_(
     ctx: typer.Context,
     path: Annotated[str, typer.Argument(metavar="PATH|-", help="A memory export (- for stdin).")],
     scope: ScopeOpt = None,
-    agent: AgentOpt = DEFAULT_AGENT,
+    agent: AgentOpt = None,
     replace: Annotated[
         bool,
         typer.Option("--replace", help="Overwrite records of the scope already present (same id)."),
@@ -411,6 +446,84 @@ def import_(
     if report.other_scopes:
         others = ", ".join(f"{s} ({n})" for s, n in report.other_scopes.items())
         typer.echo(f"passed over records of other scopes: {others}", err=True)
+
+
+@app.command("build")
+def build(
+    ctx: typer.Context,
+    session_ids: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[ID...]", help="Sessions (ids or unique prefixes) to build from."),
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every session in the store.")] = False,
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="Every session of this agent.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Extract memory from stored sessions (imported ones too), each into its agent's scope,
+    from where the last extraction of it stopped: a second build adds nothing."""
+    from threadline.memory import open_memory
+    from threadline.memory.build import agent_sessions, build_memory
+
+    ids = [i.strip() for i in session_ids or [] if i.strip()]
+    if sum((bool(ids), every, agent is not None)) != 1:
+        raise UsageError("memory build: give session ids, --agent NAME or --all (one of them)")
+    store = store_of(ctx)
+    memory = open_memory(store)
+    ctx.call_on_close(memory.close)
+    if ids:
+        chosen = [store.session_info(store.resolve_id(i)) for i in ids]
+    else:
+        chosen = list(agent_sessions(store, agent))
+        if agent is not None and not chosen:
+            check_agent_known(ctx, agent, resolve_scope(None, agent))
+    scopes: dict[str, str] = {}
+
+    def scope_of(name: str) -> str:
+        if name not in scopes:
+            scopes[name] = resolve_scope(None, name)
+        return scopes[name]
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    err = make_console(stderr=True)
+    with Progress(
+        TextColumn("extracting"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("messages"),
+        console=err,
+        disable=as_json or not err.is_terminal,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("build", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        report = build_memory(store, memory, chosen, scope_of=scope_of, progress=progress)
+    if as_json:
+        print_json(
+            {
+                "sessions": report.sessions,
+                "extracted_sessions": report.extracted_sessions,
+                "messages": report.messages,
+                "facts": report.facts,
+                "scopes": report.scopes,
+            }
+        )
+        return
+    line = (
+        f"added {plural(report.facts, 'fact')} from {plural(report.messages, 'message')} "
+        f"in {plural(report.extracted_sessions, 'session')}"
+    )
+    current = report.sessions - report.extracted_sessions
+    if current:
+        line += f"; {plural(current, 'session')} already up to date"
+    typer.echo(line)
+    for where, n in sorted(report.scopes.items()):
+        typer.echo(f"  {where}: {plural(n, 'fact')}")
 
 
 # -- the memory demo (``threadline demo --memory``) -------------------------------------

@@ -229,6 +229,8 @@ class MemoryStore(Protocol):
 
     def set_pending(self, session_id: str, state: dict[str, Any]) -> None: ...
 
+    def pending_sessions(self) -> list[str]: ...
+
     def export(self, scope: str | None = None) -> dict[str, Any]: ...
 
     def import_(
@@ -288,7 +290,12 @@ def scope_for(agent_name: str, configured: str | None = None) -> str:
     ``configured`` may be a full scope (``user:ana``, ``project:site``) or a bare name,
     which becomes a project scope."""
     if configured:
-        if ":" not in configured:
-            configured = f"project:{configured}"
-        return check_scope(configured)
+        full = configured if ":" in configured else f"project:{configured}"
+        if not SCOPE_RE.fullmatch(full):
+            raise UsageError(
+                f"memory scope {configured!r} is not valid: give agent:NAME, user:NAME, "
+                "project:NAME or a bare NAME (a project scope); a NAME is letters, digits "
+                "and . _ @ -, at most 128"
+            )
+        return full
     return check_scope(f"agent:{agent_name}")

@@ -414,8 +414,20 @@ class Memory:
         found = self.records.get("pending", [session_id])
         return dict(found[0].get("state", {})) if found else {}
 
+    def pending_sessions(self) -> list[str]:
+        """Sessions with flagged messages not yet extracted (a process that ended without
+        flushing, killed or crashed, leaves them; the next run of the agent flushes them)."""
+        out = []
+        for body in self.records.find("pending", Where(scopes=[NO_SCOPE])):
+            state = body.get("state", {})
+            done = int(state.get("extracted_to", 0))
+            if any(int(s) > done for s in state.get("flagged", [])):
+                out.append(str(body.get("session_id") or ""))
+        return sorted(s for s in out if s)
+
     def set_pending(self, session_id: str, state: dict[str, Any]) -> None:
-        row = Row("pending", session_id, NO_SCOPE, session_id, "", {"state": state})
+        body = {"session_id": session_id, "state": state}
+        row = Row("pending", session_id, NO_SCOPE, session_id, "", body)
         with self.records.transaction():
             self.records.put([row])
 

@@ -15,16 +15,33 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from threadline.memory.base import Entity, Episode, Extraction, Extractor, Fact, Origin, Source
+from threadline.memory.base import (
+    MAX_STATEMENT_CHARS,
+    Entity,
+    Episode,
+    Extraction,
+    Extractor,
+    Fact,
+    Origin,
+    Source,
+)
 from threadline.memory.rules import STOPWORDS, derive_slot, name_key
+from threadline.memory.statements import Unit, content_words, third_person, units
 from threadline.memory.timeexpr import date_labels
 from threadline.messages import Message
 
 OBJECT_KINDS = frozenset({"place", "person", "organization", "project", "tool"})
 """Entities a fact may point at (its object): not paths, ids or dates."""
+SLOT_OBJECTS = {"lives in": "place", "works at": "organization"}
+"""The kind of entity a slot's value is, chosen as the fact's object first."""
 MIN_EPISODE_CHARS = 12
 MAX_EPISODE_CHARS = 2000
 MAX_FACT_CHARS = 400
+MIN_TURN_WORDS = 7
+"""Words of substance (``statements.content_words``) that make a turn's statements a fact
+by themselves; fewer need a sign of a fact about the speaker (``_substantial``). Chosen on
+LoCoMo's annotated observations (``bench/memory_extraction.py``): a lower bound stores
+more reactions ("Caroline said that painting is so beautiful") than facts."""
 
 KNOWN_TOOLS = frozenset(
     """python javascript typescript rust go java kotlin swift ruby php bash zsh fish git github
@@ -45,10 +62,15 @@ _ID_RE = re.compile(
 _PROJECT_RE = re.compile(
     r"\b(?:project|repo|repository|app|library|package)\s+([A-Za-z][\w-]*(?:\.[\w-]+)*)"
 )
+_UPPER = "A-ZÀ-ÖØ-Þ"
+_CAPITALISED = rf"[{_UPPER}][^\W\d_]+(?:['’-][^\W\d_]+)*"
 _NAME_RE = re.compile(
-    r"\b([A-Z][a-zA-Z'’-]+(?:\.[a-z]{2,}\b)*(?:\s+(?:of\s+|de\s+|van\s+)?[A-Z][a-zA-Z'’-]+){0,3})"
+    rf"(?<![\w.])((?:(?:[{_UPPER}]\.){{1,3}}\s?|(?:St|Mt|Dr|Mr|Mrs|Ms|Ft|Prof)\.\s)?"
+    rf"{_CAPITALISED}(?:\.[a-z]{{2,}}\b)*"
+    rf"(?:\s+(?:(?:of|de|da|do|dos|del|la|van|von|der)\s+)?{_CAPITALISED}){{0,3}})"
 )
-"""Capitalised words, a domain's dotted tail included (``Fly.io``)."""
+"""Capitalised words, accents included (``São Paulo``), with initials or a title before
+them (``J.R.R. Tolkien``, ``St. Louis``) and a domain's dotted tail (``Fly.io``)."""
 _PLACE_CUE = re.compile(r"\b(?:in|at|from|to|near|visit(?:ed|ing)?)\s+$", re.I)
 _PERSON_CUE = re.compile(
     r"\b(?:my|our|his|her)\s+(?:friend|wife|husband|partner|son|daughter|mom|mother|dad|father|"
@@ -61,7 +83,7 @@ _BREAK_RE = re.compile(r"(?<=[.!?])[\"'’”)\]]*\s+|\s*\n\s*")
 """Where a sentence may end: after ``.``/``!``/``?`` and white space, or at a line break; a
 dot inside a word (``Fly.io``, ``3.12.1``, ``app.toml``) is not an end."""
 _NO_END_RE = re.compile(
-    r"(?:\b(?:e\.g|i\.e|etc|vs|approx|Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr)|(?<!\w)[A-Z])\.$"
+    r"(?:\b(?:e\.g|i\.e|etc|vs|approx|Dr|Mr|Mrs|Ms|Prof|St|Mt|Ft|Jr|Sr)|(?<!\w)[A-Z])\.$"
 )
 """A piece ending in an abbreviation or an initial runs on into the next one."""
 ACKNOWLEDGEMENT_RE = re.compile(
@@ -77,7 +99,8 @@ PREFERENCE_RE = re.compile(
     r"\b(?:i|we)\s+(?:really\s+|usually\s+|always\s+|never\s+|mostly\s+)?"
     r"(?:prefer|use|like|love|enjoy|hate|dislike|can't stand|avoid)\b"
     r"|\b(?:always|never)\b|\bmy\s+fav(?:ou)?rite\b"
-    r"|\bi'?m\s+(?:a\s+)?(?:big\s+)?fan\s+of\b",
+    r"|\bi'?m\s+(?:a\s+)?(?:big\s+)?fan\s+of\b"
+    r"|\bi(?:'m| am)\s+(?:\w+\s+)?(?:keen on|interested in|passionate about|into|fond of)\b",
     re.I,
 )
 DECISION_RE = re.compile(
@@ -90,6 +113,7 @@ STATEMENT_RE = re.compile(
     r"\b(?:i|we)\s+(?:live|lived|moved|work|worked|started|joined|quit|bought|adopted|married|"
     r"graduated|studied|study|teach|volunteer|run|ran|play|went|visited|finished|became|got)\b"
     r"|\b(?:i|we)\s*(?:'m|am|are)\s+(?:a|an|from|in|at|working|going|planning|learning)\b"
+    r"|\b(?:i|we)\s+(?:want|plan|hope|intend|need)\s+to\b"
     r"|\bmy\s+(?:name|job|role|birthday|address|email|phone|team|company|goal|plan|dog|cat|"
     r"partner|wife|husband|kids?)\b",
     re.I,
@@ -99,39 +123,6 @@ SIGNAL_RE = re.compile(
     + r"|\bremember\b|\bdeadline\b|\bimportant\b",
     re.I,
 )
-_FIRST_PERSON = [
-    (re.compile(r"\bI'm\b|\bI am\b", re.I), "{s} is"),
-    (re.compile(r"\bI've\b", re.I), "{s} has"),
-    (re.compile(r"\bI'll\b", re.I), "{s} will"),
-    (re.compile(r"\bI'd\b", re.I), "{s} would"),
-    (re.compile(r"\bmy\b", re.I), "{s}'s"),
-    (re.compile(r"\bmine\b", re.I), "{s}'s"),
-    (re.compile(r"\bme\b", re.I), "{s}"),
-]
-_I_VERB_RE = re.compile(
-    r"\bI((?:\s+(?:really|usually|always|never|mostly|also|still|often|just|only|sometimes|"
-    r"rarely|actually|now))*)\s+([a-z]+?(?:n't)?)\b"
-)
-"""``I`` and the verb it governs (adverbs between): the verb takes the third person."""
-_KEEP_VERB = frozenset(
-    """will would can could should might must may shall was did had used won't wouldn't
-    can't couldn't shouldn't mightn't mustn't wasn't didn't hadn't went got saw made took
-    came gave found thought told became left felt brought began kept held wrote stood heard
-    let meant set met ran paid sat spoke led read grew lost fell sent built understood drew
-    broke spent cut drove bought wore chose taught caught sold fought won slept swam sang
-    ate drank flew forgot knew threw hung hid rode shot shut put hit quit hurt cost said
-    moved""".split()  # noqa: SIM905
-)
-"""Modals and past forms: the same after "she" as after "I"."""
-_THIRD_PERSON = {
-    "am": "is",
-    "have": "has",
-    "do": "does",
-    "go": "goes",
-    "don't": "doesn't",
-    "haven't": "hasn't",
-    "am not": "is not",
-}
 COMMON_CAPITALISED = frozenset(
     """i i'm i've i'll i'd ok okay yes no thanks thank hello hi hey wow oh yeah sure great cool
     awesome nice good well so and but also just really what when where why how who which
@@ -155,20 +146,31 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+_HARNESS_RE = re.compile(r"<([a-z][\w-]*)>.*?</\1>", re.S)
+"""A block a coding tool puts in the user's turn (``<ide_opened_file>``,
+``<system-reminder>``, ``<command-name>``): the tool speaking, not the person."""
+
+
 def said(message: Message) -> str:
     """What a message says, less an assistant's acknowledgements ("Noted. I'll remember
-    that."): a receipt repeats the user, it is no signal, fact or entity of its own."""
+    that.": a receipt repeats the user, it is no signal, fact or entity of its own) and
+    less the blocks a coding tool adds to a user's turn."""
     if message.role != "assistant":
-        return message.text
+        return _HARNESS_RE.sub(" ", message.text).strip()
     return " ".join(s for s in sentences(message.text) if not ACKNOWLEDGEMENT_RE.match(s))
 
 
 def is_signal(message: Message) -> bool:
-    """Whether a message probably holds something worth remembering (cheap: regexes)."""
+    """Whether a message probably holds something worth remembering: what the extractor
+    would write a fact for (a person's statement, a decision, a preference, an id)."""
     if message.role not in ("user", "assistant") or message.synthetic or message.summary:
         return False
     text = said(message)
-    return bool(text) and (SIGNAL_RE.search(text) is not None or _ID_RE.search(text) is not None)
+    if not text:
+        return False
+    if SIGNAL_RE.search(text) is not None or _ID_RE.search(text) is not None:
+        return True
+    return is_person(message) and bool(units(sentences(text)))
 
 
 def _kind_of(name: str, before: str) -> str:
@@ -199,10 +201,11 @@ def find_entities(text: str) -> list[tuple[str, str]]:
     for m in _PROJECT_RE.finditer(text):
         add(m.group(1), "project")
     for m in _TOOL_RE.finditer(text):
-        add(m.group(1).lower(), "tool")
+        if m.group(1) != "go":  # the verb; the language is written "Go"
+            add(m.group(1).lower(), "tool")
     for chunk in sentences(text):
         for m in _NAME_RE.finditer(chunk):
-            name = m.group(1).rstrip("'’-")
+            name = re.sub(r"['’]s$", "", m.group(1).rstrip("'’-"))
             at_start = m.start() == len(chunk) - len(chunk.lstrip())
             first = name.split()[0].casefold().rstrip("'’s")
             if first in COMMON_CAPITALISED or name.casefold() in STOPWORDS:
@@ -220,42 +223,14 @@ def find_entities(text: str) -> list[tuple[str, str]]:
     return list(found.values())
 
 
-def third_person_verb(verb: str) -> str:
-    """``prefer`` -> ``prefers``, ``watch`` -> ``watches``; past forms and modals as they are."""
-    if verb in _THIRD_PERSON:
-        return _THIRD_PERSON[verb]
-    if verb in _KEEP_VERB or verb.endswith(("ed", "n't")):
-        return verb
-    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return verb + "es"
-    if len(verb) > 2 and verb.endswith("y") and verb[-2] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-def third_person(sentence: str, subject: str) -> str:
-    """ "I moved to Porto" said by Ana -> "Ana moved to Porto"; "I always use pytest" ->
-    "Ana always uses pytest" (the verb agrees)."""
-    out = sentence
-    for pattern, replacement in _FIRST_PERSON:
-        out = pattern.sub(replacement.format(s=subject), out)
-    out = _I_VERB_RE.sub(lambda m: f"{subject}{m[1]} {third_person_verb(m[2])}", out)
-    out = re.sub(r"\bI\b", subject, out)
-    return out[:1].upper() + out[1:]
-
-
 def subject_of(sentence: str, speaker: str) -> tuple[str | None, bool]:
     """Who a sentence is about, and whether it is said in the first person.
 
     A sentence that opens with a name and a verb ("Priya Raman owns the invoices
     module") is about that name; else one in the first person is about the speaker."""
-    opening = _NAME_RE.match(sentence)
-    if opening is not None:
-        name = opening.group(1)
-        rest = sentence[opening.end() :].split()
-        known = dict(find_entities(sentence))
-        if rest and rest[0][:1].islower() and known.get(name) in ("person", "thing"):
-            return name, False
+    named = _opening_name(sentence)
+    if named is not None:
+        return named, False
     if re.search(r"\b(?:I|my|me|I'm|we|our)\b", sentence, re.I) is not None:
         return speaker, True
     return None, False
@@ -276,8 +251,58 @@ def _referent(message: Message) -> str:
     return message.name or f"the {message.role}"
 
 
+def is_person(message: Message) -> bool:
+    """A turn a person said: the user's, or a named speaker's in a conversation between
+    people (an imported dialogue); an unnamed assistant's replies are the model's."""
+    return message.role == "user" or (message.role == "assistant" and bool(message.name))
+
+
+def _opening_name(sentence: str) -> str | None:
+    """The name a sentence opens with, when a verb follows it ("Priya Raman owns ...")."""
+    opening = _NAME_RE.match(sentence)
+    if opening is None:
+        return None
+    name = opening.group(1)
+    rest = sentence[opening.end() :].split()
+    known = dict(find_entities(sentence))
+    if rest and rest[0][:1].islower() and known.get(name) in ("person", "thing"):
+        return name
+    return None
+
+
+def _lower_first(sentence: str, names: tuple[str, ...] = ()) -> str:
+    """A sentence to follow "Ana said": its first word lower-cased unless it is a name (it
+    is capitalised again later, or is one of the names found in it)."""
+    first = sentence.split(" ", 1)[0].strip(",.!'’")
+    if first in {n.split()[0] for n in names if n}:
+        return sentence
+    if not first or first == "I" or re.search(rf"(?<=[a-z,] ){re.escape(first)}\b", sentence):
+        return sentence
+    if any(name.split()[0] == first for name, _ in find_entities(sentence)):
+        return sentence
+    return sentence[:1].lower() + sentence[1:]
+
+
+def _dated(statement: str, when: datetime) -> str:
+    """The statement with the dates its relative time words stand for ("yesterday" said on
+    8 May 2023 -> "(2023-05-07)"), so the event keeps its time out of context."""
+    labels = [d for d in date_labels(statement, when) if d[:4] not in statement]
+    if not labels:
+        return statement
+    body = statement.rstrip(".!")
+    return f"{body} ({', '.join(labels)}){statement[len(body) :] or '.'}"
+
+
+def write_statement(unit: Unit, speaker: str, addressee: str | None, named: bool) -> str:
+    """One standalone third-person sentence for a unit a speaker said."""
+    text = third_person(unit.text, speaker, addressee)
+    if named and not unit.first_person and name_key(speaker) not in name_key(text):
+        text = f"{speaker} said {_lower_first(text, (speaker, addressee or ''))}"
+    return text
+
+
 class ExtractiveExtractor(Extractor):
-    """Regex and capitalisation rules; fast, offline, deterministic."""
+    """Sentence rules and capitalisation; fast, offline, deterministic."""
 
     def __init__(self, *, episodes: bool = True) -> None:
         self.episodes = episodes
@@ -285,19 +310,26 @@ class ExtractiveExtractor(Extractor):
 
     def extract_from(self, messages: list[Message], origin: Origin) -> Extraction:
         out = Extraction()
+        last_speaker: dict[bool, str] = {}
+        """The latest speaker of each kind (named person or not): who "you" is."""
         for m in messages:
             if m.seq is None or m.role not in ("user", "assistant") or m.synthetic or m.summary:
                 continue
             text = said(m).strip()
             if text:
                 when = origin.observed_at or m.created_at
-                out.extend(self._one(m, text, origin.scope, origin.session_id, when))
+                addressee = _addressee(m, last_speaker)
+                out.extend(self._one(m, text, origin, when, addressee))
+            if m.name:
+                last_speaker[True] = m.name
+            last_speaker[False] = _referent(m)
         return out
 
     def _one(
-        self, m: Message, text: str, scope: str, session_id: str, when: datetime
+        self, m: Message, text: str, origin: Origin, when: datetime, addressee: str | None
     ) -> Extraction:
         assert m.seq is not None
+        scope, session_id = origin.scope, origin.session_id
         source = Source(session_id=session_id, seq=m.seq)
         speaker = speaker_of(m)
         mentions = find_entities(text)
@@ -310,6 +342,7 @@ class ExtractiveExtractor(Extractor):
             out.entities.append(
                 Entity(scope=scope, name=m.name, kind="person", sources=[source], last_seen=when)
             )
+        stated = self._statements(m, text, addressee, when)
         if self.episodes and len(text) >= MIN_EPISODE_CHARS:
             out.episodes.append(
                 Episode(
@@ -323,29 +356,89 @@ class ExtractiveExtractor(Extractor):
                     dates=date_labels(text, when),
                 )
             )
-        for sentence in sentences(text):
-            fact_kind = _fact_kind(sentence)
-            if fact_kind is None or len(sentence) > MAX_FACT_CHARS or len(sentence.split()) < 3:
-                continue
-            subject, first_person = subject_of(sentence, speaker)
-            statement = third_person(sentence, _referent(m)) if first_person else sentence
+        for statement, subject, kind in stated:
+            slot = derive_slot(statement) if subject else None
             targets = [
                 n
-                for n, k in find_entities(sentence)
+                for n, k in sorted(
+                    find_entities(statement), key=lambda e: e[1] != SLOT_OBJECTS.get(slot or "")
+                )
                 if k in OBJECT_KINDS and subject is not None and name_key(n) != name_key(subject)
             ]
-            fact = Fact(
-                scope=scope,
-                subject=subject,
-                statement=statement,
-                object=targets[0] if targets and subject else None,
-                kind=fact_kind,
-                slot=derive_slot(statement) if subject else None,
-                session_id=session_id,
-                seq=m.seq,
-                sources=[source],
-                observed_at=when,
-                confidence=0.7,
+            out.facts.append(
+                Fact(
+                    scope=scope,
+                    subject=subject,
+                    statement=statement[:MAX_STATEMENT_CHARS],
+                    object=targets[0] if targets and subject else None,
+                    kind=kind,
+                    slot=slot,
+                    session_id=session_id,
+                    seq=m.seq,
+                    sources=[source],
+                    observed_at=when,
+                    confidence=0.7,
+                )
             )
-            out.facts.append(fact)
         return out
+
+    def _statements(
+        self, m: Message, text: str, addressee: str | None, when: datetime
+    ) -> list[tuple[str, str | None, str]]:
+        """``(statement, subject, kind)`` for each thing the turn states."""
+        out: list[tuple[str, str | None, str]] = []
+        if not is_person(m):
+            # the model's own replies: only what it states as a decision, preference or fact
+            for sentence in sentences(text):
+                kind = _fact_kind(sentence)
+                if kind is None or len(sentence) > MAX_FACT_CHARS or len(sentence.split()) < 3:
+                    continue
+                subject, first_person = subject_of(sentence, speaker_of(m))
+                statement = third_person(sentence, _referent(m)) if first_person else sentence
+                out.append((statement, subject, kind))
+            return out
+        speaker = _referent(m)
+        names = tuple(n for n in (m.name, addressee) if n)
+        found = [u for u in units(sentences(text), names) if len(u.text) <= MAX_FACT_CHARS * 2]
+        if not found or not _substantial(found, names):
+            return out
+        # one fact per turn: its statements together keep each other's context
+        first = next((u for u in found if u.first_person), found[0])
+        named = _opening_name(first.text)
+        subject = named or (speaker_of(m) if first.first_person or m.name else None)
+        statement = " ".join(
+            _dated(write_statement(u, speaker, addressee, bool(m.name)), when) for u in found
+        )
+        whole = " ".join(u.text for u in found)
+        kind = _fact_kind(whole) or ("event" if date_labels(whole, when) else "fact")
+        return [(statement, subject, kind)]
+
+
+def _substantial(group: list[Unit], names: tuple[str, ...]) -> bool:
+    """Whether a turn's statements are worth a fact: enough words of substance, or fewer
+    with a sign of a fact (a preference, a plan, a decision, "remember", an id; from a
+    speaker about themself, a number or something of theirs: "My daughter is 7")."""
+    text = " ".join(u.text for u in group)
+    n = len(content_words(text, names=names))
+    if n >= MIN_TURN_WORDS:
+        return True
+    if _NOTE_RE.search(text) or DECISION_RE.search(text) or _ID_RE.search(text):
+        return True  # "Remember that the staging database is orbit-db", a decision, an id
+    mine = any(u.first_person for u in group)
+    sign = SIGNAL_RE.search(text) or _NUMBER_RE.search(text) or _MY_THING_RE.search(text)
+    return mine and sign is not None
+
+
+_NOTE_RE = re.compile(r"\b(?:remember|important|deadline|note that|keep in mind)\b", re.I)
+_MY_THING_RE = re.compile(r"\b(?:my|our)\s+\w+", re.I)
+_NUMBER_RE = re.compile(r"\d")
+
+
+def _addressee(m: Message, last_speaker: dict[bool, str]) -> str | None:
+    """Who "you" is in ``m``: the latest other named speaker, else the other party."""
+    if m.name:
+        other = last_speaker.get(True)
+        return other if other and other != m.name else None
+    if m.role == "user":
+        return "the assistant"
+    return None

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from threadline.memory.core import Memory
 
 MAX_K = 100
-CANDIDATES = 60
-"""Lexical candidates read per search (before boosts); enough to re-rank, cheap to load."""
+CANDIDATES = 120
+"""Lexical candidates read per search (before boosts); enough to re-rank, cheap to load.
+Most statement turns have a fact beside their episode, so one turn may take two."""
 ENTITY_MENTIONS = 8
 """Recent turns of each entity named in the query that join the candidates."""
 NEIGHBOUR_SEEDS = 8

@@ -18,7 +18,23 @@ from threadline.memory.extract import ExtractiveExtractor, is_signal
 from threadline.messages import Message
 from threadline.store.base import Session
 
-__all__ = ["MemoryRecorder", "is_signal"]
+__all__ = ["MemoryRecorder", "is_signal", "read_watermark", "save_watermark"]
+
+
+def read_watermark(memory: MemoryStore, session_id: str) -> tuple[list[int], int]:
+    """A session's durable extraction state: the flagged seqs still pending, and the seq
+    extraction has covered up to (the recorder and ``build_memory`` share it)."""
+    state = memory.pending(session_id)
+    done = int(state.get("extracted_to", 0))
+    return sorted(int(s) for s in state.get("flagged", []) if int(s) > done), done
+
+
+def save_watermark(memory: MemoryStore, session_id: str, flagged: Sequence[int], done: int) -> None:
+    state: dict[str, Any] = {
+        "flagged": sorted(s for s in set(flagged) if s > done),
+        "extracted_to": done,
+    }
+    memory.set_pending(session_id, state)
 
 
 class MemoryRecorder:
@@ -42,13 +58,10 @@ class MemoryRecorder:
         self.auto_extract = auto_extract
 
     def _state(self, session: Session) -> tuple[list[int], int]:
-        state = self.memory.pending(session.id)
-        done = int(state.get("extracted_to", 0))
-        return sorted(int(s) for s in state.get("flagged", []) if int(s) > done), done
+        return read_watermark(self.memory, session.id)
 
     def _save(self, session: Session, flagged: Sequence[int], done: int) -> None:
-        state: dict[str, Any] = {"flagged": sorted(set(flagged)), "extracted_to": done}
-        self.memory.set_pending(session.id, state)
+        save_watermark(self.memory, session.id, flagged, done)
 
     def observe(self, session: Session, messages: Sequence[Message]) -> int:
         """Flag the signal messages among ``messages`` (already appended, so with seqs).

@@ -147,7 +147,7 @@ def derive_slot(statement: str) -> str | None:
     for pattern, slot in _SLOT_PATTERNS:
         m = pattern.search(text)
         if m:
-            groups = [" ".join(terms(g)) or g for g in m.groups()]
+            groups = [" ".join(w for w in words(g) if w not in STOPWORDS) or g for g in m.groups()]
             return slot.format(*groups).strip() or None
     return None
 

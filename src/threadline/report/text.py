@@ -102,8 +102,12 @@ def usage_line(label: str, used: int, total: int, *, label_width: int = 10) -> T
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 message``, ``2 messages``, ``2 memories``: counts read as English."""
-    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+    """``1 message``, ``2 messages``, ``2 entities``: counts read as English."""
+    if many is None:
+        many = (
+            word[:-1] + "ies" if word[-2:-1] not in "aeiou" and word.endswith("y") else word + "s"
+        )
+    return f"{n:,} {word if n == 1 else many}"
 
 
 def shorten(text: str, limit: int) -> str:

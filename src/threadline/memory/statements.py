@@ -1,0 +1,216 @@
+"""What a person's turn states, as standalone third-person sentences.
+
+A turn is cut into sentences; greetings and interjections at a sentence's start
+("Hey Mel!", "Wow,") are dropped, and so are questions and sentences with no
+substance of their own ("Thanks!", "We got this!", "That sounds great."). A
+sentence that leans on the one before it ("They've been there through
+everything") stays joined to it, so its pronoun keeps its referent. What is left
+is rewritten in the third person: "I"/"my"/"me" become the speaker's name,
+"we"/"our" the speaker and others, "you"/"your" the person spoken to, and a
+verb after a replaced "I" or "you" agrees ("I love" -> "Ana loves").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from threadline.memory.rules import STOPWORDS
+
+CHATTER_WORDS = frozenset(
+    """hi hello hey heya hiya yay yes yep nope okay ok sure thanks thank thx welcome great
+    awesome amazing wonderful fantastic cool nice good glad happy sounds sound wow whoa
+    congrats congratulations haha hahaha lol omg gosh aww awww cheers bye goodbye see soon
+    catch later take care totally definitely absolutely exactly agree agreed true right
+    indeed love lovely incredible beautiful super fun hear hearing talk talking chat chatting
+    keep going luck best wish wishes hope appreciate appreciated means lot much tho though
+    mate buddy friend dear sweet pleasure night morning evening day today anytime""".split()  # noqa: SIM905
+)
+"""Words that carry a greeting, thanks or cheer, not something to remember."""
+MIN_CONTENT_WORDS = 2
+"""A sentence needs this many words beyond stop words and chatter to state something."""
+
+_INTERJECTION = (
+    r"(?:hi|hey|hello|heya|hiya|oh|ooh|ah|aw+|wow|whoa|yeah|yep|yes|no|nope|well|so|ok|okay|"
+    r"sure|thanks|thank you|thx|haha(?:ha)*|lol|omg|gosh|hmm+|um+|great|awesome|cool|nice|"
+    r"right|totally|definitely|absolutely|exactly|congrats|congratulations|yay|man|dude|"
+    r"indeed|good to see you|good to hear from you|long time no see|nice to meet you)"
+)
+_OPENER_RE = re.compile(
+    rf"^(?:{_INTERJECTION}\b(?:\s+[A-Z][\w'’.-]*)?[\s,!.:;-]+)+",
+    re.I,
+)
+"""Greetings and interjections at a sentence's start, with a name after them ("Hey Mel,")."""
+_LEANS_ON_BEFORE = re.compile(
+    r"^(?:they|them|their|it|its|it's|this|that|these|those|he|she|his|her|there|"
+    r"which|also|and|but|so|plus|because|since|then)\b",
+    re.I,
+)
+_WORD_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+
+_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\bI\s*['’]?m\b|\bI am\b", re.I), "{s} is"),
+    (re.compile(r"\bI\s*['’]ve\b", re.I), "{s} has"),
+    (re.compile(r"\bI\s*['’]ll\b", re.I), "{s} will"),
+    (re.compile(r"\bI\s*['’]d\b", re.I), "{s} would"),
+    (re.compile(r"\bmyself\b", re.I), "{s}"),
+    (re.compile(r"\bmy\b", re.I), "{s}'s"),
+    (re.compile(r"\bmine\b", re.I), "{s}'s"),
+    (re.compile(r"\bme\b", re.I), "{s}"),
+    (re.compile(r"\bwe\s*['’]re\b|\bwe are\b", re.I), "{s} and others are"),
+    (re.compile(r"\bwe\s*['’]ve\b", re.I), "{s} and others have"),
+    (re.compile(r"\bwe\s*['’]ll\b", re.I), "{s} and others will"),
+    (re.compile(r"\bwe\s*['’]d\b", re.I), "{s} and others would"),
+    (re.compile(r"\bwe\b", re.I), "{s} and others"),
+    (re.compile(r"\bours\b", re.I), "{s}'s"),
+    (re.compile(r"\bour\b", re.I), "{s}'s"),
+    (re.compile(r"\bourselves\b", re.I), "{s} and others"),
+    (re.compile(r"(?<=\w\s)us\b(?!\s*[A-Z])"), "{s} and others"),
+]
+"""First-person forms and what they become (``{s}``: the speaker)."""
+_YOU_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\byou\s*['’]re\b|\byou are\b", re.I), "{a} is"),
+    (re.compile(r"\byou\s*['’]ve\b|\byou have\b", re.I), "{a} has"),
+    (re.compile(r"\byou\s*['’]ll\b", re.I), "{a} will"),
+    (re.compile(r"\byou\s*['’]d\b", re.I), "{a} would"),
+    (re.compile(r"\byourself\b", re.I), "{a}"),
+    (re.compile(r"\byours\b", re.I), "{a}'s"),
+    (re.compile(r"\byour\b", re.I), "{a}'s"),
+]
+_SUBJECT_VERB_RE = re.compile(
+    r"\b(I|you)((?:\s+(?:really|usually|always|never|mostly|also|still|often|just|only|"
+    r"sometimes|rarely|actually|now|totally|finally|even|recently|definitely))*)\s+"
+    r"([a-z]+?(?:n['’]t)?)\b",
+    re.I,
+)
+_NOT_VERBS = frozenset(
+    """and or but too also so as at in on to of for with from by about than then there
+    here that this the a an all both either neither myself yourself alone""".split()  # noqa: SIM905
+)
+_THIRD_PERSON = {
+    "am": "is",
+    "are": "is",
+    "have": "has",
+    "do": "does",
+    "go": "goes",
+    "don't": "doesn't",
+    "don’t": "doesn’t",
+    "haven't": "hasn't",
+    "aren't": "isn't",
+    "were": "was",
+    "weren't": "wasn't",
+}
+KEEP_VERB = frozenset(
+    """will would can could should might must may shall was did had used won't wouldn't
+    can't couldn't shouldn't mightn't mustn't wasn't didn't hadn't went got saw made took
+    came gave found thought told became left felt brought began kept held wrote stood heard
+    let meant set met ran paid sat spoke led read grew lost fell sent built understood drew
+    broke spent cut drove bought wore chose taught caught sold fought won slept swam sang
+    ate drank flew forgot knew threw hung hid rode shot shut put hit quit hurt cost said
+    moved""".split()  # noqa: SIM905
+)
+"""Modals and past forms: the same after "she" as after "I"."""
+
+
+def third_person_verb(verb: str) -> str:
+    """``prefer`` -> ``prefers``, ``watch`` -> ``watches``; past forms and modals as they are."""
+    low = verb.lower()
+    if low in _THIRD_PERSON:
+        return _THIRD_PERSON[low]
+    if low in KEEP_VERB or low.endswith(("ed", "n't", "n’t")) or low in _NOT_VERBS:
+        return verb
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(low) > 2 and low.endswith("y") and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def third_person(sentence: str, subject: str, addressee: str | None = None) -> str:
+    """ "I moved to Porto" said by Ana -> "Ana moved to Porto"; "I always use pytest" ->
+    "Ana always uses pytest"; "you" becomes ``addressee`` when one is known."""
+
+    def subject_verb(m: re.Match[str]) -> str:
+        who = subject if m[1] in ("I", "i") else addressee
+        if who is None:
+            return m[0]
+        return f"{who}{m[2]} {third_person_verb(m[3])}"
+
+    out = sentence
+    rules = [(p, r.format(s=subject)) for p, r in _RULES]
+    if addressee is not None:
+        rules += [(p, r.format(a=addressee)) for p, r in _YOU_RULES]
+    for pattern, replacement in rules:
+        out = pattern.sub(replacement, out)
+    out = _SUBJECT_VERB_RE.sub(subject_verb, out)
+    out = re.sub(r"\bI\b", subject, out)
+    if addressee is not None:
+        out = re.sub(r"\byou\b", addressee, out, flags=re.I)
+    return out[:1].upper() + out[1:]
+
+
+_CLITIC_RE = re.compile(r"'(?:s|re|ll|ve|m|d|t)$|n't$")
+
+
+def content_words(text: str, *, names: tuple[str, ...] = ()) -> list[str]:
+    """The words of ``text`` that say something: not stop words, chatter or ``names`` (the
+    speaker's, the addressee's: "Mel, that's awesome!" says nothing)."""
+    left_out = {n.casefold() for name in names for n in name.split()}
+    out = []
+    for w in _WORD_RE.findall(text):
+        w = _CLITIC_RE.sub("", w.casefold().replace("’", "'"))
+        if len(w) > 2 and w not in STOPWORDS and w not in CHATTER_WORDS and w not in left_out:
+            out.append(w)
+    return out
+
+
+def strip_opener(sentence: str) -> str:
+    """``"Hey Mel! I got a dog"`` -> ``"I got a dog"``: greetings and interjections off."""
+    out = _OPENER_RE.sub("", sentence).strip()
+    return out[:1].upper() + out[1:] if out else out
+
+
+def is_question(sentence: str) -> bool:
+    return sentence.rstrip(" )\"'’”").endswith("?")
+
+
+def is_chatter(sentence: str, names: tuple[str, ...] = ()) -> bool:
+    """A question, a greeting, thanks or cheer: nothing to remember."""
+    if is_question(sentence) or _SHARED_RE.fullmatch(sentence):
+        return True
+    return len(content_words(sentence, names=names)) < MIN_CONTENT_WORDS
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """Sentences of one turn that state something together (a later one leans on the first)."""
+
+    text: str
+    """As said (greetings off)."""
+    first_person: bool
+    """Whether the speaker speaks of themself (``I``, ``my``, ``we``)."""
+
+
+_FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I’m|my|me|mine|myself|we|our|us)\b", re.I)
+
+
+_SHARED_RE = re.compile(r"\[shares? an? (?:image|photo|picture)[^\]]*\]")
+"""A shared picture's caption as a dialogue importer writes it: what it shows, not said."""
+
+
+def units(sentences: list[str], names: tuple[str, ...] = ()) -> list[Unit]:
+    """The statements among a turn's sentences, a leaning sentence joined to the one before
+    (``names``: the speaker's and the addressee's, no substance by themselves)."""
+    out: list[str] = []
+    joinable = False
+    for raw in sentences:
+        sentence = strip_opener(raw)
+        if not sentence or is_chatter(sentence, names):
+            joinable = False
+            continue
+        if out and joinable and _LEANS_ON_BEFORE.match(sentence):
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+        joinable = True
+    return [Unit(u, _FIRST_PERSON_RE.search(u) is not None) for u in out]
