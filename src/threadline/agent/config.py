@@ -16,6 +16,7 @@ An agent file is the reference CLI's format (``shared/seeds/000``/``001``)::
     max_steps: 10
     summarizer: auto
     tools: [scratchpad_write, scratchpad_read, scratchpad_list]
+    skills: [release-notes, ./skills/review]   # see threadline.agent.skills
 
 ``load_agent(NAME)`` looks in ``./agents`` first (a project's own agents win),
 then in the user config directory; a path to a file works too. Every problem
@@ -153,6 +154,21 @@ class AgentConfig(_Config):
     tools: tuple[str, ...] = ()
     """Built-in tools to enable, by name."""
     runtime_context: RuntimeContextConfig = Field(default_factory=RuntimeContextConfig)
+    skills: tuple[str, ...] | None = None
+    """Skills to offer (``threadline.agent.skills``): names found in ``./.threadline/skills``
+    or the user's skills folder, paths to skill folders, ``"*"`` for all found. Unset:
+    every skill found in those folders."""
+
+    @field_validator("skills")
+    @classmethod
+    def _check_skills(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if any(not entry.strip() for entry in value):
+            raise ValueError("an empty skill name or path")
+        if len(set(value)) != len(value):
+            raise ValueError("a skill is listed twice")
+        return tuple(entry.strip() for entry in value)
 
     @field_validator("name")
     @classmethod

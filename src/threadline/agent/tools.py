@@ -73,6 +73,15 @@ class ToolError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool's return value with metadata for the stored result message (the ``skill``
+    tool marks its result protected from pruning and names the skill)."""
+
+    value: Any
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     """What a ``takes_context`` tool receives before its arguments."""
 
@@ -359,13 +368,14 @@ class ToolRegistry:
                 value = tool.func(ToolContext(session=session, call=call), **call.arguments)
             else:
                 value = tool.func(**call.arguments)
-            text = render_result(value)
+            metadata = dict(value.metadata) if isinstance(value, ToolOutput) else {}
+            text = render_result(value.value if isinstance(value, ToolOutput) else value)
         except ToolError as exc:
             return error_result(call, str(exc), kind="tool_error")
         except Exception as exc:  # a tool's bug must not end the turn
             logger.debug("tool %s raised", call.name, exc_info=exc)
             return error_result(call, f"{type(exc).__name__}: {exc}", kind="exception")
-        return Message.tool(text, tool_call_id=call.id, name=call.name)
+        return Message.tool(text, tool_call_id=call.id, name=call.name, metadata=metadata)
 
     def run_all(
         self, calls: Sequence[ToolCall], *, session: Session | None = None

@@ -122,6 +122,10 @@ class ContextReport(BaseModel):
     """The memory lines placed in the window (the ``memory`` section), best first."""
     memory_reserve: int = 0
     """Tokens kept for memories whatever they hold (0: memory is off); not in ``budget``."""
+    prompt_sections: list[Section] = Field(default_factory=list)
+    """The system prompt's parts in order (instructions, skills, subagents, working
+    directory, media, runtime), each with its tokens; filled by the agent that assembled
+    the prompt (``threadline.agent.prompt``), empty for a prompt given whole."""
     notes: list[str] = Field(default_factory=list)
 
 
