@@ -810,17 +810,22 @@ def _has_image(m: Message) -> bool:
 
 
 def _section_costs(sections: Sequence[PromptSection], model: str) -> list[Section]:
+    """Each section's tokens and a one-line detail: the names a hint list gives, else the
+    section's first line of content."""
     from threadline.tokens import counter_for
 
     counter = counter_for(model)
-    return [
-        Section(
-            name=s.name,
-            tokens=counter.count_text(s.text),
-            detail=s.text.splitlines()[0][:120] if s.text else "",
+    out = []
+    for s in sections:
+        lines = [ln for ln in s.text.splitlines() if ln.strip() and not ln.startswith("# ")]
+        hints = [ln[2:].split(":", 1)[0] for ln in lines if ln.startswith("- ")]
+        listed = s.name in ("skills", "subagents")
+        detail = ", ".join(hints) if listed else (lines[0] if lines else "")
+        count = len(hints) if listed else 0
+        out.append(
+            Section(name=s.name, tokens=counter.count_text(s.text), messages=count, detail=detail)
         )
-        for s in sections
-    ]
+    return out
 
 
 def _user_message(user: str | Message) -> Message:
