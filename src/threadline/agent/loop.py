@@ -56,7 +56,12 @@ from threadline.agent.calibration import (
 )
 from threadline.agent.config import AgentConfig
 from threadline.agent.doom import DoomLoopDetector, LoopWarning
-from threadline.agent.prompt import PromptSection, join_sections, prompt_sections
+from threadline.agent.prompt import (
+    PromptSection,
+    environment_text,
+    join_sections,
+    prompt_sections,
+)
 from threadline.agent.skills import SKILL_TOOL, SkillSet, discover_skills
 from threadline.agent.tools import BUILTIN_TOOLS, ToolRegistry
 from threadline.compaction.compactor import CompactionResult, Compactor
@@ -319,7 +324,10 @@ class Agent:
         return self._compactor
 
     def _hook_memory(self, compactor: Compactor) -> Compactor:
-        """Flush pending memory extraction before ``compactor`` summarizes (once)."""
+        """Flush pending memory extraction before ``compactor`` summarizes (once), and give
+        its checkpoints this agent's environment lines (unless it has its own)."""
+        if compactor.environment is None:
+            compactor.environment = self.environment
         if self.memory is not None:
             flush = self.memory.before_compaction
             if flush not in compactor.hooks.listeners("before_compaction"):
@@ -385,6 +393,11 @@ class Agent:
     def system_prompt(self, now: datetime | None = None, *, session: Session | None = None) -> str:
         """The assembled system prompt; byte-identical from turn to turn within a day."""
         return join_sections(self.prompt_sections(now, session=session))
+
+    def environment(self, session: Session | None = None) -> str:
+        """The environment lines of the system prompt (working directory, runtime): what a
+        checkpoint's orientation block repeats after a compaction."""
+        return environment_text(self.prompt_sections(session=session))
 
     def _note_media(self, session: Session, messages: Sequence[Message]) -> None:
         """Remember that ``session`` holds inline images once any of ``messages`` does."""

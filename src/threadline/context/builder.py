@@ -58,6 +58,10 @@ MEMORY_HEADER = (
 DEFAULT_MEMORY_SHARE = 0.10
 """The share of the budget a memory block may use (``memory.share`` of an agent file)."""
 MEMORY_METADATA_KEY = "memory_block"
+ORIENTATION_KEY = "orientation"
+"""Checkpoint metadata: the orientation block a compaction wrote (``compaction.orientation``:
+working directory, environment, todo list, scratchpad index, skills), shown after the
+summary in the same message."""
 BOUNDARY_TEXT = (
     "[threadline checkpoint: earlier messages were compacted. This boundary is inserted by "
     "threadline, not written by the user; the summary follows.]"
@@ -713,6 +717,9 @@ def _render_kept(sections: list[tuple[str, list[str]]], gone: set[tuple[int, int
 def _wrap_summary(checkpoint: Checkpoint, text: str, policy: ContextPolicy) -> list[Message]:
     header = SUMMARY_HEADER.format(seq=checkpoint.covers_up_to)
     meta = {"checkpoint_id": checkpoint.id, "covers_up_to": checkpoint.covers_up_to}
+    orientation = checkpoint.metadata.get(ORIENTATION_KEY)
+    if isinstance(orientation, str) and orientation.strip():
+        text = f"{text}\n\n{orientation.strip()}"
     if policy.summary_placement == "system":
         return [Message.system(f"{header}\n\n{text}", synthetic=True, summary=True, metadata=meta)]
     return [
