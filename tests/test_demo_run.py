@@ -26,6 +26,7 @@ from threadline.demo.simulated import (
     simulated_tools,
     user_message,
 )
+from threadline.demo.skill_step import with_skill_step
 from threadline.errors import UsageError
 from threadline.llm.base import ChatRequest, ChatResponse
 from threadline.messages import ToolCall
@@ -92,7 +93,7 @@ def test_run_demo_drives_the_real_engine(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     statuses = []
     result = run_demo(store, turns=TURNS, seed=3, on_status=statuses.append)
-    scenario = coding_run(TURNS, seed=3)
+    scenario = with_skill_step(coding_run(TURNS, seed=3))  # the demo loads its skill first
     expected = [m for t in scenario for m in t.messages()]
 
     # the store holds every message, in order, as the scenario said them
@@ -160,7 +161,7 @@ def test_demo_command_runs_restarts_and_exports(sqlite_url: str, tmp_path: Path)
         # the fresh process ran one more turn: its pid differs, and the store grew
         assert f"reopened session {info.id}" in out
         assert "[pid " in out and f"[pid {os.getpid()}]" not in out
-        expected = sum(len(t.messages()) for t in coding_run(41))
+        expected = sum(len(t.messages()) for t in with_skill_step(coding_run(41)))
         assert info.message_count == expected
         assert store.lock_holder(info.id) is None
     finally:

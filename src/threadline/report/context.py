@@ -50,6 +50,7 @@ SECTION_LABELS = {
     "memory": "Memories",
 }
 PROMPT_DETAIL_CHARS = 60
+PROMPT_LABEL_WIDTH = len("  Agent instructions")
 LABEL_WIDTH = 18
 PRUNED_SHOWN = 4
 """Pruned tool results listed one by one before the rest are counted."""
@@ -240,9 +241,9 @@ def render_prompt_sections(window: ContextWindow) -> RenderableType:
 
     r = window.report
     table = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 1))
-    table.add_column("  System prompt", no_wrap=True)
-    table.add_column("Tokens", justify="right", no_wrap=True)
-    table.add_column("Detail", no_wrap=True)
+    table.add_column("  System prompt", no_wrap=True, min_width=PROMPT_LABEL_WIDTH)
+    table.add_column("Tokens", justify="right", no_wrap=True, min_width=len("Tokens"))
+    table.add_column("Detail", no_wrap=True, overflow="ellipsis")  # gives way on narrow screens
     for s in r.prompt_sections:
         detail = s.detail
         if len(detail) > PROMPT_DETAIL_CHARS:
