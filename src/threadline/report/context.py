@@ -243,7 +243,7 @@ def render_prompt_sections(window: ContextWindow) -> RenderableType:
     table = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 1))
     table.add_column("  System prompt", no_wrap=True, min_width=PROMPT_LABEL_WIDTH)
     table.add_column("Tokens", justify="right", no_wrap=True, min_width=len("Tokens"))
-    table.add_column("Detail", no_wrap=True, overflow="ellipsis")  # gives way on narrow screens
+    table.add_column("Detail", ratio=1)  # wraps on a narrow screen, the rest never
     for s in r.prompt_sections:
         detail = s.detail
         if len(detail) > PROMPT_DETAIL_CHARS:
