@@ -5,6 +5,7 @@ received)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,13 @@ from threadline import open_store
 from threadline.agent import Agent, AgentConfig, Calibrator, ToolRegistry
 from threadline.agent.config import CONFIG_DIR_ENV
 from threadline.agent.skills import PROJECT_SKILLS_DIR, SKILL_TOOL
+from threadline.compaction.compactor import Compactor
+from threadline.compaction.llm import make_summarizer
 from threadline.compaction.orientation import ORIENTATION_HEADER, build_orientation
 from threadline.compaction.trail import build_trail
 from threadline.compaction.triggers import WRITTEN_AT_KEY
-from threadline.context.builder import SUMMARY_HEADER
+from threadline.context.builder import SUMMARY_HEADER, build_context
+from threadline.context.policy import ContextPolicy
 from threadline.llm.openai_provider import OpenAIChatModel
 from threadline.messages import Message, ToolCall
 
@@ -165,3 +169,53 @@ def test_orientation_is_empty_with_nothing_to_say_and_lists_what_there_is() -> N
     assert text.startswith(ORIENTATION_HEADER)
     assert "/w" in text and "- plan (1,234 characters)" in text
     assert "- [completed] step 0" not in text and "- [in progress] step 1" in text
+
+
+def test_an_llm_written_snapshot_keeps_the_skills_in_use_and_the_orientation(
+    tmp_path: Path,
+) -> None:
+    """The model's snapshot says nothing of skills; the checkpoint still names them (the
+    trail, not the summarizer, is the source) and carries the orientation block."""
+    session = open_store("memory://").create_session(model="openai/gpt-4o")
+    for i in range(8):
+        call = ToolCall(id=f"s{i}", name=SKILL_TOOL, arguments={"name": f"skill-{i % 2}"})
+        session.append(
+            [
+                Message.user(f"request {i}"),
+                Message.assistant("", tool_calls=[call]),
+                Message.tool(
+                    f"instructions {i}",
+                    tool_call_id=call.id,
+                    name=SKILL_TOOL,
+                    metadata={"skill": f"skill-{i % 2}", "protected": True},
+                ),
+                Message.assistant(f"done {i}"),
+            ]
+        )
+    session.scratchpad_write("findings", "the port is 8443")
+    snapshot = (
+        "## Files Modified\n- (none)\n## Key Decisions\n- kept the API\n"
+        "## Important Values\n- port 8443\n## Current State\n- answering requests\n"
+        "## Pending Tasks\n- (none)\n"
+    )
+    with FakeOpenAI() as srv:
+        srv.reply_text(snapshot, usage=(500, 60))
+        model = OpenAIChatModel("gpt-4o", api_key="test", base_url=srv.url, max_retries=0)
+        compactor = Compactor(
+            make_summarizer("llm", model),
+            policy=ContextPolicy(preserve_fill=False, min_recent_messages=2),
+            environment=lambda _: "# Working directory\n/srv/app",
+        )
+        result = compactor.compact(session, force=True, model="openai/gpt-4o")
+        model.close()
+        sent = json.dumps(srv.requests[0].json())
+    assert result.compacted and result.checkpoint is not None
+    assert "the `skill` tool" in sent  # the summarizer was asked to keep skill names
+    checkpoint = result.checkpoint
+    assert checkpoint.metadata["summarizer"] == "llm"  # the model's snapshot was kept
+    assert "Skills in use: `skill-0`, `skill-1`" in checkpoint.summary
+    window = build_context(session, policy=ContextPolicy(preserve_fill=False))
+    summary = next(m.text for m in window.messages if m.summary)
+    orientation = summary[summary.index(ORIENTATION_HEADER) :]
+    assert "/srv/app" in orientation and "- findings (16 characters)" in orientation
+    assert "- skill-0" in orientation and "- skill-1" in orientation
