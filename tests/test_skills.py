@@ -350,3 +350,21 @@ def test_agent_prompt_is_stable_across_turns_and_holds_every_section(
         )
     ]
     assert order == sorted(order)
+
+
+def test_a_resumed_session_with_an_image_gets_the_media_section_in_its_report() -> None:
+    store = open_store("memory://")
+    session = store.create_session(model="openai/gpt-4o")
+    session.append(
+        [
+            Message.user([TextPart(text="see"), ImagePart(url="https://example.com/x.png")]),
+            Message.assistant("a cat"),
+        ]
+    )
+    agent = Agent(AgentConfig(model="openai/gpt-4o"), store=store, skills=discover_skills([]))
+    window = agent.build(session)
+    names = [s.name for s in window.report.prompt_sections]
+    assert names == ["instructions", "working_directory", "media", "runtime"]
+    plain = store.create_session(model="openai/gpt-4o")
+    plain.append([Message.user("hi")])
+    assert "media" not in [s.name for s in agent.build(plain).report.prompt_sections]

@@ -386,7 +386,7 @@ class Agent:
             self.config.runtime_context,
             skills=self.skills.hints(),
             subagents=self.subagents,
-            media=session is not None and session.id in self._media,
+            media=session is not None and self._has_media(session),
             now=when,
         )
 
@@ -398,6 +398,14 @@ class Agent:
         """The environment lines of the system prompt (working directory, runtime): what a
         checkpoint's orientation block repeats after a compaction."""
         return environment_text(self.prompt_sections(session=session))
+
+    def _has_media(self, session: Session) -> bool:
+        """Whether ``session`` holds inline images: its recent tail is looked at once per
+        agent (a resumed session, ``threadline context``), later appends as they come."""
+        if session.id not in self._media_checked:
+            self._media_checked.add(session.id)
+            self._note_media(session, session.tail(MEDIA_SCAN_MESSAGES))
+        return session.id in self._media
 
     def _note_media(self, session: Session, messages: Sequence[Message]) -> None:
         """Remember that ``session`` holds inline images once any of ``messages`` does."""
@@ -500,9 +508,6 @@ class Agent:
 
         appended: list[Message] = list(session.append(message))
         memories = self._remember(session, appended)
-        if session.id not in self._media_checked:  # a resumed session: look at its tail once
-            self._media_checked.add(session.id)
-            self._note_media(session, session.tail(MEDIA_SCAN_MESSAGES))
         self._note_media(session, appended)
         system_prompt = self.prompt_sections(session=session)  # one time for the whole turn
         tool_defs = self.tools.definitions()
