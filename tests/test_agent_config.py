@@ -245,9 +245,8 @@ def test_runtime_context_is_coarse_so_the_prompt_prefix_stays_stable() -> None:
     morning = datetime(2025, 1, 15, 9, 1, 2, tzinfo=berlin)
     evening = datetime(2025, 1, 15, 21, 59, 59, tzinfo=berlin)
     prompt = build_system_prompt("Be brief.", now=morning, cwd="/work/proj")
-    assert prompt.startswith("Be brief.\n\n# Runtime context")
+    assert prompt.startswith("Be brief.\n\n# Working directory\n/work/proj\n\n# Runtime context")
     assert "2025-01-15 (Wednesday), timezone Europe/Berlin (UTC+01:00)" in prompt
-    assert "Working directory: /work/proj" in prompt
     assert "Operating system:" in prompt
     assert "09:01" not in prompt
     assert build_system_prompt("Be brief.", now=evening, cwd="/work/proj") == prompt

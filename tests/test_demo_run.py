@@ -26,6 +26,7 @@ from threadline.demo.simulated import (
     simulated_tools,
     user_message,
 )
+from threadline.demo.skill_step import with_skill_step
 from threadline.errors import UsageError
 from threadline.llm.base import ChatRequest, ChatResponse
 from threadline.messages import ToolCall
@@ -92,7 +93,7 @@ def test_run_demo_drives_the_real_engine(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     statuses = []
     result = run_demo(store, turns=TURNS, seed=3, on_status=statuses.append)
-    scenario = coding_run(TURNS, seed=3)
+    scenario = with_skill_step(coding_run(TURNS, seed=3))  # the demo loads its skill first
     expected = [m for t in scenario for m in t.messages()]
 
     # the store holds every message, in order, as the scenario said them
@@ -161,7 +162,7 @@ def test_demo_command_runs_restarts_and_exports(sqlite_url: str, tmp_path: Path)
         assert f"reopened session {info.id}" in out
         assert "[pid " in out and f"[pid {os.getpid()}]" not in out
         delegation = 4  # request, task call, the subagent's answer, the closing reply
-        expected = sum(len(t.messages()) for t in coding_run(41)) + delegation
+        expected = sum(len(t.messages()) for t in with_skill_step(coding_run(41))) + delegation
         assert info.message_count == expected
         assert store.lock_holder(info.id) is None
         # the subagent ran in a child session of the demo session, and its answer came back

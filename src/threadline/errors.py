@@ -10,6 +10,7 @@ them into one-line errors and exit codes (``exit_code`` on each class).
     │   │   └── MessageTooLarge
     │   └── AmbiguousSessionId      a prefix that matches several sessions
     ├── ConfigError                 a bad agent file, policy or setting (exit 2)
+    │   ├── SkillError              a skill folder or SKILL.md that cannot be used
     │   └── UnknownModel            a model string no provider can serve (exit 11)
     ├── ImportFormatError           a file to import is malformed (exit 2)
     │   └── ImportTooLarge          larger than the import size limit
@@ -83,6 +84,10 @@ class ConfigError(ThreadlineError):
     """A configuration file, policy or setting is invalid."""
 
     exit_code = 2
+
+
+class SkillError(ConfigError):
+    """A skill folder or its ``SKILL.md`` is unusable; the message names the file."""
 
 
 class UnknownModel(ConfigError):

@@ -31,6 +31,12 @@ from threadline.stamps import new_id, utcnow
 Role = Literal["system", "user", "assistant", "tool"]
 
 INTERRUPTED_RESULT = "[interrupted: no result was recorded for this tool call]"
+PROTECTED_RESULT_KEY = "protected"
+"""Metadata of a tool result the view never prunes or soft-trims (a loaded skill's
+instructions): ``{"protected": true}``. ``context.pruning.is_protected`` reads it."""
+SKILL_KEY = "skill"
+"""Metadata of a ``skill`` tool result: the name of the skill it loaded, so a compaction
+can say which skills were in use (``compaction.trail``)."""
 
 
 class _Model(BaseModel):

@@ -144,6 +144,8 @@ def session_agent(
     if is_simulated(spec) and agent is None:
         assert spec is not None
         config, model_obj, tools = _simulated(info.agent, spec.strip(), simulated_policy)
+        from threadline.demo.skill_step import demo_skills  # the demo agent's prompt, whole
+
         return Agent(
             with_context(config, context or {}),
             store=store,
@@ -151,6 +153,7 @@ def session_agent(
             tools=tools,
             compactor=compactor,
             calibrator=calibrator or Calibrator(),
+            skills=demo_skills(),
         )
     if fit_only and model is not None:
         config = setup_for(info, agent=agent, model=None).config.with_model(model)

@@ -17,6 +17,7 @@ An agent file is the reference CLI's format (``shared/seeds/000``/``001``)::
     summarizer: auto
     tools: [scratchpad_write, scratchpad_read, scratchpad_list]
     agents: [researcher, ./agents/reviewer.yaml]   # may delegate to these (the task tool)
+    skills: [release-notes, ./skills/review]   # see threadline.agent.skills
 
 ``load_agent(NAME)`` looks in ``./agents`` first (a project's own agents win),
 then in the user config directory; a path to a file works too. Every problem
@@ -160,6 +161,21 @@ class AgentConfig(_Config):
     """Agents this one may delegate to with the ``task`` tool (``threadline.agent.subagents``):
     names (looked up like ``load_agent``) or agent-file paths (relative to the working
     directory). Each runs in a child session of its own."""
+    skills: tuple[str, ...] | None = None
+    """Skills to offer (``threadline.agent.skills``): names found in ``./.threadline/skills``
+    or the user's skills folder, paths to skill folders, ``"*"`` for all found. Unset:
+    every skill found in those folders."""
+
+    @field_validator("skills")
+    @classmethod
+    def _check_skills(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        if any(not entry.strip() for entry in value):
+            raise ValueError("an empty skill name or path")
+        if len(set(value)) != len(value):
+            raise ValueError("a skill is listed twice")
+        return tuple(entry.strip() for entry in value)
 
     @field_validator("name")
     @classmethod

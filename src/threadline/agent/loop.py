@@ -58,17 +58,23 @@ from threadline.agent.calibration import (
 )
 from threadline.agent.config import AgentConfig
 from threadline.agent.doom import DoomLoopDetector, LoopWarning
-from threadline.agent.prompt import build_system_prompt
+from threadline.agent.prompt import (
+    PromptSection,
+    environment_text,
+    join_sections,
+    prompt_sections,
+)
+from threadline.agent.skills import SKILL_TOOL, SkillSet, discover_skills
 from threadline.agent.subagents import TASK_TOOL, AgentFactory, Subagents, load_delegates
 from threadline.agent.tools import BUILTIN_TOOLS, ToolRegistry
 from threadline.compaction.compactor import CompactionResult, Compactor
 from threadline.compaction.llm import make_summarizer
-from threadline.context.builder import ContextReport, ContextWindow, build_context
+from threadline.context.builder import ContextReport, ContextWindow, Section, build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import ContextLengthExceeded, ModelError, UsageError
 from threadline.llm.base import ChatModel, ChatRequest, ChatResponse
 from threadline.llm.registry import resolve_model
-from threadline.messages import Message, ToolCall, Usage
+from threadline.messages import ImagePart, Message, ToolCall, Usage
 from threadline.store.base import LockHolder, Session, Store
 
 if TYPE_CHECKING:
@@ -126,6 +132,9 @@ ESTIMATE_METADATA_KEY = "estimated_input_tokens"
 REPLY_METADATA_STEP = "step"
 MAX_CONCURRENT_TOOLS = 4
 """Calls of ``concurrent`` tools (subagents) in one reply that run at the same time."""
+MEDIA_SCAN_MESSAGES = 200
+"""How far back the first turn of an agent on a session looks for inline images; later
+images are seen as they are appended (a user's message, a tool's result)."""
 
 
 @dataclass
@@ -227,6 +236,13 @@ class Agent:
     ``Agent`` on this store with the delegate's own model); delegates are the configs
     ``agent_configs`` names (built in code), else files in ``agent_dirs`` (default
     ``./agents`` then the user config dir).
+
+    Skills (``threadline.agent.skills``) are discovered from the config's ``skills`` and
+    the skills folders (or given as ``skills``); when there are any, the system prompt
+    lists them and the agent gets the ``skill`` tool. A skill that cannot be loaded is
+    logged and listed in ``skill_problems``, never raised. ``subagent_hints`` are the (name,
+    description) hints of the agents this one may delegate to (default: its
+    delegates'); the prompt lists them, sorted.
     """
 
     def __init__(
@@ -246,6 +262,8 @@ class Agent:
         subagent_factory: AgentFactory | None = None,
         agent_dirs: Sequence[Path] | None = None,
         agent_configs: Mapping[str, AgentConfig] | None = None,
+        skills: SkillSet | None = None,
+        subagent_hints: Sequence[tuple[str, str]] | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -253,6 +271,14 @@ class Agent:
         self._owns_model = model is None
         self._cancel: threading.Event | None = None
         self.tools = _combine_tools(tools, config.tools)
+        self.skills = skills if skills is not None else discover_skills(config.skills)
+        for problem in self.skills.problems:
+            logger.warning("agent %s: a skill was left out: %s", config.name, problem)
+        if self.skills and SKILL_TOOL not in self.tools:
+            self.tools.register(self.skills.tool())
+        self._media: set[str] = set()
+        """Sessions known to hold inline images: their prompts carry the media section."""
+        self._media_checked: set[str] = set()
         self.on_event = on_event
         self.calibrator = calibrator or DEFAULT_CALIBRATOR
         self.detector = detector or DoomLoopDetector()
@@ -289,6 +315,14 @@ class Agent:
             )
             if TASK_TOOL not in self.tools:
                 self.tools.register(self.subagents.tool())
+        self.subagent_hints: list[tuple[str, str]] = (
+            list(subagent_hints)
+            if subagent_hints is not None
+            else [(d.name, d.description) for d in self.subagents.delegates.values()]
+            if self.subagents is not None
+            else []
+        )
+        """What the system prompt says of the delegates (name, one-line description)."""
         self._compactor = compactor
         if compactor is not None:
             self._hook_memory(compactor)
@@ -332,7 +366,10 @@ class Agent:
         return self._compactor
 
     def _hook_memory(self, compactor: Compactor) -> Compactor:
-        """Flush pending memory extraction before ``compactor`` summarizes (once)."""
+        """Flush pending memory extraction before ``compactor`` summarizes (once), and give
+        its checkpoints this agent's environment lines (unless it has its own)."""
+        if compactor.environment is None:
+            compactor.environment = self.environment
         if self.memory is not None:
             flush = self.memory.before_compaction
             if flush not in compactor.hooks.listeners("before_compaction"):
@@ -388,17 +425,54 @@ class Agent:
             lock=lock,
         )
 
-    def system_prompt(self, now: datetime | None = None) -> str:
-        """The agent's prompt plus runtime context; stable within a day (see ``prompt``)."""
+    @property
+    def skill_problems(self) -> list[str]:
+        """Skills left out because they could not be loaded, one line each."""
+        return list(self.skills.problems)
+
+    def prompt_sections(
+        self, now: datetime | None = None, *, session: Session | None = None
+    ) -> list[PromptSection]:
+        """The system prompt's sections (``prompt.prompt_sections``): the media section
+        when ``session`` is known to hold inline images."""
         when = now or (self._now() if self._now is not None else None)
-        return build_system_prompt(self.config.system_prompt, self.config.runtime_context, now=when)
+        return prompt_sections(
+            self.config.system_prompt,
+            self.config.runtime_context,
+            skills=self.skills.hints(),
+            subagents=self.subagent_hints,
+            media=session is not None and self._has_media(session),
+            now=when,
+        )
+
+    def system_prompt(self, now: datetime | None = None, *, session: Session | None = None) -> str:
+        """The assembled system prompt; byte-identical from turn to turn within a day."""
+        return join_sections(self.prompt_sections(now, session=session))
+
+    def environment(self, session: Session | None = None) -> str:
+        """The environment lines of the system prompt (working directory, runtime): what a
+        checkpoint's orientation block repeats after a compaction."""
+        return environment_text(self.prompt_sections(session=session))
+
+    def _has_media(self, session: Session) -> bool:
+        """Whether ``session`` holds inline images: its recent tail is looked at once per
+        agent (a resumed session, ``threadline context``), later appends as they come."""
+        if session.id not in self._media_checked:
+            self._media_checked.add(session.id)
+            self._note_media(session, session.tail(MEDIA_SCAN_MESSAGES))
+        return session.id in self._media
+
+    def _note_media(self, session: Session, messages: Sequence[Message]) -> None:
+        """Remember that ``session`` holds inline images once any of ``messages`` does."""
+        if session.id not in self._media and any(_has_image(m) for m in messages):
+            self._media.add(session.id)
 
     def build(
         self,
         session: Session,
         *,
         aggressive: bool = False,
-        system_prompt: str | None = None,
+        system_prompt: str | Sequence[PromptSection] | None = None,
         calibrated: bool = True,
         memories: Sequence[str] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
@@ -407,21 +481,29 @@ class Agent:
 
         With memory on, ``memories`` are the lines to place before the latest request
         (default: those recalled for it). ``system_prompt`` and ``tools`` replace the
-        agent's own (``threadline context --system/--tools``)."""
+        agent's own (``threadline context --system/--tools``); given as sections (a turn's
+        prompt, assembled once), the report lists them."""
         self._load_calibration(session)
         policy = self.policy
         factor = self.calibrator.factor(self.model_spec)
         if calibrated:
             policy = calibrated_policy(policy, model=self.model_spec, factor=factor)
+        if system_prompt is None:
+            system_prompt = self.prompt_sections(session=session)
+        sections = None if isinstance(system_prompt, str) else list(system_prompt)
         window = build_context(
             session,
             model=self.model_spec,
-            system_prompt=system_prompt if system_prompt is not None else self.system_prompt(),
+            system_prompt=join_sections(sections) if sections is not None else str(system_prompt),
             tools=list(tools) if tools is not None else self.tools.definitions(),
             policy=policy,
             aggressive=aggressive,
             **self._memory_args(session, memories),
         )
+        if sections is not None:
+            window.report.prompt_sections = _section_costs(sections, window.model)
+        for problem in self.skills.problems:
+            window.report.notes.append(f"skill left out: {problem}")
         if policy is not self.policy:
             window.report.notes.append(
                 f"budget calibrated: {self.model_spec} counts {factor:.3f}x our estimate, so "
@@ -481,7 +563,8 @@ class Agent:
 
         appended: list[Message] = list(session.append(message))
         memories = self._remember(session, appended)
-        system_prompt = self.system_prompt()
+        self._note_media(session, appended)
+        system_prompt = self.prompt_sections(session=session)  # one time for the whole turn
         tool_defs = self.tools.definitions()
         observations: list[UsageObservation] = []
         warnings: list[LoopWarning] = []
@@ -543,6 +626,7 @@ class Agent:
                 )
             stored_batch = session.append(batch)
             appended += stored_batch
+            self._note_media(session, stored_batch)
             self._observe(session, stored_batch)
             if warning is not None:
                 self._emit("doom_loop", warning=warning)
@@ -614,7 +698,7 @@ class Agent:
     def _call_model(
         self,
         session: Session,
-        system_prompt: str,
+        system_prompt: Sequence[PromptSection],
         tool_defs: Sequence[Mapping[str, Any]],
         *,
         stream: Callable[[str], None] | None,
@@ -655,7 +739,10 @@ class Agent:
                 ) from second
 
     def _fit(
-        self, session: Session, system_prompt: str, memories: Sequence[str] | None = None
+        self,
+        session: Session,
+        system_prompt: Sequence[PromptSection],
+        memories: Sequence[str] | None = None,
     ) -> ContextWindow:
         """The next window; when it would leave stored messages neither in it nor under a
         checkpoint, compact first, mid-turn if need be (invariant 8)."""
@@ -804,6 +891,29 @@ class Agent:
             self.on_event(name, payload)
         except Exception as exc:  # a listener's bug must not break the turn
             logger.warning("agent event handler failed on %s: %s", name, exc, exc_info=exc)
+
+
+def _has_image(m: Message) -> bool:
+    return not isinstance(m.content, str) and any(isinstance(p, ImagePart) for p in m.content)
+
+
+def _section_costs(sections: Sequence[PromptSection], model: str) -> list[Section]:
+    """Each section's tokens and a one-line detail: the names a hint list gives, else the
+    section's first line of content."""
+    from threadline.tokens import counter_for
+
+    counter = counter_for(model)
+    out = []
+    for s in sections:
+        lines = [ln for ln in s.text.splitlines() if ln.strip() and not ln.startswith("# ")]
+        hints = [ln[2:].split(":", 1)[0] for ln in lines if ln.startswith("- ")]
+        listed = s.name in ("skills", "subagents")
+        detail = ", ".join(hints) if listed else (lines[0] if lines else "")
+        count = len(hints) if listed else 0
+        out.append(
+            Section(name=s.name, tokens=counter.count_text(s.text), messages=count, detail=detail)
+        )
+    return out
 
 
 def _user_message(user: str | Message) -> Message:

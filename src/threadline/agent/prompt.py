@@ -1,25 +1,88 @@
-"""The system prompt: the agent's own prompt plus a little runtime context.
+"""The system prompt, assembled from optional sections in a fixed order.
 
-The model is told the current date, the timezone, the working directory and
-the operating system (the agent server's "runtime context"). The system
-prompt is the first thing in every request, so it is the start of the prefix
-that providers cache (invariant 7): if it changed every turn, no request would
-ever hit the cache. So the time is given to the *day* by default (``hour`` is
-available for agents that need it), never to the second; within a day the
-prompt is byte-identical from turn to turn, and nothing else in it moves
-unless the process changes directory.
+The agent server's seed lists the parts: the default agent instructions (the
+agent's own prompt), skill hints (the skills the model can load with the
+``skill`` tool), subagent hints (the agents it can delegate to with the
+``task`` tool), the working directory, media context when inline images are in
+the conversation, and runtime context (date, timezone, operating system). Each
+is a ``PromptSection``; an empty one is left out; the rest are joined in that
+order by blank lines, and ``threadline context`` shows them one by one.
+
+The system prompt is the first thing in every request, so it is the start of
+the prefix that providers cache (invariant 7): if it changed every turn, no
+request would ever hit the cache. So hints are sorted by name, the time is
+given to the *day* by default (``hour`` is available for agents that need it),
+never to the second, and nothing else moves: two turns of one config in one
+day get a byte-identical prompt (a property test holds it).
 """
 
 from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
+from typing import Literal
 
 from threadline.agent.config import RuntimeContextConfig, TimeResolution
 
 RUNTIME_HEADER = "# Runtime context"
+SKILLS_HEADER = "# Skills"
+SKILLS_INTRO = (
+    "Skills hold instructions for particular kinds of task. Before doing such a task, load "
+    "its skill with the `skill` tool (by name); its instructions then stay in this context."
+)
+SUBAGENTS_HEADER = "# Subagents"
+SUBAGENTS_INTRO = (
+    "You can delegate a self-contained task to one of these agents with the `task` tool; "
+    "each works in a session of its own and returns its final answer to you."
+)
+WORKDIR_HEADER = "# Working directory"
+MEDIA_HEADER = "# Media"
+MEDIA_TEXT = (
+    "This conversation contains inline images, attached to the messages they belong to. "
+    "Look at them when they bear on the request; an image that leaves this context is not "
+    "shown again, so note what matters in it."
+)
+SectionName = Literal[
+    "instructions", "skills", "subagents", "working_directory", "media", "runtime"
+]
+SECTION_ORDER: tuple[SectionName, ...] = (
+    "instructions",
+    "skills",
+    "subagents",
+    "working_directory",
+    "media",
+    "runtime",
+)
+SECTION_TITLES: dict[SectionName, str] = {
+    "instructions": "Agent instructions",
+    "skills": "Skill hints",
+    "subagents": "Subagent hints",
+    "working_directory": "Working directory",
+    "media": "Media context",
+    "runtime": "Runtime context",
+}
+ENVIRONMENT_SECTIONS: tuple[SectionName, ...] = ("working_directory", "runtime")
+"""The sections an agent re-reads after a compaction (``compaction.orientation``)."""
+HINT_MAX_CHARS = 300
+"""A hint's description is one line, cut here."""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSection:
+    """One part of the system prompt: which, and its text as sent."""
+
+    name: SectionName
+    text: str
+
+    @property
+    def title(self) -> str:
+        return SECTION_TITLES[self.name]
+
+
 LOCALTIME_PATH = Path("/etc/localtime")
 ZONEINFO_MARKER = "zoneinfo/"
 TZ_ENV = "TZ"
@@ -68,10 +131,9 @@ def runtime_context(
     settings: RuntimeContextConfig | None = None,
     *,
     now: datetime | None = None,
-    cwd: Path | str | None = None,
     tz: tzinfo | None = None,
 ) -> str:
-    """The runtime lines of the system prompt; empty when everything is turned off."""
+    """The runtime section (date, timezone, operating system); empty when turned off."""
     settings = settings or RuntimeContextConfig()
     current = now or datetime.now(tz).astimezone(tz)
     if current.tzinfo is None:
@@ -81,8 +143,6 @@ def runtime_context(
     if when is not None:
         label = "Current date" if settings.time == "date" else "Current date and hour"
         lines.append(f"- {label}: {when}")
-    if settings.working_directory:
-        lines.append(f"- Working directory: {cwd if cwd is not None else os.getcwd()}")
     if settings.os:
         lines.append(f"- Operating system: {platform.system() or 'unknown'} {platform.release()}")
     if not lines:
@@ -90,17 +150,84 @@ def runtime_context(
     return RUNTIME_HEADER + "\n" + "\n".join(lines)
 
 
+def working_directory(
+    settings: RuntimeContextConfig | None = None, cwd: Path | str | None = None
+) -> str:
+    """The working-directory section; empty when the agent turns it off."""
+    settings = settings or RuntimeContextConfig()
+    if not settings.working_directory:
+        return ""
+    return f"{WORKDIR_HEADER}\n{cwd if cwd is not None else os.getcwd()}"
+
+
+def one_line_hint(description: str) -> str:
+    """A description on one line, cut at ``HINT_MAX_CHARS``."""
+    flat = " ".join(description.split())
+    return flat if len(flat) <= HINT_MAX_CHARS else flat[: HINT_MAX_CHARS - 3].rstrip() + "..."
+
+
+def hint_list(header: str, intro: str, hints: Iterable[tuple[str, str]]) -> str:
+    """``header``, ``intro`` and one ``- name: description`` line per hint, sorted by name
+    (a set's order, a directory listing's order must not reach the cached prefix)."""
+    lines = [f"- {name}: {one_line_hint(text)}" for name, text in sorted(set(hints))]
+    if not lines:
+        return ""
+    return "\n".join([header, intro, *lines])
+
+
+def prompt_sections(
+    base: str,
+    settings: RuntimeContextConfig | None = None,
+    *,
+    skills: Sequence[tuple[str, str]] = (),
+    subagents: Sequence[tuple[str, str]] = (),
+    media: bool = False,
+    now: datetime | None = None,
+    cwd: Path | str | None = None,
+    tz: tzinfo | None = None,
+) -> list[PromptSection]:
+    """The system prompt's non-empty sections, in ``SECTION_ORDER``."""
+    texts: dict[SectionName, str] = {
+        "instructions": base.strip(),
+        "skills": hint_list(SKILLS_HEADER, SKILLS_INTRO, skills),
+        "subagents": hint_list(SUBAGENTS_HEADER, SUBAGENTS_INTRO, subagents),
+        "working_directory": working_directory(settings, cwd),
+        "media": f"{MEDIA_HEADER}\n{MEDIA_TEXT}" if media else "",
+        "runtime": runtime_context(settings, now=now, tz=tz),
+    }
+    return [PromptSection(name, texts[name]) for name in SECTION_ORDER if texts[name]]
+
+
+def join_sections(sections: Iterable[PromptSection]) -> str:
+    return "\n\n".join(s.text for s in sections)
+
+
 def build_system_prompt(
     base: str,
     settings: RuntimeContextConfig | None = None,
     *,
+    skills: Sequence[tuple[str, str]] = (),
+    subagents: Sequence[tuple[str, str]] = (),
+    media: bool = False,
     now: datetime | None = None,
     cwd: Path | str | None = None,
     tz: tzinfo | None = None,
 ) -> str:
-    """The agent's prompt followed by the runtime context; stable within a day."""
-    extra = runtime_context(settings, now=now, cwd=cwd, tz=tz)
-    base = base.strip()
-    if not extra:
-        return base
-    return f"{base}\n\n{extra}" if base else extra
+    """The assembled prompt (see ``prompt_sections``); stable within a day."""
+    return join_sections(
+        prompt_sections(
+            base,
+            settings,
+            skills=skills,
+            subagents=subagents,
+            media=media,
+            now=now,
+            cwd=cwd,
+            tz=tz,
+        )
+    )
+
+
+def environment_text(sections: Iterable[PromptSection]) -> str:
+    """The environment sections (working directory, runtime) of an assembled prompt."""
+    return join_sections(s for s in sections if s.name in ENVIRONMENT_SECTIONS)

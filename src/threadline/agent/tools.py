@@ -88,8 +88,9 @@ class ToolContext:
 
 @dataclass(frozen=True, slots=True)
 class ToolOutput:
-    """What a tool returns when its result needs metadata (a subagent's child session)
-    or is an error it reports without raising; a plain value is rendered as text."""
+    """What a tool returns when its result needs metadata (a subagent's child session, a
+    skill result protected from pruning) or is an error it reports without raising; a
+    plain value is rendered as text."""
 
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)

@@ -132,6 +132,23 @@ def _summary(console: Console, r: DemoResult) -> None:
         )
     )
     console.print(Text(f"session id: {r.session_id}"), soft_wrap=True)
+    _skills_line(console, r)
+
+
+def _skills_line(console: Console, r: DemoResult) -> None:
+    """Which skills the agent loaded: its prompt lists them, the ``skill`` tool loads one,
+    and pruning never shrinks what it returned."""
+    if not r.skills_loaded:
+        return
+    names = ", ".join(dict.fromkeys(r.skills_loaded))
+    console.print(
+        Text(
+            f"Skills: the agent loaded {names} with the skill tool (listed in its system "
+            "prompt's skill hints); skill results are never pruned, and each compaction "
+            "names the skills in use.",
+        ),
+        soft_wrap=True,
+    )
 
 
 def _restart(console: Console, store_url: str, session_id: str) -> None:

@@ -52,6 +52,7 @@ from threadline.compaction.events import CompactionHooks, EventName, Hook, HookE
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.gate import FALLBACK_KEY, GATED, fallback_note
 from threadline.compaction.gate import check as check_snapshot
+from threadline.compaction.orientation import Environment, orientation_metadata
 from threadline.compaction.pins import (
     pin_requests,
     pinned_bullets,
@@ -241,6 +242,9 @@ class Compactor:
 
     ``hooks`` maps event names to callables (or lists of them); more can be
     added with ``on``. See ``threadline.compaction.events`` for the signatures.
+    ``environment`` gives the agent's environment lines for a session; each checkpoint
+    carries them in its orientation block with the todo list, the scratchpad index and
+    the skills loaded (``threadline.compaction.orientation``). An ``Agent`` sets it.
     """
 
     def __init__(
@@ -250,8 +254,10 @@ class Compactor:
         policy: ContextPolicy | None = None,
         hooks: Mapping[EventName, Hook | Sequence[Hook]] | None = None,
         lease: timedelta = COMPACTION_LEASE,
+        environment: Environment | None = None,
     ) -> None:
         self.summarizer = summarizer
+        self.environment = environment
         self.policy = policy or ContextPolicy()
         self.hooks = CompactionHooks()
         self.lease = lease
@@ -535,10 +541,11 @@ class Compactor:
                     "; ".join(verdict.reasons()),
                 )
                 summary = baseline
+        later = trail.copy().extend(reversed(cut.kept))
         summary = reconcile(
             summary,
             trail,
-            later=trail.copy().extend(reversed(cut.kept)),
+            later=later,
             max_words=budget_words,
             max_values=self.policy.summary_max_values,
             previous_text=previous.summary if previous else None,
@@ -568,6 +575,7 @@ class Compactor:
             "trigger": "forced" if plan.forced else plan.decision.reason,
             **request_metadata(first, latest),
             TRAIL_KEY: trail.to_metadata(),
+            **orientation_metadata(session, later, self.environment),
         }
         if fallback is not None:
             metadata[FALLBACK_KEY] = fallback

@@ -76,7 +76,8 @@ Write exactly these five sections, in this order, as Markdown headings with \
 ## Important Values
 - exact file paths, URLs, IDs, error messages, configuration values
 ## Current State
-- the task in progress; the last action taken and its result; the expected next step
+- the task in progress; the last action taken and its result; the expected next step; \
+the names of the skills the agent loaded (results of the `skill` tool), if any
 ## Pending Tasks
 - each remaining work item
 

@@ -25,7 +25,8 @@ the stored messages show (invariant 11):
   list is dropped; a task carried over from the previous snapshot says the
   point it dates from (``(as of #315)``); a next step that says nothing
   ("continue from the result of `Bash`") gives way to a concrete one, or to
-  none.
+  none. When the agent loaded skills, a Current State line names them (``Skills in
+  use: ...``), so the names outlive the results a compaction summarizes.
 """
 
 from __future__ import annotations
@@ -95,8 +96,17 @@ _OPEN_CLAIM = re.compile(
     r"wip|ready)\b"
 )
 """Words that claim an item is still to be done."""
+SKILLS_LABEL = "Skills in use"
+SKILLS_NOTE = "load one again with the skill tool to read its instructions"
 _FACT_LABELS = frozenset(
-    {"last action", "last result", "earlier result", "working directory", "latest request"}
+    {
+        "last action",
+        "last result",
+        "earlier result",
+        "working directory",
+        "latest request",
+        SKILLS_LABEL.lower(),
+    }
 )
 """Current State lines that report what happened (or where), not what is left to do."""
 _VAGUE_NEXT = re.compile(
@@ -362,14 +372,18 @@ def _state(
         claims_open = label not in _FACT_LABELS and _OPEN_CLAIM.search(b.text)
         if claims_open and _names_done(b.text, evidence, done):
             continue  # says an item closed since is still to do
-        if _WRAPPER.match(b.text):
-            continue
+        if _WRAPPER.match(b.text) or label == SKILLS_LABEL.lower():
+            continue  # a wrapper; the skills line is rebuilt from the trail below
         had_next = had_next or label == "next step"
         fact = label in _FACT_LABELS or label.startswith(("primary request", "latest request"))
         kept.append(b.text if fact else _carried(b.text, before, previous_seq))
     if not had_next and (step := _next_step(trail, done)):
         at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
         kept.insert(at, step)
+    skills = evidence.skills_in_use()
+    if skills:
+        named = ", ".join(code_span(name) for name in skills)
+        kept.insert(min(2, len(kept)), f"{SKILLS_LABEL}: {named} ({SKILLS_NOTE})")
     for i, text in enumerate(kept):
         snapshot.add("current_state", text, STATE_SCORE - i * 0.1)
 

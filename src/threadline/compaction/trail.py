@@ -16,7 +16,9 @@ range, through the same recogniser the summarizers use (``toolcalls``), finds
   number of its messages that used each;
 * the latest structured todo state (any todo / plan tool the recogniser knows);
 * the items closed since: ``bd close X``, ``gh issue close 12``, ``--status
-  done``, or a ``git commit`` whose message names the item; a reopen undoes it.
+  done``, or a ``git commit`` whose message names the item; a reopen undoes it;
+* the skills the agent loaded (``skill`` tool results name theirs in metadata),
+  so a compaction can say which skills were in use.
 
 The trail goes into each checkpoint's metadata (``TRAIL_KEY``), so the next
 compaction reads only its new messages; a checkpoint without one (imported from
@@ -45,7 +47,7 @@ from threadline.compaction.toolcalls import (
     todo_items,
 )
 from threadline.compaction.values import Value, extract_error_lines, extract_values, ids_within
-from threadline.messages import Message, ToolCall
+from threadline.messages import SKILL_KEY, Message, ToolCall
 from threadline.requests import request_text
 
 TRAIL_KEY = "trail"
@@ -54,6 +56,8 @@ TRAIL_VERSION = 1
 
 
 MAX_FAILURES = 3
+MAX_SKILLS = 20
+"""Skills remembered as in use (the most recently loaded)."""
 """Failed commands remembered (the newest); older failures were most likely dealt with."""
 MAX_REMEMBERED = 300
 """URLs and ids counted, and closed items: beyond twice this many the least used (and the
@@ -274,6 +278,8 @@ class Trail:
         self.used: dict[str, Used] = {}
         self.todos: TodoState | None = None
         self.closed: dict[str, Closure] = {}
+        self.skills: dict[str, int] = {}
+        """Skills loaded, by name, with the seq of the latest load."""
         self.last_result = 0
         """The seq of the last tool result (a failure there is the one to fix next)."""
         self.first_request: tuple[int, str] | None = None
@@ -310,6 +316,12 @@ class Trail:
             rec.note = self._note or rec.note
         if m.role == "tool":
             self.last_result = seq
+            skill = m.metadata.get(SKILL_KEY)
+            if isinstance(skill, str) and skill and not m.metadata.get("is_error"):
+                self.skills.pop(skill, None)
+                self.skills[skill] = seq
+                if len(self.skills) > MAX_SKILLS:
+                    self.skills.pop(next(iter(self.skills)))
             if answered is not None:
                 self._result(m, answered, seq)
 
@@ -374,6 +386,10 @@ class Trail:
         """An independent copy (through its metadata form)."""
         return Trail._read(self.to_metadata())
 
+    def skills_in_use(self) -> list[str]:
+        """The skills loaded, oldest load first."""
+        return list(self.skills)
+
     def reused(self, minimum: int = 2) -> list[tuple[str, Used]]:
         """URLs and ids the agent used in at least ``minimum`` messages, most used first
         (the more recent first among equals)."""
@@ -404,6 +420,7 @@ class Trail:
             if self.todos is None
             else {"seq": self.todos.seq, "items": [list(i) for i in self.todos.items]},
             "closed": {k: [c.seq, c.how] for k, c in self.closed.items()},
+            "skills": dict(self.skills),
             "note": self._note,
             "last_result": self.last_result,
             "first_request": list(self.first_request) if self.first_request else None,
@@ -440,6 +457,8 @@ class Trail:
             trail.todos = TodoState(int(todos["seq"]), items)
         for item, (seq, how) in (data.get("closed") or {}).items():
             trail.closed[str(item)] = Closure(int(seq), str(how))
+        for name, seq in (data.get("skills") or {}).items():
+            trail.skills[str(name)] = int(seq)
         note = data.get("note")
         trail._note = note if isinstance(note, str) else None
         trail.last_result = int(data.get("last_result") or 0)

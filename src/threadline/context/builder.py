@@ -58,6 +58,10 @@ MEMORY_HEADER = (
 DEFAULT_MEMORY_SHARE = 0.10
 """The share of the budget a memory block may use (``memory.share`` of an agent file)."""
 MEMORY_METADATA_KEY = "memory_block"
+ORIENTATION_KEY = "orientation"
+"""Checkpoint metadata: the orientation block a compaction wrote (``compaction.orientation``:
+working directory, environment, todo list, scratchpad index, skills), shown after the
+summary in the same message."""
 BOUNDARY_TEXT = (
     "[threadline checkpoint: earlier messages were compacted. This boundary is inserted by "
     "threadline, not written by the user; the summary follows.]"
@@ -122,6 +126,10 @@ class ContextReport(BaseModel):
     """The memory lines placed in the window (the ``memory`` section), best first."""
     memory_reserve: int = 0
     """Tokens kept for memories whatever they hold (0: memory is off); not in ``budget``."""
+    prompt_sections: list[Section] = Field(default_factory=list)
+    """The system prompt's parts in order (instructions, skills, subagents, working
+    directory, media, runtime), each with its tokens; filled by the agent that assembled
+    the prompt (``threadline.agent.prompt``), empty for a prompt given whole."""
     notes: list[str] = Field(default_factory=list)
 
 
@@ -709,6 +717,9 @@ def _render_kept(sections: list[tuple[str, list[str]]], gone: set[tuple[int, int
 def _wrap_summary(checkpoint: Checkpoint, text: str, policy: ContextPolicy) -> list[Message]:
     header = SUMMARY_HEADER.format(seq=checkpoint.covers_up_to)
     meta = {"checkpoint_id": checkpoint.id, "covers_up_to": checkpoint.covers_up_to}
+    orientation = checkpoint.metadata.get(ORIENTATION_KEY)
+    if isinstance(orientation, str) and orientation.strip():
+        text = f"{text}\n\n{orientation.strip()}"
     if policy.summary_placement == "system":
         return [Message.system(f"{header}\n\n{text}", synthetic=True, summary=True, metadata=meta)]
     return [

@@ -10,7 +10,8 @@ the oldest eligible results are replaced by a placeholder that keeps the
 tool's name, the result's first line and its exact stored size, until the
 context is back under ``prune_hard_to`` (one chunk of clears instead of one a
 turn, so the prefix breaks rarely, invariant 7). Results in the last
-``prune_protect_turns`` assistant turns and of ``protected_tools`` are never
+``prune_protect_turns`` assistant turns, of ``protected_tools``, and results
+marked protected (a loaded skill's instructions, ``is_protected``) are never
 touched. ``aggressive`` (a retry after a provider's context-length error)
 uses lower thresholds.
 
@@ -28,7 +29,7 @@ from typing import Literal
 
 from threadline.context.policy import ContextPolicy
 from threadline.context.truncation import cut_middle
-from threadline.messages import Message, Unit
+from threadline.messages import PROTECTED_RESULT_KEY, Message, Unit
 
 Action = Literal["soft", "hard"]
 
@@ -108,6 +109,13 @@ def hard_clear(m: Message) -> Message:
     return m.model_copy(update={"content": notice, "token_counts": {}})
 
 
+def is_protected(m: Message, policy: ContextPolicy) -> bool:
+    """A tool result pruning never touches: one of ``policy.protected_tools``, or marked
+    ``{"protected": true}`` by the tool that wrote it (the ``skill`` tool: the seed's
+    "skill tool results are excluded from pruning"). The one place for that rule."""
+    return m.name in policy.protected_tools or m.metadata.get(PROTECTED_RESULT_KEY) is True
+
+
 def _eligible(units: list[Unit], policy: ContextPolicy, min_chars: int) -> list[tuple[int, int]]:
     """(unit index, message index) of prunable results, oldest first."""
     protected_units = 0
@@ -123,7 +131,7 @@ def _eligible(units: list[Unit], policy: ContextPolicy, min_chars: int) -> list[
         if not unit.is_tool_chain:
             continue
         for mi, m in enumerate(unit.messages[1:], start=1):
-            if m.seq is None or m.synthetic or m.name in policy.protected_tools:
+            if m.seq is None or m.synthetic or is_protected(m, policy):
                 continue
             if isinstance(m.content, str) and len(m.content) < min_chars:
                 continue  # the common case, decided without joining parts

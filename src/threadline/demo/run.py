@@ -35,7 +35,9 @@ from threadline.demo.simulated import (
     simulated_tools,
     user_message,
 )
+from threadline.demo.skill_step import demo_skills, with_skill_step
 from threadline.errors import UsageError
+from threadline.messages import SKILL_KEY
 from threadline.store.base import LockHolder, Session, Store
 
 DEFAULT_TURNS = 300
@@ -103,6 +105,8 @@ class DemoResult:
     last_report: ContextReport | None = None
     tool_calls: int = 0
     tool_errors: int = 0
+    skills_loaded: list[str] = field(default_factory=list)
+    """The skills the agent loaded with the ``skill`` tool, in order."""
 
 
 @dataclass
@@ -111,6 +115,7 @@ class _Tally:
     tool_calls: int = 0
     tool_errors: int = 0
     pruned: set[int] = field(default_factory=set)
+    skills: list[str] = field(default_factory=list)
 
     def on_event(self, name: str, payload: dict[str, Any]) -> None:
         if name == "compacted":
@@ -118,6 +123,9 @@ class _Tally:
         elif name == "tool_finished":
             self.tool_calls += 1
             self.tool_errors += bool(payload.get("is_error"))
+            skill = payload["result"].metadata.get(SKILL_KEY)
+            if isinstance(skill, str) and not payload.get("is_error"):
+                self.skills.append(skill)
 
 
 def demo_config() -> AgentConfig:
@@ -139,14 +147,17 @@ def demo_agent(
     *,
     on_event: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> Agent:
-    """A real ``Agent`` whose model and tools play back ``scenario``."""
+    """A real ``Agent`` whose model and tools play back ``scenario``; it offers the demo's
+    skill and loads it in the first turn (``demo.skill_step``)."""
+    skills = demo_skills()
     return Agent(
         demo_config(),
         store=store,
-        model=SimulatedCodingModel(scenario),
+        model=SimulatedCodingModel(with_skill_step(scenario, skills)),
         tools=simulated_tools(scenario),
         on_event=on_event,
         calibrator=Calibrator(),
+        skills=skills,
     )
 
 
@@ -216,6 +227,7 @@ def run_demo(
         last_report=report,
         tool_calls=tally.tool_calls,
         tool_errors=tally.tool_errors,
+        skills_loaded=list(tally.skills),
     )
 
 

@@ -50,9 +50,8 @@ SECTION_LABELS = {
     "reply_priming": "Reply priming",
     "memory": "Memories",
 }
-LABEL_WIDTH = 18
-PRUNED_SHOWN = 4
-"""Pruned tool results listed one by one before the rest are counted."""
+PROMPT_DETAIL_CHARS = 60
+PROMPT_LABEL_WIDTH = len("  Agent instructions")
 LABEL_WIDTH = 18
 PRUNED_SHOWN = 4
 """Pruned tool results listed one by one before the rest are counted."""
@@ -178,6 +177,8 @@ def render_context_report(window: ContextWindow, session: Session) -> list[Rende
             Text(s.detail, style="dim"),
         )
     blocks.append(table)
+    if r.prompt_sections:
+        blocks.append(render_prompt_sections(window))
 
     lines = [
         _kv("Stored", plural(r.history_messages, "message")),
@@ -245,6 +246,30 @@ def _subagent_lines(session: Session) -> list[Text]:
         text += f" (and {plural(tally.nested, 'nested one')} below them)"
     text += f", {plural(tally.messages, 'message')} (in their own sessions, not this window)"
     return [_kv("Subagents", text)]
+
+
+def render_prompt_sections(window: ContextWindow) -> RenderableType:
+    """``System prompt``: each part the agent assembled, in the order sent, with its
+    tokens and how it begins (a skill or subagent hint list: how many it names)."""
+    from threadline.agent.prompt import SECTION_TITLES  # the titles the prompt gives them
+
+    r = window.report
+    table = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 1))
+    table.add_column("  System prompt", no_wrap=True, min_width=PROMPT_LABEL_WIDTH)
+    table.add_column("Tokens", justify="right", no_wrap=True, min_width=len("Tokens"))
+    table.add_column("Detail", ratio=1)  # wraps on a narrow screen, the rest never
+    for s in r.prompt_sections:
+        detail = s.detail
+        if len(detail) > PROMPT_DETAIL_CHARS:
+            detail = detail[: PROMPT_DETAIL_CHARS - 3] + "..."
+        if s.messages:
+            detail = plural(s.messages, "entry", "entries") + (f": {detail}" if detail else "")
+        table.add_row(
+            "  " + SECTION_TITLES.get(s.name, s.name),  # type: ignore[call-overload]
+            fmt_int(s.tokens),
+            Text(detail, style="dim"),
+        )
+    return table
 
 
 def _budget_terms(memory_reserve: int) -> str:

@@ -1,0 +1,221 @@
+"""After every compaction of a long run, the first model call is re-oriented: the working
+directory, the environment lines of the system prompt, the current todo list, the scratchpad
+index and the skills loaded are in the summary message (seen in what the fake OpenAI server
+received)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes import FakeOpenAI
+from threadline import open_store
+from threadline.agent import Agent, AgentConfig, Calibrator, ToolRegistry
+from threadline.agent.config import CONFIG_DIR_ENV
+from threadline.agent.skills import PROJECT_SKILLS_DIR, SKILL_TOOL
+from threadline.compaction.compactor import Compactor
+from threadline.compaction.llm import make_summarizer
+from threadline.compaction.orientation import ORIENTATION_HEADER, build_orientation
+from threadline.compaction.trail import build_trail
+from threadline.compaction.triggers import WRITTEN_AT_KEY
+from threadline.context.builder import SUMMARY_HEADER, build_context
+from threadline.context.policy import ContextPolicy
+from threadline.llm.openai_provider import OpenAIChatModel
+from threadline.messages import Message, ToolCall
+
+TURNS = 24
+SUMMARY_START = SUMMARY_HEADER.split("(")[0]
+
+
+def todo_list(turn: int) -> list[dict[str, str]]:
+    """The list as the agent writes it at ``turn``: one item done per turn."""
+    return [
+        {"content": f"step {i}", "status": "completed" if i < turn else "in_progress"}
+        for i in range(turn, turn + 3)
+    ]
+
+
+def test_orientation_is_in_the_first_call_after_every_compaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workdir = tmp_path / "orient-project"
+    skill = workdir / PROJECT_SKILLS_DIR / "house-style"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: house-style\ndescription: The house style.\n---\nWrite tersely.\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(workdir)
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "config"))
+    tools = ToolRegistry()
+
+    @tools.tool()
+    def todo_write(todos: list[Any]) -> str:
+        """Replace the todo list."""
+        return "Todos have been modified successfully"
+
+    @tools.tool()
+    def run_tests(target: str) -> str:
+        """Run the tests."""
+        return f"{target}: " + "".join(f"test_{j} PASSED\n" for j in range(120))
+
+    config = AgentConfig.model_validate(
+        {
+            "name": "orienter",
+            "model": "openai/gpt-4o",
+            "system_prompt": "You are a careful agent.",
+            "summarizer": "extractive",
+            "tools": ["scratchpad_write", "scratchpad_read", "scratchpad_list"],
+            "context": {
+                "context_limit": 9_000,
+                "response_reserve": 1_000,
+                "max_messages_before_summary": 14,
+                "min_recent_messages": 4,
+                "preserve_user_turns": 1,
+                "preserve_fill": False,
+            },
+        }
+    )
+    store = open_store("memory://")
+    compacted_before: list[int] = []
+    """The number of requests the server had received when each compaction finished: the
+    next request is the first model call after it."""
+    with FakeOpenAI() as srv:
+        model = OpenAIChatModel("gpt-4o", api_key="test", base_url=srv.url, max_retries=0)
+        agent = Agent(
+            config,
+            store=store,
+            model=model,
+            tools=tools,
+            calibrator=Calibrator(),
+            on_event=lambda name, _: (
+                compacted_before.append(srv.request_count) if name == "compacted" else None
+            ),
+        )
+        session = agent.new_session()
+        for turn in range(TURNS):
+            if turn == 1:
+                srv.reply_tool_call(SKILL_TOOL, {"name": "house-style"})
+            srv.reply_tool_call(
+                "scratchpad_write", {"name": f"note-{turn}", "content": f"finding {turn} " * 5}
+            )
+            srv.reply_tool_call("todo_write", {"todos": todo_list(turn)})
+            srv.reply_tool_call("run_tests", {"target": f"suite{turn}"})
+            srv.reply_text(f"turn {turn} done")
+            agent.run_turn(session, f"do turn {turn}")
+        model.close()
+        requests = [r.json() for r in srv.requests]
+    assert srv.pending == 0
+    firsts = [n for n in compacted_before if n < len(requests)]
+    assert len(firsts) >= 3, f"only {len(compacted_before)} compactions"
+    checkpoints = session.checkpoints()
+    assert len(checkpoints) == len(compacted_before)
+    system = requests[0]["messages"][0]["content"]
+    runtime = system[system.index("# Runtime context") :]
+    by_cut = {c.covers_up_to: c for c in checkpoints}
+    shown: set[int] = set()
+    for index in firsts:
+        messages = requests[index]["messages"]
+        summary = next(m["content"] for m in messages if m["content"].startswith(SUMMARY_START))
+        # a stable window may still show an earlier checkpoint (it adopts the newest at its
+        # next re-trim); whichever it shows carries the orientation written with it
+        found = re.search(r"messages up to #(\d+)\)", summary)
+        assert found is not None
+        checkpoint = by_cut[int(found.group(1))]
+        shown.add(checkpoint.id)
+        orientation = summary[summary.index(ORIENTATION_HEADER) :]
+        assert f"# Working directory\n{workdir}" in orientation
+        assert runtime in orientation  # date, timezone, operating system, as in the prompt
+        # the todo list and the scratchpad as they were when the checkpoint was written
+        stored = session.messages()
+        upto = [m for m in stored if (m.seq or 0) <= checkpoint.covers_up_to]
+        written = [
+            c.arguments["todos"]
+            for m in stored
+            if (m.seq or 0) <= checkpoint.metadata[WRITTEN_AT_KEY]
+            for c in m.tool_calls
+            if c.name == "todo_write"
+        ]
+        for item in written[-1]:
+            status = item["status"].replace("_", " ")
+            assert f"- [{status}] {item['content']}" in orientation
+        notes = [
+            c.arguments["name"]
+            for m in stored
+            if (m.seq or 0) <= checkpoint.metadata[WRITTEN_AT_KEY]
+            for c in m.tool_calls
+            if c.name == "scratchpad_write"
+        ]
+        for name in notes:
+            assert f"- {name} (" in orientation
+        assert "Skills loaded" in orientation and "- house-style" in orientation
+        assert upto  # the checkpoint covers something
+        # the snapshot itself names the skill in use
+        assert "Skills in use: `house-style`" in summary
+    assert len(shown) >= 3  # three different checkpoints were seen, each oriented
+
+
+def test_orientation_is_empty_with_nothing_to_say_and_lists_what_there_is() -> None:
+    session = open_store("memory://").create_session()
+    assert build_orientation(session, build_trail([])) == ""
+    session.scratchpad_write("plan", "x" * 1234)
+    call = ToolCall(id="t", name="TodoWrite", arguments={"todos": todo_list(1)})
+    trail = build_trail([Message.assistant("", tool_calls=[call])])
+    text = build_orientation(session, trail, "# Working directory\n/w")
+    assert text.startswith(ORIENTATION_HEADER)
+    assert "/w" in text and "- plan (1,234 characters)" in text
+    assert "- [completed] step 0" not in text and "- [in progress] step 1" in text
+
+
+def test_an_llm_written_snapshot_keeps_the_skills_in_use_and_the_orientation(
+    tmp_path: Path,
+) -> None:
+    """The model's snapshot says nothing of skills; the checkpoint still names them (the
+    trail, not the summarizer, is the source) and carries the orientation block."""
+    session = open_store("memory://").create_session(model="openai/gpt-4o")
+    for i in range(8):
+        call = ToolCall(id=f"s{i}", name=SKILL_TOOL, arguments={"name": f"skill-{i % 2}"})
+        session.append(
+            [
+                Message.user(f"request {i}"),
+                Message.assistant("", tool_calls=[call]),
+                Message.tool(
+                    f"instructions {i}",
+                    tool_call_id=call.id,
+                    name=SKILL_TOOL,
+                    metadata={"skill": f"skill-{i % 2}", "protected": True},
+                ),
+                Message.assistant(f"done {i}"),
+            ]
+        )
+    session.scratchpad_write("findings", "the port is 8443")
+    snapshot = (
+        "## Files Modified\n- (none)\n## Key Decisions\n- kept the API\n"
+        "## Important Values\n- port 8443\n## Current State\n- answering requests\n"
+        "## Pending Tasks\n- (none)\n"
+    )
+    with FakeOpenAI() as srv:
+        srv.reply_text(snapshot, usage=(500, 60))
+        model = OpenAIChatModel("gpt-4o", api_key="test", base_url=srv.url, max_retries=0)
+        compactor = Compactor(
+            make_summarizer("llm", model),
+            policy=ContextPolicy(preserve_fill=False, min_recent_messages=2),
+            environment=lambda _: "# Working directory\n/srv/app",
+        )
+        result = compactor.compact(session, force=True, model="openai/gpt-4o")
+        model.close()
+        sent = json.dumps(srv.requests[0].json())
+    assert result.compacted and result.checkpoint is not None
+    assert "the `skill` tool" in sent  # the summarizer was asked to keep skill names
+    checkpoint = result.checkpoint
+    assert checkpoint.metadata["summarizer"] == "llm"  # the model's snapshot was kept
+    assert "Skills in use: `skill-0`, `skill-1`" in checkpoint.summary
+    window = build_context(session, policy=ContextPolicy(preserve_fill=False))
+    summary = next(m.text for m in window.messages if m.summary)
+    orientation = summary[summary.index(ORIENTATION_HEADER) :]
+    assert "/srv/app" in orientation and "- findings (16 characters)" in orientation
+    assert "- skill-0" in orientation and "- skill-1" in orientation
