@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.text import Text
 
 from threadline.cli.render import plural, shorten
-from threadline.demo.subagent_run import DELEGATION_REQUEST, REVIEWER, run_subagent_demo
+from threadline.demo.run import REVIEWER
+from threadline.demo.subagent_run import DELEGATION_REQUEST, run_subagent_demo
 from threadline.store import Store
 
 TEXT_SHOWN = 400

@@ -61,6 +61,8 @@ DEMO_SYSTEM_PROMPT = (
     "you write, run the tests after every change, and report exactly what you changed. "
     "(In this demo you are a simulated model replaying a scripted session.)"
 )
+REVIEWER = "reviewer"
+"""The demo agent's one delegate (``demo.subagent_run`` runs it)."""
 DEMO_METADATA_KEY = "demo"
 
 
@@ -129,7 +131,8 @@ class _Tally:
 
 
 def demo_config() -> AgentConfig:
-    """The demo agent: the small window, the extractive summarizer, no built-in tools."""
+    """The demo agent: the small window, the extractive summarizer, no built-in tools; it
+    may delegate to the reviewer (``demo.subagent_run``)."""
     return AgentConfig(
         name=DEMO_AGENT,
         description="threadline's offline demo agent (a simulated model)",
@@ -138,6 +141,19 @@ def demo_config() -> AgentConfig:
         context=DEMO_POLICY,
         summarizer="extractive",
         tools=(),
+        agents=(REVIEWER,),
+    )
+
+
+def reviewer_config() -> AgentConfig:
+    return AgentConfig(
+        name=REVIEWER,
+        description="Reviews the lead's work by searching its session history (simulated)",
+        model=DEMO_MODEL_SPEC,
+        system_prompt="You are the reviewer: check claims against the stored history.",
+        context=DEMO_POLICY,
+        summarizer="extractive",
+        max_steps=4,
     )
 
 
@@ -158,6 +174,7 @@ def demo_agent(
         on_event=on_event,
         calibrator=Calibrator(),
         skills=skills,
+        agent_configs={REVIEWER: reviewer_config()},
     )
 
 

@@ -20,14 +20,13 @@ from typing import Any, Final
 
 from threadline.agent import Agent, AgentConfig, Calibrator, ToolContext, ToolRegistry, make_tool
 from threadline.agent.subagents import SUBAGENT_KEY, TASK_TOOL
-from threadline.demo.run import DEMO_MODEL_SPEC, DEMO_POLICY, demo_config
+from threadline.demo.run import REVIEWER, demo_config, reviewer_config
 from threadline.errors import ThreadlineError
 from threadline.llm.base import ChatRequest
 from threadline.llm.scripted import ScriptedChatModel, tool_call
 from threadline.messages import Message
 from threadline.store.base import Session, Store
 
-REVIEWER: Final = "reviewer"
 REVIEW_QUERY: Final = "InvalidOperation"
 """What the reviewer looks for: the error the scripted run hit and fixed."""
 SEARCH_TOOL: Final = "search_history"
@@ -53,20 +52,9 @@ class SubagentDemo:
     """The lead's closing reply."""
 
 
-def reviewer_config() -> AgentConfig:
-    return AgentConfig(
-        name=REVIEWER,
-        description="Reviews the lead's work by searching its session history (simulated)",
-        model=DEMO_MODEL_SPEC,
-        system_prompt="You are the reviewer: check claims against the stored history.",
-        context=DEMO_POLICY,
-        summarizer="extractive",
-        max_steps=4,
-    )
-
-
 def lead_config() -> AgentConfig:
-    return demo_config().model_copy(update={"agents": (REVIEWER,)})
+    """The demo agent itself: its config lists the reviewer in ``agents``."""
+    return demo_config()
 
 
 def _search_tool(store: Store, lead_session: str) -> ToolRegistry:
