@@ -38,9 +38,11 @@ from typing import (
     Any,
     Final,
     Protocol,
+    Self,
     TypedDict,
     TypeGuard,
     TypeVar,
+    cast,
     runtime_checkable,
 )
 from urllib.parse import parse_qsl
@@ -1794,6 +1796,45 @@ class Session:
             yield self
         finally:
             self.store.release_lock(self.id, held)
+
+
+# -- the store core: what every backend shares, on the primitives it supplies ----------
+
+
+class StoreCore:
+    """The rules every backend follows, written once: each backend subclasses this and
+    supplies the primitives named below (``session_info``, ``close``, ``_matching_ids``).
+    """
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
+        """Primitive: ``[id_or_prefix]`` when that session exists; otherwise, with
+        ``prefix``, the ids it is a prefix of (sorted, a few are enough to call it
+        ambiguous); otherwise none. One read, under the backend's own lock or snapshot."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get_session(self, id_or_prefix: str) -> Session:
+        return Session(cast(Store, self), self.session_info(self.resolve_id(id_or_prefix)))
+
+    def resolve_id(self, id_or_prefix: str) -> str:
+        """A session id, or a unique prefix of ``MIN_PREFIX_LENGTH`` or more characters;
+        an exact id wins over the ids it prefixes."""
+        validate_session_id(id_or_prefix)
+        found = self._matching_ids(id_or_prefix, prefix=len(id_or_prefix) >= MIN_PREFIX_LENGTH)
+        if id_or_prefix in found:
+            return id_or_prefix
+        return pick_unique(id_or_prefix, found)
 
 
 # -- deleting: forks before their parents (``Session.delete``, ``store/fork.py``) ----

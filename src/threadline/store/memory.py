@@ -24,7 +24,6 @@ from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store.base import (
     ANY_PREVIOUS,
-    MIN_PREFIX_LENGTH,
     Checkpoint,
     ExpectPrevious,
     ListOptions,
@@ -35,6 +34,7 @@ from threadline.store.base import (
     SessionFields,
     SessionInfo,
     SessionPage,
+    StoreCore,
     append_time,
     bounded,
     bounded_or_none,
@@ -48,11 +48,9 @@ from threadline.store.base import (
     list_request,
     new_checkpoint,
     new_session,
-    pick_unique,
     primary_tokens,
     same_memo,
     session_change,
-    validate_session_id,
 )
 from threadline.store.retraction import own_index
 from threadline.store.search_query import (
@@ -76,7 +74,7 @@ class _Entry:
     """``messages[seq - 1 - base]``: a fork's own messages start after its fork seq."""
 
 
-class MemoryStore:
+class MemoryStore(StoreCore):
     """Sessions in a dict, guarded by one lock."""
 
     def __init__(self) -> None:
@@ -95,12 +93,6 @@ class MemoryStore:
 
     def close(self) -> None:
         """Nothing to release; the data lives as long as this object."""
-
-    def __enter__(self) -> MemoryStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _get(self, session_id: str) -> _Entry:
         try:
@@ -123,18 +115,11 @@ class MemoryStore:
             self._sessions[new.id] = _Entry(info=info, lock=lock, base=info.last_seq)
         return Session(self, copy.copy(info))
 
-    def get_session(self, id_or_prefix: str) -> Session:
-        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
-
-    def resolve_id(self, id_or_prefix: str) -> str:
-        validate_session_id(id_or_prefix)
+    def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._lock:
             if id_or_prefix in self._sessions:
-                return id_or_prefix
-            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
-                raise SessionNotFound(id_or_prefix)
-            matches = sorted(s for s in self._sessions if s.startswith(id_or_prefix))
-        return pick_unique(id_or_prefix, matches)
+                return [id_or_prefix]
+            return sorted(s for s in self._sessions if prefix and s.startswith(id_or_prefix))
 
     def session_info(self, session_id: str) -> SessionInfo:
         with self._lock:

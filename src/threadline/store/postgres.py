@@ -71,7 +71,6 @@ from threadline.store.base import (
     ANY_PREVIOUS,
     CONNECTION_RETRY,
     DEFAULT_PAGE_SIZE,
-    MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
@@ -84,6 +83,7 @@ from threadline.store.base import (
     SessionFields,
     SessionInfo,
     SessionPage,
+    StoreCore,
     append_time,
     bounded,
     bounded_or_none,
@@ -96,7 +96,6 @@ from threadline.store.base import (
     new_checkpoint,
     new_session,
     numbered,
-    pick_unique,
     prefix_bounds,
     same_memo,
     session_change,
@@ -104,7 +103,6 @@ from threadline.store.base import (
     stored_bodies,
     stored_tokens,
     validate_agent,
-    validate_session_id,
 )
 from threadline.store.records import Record
 from threadline.store.search_query import (
@@ -440,7 +438,7 @@ def _positive(options: dict[str, str], key: str, default: T, kind: Callable[[str
 # -- the store ---------------------------------------------------------------------
 
 
-class PostgresStore:
+class PostgresStore(StoreCore):
     """Sessions in one PostgreSQL schema, shared safely by any number of processes."""
 
     def __init__(
@@ -671,12 +669,6 @@ class PostgresStore:
     def close(self) -> None:
         self._pool.close()
 
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- sessions ---------------------------------------------------------------
 
     def create_session(
@@ -716,21 +708,17 @@ class PostgresStore:
         assert info is not None
         return Session(self, info)
 
-    def get_session(self, id_or_prefix: str) -> Session:
-        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
-
     @_resent
-    def resolve_id(self, id_or_prefix: str) -> str:
-        validate_session_id(id_or_prefix)
+    def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._read() as conn:
             if conn.execute("SELECT 1 FROM sessions WHERE id = %s", (id_or_prefix,)).fetchone():
-                return id_or_prefix
-            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
-                raise SessionNotFound(id_or_prefix)
+                return [id_or_prefix]
+            if not prefix:
+                return []
             # ids are validated to [A-Za-z0-9._-]: only '_' is a LIKE wildcard among them
             pattern = id_or_prefix.replace("_", "\\_") + "%"
             rows = conn.execute(RESOLVE_PREFIX_SQL, {"pattern": pattern}).fetchall()
-        return pick_unique(id_or_prefix, [r[0] for r in rows])
+        return [r[0] for r in rows]
 
     @_resent
     def session_info(self, session_id: str) -> SessionInfo:
