@@ -1818,6 +1818,28 @@ class StoreCore:
         ambiguous); otherwise none. One read, under the backend's own lock or snapshot."""
         raise NotImplementedError
 
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        """Primitive: in one atomic step, read the session's last seq and its latest
+        checkpoint, decide with ``check_checkpoint`` (which may return the one already
+        stored, or refuse), and store ``new`` under the next id."""
+        raise NotImplementedError
+
+    def add_checkpoint(
+        self,
+        session_id: str,
+        *,
+        covers_up_to: int,
+        summary: str,
+        metadata: dict[str, Any] | None = None,
+        expect_previous: ExpectPrevious = ANY_PREVIOUS,
+    ) -> Checkpoint:
+        """See ``Store.add_checkpoint``: the fields checked and stamped once, before the
+        first attempt, so a resend after a lost reply is the checkpoint it stored."""
+        new = new_checkpoint(
+            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
+        )
+        return self._add_checkpoint(new, expect_previous)
+
     def __enter__(self) -> Self:
         return self
 

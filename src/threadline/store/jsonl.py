@@ -88,7 +88,6 @@ from threadline.errors import (
 from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store.base import (
-    ANY_PREVIOUS,
     FORK_KEY,
     SESSION_ID_PATTERN,
     Checkpoint,
@@ -113,7 +112,6 @@ from threadline.store.base import (
     children_request,
     format_ts,
     list_request,
-    new_checkpoint,
     new_session,
     parse_ts,
     primary_tokens,
@@ -777,18 +775,8 @@ class JSONLStore(StoreCore):
         except ValueError as exc:
             raise CorruptRecord(f"unreadable checkpoints: {exc}", where=str(paths.summary)) from exc
 
-    def add_checkpoint(
-        self,
-        session_id: str,
-        *,
-        covers_up_to: int,
-        summary: str,
-        metadata: dict[str, Any] | None = None,
-        expect_previous: ExpectPrevious = ANY_PREVIOUS,
-    ) -> Checkpoint:
-        new = new_checkpoint(
-            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-        )
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        session_id = new.session_id
         with self._locked(session_id) as paths:  # the session's file lock: one atomic step
             last = self._info(paths).last_seq
             existing = self._checkpoints(paths)

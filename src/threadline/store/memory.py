@@ -23,7 +23,6 @@ from threadline.errors import (
 from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store.base import (
-    ANY_PREVIOUS,
     Checkpoint,
     ExpectPrevious,
     ListOptions,
@@ -46,7 +45,6 @@ from threadline.store.base import (
     encode_message,
     later,
     list_request,
-    new_checkpoint,
     new_session,
     primary_tokens,
     same_memo,
@@ -259,18 +257,8 @@ class MemoryStore(StoreCore):
 
     # -- checkpoints ------------------------------------------------------------
 
-    def add_checkpoint(
-        self,
-        session_id: str,
-        *,
-        covers_up_to: int,
-        summary: str,
-        metadata: dict[str, Any] | None = None,
-        expect_previous: ExpectPrevious = ANY_PREVIOUS,
-    ) -> Checkpoint:
-        new = new_checkpoint(
-            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-        )
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        session_id = new.session_id
         with self._lock:  # the atomic step: the store's lock
             e = self._get(session_id)
             latest = e.checkpoints[-1] if e.checkpoints else None

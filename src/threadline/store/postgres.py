@@ -68,7 +68,6 @@ from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store import retraction
 from threadline.store.base import (
-    ANY_PREVIOUS,
     CONNECTION_RETRY,
     DEFAULT_PAGE_SIZE,
     Checkpoint,
@@ -93,7 +92,6 @@ from threadline.store.base import (
     check_title,
     children_request,
     list_request,
-    new_checkpoint,
     new_session,
     numbered,
     prefix_bounds,
@@ -936,23 +934,13 @@ class PostgresStore(StoreCore):
 
     # -- checkpoints ------------------------------------------------------------
 
-    def add_checkpoint(
-        self,
-        session_id: str,
-        *,
-        covers_up_to: int,
-        summary: str,
-        metadata: dict[str, Any] | None = None,
-        expect_previous: ExpectPrevious = ANY_PREVIOUS,
-    ) -> Checkpoint:
-        new = new_checkpoint(  # stamped once: a resend is recognised as the same checkpoint
-            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-        )
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        # ``new`` is stamped once (store core): a resend is recognised as the same checkpoint
         return CONNECTION_RETRY.call(
-            lambda: self._add_checkpoint(new, expect_previous), retry_on=ConnectionLost
+            lambda: self._add_checkpoint_once(new, expect_previous), retry_on=ConnectionLost
         )
 
-    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+    def _add_checkpoint_once(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         """One transaction: the session's row lock orders checkpoint writers, so the
         latest checkpoint read here is still the latest when the insert commits."""
         with self._write() as conn:

@@ -108,7 +108,6 @@ from threadline.store.base import (
     children_request,
     format_ts,
     list_request,
-    new_checkpoint,
     new_session,
     numbered,
     refuse_unknown_options,
@@ -736,21 +735,11 @@ class RedisStore(StoreCore):
 
     # -- checkpoints ------------------------------------------------------------
 
-    def add_checkpoint(
-        self,
-        session_id: str,
-        *,
-        covers_up_to: int,
-        summary: str,
-        metadata: dict[str, Any] | None = None,
-        expect_previous: ExpectPrevious = ANY_PREVIOUS,
-    ) -> Checkpoint:
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         """Read, decide (``check_checkpoint``), then one script appends the checkpoint only
         if the session still has as many checkpoints as were read: a compare-and-set."""
+        session_id, covers_up_to = new.session_id, new.covers_up_to
         key = self._session_key(session_id)
-        new = new_checkpoint(
-            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-        )
         body = new.to_json(exclude={"id"})
         c = self._key("c", session_id)
 

@@ -44,7 +44,6 @@ from threadline.errors import (
 from threadline.stamps import utcnow
 from threadline.store import retraction, sqlite_files
 from threadline.store.base import (
-    ANY_PREVIOUS,
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
@@ -67,7 +66,6 @@ from threadline.store.base import (
     children_request,
     format_ts,
     list_request,
-    new_checkpoint,
     new_session,
     numbered,
     parse_ts,
@@ -973,18 +971,8 @@ class SQLiteStore(StoreCore):
 
     # -- checkpoints ------------------------------------------------------------
 
-    def add_checkpoint(
-        self,
-        session_id: str,
-        *,
-        covers_up_to: int,
-        summary: str,
-        metadata: dict[str, Any] | None = None,
-        expect_previous: ExpectPrevious = ANY_PREVIOUS,
-    ) -> Checkpoint:
-        new = new_checkpoint(
-            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-        )
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        session_id = new.session_id
         with self._write() as con:  # BEGIN IMMEDIATE: the check and the insert are one step
             head = con.execute(
                 "SELECT last_seq FROM sessions WHERE id = ?", (session_id,)
