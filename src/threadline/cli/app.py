@@ -3,7 +3,7 @@
 Commands parse arguments, call the library, render, and let
 ``cli.errors.ErrorMappingGroup`` map failures to one stderr line and an exit
 code. Each command module has a ``register(root)`` function; to add a
-command, write a module with one and list it in ``COMMANDS`` below. A command's
+command, write a module with one and list it in ``COMMANDS`` (``cli/commands.py``). A command's
 module is imported only when that command runs (or ``--help`` lists it), so
 ``threadline sessions list`` never loads the chat REPL, the agent loop or the
 model providers; this module itself imports nothing heavy, and ``--version``
@@ -106,29 +106,11 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from threadline.cli.commands import COMMANDS as COMMANDS
+from threadline.cli.commands import SUBCOMMANDS as SUBCOMMANDS
+
 if TYPE_CHECKING:
     import typer
-
-COMMANDS: dict[str, tuple[str, ...]] = {
-    "chat": ("threadline.cli.chat",),
-    "sessions": ("threadline.cli.sessions",),
-    "context": ("threadline.cli.context_cmd",),
-    "compact": ("threadline.cli.compact_cmd",),
-    "memory": ("threadline.cli.memory_cmd",),
-    "demo": ("threadline.cli.demo",),
-    "cleanup": ("threadline.cli.cleanup_cmd",),
-    "doctor": ("threadline.cli.doctor_cmd",),
-    "serve": ("threadline.cli.serve_cmd",),
-}
-"""Top-level command -> the modules whose ``register(root)`` define it and its
-subcommands, in ``--help`` order; add new commands here. A group's subcommands are
-built only when one runs (``cli/root.py``)."""
-
-SUBCOMMANDS: dict[str, dict[str, str]] = {
-    "sessions": {"copy": "threadline.cli.copy_cmd"},
-}
-"""Subcommands a module adds to another command's group (its ``register`` adds them),
-by group: the module is imported only when such a subcommand runs or is listed."""
 
 
 def __getattr__(name: str) -> Any:

@@ -1,6 +1,6 @@
 """The root Typer app of ``threadline``: the global options and lazily loaded commands.
 
-``cli/app.py`` lists the commands (``COMMANDS``) and is the entry point; this
+``cli/commands.py`` lists the commands (``COMMANDS``), ``cli/app.py`` is the entry point; this
 module builds the app. ``LazyGroup`` knows every command's name up front and
 imports a command's modules only when Click asks for that command (to run it,
 or to list it in ``--help``), so each command pays only for its own imports.
@@ -17,7 +17,7 @@ from typer._click import Command, Context
 from typer.core import TyperGroup
 from typer.models import CommandInfo
 
-from threadline.cli.app import COMMANDS, SUBCOMMANDS
+from threadline.cli.commands import COMMANDS, SUBCOMMANDS
 from threadline.cli.errors import ErrorMappingGroup
 
 STORE_ENV = "THREADLINE_STORE"

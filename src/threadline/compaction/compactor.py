@@ -75,11 +75,11 @@ from threadline.context.builder import ContextReport, ContextWindow, build_conte
 from threadline.context.policy import ContextPolicy
 from threadline.errors import CheckpointConflict, CompactionInProgress, ThreadlineError
 from threadline.messages import Message
-from threadline.store.base import Checkpoint, LockHolder, Session, format_ts
+from threadline.store.base import COMPACTION_MARK_KEY, Checkpoint, LockHolder, Session, format_ts
 
 logger = logging.getLogger(__name__)
 
-MARK_KEY = "threadline.compaction"
+MARK_KEY = COMPACTION_MARK_KEY
 """Memo key of the in-progress mark. Keys starting ``threadline.`` are reserved."""
 COMPACTION_LEASE = timedelta(minutes=15)
 """A mark older than this is stale even when its holder is alive on another host:

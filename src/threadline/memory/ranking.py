@@ -20,16 +20,23 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from threadline.errors import UsageError
 from threadline.memory.base import MAX_QUERY_CHARS, Entity, Episode, Fact, MemoryHit, Source
-from threadline.memory.records import Where
+from threadline.memory.records import Records, Where
 from threadline.memory.rules import STOPWORDS, name_key, terms, words
 from threadline.memory.timeexpr import Window, label_window, parse_query
 
-if TYPE_CHECKING:
-    from threadline.memory.core import Memory
+
+class MemoryView(Protocol):
+    """What ranking reads from a ``memory.core.Memory`` (named here, so ranking
+    sits below the core that calls it instead of importing it back)."""
+
+    records: Records
+
+    def find_entities(self, names: Sequence[str], scopes: Sequence[str]) -> list[Entity]: ...
+
 
 MAX_K = 100
 CANDIDATES = 120
@@ -119,7 +126,7 @@ def _ngrams(tokens: Sequence[str], n: int = 3) -> list[str]:
 
 
 def _pivot_window(
-    memory: Memory, pivot: str, direction: str, scopes: Sequence[str]
+    memory: MemoryView, pivot: str, direction: str, scopes: Sequence[str]
 ) -> Window | None:
     """ "before the move": bounded by when the best-matching fact or turn was said."""
     found = memory.records.lexical([w for w in words(pivot) if w not in STOPWORDS], scopes, 5)
@@ -145,7 +152,7 @@ def check_query(query: object, k: object) -> tuple[str, int]:
 
 
 def search(
-    memory: Memory, query: str, *, scopes: Sequence[str], k: int, now: datetime
+    memory: MemoryView, query: str, *, scopes: Sequence[str], k: int, now: datetime
 ) -> list[MemoryHit]:
     query, k = check_query(query, k)
     records = memory.records
@@ -237,7 +244,7 @@ def search(
 
 
 def _add_episodes(
-    memory: Memory,
+    memory: MemoryView,
     cands: dict[tuple[str, str], Candidate],
     keys: Sequence[str],
     scopes: Sequence[str],

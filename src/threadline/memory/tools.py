@@ -8,14 +8,12 @@ becomes a ``ToolError`` the model can act on; the turn goes on.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from threadline.errors import UsageError
 from threadline.memory.base import MemoryHit, MemoryStore, check_scope, check_scopes
 from threadline.store.base import Session
-
-if TYPE_CHECKING:
-    from threadline.agent.tools import Tool
+from threadline.tooling import Tool, ToolError, make_tool
 
 DEFAULT_K = 10
 HIT_FIELDS = {"kind", "id", "text", "session_id", "seq", "observed_at"}
@@ -36,9 +34,6 @@ def memory_tools(
 ) -> list[Tool]:
     """The three memory tools over ``memory``, searching ``scopes`` and writing to
     ``default_scope``; ``session`` gives the current session for provenance."""
-    # imported here: the agent package imports memory, so memory must not import it at load
-    from threadline.agent.tools import ToolError, make_tool
-
     read_scopes = check_scopes(list(scopes))
     write_scope = check_scope(default_scope)
     if write_scope not in read_scopes:

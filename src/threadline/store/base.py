@@ -38,9 +38,11 @@ from typing import (
     Any,
     Final,
     Protocol,
+    Self,
     TypedDict,
     TypeGuard,
     TypeVar,
+    cast,
     runtime_checkable,
 )
 from urllib.parse import parse_qsl
@@ -52,6 +54,7 @@ from threadline.errors import (
     InvalidMessage,
     InvalidSessionId,
     MessageTooLarge,
+    SessionHasForks,
     SessionLocked,
     SessionNotFound,
     StoreUnavailable,
@@ -68,7 +71,6 @@ if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (i
     from pydantic_core import SchemaSerializer
 
     from threadline.messages import Message
-    from threadline.store.search_query import SearchOptions, SearchPage
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z"
 """Session ids, agent names and message ids: they name files, keys and rows. ``\\Z``,
@@ -962,6 +964,29 @@ class SearchHit(Record):
     """The session the hit's session is listed under (a subagent's parent), if any."""
 
 
+class SearchOptions(TypedDict, total=False):
+    """The keyword arguments of ``Store.search``: which messages, and which page."""
+
+    agent: str | None
+    session_id: str | None
+    model: str | None
+    role: str | None
+    since: datetime | None
+    until: datetime | None
+    limit: int
+    offset: int
+
+
+class SearchPage(list[SearchHit]):
+    """One page of hits (a list, newest first) that also knows how many there are in
+    all (``total``) and where the page starts (``offset``)."""
+
+    def __init__(self, hits: Iterable[SearchHit] = (), *, total: int = 0, offset: int = 0):
+        super().__init__(hits)
+        self.total = total
+        self.offset = offset
+
+
 # -- the protocol ----------------------------------------------------------------
 
 
@@ -1375,6 +1400,9 @@ def primary_tokens(m: Message) -> int:
 
 RESERVED_MEMO_PREFIX = "threadline."
 """Memo keys the library keeps for itself (compaction mark, retraction index)."""
+COMPACTION_MARK_KEY: Final = "threadline.compaction"
+"""Memo key of a compaction in progress (written by ``compaction/compactor.py``, read by
+``store/doctor.py``): named here, below both."""
 
 
 def same_memo(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -1760,8 +1788,6 @@ class Session:
     def delete(self, *, force: bool = False) -> None:
         """Delete the session. One with forks is refused (``SessionHasForks``) unless
         ``force``, which deletes its forks with it and overrides attach locks."""
-        from threadline.store.fork import delete_session  # fork.py builds on this module
-
         delete_session(self.store, self.id, force=force)
 
     @contextlib.contextmanager
@@ -1772,6 +1798,149 @@ class Session:
             yield self
         finally:
             self.store.release_lock(self.id, held)
+
+
+# -- the store core: what every backend shares, on the primitives it supplies ----------
+
+
+class StoreCore:
+    """The rules every backend follows, written once: each backend subclasses this and
+    supplies the primitives named below (``session_info``, ``close``, ``_matching_ids``).
+    """
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
+        """Primitive: ``[id_or_prefix]`` when that session exists; otherwise, with
+        ``prefix``, the ids it is a prefix of (sorted, a few are enough to call it
+        ambiguous); otherwise none. One read, under the backend's own lock or snapshot."""
+        raise NotImplementedError
+
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        """Primitive: in one atomic step, read the session's last seq and its latest
+        checkpoint, decide with ``check_checkpoint`` (which may return the one already
+        stored, or refuse), and store ``new`` under the next id."""
+        raise NotImplementedError
+
+    def add_checkpoint(
+        self,
+        session_id: str,
+        *,
+        covers_up_to: int,
+        summary: str,
+        metadata: dict[str, Any] | None = None,
+        expect_previous: ExpectPrevious = ANY_PREVIOUS,
+    ) -> Checkpoint:
+        """See ``Store.add_checkpoint``: the fields checked and stamped once, before the
+        first attempt, so a resend after a lost reply is the checkpoint it stored."""
+        new = new_checkpoint(
+            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
+        )
+        return self._add_checkpoint(new, expect_previous)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get_session(self, id_or_prefix: str) -> Session:
+        return Session(cast(Store, self), self.session_info(self.resolve_id(id_or_prefix)))
+
+    def resolve_id(self, id_or_prefix: str) -> str:
+        """A session id, or a unique prefix of ``MIN_PREFIX_LENGTH`` or more characters;
+        an exact id wins over the ids it prefixes."""
+        validate_session_id(id_or_prefix)
+        found = self._matching_ids(id_or_prefix, prefix=len(id_or_prefix) >= MIN_PREFIX_LENGTH)
+        if id_or_prefix in found:
+            return id_or_prefix
+        return pick_unique(id_or_prefix, found)
+
+
+# -- deleting: forks before their parents (``Session.delete``, ``store/fork.py``) ----
+
+
+def all_sessions(store: Store) -> list[SessionInfo]:
+    """Every session of the store, page by page."""
+    out: list[SessionInfo] = []
+    while True:
+        page = store.list_sessions(limit=MAX_PAGE_SIZE, offset=len(out))
+        out.extend(page.items)
+        if not page.items or len(out) >= page.total:
+            return out
+
+
+def children_of(infos: Sequence[SessionInfo]) -> dict[str, list[SessionInfo]]:
+    """Forks by parent id, oldest first."""
+    kids: dict[str, list[SessionInfo]] = {}
+    for info in sorted(infos, key=lambda i: (i.created_at, i.id)):
+        fork = fork_point(info)
+        if fork is not None:
+            kids.setdefault(fork.parent, []).append(info)
+    return kids
+
+
+def descendants(kids: dict[str, list[SessionInfo]], session_id: str) -> list[str]:
+    """Ids of every fork of ``session_id``, of its forks' forks and so on (``kids`` from
+    ``children_of``), each listed after its own forks: the order they can be deleted in."""
+    out: list[str] = []
+    seen = {session_id}
+
+    def visit(sid: str) -> None:
+        for child in kids.get(sid, []):
+            if child.id not in seen:
+                seen.add(child.id)
+                visit(child.id)
+                out.append(child.id)
+
+    visit(session_id)
+    return out
+
+
+def deletion_order(store: Store, session_ids: Sequence[str], *, force: bool) -> list[str]:
+    """The sessions to delete for ``session_ids``, every fork before its parent.
+
+    A session with forks that are not being deleted too is refused
+    (``SessionHasForks``) unless ``force``, which adds those forks. Reads the session
+    list once: lineage is recorded on the child only.
+    """
+    wanted = list(dict.fromkeys(session_ids))
+    kids = children_of(all_sessions(store))
+    if not kids:
+        return wanted
+    chosen = set(wanted)
+    order: list[str] = []
+    for sid in wanted:
+        forks = descendants(kids, sid)
+        outside = [f for f in forks if f not in chosen]
+        if outside and not force:
+            raise SessionHasForks(sid, outside)
+        order.extend(f for f in [*forks, sid] if f not in order)
+    return sorted(order, key=lambda sid: _height(kids, sid))  # forks before parents
+
+
+def _height(kids: dict[str, list[SessionInfo]], sid: str) -> int:
+    """Generations of forks below ``sid`` (0 for a session without forks)."""
+    return max((1 + _height(kids, c.id) for c in kids.get(sid, [])), default=0)
+
+
+def delete_session(store: Store, session_id: str, *, force: bool = False) -> list[str]:
+    """Delete a session by the fork rule above (``force`` also overrides attach locks,
+    as ``Store.delete_session`` does); returns the ids deleted, forks first."""
+    store.session_info(session_id)  # SessionNotFound, as Store.delete_session
+    if not store.count_children([session_id])[session_id]:
+        # a fork is listed under its parent: nothing listed under this one, no fork reads
+        # from it, and the session list need not be read (a service deleting one session
+        # of 10,000 reads one index entry, not 10,000 sessions)
+        store.delete_sessions([session_id], force=force)
+        return [session_id]
+    order = deletion_order(store, [session_id], force=force)
+    store.delete_sessions(order, force=force)
+    return order
 
 
 # -- forks: reads chain through the shared prefix ------------------------------------

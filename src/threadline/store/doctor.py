@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from threadline.compaction.compactor import MARK_KEY
 from threadline.errors import StoreDamaged, ThreadlineError, UsageError
 from threadline.store.base import (
+    COMPACTION_MARK_KEY,
     MAX_PAGE_SIZE,
     SESSION_ID_PATTERN,
     CorruptRecordWarning,
@@ -262,7 +262,7 @@ def check_session(store: Store, session_id: str, report: DoctorReport) -> Sessio
             "(the next attach takes it over)",
             session_id,
         )
-    mark = memo.get(MARK_KEY)
+    mark = memo.get(COMPACTION_MARK_KEY)
     stale = _stale_mark(mark)
     if stale is not None:
         report.add(

@@ -21,24 +21,28 @@ holds its whole view (shared prefix and own tail) and imports as a plain session
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from threadline.errors import SessionHasForks, UsageError
+from threadline.errors import UsageError
 from threadline.requests import is_request
 from threadline.store.base import (
     FORK_KEY,
-    MAX_PAGE_SIZE,
     TAIL_BATCH,
     LockHolder,
     Session,
     SessionInfo,
     SessionStart,
-    Store,
     bounded,
-    fork_point,
     primary_tokens,
 )
+
+# the deletion rule (forks first) lives in the store core, for Session.delete; its
+# names stay importable from here
+from threadline.store.base import all_sessions as all_sessions
+from threadline.store.base import children_of as children_of
+from threadline.store.base import delete_session as delete_session
+from threadline.store.base import deletion_order as deletion_order
+from threadline.store.base import descendants as descendants
 
 MATERIALIZED_KEY = "materialized_fork_of"
 """Metadata of a plain session made from a fork's whole view (a copy to another store,
@@ -141,82 +145,3 @@ def user_turn_seq(session: Session, back: int) -> int:
         before = page[-1].seq
     turns = f"{seen} user turn{'s' if seen != 1 else ''}"
     raise UsageError(f"cannot rewind {back} user turns: session {session.id} has {turns}")
-
-
-def all_sessions(store: Store) -> list[SessionInfo]:
-    """Every session of the store, page by page."""
-    out: list[SessionInfo] = []
-    while True:
-        page = store.list_sessions(limit=MAX_PAGE_SIZE, offset=len(out))
-        out.extend(page.items)
-        if not page.items or len(out) >= page.total:
-            return out
-
-
-def children_of(infos: Sequence[SessionInfo]) -> dict[str, list[SessionInfo]]:
-    """Forks by parent id, oldest first."""
-    kids: dict[str, list[SessionInfo]] = {}
-    for info in sorted(infos, key=lambda i: (i.created_at, i.id)):
-        fork = fork_point(info)
-        if fork is not None:
-            kids.setdefault(fork.parent, []).append(info)
-    return kids
-
-
-def descendants(kids: dict[str, list[SessionInfo]], session_id: str) -> list[str]:
-    """Ids of every fork of ``session_id``, of its forks' forks and so on (``kids`` from
-    ``children_of``), each listed after its own forks: the order they can be deleted in."""
-    out: list[str] = []
-    seen = {session_id}
-
-    def visit(sid: str) -> None:
-        for child in kids.get(sid, []):
-            if child.id not in seen:
-                seen.add(child.id)
-                visit(child.id)
-                out.append(child.id)
-
-    visit(session_id)
-    return out
-
-
-def deletion_order(store: Store, session_ids: Sequence[str], *, force: bool) -> list[str]:
-    """The sessions to delete for ``session_ids``, every fork before its parent.
-
-    A session with forks that are not being deleted too is refused
-    (``SessionHasForks``) unless ``force``, which adds those forks. Reads the session
-    list once: lineage is recorded on the child only.
-    """
-    wanted = list(dict.fromkeys(session_ids))
-    kids = children_of(all_sessions(store))
-    if not kids:
-        return wanted
-    chosen = set(wanted)
-    order: list[str] = []
-    for sid in wanted:
-        forks = descendants(kids, sid)
-        outside = [f for f in forks if f not in chosen]
-        if outside and not force:
-            raise SessionHasForks(sid, outside)
-        order.extend(f for f in [*forks, sid] if f not in order)
-    return sorted(order, key=lambda sid: _height(kids, sid))  # forks before parents
-
-
-def _height(kids: dict[str, list[SessionInfo]], sid: str) -> int:
-    """Generations of forks below ``sid`` (0 for a session without forks)."""
-    return max((1 + _height(kids, c.id) for c in kids.get(sid, [])), default=0)
-
-
-def delete_session(store: Store, session_id: str, *, force: bool = False) -> list[str]:
-    """Delete a session by the fork rule above (``force`` also overrides attach locks,
-    as ``Store.delete_session`` does); returns the ids deleted, forks first."""
-    store.session_info(session_id)  # SessionNotFound, as Store.delete_session
-    if not store.count_children([session_id])[session_id]:
-        # a fork is listed under its parent: nothing listed under this one, no fork reads
-        # from it, and the session list need not be read (a service deleting one session
-        # of 10,000 reads one index entry, not 10,000 sessions)
-        store.delete_sessions([session_id], force=force)
-        return [session_id]
-    order = deletion_order(store, [session_id], force=force)
-    store.delete_sessions(order, force=force)
-    return order

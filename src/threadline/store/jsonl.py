@@ -88,9 +88,7 @@ from threadline.errors import (
 from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store.base import (
-    ANY_PREVIOUS,
     FORK_KEY,
-    MIN_PREFIX_LENGTH,
     SESSION_ID_PATTERN,
     Checkpoint,
     CorruptRecordWarning,
@@ -103,6 +101,7 @@ from threadline.store.base import (
     SessionFields,
     SessionInfo,
     SessionPage,
+    StoreCore,
     append_time,
     bounded,
     bounded_or_none,
@@ -113,15 +112,12 @@ from threadline.store.base import (
     children_request,
     format_ts,
     list_request,
-    new_checkpoint,
     new_session,
     parse_ts,
-    pick_unique,
     primary_tokens,
     same_memo,
     session_change,
     validate_agent,
-    validate_session_id,
 )
 from threadline.store.jsonl_file import (
     FORMAT_VERSION,
@@ -174,7 +170,7 @@ def parse_jsonl_url(url: str) -> Path:
     return Path(rest).expanduser()
 
 
-class JSONLStore:
+class JSONLStore(StoreCore):
     """Sessions as JSONL files under one directory; safe across threads and processes."""
 
     def __init__(self, root: str | Path, *, create: bool = True) -> None:
@@ -248,12 +244,6 @@ class JSONLStore:
         with self._mutex:
             self._indexes.clear()
             self._agents.clear()
-
-    def __enter__(self) -> JSONLStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -536,23 +526,18 @@ class JSONLStore:
             return None
         return parent
 
-    def get_session(self, id_or_prefix: str) -> Session:
-        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
-
-    def resolve_id(self, id_or_prefix: str) -> str:
-        validate_session_id(id_or_prefix)
+    def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._translate(), self._mutex:
             with contextlib.suppress(SessionNotFound):
-                return self._find(id_or_prefix).sid
-            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
-                raise SessionNotFound(id_or_prefix)
-            matches = sorted(
+                return [self._find(id_or_prefix).sid]
+            if not prefix:
+                return []
+            return sorted(
                 sid
                 for agent in self._agent_names()
                 for sid in self._session_ids(agent)
                 if sid.startswith(id_or_prefix)
             )
-        return pick_unique(id_or_prefix, matches)
 
     def session_info(self, session_id: str) -> SessionInfo:
         with self._locked(session_id) as paths:
@@ -790,18 +775,8 @@ class JSONLStore:
         except ValueError as exc:
             raise CorruptRecord(f"unreadable checkpoints: {exc}", where=str(paths.summary)) from exc
 
-    def add_checkpoint(
-        self,
-        session_id: str,
-        *,
-        covers_up_to: int,
-        summary: str,
-        metadata: dict[str, Any] | None = None,
-        expect_previous: ExpectPrevious = ANY_PREVIOUS,
-    ) -> Checkpoint:
-        new = new_checkpoint(
-            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-        )
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        session_id = new.session_id
         with self._locked(session_id) as paths:  # the session's file lock: one atomic step
             last = self._info(paths).last_seq
             existing = self._checkpoints(paths)

@@ -23,8 +23,6 @@ from threadline.errors import (
 from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store.base import (
-    ANY_PREVIOUS,
-    MIN_PREFIX_LENGTH,
     Checkpoint,
     ExpectPrevious,
     ListOptions,
@@ -35,6 +33,7 @@ from threadline.store.base import (
     SessionFields,
     SessionInfo,
     SessionPage,
+    StoreCore,
     append_time,
     bounded,
     bounded_or_none,
@@ -46,13 +45,10 @@ from threadline.store.base import (
     encode_message,
     later,
     list_request,
-    new_checkpoint,
     new_session,
-    pick_unique,
     primary_tokens,
     same_memo,
     session_change,
-    validate_session_id,
 )
 from threadline.store.retraction import own_index
 from threadline.store.search_query import (
@@ -76,7 +72,7 @@ class _Entry:
     """``messages[seq - 1 - base]``: a fork's own messages start after its fork seq."""
 
 
-class MemoryStore:
+class MemoryStore(StoreCore):
     """Sessions in a dict, guarded by one lock."""
 
     def __init__(self) -> None:
@@ -95,12 +91,6 @@ class MemoryStore:
 
     def close(self) -> None:
         """Nothing to release; the data lives as long as this object."""
-
-    def __enter__(self) -> MemoryStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _get(self, session_id: str) -> _Entry:
         try:
@@ -123,18 +113,11 @@ class MemoryStore:
             self._sessions[new.id] = _Entry(info=info, lock=lock, base=info.last_seq)
         return Session(self, copy.copy(info))
 
-    def get_session(self, id_or_prefix: str) -> Session:
-        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
-
-    def resolve_id(self, id_or_prefix: str) -> str:
-        validate_session_id(id_or_prefix)
+    def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._lock:
             if id_or_prefix in self._sessions:
-                return id_or_prefix
-            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
-                raise SessionNotFound(id_or_prefix)
-            matches = sorted(s for s in self._sessions if s.startswith(id_or_prefix))
-        return pick_unique(id_or_prefix, matches)
+                return [id_or_prefix]
+            return sorted(s for s in self._sessions if prefix and s.startswith(id_or_prefix))
 
     def session_info(self, session_id: str) -> SessionInfo:
         with self._lock:
@@ -274,18 +257,8 @@ class MemoryStore:
 
     # -- checkpoints ------------------------------------------------------------
 
-    def add_checkpoint(
-        self,
-        session_id: str,
-        *,
-        covers_up_to: int,
-        summary: str,
-        metadata: dict[str, Any] | None = None,
-        expect_previous: ExpectPrevious = ANY_PREVIOUS,
-    ) -> Checkpoint:
-        new = new_checkpoint(
-            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-        )
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        session_id = new.session_id
         with self._lock:  # the atomic step: the store's lock
             e = self._get(session_id)
             latest = e.checkpoints[-1] if e.checkpoints else None

@@ -68,10 +68,8 @@ from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store import retraction
 from threadline.store.base import (
-    ANY_PREVIOUS,
     CONNECTION_RETRY,
     DEFAULT_PAGE_SIZE,
-    MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
@@ -84,6 +82,7 @@ from threadline.store.base import (
     SessionFields,
     SessionInfo,
     SessionPage,
+    StoreCore,
     append_time,
     bounded,
     bounded_or_none,
@@ -93,10 +92,8 @@ from threadline.store.base import (
     check_title,
     children_request,
     list_request,
-    new_checkpoint,
     new_session,
     numbered,
-    pick_unique,
     prefix_bounds,
     same_memo,
     session_change,
@@ -104,7 +101,6 @@ from threadline.store.base import (
     stored_bodies,
     stored_tokens,
     validate_agent,
-    validate_session_id,
 )
 from threadline.store.records import Record
 from threadline.store.search_query import (
@@ -440,7 +436,7 @@ def _positive(options: dict[str, str], key: str, default: T, kind: Callable[[str
 # -- the store ---------------------------------------------------------------------
 
 
-class PostgresStore:
+class PostgresStore(StoreCore):
     """Sessions in one PostgreSQL schema, shared safely by any number of processes."""
 
     def __init__(
@@ -671,12 +667,6 @@ class PostgresStore:
     def close(self) -> None:
         self._pool.close()
 
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- sessions ---------------------------------------------------------------
 
     def create_session(
@@ -716,21 +706,17 @@ class PostgresStore:
         assert info is not None
         return Session(self, info)
 
-    def get_session(self, id_or_prefix: str) -> Session:
-        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
-
     @_resent
-    def resolve_id(self, id_or_prefix: str) -> str:
-        validate_session_id(id_or_prefix)
+    def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._read() as conn:
             if conn.execute("SELECT 1 FROM sessions WHERE id = %s", (id_or_prefix,)).fetchone():
-                return id_or_prefix
-            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
-                raise SessionNotFound(id_or_prefix)
+                return [id_or_prefix]
+            if not prefix:
+                return []
             # ids are validated to [A-Za-z0-9._-]: only '_' is a LIKE wildcard among them
             pattern = id_or_prefix.replace("_", "\\_") + "%"
             rows = conn.execute(RESOLVE_PREFIX_SQL, {"pattern": pattern}).fetchall()
-        return pick_unique(id_or_prefix, [r[0] for r in rows])
+        return [r[0] for r in rows]
 
     @_resent
     def session_info(self, session_id: str) -> SessionInfo:
@@ -948,23 +934,13 @@ class PostgresStore:
 
     # -- checkpoints ------------------------------------------------------------
 
-    def add_checkpoint(
-        self,
-        session_id: str,
-        *,
-        covers_up_to: int,
-        summary: str,
-        metadata: dict[str, Any] | None = None,
-        expect_previous: ExpectPrevious = ANY_PREVIOUS,
-    ) -> Checkpoint:
-        new = new_checkpoint(  # stamped once: a resend is recognised as the same checkpoint
-            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-        )
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        # ``new`` is stamped once (store core): a resend is recognised as the same checkpoint
         return CONNECTION_RETRY.call(
-            lambda: self._add_checkpoint(new, expect_previous), retry_on=ConnectionLost
+            lambda: self._add_checkpoint_once(new, expect_previous), retry_on=ConnectionLost
         )
 
-    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+    def _add_checkpoint_once(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         """One transaction: the session's row lock orders checkpoint writers, so the
         latest checkpoint read here is still the latest when the insert commits."""
         with self._write() as conn:

@@ -86,7 +86,6 @@ from threadline.store.base import (
     FORK_KEY,
     MAX_BOUND,
     MAX_PAGE_SIZE,
-    MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
@@ -98,6 +97,7 @@ from threadline.store.base import (
     SessionFields,
     SessionInfo,
     SessionPage,
+    StoreCore,
     append_time,
     bounded,
     bounded_or_none,
@@ -108,10 +108,8 @@ from threadline.store.base import (
     children_request,
     format_ts,
     list_request,
-    new_checkpoint,
     new_session,
     numbered,
-    pick_unique,
     refuse_unknown_options,
     same_memo,
     session_change,
@@ -246,7 +244,7 @@ def driver_options(scheme: str) -> set[str]:
     return names
 
 
-class RedisStore:
+class RedisStore(StoreCore):
     """Sessions in one Redis database, under a key prefix."""
 
     def __init__(
@@ -407,12 +405,6 @@ class RedisStore:
         if self._owns_client:
             self._r.close()
 
-    def __enter__(self) -> RedisStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- sessions ---------------------------------------------------------------
 
     def create_session(
@@ -455,16 +447,12 @@ class RedisStore:
             raise SessionExists(new.id)
         return Session(self, self.session_info(new.id))
 
-    def get_session(self, id_or_prefix: str) -> Session:
-        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
-
-    def resolve_id(self, id_or_prefix: str) -> str:
-        validate_session_id(id_or_prefix)
+    def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._translate():
             if self._r.exists(self._key("s", id_or_prefix)):
-                return id_or_prefix
-            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
-                raise SessionNotFound(id_or_prefix)
+                return [id_or_prefix]
+            if not prefix:
+                return []
             low = b"[" + id_or_prefix.encode()
             found = self._r.zrangebylex(
                 self.prefix + "ids", low, low + b"\xff", start=0, num=PREFIX_MATCH_LIMIT
@@ -477,7 +465,7 @@ class RedisStore:
         dead = [sid for sid, ok in zip(ids, alive, strict=True) if not ok]
         if dead:
             self._run("forget", *dead)
-        return pick_unique(id_or_prefix, [s for s, ok in zip(ids, alive, strict=True) if ok])
+        return [s for s, ok in zip(ids, alive, strict=True) if ok]
 
     def session_info(self, session_id: str) -> SessionInfo:
         key = self._session_key(session_id)
@@ -747,21 +735,11 @@ class RedisStore:
 
     # -- checkpoints ------------------------------------------------------------
 
-    def add_checkpoint(
-        self,
-        session_id: str,
-        *,
-        covers_up_to: int,
-        summary: str,
-        metadata: dict[str, Any] | None = None,
-        expect_previous: ExpectPrevious = ANY_PREVIOUS,
-    ) -> Checkpoint:
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         """Read, decide (``check_checkpoint``), then one script appends the checkpoint only
         if the session still has as many checkpoints as were read: a compare-and-set."""
+        session_id, covers_up_to = new.session_id, new.covers_up_to
         key = self._session_key(session_id)
-        new = new_checkpoint(
-            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-        )
         body = new.to_json(exclude={"id"})
         c = self._key("c", session_id)
 

@@ -28,13 +28,62 @@ import copy
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from threadline.errors import CheckpointConflict, ThreadlineError, UsageError
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
-    from threadline.store.base import Checkpoint, Session
+
+
+class CheckpointView(Protocol):
+    """What retraction reads of a ``store.base.Checkpoint``."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def covers_up_to(self) -> int: ...
+
+
+class MessageReader(Protocol):
+    """What retraction reads of a ``store.base.Store``: the raw history."""
+
+    def read_messages(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Message]: ...
+
+
+class SessionView(Protocol):
+    """What retraction uses of a ``store.base.Session``. Named here, not imported, so
+    the handle in ``store/base.py`` builds on this module and not the other way round."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def store(self) -> MessageReader: ...
+    @property
+    def last_seq(self) -> int: ...
+    @property
+    def message_count(self) -> int: ...
+    @property
+    def fork(self) -> object | None: ...
+    def refresh(self) -> object: ...
+    def retractions(self) -> Retractions: ...
+    def get_memo(self) -> dict[str, Any]: ...
+    def update_memo(
+        self, change: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> dict[str, Any]: ...
+    def append(self, messages: Sequence[Message]) -> list[Message]: ...
+    def latest_checkpoint(self) -> CheckpointView | None: ...
+    def add_checkpoint(
+        self,
+        *,
+        covers_up_to: int,
+        summary: str,
+        metadata: dict[str, Any] | None = None,
+        expect_previous: int | None,
+    ) -> object: ...
+
 
 RECORD_KEY = "threadline_retraction"
 """Metadata key of a retraction record: ``{"ranges": [[first, last], ...]}`` (inclusive)."""
@@ -199,7 +248,7 @@ class Retractions:
             total += max(0, min(hi, high) - max(lo, low + 1) + 1)
         return total
 
-    def shows(self, checkpoint: Checkpoint) -> bool:
+    def shows(self, checkpoint: CheckpointView) -> bool:
         """Whether a window may show ``checkpoint``'s summary: no record after it retracted
         a message it covers (such a summary would bring that message back)."""
         k = checkpoint.covers_up_to
@@ -268,14 +317,14 @@ def visible_read(
     return out
 
 
-def visible_count(session: Session) -> int:
+def visible_count(session: SessionView) -> int:
     """How many messages the session's view shows: the stored count (a fork's shared
     prefix included) less what its index hides (retracted messages and the records)."""
     hidden = session.retractions().hidden_between(0, session.last_seq)
     return max(0, session.message_count - hidden)
 
 
-def view_memo(session: Session) -> dict[str, Any]:
+def view_memo(session: SessionView) -> dict[str, Any]:
     """The session's memo with the index of its whole view (a fork's inherited records
     too): what a copy that materializes the view must hold, so it hides the same."""
     memo = session.get_memo()
@@ -289,13 +338,13 @@ def view_memo(session: Session) -> dict[str, Any]:
 # -- writing ------------------------------------------------------------------------
 
 
-def index_of(session: Session) -> Retractions:
+def index_of(session: SessionView) -> Retractions:
     """The session's own index (from its memo)."""
     return Retractions.from_memo(session.get_memo())
 
 
 def retract(
-    session: Session, seqs: Iterable[int], *, then: Sequence[Message] = ()
+    session: SessionView, seqs: Iterable[int], *, then: Sequence[Message] = ()
 ) -> list[Message]:
     """Append a record retracting ``seqs`` (and ``then``, in the same atomic batch: a
     message that takes the place of a retracted one), index it, and keep checkpoints
@@ -311,7 +360,7 @@ def retract(
 
 
 def retract_ranges(
-    session: Session, ranges: Sequence[Range], *, then: Sequence[Message] = ()
+    session: SessionView, ranges: Sequence[Range], *, then: Sequence[Message] = ()
 ) -> list[Message]:
     """``retract`` for inclusive seq ranges (a clear is one range, whatever its length)."""
     ranges = merge_ranges(ranges)
@@ -332,7 +381,7 @@ def retract_ranges(
     return stored
 
 
-def index_record(session: Session, record_seq: int, ranges: Sequence[Range]) -> None:
+def index_record(session: SessionView, record_seq: int, ranges: Sequence[Range]) -> None:
     """Add one record to the memo index (idempotent; concurrent records all land)."""
 
     def change(memo: dict[str, Any]) -> dict[str, Any] | None:
@@ -346,10 +395,10 @@ def index_record(session: Session, record_seq: int, ranges: Sequence[Range]) -> 
     session.update_memo(change)
 
 
-def _supersede_checkpoint(session: Session, record_seq: int, first: int) -> None:
+def _supersede_checkpoint(session: SessionView, record_seq: int, first: int) -> None:
     """When the newest checkpoint covers a retracted seq, append an empty checkpoint
     through the record, so no window shows the old summary again."""
-    latest: Checkpoint | None = None
+    latest: CheckpointView | None = None
     for _ in range(CHECKPOINT_ATTEMPTS):
         latest = session.latest_checkpoint()
         if latest is None or latest.covers_up_to < first or latest.covers_up_to >= record_seq:
@@ -374,7 +423,7 @@ def _supersede_checkpoint(session: Session, record_seq: int, first: int) -> None
 
 
 def with_found_records(
-    session: Session, index: Retractions, page: Sequence[Message]
+    session: SessionView, index: Retractions, page: Sequence[Message]
 ) -> Retractions | None:
     """A record that a view's page shows is one the index lacks: the process that
     wrote it died before indexing it. Returns ``index`` with the page's records added
@@ -401,7 +450,7 @@ def find_records(messages: Iterable[Message]) -> Iterator[tuple[int, list[Range]
             yield m.seq, ranges
 
 
-def rebuild_index(session: Session) -> Retractions:
+def rebuild_index(session: SessionView) -> Retractions:
     """Rescan the session's own history for records and write the index they give.
     O(history): for repair (a memo lost, or a crash between record and index)."""
     found: dict[int, list[Range]] = {}

@@ -38,13 +38,15 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from threadline.errors import UsageError
 from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
     Mark,
     SearchHit,
+    SearchOptions,
+    SearchPage,
     SessionInfo,
     search_words,
     validate_agent,
@@ -347,19 +349,6 @@ def parse_when(text: str | None, what: str = "time") -> datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-class SearchOptions(TypedDict, total=False):
-    """The keyword arguments of ``Store.search``: which messages, and which page."""
-
-    agent: str | None
-    session_id: str | None
-    model: str | None
-    role: str | None
-    since: datetime | None
-    until: datetime | None
-    limit: int
-    offset: int
-
-
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
     """A search checked once, before any backend does any work."""
@@ -396,16 +385,6 @@ def search_request(query: object, **options: Unpack[SearchOptions]) -> SearchReq
     limit = validate_page_size(options.get("limit", DEFAULT_PAGE_SIZE))
     offset = validate_offset(options.get("offset", 0))
     return SearchRequest(q, filters, limit, offset)
-
-
-class SearchPage(list[SearchHit]):
-    """One page of hits (a list, newest first) that also knows how many there are in
-    all (``total``) and where the page starts (``offset``)."""
-
-    def __init__(self, hits: Iterable[SearchHit] = (), *, total: int = 0, offset: int = 0):
-        super().__init__(hits)
-        self.total = total
-        self.offset = offset
 
 
 def order_key(created_at: datetime, session_id: str, seq: int) -> tuple[float, str, int]:

@@ -44,8 +44,6 @@ from threadline.errors import (
 from threadline.stamps import utcnow
 from threadline.store import retraction, sqlite_files
 from threadline.store.base import (
-    ANY_PREVIOUS,
-    MIN_PREFIX_LENGTH,
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
@@ -57,6 +55,7 @@ from threadline.store.base import (
     SessionFields,
     SessionInfo,
     SessionPage,
+    StoreCore,
     append_time,
     bounded,
     bounded_or_none,
@@ -67,11 +66,9 @@ from threadline.store.base import (
     children_request,
     format_ts,
     list_request,
-    new_checkpoint,
     new_session,
     numbered,
     parse_ts,
-    pick_unique,
     prefix_bounds,
     refuse_unknown_options,
     same_memo,
@@ -81,7 +78,6 @@ from threadline.store.base import (
     stored_times,
     stored_tokens,
     validate_agent,
-    validate_session_id,
 )
 from threadline.store.search_query import (
     Atom,
@@ -400,7 +396,7 @@ def is_damage(exc: sqlite3.Error) -> bool:
     return "malformed" in msg or "not a database" in msg
 
 
-class SQLiteStore:
+class SQLiteStore(StoreCore):
     """Sessions in one SQLite file. Safe to share across threads and processes."""
 
     def __init__(
@@ -668,12 +664,6 @@ class SQLiteStore:
             self._con.close()
             self._hold.release()
 
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- sessions ---------------------------------------------------------------
 
     def create_session(
@@ -707,23 +697,19 @@ class SQLiteStore:
                 raise SessionExists(new.id) from exc
         return Session(self, self.session_info(new.id))
 
-    def get_session(self, id_or_prefix: str) -> Session:
-        return Session(self, self.session_info(self.resolve_id(id_or_prefix)))
-
-    def resolve_id(self, id_or_prefix: str) -> str:
-        validate_session_id(id_or_prefix)
+    def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._read() as con:
             if con.execute("SELECT 1 FROM sessions WHERE id = ?", (id_or_prefix,)).fetchone():
-                return id_or_prefix
-            if len(id_or_prefix) < MIN_PREFIX_LENGTH:
-                raise SessionNotFound(id_or_prefix)
+                return [id_or_prefix]
+            if not prefix:
+                return []
             # ids are validated to [A-Za-z0-9._-]: only '_' is a LIKE wildcard among them
             pattern = id_or_prefix.replace("_", "\\_") + "%"
             rows = con.execute(
                 "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 20",
                 (pattern,),
             ).fetchall()
-        return pick_unique(id_or_prefix, [r[0] for r in rows])
+        return [r[0] for r in rows]
 
     def session_info(self, session_id: str) -> SessionInfo:
         with self._read() as con:
@@ -985,18 +971,8 @@ class SQLiteStore:
 
     # -- checkpoints ------------------------------------------------------------
 
-    def add_checkpoint(
-        self,
-        session_id: str,
-        *,
-        covers_up_to: int,
-        summary: str,
-        metadata: dict[str, Any] | None = None,
-        expect_previous: ExpectPrevious = ANY_PREVIOUS,
-    ) -> Checkpoint:
-        new = new_checkpoint(
-            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
-        )
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        session_id = new.session_id
         with self._write() as con:  # BEGIN IMMEDIATE: the check and the insert are one step
             head = con.execute(
                 "SELECT last_seq FROM sessions WHERE id = ?", (session_id,)
