@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from threadline.agent.tools import BUILTIN_TOOLS
 from threadline.context.builder import DEFAULT_MEMORY_SHARE
 from threadline.context.policy import ContextPolicy
-from threadline.errors import ConfigError, InvalidSessionId, UsageError
+from threadline.errors import ConfigError, InvalidSessionId, ThreadlineError, UsageError
 from threadline.store.base import DEFAULT_AGENT, validate_agent
 
 APP_NAME = "threadline"
@@ -322,17 +322,25 @@ def load_agent(name_or_path: str | Path, *, dirs: Sequence[Path] | None = None) 
     raise ConfigError(f"agent {name!r} not found (looked for {looked}){hint}")
 
 
-def load_agent_file(path: Path) -> AgentConfig:
-    """Read and validate one agent file; the name defaults to the file's stem."""
+def read_text_file(
+    path: Path, *, max_bytes: int, what: str, error: type[ThreadlineError] = ConfigError
+) -> str:
+    """A small UTF-8 file a user wrote (an agent file, a SKILL.md): every way it cannot be
+    read is an ``error`` naming the file, never an OSError or a decode error."""
     try:
         size = path.stat().st_size
-        if size > MAX_AGENT_FILE_BYTES:
-            raise ConfigError(f"{path}: {size:,} bytes is too large for an agent file")
-        text = path.read_text(encoding="utf-8")
+        if size > max_bytes:
+            raise error(f"{path}: {size:,} bytes is too large for {what}")
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the agent file: {exc.strerror or exc}") from exc
+        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+
+
+def load_agent_file(path: Path) -> AgentConfig:
+    """Read and validate one agent file; the name defaults to the file's stem."""
+    text = read_text_file(path, max_bytes=MAX_AGENT_FILE_BYTES, what="an agent file")
     return parse_agent(text, source=str(path), default_name=path.stem)
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from threadline.agent.config import RuntimeContextConfig, TimeResolution
 
@@ -203,29 +203,11 @@ def join_sections(sections: Iterable[PromptSection]) -> str:
 
 
 def build_system_prompt(
-    base: str,
-    settings: RuntimeContextConfig | None = None,
-    *,
-    skills: Sequence[tuple[str, str]] = (),
-    subagents: Sequence[tuple[str, str]] = (),
-    media: bool = False,
-    now: datetime | None = None,
-    cwd: Path | str | None = None,
-    tz: tzinfo | None = None,
+    base: str, settings: RuntimeContextConfig | None = None, **parts: Any
 ) -> str:
-    """The assembled prompt (see ``prompt_sections``); stable within a day."""
-    return join_sections(
-        prompt_sections(
-            base,
-            settings,
-            skills=skills,
-            subagents=subagents,
-            media=media,
-            now=now,
-            cwd=cwd,
-            tz=tz,
-        )
-    )
+    """The assembled prompt: ``prompt_sections`` (same keywords) joined; stable within a
+    day."""
+    return join_sections(prompt_sections(base, settings, **parts))
 
 
 def environment_text(sections: Iterable[PromptSection]) -> str:

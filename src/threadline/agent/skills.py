@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from threadline.agent.config import user_config_dir
+from threadline.agent.config import read_text_file, user_config_dir
 from threadline.agent.tools import Tool, ToolError, ToolOutput, make_tool
 from threadline.errors import SkillError
 from threadline.messages import PROTECTED_RESULT_KEY, SKILL_KEY
@@ -93,13 +93,9 @@ class Skill:
         if not target.is_file():
             known = ", ".join(self.files()) or "none"
             raise SkillError(f"skill {self.name!r} has no file {relative!r} (its files: {known})")
-        size = target.stat().st_size
-        if size > MAX_SKILL_FILE_BYTES:
-            raise SkillError(f"{target}: {size:,} bytes is too large to read as a skill file")
-        try:
-            return target.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise SkillError(f"{target}: not UTF-8 text") from exc
+        return read_text_file(
+            target, max_bytes=MAX_SKILL_FILE_BYTES, what="a skill file", error=SkillError
+        )
 
 
 def _hidden(path: Path, root: Path) -> bool:
@@ -156,15 +152,7 @@ def load_skill(folder: Path) -> Skill:
     path = folder / SKILL_FILE
     if not path.is_file():
         raise SkillError(f"{path}: not found (a skill is a folder holding a {SKILL_FILE})")
-    try:
-        size = path.stat().st_size
-        if size > MAX_SKILL_BYTES:
-            raise SkillError(f"{path}: {size:,} bytes is too large for a {SKILL_FILE}")
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise SkillError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    except OSError as exc:
-        raise SkillError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
+    text = read_text_file(path, max_bytes=MAX_SKILL_BYTES, what=f"a {SKILL_FILE}", error=SkillError)
     return parse_skill(text, source=str(path), folder=folder)
 
 
