@@ -28,6 +28,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.fakes import FakeOpenAI
+from tests.fakes.cli_env import fake_openai_cwd
 from threadline import Message, open_store
 from threadline.agent import Agent, AgentConfig
 from threadline.cli import chat as chat_module
@@ -68,14 +69,7 @@ WAIT_SECONDS = 10.0
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAI]:
     """The fake OpenAI server, the env that points ``compatible/`` at it, and a temp cwd."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    monkeypatch.delenv("THREADLINE_MODEL", raising=False)
-    (tmp_path / "agents").mkdir()
-    (tmp_path / "agents" / "tester.yaml").write_text(AGENT_YAML)
-    with FakeOpenAI() as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
+    with fake_openai_cwd(monkeypatch, tmp_path, {"tester": AGENT_YAML}) as srv:
         yield srv
 
 

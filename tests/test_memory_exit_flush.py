@@ -25,6 +25,7 @@ from prompt_toolkit.output import DummyOutput
 from typer.testing import CliRunner
 
 from tests.fakes import FakeOpenAI
+from tests.fakes.cli_env import fake_openai_cwd
 from threadline import open_store
 from threadline.agent import Agent, AgentConfig
 from threadline.agent.config import MemoryConfig
@@ -48,14 +49,7 @@ memory:
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeOpenAI]:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.setenv("OPENAI_API_KEY", "test")
-    monkeypatch.delenv("THREADLINE_MODEL", raising=False)
-    (tmp_path / "agents").mkdir()
-    (tmp_path / "agents" / "mt1.yaml").write_text(AGENT_YAML)
-    with FakeOpenAI() as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
+    with fake_openai_cwd(monkeypatch, tmp_path, {"mt1": AGENT_YAML}) as srv:
         yield srv
 
 

@@ -3,32 +3,15 @@ made-up sample), offline and with the hybrid extractor against the fake OpenAI s
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from tests.bench_scripts import load_bench
 from tests.fakes import FakeOpenAI
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _bench() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "bench"))  # it reads LoCoMo's shape from memory_locomo
-    spec = importlib.util.spec_from_file_location(
-        "bench_memory_extraction", ROOT / "bench" / "memory_extraction.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _bench()
+bench = load_bench("memory_extraction")
 
 SAMPLE = {
     "sample_id": "tiny-2",

@@ -133,23 +133,11 @@ def test_orientation_is_in_the_first_call_after_every_compaction(
         # the todo list and the scratchpad as they were when the checkpoint was written
         stored = session.messages()
         upto = [m for m in stored if (m.seq or 0) <= checkpoint.covers_up_to]
-        written = [
-            c.arguments["todos"]
-            for m in stored
-            if (m.seq or 0) <= checkpoint.metadata[WRITTEN_AT_KEY]
-            for c in m.tool_calls
-            if c.name == "todo_write"
-        ]
+        written = _arguments(stored, checkpoint.metadata[WRITTEN_AT_KEY], "todo_write", "todos")
         for item in written[-1]:
             status = item["status"].replace("_", " ")
             assert f"- [{status}] {item['content']}" in orientation
-        notes = [
-            c.arguments["name"]
-            for m in stored
-            if (m.seq or 0) <= checkpoint.metadata[WRITTEN_AT_KEY]
-            for c in m.tool_calls
-            if c.name == "scratchpad_write"
-        ]
+        notes = _arguments(stored, checkpoint.metadata[WRITTEN_AT_KEY], "scratchpad_write", "name")
         for name in notes:
             assert f"- {name} (" in orientation
         assert "Skills loaded" in orientation and "- house-style" in orientation
@@ -219,3 +207,14 @@ def test_an_llm_written_snapshot_keeps_the_skills_in_use_and_the_orientation(
     orientation = summary[summary.index(ORIENTATION_HEADER) :]
     assert "/srv/app" in orientation and "- findings (16 characters)" in orientation
     assert "- skill-0" in orientation and "- skill-1" in orientation
+
+
+def _arguments(stored: list[Message], upto: int, tool: str, key: str) -> list[Any]:
+    """``key`` of every ``tool`` call made at or before seq ``upto``, in order."""
+    return [
+        c.arguments[key]
+        for m in stored
+        if (m.seq or 0) <= upto
+        for c in m.tool_calls
+        if c.name == tool
+    ]

@@ -8,34 +8,18 @@ window or the snapshot), and at least 90% of the files the run edited are named 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from tests.conftest import ROOT, TRANSCRIPTS, require_shared
+from tests.bench_scripts import load_bench
+from tests.conftest import TRANSCRIPTS, require_shared
 from tests.real_runs import transcript_files
 
 MIN_RECALL = 0.9
 
 
-def _bench() -> ModuleType:
-    bench_dir = str(ROOT / "bench")
-    if bench_dir not in sys.path:  # the script imports its sibling probes.py, as run from bench/
-        sys.path.insert(0, bench_dir)
-    spec = importlib.util.spec_from_file_location(
-        "bench_real_transcripts", ROOT / "bench" / "real_transcripts.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _bench()
+bench = load_bench("real_transcripts")
 FILES = transcript_files()
 
 
