@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 from tests.fakes import FakeOpenAI, FakeToolCall, Reply
 from threadline import Store, open_store
-from threadline.agent import Agent, AgentConfig, Calibrator, parse_agent
+from threadline.agent import Agent, AgentConfig, Calibrator, TurnResult, parse_agent
 from threadline.agent.subagents import MAX_DEPTH, SUBAGENT_KEY, TASK_TOOL, subagent_hints
 from threadline.context.builder import build_context
 from threadline.errors import ConfigError
 from threadline.llm.openai_provider import OpenAIChatModel
 from threadline.report.lineage import forest, relation
-from threadline.store.base import SessionInfo
+from threadline.store.base import Session, SessionInfo
 
 Events = list[tuple[str, dict[str, Any]]]
 
@@ -88,6 +88,18 @@ def lead(
     return agent, events, model
 
 
+def lead_turn(
+    store: Store, srv: FakeOpenAI, dirs: list[Path], agents: tuple[str, ...], prompt: str
+) -> tuple[Session, TurnResult, Events]:
+    """One turn of the lead (its model closed after): its session, result and events."""
+    agent, events, model = lead(store, srv, dirs, *agents)
+    session = agent.new_session()
+    try:
+        return session, agent.run_turn(session, prompt), events
+    finally:
+        model.close()
+
+
 def children_of(store: Store, session_id: str) -> list[SessionInfo]:
     return store.list_sessions(parent=session_id, limit=100).items
 
@@ -133,10 +145,16 @@ def test_two_task_calls_run_in_parallel_in_linked_child_sessions(
             ]
         )
         top.reply_text("Both subagents answered.")
-        agent, events, model = lead(store, top, dirs, "researcher", "writer")
-        session = agent.new_session()
-        result = agent.run_turn(session, "Research the cache and write it up.")
-        model.close()
+        session, result, events = lead_turn(
+            store,
+            top,
+            dirs,
+            (
+                "researcher",
+                "writer",
+            ),
+            "Research the cache and write it up.",
+        )
 
         assert result.text == "Both subagents answered." and result.stopped == "done"
         stored = session.messages()
@@ -270,10 +288,16 @@ def test_a_childs_failure_is_a_tool_error_and_the_parent_goes_on(
             ]
         )
         top.reply_text("I will do it myself.")
-        agent, _events, model = lead(store, top, dirs, "writer", "ghost")
-        session = agent.new_session()
-        result = agent.run_turn(session, "Delegate.")
-        model.close()
+        session, result, _events = lead_turn(
+            store,
+            top,
+            dirs,
+            (
+                "writer",
+                "ghost",
+            ),
+            "Delegate.",
+        )
 
     assert result.stopped == "done" and result.text == "I will do it myself."
     w, n, g = session.messages()[2:5]
@@ -296,10 +320,7 @@ def test_a_child_at_its_step_limit_is_a_tool_error(store: Store, tmp_path: Path)
             TASK_TOOL, {"agent": "researcher", "description": "dig", "prompt": "Dig."}, id="c1"
         )
         top.reply_text("The researcher ran out of steps.")
-        agent, _events, model = lead(store, top, dirs, "researcher")
-        session = agent.new_session()
-        result = agent.run_turn(session, "Dig deep.")
-        model.close()
+        session, result, _events = lead_turn(store, top, dirs, ("researcher",), "Dig deep.")
 
     assert result.stopped == "done"
     tool_result = session.messages()[2]
