@@ -22,8 +22,8 @@ first page of ``sessions list``, a page at offset ``--sessions / 2``, ``sessions
 of a session, ``sessions search WORD`` across all sessions, and ``sessions show`` and
 ``sessions history`` of the big session. Then through the server (``create_app`` under
 Starlette's test client, guard and token included): ``GET /v1/sessions`` at both
-offsets, ``GET /v1/sessions/{id}`` and the search (the web page ``/?q=WORD``: ``/v1``
-has no search route). Targets: list and show p95 under 50 ms, search under 300 ms.
+offsets, ``GET /v1/sessions/{id}``, ``GET /v1/search?q=WORD`` and the web search page
+``/?q=WORD``. Targets: list and show p95 under 50 ms, search under 300 ms.
 
     python bench/scale.py [--backends sqlite,postgres] [--runs 50] [--rebuild]
 """
@@ -358,6 +358,7 @@ def server_cases(store: Store, plan: Plan) -> tuple[Any, Cases]:
         "GET /v1/sessions": ("list", get("/v1/sessions")),
         f"GET /v1/sessions?offset={deep:,}": ("list", get(f"/v1/sessions?offset={deep}")),
         "GET /v1/sessions/{id}": ("show", get(f"/v1/sessions/{middle}")),
+        f"GET /v1/search?q={QUERY}": ("search", get(f"/v1/search?q={QUERY}")),
         f"GET /?q={QUERY} (search page)": ("search", get(f"/?q={QUERY}")),
     }
 

@@ -144,7 +144,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, receiver: Receiver) -> Iterat
     base = f"http://127.0.0.1:{port}"
     wait_until_serving(proc, base, 20, lambda: proc.stdout.read().decode() if proc.stdout else "")
     try:
-        yield {"base": base, "hook_log": hook_log, "proc": proc}
+        yield {"base": base, "hook_log": hook_log, "proc": proc, "db": tmp / "t.db"}
     finally:
         stop(proc, 10)
 
@@ -387,6 +387,38 @@ def test_session_procedures_over_rest(client: httpx.Client, live: dict[str, Any]
         "/v1/sessions/{session_id}/prompt",
         "/v1/sessions/{session_id}/events",
     } <= set(spec["paths"])
+
+
+def test_search_over_rest_and_trpc(client: httpx.Client, live: dict[str, Any]) -> None:
+    """``GET /v1/search`` and ``session.search``: hits across sessions, narrowed to one
+    session or role, paged with a total; bad input is a 400, an unknown session a 404."""
+    one, two = create(client, "ws-search"), create(client, "ws-search")
+    store = open_store(f"sqlite:///{live['db']}")
+    try:
+        store.get_session(one).append(
+            [Message.user("the quokka migration failed"), Message.assistant("quokka fixed")]
+        )
+        store.get_session(two).append([Message.user("a second quokka turned up")])
+    finally:
+        store.close()
+
+    page = client.get("/v1/search", params={"q": "quokka"}).json()
+    assert page["total"] == 3 and page["offset"] == 0
+    assert {(h["sessionId"], h["seq"]) for h in page["hits"]} == {(one, 1), (one, 2), (two, 1)}
+    assert all("[quokka]" in h["snippet"].lower() for h in page["hits"])
+
+    narrowed = client.get("/v1/search", params={"q": "quokka", "sessionId": one}).json()
+    assert [h["seq"] for h in narrowed["hits"]] == [2, 1]  # newest first
+    by_role = data(trpc_query(client, "session.search", {"q": "quokka", "role": "assistant"}))
+    assert [(h["sessionId"], h["role"]) for h in by_role["hits"]] == [(one, "assistant")]
+    paged = data(trpc_query(client, "session.search", {"q": "quokka", "limit": 2, "offset": 2}))
+    assert len(paged["hits"]) == 1 and paged["total"] == 3
+
+    error(client.get("/v1/search", params={"q": ""}), 400, "BAD_REQUEST")
+    error(client.get("/v1/search", params={"q": "x", "role": "robot"}), 400, "BAD_REQUEST")
+    error(client.get("/v1/search", params={"q": "x", "sessionId": "nope-nope"}), 404, "NOT_FOUND")
+    many = " ".join(f"w{i}" for i in range(100))
+    error(trpc_query(client, "session.search", {"q": many}), 400, "BAD_REQUEST")
 
 
 def test_list_pages_are_1_to_200_with_totals(client: httpx.Client) -> None:

@@ -60,6 +60,7 @@ from threadline.server.procedures import (
     PromptBody,
     PromptInput,
     RenameInput,
+    SearchInput,
     code_for_status,
     error_body,
     validation_message,
@@ -67,7 +68,7 @@ from threadline.server.procedures import (
 from threadline.server.runner import HELD_ELSEWHERE, AgentRunner, holder_name
 from threadline.server.throttle import Throttle
 from threadline.server.web import mount_web
-from threadline.store.base import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Store
+from threadline.store.base import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_SEARCH_QUERY_LENGTH, Store
 
 logger = logging.getLogger(__name__)
 
@@ -189,6 +190,29 @@ def create_app(
         return procs.list_sessions(
             ListInput(workspaceId=workspaceId, agent=agent, limit=limit, offset=offset)
         )
+
+    @app.get("/v1/search", tags=["sessions"])
+    def search(
+        q: Annotated[str, Query(min_length=1, max_length=MAX_SEARCH_QUERY_LENGTH)],
+        sessionId: str | None = None,
+        agent: str | None = None,
+        role: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> dict[str, Any]:
+        """Full-text search across sessions (``session.search``): a page of hits, newest
+        first, with the total; ``sessionId``, ``agent`` and ``role`` narrow it."""
+        inp = SearchInput.model_validate(
+            {
+                "q": q,
+                "sessionId": sessionId,
+                "agent": agent,
+                "role": role,
+                "limit": limit,
+                "offset": offset,
+            }
+        )
+        return procs.search(inp)
 
     @app.get("/v1/sessions/{session_id}", tags=["sessions"])
     def get_session(

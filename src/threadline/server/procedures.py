@@ -51,6 +51,7 @@ from threadline.store.base import (
     MAX_BOUND,
     MAX_MODEL_LENGTH,
     MAX_PAGE_SIZE,
+    MAX_SEARCH_QUERY_LENGTH,
     SESSION_ID_PATTERN,
     Session,
     SessionInfo,
@@ -228,6 +229,16 @@ class ListInput(_Input):
     offset: int = Field(default=0, ge=0, le=MAX_BOUND)
 
 
+class SearchInput(_Input):
+    q: str = Field(min_length=1, max_length=MAX_SEARCH_QUERY_LENGTH)
+    """Words to find (full-text, every backend's rule: ``store.base.search_words``)."""
+    sessionId: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=128)
+    agent: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=128)
+    role: Literal["system", "user", "assistant", "tool"] | None = None
+    limit: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+    offset: int = Field(default=0, ge=0, le=MAX_BOUND)
+
+
 class GetInput(_Input):
     sessionId: str = SessionId
     limit: int = Field(default=DEFAULT_MESSAGE_PAGE, ge=1, le=MAX_PAGE_SIZE)
@@ -351,6 +362,34 @@ class Procedures:
             if not page.items or offset >= page.total:
                 return found
 
+    def search(self, inp: SearchInput) -> dict[str, Any]:
+        """A page of hits across the store (or one session), newest first, with the total."""
+        session_id = self.info(inp.sessionId).id if inp.sessionId is not None else None
+        page = self.store.search(
+            inp.q,
+            session_id=session_id,
+            agent=inp.agent,
+            role=inp.role,
+            limit=inp.limit,
+            offset=inp.offset,
+        )
+        return {
+            "hits": [
+                {
+                    "sessionId": h.session_id,
+                    "seq": h.seq,
+                    "role": h.role,
+                    "snippet": h.snippet,
+                    "agent": h.agent,
+                    "parentId": h.parent_id,
+                }
+                for h in page
+            ],
+            "total": page.total,
+            "offset": inp.offset,
+            "limit": inp.limit,
+        }
+
     def get(self, inp: GetInput) -> dict[str, Any]:
         session = self.store.get_session(self.info(inp.sessionId).id)
         newest_first = session.tail(inp.limit, before_seq=inp.beforeSeq)
@@ -466,6 +505,7 @@ PROCEDURES: Final[Mapping[str, Procedure]] = {
         Procedure("session.create", "mutation", CreateInput, Procedures.create),
         Procedure("session.list", "query", ListInput, Procedures.list_sessions),
         Procedure("session.get", "query", GetInput, Procedures.get),
+        Procedure("session.search", "query", SearchInput, Procedures.search),
         Procedure("session.rename", "mutation", RenameInput, Procedures.rename),
         Procedure("session.delete", "mutation", DeleteInput, Procedures.delete),
         Procedure("agent.prompt", "mutation", PromptInput, Procedures.prompt),
