@@ -60,7 +60,7 @@ from threadline.interop import (
     agsh,
     aider_history,
     bounds,
-    claude_queue,
+    claude_code,
     codex_echoes,
     databases,
     entire_transcript,
@@ -78,15 +78,20 @@ from threadline.interop.openai_format import (
     message_from_openai,
     messages_from_openai,
 )
+from threadline.interop.record_fields import EVENT_TEXT_LENGTH as EVENT_TEXT_LENGTH
+from threadline.interop.record_fields import Cwd as _Cwd
+from threadline.interop.record_fields import environment_event as _event
+from threadline.interop.record_fields import normalise as _normalise
+from threadline.interop.record_fields import text_of as _text_of
+from threadline.interop.record_fields import usage_of as _usage
 from threadline.interop.records import Parsed as _Parsed
 from threadline.interop.records import Where as _Where
 from threadline.interop.records import jsonl as _jsonl
 from threadline.interop.records import load_json as _load_json
 from threadline.interop.records import stamp as _stamp
-from threadline.interop.records import timestamp as _timestamp
 from threadline.interop.shapes import json_kind
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
-from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage
+from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall
 from threadline.requests import first_request, request_text
 from threadline.stamps import utcnow
 from threadline.store import sqlite_files
@@ -134,8 +139,6 @@ TITLE_LENGTH = 80
 """Characters of the first request kept as a session title (cut at a word)."""
 TITLE_SCAN = 4 * TITLE_LENGTH
 """Characters of the request read for its title, unless they are mostly whitespace."""
-EVENT_TEXT_LENGTH = 500
-"""Characters of an environment event's text kept in session metadata."""
 MAX_EVENTS = 1000
 """Environment events kept per session; more are counted in ``events_omitted``."""
 _NO_MODEL = {"<synthetic>"}
@@ -145,22 +148,6 @@ _NO_MODEL = {"<synthetic>"}
 class NotATranscript(ImportFormatError):
     """The file is in none of the :data:`FORMATS` (as opposed to one of them, malformed):
     a directory sync passes over such files instead of failing on them."""
-
-
-def _event(kind: str, at: Any, after: int, **details: Any) -> dict[str, Any]:
-    """An environment event as kept in session metadata: what, when, and how many
-    messages came before it; long text clipped, empty details left out."""
-    event: dict[str, Any] = {"event": kind, "after_message": after}
-    when = _timestamp(at)
-    if when is not None:
-        event["at"] = when.isoformat()
-    for key, value in details.items():
-        if isinstance(value, str):
-            if value:
-                event[key] = value[:EVENT_TEXT_LENGTH]
-        elif value is not None:
-            event[key] = value
-    return event
 
 
 # -- reading files ----------------------------------------------------------------
@@ -283,183 +270,6 @@ def _read_bounded_file(path: Path, limit: int) -> bytes:
         if size > limit:
             raise _too_large(str(path), limit, size)  # refused before reading
         return read_bounded(f, limit, str(path))
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return json.dumps(content, ensure_ascii=False)
-
-
-def _usage(raw: Any, **keys: str) -> Usage | None:
-    if not isinstance(raw, Mapping):
-        return None
-    values = {ours: raw.get(theirs) for ours, theirs in keys.items()}
-    values = {k: v for k, v in values.items() if isinstance(v, int)}
-    return Usage(**values) if values else None
-
-
-def _normalise(parts: list[Part]) -> str | list[Part]:
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
-        return parts[0].text
-    return parts if parts else ""
-
-
-class _Cwd:
-    """Stamps the session's working directory on a message when it is new or has changed.
-
-    Summarizers read ``metadata["cwd"]`` to show the agent's paths relative to
-    the project; recording it only on change keeps the messages small.
-    """
-
-    def __init__(self) -> None:
-        self.last: str | None = None
-
-    def stamp(self, m: Message, cwd: Any) -> None:
-        if isinstance(cwd, str) and cwd and cwd != self.last:
-            m.metadata["cwd"] = cwd
-            self.last = cwd
-
-
-# -- claude code -------------------------------------------------------------------
-
-
-_CLAUDE_FACTS = {
-    "session_id": "sessionId",
-    "agent_id": "agentId",
-    "cwd": "cwd",
-    "git_branch": "gitBranch",
-    "version": "version",
-}
-"""Session facts read from Claude Code records: ids from the first record that has
-them (a file opens with a snapshot that has none), the rest as last seen."""
-_FIRST_SEEN = frozenset({"session_id", "agent_id"})
-
-
-def _claude_facts(info: dict[str, Any], rec: Mapping[str, Any]) -> None:
-    for ours, theirs in _CLAUDE_FACTS.items():
-        value = rec.get(theirs)
-        if isinstance(value, str) and value and not (ours in _FIRST_SEEN and ours in info):
-            info[ours] = value
-
-
-def _parse_claude_code(text: str, path: Path) -> _Parsed:
-    result = _Parsed([[]])
-    out = result.runs[0]
-    extra = result.extra(0)
-    names: dict[str, str] = {}
-    pending: dict[str, Any] = {}
-    open_id: str | None = None  # message.id of the assistant message still being streamed
-    open_at = -1
-    cwd = _Cwd()
-    with _Where(path) as where:
-        records = list(_jsonl(text, path, result.repairs))
-        queue = claude_queue.Queue(result.skipped)
-        queued: list[Message] = []  # prompts taken mid-turn, placed before the next response
-        for where.line, rec in records:
-            kind = rec.get("type")
-            _claude_facts(result.info, rec)
-            if kind == "queue-operation":
-                anchor = f"queue-operation:{where.line}"  # stable as the file grows
-                queued += [
-                    _stamp(m, rec.get("timestamp"), source_uuid=anchor) for m in queue.take(rec)
-                ]
-                continue
-            if kind == "ai-title" and isinstance(rec.get("aiTitle"), str) and rec["aiTitle"]:
-                extra["title"] = rec["aiTitle"]  # Claude Code's own title for the session
-                continue
-            if kind == "summary":
-                result.info.setdefault("summaries", []).append(rec.get("summary"))
-                continue
-            if kind == "system" and rec.get("subtype") == "compact_boundary":
-                meta = rec.get("compactMetadata") or {}
-                pending["compact_boundary"] = {
-                    "trigger": meta.get("trigger"),
-                    "pre_tokens": meta.get("preTokens"),
-                    "at": rec.get("timestamp"),
-                    "logical_parent_uuid": rec.get("logicalParentUuid"),
-                }
-                continue
-            if kind == "system":
-                # hook summaries, turn durations, local commands: the UI's, not the model's
-                extra.setdefault("events", []).append(
-                    _event(
-                        str(rec.get("subtype") or "system"),
-                        rec.get("timestamp"),
-                        len(out),
-                        content=rec.get("content"),
-                        level=rec.get("level"),
-                        duration_ms=rec.get("durationMs"),
-                        hook_count=rec.get("hookCount"),
-                        stop_reason=rec.get("stopReason"),
-                        source_uuid=rec.get("uuid"),
-                    )
-                )
-                continue
-            if kind not in ("user", "assistant"):
-                raw = rec.get("data")
-                data = raw if isinstance(raw, dict) else {}
-                sub = rec.get("subtype") or data.get("type")  # a progress line: its data.type
-                result.skipped[f"{kind}:{sub}" if isinstance(sub, str) else str(kind)] += 1
-                continue
-            msg = rec["message"]
-            if kind == "assistant":
-                new = from_anthropic([{"role": "assistant", "content": msg["content"]}])[0]
-                names.update({c.id: c.name for c in new.tool_calls})
-                msg_id = msg.get("id")
-                usage = _usage(
-                    msg.get("usage"),
-                    input_tokens="input_tokens",
-                    output_tokens="output_tokens",
-                    cached_tokens="cache_read_input_tokens",
-                    cache_write_tokens="cache_creation_input_tokens",
-                )
-                if (
-                    msg_id is not None
-                    and msg_id == open_id
-                    and all(m.role == "tool" for m in out[open_at + 1 :])
-                ):
-                    old = out[open_at]
-                    thinking = old.metadata.get("thinking", []) + new.metadata.get("thinking", [])
-                    old.content = _normalise(old.parts + new.parts)
-                    old.tool_calls = old.tool_calls + new.tool_calls
-                    if thinking:
-                        old.metadata["thinking"] = thinking
-                    old.usage = usage or old.usage
-                    continue
-                new.model, new.usage = msg.get("model"), usage
-                out.extend(queued)
-                queued.clear()
-                open_id, open_at = msg_id, len(out)
-                made = [new]
-            else:
-                content = msg["content"]
-                made = from_anthropic([{"role": "user", "content": content}])
-                for m in made:
-                    if m.role == "tool" and m.tool_call_id in names:
-                        m.name = names[m.tool_call_id]
-                    elif m.role == "user":
-                        if rec.get("isCompactSummary"):
-                            m.metadata["compact_summary"] = True
-                        if rec.get("isMeta"):
-                            m.metadata["is_meta"] = True
-            for m in made:
-                _stamp(m, rec.get("timestamp"), source_uuid=rec.get("uuid"))
-                if rec.get("isSidechain"):
-                    m.metadata["sidechain"] = True
-            if pending:
-                made[0].metadata.update(pending)
-                pending = {}
-            cwd.stamp(made[0], rec.get("cwd"))
-            if any(m.role != "tool" for m in made):
-                out.extend(claude_queue.not_repeated(queued, made))
-                queued.clear()
-                queue.delivered(made)
-            out.extend(made)
-        queue.finish(queued)
-    if pending:
-        result.skipped["compact_boundary_at_end"] += 1
-    return result
 
 
 # -- codex -------------------------------------------------------------------------
@@ -1065,7 +875,7 @@ _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
     "openai": _parse_openai_runs,
     "openai-runs": _parse_openai_runs,
     "openai-jsonl": _parse_openai_jsonl,
-    "claude-code": _parse_claude_code,
+    "claude-code": claude_code.parse,
     "codex": _parse_codex,
     "swe-agent": _parse_swe_agent,
     "openhands": _parse_openhands,
