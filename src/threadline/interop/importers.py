@@ -61,7 +61,7 @@ from threadline.interop import (
     aider_history,
     bounds,
     claude_code,
-    codex_echoes,
+    codex_rollout,
     databases,
     entire_transcript,
     opencode,
@@ -91,7 +91,7 @@ from threadline.interop.records import load_json as _load_json
 from threadline.interop.records import stamp as _stamp
 from threadline.interop.shapes import json_kind
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
-from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall
+from threadline.messages import Message, TextPart, ToolCall
 from threadline.requests import first_request, request_text
 from threadline.stamps import utcnow
 from threadline.store import sqlite_files
@@ -270,182 +270,6 @@ def _read_bounded_file(path: Path, limit: int) -> bytes:
         if size > limit:
             raise _too_large(str(path), limit, size)  # refused before reading
         return read_bounded(f, limit, str(path))
-
-
-# -- codex -------------------------------------------------------------------------
-
-
-def _codex_content(items: Any) -> str | list[Part]:
-    parts: list[Part] = []
-    for item in items or []:
-        kind = item.get("type")
-        if kind in ("input_text", "output_text", "text"):
-            parts.append(TextPart(text=item["text"]))
-        elif kind == "input_image":
-            parts.append(ImagePart(url=item["image_url"]))
-        else:
-            raise InvalidMessage(f"unsupported codex content item {kind!r}")
-    return _normalise(parts)
-
-
-_CODEX_GIT = {"git_branch": "branch", "git_commit": "commit_hash"}
-
-
-def _codex_compaction_text(payload: Mapping[str, Any]) -> str:
-    """What the model went on from after a Codex compaction, as checkpoint text: the
-    summary message (older versions) and the replacement history in order; an
-    encrypted summary item is named, since only the provider can read it."""
-    blocks = ["[Codex compacted the conversation here; the model continued from this.]"]
-    message = payload.get("message")
-    if isinstance(message, str) and message.strip():
-        blocks.append(message.strip())
-    for item in payload.get("replacement_history") or []:
-        if not isinstance(item, Mapping):
-            continue
-        kind = item.get("type")
-        if kind == "message":
-            content = item.get("content")
-            pieces = [
-                str(c.get("text", "")) if c.get("type") != "input_image" else "[image]"
-                for c in (content if isinstance(content, list) else [])
-                if isinstance(c, Mapping)
-            ]
-            blocks.append(f"{item.get('role', 'message')}: " + "\n".join(pieces))
-        elif isinstance(item.get("encrypted_content"), str):
-            size = len(item["encrypted_content"])
-            blocks.append(f"[{kind}: encrypted by the provider, {size} characters]")
-        else:
-            blocks.append(f"[{kind}]")
-    return "\n\n".join(blocks)
-
-
-def _parse_codex(text: str, path: Path) -> _Parsed:
-    result = _Parsed([[]])
-    out = result.runs[0]
-    extra = result.extra(0)
-    names: dict[str, str] = {}
-    pending: dict[str, Any] = {}
-    model: str | None = None
-    open_calls: list[str] = []  # calls of the current assistant message still unanswered
-    deferred: list[Message] = []
-    cwd = _Cwd()
-    cwd_now: Any = None
-    with _Where(path) as where:
-        records = list(_jsonl(text, path, result.repairs))
-        echoes = codex_echoes.user_turns([r for _, r in records])
-        for index, (where.line, rec) in enumerate(records):
-            kind, payload = rec.get("type"), rec.get("payload") or {}
-            item = payload.get("type")
-            made: Message | None = None
-            if kind == "session_meta" and result.info.get("id"):  # resumed: a later start
-                extra.setdefault("events", []).append(
-                    _event("session_resumed", rec.get("timestamp"), len(out) + len(deferred))
-                )
-            elif kind == "event_msg" and item == "user_message" and index in echoes:
-                made = codex_echoes.user_message(payload)
-            elif kind == "session_meta":
-                keys = ("id", "cwd", "cli_version", "model_provider", "originator")
-                result.info.update({k: payload.get(k) for k in keys if payload.get(k)})
-                result.info["started"] = payload.get("timestamp") or rec.get("timestamp")
-                git = payload.get("git")
-                if isinstance(git, Mapping):
-                    for ours, theirs in _CODEX_GIT.items():
-                        if isinstance(git.get(theirs), str):
-                            result.info[ours] = git[theirs]
-                cwd_now = payload.get("cwd") or cwd_now
-            elif kind == "turn_context":
-                model = payload.get("model") or model
-                cwd_now = payload.get("cwd") or cwd_now
-                if isinstance(cwd_now, str) and cwd_now:
-                    result.info["cwd"] = cwd_now
-            elif kind == "compacted":
-                history = payload.get("replacement_history") or []
-                pending["codex_compacted"] = {
-                    "at": rec.get("timestamp"),
-                    "replacement_items": len(history),
-                }
-                extra.setdefault("compactions", []).append(
-                    {
-                        "before": len(out) + len(deferred),
-                        "summary": _codex_compaction_text(payload),
-                        "metadata": {
-                            "native": "codex",
-                            "replacement_items": len(history),
-                            "source_created_at": rec.get("timestamp"),
-                        },
-                    }
-                )
-            elif kind == "event_msg" and item == "token_count":
-                last = (payload.get("info") or {}).get("last_token_usage")
-                usage = _usage(
-                    last,
-                    input_tokens="input_tokens",
-                    output_tokens="output_tokens",
-                    cached_tokens="cached_input_tokens",
-                )
-                assistant = next((m for m in reversed(out) if m.role == "assistant"), None)
-                if assistant is not None and usage is not None:
-                    assistant.usage = usage
-            elif kind == "response_item" and item == "message":
-                role = payload["role"]
-                content = _codex_content(payload.get("content"))
-                if role in ("developer", "system"):
-                    made = Message.system(content, metadata={"codex_role": role})
-                elif role in ("user", "assistant"):
-                    made = Message(role=role, content=content)
-                    made.model = model if role == "assistant" else None
-                else:
-                    raise InvalidMessage(f"unknown codex message role {role!r}")
-            elif kind == "response_item" and item in ("function_call", "custom_tool_call"):
-                args = payload.get("arguments") if item == "function_call" else payload.get("input")
-                call = ToolCall.from_json_arguments(
-                    id=payload["call_id"],
-                    name=payload["name"],
-                    arguments=arguments_text(args or ""),
-                )
-                names[call.id] = call.name
-                if item == "custom_tool_call":  # free-form input (a patch), not JSON
-                    extra.setdefault("free_form_calls", set()).add(call.id)
-                if out and out[-1].role == "assistant" and not pending:
-                    out[-1].tool_calls = [*out[-1].tool_calls, call]
-                    open_calls.append(call.id)
-                else:
-                    made = Message.assistant("", tool_calls=[call], model=model)
-            elif kind == "response_item" and item in (
-                "function_call_output",
-                "custom_tool_call_output",
-            ):
-                call_id = payload["call_id"]
-                made = Message.tool(
-                    _text_of(payload.get("output")), tool_call_id=call_id, name=names.get(call_id)
-                )
-            else:
-                result.skipped[f"{kind}:{item}" if item else str(kind)] += 1
-            if made is None:
-                continue
-            _stamp(made, rec.get("timestamp"), **pending)
-            cwd.stamp(made, cwd_now)
-            pending = {}
-            if made.role == "tool":
-                out.append(made)
-                if made.tool_call_id in open_calls:
-                    open_calls.remove(made.tool_call_id)
-                if not open_calls:
-                    out.extend(deferred)
-                    deferred.clear()
-            elif open_calls and made.role != "assistant":
-                # a developer or user message logged between a call and its output
-                # would split the unit; it moves to just after the chain
-                made.metadata["moved_after_tool_results"] = True
-                deferred.append(made)
-            else:
-                out.extend(deferred)
-                deferred.clear()
-                out.append(made)
-                open_calls[:] = [c.id for c in made.tool_calls]
-    out.extend(deferred)
-    result.info["model"] = model
-    return result
 
 
 # -- openai chat, swe-agent ----------------------------------------------------------
@@ -876,7 +700,7 @@ _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
     "openai-runs": _parse_openai_runs,
     "openai-jsonl": _parse_openai_jsonl,
     "claude-code": claude_code.parse,
-    "codex": _parse_codex,
+    "codex": codex_rollout.parse,
     "swe-agent": _parse_swe_agent,
     "openhands": _parse_openhands,
     "gemini": _parse_gemini,
