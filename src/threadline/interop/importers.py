@@ -60,6 +60,7 @@ from threadline.interop import (
     agsh,
     aider_history,
     bounds,
+    chat_logs,
     claude_code,
     codex_rollout,
     databases,
@@ -70,13 +71,11 @@ from threadline.interop import (
     pi_session,
     shapes,
     supyagent,
+    swe_agent,
 )
-from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.export import EXPORT_FORMAT, ImportedSession, from_json_export
 from threadline.interop.openai_format import (
     arguments_text,
-    message_from_openai,
-    messages_from_openai,
 )
 from threadline.interop.record_fields import EVENT_TEXT_LENGTH as EVENT_TEXT_LENGTH
 from threadline.interop.record_fields import Cwd as _Cwd
@@ -89,7 +88,6 @@ from threadline.interop.records import Where as _Where
 from threadline.interop.records import jsonl as _jsonl
 from threadline.interop.records import load_json as _load_json
 from threadline.interop.records import stamp as _stamp
-from threadline.interop.shapes import json_kind
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.messages import Message, TextPart, ToolCall
 from threadline.requests import first_request, request_text
@@ -270,93 +268,6 @@ def _read_bounded_file(path: Path, limit: int) -> bytes:
         if size > limit:
             raise _too_large(str(path), limit, size)  # refused before reading
         return read_bounded(f, limit, str(path))
-
-
-# -- openai chat, swe-agent ----------------------------------------------------------
-
-
-def _openai_list(items: Any, what: str) -> list[Message]:
-    try:
-        return messages_from_openai(items)
-    except InvalidMessage as exc:
-        raise InvalidMessage(f"{what}: {exc}") from exc
-
-
-def _parse_openai_runs(text: str, path: Path) -> _Parsed:
-    data = _load_json(text, path)
-    with _Where(path):
-        if isinstance(data, dict) and isinstance(data.get("messages"), list):
-            return _Parsed([_openai_list(data["messages"], "messages")])
-        if not isinstance(data, list):
-            raise InvalidMessage("expected a JSON array of messages or of runs with 'traj'")
-        if data and all(isinstance(r, dict) and "traj" in r for r in data):
-            runs = [_openai_list(r["traj"], f"run {i}") for i, r in enumerate(data)]
-            keys = ("task_id", "trial", "reward")
-            facts = [{k: r.get(k) for k in keys if k in r} for r in data]
-            return _Parsed(runs, {"runs": facts}, extras=[{"facts": f} for f in facts])
-        return _Parsed([_openai_list(data, "array")])
-
-
-def _parse_anthropic(text: str, path: Path) -> _Parsed:
-    """A Messages API request body ``{"system", "messages", "model"}`` or a bare list
-    of its messages."""
-    data = _load_json(text, path)
-    with _Where(path):
-        if isinstance(data, dict):
-            messages = from_anthropic(data.get("messages"), data.get("system"))
-            model = data.get("model")
-            return _Parsed([messages], {"model": model} if isinstance(model, str) else {})
-        return _Parsed([from_anthropic(data)])
-
-
-def _parse_openai_jsonl(text: str, path: Path) -> _Parsed:
-    result = _Parsed([[]])
-    with _Where(path) as where:
-        for where.line, rec in _jsonl(text, path, result.repairs):
-            result.runs[0].append(message_from_openai(rec))
-    return result
-
-
-def _parse_swe_agent(text: str, path: Path) -> _Parsed:
-    data = _load_json(text, path)
-    if not isinstance(data, dict) or not isinstance(data.get("history"), list):
-        raise ImportFormatError("a SWE-agent .traj needs a 'history' list", path=str(path))
-    out: list[Message] = []
-    with _Where(path):
-        for i, entry in enumerate(data["history"]):
-            if not isinstance(entry, dict):
-                raise InvalidMessage(f"history[{i}]: expected an object, got {json_kind(entry)}")
-            d = dict(entry)
-            ids = d.pop("tool_call_ids", None)
-            if d.get("role") == "tool" and ids and not d.get("tool_call_id"):
-                d["tool_call_id"] = ids[0]
-            try:
-                m = message_from_openai(d)
-            except InvalidMessage as exc:
-                raise InvalidMessage(f"history[{i}]: {exc}") from exc
-            keep = ("agent", "message_type", "action", "is_demo")
-            m.metadata.update({k: d[k] for k in keep if d.get(k) is not None})
-            if ids and len(ids) > 1:
-                m.metadata["tool_call_ids"] = ids
-            out.append(m)
-    if out:
-        _Cwd().stamp(out[0], _swe_agent_cwd(data.get("trajectory")))
-    info = data.get("info") or {}
-    return _Parsed([out], {k: info.get(k) for k in ("exit_status", "model_stats") if k in info})
-
-
-def _swe_agent_cwd(trajectory: Any) -> str | None:
-    """The repository root: ``working_dir`` in the first step's state (a dict or JSON text)."""
-    for step in trajectory if isinstance(trajectory, list) else []:
-        state = step.get("state") if isinstance(step, dict) else None
-        if isinstance(state, str):
-            try:
-                state = json.loads(state)
-            except json.JSONDecodeError:
-                state = None
-        if isinstance(state, dict) and isinstance(state.get("working_dir"), str):
-            return str(state["working_dir"])
-    return None
 
 
 # -- openhands ----------------------------------------------------------------------
@@ -696,16 +607,16 @@ def detect_format(path: str | Path) -> str:
 
 
 _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
-    "openai": _parse_openai_runs,
-    "openai-runs": _parse_openai_runs,
-    "openai-jsonl": _parse_openai_jsonl,
+    "openai": chat_logs.parse_openai_runs,
+    "openai-runs": chat_logs.parse_openai_runs,
+    "openai-jsonl": chat_logs.parse_openai_jsonl,
     "claude-code": claude_code.parse,
     "codex": codex_rollout.parse,
-    "swe-agent": _parse_swe_agent,
+    "swe-agent": swe_agent.parse,
     "openhands": _parse_openhands,
     "gemini": _parse_gemini,
     "aider": aider_history.parse,
-    "anthropic": _parse_anthropic,
+    "anthropic": chat_logs.parse_anthropic,
     "supyagent": lambda text, path: supyagent.parse(text, path, _read_companion(path)),
     "opencode": opencode.parse,
     "pi": pi_session.parse,
