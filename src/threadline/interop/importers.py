@@ -52,7 +52,6 @@ from threadline.errors import (
     ConfigError,
     ImportFormatError,
     ImportTooLarge,
-    InvalidMessage,
     UsageError,
 )
 from threadline.interop import (
@@ -66,7 +65,7 @@ from threadline.interop import (
     databases,
     entire_transcript,
     opencode,
-    openhands_legacy,
+    openhands_events,
     openhands_v1,
     pi_session,
     shapes,
@@ -74,12 +73,7 @@ from threadline.interop import (
     swe_agent,
 )
 from threadline.interop.export import EXPORT_FORMAT, ImportedSession, from_json_export
-from threadline.interop.openai_format import (
-    arguments_text,
-)
 from threadline.interop.record_fields import EVENT_TEXT_LENGTH as EVENT_TEXT_LENGTH
-from threadline.interop.record_fields import Cwd as _Cwd
-from threadline.interop.record_fields import environment_event as _event
 from threadline.interop.record_fields import normalise as _normalise
 from threadline.interop.record_fields import text_of as _text_of
 from threadline.interop.record_fields import usage_of as _usage
@@ -127,10 +121,6 @@ _CLAUDE_TYPES = {
     "queue-operation",
 }
 _CODEX_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
-_OPENHANDS_SKIP = {"recall"}
-_OPENHANDS_ENVIRONMENT = {"change_agent_state"}
-"""Actions the OpenHands runtime logs about itself; kept as events, not tool calls."""
-_OPENHANDS_ENVIRONMENT_OBSERVATIONS = {"agent_state_changed", "null"}
 
 
 TITLE_LENGTH = 80
@@ -268,164 +258,6 @@ def _read_bounded_file(path: Path, limit: int) -> bytes:
         if size > limit:
             raise _too_large(str(path), limit, size)  # refused before reading
         return read_bounded(f, limit, str(path))
-
-
-# -- openhands ----------------------------------------------------------------------
-
-
-def _openhands_run(
-    events: list[Any], skipped: Counter[str], extra: dict[str, Any]
-) -> list[Message]:
-    out: list[Message] = []
-    call_of: dict[Any, str] = {}  # action event id -> tool call id
-    from_environment: set[Any] = set()  # ids of environment actions (agent-state changes)
-    positional: list[tuple[str, str]] = []  # open calls of a legacy log: (id, name)
-    responses: dict[str, int] = {}  # model response id -> index of its assistant message
-    cwd = _Cwd()
-    first_cwd = next((d for ev in events if (d := _openhands_cwd(ev))), None)
-    for n, ev in enumerate(events):
-        if out and first_cwd:
-            cwd.stamp(out[0], first_cwd)
-            first_cwd = None
-        args = ev.get("args") or {}
-        meta = ev.get("tool_call_metadata") or {}
-        when = ev.get("timestamp")
-        if "action" in ev:
-            action = ev["action"]
-            if action in _OPENHANDS_SKIP:
-                skipped[f"action:{action}"] += 1
-                continue
-            if action in _OPENHANDS_ENVIRONMENT or (ev.get("source") == "environment" and not meta):
-                # the runtime's own bookkeeping: no model asked for it, so no tool call
-                from_environment.add(ev.get("id", n))
-                extra.setdefault("events", []).append(
-                    _event(
-                        str(action),
-                        when,
-                        len(out),
-                        agent_state=args.get("agent_state"),
-                        content=ev.get("message"),
-                    )
-                )
-                continue
-            if action == "system":
-                text = args.get("content") or ev.get("message", "")
-                out.append(_stamp(Message.system(text, metadata={"event": "system"}), when))
-                continue
-            if action == "message" and not meta:
-                text = args.get("content") or ev.get("message", "")
-                role = "user" if ev.get("source") == "user" else "assistant"
-                out.append(_stamp(Message(role=role, content=text), when))
-                continue
-            response = meta.get("model_response") or {}
-            message = ((response.get("choices") or [{}])[0]).get("message") or {}
-            call_id = meta.get("tool_call_id") or f"openhands-{ev.get('id', n)}"
-            name = meta.get("function_name") or action
-            raw = next(
-                (
-                    c["function"].get("arguments")
-                    for c in message.get("tool_calls") or []
-                    if c.get("id") == call_id
-                ),
-                None,
-            )
-            plain = {k: v for k, v in args.items() if k != "thought"}
-            call = ToolCall.from_json_arguments(
-                id=call_id, name=name, arguments=raw or arguments_text(plain)
-            )
-            call_of[ev.get("id", n)] = call_id
-            if not meta:
-                positional.append((call_id, name))
-            rid = response.get("id")
-            if rid and rid in responses:
-                target = out[responses[rid]]
-                target.tool_calls = [*target.tool_calls, call]
-                continue
-            thought = message.get("content") or args.get("thought") or ""
-            if rid:
-                responses[rid] = len(out)
-            model = response.get("model") if isinstance(response.get("model"), str) else None
-            out.append(_stamp(Message.assistant(thought, tool_calls=[call], model=model), when))
-        elif "observation" in ev:
-            kind = ev["observation"]
-            content = _text_of(ev.get("content", ev.get("message", "")))
-            cause = ev.get("cause")
-            if (
-                not meta
-                and cause not in call_of
-                and (
-                    kind in _OPENHANDS_ENVIRONMENT_OBSERVATIONS
-                    or cause in from_environment
-                    or ev.get("source") == "environment"
-                )
-            ):
-                extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
-                extra.setdefault("events", []).append(
-                    _event(
-                        f"observation:{kind}",
-                        when,
-                        len(out),
-                        agent_state=extras.get("agent_state"),
-                        content=content,
-                    )
-                )
-                continue
-            call_id = meta.get("tool_call_id") or call_of.get(cause)
-            if call_id is None and positional and ev.get("cause") is None and kind != "error":
-                call_id = positional.pop(0)[0]
-            if call_id is not None:
-                name = meta.get("function_name") or kind
-                out.append(_stamp(Message.tool(content, tool_call_id=call_id, name=name), when))
-                cwd.stamp(out[-1], _openhands_cwd(ev))
-            elif kind == "error":
-                out.append(
-                    _stamp(Message.user(content, metadata={"openhands_observation": "error"}), when)
-                )
-            else:
-                skipped[f"observation:{kind}"] += 1
-        else:
-            skipped["unknown_event"] += 1
-    if out and first_cwd:
-        cwd.stamp(out[0], first_cwd)
-    return out
-
-
-def _openhands_cwd(event: Any) -> str | None:
-    """Where a command ran: ``extras.metadata.working_dir`` of a ``run`` observation."""
-    extras = event.get("extras") if isinstance(event, dict) else None
-    meta = extras.get("metadata") if isinstance(extras, dict) else None
-    found = meta.get("working_dir") if isinstance(meta, dict) else None
-    return found if isinstance(found, str) and found else None
-
-
-def _parse_openhands(text: str, path: Path) -> _Parsed:
-    result = _Parsed([])
-    stripped = text.lstrip()
-    records: list[tuple[int | None, Any]]
-    if stripped.startswith("["):
-        records = [(None, {"history": _load_json(text, path)})]
-    else:
-        records = list(_jsonl(text, path, result.repairs))
-    with _Where(path) as where:
-        for where.line, rec in records:
-            history = rec.get("history")
-            if not isinstance(history, list):
-                raise InvalidMessage("an OpenHands record needs a 'history' list of events")
-            extra = result.extra(len(result.runs))
-            if history and openhands_v1.is_event(history[0]):
-                result.runs.append(openhands_v1.read_run(history, result.skipped, extra))
-            else:
-                events = openhands_legacy.normalise(history)  # resolver output: flattened
-                result.runs.append(_openhands_run(events, result.skipped, extra))
-            if where.line is None and (files := openhands_v1.conversation_files(path)):
-                extra["source_id"] = openhands_v1.conversation_id(files)
-            if rec.get("instance_id"):
-                result.info.setdefault("instances", []).append(rec["instance_id"])
-                extra["facts"] = {"instance_id": rec["instance_id"]}
-            llm = (rec.get("metadata") or {}).get("llm_config")
-            if isinstance(llm, dict) and isinstance(llm.get("model"), str):
-                extra["model"] = llm["model"]
-    return result
 
 
 # -- gemini, aider -------------------------------------------------------------------
@@ -613,7 +445,7 @@ _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
     "claude-code": claude_code.parse,
     "codex": codex_rollout.parse,
     "swe-agent": swe_agent.parse,
-    "openhands": _parse_openhands,
+    "openhands": openhands_events.parse,
     "gemini": _parse_gemini,
     "aider": aider_history.parse,
     "anthropic": chat_logs.parse_anthropic,
