@@ -1,8 +1,14 @@
 """Sessions into threadline: our JSON export, OpenAI chat logs, and other agents' transcripts.
 
-Formats with a module of their own: ``supyagent`` (JSONL + ``_summary.json``),
-``agsh`` and ``agents_sdk`` (SQLite databases, via ``databases``); Anthropic
-Messages JSON is read with ``anthropic_format``.
+This module finds which format a file is (:func:`detect_format`), reads it within the
+import limit, hands its text to the format's reader (``_PARSERS``) and maps what the
+reader returns to sessions. Each format has a module of its own: ``claude_code``,
+``codex_rollout``, ``openhands_events`` (with ``openhands_v1`` and
+``openhands_legacy``), ``gemini_cli``, ``chat_logs`` (OpenAI chat logs and Anthropic
+Messages JSON), ``swe_agent``, ``aider_history``, ``opencode``, ``pi_session``,
+``entire_transcript``, ``supyagent`` (JSONL + ``_summary.json``), ``agsh`` and
+``agents_sdk`` (SQLite databases, via ``databases``). They share ``records`` and
+``record_fields`` and never import this module.
 
 Every reader is all-or-nothing: it parses the whole file into memory and
 returns only when every record made sense, so a half-read file never reaches a
@@ -13,7 +19,7 @@ reasoning blobs, snapshots) are skipped and counted, never dropped silently:
 the counts are in ``ImportedSession.metadata["skipped"]`` (Claude Code's
 ``progress`` lines by ``data.type``: an ``agent_progress`` line repeats a
 subagent's message, which the subagent's own ``subagents/agent-*.jsonl`` holds).
-Formats with a module of their own say there what they read and what they skip.
+Each format's module says what it reads and what it skips.
 
 Real logs reuse tool-call ids (tau-bench, SWE-agent), so readers keep calls and
 results in file order and leave pairing to :func:`threadline.messages.group_units`,
@@ -64,6 +70,7 @@ from threadline.interop import (
     codex_rollout,
     databases,
     entire_transcript,
+    gemini_cli,
     opencode,
     openhands_events,
     openhands_v1,
@@ -74,16 +81,11 @@ from threadline.interop import (
 )
 from threadline.interop.export import EXPORT_FORMAT, ImportedSession, from_json_export
 from threadline.interop.record_fields import EVENT_TEXT_LENGTH as EVENT_TEXT_LENGTH
-from threadline.interop.record_fields import normalise as _normalise
-from threadline.interop.record_fields import text_of as _text_of
-from threadline.interop.record_fields import usage_of as _usage
 from threadline.interop.records import Parsed as _Parsed
-from threadline.interop.records import Where as _Where
 from threadline.interop.records import jsonl as _jsonl
 from threadline.interop.records import load_json as _load_json
-from threadline.interop.records import stamp as _stamp
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
-from threadline.messages import Message, TextPart, ToolCall
+from threadline.messages import Message
 from threadline.requests import first_request, request_text
 from threadline.stamps import utcnow
 from threadline.store import sqlite_files
@@ -260,81 +262,6 @@ def _read_bounded_file(path: Path, limit: int) -> bytes:
         return read_bounded(f, limit, str(path))
 
 
-# -- gemini, aider -------------------------------------------------------------------
-
-
-def _parse_gemini(text: str, path: Path) -> _Parsed:
-    data = _load_json(text, path)
-    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-        raise ImportFormatError("a Gemini CLI session needs a 'messages' list", path=str(path))
-    result = _Parsed(
-        [[]],
-        {
-            "session_id": data.get("sessionId"),
-            "started": data.get("startTime"),
-            "updated": data.get("lastUpdated"),
-        },
-    )
-    out = result.runs[0]
-    with _Where(path):
-        for msg in data["messages"]:
-            kind, when = msg.get("type"), msg.get("timestamp")
-            raw = msg.get("content")
-            content = (
-                raw
-                if isinstance(raw, str)
-                else _normalise([TextPart(text=p["text"]) for p in raw or [] if "text" in p])
-            )
-            if kind == "user":
-                out.append(_stamp(Message.user(content), when))
-                continue
-            if kind != "gemini":
-                result.skipped[f"message:{kind}"] += 1
-                continue
-            calls = msg.get("toolCalls") or []
-            tool_calls = [
-                ToolCall(id=c["id"], name=c["name"], arguments=c.get("args") or {}) for c in calls
-            ]
-            usage = _usage(
-                msg.get("tokens"),
-                input_tokens="input",
-                output_tokens="output",
-                cached_tokens="cached",
-            )
-            meta = {"thinking": msg["thoughts"]} if msg.get("thoughts") else {}
-            out.append(
-                _stamp(
-                    Message.assistant(
-                        content,
-                        tool_calls=tool_calls,
-                        model=msg.get("model"),
-                        usage=usage,
-                        metadata=meta,
-                    ),
-                    when,
-                    source_id=msg.get("id"),
-                )
-            )
-            for c in calls:
-                responses = [
-                    r.get("functionResponse", {}).get("response") for r in c.get("result") or []
-                ]
-                if not responses:
-                    continue
-                body = [r.get("output", r) if isinstance(r, dict) else r for r in responses]
-                result_text = "\n".join(_text_of(b) for b in body)
-                error = {"is_error": True} if c.get("status") not in (None, "success") else {}
-                out.append(
-                    _stamp(
-                        Message.tool(
-                            result_text, tool_call_id=c["id"], name=c["name"], metadata=error
-                        ),
-                        c.get("timestamp", when),
-                    )
-                )
-    return result
-
-
 # -- detection and dispatch ----------------------------------------------------------
 
 
@@ -446,7 +373,7 @@ _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
     "codex": codex_rollout.parse,
     "swe-agent": swe_agent.parse,
     "openhands": openhands_events.parse,
-    "gemini": _parse_gemini,
+    "gemini": gemini_cli.parse,
     "aider": aider_history.parse,
     "anthropic": chat_logs.parse_anthropic,
     "supyagent": lambda text, path: supyagent.parse(text, path, _read_companion(path)),
