@@ -13,7 +13,7 @@ Codex's own context (``<environment_context>``, ``<user_instructions>``,
 ``# AGENTS.md instructions``, ``<recommended_plugins>``, ...: ``CONTEXT_PREFIXES``)
 does not carry a turn.
 
-Everything else ``importers`` reads from a rollout is documented there;
+Everything else ``codex_rollout`` reads from a rollout is documented there;
 ``event_msg`` echoes other than these (``agent_message``, ``agent_reasoning``,
 ``exec_command_end``, ``token_count`` for usage, ...) and ``world_state`` (the
 environment Codex describes to the model in its developer messages) are not

@@ -1,8 +1,14 @@
 """Sessions into threadline: our JSON export, OpenAI chat logs, and other agents' transcripts.
 
-Formats with a module of their own: ``supyagent`` (JSONL + ``_summary.json``),
-``agsh`` and ``agents_sdk`` (SQLite databases, via ``databases``); Anthropic
-Messages JSON is read with ``anthropic_format``.
+This module finds which format a file is (:func:`detect_format`), reads it within the
+import limit, hands its text to the format's reader (``_PARSERS``) and maps what the
+reader returns to sessions. Each format has a module of its own: ``claude_code``,
+``codex_rollout``, ``openhands_events`` (with ``openhands_v1`` and
+``openhands_legacy``), ``gemini_cli``, ``chat_logs`` (OpenAI chat logs and Anthropic
+Messages JSON), ``swe_agent``, ``aider_history``, ``opencode``, ``pi_session``,
+``entire_transcript``, ``supyagent`` (JSONL + ``_summary.json``), ``agsh`` and
+``agents_sdk`` (SQLite databases, via ``databases``). They share ``records`` and
+``record_fields`` and never import this module.
 
 Every reader is all-or-nothing: it parses the whole file into memory and
 returns only when every record made sense, so a half-read file never reaches a
@@ -13,7 +19,7 @@ reasoning blobs, snapshots) are skipped and counted, never dropped silently:
 the counts are in ``ImportedSession.metadata["skipped"]`` (Claude Code's
 ``progress`` lines by ``data.type``: an ``agent_progress`` line repeats a
 subagent's message, which the subagent's own ``subagents/agent-*.jsonl`` holds).
-Formats with a module of their own say there what they read and what they skip.
+Each format's module says what it reads and what it skips.
 
 Real logs reuse tool-call ids (tau-bench, SWE-agent), so readers keep calls and
 results in file order and leave pairing to :func:`threadline.messages.group_units`,
@@ -52,7 +58,6 @@ from threadline.errors import (
     ConfigError,
     ImportFormatError,
     ImportTooLarge,
-    InvalidMessage,
     UsageError,
 )
 from threadline.interop import (
@@ -60,33 +65,27 @@ from threadline.interop import (
     agsh,
     aider_history,
     bounds,
-    claude_queue,
-    codex_echoes,
+    chat_logs,
+    claude_code,
+    codex_rollout,
     databases,
     entire_transcript,
+    gemini_cli,
     opencode,
-    openhands_legacy,
+    openhands_events,
     openhands_v1,
     pi_session,
     shapes,
     supyagent,
+    swe_agent,
 )
-from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.export import EXPORT_FORMAT, ImportedSession, from_json_export
-from threadline.interop.openai_format import (
-    arguments_text,
-    message_from_openai,
-    messages_from_openai,
-)
+from threadline.interop.record_fields import EVENT_TEXT_LENGTH as EVENT_TEXT_LENGTH
 from threadline.interop.records import Parsed as _Parsed
-from threadline.interop.records import Where as _Where
 from threadline.interop.records import jsonl as _jsonl
 from threadline.interop.records import load_json as _load_json
-from threadline.interop.records import stamp as _stamp
-from threadline.interop.records import timestamp as _timestamp
-from threadline.interop.shapes import json_kind
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
-from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage
+from threadline.messages import Message
 from threadline.requests import first_request, request_text
 from threadline.stamps import utcnow
 from threadline.store import sqlite_files
@@ -124,18 +123,12 @@ _CLAUDE_TYPES = {
     "queue-operation",
 }
 _CODEX_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
-_OPENHANDS_SKIP = {"recall"}
-_OPENHANDS_ENVIRONMENT = {"change_agent_state"}
-"""Actions the OpenHands runtime logs about itself; kept as events, not tool calls."""
-_OPENHANDS_ENVIRONMENT_OBSERVATIONS = {"agent_state_changed", "null"}
 
 
 TITLE_LENGTH = 80
 """Characters of the first request kept as a session title (cut at a word)."""
 TITLE_SCAN = 4 * TITLE_LENGTH
 """Characters of the request read for its title, unless they are mostly whitespace."""
-EVENT_TEXT_LENGTH = 500
-"""Characters of an environment event's text kept in session metadata."""
 MAX_EVENTS = 1000
 """Environment events kept per session; more are counted in ``events_omitted``."""
 _NO_MODEL = {"<synthetic>"}
@@ -145,22 +138,6 @@ _NO_MODEL = {"<synthetic>"}
 class NotATranscript(ImportFormatError):
     """The file is in none of the :data:`FORMATS` (as opposed to one of them, malformed):
     a directory sync passes over such files instead of failing on them."""
-
-
-def _event(kind: str, at: Any, after: int, **details: Any) -> dict[str, Any]:
-    """An environment event as kept in session metadata: what, when, and how many
-    messages came before it; long text clipped, empty details left out."""
-    event: dict[str, Any] = {"event": kind, "after_message": after}
-    when = _timestamp(at)
-    if when is not None:
-        event["at"] = when.isoformat()
-    for key, value in details.items():
-        if isinstance(value, str):
-            if value:
-                event[key] = value[:EVENT_TEXT_LENGTH]
-        elif value is not None:
-            event[key] = value
-    return event
 
 
 # -- reading files ----------------------------------------------------------------
@@ -285,679 +262,6 @@ def _read_bounded_file(path: Path, limit: int) -> bytes:
         return read_bounded(f, limit, str(path))
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return json.dumps(content, ensure_ascii=False)
-
-
-def _usage(raw: Any, **keys: str) -> Usage | None:
-    if not isinstance(raw, Mapping):
-        return None
-    values = {ours: raw.get(theirs) for ours, theirs in keys.items()}
-    values = {k: v for k, v in values.items() if isinstance(v, int)}
-    return Usage(**values) if values else None
-
-
-def _normalise(parts: list[Part]) -> str | list[Part]:
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
-        return parts[0].text
-    return parts if parts else ""
-
-
-class _Cwd:
-    """Stamps the session's working directory on a message when it is new or has changed.
-
-    Summarizers read ``metadata["cwd"]`` to show the agent's paths relative to
-    the project; recording it only on change keeps the messages small.
-    """
-
-    def __init__(self) -> None:
-        self.last: str | None = None
-
-    def stamp(self, m: Message, cwd: Any) -> None:
-        if isinstance(cwd, str) and cwd and cwd != self.last:
-            m.metadata["cwd"] = cwd
-            self.last = cwd
-
-
-# -- claude code -------------------------------------------------------------------
-
-
-_CLAUDE_FACTS = {
-    "session_id": "sessionId",
-    "agent_id": "agentId",
-    "cwd": "cwd",
-    "git_branch": "gitBranch",
-    "version": "version",
-}
-"""Session facts read from Claude Code records: ids from the first record that has
-them (a file opens with a snapshot that has none), the rest as last seen."""
-_FIRST_SEEN = frozenset({"session_id", "agent_id"})
-
-
-def _claude_facts(info: dict[str, Any], rec: Mapping[str, Any]) -> None:
-    for ours, theirs in _CLAUDE_FACTS.items():
-        value = rec.get(theirs)
-        if isinstance(value, str) and value and not (ours in _FIRST_SEEN and ours in info):
-            info[ours] = value
-
-
-def _parse_claude_code(text: str, path: Path) -> _Parsed:
-    result = _Parsed([[]])
-    out = result.runs[0]
-    extra = result.extra(0)
-    names: dict[str, str] = {}
-    pending: dict[str, Any] = {}
-    open_id: str | None = None  # message.id of the assistant message still being streamed
-    open_at = -1
-    cwd = _Cwd()
-    with _Where(path) as where:
-        records = list(_jsonl(text, path, result.repairs))
-        queue = claude_queue.Queue(result.skipped)
-        queued: list[Message] = []  # prompts taken mid-turn, placed before the next response
-        for where.line, rec in records:
-            kind = rec.get("type")
-            _claude_facts(result.info, rec)
-            if kind == "queue-operation":
-                anchor = f"queue-operation:{where.line}"  # stable as the file grows
-                queued += [
-                    _stamp(m, rec.get("timestamp"), source_uuid=anchor) for m in queue.take(rec)
-                ]
-                continue
-            if kind == "ai-title" and isinstance(rec.get("aiTitle"), str) and rec["aiTitle"]:
-                extra["title"] = rec["aiTitle"]  # Claude Code's own title for the session
-                continue
-            if kind == "summary":
-                result.info.setdefault("summaries", []).append(rec.get("summary"))
-                continue
-            if kind == "system" and rec.get("subtype") == "compact_boundary":
-                meta = rec.get("compactMetadata") or {}
-                pending["compact_boundary"] = {
-                    "trigger": meta.get("trigger"),
-                    "pre_tokens": meta.get("preTokens"),
-                    "at": rec.get("timestamp"),
-                    "logical_parent_uuid": rec.get("logicalParentUuid"),
-                }
-                continue
-            if kind == "system":
-                # hook summaries, turn durations, local commands: the UI's, not the model's
-                extra.setdefault("events", []).append(
-                    _event(
-                        str(rec.get("subtype") or "system"),
-                        rec.get("timestamp"),
-                        len(out),
-                        content=rec.get("content"),
-                        level=rec.get("level"),
-                        duration_ms=rec.get("durationMs"),
-                        hook_count=rec.get("hookCount"),
-                        stop_reason=rec.get("stopReason"),
-                        source_uuid=rec.get("uuid"),
-                    )
-                )
-                continue
-            if kind not in ("user", "assistant"):
-                raw = rec.get("data")
-                data = raw if isinstance(raw, dict) else {}
-                sub = rec.get("subtype") or data.get("type")  # a progress line: its data.type
-                result.skipped[f"{kind}:{sub}" if isinstance(sub, str) else str(kind)] += 1
-                continue
-            msg = rec["message"]
-            if kind == "assistant":
-                new = from_anthropic([{"role": "assistant", "content": msg["content"]}])[0]
-                names.update({c.id: c.name for c in new.tool_calls})
-                msg_id = msg.get("id")
-                usage = _usage(
-                    msg.get("usage"),
-                    input_tokens="input_tokens",
-                    output_tokens="output_tokens",
-                    cached_tokens="cache_read_input_tokens",
-                    cache_write_tokens="cache_creation_input_tokens",
-                )
-                if (
-                    msg_id is not None
-                    and msg_id == open_id
-                    and all(m.role == "tool" for m in out[open_at + 1 :])
-                ):
-                    old = out[open_at]
-                    thinking = old.metadata.get("thinking", []) + new.metadata.get("thinking", [])
-                    old.content = _normalise(old.parts + new.parts)
-                    old.tool_calls = old.tool_calls + new.tool_calls
-                    if thinking:
-                        old.metadata["thinking"] = thinking
-                    old.usage = usage or old.usage
-                    continue
-                new.model, new.usage = msg.get("model"), usage
-                out.extend(queued)
-                queued.clear()
-                open_id, open_at = msg_id, len(out)
-                made = [new]
-            else:
-                content = msg["content"]
-                made = from_anthropic([{"role": "user", "content": content}])
-                for m in made:
-                    if m.role == "tool" and m.tool_call_id in names:
-                        m.name = names[m.tool_call_id]
-                    elif m.role == "user":
-                        if rec.get("isCompactSummary"):
-                            m.metadata["compact_summary"] = True
-                        if rec.get("isMeta"):
-                            m.metadata["is_meta"] = True
-            for m in made:
-                _stamp(m, rec.get("timestamp"), source_uuid=rec.get("uuid"))
-                if rec.get("isSidechain"):
-                    m.metadata["sidechain"] = True
-            if pending:
-                made[0].metadata.update(pending)
-                pending = {}
-            cwd.stamp(made[0], rec.get("cwd"))
-            if any(m.role != "tool" for m in made):
-                out.extend(claude_queue.not_repeated(queued, made))
-                queued.clear()
-                queue.delivered(made)
-            out.extend(made)
-        queue.finish(queued)
-    if pending:
-        result.skipped["compact_boundary_at_end"] += 1
-    return result
-
-
-# -- codex -------------------------------------------------------------------------
-
-
-def _codex_content(items: Any) -> str | list[Part]:
-    parts: list[Part] = []
-    for item in items or []:
-        kind = item.get("type")
-        if kind in ("input_text", "output_text", "text"):
-            parts.append(TextPart(text=item["text"]))
-        elif kind == "input_image":
-            parts.append(ImagePart(url=item["image_url"]))
-        else:
-            raise InvalidMessage(f"unsupported codex content item {kind!r}")
-    return _normalise(parts)
-
-
-_CODEX_GIT = {"git_branch": "branch", "git_commit": "commit_hash"}
-
-
-def _codex_compaction_text(payload: Mapping[str, Any]) -> str:
-    """What the model went on from after a Codex compaction, as checkpoint text: the
-    summary message (older versions) and the replacement history in order; an
-    encrypted summary item is named, since only the provider can read it."""
-    blocks = ["[Codex compacted the conversation here; the model continued from this.]"]
-    message = payload.get("message")
-    if isinstance(message, str) and message.strip():
-        blocks.append(message.strip())
-    for item in payload.get("replacement_history") or []:
-        if not isinstance(item, Mapping):
-            continue
-        kind = item.get("type")
-        if kind == "message":
-            content = item.get("content")
-            pieces = [
-                str(c.get("text", "")) if c.get("type") != "input_image" else "[image]"
-                for c in (content if isinstance(content, list) else [])
-                if isinstance(c, Mapping)
-            ]
-            blocks.append(f"{item.get('role', 'message')}: " + "\n".join(pieces))
-        elif isinstance(item.get("encrypted_content"), str):
-            size = len(item["encrypted_content"])
-            blocks.append(f"[{kind}: encrypted by the provider, {size} characters]")
-        else:
-            blocks.append(f"[{kind}]")
-    return "\n\n".join(blocks)
-
-
-def _parse_codex(text: str, path: Path) -> _Parsed:
-    result = _Parsed([[]])
-    out = result.runs[0]
-    extra = result.extra(0)
-    names: dict[str, str] = {}
-    pending: dict[str, Any] = {}
-    model: str | None = None
-    open_calls: list[str] = []  # calls of the current assistant message still unanswered
-    deferred: list[Message] = []
-    cwd = _Cwd()
-    cwd_now: Any = None
-    with _Where(path) as where:
-        records = list(_jsonl(text, path, result.repairs))
-        echoes = codex_echoes.user_turns([r for _, r in records])
-        for index, (where.line, rec) in enumerate(records):
-            kind, payload = rec.get("type"), rec.get("payload") or {}
-            item = payload.get("type")
-            made: Message | None = None
-            if kind == "session_meta" and result.info.get("id"):  # resumed: a later start
-                extra.setdefault("events", []).append(
-                    _event("session_resumed", rec.get("timestamp"), len(out) + len(deferred))
-                )
-            elif kind == "event_msg" and item == "user_message" and index in echoes:
-                made = codex_echoes.user_message(payload)
-            elif kind == "session_meta":
-                keys = ("id", "cwd", "cli_version", "model_provider", "originator")
-                result.info.update({k: payload.get(k) for k in keys if payload.get(k)})
-                result.info["started"] = payload.get("timestamp") or rec.get("timestamp")
-                git = payload.get("git")
-                if isinstance(git, Mapping):
-                    for ours, theirs in _CODEX_GIT.items():
-                        if isinstance(git.get(theirs), str):
-                            result.info[ours] = git[theirs]
-                cwd_now = payload.get("cwd") or cwd_now
-            elif kind == "turn_context":
-                model = payload.get("model") or model
-                cwd_now = payload.get("cwd") or cwd_now
-                if isinstance(cwd_now, str) and cwd_now:
-                    result.info["cwd"] = cwd_now
-            elif kind == "compacted":
-                history = payload.get("replacement_history") or []
-                pending["codex_compacted"] = {
-                    "at": rec.get("timestamp"),
-                    "replacement_items": len(history),
-                }
-                extra.setdefault("compactions", []).append(
-                    {
-                        "before": len(out) + len(deferred),
-                        "summary": _codex_compaction_text(payload),
-                        "metadata": {
-                            "native": "codex",
-                            "replacement_items": len(history),
-                            "source_created_at": rec.get("timestamp"),
-                        },
-                    }
-                )
-            elif kind == "event_msg" and item == "token_count":
-                last = (payload.get("info") or {}).get("last_token_usage")
-                usage = _usage(
-                    last,
-                    input_tokens="input_tokens",
-                    output_tokens="output_tokens",
-                    cached_tokens="cached_input_tokens",
-                )
-                assistant = next((m for m in reversed(out) if m.role == "assistant"), None)
-                if assistant is not None and usage is not None:
-                    assistant.usage = usage
-            elif kind == "response_item" and item == "message":
-                role = payload["role"]
-                content = _codex_content(payload.get("content"))
-                if role in ("developer", "system"):
-                    made = Message.system(content, metadata={"codex_role": role})
-                elif role in ("user", "assistant"):
-                    made = Message(role=role, content=content)
-                    made.model = model if role == "assistant" else None
-                else:
-                    raise InvalidMessage(f"unknown codex message role {role!r}")
-            elif kind == "response_item" and item in ("function_call", "custom_tool_call"):
-                args = payload.get("arguments") if item == "function_call" else payload.get("input")
-                call = ToolCall.from_json_arguments(
-                    id=payload["call_id"],
-                    name=payload["name"],
-                    arguments=arguments_text(args or ""),
-                )
-                names[call.id] = call.name
-                if item == "custom_tool_call":  # free-form input (a patch), not JSON
-                    extra.setdefault("free_form_calls", set()).add(call.id)
-                if out and out[-1].role == "assistant" and not pending:
-                    out[-1].tool_calls = [*out[-1].tool_calls, call]
-                    open_calls.append(call.id)
-                else:
-                    made = Message.assistant("", tool_calls=[call], model=model)
-            elif kind == "response_item" and item in (
-                "function_call_output",
-                "custom_tool_call_output",
-            ):
-                call_id = payload["call_id"]
-                made = Message.tool(
-                    _text_of(payload.get("output")), tool_call_id=call_id, name=names.get(call_id)
-                )
-            else:
-                result.skipped[f"{kind}:{item}" if item else str(kind)] += 1
-            if made is None:
-                continue
-            _stamp(made, rec.get("timestamp"), **pending)
-            cwd.stamp(made, cwd_now)
-            pending = {}
-            if made.role == "tool":
-                out.append(made)
-                if made.tool_call_id in open_calls:
-                    open_calls.remove(made.tool_call_id)
-                if not open_calls:
-                    out.extend(deferred)
-                    deferred.clear()
-            elif open_calls and made.role != "assistant":
-                # a developer or user message logged between a call and its output
-                # would split the unit; it moves to just after the chain
-                made.metadata["moved_after_tool_results"] = True
-                deferred.append(made)
-            else:
-                out.extend(deferred)
-                deferred.clear()
-                out.append(made)
-                open_calls[:] = [c.id for c in made.tool_calls]
-    out.extend(deferred)
-    result.info["model"] = model
-    return result
-
-
-# -- openai chat, swe-agent ----------------------------------------------------------
-
-
-def _openai_list(items: Any, what: str) -> list[Message]:
-    try:
-        return messages_from_openai(items)
-    except InvalidMessage as exc:
-        raise InvalidMessage(f"{what}: {exc}") from exc
-
-
-def _parse_openai_runs(text: str, path: Path) -> _Parsed:
-    data = _load_json(text, path)
-    with _Where(path):
-        if isinstance(data, dict) and isinstance(data.get("messages"), list):
-            return _Parsed([_openai_list(data["messages"], "messages")])
-        if not isinstance(data, list):
-            raise InvalidMessage("expected a JSON array of messages or of runs with 'traj'")
-        if data and all(isinstance(r, dict) and "traj" in r for r in data):
-            runs = [_openai_list(r["traj"], f"run {i}") for i, r in enumerate(data)]
-            keys = ("task_id", "trial", "reward")
-            facts = [{k: r.get(k) for k in keys if k in r} for r in data]
-            return _Parsed(runs, {"runs": facts}, extras=[{"facts": f} for f in facts])
-        return _Parsed([_openai_list(data, "array")])
-
-
-def _parse_anthropic(text: str, path: Path) -> _Parsed:
-    """A Messages API request body ``{"system", "messages", "model"}`` or a bare list
-    of its messages."""
-    data = _load_json(text, path)
-    with _Where(path):
-        if isinstance(data, dict):
-            messages = from_anthropic(data.get("messages"), data.get("system"))
-            model = data.get("model")
-            return _Parsed([messages], {"model": model} if isinstance(model, str) else {})
-        return _Parsed([from_anthropic(data)])
-
-
-def _parse_openai_jsonl(text: str, path: Path) -> _Parsed:
-    result = _Parsed([[]])
-    with _Where(path) as where:
-        for where.line, rec in _jsonl(text, path, result.repairs):
-            result.runs[0].append(message_from_openai(rec))
-    return result
-
-
-def _parse_swe_agent(text: str, path: Path) -> _Parsed:
-    data = _load_json(text, path)
-    if not isinstance(data, dict) or not isinstance(data.get("history"), list):
-        raise ImportFormatError("a SWE-agent .traj needs a 'history' list", path=str(path))
-    out: list[Message] = []
-    with _Where(path):
-        for i, entry in enumerate(data["history"]):
-            if not isinstance(entry, dict):
-                raise InvalidMessage(f"history[{i}]: expected an object, got {json_kind(entry)}")
-            d = dict(entry)
-            ids = d.pop("tool_call_ids", None)
-            if d.get("role") == "tool" and ids and not d.get("tool_call_id"):
-                d["tool_call_id"] = ids[0]
-            try:
-                m = message_from_openai(d)
-            except InvalidMessage as exc:
-                raise InvalidMessage(f"history[{i}]: {exc}") from exc
-            keep = ("agent", "message_type", "action", "is_demo")
-            m.metadata.update({k: d[k] for k in keep if d.get(k) is not None})
-            if ids and len(ids) > 1:
-                m.metadata["tool_call_ids"] = ids
-            out.append(m)
-    if out:
-        _Cwd().stamp(out[0], _swe_agent_cwd(data.get("trajectory")))
-    info = data.get("info") or {}
-    return _Parsed([out], {k: info.get(k) for k in ("exit_status", "model_stats") if k in info})
-
-
-def _swe_agent_cwd(trajectory: Any) -> str | None:
-    """The repository root: ``working_dir`` in the first step's state (a dict or JSON text)."""
-    for step in trajectory if isinstance(trajectory, list) else []:
-        state = step.get("state") if isinstance(step, dict) else None
-        if isinstance(state, str):
-            try:
-                state = json.loads(state)
-            except json.JSONDecodeError:
-                state = None
-        if isinstance(state, dict) and isinstance(state.get("working_dir"), str):
-            return str(state["working_dir"])
-    return None
-
-
-# -- openhands ----------------------------------------------------------------------
-
-
-def _openhands_run(
-    events: list[Any], skipped: Counter[str], extra: dict[str, Any]
-) -> list[Message]:
-    out: list[Message] = []
-    call_of: dict[Any, str] = {}  # action event id -> tool call id
-    from_environment: set[Any] = set()  # ids of environment actions (agent-state changes)
-    positional: list[tuple[str, str]] = []  # open calls of a legacy log: (id, name)
-    responses: dict[str, int] = {}  # model response id -> index of its assistant message
-    cwd = _Cwd()
-    first_cwd = next((d for ev in events if (d := _openhands_cwd(ev))), None)
-    for n, ev in enumerate(events):
-        if out and first_cwd:
-            cwd.stamp(out[0], first_cwd)
-            first_cwd = None
-        args = ev.get("args") or {}
-        meta = ev.get("tool_call_metadata") or {}
-        when = ev.get("timestamp")
-        if "action" in ev:
-            action = ev["action"]
-            if action in _OPENHANDS_SKIP:
-                skipped[f"action:{action}"] += 1
-                continue
-            if action in _OPENHANDS_ENVIRONMENT or (ev.get("source") == "environment" and not meta):
-                # the runtime's own bookkeeping: no model asked for it, so no tool call
-                from_environment.add(ev.get("id", n))
-                extra.setdefault("events", []).append(
-                    _event(
-                        str(action),
-                        when,
-                        len(out),
-                        agent_state=args.get("agent_state"),
-                        content=ev.get("message"),
-                    )
-                )
-                continue
-            if action == "system":
-                text = args.get("content") or ev.get("message", "")
-                out.append(_stamp(Message.system(text, metadata={"event": "system"}), when))
-                continue
-            if action == "message" and not meta:
-                text = args.get("content") or ev.get("message", "")
-                role = "user" if ev.get("source") == "user" else "assistant"
-                out.append(_stamp(Message(role=role, content=text), when))
-                continue
-            response = meta.get("model_response") or {}
-            message = ((response.get("choices") or [{}])[0]).get("message") or {}
-            call_id = meta.get("tool_call_id") or f"openhands-{ev.get('id', n)}"
-            name = meta.get("function_name") or action
-            raw = next(
-                (
-                    c["function"].get("arguments")
-                    for c in message.get("tool_calls") or []
-                    if c.get("id") == call_id
-                ),
-                None,
-            )
-            plain = {k: v for k, v in args.items() if k != "thought"}
-            call = ToolCall.from_json_arguments(
-                id=call_id, name=name, arguments=raw or arguments_text(plain)
-            )
-            call_of[ev.get("id", n)] = call_id
-            if not meta:
-                positional.append((call_id, name))
-            rid = response.get("id")
-            if rid and rid in responses:
-                target = out[responses[rid]]
-                target.tool_calls = [*target.tool_calls, call]
-                continue
-            thought = message.get("content") or args.get("thought") or ""
-            if rid:
-                responses[rid] = len(out)
-            model = response.get("model") if isinstance(response.get("model"), str) else None
-            out.append(_stamp(Message.assistant(thought, tool_calls=[call], model=model), when))
-        elif "observation" in ev:
-            kind = ev["observation"]
-            content = _text_of(ev.get("content", ev.get("message", "")))
-            cause = ev.get("cause")
-            if (
-                not meta
-                and cause not in call_of
-                and (
-                    kind in _OPENHANDS_ENVIRONMENT_OBSERVATIONS
-                    or cause in from_environment
-                    or ev.get("source") == "environment"
-                )
-            ):
-                extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
-                extra.setdefault("events", []).append(
-                    _event(
-                        f"observation:{kind}",
-                        when,
-                        len(out),
-                        agent_state=extras.get("agent_state"),
-                        content=content,
-                    )
-                )
-                continue
-            call_id = meta.get("tool_call_id") or call_of.get(cause)
-            if call_id is None and positional and ev.get("cause") is None and kind != "error":
-                call_id = positional.pop(0)[0]
-            if call_id is not None:
-                name = meta.get("function_name") or kind
-                out.append(_stamp(Message.tool(content, tool_call_id=call_id, name=name), when))
-                cwd.stamp(out[-1], _openhands_cwd(ev))
-            elif kind == "error":
-                out.append(
-                    _stamp(Message.user(content, metadata={"openhands_observation": "error"}), when)
-                )
-            else:
-                skipped[f"observation:{kind}"] += 1
-        else:
-            skipped["unknown_event"] += 1
-    if out and first_cwd:
-        cwd.stamp(out[0], first_cwd)
-    return out
-
-
-def _openhands_cwd(event: Any) -> str | None:
-    """Where a command ran: ``extras.metadata.working_dir`` of a ``run`` observation."""
-    extras = event.get("extras") if isinstance(event, dict) else None
-    meta = extras.get("metadata") if isinstance(extras, dict) else None
-    found = meta.get("working_dir") if isinstance(meta, dict) else None
-    return found if isinstance(found, str) and found else None
-
-
-def _parse_openhands(text: str, path: Path) -> _Parsed:
-    result = _Parsed([])
-    stripped = text.lstrip()
-    records: list[tuple[int | None, Any]]
-    if stripped.startswith("["):
-        records = [(None, {"history": _load_json(text, path)})]
-    else:
-        records = list(_jsonl(text, path, result.repairs))
-    with _Where(path) as where:
-        for where.line, rec in records:
-            history = rec.get("history")
-            if not isinstance(history, list):
-                raise InvalidMessage("an OpenHands record needs a 'history' list of events")
-            extra = result.extra(len(result.runs))
-            if history and openhands_v1.is_event(history[0]):
-                result.runs.append(openhands_v1.read_run(history, result.skipped, extra))
-            else:
-                events = openhands_legacy.normalise(history)  # resolver output: flattened
-                result.runs.append(_openhands_run(events, result.skipped, extra))
-            if where.line is None and (files := openhands_v1.conversation_files(path)):
-                extra["source_id"] = openhands_v1.conversation_id(files)
-            if rec.get("instance_id"):
-                result.info.setdefault("instances", []).append(rec["instance_id"])
-                extra["facts"] = {"instance_id": rec["instance_id"]}
-            llm = (rec.get("metadata") or {}).get("llm_config")
-            if isinstance(llm, dict) and isinstance(llm.get("model"), str):
-                extra["model"] = llm["model"]
-    return result
-
-
-# -- gemini, aider -------------------------------------------------------------------
-
-
-def _parse_gemini(text: str, path: Path) -> _Parsed:
-    data = _load_json(text, path)
-    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-        raise ImportFormatError("a Gemini CLI session needs a 'messages' list", path=str(path))
-    result = _Parsed(
-        [[]],
-        {
-            "session_id": data.get("sessionId"),
-            "started": data.get("startTime"),
-            "updated": data.get("lastUpdated"),
-        },
-    )
-    out = result.runs[0]
-    with _Where(path):
-        for msg in data["messages"]:
-            kind, when = msg.get("type"), msg.get("timestamp")
-            raw = msg.get("content")
-            content = (
-                raw
-                if isinstance(raw, str)
-                else _normalise([TextPart(text=p["text"]) for p in raw or [] if "text" in p])
-            )
-            if kind == "user":
-                out.append(_stamp(Message.user(content), when))
-                continue
-            if kind != "gemini":
-                result.skipped[f"message:{kind}"] += 1
-                continue
-            calls = msg.get("toolCalls") or []
-            tool_calls = [
-                ToolCall(id=c["id"], name=c["name"], arguments=c.get("args") or {}) for c in calls
-            ]
-            usage = _usage(
-                msg.get("tokens"),
-                input_tokens="input",
-                output_tokens="output",
-                cached_tokens="cached",
-            )
-            meta = {"thinking": msg["thoughts"]} if msg.get("thoughts") else {}
-            out.append(
-                _stamp(
-                    Message.assistant(
-                        content,
-                        tool_calls=tool_calls,
-                        model=msg.get("model"),
-                        usage=usage,
-                        metadata=meta,
-                    ),
-                    when,
-                    source_id=msg.get("id"),
-                )
-            )
-            for c in calls:
-                responses = [
-                    r.get("functionResponse", {}).get("response") for r in c.get("result") or []
-                ]
-                if not responses:
-                    continue
-                body = [r.get("output", r) if isinstance(r, dict) else r for r in responses]
-                result_text = "\n".join(_text_of(b) for b in body)
-                error = {"is_error": True} if c.get("status") not in (None, "success") else {}
-                out.append(
-                    _stamp(
-                        Message.tool(
-                            result_text, tool_call_id=c["id"], name=c["name"], metadata=error
-                        ),
-                        c.get("timestamp", when),
-                    )
-                )
-    return result
-
-
 # -- detection and dispatch ----------------------------------------------------------
 
 
@@ -1062,16 +366,16 @@ def detect_format(path: str | Path) -> str:
 
 
 _PARSERS: dict[str, Callable[[str, Path], _Parsed]] = {
-    "openai": _parse_openai_runs,
-    "openai-runs": _parse_openai_runs,
-    "openai-jsonl": _parse_openai_jsonl,
-    "claude-code": _parse_claude_code,
-    "codex": _parse_codex,
-    "swe-agent": _parse_swe_agent,
-    "openhands": _parse_openhands,
-    "gemini": _parse_gemini,
+    "openai": chat_logs.parse_openai_runs,
+    "openai-runs": chat_logs.parse_openai_runs,
+    "openai-jsonl": chat_logs.parse_openai_jsonl,
+    "claude-code": claude_code.parse,
+    "codex": codex_rollout.parse,
+    "swe-agent": swe_agent.parse,
+    "openhands": openhands_events.parse,
+    "gemini": gemini_cli.parse,
     "aider": aider_history.parse,
-    "anthropic": _parse_anthropic,
+    "anthropic": chat_logs.parse_anthropic,
     "supyagent": lambda text, path: supyagent.parse(text, path, _read_companion(path)),
     "opencode": opencode.parse,
     "pi": pi_session.parse,

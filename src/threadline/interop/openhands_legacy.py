@@ -1,4 +1,4 @@
-"""OpenHands' legacy (resolver) events, brought to the shape ``importers`` reads.
+"""OpenHands' legacy (resolver) events, brought to the shape ``openhands_events`` reads.
 
 Schema: the OpenHands resolver's ``output.jsonl`` (``openhands/resolver``, 2024) holds
 one run a line (``issue``, ``instruction``, ``history``, ``metrics``, ``success``,
@@ -13,7 +13,7 @@ or ``tool_call_metadata``, and each action's arguments (``content``, ``command``
 first ``message`` is the task (the user); a later one is the user's when it answers
 an agent message that waited for a response (``wait_for_response``), else the
 agent's; every other action is the agent's. Observations carry no ``cause``, so
-``importers`` pairs them with the actions positionally. Events already in the current
+``openhands_events`` pairs them with the actions positionally. Events already in the current
 shape (``args`` present) pass through unchanged.
 """
 

@@ -5,7 +5,7 @@ A V1 conversation is stored as a directory of one JSON file per event,
 directory is ONE conversation (:func:`conversation_files` finds it from the directory
 or from any of its event files, and :func:`joined` reads it as one JSON array). A V1
 benchmark ``output.jsonl`` holds one run a line, its events in ``history``; the legacy
-(V0) event shapes are read by ``importers``.
+(V0) event shapes are read by ``openhands_events``.
 
 Schema read (``openhands/sdk/event``; every event has ``kind``, ``id``,
 ``timestamp``, ``source`` of ``user`` / ``agent`` / ``environment``):

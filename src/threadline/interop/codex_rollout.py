@@ -1,0 +1,200 @@
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+One ``RolloutItem`` a line (the schema is in ``codex_echoes``). ``session_meta`` gives
+the session id, working directory, CLI version and git facts (a second one means the
+session was resumed: kept as an event); ``turn_context`` gives the model and working
+directory of the turns after it. ``response_item`` payloads are the model-visible
+history: messages, function and custom (free-form) tool calls and their outputs.
+``event_msg`` echoes are skipped, except the user messages only they carry
+(``codex_echoes``) and ``token_count`` (the last assistant message's usage);
+``compacted`` becomes a checkpoint where the model went on from its replacement
+history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from threadline.errors import InvalidMessage
+from threadline.interop import codex_echoes
+from threadline.interop.openai_format import arguments_text
+from threadline.interop.record_fields import Cwd, environment_event, normalise, text_of, usage_of
+from threadline.interop.records import Parsed, Where, jsonl, stamp
+from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall
+
+
+def _codex_content(items: Any) -> str | list[Part]:
+    parts: list[Part] = []
+    for item in items or []:
+        kind = item.get("type")
+        if kind in ("input_text", "output_text", "text"):
+            parts.append(TextPart(text=item["text"]))
+        elif kind == "input_image":
+            parts.append(ImagePart(url=item["image_url"]))
+        else:
+            raise InvalidMessage(f"unsupported codex content item {kind!r}")
+    return normalise(parts)
+
+
+_CODEX_GIT = {"git_branch": "branch", "git_commit": "commit_hash"}
+
+
+def _codex_compaction_text(payload: Mapping[str, Any]) -> str:
+    """What the model went on from after a Codex compaction, as checkpoint text: the
+    summary message (older versions) and the replacement history in order; an
+    encrypted summary item is named, since only the provider can read it."""
+    blocks = ["[Codex compacted the conversation here; the model continued from this.]"]
+    message = payload.get("message")
+    if isinstance(message, str) and message.strip():
+        blocks.append(message.strip())
+    for item in payload.get("replacement_history") or []:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind == "message":
+            content = item.get("content")
+            pieces = [
+                str(c.get("text", "")) if c.get("type") != "input_image" else "[image]"
+                for c in (content if isinstance(content, list) else [])
+                if isinstance(c, Mapping)
+            ]
+            blocks.append(f"{item.get('role', 'message')}: " + "\n".join(pieces))
+        elif isinstance(item.get("encrypted_content"), str):
+            size = len(item["encrypted_content"])
+            blocks.append(f"[{kind}: encrypted by the provider, {size} characters]")
+        else:
+            blocks.append(f"[{kind}]")
+    return "\n\n".join(blocks)
+
+
+def parse(text: str, path: Path) -> Parsed:
+    result = Parsed([[]])
+    out = result.runs[0]
+    extra = result.extra(0)
+    names: dict[str, str] = {}
+    pending: dict[str, Any] = {}
+    model: str | None = None
+    open_calls: list[str] = []  # calls of the current assistant message still unanswered
+    deferred: list[Message] = []
+    cwd = Cwd()
+    cwd_now: Any = None
+    with Where(path) as where:
+        records = list(jsonl(text, path, result.repairs))
+        echoes = codex_echoes.user_turns([r for _, r in records])
+        for index, (where.line, rec) in enumerate(records):
+            kind, payload = rec.get("type"), rec.get("payload") or {}
+            item = payload.get("type")
+            made: Message | None = None
+            if kind == "session_meta" and result.info.get("id"):  # resumed: a later start
+                extra.setdefault("events", []).append(
+                    environment_event(
+                        "session_resumed", rec.get("timestamp"), len(out) + len(deferred)
+                    )
+                )
+            elif kind == "event_msg" and item == "user_message" and index in echoes:
+                made = codex_echoes.user_message(payload)
+            elif kind == "session_meta":
+                keys = ("id", "cwd", "cli_version", "model_provider", "originator")
+                result.info.update({k: payload.get(k) for k in keys if payload.get(k)})
+                result.info["started"] = payload.get("timestamp") or rec.get("timestamp")
+                git = payload.get("git")
+                if isinstance(git, Mapping):
+                    for ours, theirs in _CODEX_GIT.items():
+                        if isinstance(git.get(theirs), str):
+                            result.info[ours] = git[theirs]
+                cwd_now = payload.get("cwd") or cwd_now
+            elif kind == "turn_context":
+                model = payload.get("model") or model
+                cwd_now = payload.get("cwd") or cwd_now
+                if isinstance(cwd_now, str) and cwd_now:
+                    result.info["cwd"] = cwd_now
+            elif kind == "compacted":
+                history = payload.get("replacement_history") or []
+                pending["codex_compacted"] = {
+                    "at": rec.get("timestamp"),
+                    "replacement_items": len(history),
+                }
+                extra.setdefault("compactions", []).append(
+                    {
+                        "before": len(out) + len(deferred),
+                        "summary": _codex_compaction_text(payload),
+                        "metadata": {
+                            "native": "codex",
+                            "replacement_items": len(history),
+                            "source_created_at": rec.get("timestamp"),
+                        },
+                    }
+                )
+            elif kind == "event_msg" and item == "token_count":
+                last = (payload.get("info") or {}).get("last_token_usage")
+                usage = usage_of(
+                    last,
+                    input_tokens="input_tokens",
+                    output_tokens="output_tokens",
+                    cached_tokens="cached_input_tokens",
+                )
+                assistant = next((m for m in reversed(out) if m.role == "assistant"), None)
+                if assistant is not None and usage is not None:
+                    assistant.usage = usage
+            elif kind == "response_item" and item == "message":
+                role = payload["role"]
+                content = _codex_content(payload.get("content"))
+                if role in ("developer", "system"):
+                    made = Message.system(content, metadata={"codex_role": role})
+                elif role in ("user", "assistant"):
+                    made = Message(role=role, content=content)
+                    made.model = model if role == "assistant" else None
+                else:
+                    raise InvalidMessage(f"unknown codex message role {role!r}")
+            elif kind == "response_item" and item in ("function_call", "custom_tool_call"):
+                args = payload.get("arguments") if item == "function_call" else payload.get("input")
+                call = ToolCall.from_json_arguments(
+                    id=payload["call_id"],
+                    name=payload["name"],
+                    arguments=arguments_text(args or ""),
+                )
+                names[call.id] = call.name
+                if item == "custom_tool_call":  # free-form input (a patch), not JSON
+                    extra.setdefault("free_form_calls", set()).add(call.id)
+                if out and out[-1].role == "assistant" and not pending:
+                    out[-1].tool_calls = [*out[-1].tool_calls, call]
+                    open_calls.append(call.id)
+                else:
+                    made = Message.assistant("", tool_calls=[call], model=model)
+            elif kind == "response_item" and item in (
+                "function_call_output",
+                "custom_tool_call_output",
+            ):
+                call_id = payload["call_id"]
+                made = Message.tool(
+                    text_of(payload.get("output")), tool_call_id=call_id, name=names.get(call_id)
+                )
+            else:
+                result.skipped[f"{kind}:{item}" if item else str(kind)] += 1
+            if made is None:
+                continue
+            stamp(made, rec.get("timestamp"), **pending)
+            cwd.stamp(made, cwd_now)
+            pending = {}
+            if made.role == "tool":
+                out.append(made)
+                if made.tool_call_id in open_calls:
+                    open_calls.remove(made.tool_call_id)
+                if not open_calls:
+                    out.extend(deferred)
+                    deferred.clear()
+            elif open_calls and made.role != "assistant":
+                # a developer or user message logged between a call and its output
+                # would split the unit; it moves to just after the chain
+                made.metadata["moved_after_tool_results"] = True
+                deferred.append(made)
+            else:
+                out.extend(deferred)
+                deferred.clear()
+                out.append(made)
+                open_calls[:] = [c.id for c in made.tool_calls]
+    out.extend(deferred)
+    result.info["model"] = model
+    return result
