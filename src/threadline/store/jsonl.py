@@ -67,6 +67,7 @@ import shutil
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -93,12 +94,11 @@ from threadline.store.base import (
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
-    ListOptions,
+    ListRequest,
     LockHolder,
+    NewSession,
     ScratchpadEntry,
-    Session,
     SessionChangeFields,
-    SessionFields,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -108,11 +108,8 @@ from threadline.store.base import (
     check_checkpoint,
     check_scratchpad_entry,
     check_scratchpad_prefix,
-    check_title,
-    children_request,
+    children_counts,
     format_ts,
-    list_request,
-    new_session,
     parse_ts,
     primary_tokens,
     same_memo,
@@ -405,10 +402,7 @@ class JSONLStore(StoreCore):
 
     # -- sessions -----------------------------------------------------------------------
 
-    def create_session(
-        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
-    ) -> Session:
-        new = new_session(fields)
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         sid = new.id
         with self._store_locked(), self._hold(f"{sid}.lock"):
             with contextlib.suppress(SessionNotFound):
@@ -457,8 +451,7 @@ class JSONLStore(StoreCore):
                 self._undo_create(paths)
                 raise
             self._agents[sid] = new.agent
-            info = self._info(paths)
-        return Session(self, info)
+            return self._info(paths)
 
     def _undo_create(self, paths: SessionPaths) -> None:
         """A create that failed part-way leaves nothing: no sidecar without its session
@@ -543,20 +536,14 @@ class JSONLStore(StoreCore):
         with self._locked(session_id) as paths:
             return self._info(paths)
 
-    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
+    def _list_page(self, request: ListRequest) -> SessionPage:
         """Reads each session's sidecar, first line and last lines, never a whole file
         (of every session: this backend keeps no index, see the module docstring)."""
-        request = list_request(options)
         infos = self._all_infos(request.agent)
         return request.page([i for i in infos if request.admits(i)])
 
-    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
-        counts = dict.fromkeys(children_request(session_ids), 0)
-        if counts:
-            for info in self._all_infos(None):
-                if info.parent_id in counts:
-                    counts[info.parent_id] += 1
-        return counts
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
+        return children_counts(parent_ids, self._all_infos(None))
 
     def _all_infos(self, agent: str | None) -> list[SessionInfo]:
         """Every readable session, newest updated first; unreadable ones are reported."""
@@ -577,11 +564,10 @@ class JSONLStore(StoreCore):
         infos.sort(key=lambda i: i.updated_at, reverse=True)
         return infos
 
-    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
-        title = check_title(title)
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
-            meta.update(title=title, updated_at=format_ts(utcnow()))
+            meta.update(title=title, updated_at=format_ts(now))
             self._write_meta(paths, meta)
             return self._info(paths)
 
@@ -600,10 +586,6 @@ class JSONLStore(StoreCore):
             meta["metadata"] = change.merged(meta.get("metadata") or {})
             self._write_meta(paths, meta)
             return self._info(paths)
-
-    def delete_session(self, session_id: str, *, force: bool = False) -> None:
-        if self.delete_sessions([session_id], force=force) == 0:
-            raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         """Refuses (deleting nothing) when any of them is locked by a live holder."""

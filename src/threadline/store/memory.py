@@ -11,6 +11,7 @@ import copy
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Unpack
 
 from threadline.errors import (
@@ -25,12 +26,11 @@ from threadline.stamps import utcnow
 from threadline.store.base import (
     Checkpoint,
     ExpectPrevious,
-    ListOptions,
+    ListRequest,
     LockHolder,
+    NewSession,
     ScratchpadEntry,
-    Session,
     SessionChangeFields,
-    SessionFields,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -40,12 +40,9 @@ from threadline.store.base import (
     check_checkpoint,
     check_scratchpad_entry,
     check_scratchpad_prefix,
-    check_title,
-    children_request,
+    children_counts,
     encode_message,
     later,
-    list_request,
-    new_session,
     primary_tokens,
     same_memo,
     session_change,
@@ -100,10 +97,7 @@ class MemoryStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def create_session(
-        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
-    ) -> Session:
-        new = new_session(fields)
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         info = new.info()
         with self._lock:
             if new.id in self._sessions:
@@ -111,7 +105,7 @@ class MemoryStore(StoreCore):
             if new.parent is not None:
                 self._get(new.parent)
             self._sessions[new.id] = _Entry(info=info, lock=lock, base=info.last_seq)
-        return Session(self, copy.copy(info))
+        return copy.copy(info)
 
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._lock:
@@ -123,26 +117,21 @@ class MemoryStore(StoreCore):
         with self._lock:
             return copy.copy(self._get(session_id).info)
 
-    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
-        request = list_request(options)
+    def _list_page(self, request: ListRequest) -> SessionPage:
         with self._lock:
             infos = [copy.copy(e.info) for e in self._sessions.values() if request.admits(e.info)]
         return request.page(infos)
 
-    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
-        counts = dict.fromkeys(children_request(session_ids), 0)
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
         with self._lock:
-            for e in self._sessions.values():
-                if e.info.parent_id in counts:
-                    counts[e.info.parent_id] += 1
-        return counts
+            infos = [e.info for e in self._sessions.values()]
+        return children_counts(parent_ids, infos)
 
-    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
-        title = check_title(title)
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._lock:
             e = self._get(session_id)
             e.info.title = title
-            e.info.updated_at = utcnow()
+            e.info.updated_at = now
             return copy.copy(e.info)
 
     def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
@@ -159,10 +148,6 @@ class MemoryStore(StoreCore):
                 e.info.title = change.title
             e.info.metadata = change.merged(e.info.metadata)
             return copy.copy(e.info)
-
-    def delete_session(self, session_id: str, *, force: bool = False) -> None:
-        if self.delete_sessions([session_id], force=force) == 0:
-            raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         with self._lock:

@@ -73,13 +73,11 @@ from threadline.store.base import (
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
-    ListOptions,
     ListRequest,
     LockHolder,
+    NewSession,
     ScratchpadEntry,
-    Session,
     SessionChangeFields,
-    SessionFields,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -89,10 +87,6 @@ from threadline.store.base import (
     check_checkpoint,
     check_scratchpad_entry,
     check_scratchpad_prefix,
-    check_title,
-    children_request,
-    list_request,
-    new_session,
     numbered,
     prefix_bounds,
     same_memo,
@@ -672,10 +666,7 @@ class PostgresStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def create_session(
-        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
-    ) -> Session:
-        new = new_session(fields)
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         with self._write() as conn:
             if new.parent is not None:
                 _require(conn, new.parent)
@@ -707,7 +698,7 @@ class PostgresStore(StoreCore):
             except psycopg.errors.ForeignKeyViolation as exc:  # the parent went meanwhile
                 raise SessionNotFound(str(new.parent)) from exc
         assert info is not None
-        return Session(self, info)
+        return info
 
     @_resent
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
@@ -730,8 +721,7 @@ class PostgresStore(StoreCore):
         return info
 
     @_resent
-    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
-        request = list_request(options)
+    def _list_page(self, request: ListRequest) -> SessionPage:
         count, page, args = list_sql(request)
         with self._read() as conn:
             total_row = conn.execute(count, args).fetchone()
@@ -740,28 +730,24 @@ class PostgresStore(StoreCore):
         return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
 
     @_resent
-    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
-        counts = dict.fromkeys(children_request(session_ids), 0)
-        if counts:
-            with self._read() as conn:
-                rows = conn.execute(
-                    "SELECT parent_id, count(*) FROM sessions WHERE parent_id = ANY(%s) "
-                    "GROUP BY parent_id",
-                    (list(counts),),
-                ).fetchall()
-            counts.update({r[0]: int(r[1]) for r in rows})
-        return counts
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT parent_id, count(*) FROM sessions WHERE parent_id = ANY(%s) "
+                "GROUP BY parent_id",
+                (parent_ids,),
+            ).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
 
     @_resent
-    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
-        title = check_title(title)
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._write() as conn:
             info = _one(
                 conn,
                 SessionInfo,
                 f"UPDATE sessions SET title = %s, updated_at = %s WHERE id = %s "
                 f"RETURNING {SESSION_COLUMNS}",
-                (title, utcnow(), session_id),
+                (title, now, session_id),
             )
         if info is None:
             raise SessionNotFound(session_id)
@@ -790,10 +776,6 @@ class PostgresStore(StoreCore):
             )
         assert info is not None
         return info
-
-    def delete_session(self, session_id: str, *, force: bool = False) -> None:
-        if self.delete_sessions([session_id], force=force) == 0:
-            raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         ids = list(dict.fromkeys(session_ids))

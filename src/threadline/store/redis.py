@@ -89,12 +89,11 @@ from threadline.store.base import (
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
-    ListOptions,
+    ListRequest,
     LockHolder,
+    NewSession,
     ScratchpadEntry,
-    Session,
     SessionChangeFields,
-    SessionFields,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -104,11 +103,7 @@ from threadline.store.base import (
     check_checkpoint,
     check_scratchpad_entry,
     check_scratchpad_prefix,
-    check_title,
-    children_request,
     format_ts,
-    list_request,
-    new_session,
     numbered,
     refuse_unknown_options,
     same_memo,
@@ -407,10 +402,7 @@ class RedisStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def create_session(
-        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
-    ) -> Session:
-        new = new_session(fields)
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         if new.start is not None and self.ttl(new.start.parent) is not None:
             # a write to the fork refreshes only the fork's keys: the shared history
             # would expire under it
@@ -445,7 +437,7 @@ class RedisStore(StoreCore):
             raise SessionNotFound(str(new.parent))
         if not done:
             raise SessionExists(new.id)
-        return Session(self, self.session_info(new.id))
+        return self.session_info(new.id)
 
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._translate():
@@ -492,8 +484,7 @@ class RedisStore(StoreCore):
         except ValueError as exc:
             raise CorruptRecord(f"unreadable session record: {exc}", where=key) from exc
 
-    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
-        request = list_request(options)
+    def _list_page(self, request: ListRequest) -> SessionPage:
         if request.parent is not None:
             index = f"kids:{request.parent}"
             if request.agent is not None:  # children of one agent: few, filtered here
@@ -530,20 +521,15 @@ class RedisStore(StoreCore):
                 warnings.warn(f"skipping session: {exc}", CorruptRecordWarning, stacklevel=3)
         return int(res[0]), items
 
-    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
-        ids = children_request(session_ids)
-        if not ids:
-            return {}
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
         while True:
-            res = self._run("count_children", *ids)
+            res = self._run("count_children", *parent_ids)
             if not res or res[0] != -1:
                 break
-        return {sid: int(n) for sid, n in zip(ids, res, strict=True)}
+        return {sid: int(n) for sid, n in zip(parent_ids, res, strict=True)}
 
-    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
-        title = check_title(title)
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         self._session_key(session_id)
-        now = utcnow()
         if title is None:
             args: list[str | int] = [1, "updated_at", format_ts(now), "title"]
         else:
@@ -583,10 +569,6 @@ class RedisStore(StoreCore):
 
         self._atomic(merge, key)
         return self.session_info(session_id)
-
-    def delete_session(self, session_id: str, *, force: bool = False) -> None:
-        if self.delete_sessions([session_id], force=force) == 0:
-            raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         """All or nothing, like one SQL transaction: a live lock anywhere refuses the lot."""

@@ -22,6 +22,7 @@ import sqlite3
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -47,12 +48,11 @@ from threadline.store.base import (
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
-    ListOptions,
+    ListRequest,
     LockHolder,
+    NewSession,
     ScratchpadEntry,
-    Session,
     SessionChangeFields,
-    SessionFields,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -62,11 +62,7 @@ from threadline.store.base import (
     check_checkpoint,
     check_scratchpad_entry,
     check_scratchpad_prefix,
-    check_title,
-    children_request,
     format_ts,
-    list_request,
-    new_session,
     numbered,
     parse_ts,
     prefix_bounds,
@@ -666,10 +662,7 @@ class SQLiteStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def create_session(
-        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
-    ) -> Session:
-        new = new_session(fields)
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         with self._write() as con:
             if new.parent is not None:
                 self._require(con, new.parent)
@@ -695,7 +688,7 @@ class SQLiteStore(StoreCore):
                 )
             except sqlite3.IntegrityError as exc:
                 raise SessionExists(new.id) from exc
-        return Session(self, self.session_info(new.id))
+        return self.session_info(new.id)
 
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._read() as con:
@@ -718,8 +711,7 @@ class SQLiteStore(StoreCore):
             raise SessionNotFound(session_id)
         return _session_from_row(row)
 
-    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
-        request = list_request(options)
+    def _list_page(self, request: ListRequest) -> SessionPage:
         where, args = request.where(":{}")
         with self._read() as con:
             total = con.execute("SELECT count(*) FROM sessions" + where, args).fetchone()[0]
@@ -735,25 +727,21 @@ class SQLiteStore(StoreCore):
             limit=request.limit,
         )
 
-    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
-        counts = dict.fromkeys(children_request(session_ids), 0)
-        if counts:
-            marks = ", ".join("?" * len(counts))
-            with self._read() as con:
-                rows = con.execute(
-                    f"SELECT parent_id, count(*) FROM sessions WHERE parent_id IN ({marks}) "
-                    "GROUP BY parent_id",
-                    list(counts),
-                ).fetchall()
-            counts.update(dict(rows))
-        return counts
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
+        marks = ", ".join("?" * len(parent_ids))
+        with self._read() as con:
+            rows = con.execute(
+                f"SELECT parent_id, count(*) FROM sessions WHERE parent_id IN ({marks}) "
+                "GROUP BY parent_id",
+                parent_ids,
+            ).fetchall()
+        return dict(rows)
 
-    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
-        title = check_title(title)
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._write() as con:
             cur = con.execute(
                 "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
-                (title, format_ts(utcnow()), session_id),
+                (title, format_ts(now), session_id),
             )
             if cur.rowcount == 0:
                 raise SessionNotFound(session_id)
@@ -782,10 +770,6 @@ class SQLiteStore(StoreCore):
                 ),
             )
         return self.session_info(session_id)
-
-    def delete_session(self, session_id: str, *, force: bool = False) -> None:
-        if self.delete_sessions([session_id], force=force) == 0:
-            raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         deleted = 0
