@@ -1883,6 +1883,51 @@ class StoreCore:
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         raise NotImplementedError
 
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
+        """Primitive: in one atomic step, read the session's memo (``SessionNotFound``
+        when the session does not exist) and store what ``decide`` returns for it, unless
+        that is None. True when it stored."""
+        raise NotImplementedError
+
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
+        """Primitive: in one atomic step, read the session's attach lock
+        (``SessionNotFound`` when the session does not exist) and store what ``decide``
+        returns for it (which may raise), unless that is the very holder it was given.
+        Returns what is stored. ``decide`` may be called again when the step is retried."""
+        raise NotImplementedError
+
+    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+        return self._swap_memo(
+            session_id, lambda stored: memo if same_memo(stored, expected) else None
+        )
+
+    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
+        """Take or renew the lock as ``LockHolder.claim`` decides."""
+        wanted = holder or LockHolder.current()
+        taken = self._swap_lock(session_id, lambda current: wanted.claim(session_id, current))
+        assert taken is not None
+        return taken
+
+    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
+        """False when the lock is not held by ``holder`` (or the session is gone)."""
+        wanted = holder or LockHolder.current()
+        released = False
+
+        def release(current: LockHolder | None) -> LockHolder | None:
+            nonlocal released
+            released = current is not None and current.same_holder(wanted)
+            return None if released else current
+
+        try:
+            self._swap_lock(session_id, release)
+        except SessionNotFound:
+            return False
+        return released
+
     def add_checkpoint(
         self,
         session_id: str,

@@ -66,7 +66,7 @@ import re
 import shutil
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Unpack
@@ -112,7 +112,6 @@ from threadline.store.base import (
     format_ts,
     parse_ts,
     primary_tokens,
-    same_memo,
     session_change,
     validate_agent,
 )
@@ -848,10 +847,13 @@ class JSONLStore(StoreCore):
             meta["memo"] = copy.deepcopy(memo)
             self._write_meta(paths, meta)
 
-    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
         with self._locked(session_id) as paths:  # compare and set under the file lock
             _, meta = self._with_meta(paths)
-            if not same_memo(meta.get("memo") or {}, expected):
+            memo = decide(meta.get("memo") or {})
+            if memo is None:
                 return False
             meta["memo"] = copy.deepcopy(memo)
             self._write_meta(paths, meta)
@@ -859,29 +861,17 @@ class JSONLStore(StoreCore):
 
     # -- locks ------------------------------------------------------------------------
 
-    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
-        holder = holder or LockHolder.current()
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
-            holder = holder.claim(session_id, _holder(meta))
-            meta["lock"] = holder.to_dict()
-            self._write_meta(paths, meta)
-            return holder
-
-    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
-        """False when not held by ``holder`` (or when the session is gone)."""
-        holder = holder or LockHolder.current()
-        try:
-            with self._locked(session_id) as paths:
-                _, meta = self._with_meta(paths)
-                current = _holder(meta)
-                if current is None or not current.same_holder(holder):
-                    return False
-                meta["lock"] = None
+            current = _holder(meta)
+            new = decide(current)
+            if new is not current:
+                meta["lock"] = new.to_dict() if new else None
                 self._write_meta(paths, meta)
-                return True
-        except SessionNotFound:
-            return False
+            return new
 
     def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._locked(session_id) as paths:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Unpack
@@ -44,7 +44,6 @@ from threadline.store.base import (
     encode_message,
     later,
     primary_tokens,
-    same_memo,
     session_change,
 )
 from threadline.store.retraction import own_index
@@ -306,31 +305,28 @@ class MemoryStore(StoreCore):
         with self._lock:
             self._get(session_id).memo = copy.deepcopy(memo)
 
-    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
         with self._lock:
             e = self._get(session_id)
-            if not same_memo(e.memo, expected):
+            memo = decide(e.memo)
+            if memo is None:
                 return False
             e.memo = copy.deepcopy(memo)
             return True
 
     # -- locks ------------------------------------------------------------------
 
-    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
-        holder = holder or LockHolder.current()
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._lock:
             e = self._get(session_id)
-            e.lock = holder.claim(session_id, e.lock)
-            return copy.copy(e.lock)
-
-    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
-        holder = holder or LockHolder.current()
-        with self._lock:
-            e = self._sessions.get(session_id)
-            if e is None or e.lock is None or not e.lock.same_holder(holder):
-                return False
-            e.lock = None
-            return True
+            new = decide(e.lock)
+            if new is not e.lock:
+                e.lock = copy.copy(new)
+            return new
 
     def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._lock:

@@ -89,7 +89,6 @@ from threadline.store.base import (
     check_scratchpad_prefix,
     numbered,
     prefix_bounds,
-    same_memo,
     session_change,
     split_url_options,
     stored_bodies,
@@ -1045,46 +1044,44 @@ class PostgresStore(StoreCore):
         if done is None:
             raise SessionNotFound(session_id)
 
-    @_resent
-    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
-        """Compare and set under the session's row lock. A resend after a lost COMMIT
-        answers False; ``update_memo`` then decides again on the memo as stored, in
-        which the compaction mark recognises its own token."""
+    replace_memo = _resent(StoreCore.replace_memo)
+    """Resent after a lost connection: a resend after a lost COMMIT answers False;
+    ``update_memo`` then decides again on the memo as stored, in which the compaction
+    mark recognises its own token."""
+
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
+        """Compare and set under the session's row lock."""
         with self._write() as conn:
             row = conn.execute(
                 "SELECT memo FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
             ).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
-            if not same_memo(row[0], expected):
+            memo = decide(row[0])
+            if memo is None:
                 return False
             conn.execute("UPDATE sessions SET memo = %s WHERE id = %s", (Json(memo), session_id))
         return True
 
     # -- locks ------------------------------------------------------------------
 
-    @_resent
-    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
-        holder = holder or LockHolder.current()
-        with self._write() as conn:
-            holder = holder.claim(session_id, _holder_for_update(conn, session_id))
-            conn.execute(
-                "UPDATE sessions SET lock = %s WHERE id = %s",
-                (Json(holder.to_dict()), session_id),
-            )
-        return holder
+    acquire_lock = _resent(StoreCore.acquire_lock)
+    """Resent after a lost connection: the same holder renews (``LockHolder.claim``)."""
 
-    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
-        holder = holder or LockHolder.current()
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._write() as conn:
-            try:
-                current = _holder_for_update(conn, session_id)
-            except SessionNotFound:
-                return False
-            if current is None or not current.same_holder(holder):
-                return False
-            conn.execute("UPDATE sessions SET lock = NULL WHERE id = %s", (session_id,))
-        return True
+            current = _holder_for_update(conn, session_id)
+            new = decide(current)
+            if new is not current:
+                conn.execute(
+                    "UPDATE sessions SET lock = %s WHERE id = %s",
+                    (Json(new.to_dict()) if new else None, session_id),
+                )
+        return new
 
     @_resent
     def lock_holder(self, session_id: str) -> LockHolder | None:

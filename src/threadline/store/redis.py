@@ -909,42 +909,27 @@ class RedisStore(StoreCore):
     def _holder(self, session_id: str, raw: bytes | str | None) -> LockHolder | None:
         return LockHolder.stored(raw, where=self._key("s", session_id))
 
-    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
-        wanted = holder or LockHolder.current()
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         key = self._session_key(session_id)
 
-        def take(pipe: Pipeline) -> LockHolder:
+        def swap(pipe: Pipeline) -> LockHolder | None:
             found, raw = pipe.hmget(key, ["id", "lock"])
             if found is None:
                 raise SessionNotFound(session_id)
             current = self._holder(session_id, raw)
-            taken = wanted.claim(session_id, current)
+            new = decide(current)
             pipe.multi()
-            pipe.hset(key, "lock", taken.to_json())
-            self._queue_touch(pipe, session_id)
-            return taken
+            if new is not current:
+                if new is None:
+                    pipe.hdel(key, "lock")
+                else:
+                    pipe.hset(key, "lock", new.to_json())
+                self._queue_touch(pipe, session_id)
+            return new
 
-        return self._atomic(take, key)
-
-    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
-        holder = holder or LockHolder.current()
-        try:
-            key = self._session_key(session_id)
-        except SessionNotFound:
-            return False
-
-        def release(pipe: Pipeline) -> bool:
-            raw = pipe.hget(key, "lock")
-            current = self._holder(session_id, raw)
-            if current is None or not current.same_holder(holder):
-                pipe.multi()
-                return False
-            pipe.multi()
-            pipe.hdel(key, "lock")
-            self._queue_touch(pipe, session_id)
-            return True
-
-        return self._atomic(release, key)
+        return self._atomic(swap, key)
 
     def lock_holder(self, session_id: str) -> LockHolder | None:
         key = self._session_key(session_id)

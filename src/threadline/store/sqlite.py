@@ -67,7 +67,6 @@ from threadline.store.base import (
     parse_ts,
     prefix_bounds,
     refuse_unknown_options,
-    same_memo,
     session_change,
     split_url_options,
     stored_bodies,
@@ -1069,41 +1068,36 @@ class SQLiteStore(StoreCore):
             if cur.rowcount == 0:
                 raise SessionNotFound(session_id)
 
-    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
-        text = json.dumps(memo)
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
         with self._write() as con:  # BEGIN IMMEDIATE: compare and set in one step
             row = con.execute("SELECT memo FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
-            if not same_memo(json.loads(row[0]), expected):
+            memo = decide(json.loads(row[0]))
+            if memo is None:
                 return False
-            con.execute("UPDATE sessions SET memo = ? WHERE id = ?", (text, session_id))
+            con.execute("UPDATE sessions SET memo = ? WHERE id = ?", (json.dumps(memo), session_id))
         return True
 
     # -- locks ------------------------------------------------------------------
 
-    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
-        holder = holder or LockHolder.current()
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._write() as con:
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
             current = _holder(session_id, row[0])
-            holder = holder.claim(session_id, current)
-            con.execute("UPDATE sessions SET lock = ? WHERE id = ?", (holder.to_json(), session_id))
-        return holder
-
-    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
-        holder = holder or LockHolder.current()
-        with self._write() as con:
-            row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            if row is None or not row[0]:
-                return False
-            current = _holder(session_id, row[0])
-            if current is None or not current.same_holder(holder):
-                return False
-            con.execute("UPDATE sessions SET lock = NULL WHERE id = ?", (session_id,))
-        return True
+            new = decide(current)
+            if new is not current:
+                con.execute(
+                    "UPDATE sessions SET lock = ? WHERE id = ?",
+                    (new.to_json() if new else None, session_id),
+                )
+        return new
 
     def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._read() as con:
