@@ -1883,6 +1883,33 @@ class StoreCore:
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         raise NotImplementedError
 
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
+        """Primitive: in one atomic step, apply ``change`` (its parent checked against the
+        stored one with ``change.new_parent``, its metadata merged with ``change.merged``)
+        and return the session as stored; ``SessionNotFound`` when it or the new parent
+        does not exist."""
+        raise NotImplementedError
+
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        """Primitive: store the entry (checked), keeping its ``created_at`` when it exists."""
+        raise NotImplementedError
+
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+        """Primitive: the entries whose names start with ``prefix`` (checked), by name."""
+        raise NotImplementedError
+
+    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
+        return self._update_session(
+            session_id, session_change(cast(Store, self), session_id, fields)
+        )
+
+    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        check_scratchpad_entry(name, content)
+        return self._scratchpad_write(session_id, name, content)
+
+    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
+        return self._scratchpad_list(session_id, check_scratchpad_prefix(prefix))
+
     def _swap_memo(
         self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
     ) -> bool:

@@ -98,7 +98,7 @@ from threadline.store.base import (
     LockHolder,
     NewSession,
     ScratchpadEntry,
-    SessionChangeFields,
+    SessionChange,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -106,13 +106,10 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
-    check_scratchpad_entry,
-    check_scratchpad_prefix,
     children_counts,
     format_ts,
     parse_ts,
     primary_tokens,
-    session_change,
     validate_agent,
 )
 from threadline.store.jsonl_file import (
@@ -570,8 +567,7 @@ class JSONLStore(StoreCore):
             self._write_meta(paths, meta)
             return self._info(paths)
 
-    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
-        change = session_change(self, session_id, fields)
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._locked(session_id) as paths:
             header, meta = self._with_meta(paths)
             new_parent = change.new_parent(session_id, self._parent(session_id, header, meta))
@@ -803,8 +799,7 @@ class JSONLStore(StoreCore):
         except (TypeError, ValueError) as exc:
             raise CorruptRecord(f"unreadable entry {name!r}", where=str(paths.scratchpad)) from exc
 
-    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_entry(name, content)
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         with self._locked(session_id) as paths:
             pad = self._pad(paths)
             now = format_ts(utcnow())
@@ -822,8 +817,7 @@ class JSONLStore(StoreCore):
             value = self._pad(paths).get(name)
             return None if value is None else self._entry(paths, name, value)
 
-    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
-        check_scratchpad_prefix(prefix)
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         with self._locked(session_id) as paths:
             pad = self._pad(paths)
             return [self._entry(paths, k, pad[k]) for k in sorted(pad) if k.startswith(prefix)]

@@ -30,7 +30,7 @@ from threadline.store.base import (
     LockHolder,
     NewSession,
     ScratchpadEntry,
-    SessionChangeFields,
+    SessionChange,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -38,13 +38,10 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
-    check_scratchpad_entry,
-    check_scratchpad_prefix,
     children_counts,
     encode_message,
     later,
     primary_tokens,
-    session_change,
 )
 from threadline.store.retraction import own_index
 from threadline.store.search_query import (
@@ -133,8 +130,7 @@ class MemoryStore(StoreCore):
             e.info.updated_at = now
             return copy.copy(e.info)
 
-    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
-        change = session_change(self, session_id, fields)
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._lock:
             e = self._get(session_id)
             new_parent = change.new_parent(session_id, e.info.parent_id)
@@ -267,8 +263,7 @@ class MemoryStore(StoreCore):
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_entry(name, content)
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         with self._lock:
             e = self._get(session_id)
             now = utcnow()
@@ -287,8 +282,7 @@ class MemoryStore(StoreCore):
             entry = self._get(session_id).scratchpad.get(name)
             return copy.copy(entry) if entry else None
 
-    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
-        check_scratchpad_prefix(prefix)
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         with self._lock:
             pad = self._get(session_id).scratchpad
             return [copy.copy(pad[k]) for k in sorted(pad) if k.startswith(prefix)]

@@ -77,7 +77,7 @@ from threadline.store.base import (
     LockHolder,
     NewSession,
     ScratchpadEntry,
-    SessionChangeFields,
+    SessionChange,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -85,11 +85,8 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
-    check_scratchpad_entry,
-    check_scratchpad_prefix,
     numbered,
     prefix_bounds,
-    session_change,
     split_url_options,
     stored_bodies,
     stored_tokens,
@@ -753,8 +750,7 @@ class PostgresStore(StoreCore):
         return info
 
     @_resent
-    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
-        change = session_change(self, session_id, fields)
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._write() as conn:
             head = conn.execute(
                 "SELECT metadata, parent_id FROM sessions WHERE id = %s FOR NO KEY UPDATE",
@@ -977,8 +973,7 @@ class PostgresStore(StoreCore):
     # -- scratchpad and memo ----------------------------------------------------
 
     @_resent
-    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_entry(name, content)
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         now = utcnow()
         with self._write() as conn:
             try:
@@ -1005,8 +1000,8 @@ class PostgresStore(StoreCore):
         return entry
 
     @_resent
-    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
-        low, high = prefix_bounds(check_scratchpad_prefix(prefix))
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+        low, high = prefix_bounds(prefix)
         below = "" if high is None else " AND name < %s"
         args = (session_id, low) if high is None else (session_id, low, high)
         with self._read() as conn:

@@ -93,7 +93,7 @@ from threadline.store.base import (
     LockHolder,
     NewSession,
     ScratchpadEntry,
-    SessionChangeFields,
+    SessionChange,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -101,13 +101,10 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
-    check_scratchpad_entry,
-    check_scratchpad_prefix,
     format_ts,
     numbered,
     refuse_unknown_options,
     same_memo,
-    session_change,
     split_url_options,
     stored_bodies,
     stored_tokens,
@@ -538,9 +535,8 @@ class RedisStore(StoreCore):
             raise SessionNotFound(session_id)
         return self.session_info(session_id)
 
-    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         key = self._session_key(session_id)
-        change = session_change(self, session_id, fields)
         if change.parent is not None:
             linked = self._run("link", session_id, change.parent)
             if isinstance(linked, list):  # listed under another already: the rule says so
@@ -799,8 +795,7 @@ class RedisStore(StoreCore):
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_entry(name, content)
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         key = self._session_key(session_id)
         pad = self._key("p", session_id)
         now = utcnow()
@@ -824,9 +819,9 @@ class RedisStore(StoreCore):
         (raw,) = self._read(session_id, lambda p: p.hget(pad, name))
         return None if raw is None else self._pad_entry(session_id, name, raw)
 
-    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         pad = self._key("p", session_id)
-        if check_scratchpad_prefix(prefix):  # the names, then the values of those that match
+        if prefix:  # the names, then the values of those that match
             (names,) = self._read(session_id, lambda p: p.hkeys(pad))
             wanted = sorted(n for n in map(_text, names) if n.startswith(prefix))
             with self._translate():

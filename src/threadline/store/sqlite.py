@@ -52,7 +52,7 @@ from threadline.store.base import (
     LockHolder,
     NewSession,
     ScratchpadEntry,
-    SessionChangeFields,
+    SessionChange,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -60,14 +60,11 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
-    check_scratchpad_entry,
-    check_scratchpad_prefix,
     format_ts,
     numbered,
     parse_ts,
     prefix_bounds,
     refuse_unknown_options,
-    session_change,
     split_url_options,
     stored_bodies,
     stored_times,
@@ -746,8 +743,7 @@ class SQLiteStore(StoreCore):
                 raise SessionNotFound(session_id)
         return self.session_info(session_id)
 
-    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
-        change = session_change(self, session_id, fields)
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._write() as con:
             row = con.execute(
                 "SELECT metadata, parent_id FROM sessions WHERE id = ?", (session_id,)
@@ -1006,8 +1002,7 @@ class SQLiteStore(StoreCore):
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_entry(name, content)
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         now = format_ts(utcnow())
         with self._write() as con:
             self._require(con, session_id)
@@ -1033,8 +1028,8 @@ class SQLiteStore(StoreCore):
                 return None
         return _entry_from_row(row)
 
-    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
-        low, high = prefix_bounds(check_scratchpad_prefix(prefix))
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+        low, high = prefix_bounds(prefix)
         below = "" if high is None else " AND name < ?"
         with self._read() as con:
             self._require(con, session_id)
