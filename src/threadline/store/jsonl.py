@@ -130,8 +130,7 @@ from threadline.store.jsonl_file import (
 from threadline.store.search_query import (
     SearchOptions,
     SearchPage,
-    scan_search,
-    search_request,
+    scan_store,
 )
 
 APP_ID = "threadline"
@@ -874,30 +873,9 @@ class JSONLStore(StoreCore):
     # -- search -----------------------------------------------------------------------
 
     def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchPage:
-        """A scan with the shared matcher (``search_query.scan_search``); sessions that
+        """A scan with the shared matcher (``search_query.scan_store``); sessions that
         cannot be read are skipped (listing them reports why)."""
-        request = search_request(query, **options)
-        session_id = request.filters.session_id
-        if session_id is not None:
-            try:
-                infos = [self.session_info(session_id)]
-            except SessionNotFound:
-                infos = []
-        else:
-            infos = self._all_infos(request.filters.agent) if request.query.groups else []
-        return scan_search(request, infos, self._own_messages, self._own_memo)
-
-    def _own_messages(self, info: SessionInfo) -> list[Message]:
-        try:
-            return self.read_messages(info.id)
-        except (SessionNotFound, CorruptRecord):
-            return []
-
-    def _own_memo(self, info: SessionInfo) -> dict[str, Any]:
-        try:
-            return self.get_memo(info.id)
-        except (SessionNotFound, CorruptRecord):
-            return {}
+        return scan_store(self, query, options, self._all_infos, (SessionNotFound, CorruptRecord))
 
 
 def _holder(meta: dict[str, Any]) -> LockHolder | None:

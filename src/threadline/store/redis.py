@@ -53,7 +53,7 @@ import inspect
 import json
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, Unpack, cast
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
@@ -115,8 +115,7 @@ from threadline.store.redis_scripts import SCRIPTS
 from threadline.store.search_query import (
     SearchOptions,
     SearchPage,
-    scan_search,
-    search_request,
+    scan_store,
 )
 
 DEFAULT_PREFIX = "threadline:"
@@ -937,19 +936,10 @@ class RedisStore(StoreCore):
     # -- search -----------------------------------------------------------------
 
     def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchPage:
-        """A scan with the shared matcher (``search_query.scan_search``): Redis core has no
+        """A scan with the shared matcher (``search_query.scan_store``): Redis core has no
         full-text index, so every admitted session is read. Fine for the hot, short-lived
         sessions this store is for; copy large histories to sqlite:// or postgresql://."""
-        request = search_request(query, **options)
-        session_id = request.filters.session_id
-        if session_id is not None:
-            try:
-                infos: Iterable[SessionInfo] = [self.session_info(session_id)]
-            except SessionNotFound:
-                infos = []
-        else:
-            infos = self._every_session(request.filters.agent) if request.query.groups else []
-        return scan_search(request, infos, self._own_messages, self._own_memo)
+        return scan_store(self, query, options, self._every_session)
 
     def _every_session(self, agent: str | None) -> Iterator[SessionInfo]:
         offset = 0
@@ -959,15 +949,3 @@ class RedisStore(StoreCore):
             offset += MAX_PAGE_SIZE
             if offset >= page.total:
                 return
-
-    def _own_messages(self, info: SessionInfo) -> list[Message]:
-        try:
-            return self.read_messages(info.id)
-        except SessionNotFound:  # expired or deleted while we searched
-            return []
-
-    def _own_memo(self, info: SessionInfo) -> dict[str, Any]:
-        try:
-            return self.get_memo(info.id)
-        except SessionNotFound:
-            return {}
