@@ -35,7 +35,6 @@ import functools
 import logging
 import re
 import select
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
@@ -49,7 +48,6 @@ from psycopg.abc import Params
 from psycopg.rows import class_row
 from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
-from pydantic import ValidationError
 
 from threadline.errors import (
     InvalidMessage,
@@ -71,7 +69,6 @@ from threadline.store.base import (
     CONNECTION_RETRY,
     DEFAULT_PAGE_SIZE,
     Checkpoint,
-    CorruptRecordWarning,
     ExpectPrevious,
     ListRequest,
     LockHolder,
@@ -92,6 +89,7 @@ from threadline.store.base import (
     stored_tokens,
     validate_agent,
 )
+from threadline.store.decode import decode_rows
 from threadline.store.records import Record
 from threadline.store.search_query import (
     Atom,
@@ -857,7 +855,7 @@ class PostgresStore(StoreCore):
                     f"batch partly stored already in session {session_id}: "
                     f"message {messages[0].id} is stored but {missing[0]} is not"
                 )
-            return _decode_rows(session_id, [known[m.id] for m in messages])
+            return decode_rows(session_id, [known[m.id] for m in messages])
         if known:
             raise InvalidMessage(
                 f"a message id in this batch is already stored in session {session_id}"
@@ -892,7 +890,7 @@ class PostgresStore(StoreCore):
             ).fetchall()
             if not rows:
                 _require(conn, session_id)
-        return _decode_rows(session_id, rows)
+        return decode_rows(session_id, rows)
 
     @_resent
     def read_messages(
@@ -907,7 +905,7 @@ class PostgresStore(StoreCore):
             ).fetchall()
             if not rows:
                 _require(conn, session_id)
-        return _decode_rows(session_id, rows)
+        return decode_rows(session_id, rows)
 
     def count_messages(self, session_id: str) -> int:
         return self.session_info(session_id).message_count
@@ -1237,25 +1235,6 @@ def _holder(session_id: str, lock: object) -> LockHolder | None:
 def _require(conn: Conn, session_id: str) -> None:
     if not conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone():
         raise SessionNotFound(session_id)
-
-
-def _decode(session_id: str, seq: int, body: str) -> Message | None:
-    """As in SQLite: an unreadable row is reported with where it is, left in place, skipped."""
-    try:
-        m = Message.model_validate_json(body)
-    except ValidationError as exc:
-        warnings.warn(
-            f"skipping unreadable message {session_id} seq {seq}: {exc.errors()[0]['msg']}",
-            CorruptRecordWarning,
-            stacklevel=3,
-        )
-        return None
-    m.seq = seq
-    return m
-
-
-def _decode_rows(session_id: str, rows: Sequence[tuple[Any, ...]]) -> list[Message]:
-    return [m for seq, body in rows if (m := _decode(session_id, seq, body)) is not None]
 
 
 def _refuse_if_locked(session_id: str, lock: dict[str, Any] | None, force: bool) -> None:

@@ -59,7 +59,6 @@ from typing import Any, TypeVar, Unpack, cast
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import redis
-from pydantic import ValidationError
 from redis.backoff import AbstractBackoff
 from redis.client import Pipeline
 from redis.connection import URL_QUERY_ARGUMENT_PARSERS
@@ -111,6 +110,7 @@ from threadline.store.base import (
     validate_agent,
     validate_session_id,
 )
+from threadline.store.decode import decode_message
 from threadline.store.redis_scripts import SCRIPTS
 from threadline.store.search_query import (
     SearchOptions,
@@ -647,7 +647,7 @@ class RedisStore(StoreCore):
         if code == 0:
             out = []
             for seq, body in zip(res[1::2], res[2::2], strict=True):
-                decoded = self._decode(session_id, int(seq), body)
+                decoded = decode_message(session_id, int(seq), body)
                 if decoded is not None:
                     out.append(decoded)
             return out
@@ -669,29 +669,13 @@ class RedisStore(StoreCore):
             where=self._key("m", session_id),
         )
 
-    def _decode(self, session_id: str, seq: int, body: bytes | str | None) -> Message | None:
-        try:
-            if body is None:
-                raise ValueError("the message is missing from the list")
-            m = Message.model_validate_json(body)
-        except (ValidationError, ValueError) as exc:
-            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-            warnings.warn(
-                f"skipping unreadable message {session_id} seq {seq}: {detail}",
-                CorruptRecordWarning,
-                stacklevel=3,
-            )
-            return None
-        m.seq = seq
-        return m
-
     def _slice(self, session_id: str, mode: str, a: int, b: int | None) -> list[Message]:
         """One atomic read of a run of messages, oldest first (see ``_SLICE``)."""
         self._session_key(session_id)
         first, rows = self._run("slice", session_id, mode, a, "" if b is None else b)
         if first == -1:
             raise SessionNotFound(session_id)
-        out = [self._decode(session_id, int(first) + k, body) for k, body in enumerate(rows)]
+        out = [decode_message(session_id, int(first) + k, body) for k, body in enumerate(rows)]
         return [m for m in out if m is not None]
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:

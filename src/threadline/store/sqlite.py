@@ -20,7 +20,6 @@ import os
 import re
 import sqlite3
 import threading
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from itertools import repeat
@@ -46,7 +45,6 @@ from threadline.stamps import utcnow
 from threadline.store import retraction, sqlite_files
 from threadline.store.base import (
     Checkpoint,
-    CorruptRecordWarning,
     ExpectPrevious,
     ListRequest,
     LockHolder,
@@ -854,6 +852,8 @@ class SQLiteStore(StoreCore):
     def _stored_copies(
         self, con: sqlite3.Connection, session_id: str, messages: Sequence[Message]
     ) -> list[Message]:
+        from threadline.store.decode import decode_message
+
         out = []
         for m in messages:
             row = con.execute(
@@ -865,34 +865,9 @@ class SQLiteStore(StoreCore):
                     f"batch partly stored already in session {session_id}: "
                     f"message {messages[0].id} is stored but {m.id} is not"
                 )
-            decoded = self._decode(session_id, row[0], row[1])
+            decoded = decode_message(session_id, row[0], row[1])
             if decoded is not None:
                 out.append(decoded)
-        return out
-
-    def _decode(self, session_id: str, seq: int, body: str) -> Message | None:
-        from pydantic import ValidationError
-
-        from threadline.messages import Message
-
-        try:
-            m = Message.model_validate_json(body)
-        except ValidationError as exc:
-            warnings.warn(
-                f"skipping unreadable message {session_id} seq {seq}: {exc.errors()[0]['msg']}",
-                CorruptRecordWarning,
-                stacklevel=3,
-            )
-            return None
-        m.seq = seq
-        return m
-
-    def _decode_rows(self, session_id: str, rows: list[Any]) -> list[Message]:
-        out = []
-        for seq, body in rows:
-            m = self._decode(session_id, seq, body)
-            if m is not None:
-                out.append(m)
         return out
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
@@ -914,7 +889,9 @@ class SQLiteStore(StoreCore):
                 ).fetchall()
             if not rows:
                 self._require(con, session_id)
-        return self._decode_rows(session_id, rows)
+        from threadline.store.decode import decode_rows
+
+        return decode_rows(session_id, rows)
 
     def read_messages(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
@@ -928,7 +905,9 @@ class SQLiteStore(StoreCore):
             ).fetchall()
             if not rows:
                 self._require(con, session_id)
-        return self._decode_rows(session_id, rows)
+        from threadline.store.decode import decode_rows
+
+        return decode_rows(session_id, rows)
 
     def count_messages(self, session_id: str) -> int:
         return self.session_info(session_id).message_count
