@@ -39,7 +39,12 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import Message
-from threadline.store.base import LockHolder, encode_message, prepare_messages
+from threadline.store.base import (
+    CorruptRecordWarning,
+    LockHolder,
+    encode_message,
+    prepare_messages,
+)
 from threadline.store.postgres import (
     LIST_BY_AGENT_SQL,
     LIST_SQL,
@@ -49,7 +54,6 @@ from threadline.store.postgres import (
     RESOLVE_PREFIX_SQL,
     SCHEMA_VERSION,
     TAIL_SQL,
-    CorruptRecordWarning,
     PostgresStore,
     redact_url,
     split_postgres_url,

@@ -42,6 +42,7 @@ from typing import (
     TypedDict,
     TypeGuard,
     TypeVar,
+    Unpack,
     cast,
     runtime_checkable,
 )
@@ -769,6 +770,15 @@ def children_request(session_ids: Sequence[str]) -> list[str]:
     if len(ids) > MAX_PAGE_SIZE:
         raise UsageError(f"count_children takes at most {MAX_PAGE_SIZE} ids at a time")
     return ids
+
+
+def children_counts(parent_ids: list[str], infos: Iterable[SessionInfo]) -> dict[str, int]:
+    """For a backend that scans: ``count_children`` counted over ``infos``."""
+    counts = dict.fromkeys(parent_ids, 0)
+    for info in infos:
+        if info.parent_id in counts:
+            counts[info.parent_id] += 1
+    return counts
 
 
 @dataclass(kw_only=True)
@@ -1805,7 +1815,8 @@ class Session:
 
 class StoreCore:
     """The rules every backend follows, written once: each backend subclasses this and
-    supplies the primitives named below (``session_info``, ``close``, ``_matching_ids``).
+    supplies the primitives named below (``session_info``, ``close``, ``delete_sessions``
+    and the methods named with a leading underscore).
     """
 
     def session_info(self, session_id: str) -> SessionInfo:
@@ -1825,6 +1836,124 @@ class StoreCore:
         checkpoint, decide with ``check_checkpoint`` (which may return the one already
         stored, or refuse), and store ``new`` under the next id."""
         raise NotImplementedError
+
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
+        """Primitive: store ``new`` (held by ``lock``) in one atomic step and return it as
+        stored; ``SessionExists`` when its id is taken, ``SessionNotFound`` when it names
+        a parent that does not exist."""
+        raise NotImplementedError
+
+    def _list_page(self, request: ListRequest) -> SessionPage:
+        """Primitive: the page of sessions ``request`` admits, newest updated first (ties
+        by id), with the total it admits (``ListRequest.page`` does it for a scan)."""
+        raise NotImplementedError
+
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
+        """Primitive: how many sessions list each of ``parent_ids`` (distinct, at most a
+        page) as their parent; a parent with none may be left out."""
+        raise NotImplementedError
+
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
+        """Primitive: store ``title`` (checked) and ``updated_at = now`` in one step and
+        return the session as stored; ``SessionNotFound`` when it does not exist."""
+        raise NotImplementedError
+
+    def create_session(
+        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
+    ) -> Session:
+        """See ``Store.create_session``: the id, fields and times checked and stamped here."""
+        return Session(cast(Store, self), self._insert_session(new_session(fields), lock))
+
+    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
+        return self._list_page(list_request(options))
+
+    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
+        counts = dict.fromkeys(children_request(session_ids), 0)
+        if counts:
+            counts.update(self._count_children(list(counts)))
+        return counts
+
+    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
+        return self._set_title(session_id, check_title(title), utcnow())
+
+    def delete_session(self, session_id: str, *, force: bool = False) -> None:
+        if self.delete_sessions([session_id], force=force) == 0:
+            raise SessionNotFound(session_id)
+
+    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+        raise NotImplementedError
+
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
+        """Primitive: in one atomic step, apply ``change`` (its parent checked against the
+        stored one with ``change.new_parent``, its metadata merged with ``change.merged``)
+        and return the session as stored; ``SessionNotFound`` when it or the new parent
+        does not exist."""
+        raise NotImplementedError
+
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        """Primitive: store the entry (checked), keeping its ``created_at`` when it exists."""
+        raise NotImplementedError
+
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+        """Primitive: the entries whose names start with ``prefix`` (checked), by name."""
+        raise NotImplementedError
+
+    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
+        return self._update_session(
+            session_id, session_change(cast(Store, self), session_id, fields)
+        )
+
+    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        check_scratchpad_entry(name, content)
+        return self._scratchpad_write(session_id, name, content)
+
+    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
+        return self._scratchpad_list(session_id, check_scratchpad_prefix(prefix))
+
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
+        """Primitive: in one atomic step, read the session's memo (``SessionNotFound``
+        when the session does not exist) and store what ``decide`` returns for it, unless
+        that is None. True when it stored."""
+        raise NotImplementedError
+
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
+        """Primitive: in one atomic step, read the session's attach lock
+        (``SessionNotFound`` when the session does not exist) and store what ``decide``
+        returns for it (which may raise), unless that is the very holder it was given.
+        Returns what is stored. ``decide`` may be called again when the step is retried."""
+        raise NotImplementedError
+
+    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+        return self._swap_memo(
+            session_id, lambda stored: memo if same_memo(stored, expected) else None
+        )
+
+    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
+        """Take or renew the lock as ``LockHolder.claim`` decides."""
+        wanted = holder or LockHolder.current()
+        taken = self._swap_lock(session_id, lambda current: wanted.claim(session_id, current))
+        assert taken is not None
+        return taken
+
+    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
+        """False when the lock is not held by ``holder`` (or the session is gone)."""
+        wanted = holder or LockHolder.current()
+        released = False
+
+        def release(current: LockHolder | None) -> LockHolder | None:
+            nonlocal released
+            released = current is not None and current.same_holder(wanted)
+            return None if released else current
+
+        try:
+            self._swap_lock(session_id, release)
+        except SessionNotFound:
+            return False
+        return released
 
     def add_checkpoint(
         self,

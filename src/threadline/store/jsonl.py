@@ -66,7 +66,8 @@ import re
 import shutil
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -93,12 +94,11 @@ from threadline.store.base import (
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
-    ListOptions,
+    ListRequest,
     LockHolder,
+    NewSession,
     ScratchpadEntry,
-    Session,
-    SessionChangeFields,
-    SessionFields,
+    SessionChange,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -106,17 +106,10 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
-    check_scratchpad_entry,
-    check_scratchpad_prefix,
-    check_title,
-    children_request,
+    children_counts,
     format_ts,
-    list_request,
-    new_session,
     parse_ts,
     primary_tokens,
-    same_memo,
-    session_change,
     validate_agent,
 )
 from threadline.store.jsonl_file import (
@@ -137,8 +130,7 @@ from threadline.store.jsonl_file import (
 from threadline.store.search_query import (
     SearchOptions,
     SearchPage,
-    scan_search,
-    search_request,
+    scan_store,
 )
 
 APP_ID = "threadline"
@@ -405,10 +397,7 @@ class JSONLStore(StoreCore):
 
     # -- sessions -----------------------------------------------------------------------
 
-    def create_session(
-        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
-    ) -> Session:
-        new = new_session(fields)
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         sid = new.id
         with self._store_locked(), self._hold(f"{sid}.lock"):
             with contextlib.suppress(SessionNotFound):
@@ -457,8 +446,7 @@ class JSONLStore(StoreCore):
                 self._undo_create(paths)
                 raise
             self._agents[sid] = new.agent
-            info = self._info(paths)
-        return Session(self, info)
+            return self._info(paths)
 
     def _undo_create(self, paths: SessionPaths) -> None:
         """A create that failed part-way leaves nothing: no sidecar without its session
@@ -543,20 +531,14 @@ class JSONLStore(StoreCore):
         with self._locked(session_id) as paths:
             return self._info(paths)
 
-    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
+    def _list_page(self, request: ListRequest) -> SessionPage:
         """Reads each session's sidecar, first line and last lines, never a whole file
         (of every session: this backend keeps no index, see the module docstring)."""
-        request = list_request(options)
         infos = self._all_infos(request.agent)
         return request.page([i for i in infos if request.admits(i)])
 
-    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
-        counts = dict.fromkeys(children_request(session_ids), 0)
-        if counts:
-            for info in self._all_infos(None):
-                if info.parent_id in counts:
-                    counts[info.parent_id] += 1
-        return counts
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
+        return children_counts(parent_ids, self._all_infos(None))
 
     def _all_infos(self, agent: str | None) -> list[SessionInfo]:
         """Every readable session, newest updated first; unreadable ones are reported."""
@@ -577,16 +559,14 @@ class JSONLStore(StoreCore):
         infos.sort(key=lambda i: i.updated_at, reverse=True)
         return infos
 
-    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
-        title = check_title(title)
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
-            meta.update(title=title, updated_at=format_ts(utcnow()))
+            meta.update(title=title, updated_at=format_ts(now))
             self._write_meta(paths, meta)
             return self._info(paths)
 
-    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
-        change = session_change(self, session_id, fields)
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._locked(session_id) as paths:
             header, meta = self._with_meta(paths)
             new_parent = change.new_parent(session_id, self._parent(session_id, header, meta))
@@ -600,10 +580,6 @@ class JSONLStore(StoreCore):
             meta["metadata"] = change.merged(meta.get("metadata") or {})
             self._write_meta(paths, meta)
             return self._info(paths)
-
-    def delete_session(self, session_id: str, *, force: bool = False) -> None:
-        if self.delete_sessions([session_id], force=force) == 0:
-            raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         """Refuses (deleting nothing) when any of them is locked by a live holder."""
@@ -822,8 +798,7 @@ class JSONLStore(StoreCore):
         except (TypeError, ValueError) as exc:
             raise CorruptRecord(f"unreadable entry {name!r}", where=str(paths.scratchpad)) from exc
 
-    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_entry(name, content)
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         with self._locked(session_id) as paths:
             pad = self._pad(paths)
             now = format_ts(utcnow())
@@ -841,8 +816,7 @@ class JSONLStore(StoreCore):
             value = self._pad(paths).get(name)
             return None if value is None else self._entry(paths, name, value)
 
-    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
-        check_scratchpad_prefix(prefix)
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         with self._locked(session_id) as paths:
             pad = self._pad(paths)
             return [self._entry(paths, k, pad[k]) for k in sorted(pad) if k.startswith(prefix)]
@@ -866,10 +840,13 @@ class JSONLStore(StoreCore):
             meta["memo"] = copy.deepcopy(memo)
             self._write_meta(paths, meta)
 
-    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
         with self._locked(session_id) as paths:  # compare and set under the file lock
             _, meta = self._with_meta(paths)
-            if not same_memo(meta.get("memo") or {}, expected):
+            memo = decide(meta.get("memo") or {})
+            if memo is None:
                 return False
             meta["memo"] = copy.deepcopy(memo)
             self._write_meta(paths, meta)
@@ -877,29 +854,17 @@ class JSONLStore(StoreCore):
 
     # -- locks ------------------------------------------------------------------------
 
-    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
-        holder = holder or LockHolder.current()
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
-            holder = holder.claim(session_id, _holder(meta))
-            meta["lock"] = holder.to_dict()
-            self._write_meta(paths, meta)
-            return holder
-
-    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
-        """False when not held by ``holder`` (or when the session is gone)."""
-        holder = holder or LockHolder.current()
-        try:
-            with self._locked(session_id) as paths:
-                _, meta = self._with_meta(paths)
-                current = _holder(meta)
-                if current is None or not current.same_holder(holder):
-                    return False
-                meta["lock"] = None
+            current = _holder(meta)
+            new = decide(current)
+            if new is not current:
+                meta["lock"] = new.to_dict() if new else None
                 self._write_meta(paths, meta)
-                return True
-        except SessionNotFound:
-            return False
+            return new
 
     def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._locked(session_id) as paths:
@@ -908,30 +873,9 @@ class JSONLStore(StoreCore):
     # -- search -----------------------------------------------------------------------
 
     def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchPage:
-        """A scan with the shared matcher (``search_query.scan_search``); sessions that
+        """A scan with the shared matcher (``search_query.scan_store``); sessions that
         cannot be read are skipped (listing them reports why)."""
-        request = search_request(query, **options)
-        session_id = request.filters.session_id
-        if session_id is not None:
-            try:
-                infos = [self.session_info(session_id)]
-            except SessionNotFound:
-                infos = []
-        else:
-            infos = self._all_infos(request.filters.agent) if request.query.groups else []
-        return scan_search(request, infos, self._own_messages, self._own_memo)
-
-    def _own_messages(self, info: SessionInfo) -> list[Message]:
-        try:
-            return self.read_messages(info.id)
-        except (SessionNotFound, CorruptRecord):
-            return []
-
-    def _own_memo(self, info: SessionInfo) -> dict[str, Any]:
-        try:
-            return self.get_memo(info.id)
-        except (SessionNotFound, CorruptRecord):
-            return {}
+        return scan_store(self, query, options, self._all_infos, (SessionNotFound, CorruptRecord))
 
 
 def _holder(meta: dict[str, Any]) -> LockHolder | None:

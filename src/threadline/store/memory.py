@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Unpack
 
 from threadline.errors import (
@@ -25,12 +26,11 @@ from threadline.stamps import utcnow
 from threadline.store.base import (
     Checkpoint,
     ExpectPrevious,
-    ListOptions,
+    ListRequest,
     LockHolder,
+    NewSession,
     ScratchpadEntry,
-    Session,
-    SessionChangeFields,
-    SessionFields,
+    SessionChange,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -38,17 +38,10 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
-    check_scratchpad_entry,
-    check_scratchpad_prefix,
-    check_title,
-    children_request,
+    children_counts,
     encode_message,
     later,
-    list_request,
-    new_session,
     primary_tokens,
-    same_memo,
-    session_change,
 )
 from threadline.store.retraction import own_index
 from threadline.store.search_query import (
@@ -100,10 +93,7 @@ class MemoryStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def create_session(
-        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
-    ) -> Session:
-        new = new_session(fields)
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         info = new.info()
         with self._lock:
             if new.id in self._sessions:
@@ -111,7 +101,7 @@ class MemoryStore(StoreCore):
             if new.parent is not None:
                 self._get(new.parent)
             self._sessions[new.id] = _Entry(info=info, lock=lock, base=info.last_seq)
-        return Session(self, copy.copy(info))
+        return copy.copy(info)
 
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._lock:
@@ -123,30 +113,24 @@ class MemoryStore(StoreCore):
         with self._lock:
             return copy.copy(self._get(session_id).info)
 
-    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
-        request = list_request(options)
+    def _list_page(self, request: ListRequest) -> SessionPage:
         with self._lock:
             infos = [copy.copy(e.info) for e in self._sessions.values() if request.admits(e.info)]
         return request.page(infos)
 
-    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
-        counts = dict.fromkeys(children_request(session_ids), 0)
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
         with self._lock:
-            for e in self._sessions.values():
-                if e.info.parent_id in counts:
-                    counts[e.info.parent_id] += 1
-        return counts
+            infos = [e.info for e in self._sessions.values()]
+        return children_counts(parent_ids, infos)
 
-    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
-        title = check_title(title)
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._lock:
             e = self._get(session_id)
             e.info.title = title
-            e.info.updated_at = utcnow()
+            e.info.updated_at = now
             return copy.copy(e.info)
 
-    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
-        change = session_change(self, session_id, fields)
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._lock:
             e = self._get(session_id)
             new_parent = change.new_parent(session_id, e.info.parent_id)
@@ -159,10 +143,6 @@ class MemoryStore(StoreCore):
                 e.info.title = change.title
             e.info.metadata = change.merged(e.info.metadata)
             return copy.copy(e.info)
-
-    def delete_session(self, session_id: str, *, force: bool = False) -> None:
-        if self.delete_sessions([session_id], force=force) == 0:
-            raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         with self._lock:
@@ -283,8 +263,7 @@ class MemoryStore(StoreCore):
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_entry(name, content)
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         with self._lock:
             e = self._get(session_id)
             now = utcnow()
@@ -303,8 +282,7 @@ class MemoryStore(StoreCore):
             entry = self._get(session_id).scratchpad.get(name)
             return copy.copy(entry) if entry else None
 
-    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
-        check_scratchpad_prefix(prefix)
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         with self._lock:
             pad = self._get(session_id).scratchpad
             return [copy.copy(pad[k]) for k in sorted(pad) if k.startswith(prefix)]
@@ -321,31 +299,28 @@ class MemoryStore(StoreCore):
         with self._lock:
             self._get(session_id).memo = copy.deepcopy(memo)
 
-    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
         with self._lock:
             e = self._get(session_id)
-            if not same_memo(e.memo, expected):
+            memo = decide(e.memo)
+            if memo is None:
                 return False
             e.memo = copy.deepcopy(memo)
             return True
 
     # -- locks ------------------------------------------------------------------
 
-    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
-        holder = holder or LockHolder.current()
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._lock:
             e = self._get(session_id)
-            e.lock = holder.claim(session_id, e.lock)
-            return copy.copy(e.lock)
-
-    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
-        holder = holder or LockHolder.current()
-        with self._lock:
-            e = self._sessions.get(session_id)
-            if e is None or e.lock is None or not e.lock.same_holder(holder):
-                return False
-            e.lock = None
-            return True
+            new = decide(e.lock)
+            if new is not e.lock:
+                e.lock = copy.copy(new)
+            return new
 
     def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._lock:

@@ -35,7 +35,6 @@ import functools
 import logging
 import re
 import select
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
@@ -49,7 +48,6 @@ from psycopg.abc import Params
 from psycopg.rows import class_row
 from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
-from pydantic import ValidationError
 
 from threadline.errors import (
     InvalidMessage,
@@ -71,15 +69,12 @@ from threadline.store.base import (
     CONNECTION_RETRY,
     DEFAULT_PAGE_SIZE,
     Checkpoint,
-    CorruptRecordWarning,
     ExpectPrevious,
-    ListOptions,
     ListRequest,
     LockHolder,
+    NewSession,
     ScratchpadEntry,
-    Session,
-    SessionChangeFields,
-    SessionFields,
+    SessionChange,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -87,21 +82,14 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
-    check_scratchpad_entry,
-    check_scratchpad_prefix,
-    check_title,
-    children_request,
-    list_request,
-    new_session,
     numbered,
     prefix_bounds,
-    same_memo,
-    session_change,
     split_url_options,
     stored_bodies,
     stored_tokens,
     validate_agent,
 )
+from threadline.store.decode import decode_rows
 from threadline.store.records import Record
 from threadline.store.search_query import (
     Atom,
@@ -672,10 +660,7 @@ class PostgresStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def create_session(
-        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
-    ) -> Session:
-        new = new_session(fields)
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         with self._write() as conn:
             if new.parent is not None:
                 _require(conn, new.parent)
@@ -707,7 +692,7 @@ class PostgresStore(StoreCore):
             except psycopg.errors.ForeignKeyViolation as exc:  # the parent went meanwhile
                 raise SessionNotFound(str(new.parent)) from exc
         assert info is not None
-        return Session(self, info)
+        return info
 
     @_resent
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
@@ -730,8 +715,7 @@ class PostgresStore(StoreCore):
         return info
 
     @_resent
-    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
-        request = list_request(options)
+    def _list_page(self, request: ListRequest) -> SessionPage:
         count, page, args = list_sql(request)
         with self._read() as conn:
             total_row = conn.execute(count, args).fetchone()
@@ -740,36 +724,31 @@ class PostgresStore(StoreCore):
         return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
 
     @_resent
-    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
-        counts = dict.fromkeys(children_request(session_ids), 0)
-        if counts:
-            with self._read() as conn:
-                rows = conn.execute(
-                    "SELECT parent_id, count(*) FROM sessions WHERE parent_id = ANY(%s) "
-                    "GROUP BY parent_id",
-                    (list(counts),),
-                ).fetchall()
-            counts.update({r[0]: int(r[1]) for r in rows})
-        return counts
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT parent_id, count(*) FROM sessions WHERE parent_id = ANY(%s) "
+                "GROUP BY parent_id",
+                (parent_ids,),
+            ).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
 
     @_resent
-    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
-        title = check_title(title)
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._write() as conn:
             info = _one(
                 conn,
                 SessionInfo,
                 f"UPDATE sessions SET title = %s, updated_at = %s WHERE id = %s "
                 f"RETURNING {SESSION_COLUMNS}",
-                (title, utcnow(), session_id),
+                (title, now, session_id),
             )
         if info is None:
             raise SessionNotFound(session_id)
         return info
 
     @_resent
-    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
-        change = session_change(self, session_id, fields)
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._write() as conn:
             head = conn.execute(
                 "SELECT metadata, parent_id FROM sessions WHERE id = %s FOR NO KEY UPDATE",
@@ -790,10 +769,6 @@ class PostgresStore(StoreCore):
             )
         assert info is not None
         return info
-
-    def delete_session(self, session_id: str, *, force: bool = False) -> None:
-        if self.delete_sessions([session_id], force=force) == 0:
-            raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         ids = list(dict.fromkeys(session_ids))
@@ -880,7 +855,7 @@ class PostgresStore(StoreCore):
                     f"batch partly stored already in session {session_id}: "
                     f"message {messages[0].id} is stored but {missing[0]} is not"
                 )
-            return _decode_rows(session_id, [known[m.id] for m in messages])
+            return decode_rows(session_id, [known[m.id] for m in messages])
         if known:
             raise InvalidMessage(
                 f"a message id in this batch is already stored in session {session_id}"
@@ -915,7 +890,7 @@ class PostgresStore(StoreCore):
             ).fetchall()
             if not rows:
                 _require(conn, session_id)
-        return _decode_rows(session_id, rows)
+        return decode_rows(session_id, rows)
 
     @_resent
     def read_messages(
@@ -930,7 +905,7 @@ class PostgresStore(StoreCore):
             ).fetchall()
             if not rows:
                 _require(conn, session_id)
-        return _decode_rows(session_id, rows)
+        return decode_rows(session_id, rows)
 
     def count_messages(self, session_id: str) -> int:
         return self.session_info(session_id).message_count
@@ -996,8 +971,7 @@ class PostgresStore(StoreCore):
     # -- scratchpad and memo ----------------------------------------------------
 
     @_resent
-    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_entry(name, content)
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         now = utcnow()
         with self._write() as conn:
             try:
@@ -1024,8 +998,8 @@ class PostgresStore(StoreCore):
         return entry
 
     @_resent
-    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
-        low, high = prefix_bounds(check_scratchpad_prefix(prefix))
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+        low, high = prefix_bounds(prefix)
         below = "" if high is None else " AND name < %s"
         args = (session_id, low) if high is None else (session_id, low, high)
         with self._read() as conn:
@@ -1063,46 +1037,44 @@ class PostgresStore(StoreCore):
         if done is None:
             raise SessionNotFound(session_id)
 
-    @_resent
-    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
-        """Compare and set under the session's row lock. A resend after a lost COMMIT
-        answers False; ``update_memo`` then decides again on the memo as stored, in
-        which the compaction mark recognises its own token."""
+    replace_memo = _resent(StoreCore.replace_memo)
+    """Resent after a lost connection: a resend after a lost COMMIT answers False;
+    ``update_memo`` then decides again on the memo as stored, in which the compaction
+    mark recognises its own token."""
+
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
+        """Compare and set under the session's row lock."""
         with self._write() as conn:
             row = conn.execute(
                 "SELECT memo FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
             ).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
-            if not same_memo(row[0], expected):
+            memo = decide(row[0])
+            if memo is None:
                 return False
             conn.execute("UPDATE sessions SET memo = %s WHERE id = %s", (Json(memo), session_id))
         return True
 
     # -- locks ------------------------------------------------------------------
 
-    @_resent
-    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
-        holder = holder or LockHolder.current()
-        with self._write() as conn:
-            holder = holder.claim(session_id, _holder_for_update(conn, session_id))
-            conn.execute(
-                "UPDATE sessions SET lock = %s WHERE id = %s",
-                (Json(holder.to_dict()), session_id),
-            )
-        return holder
+    acquire_lock = _resent(StoreCore.acquire_lock)
+    """Resent after a lost connection: the same holder renews (``LockHolder.claim``)."""
 
-    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
-        holder = holder or LockHolder.current()
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._write() as conn:
-            try:
-                current = _holder_for_update(conn, session_id)
-            except SessionNotFound:
-                return False
-            if current is None or not current.same_holder(holder):
-                return False
-            conn.execute("UPDATE sessions SET lock = NULL WHERE id = %s", (session_id,))
-        return True
+            current = _holder_for_update(conn, session_id)
+            new = decide(current)
+            if new is not current:
+                conn.execute(
+                    "UPDATE sessions SET lock = %s WHERE id = %s",
+                    (Json(new.to_dict()) if new else None, session_id),
+                )
+        return new
 
     @_resent
     def lock_holder(self, session_id: str) -> LockHolder | None:
@@ -1263,25 +1235,6 @@ def _holder(session_id: str, lock: object) -> LockHolder | None:
 def _require(conn: Conn, session_id: str) -> None:
     if not conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone():
         raise SessionNotFound(session_id)
-
-
-def _decode(session_id: str, seq: int, body: str) -> Message | None:
-    """As in SQLite: an unreadable row is reported with where it is, left in place, skipped."""
-    try:
-        m = Message.model_validate_json(body)
-    except ValidationError as exc:
-        warnings.warn(
-            f"skipping unreadable message {session_id} seq {seq}: {exc.errors()[0]['msg']}",
-            CorruptRecordWarning,
-            stacklevel=3,
-        )
-        return None
-    m.seq = seq
-    return m
-
-
-def _decode_rows(session_id: str, rows: Sequence[tuple[Any, ...]]) -> list[Message]:
-    return [m for seq, body in rows if (m := _decode(session_id, seq, body)) is not None]
 
 
 def _refuse_if_locked(session_id: str, lock: dict[str, Any] | None, force: bool) -> None:

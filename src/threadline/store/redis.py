@@ -53,13 +53,12 @@ import inspect
 import json
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, Unpack, cast
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import redis
-from pydantic import ValidationError
 from redis.backoff import AbstractBackoff
 from redis.client import Pipeline
 from redis.connection import URL_QUERY_ARGUMENT_PARSERS
@@ -89,12 +88,11 @@ from threadline.store.base import (
     Checkpoint,
     CorruptRecordWarning,
     ExpectPrevious,
-    ListOptions,
+    ListRequest,
     LockHolder,
+    NewSession,
     ScratchpadEntry,
-    Session,
-    SessionChangeFields,
-    SessionFields,
+    SessionChange,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -102,29 +100,22 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
-    check_scratchpad_entry,
-    check_scratchpad_prefix,
-    check_title,
-    children_request,
     format_ts,
-    list_request,
-    new_session,
     numbered,
     refuse_unknown_options,
     same_memo,
-    session_change,
     split_url_options,
     stored_bodies,
     stored_tokens,
     validate_agent,
     validate_session_id,
 )
+from threadline.store.decode import decode_message
 from threadline.store.redis_scripts import SCRIPTS
 from threadline.store.search_query import (
     SearchOptions,
     SearchPage,
-    scan_search,
-    search_request,
+    scan_store,
 )
 
 DEFAULT_PREFIX = "threadline:"
@@ -407,10 +398,7 @@ class RedisStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def create_session(
-        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
-    ) -> Session:
-        new = new_session(fields)
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         if new.start is not None and self.ttl(new.start.parent) is not None:
             # a write to the fork refreshes only the fork's keys: the shared history
             # would expire under it
@@ -445,7 +433,7 @@ class RedisStore(StoreCore):
             raise SessionNotFound(str(new.parent))
         if not done:
             raise SessionExists(new.id)
-        return Session(self, self.session_info(new.id))
+        return self.session_info(new.id)
 
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._translate():
@@ -492,8 +480,7 @@ class RedisStore(StoreCore):
         except ValueError as exc:
             raise CorruptRecord(f"unreadable session record: {exc}", where=key) from exc
 
-    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
-        request = list_request(options)
+    def _list_page(self, request: ListRequest) -> SessionPage:
         if request.parent is not None:
             index = f"kids:{request.parent}"
             if request.agent is not None:  # children of one agent: few, filtered here
@@ -530,20 +517,15 @@ class RedisStore(StoreCore):
                 warnings.warn(f"skipping session: {exc}", CorruptRecordWarning, stacklevel=3)
         return int(res[0]), items
 
-    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
-        ids = children_request(session_ids)
-        if not ids:
-            return {}
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
         while True:
-            res = self._run("count_children", *ids)
+            res = self._run("count_children", *parent_ids)
             if not res or res[0] != -1:
                 break
-        return {sid: int(n) for sid, n in zip(ids, res, strict=True)}
+        return {sid: int(n) for sid, n in zip(parent_ids, res, strict=True)}
 
-    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
-        title = check_title(title)
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         self._session_key(session_id)
-        now = utcnow()
         if title is None:
             args: list[str | int] = [1, "updated_at", format_ts(now), "title"]
         else:
@@ -552,9 +534,8 @@ class RedisStore(StoreCore):
             raise SessionNotFound(session_id)
         return self.session_info(session_id)
 
-    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         key = self._session_key(session_id)
-        change = session_change(self, session_id, fields)
         if change.parent is not None:
             linked = self._run("link", session_id, change.parent)
             if isinstance(linked, list):  # listed under another already: the rule says so
@@ -583,10 +564,6 @@ class RedisStore(StoreCore):
 
         self._atomic(merge, key)
         return self.session_info(session_id)
-
-    def delete_session(self, session_id: str, *, force: bool = False) -> None:
-        if self.delete_sessions([session_id], force=force) == 0:
-            raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         """All or nothing, like one SQL transaction: a live lock anywhere refuses the lot."""
@@ -670,7 +647,7 @@ class RedisStore(StoreCore):
         if code == 0:
             out = []
             for seq, body in zip(res[1::2], res[2::2], strict=True):
-                decoded = self._decode(session_id, int(seq), body)
+                decoded = decode_message(session_id, int(seq), body)
                 if decoded is not None:
                     out.append(decoded)
             return out
@@ -692,29 +669,13 @@ class RedisStore(StoreCore):
             where=self._key("m", session_id),
         )
 
-    def _decode(self, session_id: str, seq: int, body: bytes | str | None) -> Message | None:
-        try:
-            if body is None:
-                raise ValueError("the message is missing from the list")
-            m = Message.model_validate_json(body)
-        except (ValidationError, ValueError) as exc:
-            detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-            warnings.warn(
-                f"skipping unreadable message {session_id} seq {seq}: {detail}",
-                CorruptRecordWarning,
-                stacklevel=3,
-            )
-            return None
-        m.seq = seq
-        return m
-
     def _slice(self, session_id: str, mode: str, a: int, b: int | None) -> list[Message]:
         """One atomic read of a run of messages, oldest first (see ``_SLICE``)."""
         self._session_key(session_id)
         first, rows = self._run("slice", session_id, mode, a, "" if b is None else b)
         if first == -1:
             raise SessionNotFound(session_id)
-        out = [self._decode(session_id, int(first) + k, body) for k, body in enumerate(rows)]
+        out = [decode_message(session_id, int(first) + k, body) for k, body in enumerate(rows)]
         return [m for m in out if m is not None]
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
@@ -817,8 +778,7 @@ class RedisStore(StoreCore):
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_entry(name, content)
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         key = self._session_key(session_id)
         pad = self._key("p", session_id)
         now = utcnow()
@@ -842,9 +802,9 @@ class RedisStore(StoreCore):
         (raw,) = self._read(session_id, lambda p: p.hget(pad, name))
         return None if raw is None else self._pad_entry(session_id, name, raw)
 
-    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         pad = self._key("p", session_id)
-        if check_scratchpad_prefix(prefix):  # the names, then the values of those that match
+        if prefix:  # the names, then the values of those that match
             (names,) = self._read(session_id, lambda p: p.hkeys(pad))
             wanted = sorted(n for n in map(_text, names) if n.startswith(prefix))
             with self._translate():
@@ -927,42 +887,27 @@ class RedisStore(StoreCore):
     def _holder(self, session_id: str, raw: bytes | str | None) -> LockHolder | None:
         return LockHolder.stored(raw, where=self._key("s", session_id))
 
-    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
-        wanted = holder or LockHolder.current()
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         key = self._session_key(session_id)
 
-        def take(pipe: Pipeline) -> LockHolder:
+        def swap(pipe: Pipeline) -> LockHolder | None:
             found, raw = pipe.hmget(key, ["id", "lock"])
             if found is None:
                 raise SessionNotFound(session_id)
             current = self._holder(session_id, raw)
-            taken = wanted.claim(session_id, current)
+            new = decide(current)
             pipe.multi()
-            pipe.hset(key, "lock", taken.to_json())
-            self._queue_touch(pipe, session_id)
-            return taken
+            if new is not current:
+                if new is None:
+                    pipe.hdel(key, "lock")
+                else:
+                    pipe.hset(key, "lock", new.to_json())
+                self._queue_touch(pipe, session_id)
+            return new
 
-        return self._atomic(take, key)
-
-    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
-        holder = holder or LockHolder.current()
-        try:
-            key = self._session_key(session_id)
-        except SessionNotFound:
-            return False
-
-        def release(pipe: Pipeline) -> bool:
-            raw = pipe.hget(key, "lock")
-            current = self._holder(session_id, raw)
-            if current is None or not current.same_holder(holder):
-                pipe.multi()
-                return False
-            pipe.multi()
-            pipe.hdel(key, "lock")
-            self._queue_touch(pipe, session_id)
-            return True
-
-        return self._atomic(release, key)
+        return self._atomic(swap, key)
 
     def lock_holder(self, session_id: str) -> LockHolder | None:
         key = self._session_key(session_id)
@@ -975,19 +920,10 @@ class RedisStore(StoreCore):
     # -- search -----------------------------------------------------------------
 
     def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchPage:
-        """A scan with the shared matcher (``search_query.scan_search``): Redis core has no
+        """A scan with the shared matcher (``search_query.scan_store``): Redis core has no
         full-text index, so every admitted session is read. Fine for the hot, short-lived
         sessions this store is for; copy large histories to sqlite:// or postgresql://."""
-        request = search_request(query, **options)
-        session_id = request.filters.session_id
-        if session_id is not None:
-            try:
-                infos: Iterable[SessionInfo] = [self.session_info(session_id)]
-            except SessionNotFound:
-                infos = []
-        else:
-            infos = self._every_session(request.filters.agent) if request.query.groups else []
-        return scan_search(request, infos, self._own_messages, self._own_memo)
+        return scan_store(self, query, options, self._every_session)
 
     def _every_session(self, agent: str | None) -> Iterator[SessionInfo]:
         offset = 0
@@ -997,15 +933,3 @@ class RedisStore(StoreCore):
             offset += MAX_PAGE_SIZE
             if offset >= page.total:
                 return
-
-    def _own_messages(self, info: SessionInfo) -> list[Message]:
-        try:
-            return self.read_messages(info.id)
-        except SessionNotFound:  # expired or deleted while we searched
-            return []
-
-    def _own_memo(self, info: SessionInfo) -> dict[str, Any]:
-        try:
-            return self.get_memo(info.id)
-        except SessionNotFound:
-            return {}

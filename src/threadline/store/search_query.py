@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
-from threadline.errors import UsageError
+from threadline.errors import SessionNotFound, UsageError
 from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
     Mark,
@@ -48,6 +48,7 @@ from threadline.store.base import (
     SearchOptions,
     SearchPage,
     SessionInfo,
+    Store,
     search_words,
     validate_agent,
     validate_offset,
@@ -460,6 +461,42 @@ def marked_snippet(text: str, q: SearchQuery) -> tuple[str, list[Mark]]:
 
 
 # -- the scan every backend without an index shares ----------------------------------------
+
+
+def scan_store(
+    store: Store,
+    query: str,
+    options: SearchOptions,
+    every_session: Callable[[str | None], Iterable[SessionInfo]],
+    skipped: tuple[type[Exception], ...] = (SessionNotFound,),
+) -> SearchPage:
+    """``Store.search`` for a backend with no full-text index: ``scan_search`` over the
+    session the filters name, or else every session (of the agent they name) that
+    ``every_session`` yields. A session whose messages or memo raise one of ``skipped``
+    while it is read (deleted meanwhile, expired) has no hits."""
+    request = search_request(query, **options)
+    session_id = request.filters.session_id
+    if session_id is not None:
+        try:
+            infos: Iterable[SessionInfo] = [store.session_info(session_id)]
+        except SessionNotFound:
+            infos = []
+    else:
+        infos = every_session(request.filters.agent) if request.query.groups else []
+
+    def read(info: SessionInfo) -> list[Message]:
+        try:
+            return store.read_messages(info.id)
+        except skipped:
+            return []
+
+    def memo(info: SessionInfo) -> dict[str, Any]:
+        try:
+            return store.get_memo(info.id)
+        except skipped:
+            return {}
+
+    return scan_search(request, infos, read, memo)
 
 
 def scan_search(

@@ -20,8 +20,8 @@ import os
 import re
 import sqlite3
 import threading
-import warnings
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -45,14 +45,12 @@ from threadline.stamps import utcnow
 from threadline.store import retraction, sqlite_files
 from threadline.store.base import (
     Checkpoint,
-    CorruptRecordWarning,
     ExpectPrevious,
-    ListOptions,
+    ListRequest,
     LockHolder,
+    NewSession,
     ScratchpadEntry,
-    Session,
-    SessionChangeFields,
-    SessionFields,
+    SessionChange,
     SessionInfo,
     SessionPage,
     StoreCore,
@@ -60,19 +58,11 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
-    check_scratchpad_entry,
-    check_scratchpad_prefix,
-    check_title,
-    children_request,
     format_ts,
-    list_request,
-    new_session,
     numbered,
     parse_ts,
     prefix_bounds,
     refuse_unknown_options,
-    same_memo,
-    session_change,
     split_url_options,
     stored_bodies,
     stored_times,
@@ -683,10 +673,7 @@ class SQLiteStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def create_session(
-        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
-    ) -> Session:
-        new = new_session(fields)
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         with self._write() as con:
             if new.parent is not None:
                 self._require(con, new.parent)
@@ -712,7 +699,7 @@ class SQLiteStore(StoreCore):
                 )
             except sqlite3.IntegrityError as exc:
                 raise SessionExists(new.id) from exc
-        return Session(self, self.session_info(new.id))
+        return self.session_info(new.id)
 
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         with self._read() as con:
@@ -735,8 +722,7 @@ class SQLiteStore(StoreCore):
             raise SessionNotFound(session_id)
         return _session_from_row(row)
 
-    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
-        request = list_request(options)
+    def _list_page(self, request: ListRequest) -> SessionPage:
         where, args = request.where(":{}")
         with self._read() as con:
             total = con.execute("SELECT count(*) FROM sessions" + where, args).fetchone()[0]
@@ -752,32 +738,27 @@ class SQLiteStore(StoreCore):
             limit=request.limit,
         )
 
-    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
-        counts = dict.fromkeys(children_request(session_ids), 0)
-        if counts:
-            marks = ", ".join("?" * len(counts))
-            with self._read() as con:
-                rows = con.execute(
-                    f"SELECT parent_id, count(*) FROM sessions WHERE parent_id IN ({marks}) "
-                    "GROUP BY parent_id",
-                    list(counts),
-                ).fetchall()
-            counts.update(dict(rows))
-        return counts
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
+        marks = ", ".join("?" * len(parent_ids))
+        with self._read() as con:
+            rows = con.execute(
+                f"SELECT parent_id, count(*) FROM sessions WHERE parent_id IN ({marks}) "
+                "GROUP BY parent_id",
+                parent_ids,
+            ).fetchall()
+        return dict(rows)
 
-    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
-        title = check_title(title)
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._write() as con:
             cur = con.execute(
                 "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
-                (title, format_ts(utcnow()), session_id),
+                (title, format_ts(now), session_id),
             )
             if cur.rowcount == 0:
                 raise SessionNotFound(session_id)
         return self.session_info(session_id)
 
-    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
-        change = session_change(self, session_id, fields)
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._write() as con:
             row = con.execute(
                 "SELECT metadata, parent_id FROM sessions WHERE id = ?", (session_id,)
@@ -799,10 +780,6 @@ class SQLiteStore(StoreCore):
                 ),
             )
         return self.session_info(session_id)
-
-    def delete_session(self, session_id: str, *, force: bool = False) -> None:
-        if self.delete_sessions([session_id], force=force) == 0:
-            raise SessionNotFound(session_id)
 
     def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
         deleted = 0
@@ -892,6 +869,8 @@ class SQLiteStore(StoreCore):
     def _stored_copies(
         self, con: sqlite3.Connection, session_id: str, messages: Sequence[Message]
     ) -> list[Message]:
+        from threadline.store.decode import decode_message
+
         out = []
         for m in messages:
             row = con.execute(
@@ -903,34 +882,9 @@ class SQLiteStore(StoreCore):
                     f"batch partly stored already in session {session_id}: "
                     f"message {messages[0].id} is stored but {m.id} is not"
                 )
-            decoded = self._decode(session_id, row[0], row[1])
+            decoded = decode_message(session_id, row[0], row[1])
             if decoded is not None:
                 out.append(decoded)
-        return out
-
-    def _decode(self, session_id: str, seq: int, body: str) -> Message | None:
-        from pydantic import ValidationError
-
-        from threadline.messages import Message
-
-        try:
-            m = Message.model_validate_json(body)
-        except ValidationError as exc:
-            warnings.warn(
-                f"skipping unreadable message {session_id} seq {seq}: {exc.errors()[0]['msg']}",
-                CorruptRecordWarning,
-                stacklevel=3,
-            )
-            return None
-        m.seq = seq
-        return m
-
-    def _decode_rows(self, session_id: str, rows: list[Any]) -> list[Message]:
-        out = []
-        for seq, body in rows:
-            m = self._decode(session_id, seq, body)
-            if m is not None:
-                out.append(m)
         return out
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
@@ -952,7 +906,9 @@ class SQLiteStore(StoreCore):
                 ).fetchall()
             if not rows:
                 self._require(con, session_id)
-        return self._decode_rows(session_id, rows)
+        from threadline.store.decode import decode_rows
+
+        return decode_rows(session_id, rows)
 
     def read_messages(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
@@ -966,7 +922,9 @@ class SQLiteStore(StoreCore):
             ).fetchall()
             if not rows:
                 self._require(con, session_id)
-        return self._decode_rows(session_id, rows)
+        from threadline.store.decode import decode_rows
+
+        return decode_rows(session_id, rows)
 
     def count_messages(self, session_id: str) -> int:
         return self.session_info(session_id).message_count
@@ -1040,8 +998,7 @@ class SQLiteStore(StoreCore):
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        check_scratchpad_entry(name, content)
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         now = format_ts(utcnow())
         with self._write() as con:
             self._require(con, session_id)
@@ -1067,8 +1024,8 @@ class SQLiteStore(StoreCore):
                 return None
         return _entry_from_row(row)
 
-    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
-        low, high = prefix_bounds(check_scratchpad_prefix(prefix))
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+        low, high = prefix_bounds(prefix)
         below = "" if high is None else " AND name < ?"
         with self._read() as con:
             self._require(con, session_id)
@@ -1102,41 +1059,36 @@ class SQLiteStore(StoreCore):
             if cur.rowcount == 0:
                 raise SessionNotFound(session_id)
 
-    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
-        text = json.dumps(memo)
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
         with self._write() as con:  # BEGIN IMMEDIATE: compare and set in one step
             row = con.execute("SELECT memo FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
-            if not same_memo(json.loads(row[0]), expected):
+            memo = decide(json.loads(row[0]))
+            if memo is None:
                 return False
-            con.execute("UPDATE sessions SET memo = ? WHERE id = ?", (text, session_id))
+            con.execute("UPDATE sessions SET memo = ? WHERE id = ?", (json.dumps(memo), session_id))
         return True
 
     # -- locks ------------------------------------------------------------------
 
-    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
-        holder = holder or LockHolder.current()
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._write() as con:
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
             current = _holder(session_id, row[0])
-            holder = holder.claim(session_id, current)
-            con.execute("UPDATE sessions SET lock = ? WHERE id = ?", (holder.to_json(), session_id))
-        return holder
-
-    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
-        holder = holder or LockHolder.current()
-        with self._write() as con:
-            row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            if row is None or not row[0]:
-                return False
-            current = _holder(session_id, row[0])
-            if current is None or not current.same_holder(holder):
-                return False
-            con.execute("UPDATE sessions SET lock = NULL WHERE id = ?", (session_id,))
-        return True
+            new = decide(current)
+            if new is not current:
+                con.execute(
+                    "UPDATE sessions SET lock = ? WHERE id = ?",
+                    (new.to_json() if new else None, session_id),
+                )
+        return new
 
     def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._read() as con:
