@@ -52,11 +52,6 @@ class SubagentDemo:
     """The lead's closing reply."""
 
 
-def lead_config() -> AgentConfig:
-    """The demo agent itself: its config lists the reviewer in ``agents``."""
-    return demo_config()
-
-
 def _search_tool(store: Store, lead_session: str) -> ToolRegistry:
     """``search_history(query)``: the lead session's tool outputs that match, newest first."""
 
@@ -145,7 +140,7 @@ def run_subagent_demo(store: Store, session_id: str) -> SubagentDemo:
         tokenizer_model="gpt-4o",
     )
     lead = Agent(
-        lead_config(),
+        demo_config(),  # the demo agent itself: its config lists the reviewer in ``agents``
         store=store,
         model=lead_model,
         calibrator=Calibrator(),
