@@ -331,7 +331,9 @@ def test_tail_list_and_prefix_queries_are_served_by_indexes() -> None:
                     "sessions_by_agent",
                 ),
                 "prefix": (
-                    _explain(admin, schema, RESOLVE_PREFIX_SQL, {"pattern": "s00012%"}),
+                    _explain(
+                        admin, schema, RESOLVE_PREFIX_SQL, {"low": "s00012", "high": "s00013"}
+                    ),
                     "sessions_pkey",
                 ),
             }

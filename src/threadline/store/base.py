@@ -59,6 +59,7 @@ from threadline.errors import (
     SessionLocked,
     SessionNotFound,
     StoreUnavailable,
+    ThreadlineError,
     UsageError,
 )
 from threadline.json_limits import value_problem
@@ -921,10 +922,13 @@ class LockHolder(Record):
 
     @classmethod
     def stored(cls, raw: object, *, where: str) -> LockHolder | None:
-        """The lock a backend keeps (JSON text or bytes, or an object; empty: no lock);
-        unreadable is ``CorruptRecord`` naming ``where``, on every backend alike."""
+        """The lock a backend keeps (JSON text or bytes, an object, or the holder itself;
+        empty: no lock); unreadable is ``CorruptRecord`` naming ``where``, on every
+        backend alike."""
         if not raw:
             return None
+        if isinstance(raw, LockHolder):
+            return raw
         try:
             return cls.from_json(raw) if isinstance(raw, str | bytes) else cls.from_dict(raw)
         except ValueError as exc:
@@ -1156,6 +1160,44 @@ def later(stored: datetime, at: datetime) -> datetime:
     """``updated_at`` after an append at ``at`` (the rule the SQL backends write as
     ``max``/``GREATEST``)."""
     return at if at > stored else stored
+
+
+class Appending:
+    """A batch on its way into a backend (``StoreCore._append``): the messages with what
+    a backend stores of them, each worked out once and only when a backend asks (a
+    prepared batch carries its bodies and counts already)."""
+
+    def __init__(self, session_id: str, messages: Sequence[Message]) -> None:
+        self.session_id = session_id
+        self.messages = messages
+        self.ids = [m.id for m in messages]
+        self.at = append_time(messages)
+        """The session's ``updated_at`` after the batch, unless it is later already."""
+
+    @functools.cached_property
+    def bodies(self) -> list[bytes]:
+        return stored_bodies(self.messages)
+
+    @functools.cached_property
+    def tokens(self) -> list[int]:
+        return stored_tokens(self.messages)
+
+    @functools.cached_property
+    def times(self) -> list[str]:
+        return stored_times(self.messages)
+
+    def already_stored(self, message_id: str | None = None) -> InvalidMessage:
+        """A message id of the batch is stored before it (or appears twice in it)."""
+        which = "a message id in this batch" if message_id is None else f"message id {message_id}"
+        return InvalidMessage(f"{which} is already stored in session {self.session_id}")
+
+    def partly_stored(self, missing_id: str) -> InvalidMessage:
+        """The batch's first message is stored but ``missing_id`` is not: batches are
+        atomic, so this is not a resend of it."""
+        return InvalidMessage(
+            f"batch partly stored already in session {self.session_id}: "
+            f"message {self.ids[0]} is stored but {missing_id} is not"
+        )
 
 
 class PreparedBatch(Batch):
@@ -1815,8 +1857,11 @@ class Session:
 
 class StoreCore:
     """The rules every backend follows, written once: each backend subclasses this and
-    supplies the primitives named below (``session_info``, ``close``, ``delete_sessions``
-    and the methods named with a leading underscore).
+    supplies the primitives, each one atomic step of its own: the methods below that
+    raise ``NotImplementedError`` (most named with a leading underscore) and the plain
+    reads and writes of the ``Store`` protocol that have no rule around them
+    (checkpoints, scratchpad entries, memo and lock read whole, ``search``).
+    docs/architecture.md has the table.
     """
 
     def session_info(self, session_id: str) -> SessionInfo:
@@ -1824,6 +1869,24 @@ class StoreCore:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def _driver_error(self, exc: Exception) -> ThreadlineError | None:
+        """Primitive: the error of the ``ThreadlineError`` tree a driver's (or the file
+        system's) exception means, or None to let it through as it is."""
+        return None
+
+    @contextlib.contextmanager
+    def _translate(self) -> Iterator[None]:
+        """Driver errors become ours (``_driver_error``); ours pass as they are."""
+        try:
+            yield
+        except ThreadlineError:
+            raise
+        except Exception as exc:
+            ours = self._driver_error(exc)
+            if ours is None:
+                raise
+            raise ours from exc
 
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
         """Primitive: ``[id_or_prefix]`` when that session exists; otherwise, with
@@ -1880,8 +1943,85 @@ class StoreCore:
         if self.delete_sessions([session_id], force=force) == 0:
             raise SessionNotFound(session_id)
 
-    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+    def _delete(self, session_ids: list[str], check: Callable[[str, object], None]) -> int:
+        """Primitive: in one atomic step, read the stored attach lock of each of
+        ``session_ids`` (distinct) that exists, pass it to ``check`` (which refuses the lot
+        by raising), then delete those sessions, their children made top-level. Returns
+        how many it deleted."""
         raise NotImplementedError
+
+    def _session_ids(self, agent: str | None) -> list[str]:
+        """Primitive: the ids of every session (of ``agent``, checked, when given)."""
+        raise NotImplementedError
+
+    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+        """All or nothing: a live attach lock on any of them refuses the lot, unless
+        ``force``; a lock record that cannot be read is ``CorruptRecord`` (``force``
+        deletes it)."""
+        ids = list(dict.fromkeys(session_ids))
+        if not ids:
+            return 0
+
+        def check(session_id: str, stored_lock: object) -> None:
+            if force:
+                return
+            holder = LockHolder.stored(stored_lock, where=f"session {session_id}")
+            if holder is not None and not holder.is_stale():
+                raise SessionLocked(session_id, holder)
+
+        return self._delete(ids, check)
+
+    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
+        return self.delete_sessions(
+            self._session_ids(None if agent is None else validate_agent(agent)), force=force
+        )
+
+    # -- messages: the core checks bounds and numbers, the backend stores and reads --
+
+    def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
+        """Primitive: in one atomic step, store ``batch`` after the session's last seq
+        and return the first seq it gave (the core numbers the batch), or, when the
+        batch's first id is stored already (a resend), return the stored copies
+        (``Appending.partly_stored`` when only some are). ``SessionNotFound`` when the
+        session does not exist, ``Appending.already_stored`` for an id stored before."""
+        raise NotImplementedError
+
+    def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
+        """Primitive: newest first, up to ``limit`` (> 0) messages with seq <
+        ``before_seq`` (> 1, or None); ``SessionNotFound`` when the session does not
+        exist."""
+        raise NotImplementedError
+
+    def _read_range(self, session_id: str, after_seq: int, limit: int | None) -> list[Message]:
+        """Primitive: oldest first, up to ``limit`` (> 0, or None for all) messages with
+        seq > ``after_seq`` (>= 0); ``SessionNotFound`` when the session does not exist."""
+        raise NotImplementedError
+
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        if not messages:
+            return []
+        stored = self._append(session_id, Appending(session_id, messages))
+        return numbered(messages, stored) if isinstance(stored, int) else stored
+
+    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
+        if limit <= 0 or (before_seq is not None and before_seq <= 1):
+            self.session_info(session_id)  # nothing to read, but the session must exist
+            return []
+        return self._tail_range(session_id, limit, before_seq)
+
+    def read_messages(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Message]:
+        """A limit of 0 or below reads nothing, on every backend."""
+        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
+        if limit is not None and limit <= 0:
+            self.session_info(session_id)
+            return []
+        return self._read_range(session_id, max(0, after_seq), limit)
+
+    def count_messages(self, session_id: str) -> int:
+        return self.session_info(session_id).message_count
 
     def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         """Primitive: in one atomic step, apply ``change`` (its parent checked against the
@@ -2206,6 +2346,14 @@ def prefix_bounds(prefix: str) -> tuple[str, str | None]:
         if after <= 0x10FFFF:
             return prefix, "".join(chars) + chr(after)
     return prefix, None
+
+
+def id_prefix_range(prefix: str) -> tuple[str, str]:
+    """``(low, high)``: the session ids starting with ``prefix`` are exactly those with
+    ``low <= id < high`` (ids are ASCII, so ``high`` always exists)."""
+    low, high = prefix_bounds(prefix)
+    assert high is not None
+    return low, high
 
 
 def check_scratchpad_entry(name: str, content: str) -> None:

@@ -66,7 +66,7 @@ import re
 import shutil
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Unpack
@@ -75,11 +75,9 @@ import filelock
 
 from threadline.errors import (
     CorruptRecord,
-    InvalidMessage,
     NotAThreadlineStore,
     SchemaTooNew,
     SessionExists,
-    SessionLocked,
     SessionNotFound,
     StoreNotFound,
     StoreUnavailable,
@@ -88,29 +86,16 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
+from threadline.store import base
 from threadline.store.base import (
     FORK_KEY,
     SESSION_ID_PATTERN,
-    Checkpoint,
     CorruptRecordWarning,
-    ExpectPrevious,
-    ListRequest,
-    LockHolder,
-    NewSession,
-    ScratchpadEntry,
-    SessionChange,
-    SessionInfo,
-    SessionPage,
-    StoreCore,
-    append_time,
-    bounded,
-    bounded_or_none,
     check_checkpoint,
     children_counts,
     format_ts,
     parse_ts,
     primary_tokens,
-    validate_agent,
 )
 from threadline.store.jsonl_file import (
     FORMAT_VERSION,
@@ -162,7 +147,7 @@ def parse_jsonl_url(url: str) -> Path:
     return Path(rest).expanduser()
 
 
-class JSONLStore(StoreCore):
+class JSONLStore(base.StoreCore):
     """Sessions as JSONL files under one directory; safe across threads and processes."""
 
     def __init__(self, root: str | Path, *, create: bool = True) -> None:
@@ -239,19 +224,15 @@ class JSONLStore(StoreCore):
 
     # -- plumbing ---------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _translate(self) -> Iterator[None]:
-        try:
-            yield
-        except ThreadlineError:
-            raise
-        except filelock.Timeout as exc:
-            raise StoreUnavailable(
+    def _driver_error(self, exc: Exception) -> ThreadlineError | None:
+        if isinstance(exc, filelock.Timeout):
+            return StoreUnavailable(
                 f"store {self.root} is busy: waited {LOCK_TIMEOUT_SECONDS:.0f} s "
                 f"for {exc.lock_file}"
-            ) from exc
-        except OSError as exc:
-            raise StoreUnavailable(f"store {self.root}: {exc}") from exc
+            )
+        if isinstance(exc, OSError):
+            return StoreUnavailable(f"store {self.root}: {exc}")
+        return None
 
     def _file_lock(self, name: str) -> filelock.FileLock:
         lock = self._file_locks.get(name)
@@ -309,7 +290,7 @@ class JSONLStore(StoreCore):
             return []
         return sorted(n for n in names if _ID_RE.match(n) and (self._sessions / n).is_dir())
 
-    def _session_ids(self, agent: str) -> list[str]:
+    def _agent_session_ids(self, agent: str) -> list[str]:
         try:
             names = os.listdir(self._sessions / agent)
         except FileNotFoundError:
@@ -365,14 +346,14 @@ class JSONLStore(StoreCore):
         if index is None:
             if not build:
                 return None
-            base, tokens = sf.start()
+            fork_seq, tokens = sf.start()
             index = Index(
                 ino=st.st_ino,
                 scanned_to=header_end,
                 lines=1,
-                last_seq=base,
+                last_seq=fork_seq,
                 total_tokens=tokens,
-                base=base,
+                base=fork_seq,
             )
         if st.st_size > index.scanned_to:
             sf.extend(index)
@@ -397,7 +378,9 @@ class JSONLStore(StoreCore):
 
     # -- sessions -----------------------------------------------------------------------
 
-    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
+    def _insert_session(
+        self, new: base.NewSession, lock: base.LockHolder | None
+    ) -> base.SessionInfo:
         sid = new.id
         with self._store_locked(), self._hold(f"{sid}.lock"):
             with contextlib.suppress(SessionNotFound):
@@ -462,7 +445,7 @@ class JSONLStore(StoreCore):
         if paths.media.is_dir():
             shutil.rmtree(paths.media)
 
-    def _info(self, paths: SessionPaths) -> SessionInfo:
+    def _info(self, paths: SessionPaths) -> base.SessionInfo:
         with open(paths.jsonl, "rb") as f:
             sf = SessionFile(paths, f, self._set_aside)
             header, header_end = sf.header()
@@ -471,7 +454,7 @@ class JSONLStore(StoreCore):
         created = str(header.get("created_at") or meta.get("created_at"))
         updated = max(str(meta.get("updated_at") or created), state.stored_at or "")
         try:
-            return SessionInfo(
+            return base.SessionInfo(
                 id=paths.sid,
                 agent=paths.agent,
                 model=meta.get("model"),
@@ -523,15 +506,15 @@ class JSONLStore(StoreCore):
             return sorted(
                 sid
                 for agent in self._agent_names()
-                for sid in self._session_ids(agent)
+                for sid in self._agent_session_ids(agent)
                 if sid.startswith(id_or_prefix)
             )
 
-    def session_info(self, session_id: str) -> SessionInfo:
+    def session_info(self, session_id: str) -> base.SessionInfo:
         with self._locked(session_id) as paths:
             return self._info(paths)
 
-    def _list_page(self, request: ListRequest) -> SessionPage:
+    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
         """Reads each session's sidecar, first line and last lines, never a whole file
         (of every session: this backend keeps no index, see the module docstring)."""
         infos = self._all_infos(request.agent)
@@ -540,12 +523,12 @@ class JSONLStore(StoreCore):
     def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
         return children_counts(parent_ids, self._all_infos(None))
 
-    def _all_infos(self, agent: str | None) -> list[SessionInfo]:
+    def _all_infos(self, agent: str | None) -> list[base.SessionInfo]:
         """Every readable session, newest updated first; unreadable ones are reported."""
-        infos: list[SessionInfo] = []
+        infos: list[base.SessionInfo] = []
         with self._translate(), self._mutex:
             for name in [agent] if agent is not None else self._agent_names():
-                for sid in self._session_ids(name):
+                for sid in self._agent_session_ids(name):
                     try:
                         with self._locked(sid) as paths:
                             infos.append(self._info(paths))
@@ -553,20 +536,22 @@ class JSONLStore(StoreCore):
                         continue  # deleted while we listed
                     except CorruptRecord as exc:
                         warnings.warn(
-                            f"not listing session {sid}: {exc}", CorruptRecordWarning, stacklevel=3
+                            f"not listing session {sid}: {exc}",
+                            CorruptRecordWarning,
+                            stacklevel=3,
                         )
         infos.sort(key=lambda i: i.id)
         infos.sort(key=lambda i: i.updated_at, reverse=True)
         return infos
 
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
             meta.update(title=title, updated_at=format_ts(now))
             self._write_meta(paths, meta)
             return self._info(paths)
 
-    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
+    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
         with self._locked(session_id) as paths:
             header, meta = self._with_meta(paths)
             new_parent = change.new_parent(session_id, self._parent(session_id, header, meta))
@@ -581,21 +566,21 @@ class JSONLStore(StoreCore):
             self._write_meta(paths, meta)
             return self._info(paths)
 
-    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
-        """Refuses (deleting nothing) when any of them is locked by a live holder."""
+    def _delete(self, session_ids: list[str], check: Callable[[str, object], None]) -> int:
+        """Refuses (deleting nothing) when ``check`` refuses any of them."""
         with self._store_locked():
             targets: list[str] = []
-            for sid in dict.fromkeys(session_ids):
+            for sid in session_ids:
                 try:
                     with self._locked(sid) as paths:
-                        self._refuse_if_locked(paths, force)
+                        self._check_lock(paths, check)
                         targets.append(sid)
                 except SessionNotFound:
                     continue
             deleted = 0
             for sid in targets:
                 with self._locked(sid) as paths:
-                    self._refuse_if_locked(paths, force)
+                    self._check_lock(paths, check)
                     paths.jsonl.unlink()  # from here on the session does not exist
                     fsync_dir(paths.dir)
                     self._remove_files(paths)
@@ -605,47 +590,38 @@ class JSONLStore(StoreCore):
                 deleted += 1
         return deleted
 
-    def _refuse_if_locked(self, paths: SessionPaths, force: bool) -> None:
-        if force:
-            return
+    def _check_lock(self, paths: SessionPaths, check: Callable[[str, object], None]) -> None:
         try:
             _, meta = self._with_meta(paths)
-            holder = _holder(meta)
+            check(paths.sid, meta.get("lock"))
         except CorruptRecord:
-            return  # an unreadable session can always be deleted
-        if holder is not None and not holder.is_stale():
-            raise SessionLocked(paths.sid, holder)
+            return  # an unreadable session (or lock record) can always be deleted
 
-    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
-        agents = [validate_agent(agent)] if agent is not None else None
+    def _session_ids(self, agent: str | None) -> list[str]:
         with self._store_locked():
-            ids = [
+            return [
                 sid
-                for name in (agents if agents is not None else self._agent_names())
-                for sid in self._session_ids(name)
+                for name in (self._agent_names() if agent is None else [agent])
+                for sid in self._agent_session_ids(name)
             ]
-            return self.delete_sessions(ids, force=force)
 
     # -- messages -----------------------------------------------------------------------
 
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
-        if not messages:
-            return []
+    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
+        messages = batch.messages
         with self._locked(session_id) as paths, self._open(paths, "r+b") as (sf, header_end):
             index = self._index(sf, header_end)
             assert index is not None
             sf.repair(index)
-            if messages[0].id in index.ids:
-                return self._stored_copies(sf, index, messages)
-            ids = [m.id for m in messages]
+            if batch.ids[0] in index.ids:
+                return self._stored_copies(sf, index, batch)
+            ids = batch.ids
             if len(set(ids)) != len(ids) or any(i in index.ids for i in ids):
-                raise InvalidMessage(
-                    f"a message id in this batch is already stored in session {session_id}"
-                )
+                raise batch.already_stored()
             seq, total = index.last_seq, index.total_tokens
             last = seq + len(messages)
             # the session's updated_at after this batch (never back: see ``later``)
-            stored_at = max(format_ts(append_time(messages)), index.stored_at or "")
+            stored_at = max(format_ts(batch.at), index.stored_at or "")
             stored: list[Message] = []
             chunks: list[bytes] = []
             for m in messages:  # encode everything before writing anything
@@ -676,26 +652,18 @@ class JSONLStore(StoreCore):
             index.lines += len(chunks)
             return [m.model_copy(deep=True) for m in stored]
 
-    def _stored_copies(
-        self, sf: SessionFile, index: Index, messages: Sequence[Message]
-    ) -> list[Message]:
+    def _stored_copies(self, sf: SessionFile, index: Index, batch: base.Appending) -> list[Message]:
         """A retried batch: the stored messages, or an error if only part of it is stored."""
         out: list[Message] = []
-        for m in messages:
-            seq = index.ids.get(m.id)
+        for mid in batch.ids:
+            seq = index.ids.get(mid)
             if seq is None:
-                raise InvalidMessage(
-                    f"batch partly stored already in session {sf.paths.sid}: "
-                    f"message {messages[0].id} is stored but {m.id} is not"
-                )
+                raise batch.partly_stored(mid)
             out.extend(sf.read_indexed(index, seq, seq))
         return out
 
-    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
-        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
+    def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
         with self._locked(session_id) as paths, self._open(paths) as (sf, header_end):
-            if limit <= 0:
-                return []
             index = self._index(sf, header_end, build=False)
             state = self._committed(sf, header_end, index)
             if index is None:  # read backwards from the end: no need to scan the whole file
@@ -706,14 +674,8 @@ class JSONLStore(StoreCore):
                 return []
             return sf.read_indexed(index, max(1, hi - limit + 1), hi)[::-1]
 
-    def read_messages(
-        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
-    ) -> list[Message]:
-        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
+    def _read_range(self, session_id: str, after_seq: int, limit: int | None) -> list[Message]:
         with self._locked(session_id) as paths, self._open(paths) as (sf, header_end):
-            if limit is not None and limit <= 0:
-                return []
-            after_seq = max(0, after_seq)
             index = self._index(sf, header_end, build=False)
             state = self._committed(sf, header_end, index)
             if index is None:
@@ -733,12 +695,9 @@ class JSONLStore(StoreCore):
                 return []
             return sf.read_indexed(index, after_seq + 1, hi)
 
-    def count_messages(self, session_id: str) -> int:
-        return self.session_info(session_id).message_count
-
     # -- checkpoints --------------------------------------------------------------------
 
-    def _checkpoints(self, paths: SessionPaths) -> list[Checkpoint]:
+    def _checkpoints(self, paths: SessionPaths) -> list[base.Checkpoint]:
         try:
             raw = paths.summary.read_bytes()
         except FileNotFoundError:
@@ -747,11 +706,13 @@ class JSONLStore(StoreCore):
         try:
             if data is None:
                 raise ValueError("not a JSON object")
-            return [Checkpoint.from_dict(c) for c in data.get("checkpoints", [])]
+            return [base.Checkpoint.from_dict(c) for c in data.get("checkpoints", [])]
         except ValueError as exc:
             raise CorruptRecord(f"unreadable checkpoints: {exc}", where=str(paths.summary)) from exc
 
-    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+    def _add_checkpoint(
+        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
+    ) -> base.Checkpoint:
         session_id = new.session_id
         with self._locked(session_id) as paths:  # the session's file lock: one atomic step
             last = self._info(paths).last_seq
@@ -771,11 +732,11 @@ class JSONLStore(StoreCore):
             )
             return cp
 
-    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
         checkpoints = self.list_checkpoints(session_id)
         return checkpoints[-1] if checkpoints else None
 
-    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
         with self._locked(session_id) as paths:
             return self._checkpoints(paths)
 
@@ -792,13 +753,13 @@ class JSONLStore(StoreCore):
         entries: dict[str, dict[str, Any]] = data["entries"]
         return entries
 
-    def _entry(self, paths: SessionPaths, name: str, value: dict[str, Any]) -> ScratchpadEntry:
+    def _entry(self, paths: SessionPaths, name: str, value: dict[str, Any]) -> base.ScratchpadEntry:
         try:
-            return ScratchpadEntry.from_dict({"name": name, **value})
+            return base.ScratchpadEntry.from_dict({"name": name, **value})
         except (TypeError, ValueError) as exc:
             raise CorruptRecord(f"unreadable entry {name!r}", where=str(paths.scratchpad)) from exc
 
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
         with self._locked(session_id) as paths:
             pad = self._pad(paths)
             now = format_ts(utcnow())
@@ -811,12 +772,12 @@ class JSONLStore(StoreCore):
             atomic_write(paths.scratchpad, json_bytes({"entries": pad}))
             return self._entry(paths, name, pad[name])
 
-    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
         with self._locked(session_id) as paths:
             value = self._pad(paths).get(name)
             return None if value is None else self._entry(paths, name, value)
 
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
         with self._locked(session_id) as paths:
             pad = self._pad(paths)
             return [self._entry(paths, k, pad[k]) for k in sorted(pad) if k.startswith(prefix)]
@@ -855,8 +816,8 @@ class JSONLStore(StoreCore):
     # -- locks ------------------------------------------------------------------------
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
-    ) -> LockHolder | None:
+        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
+    ) -> base.LockHolder | None:
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
             current = _holder(meta)
@@ -866,7 +827,7 @@ class JSONLStore(StoreCore):
                 self._write_meta(paths, meta)
             return new
 
-    def lock_holder(self, session_id: str) -> LockHolder | None:
+    def lock_holder(self, session_id: str) -> base.LockHolder | None:
         with self._locked(session_id) as paths:
             return _holder(self._with_meta(paths)[1])
 
@@ -878,6 +839,6 @@ class JSONLStore(StoreCore):
         return scan_store(self, query, options, self._all_infos, (SessionNotFound, CorruptRecord))
 
 
-def _holder(meta: dict[str, Any]) -> LockHolder | None:
+def _holder(meta: dict[str, Any]) -> base.LockHolder | None:
     """The session's attach lock from its sidecar."""
-    return LockHolder.stored(meta.get("lock"), where=f"session {meta.get('id')}")
+    return base.LockHolder.stored(meta.get("lock"), where=f"session {meta.get('id')}")

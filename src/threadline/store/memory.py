@@ -9,34 +9,20 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Unpack
 
 from threadline.errors import (
-    InvalidMessage,
     SessionExists,
-    SessionLocked,
     SessionNotFound,
     UsageError,
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
+from threadline.store import base
 from threadline.store.base import (
-    Checkpoint,
-    ExpectPrevious,
-    ListRequest,
-    LockHolder,
-    NewSession,
-    ScratchpadEntry,
-    SessionChange,
-    SessionInfo,
-    SessionPage,
-    StoreCore,
-    append_time,
-    bounded,
-    bounded_or_none,
     check_checkpoint,
     children_counts,
     encode_message,
@@ -54,18 +40,18 @@ from threadline.store.search_query import (
 
 @dataclass
 class _Entry:
-    info: SessionInfo
+    info: base.SessionInfo
     messages: list[Message] = field(default_factory=list)
     ids: dict[str, int] = field(default_factory=dict)
-    checkpoints: list[Checkpoint] = field(default_factory=list)
-    scratchpad: dict[str, ScratchpadEntry] = field(default_factory=dict)
+    checkpoints: list[base.Checkpoint] = field(default_factory=list)
+    scratchpad: dict[str, base.ScratchpadEntry] = field(default_factory=dict)
     memo: dict[str, Any] = field(default_factory=dict)
-    lock: LockHolder | None = None
-    base: int = 0
-    """``messages[seq - 1 - base]``: a fork's own messages start after its fork seq."""
+    lock: base.LockHolder | None = None
+    fork_seq: int = 0
+    """``messages[seq - 1 - fork_seq]``: a fork's own messages start after its fork seq."""
 
 
-class MemoryStore(StoreCore):
+class MemoryStore(base.StoreCore):
     """Sessions in a dict, guarded by one lock."""
 
     def __init__(self) -> None:
@@ -93,14 +79,16 @@ class MemoryStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
+    def _insert_session(
+        self, new: base.NewSession, lock: base.LockHolder | None
+    ) -> base.SessionInfo:
         info = new.info()
         with self._lock:
             if new.id in self._sessions:
                 raise SessionExists(new.id)
             if new.parent is not None:
                 self._get(new.parent)
-            self._sessions[new.id] = _Entry(info=info, lock=lock, base=info.last_seq)
+            self._sessions[new.id] = _Entry(info=info, lock=lock, fork_seq=info.last_seq)
         return copy.copy(info)
 
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
@@ -109,11 +97,11 @@ class MemoryStore(StoreCore):
                 return [id_or_prefix]
             return sorted(s for s in self._sessions if prefix and s.startswith(id_or_prefix))
 
-    def session_info(self, session_id: str) -> SessionInfo:
+    def session_info(self, session_id: str) -> base.SessionInfo:
         with self._lock:
             return copy.copy(self._get(session_id).info)
 
-    def _list_page(self, request: ListRequest) -> SessionPage:
+    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
         with self._lock:
             infos = [copy.copy(e.info) for e in self._sessions.values() if request.admits(e.info)]
         return request.page(infos)
@@ -123,14 +111,14 @@ class MemoryStore(StoreCore):
             infos = [e.info for e in self._sessions.values()]
         return children_counts(parent_ids, infos)
 
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
         with self._lock:
             e = self._get(session_id)
             e.info.title = title
             e.info.updated_at = now
             return copy.copy(e.info)
 
-    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
+    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
         with self._lock:
             e = self._get(session_id)
             new_parent = change.new_parent(session_id, e.info.parent_id)
@@ -144,13 +132,11 @@ class MemoryStore(StoreCore):
             e.info.metadata = change.merged(e.info.metadata)
             return copy.copy(e.info)
 
-    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+    def _delete(self, session_ids: list[str], check: Callable[[str, object], None]) -> int:
         with self._lock:
-            present = [sid for sid in dict.fromkeys(session_ids) if sid in self._sessions]
+            present = [sid for sid in session_ids if sid in self._sessions]
             for sid in present:  # all or nothing: check every lock before deleting any
-                lock = self._sessions[sid].lock
-                if not force and lock is not None and not lock.is_stale():
-                    raise SessionLocked(sid, lock)
+                check(sid, self._sessions[sid].lock)
             for sid in present:
                 del self._sessions[sid]
             for e in self._sessions.values():  # a deleted session's children: top-level
@@ -158,39 +144,27 @@ class MemoryStore(StoreCore):
                     e.info.parent_id = None
         return len(present)
 
-    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
+    def _session_ids(self, agent: str | None) -> list[str]:
         with self._lock:
-            ids = [s for s, e in self._sessions.items() if agent is None or e.info.agent == agent]
-        return self.delete_sessions(ids, force=force)
+            return [s for s, e in self._sessions.items() if agent is None or e.info.agent == agent]
 
     # -- messages ---------------------------------------------------------------
 
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
-        if not messages:
-            return []
+    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
         with self._lock:
             e = self._get(session_id)
-            if messages[0].id in e.ids:
+            if batch.ids[0] in e.ids:
                 out = []
-                for m in messages:
-                    if m.id not in e.ids:
-                        raise InvalidMessage(
-                            f"batch partly stored already in session {session_id}: "
-                            f"message {messages[0].id} is stored but {m.id} is not"
-                        )
-                    out.append(e.messages[e.ids[m.id] - 1 - e.base].model_copy(deep=True))
+                for mid in batch.ids:
+                    if mid not in e.ids:
+                        raise batch.partly_stored(mid)
+                    out.append(e.messages[e.ids[mid] - 1 - e.fork_seq].model_copy(deep=True))
                 return out
-            ids = [m.id for m in messages]
-            if len(set(ids)) != len(ids):
-                raise InvalidMessage("a message id appears twice in one batch")
-            if any(i in e.ids for i in ids):
-                raise InvalidMessage(
-                    f"a message id in this batch is already stored in session {session_id}"
-                )
+            if len(set(batch.ids)) != len(batch.ids) or any(i in e.ids for i in batch.ids):
+                raise batch.already_stored()
             seq = e.info.last_seq
-            at = append_time(messages)
             stored = []
-            for m in messages:
+            for m in batch.messages:
                 seq += 1
                 sm = m.model_copy(deep=True, update={"seq": seq})
                 encode_message(sm)
@@ -202,42 +176,32 @@ class MemoryStore(StoreCore):
                 e.info.total_tokens += primary_tokens(sm)
             e.info.last_seq = seq
             e.info.message_count += len(stored)
-            e.info.updated_at = later(e.info.updated_at, at)
+            e.info.updated_at = later(e.info.updated_at, batch.at)
             return [m.model_copy(deep=True) for m in stored]
 
-    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
-        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
+    def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
         with self._lock:
             e = self._get(session_id)
-            if limit <= 0:
-                return []
             end = (
                 len(e.messages)
                 if before_seq is None
-                else max(0, min(before_seq - 1 - e.base, len(e.messages)))
+                else max(0, min(before_seq - 1 - e.fork_seq, len(e.messages)))
             )
             start = max(0, end - limit)
             return [m.model_copy(deep=True) for m in reversed(e.messages[start:end])]
 
-    def read_messages(
-        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
-    ) -> list[Message]:
-        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
+    def _read_range(self, session_id: str, after_seq: int, limit: int | None) -> list[Message]:
         with self._lock:
             e = self._get(session_id)
-            if limit is not None and limit <= 0:
-                return []
-            start = max(0, after_seq - e.base)
+            start = max(0, after_seq - e.fork_seq)
             end = len(e.messages) if limit is None else start + limit
             return [m.model_copy(deep=True) for m in e.messages[start:end]]
 
-    def count_messages(self, session_id: str) -> int:
-        with self._lock:
-            return self._get(session_id).info.message_count
-
     # -- checkpoints ------------------------------------------------------------
 
-    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+    def _add_checkpoint(
+        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
+    ) -> base.Checkpoint:
         session_id = new.session_id
         with self._lock:  # the atomic step: the store's lock
             e = self._get(session_id)
@@ -252,23 +216,23 @@ class MemoryStore(StoreCore):
             e.checkpoints.append(cp)
             return copy.deepcopy(cp)
 
-    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
         with self._lock:
             cps = self._get(session_id).checkpoints
             return copy.deepcopy(cps[-1]) if cps else None
 
-    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
         with self._lock:
             return copy.deepcopy(self._get(session_id).checkpoints)
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
         with self._lock:
             e = self._get(session_id)
             now = utcnow()
             old = e.scratchpad.get(name)
-            entry = ScratchpadEntry(
+            entry = base.ScratchpadEntry(
                 name=name,
                 content=content,
                 created_at=old.created_at if old else now,
@@ -277,12 +241,12 @@ class MemoryStore(StoreCore):
             e.scratchpad[name] = entry
             return copy.copy(entry)
 
-    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
         with self._lock:
             entry = self._get(session_id).scratchpad.get(name)
             return copy.copy(entry) if entry else None
 
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
         with self._lock:
             pad = self._get(session_id).scratchpad
             return [copy.copy(pad[k]) for k in sorted(pad) if k.startswith(prefix)]
@@ -313,8 +277,8 @@ class MemoryStore(StoreCore):
     # -- locks ------------------------------------------------------------------
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
-    ) -> LockHolder | None:
+        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
+    ) -> base.LockHolder | None:
         with self._lock:
             e = self._get(session_id)
             new = decide(e.lock)
@@ -322,7 +286,7 @@ class MemoryStore(StoreCore):
                 e.lock = copy.copy(new)
             return new
 
-    def lock_holder(self, session_id: str) -> LockHolder | None:
+    def lock_holder(self, session_id: str) -> base.LockHolder | None:
         with self._lock:
             lock = self._get(session_id).lock
             return copy.copy(lock) if lock else None

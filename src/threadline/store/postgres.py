@@ -54,7 +54,6 @@ from threadline.errors import (
     NotAThreadlineStore,
     SchemaTooNew,
     SessionExists,
-    SessionLocked,
     SessionNotFound,
     StoreError,
     StoreNotFound,
@@ -64,30 +63,14 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
-from threadline.store import retraction
+from threadline.store import base, retraction
 from threadline.store.base import (
     CONNECTION_RETRY,
     DEFAULT_PAGE_SIZE,
-    Checkpoint,
-    ExpectPrevious,
-    ListRequest,
-    LockHolder,
-    NewSession,
-    ScratchpadEntry,
-    SessionChange,
-    SessionInfo,
-    SessionPage,
-    StoreCore,
-    append_time,
-    bounded,
-    bounded_or_none,
     check_checkpoint,
-    numbered,
+    id_prefix_range,
     prefix_bounds,
     split_url_options,
-    stored_bodies,
-    stored_tokens,
-    validate_agent,
 )
 from threadline.store.decode import decode_rows
 from threadline.store.records import Record
@@ -337,7 +320,7 @@ SESSION_COLUMNS = (
 )
 
 
-def list_sql(request: ListRequest) -> tuple[str, str, dict[str, Any]]:
+def list_sql(request: base.ListRequest) -> tuple[str, str, dict[str, Any]]:
     """A listing's count query, page query and parameters (``ListRequest.where``)."""
     where, args = request.where("%({})s")
     # the page's ids first, from the index alone (an index-only scan skips the offset
@@ -352,7 +335,7 @@ def list_sql(request: ListRequest) -> tuple[str, str, dict[str, Any]]:
 
 
 def _listing(agent: str | None = None, *, top_level: bool = False) -> str:
-    return list_sql(ListRequest(agent, DEFAULT_PAGE_SIZE, 0, top_level, None))[1]
+    return list_sql(base.ListRequest(agent, DEFAULT_PAGE_SIZE, 0, top_level, None))[1]
 
 
 LIST_SQL = _listing()
@@ -368,7 +351,7 @@ READ_SQL = (
     "ORDER BY seq LIMIT %(limit)s"
 )
 RESOLVE_PREFIX_SQL = (
-    "SELECT id FROM sessions WHERE id LIKE %(pattern)s ESCAPE '\\' ORDER BY id LIMIT 20"
+    "SELECT id FROM sessions WHERE id >= %(low)s AND id < %(high)s ORDER BY id LIMIT 20"
 )
 _INSERT_MESSAGE = (
     "INSERT INTO messages (session_id, seq, id, role, created_at, tokens, body, search_text) "
@@ -427,7 +410,7 @@ def _positive(options: dict[str, str], key: str, default: T, kind: Callable[[str
 # -- the store ---------------------------------------------------------------------
 
 
-class PostgresStore(StoreCore):
+class PostgresStore(base.StoreCore):
     """Sessions in one PostgreSQL schema, shared safely by any number of processes."""
 
     def __init__(
@@ -593,24 +576,20 @@ class PostgresStore(StoreCore):
         text = " ".join(str(exc).split())
         return text.replace(self._password, "***") if self._password else text
 
-    @contextlib.contextmanager
-    def _translate(self) -> Iterator[None]:
-        try:
-            yield
-        except ThreadlineError:
-            raise
-        except PoolClosed as exc:
-            raise StoreUnavailable(f"store {self.url} is closed") from exc
-        except PoolTimeout as exc:
-            raise StoreUnavailable(
+    def _driver_error(self, exc: Exception) -> ThreadlineError | None:
+        if isinstance(exc, PoolClosed):
+            return StoreUnavailable(f"store {self.url} is closed")
+        if isinstance(exc, PoolTimeout):
+            return StoreUnavailable(
                 f"no connection to {self._where} became available: {self._diagnose()}"
-            ) from exc
-        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            raise StoreUnavailable(f"{self._where}: {self._clean(exc)}") from exc
-        except psycopg.DataError as exc:
-            raise UsageError(f"PostgreSQL cannot store this value: {self._clean(exc)}") from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"{self._where} schema {self.schema}: {self._clean(exc)}") from exc
+            )
+        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            return StoreUnavailable(f"{self._where}: {self._clean(exc)}")
+        if isinstance(exc, psycopg.DataError):
+            return UsageError(f"PostgreSQL cannot store this value: {self._clean(exc)}")
+        if isinstance(exc, psycopg.Error):
+            return StoreError(f"{self._where} schema {self.schema}: {self._clean(exc)}")
+        return None
 
     def _diagnose(self) -> str:
         """Why the pool has no connection: try one directly and report what happened."""
@@ -660,14 +639,16 @@ class PostgresStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
+    def _insert_session(
+        self, new: base.NewSession, lock: base.LockHolder | None
+    ) -> base.SessionInfo:
         with self._write() as conn:
             if new.parent is not None:
                 _require(conn, new.parent)
             try:
                 info = _one(
                     conn,
-                    SessionInfo,
+                    base.SessionInfo,
                     "INSERT INTO sessions (id, agent, model, title, created_at, updated_at, "
                     "metadata, lock, parent_id, last_seq, message_count, total_tokens) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
@@ -696,32 +677,33 @@ class PostgresStore(StoreCore):
 
     @_resent
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
+        # a range of the primary key ("C" collation): the id sorts before those it prefixes
         with self._read() as conn:
-            if conn.execute("SELECT 1 FROM sessions WHERE id = %s", (id_or_prefix,)).fetchone():
-                return [id_or_prefix]
             if not prefix:
-                return []
-            # ids are validated to [A-Za-z0-9._-]: only '_' is a LIKE wildcard among them
-            pattern = id_or_prefix.replace("_", "\\_") + "%"
-            rows = conn.execute(RESOLVE_PREFIX_SQL, {"pattern": pattern}).fetchall()
-        return [r[0] for r in rows]
+                rows = conn.execute("SELECT id FROM sessions WHERE id = %s", (id_or_prefix,))
+            else:
+                low, high = id_prefix_range(id_or_prefix)
+                rows = conn.execute(RESOLVE_PREFIX_SQL, {"low": low, "high": high})
+            return [r[0] for r in rows.fetchall()]
 
     @_resent
-    def session_info(self, session_id: str) -> SessionInfo:
+    def session_info(self, session_id: str) -> base.SessionInfo:
         with self._read() as conn:
-            info = _one(conn, SessionInfo, _SESSION_SQL, (session_id,))
+            info = _one(conn, base.SessionInfo, _SESSION_SQL, (session_id,))
         if info is None:
             raise SessionNotFound(session_id)
         return info
 
     @_resent
-    def _list_page(self, request: ListRequest) -> SessionPage:
+    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
         count, page, args = list_sql(request)
         with self._read() as conn:
             total_row = conn.execute(count, args).fetchone()
-            items = _all(conn, SessionInfo, page, args)
+            items = _all(conn, base.SessionInfo, page, args)
         total = total_row[0] if total_row else 0
-        return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
+        return base.SessionPage(
+            items=items, total=total, offset=request.offset, limit=request.limit
+        )
 
     @_resent
     def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
@@ -734,11 +716,11 @@ class PostgresStore(StoreCore):
         return {r[0]: int(r[1]) for r in rows}
 
     @_resent
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
         with self._write() as conn:
             info = _one(
                 conn,
-                SessionInfo,
+                base.SessionInfo,
                 f"UPDATE sessions SET title = %s, updated_at = %s WHERE id = %s "
                 f"RETURNING {SESSION_COLUMNS}",
                 (title, now, session_id),
@@ -748,7 +730,7 @@ class PostgresStore(StoreCore):
         return info
 
     @_resent
-    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
+    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
         with self._write() as conn:
             head = conn.execute(
                 "SELECT metadata, parent_id FROM sessions WHERE id = %s FOR NO KEY UPDATE",
@@ -761,7 +743,7 @@ class PostgresStore(StoreCore):
                 _require(conn, new_parent)
             info = _one(
                 conn,
-                SessionInfo,
+                base.SessionInfo,
                 "UPDATE sessions SET model = COALESCE(%s, model), title = COALESCE(%s, title), "
                 "parent_id = COALESCE(%s, parent_id), metadata = %s WHERE id = %s "
                 f"RETURNING {SESSION_COLUMNS}",
@@ -770,71 +752,59 @@ class PostgresStore(StoreCore):
         assert info is not None
         return info
 
-    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
-        ids = list(dict.fromkeys(session_ids))
-        if not ids:
-            return 0
+    def _delete(self, session_ids: list[str], check: Callable[[str, object], None]) -> int:
         with self._write() as conn:
             # lock in id order, so two deleters never deadlock on each other
             locks = dict(
                 conn.execute(
                     "SELECT id, lock FROM sessions WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
-                    (ids,),
+                    (session_ids,),
                 ).fetchall()
             )
-            for sid in ids:
+            for sid in session_ids:
                 if sid in locks:
-                    _refuse_if_locked(sid, locks[sid], force)
+                    check(sid, locks[sid])
             if locks:
                 conn.execute("DELETE FROM sessions WHERE id = ANY(%s)", (list(locks),))
         return len(locks)
 
-    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
-        agent = None if agent is None else validate_agent(agent)
+    def _session_ids(self, agent: str | None) -> list[str]:
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT id FROM sessions WHERE %(agent)s::text IS NULL OR agent = %(agent)s",
                 {"agent": agent},
             ).fetchall()
-        return self.delete_sessions([r[0] for r in rows], force=force)
+        return [r[0] for r in rows]
 
     # -- messages ---------------------------------------------------------------
 
     @_resent
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
-        if not messages:
-            return []
-        bodies = stored_bodies(messages)  # before the session is locked
-        prepared = [
+    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
+        prepared = [  # before the session is locked
             _message_row(m, b, t)
-            for m, b, t in zip(messages, bodies, stored_tokens(messages), strict=True)
+            for m, b, t in zip(batch.messages, batch.bodies, batch.tokens, strict=True)
         ]
         with self._read() as conn:
             try:
                 # one pipeline: BEGIN, lock and lookup travel together, then the inserts,
                 # the counters and COMMIT; two round trips whatever the batch size
                 with conn.pipeline(), conn.transaction():
-                    first = self._append_in(conn, session_id, messages, prepared)
+                    return self._append_in(conn, batch, prepared)
             except psycopg.errors.UniqueViolation as exc:
-                raise InvalidMessage(
-                    f"a message id in this batch is already stored in session {session_id}"
-                ) from exc
+                raise batch.already_stored() from exc
             except psycopg.DataError as exc:
                 raise InvalidMessage(
                     f"a message in this batch cannot be stored: {self._clean(exc)}"
                 ) from exc
-        if isinstance(first, list):
-            return first
-        return numbered(messages, first)
 
     def _append_in(
         self,
         conn: Conn,
-        session_id: str,
-        messages: Sequence[Message],
+        batch: base.Appending,
         prepared: Sequence[tuple[str, str, datetime, int, str, str]],
     ) -> int | list[Message]:
         """The first seq given to the batch, or the stored copies of a batch already stored."""
+        session_id = batch.session_id
         # the row lock serialises appenders of this session: seqs stay gap-free
         head_cur = conn.execute(
             "SELECT last_seq FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
@@ -842,24 +812,19 @@ class PostgresStore(StoreCore):
         # a separate statement: under READ COMMITTED it sees what committed while we waited
         known_cur = conn.execute(
             "SELECT id, seq, body FROM messages WHERE session_id = %s AND id = ANY(%s)",
-            (session_id, [p[0] for p in prepared]),
+            (session_id, batch.ids),
         )
         head = head_cur.fetchone()
         if head is None:
             raise SessionNotFound(session_id)
         known = {r[0]: (r[1], r[2]) for r in known_cur.fetchall()}
-        if messages[0].id in known:
-            missing = [m.id for m in messages if m.id not in known]
+        if batch.ids[0] in known:
+            missing = [mid for mid in batch.ids if mid not in known]
             if missing:
-                raise InvalidMessage(
-                    f"batch partly stored already in session {session_id}: "
-                    f"message {messages[0].id} is stored but {missing[0]} is not"
-                )
-            return decode_rows(session_id, [known[m.id] for m in messages])
+                raise batch.partly_stored(missing[0])
+            return decode_rows(session_id, [known[mid] for mid in batch.ids])
         if known:
-            raise InvalidMessage(
-                f"a message id in this batch is already stored in session {session_id}"
-            )
+            raise batch.already_stored()
         first = int(head[0]) + 1
         rows = [(session_id, first + i, *p) for i, p in enumerate(prepared)]
         with conn.cursor() as cur:
@@ -868,57 +833,40 @@ class PostgresStore(StoreCore):
             "UPDATE sessions SET last_seq = %s, message_count = message_count + %s, "
             "total_tokens = total_tokens + %s, updated_at = GREATEST(updated_at, %s) "
             "WHERE id = %s",
-            (
-                first + len(rows) - 1,
-                len(rows),
-                sum(p[3] for p in prepared),
-                append_time(messages),
-                session_id,
-            ),
+            (first + len(rows) - 1, len(rows), sum(batch.tokens), batch.at, session_id),
         )
         return first
 
     @_resent
-    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
-        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
-        if limit <= 0:
-            return []
+    def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
         before = _NO_SEQ_LIMIT if before_seq is None else before_seq
-        with self._read() as conn:
-            rows = conn.execute(
-                TAIL_SQL, {"sid": session_id, "before": before, "limit": limit}
-            ).fetchall()
-            if not rows:
-                _require(conn, session_id)
-        return decode_rows(session_id, rows)
+        return self._messages(TAIL_SQL, {"sid": session_id, "before": before, "limit": limit})
 
     @_resent
-    def read_messages(
-        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
-    ) -> list[Message]:
-        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
-        if limit is not None and limit < 0:
-            limit = None  # as in SQLite: a negative limit means no limit
-        with self._read() as conn:
-            rows = conn.execute(
-                READ_SQL, {"sid": session_id, "after": after_seq, "limit": limit}
-            ).fetchall()
-            if not rows:
-                _require(conn, session_id)
-        return decode_rows(session_id, rows)
+    def _read_range(self, session_id: str, after_seq: int, limit: int | None) -> list[Message]:
+        return self._messages(READ_SQL, {"sid": session_id, "after": after_seq, "limit": limit})
 
-    def count_messages(self, session_id: str) -> int:
-        return self.session_info(session_id).message_count
+    def _messages(self, query: str, args: dict[str, Any]) -> list[Message]:
+        """The messages ``query`` reads of session ``args["sid"]``, which must exist."""
+        with self._read() as conn:
+            rows = conn.execute(query, args).fetchall()
+            if not rows:
+                _require(conn, args["sid"])
+        return decode_rows(args["sid"], rows)
 
     # -- checkpoints ------------------------------------------------------------
 
-    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+    def _add_checkpoint(
+        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
+    ) -> base.Checkpoint:
         # ``new`` is stamped once (store core): a resend is recognised as the same checkpoint
         return CONNECTION_RETRY.call(
             lambda: self._add_checkpoint_once(new, expect_previous), retry_on=ConnectionLost
         )
 
-    def _add_checkpoint_once(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+    def _add_checkpoint_once(
+        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
+    ) -> base.Checkpoint:
         """One transaction: the session's row lock orders checkpoint writers, so the
         latest checkpoint read here is still the latest when the insert commits."""
         with self._write() as conn:
@@ -928,7 +876,10 @@ class PostgresStore(StoreCore):
             if head is None:
                 raise SessionNotFound(new.session_id)
             latest = _one(
-                conn, Checkpoint, _CHECKPOINT_SQL + " ORDER BY id DESC LIMIT 1", (new.session_id,)
+                conn,
+                base.Checkpoint,
+                _CHECKPOINT_SQL + " ORDER BY id DESC LIMIT 1",
+                (new.session_id,),
             )
             stored = check_checkpoint(
                 new, last_seq=head[0], latest=latest, expect_previous=expect_previous
@@ -937,7 +888,7 @@ class PostgresStore(StoreCore):
                 return stored
             checkpoint = _one(
                 conn,
-                Checkpoint,
+                base.Checkpoint,
                 "INSERT INTO checkpoints (session_id, covers_up_to, summary, created_at, "
                 f"metadata) VALUES (%s, %s, %s, %s, %s) RETURNING {_CHECKPOINT_COLUMNS}",
                 (
@@ -952,18 +903,18 @@ class PostgresStore(StoreCore):
         return checkpoint
 
     @_resent
-    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
         with self._read() as conn:
             sql_text = _CHECKPOINT_SQL + " ORDER BY id DESC LIMIT 1"
-            latest = _one(conn, Checkpoint, sql_text, (session_id,))
+            latest = _one(conn, base.Checkpoint, sql_text, (session_id,))
             if latest is None:
                 _require(conn, session_id)
         return latest
 
     @_resent
-    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
         with self._read() as conn:
-            found = _all(conn, Checkpoint, _CHECKPOINT_SQL + " ORDER BY id", (session_id,))
+            found = _all(conn, base.Checkpoint, _CHECKPOINT_SQL + " ORDER BY id", (session_id,))
             if not found:
                 _require(conn, session_id)
         return found
@@ -971,13 +922,13 @@ class PostgresStore(StoreCore):
     # -- scratchpad and memo ----------------------------------------------------
 
     @_resent
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
         now = utcnow()
         with self._write() as conn:
             try:
                 entry = _one(
                     conn,
-                    ScratchpadEntry,
+                    base.ScratchpadEntry,
                     "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
                     "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id, name) DO UPDATE SET "
                     f"content = excluded.content, updated_at = excluded.updated_at "
@@ -990,21 +941,23 @@ class PostgresStore(StoreCore):
         return entry
 
     @_resent
-    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
         with self._read() as conn:
-            entry = _one(conn, ScratchpadEntry, _ENTRY_SQL + " AND name = %s", (session_id, name))
+            entry = _one(
+                conn, base.ScratchpadEntry, _ENTRY_SQL + " AND name = %s", (session_id, name)
+            )
             if entry is None:
                 _require(conn, session_id)
         return entry
 
     @_resent
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
         low, high = prefix_bounds(prefix)
         below = "" if high is None else " AND name < %s"
         args = (session_id, low) if high is None else (session_id, low, high)
         with self._read() as conn:
             sql = f"{_ENTRY_SQL} AND name >= %s{below} ORDER BY name"
-            entries = _all(conn, ScratchpadEntry, sql, args)
+            entries = _all(conn, base.ScratchpadEntry, sql, args)
             if not entries:
                 _require(conn, session_id)
         return entries
@@ -1037,7 +990,7 @@ class PostgresStore(StoreCore):
         if done is None:
             raise SessionNotFound(session_id)
 
-    replace_memo = _resent(StoreCore.replace_memo)
+    replace_memo = _resent(base.StoreCore.replace_memo)
     """Resent after a lost connection: a resend after a lost COMMIT answers False;
     ``update_memo`` then decides again on the memo as stored, in which the compaction
     mark recognises its own token."""
@@ -1060,12 +1013,12 @@ class PostgresStore(StoreCore):
 
     # -- locks ------------------------------------------------------------------
 
-    acquire_lock = _resent(StoreCore.acquire_lock)
+    acquire_lock = _resent(base.StoreCore.acquire_lock)
     """Resent after a lost connection: the same holder renews (``LockHolder.claim``)."""
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
-    ) -> LockHolder | None:
+        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
+    ) -> base.LockHolder | None:
         with self._write() as conn:
             current = _holder_for_update(conn, session_id)
             new = decide(current)
@@ -1077,7 +1030,7 @@ class PostgresStore(StoreCore):
         return new
 
     @_resent
-    def lock_holder(self, session_id: str) -> LockHolder | None:
+    def lock_holder(self, session_id: str) -> base.LockHolder | None:
         with self._read() as conn:
             row = conn.execute("SELECT lock FROM sessions WHERE id = %s", (session_id,)).fetchone()
         if row is None:
@@ -1217,7 +1170,7 @@ def _message_row(m: Message, body: bytes, tokens: int) -> tuple[str, str, dateti
     return (m.id, m.role, m.created_at, tokens, body.decode("utf-8"), text)
 
 
-def _holder_for_update(conn: Conn, session_id: str) -> LockHolder | None:
+def _holder_for_update(conn: Conn, session_id: str) -> base.LockHolder | None:
     """The attach lock's holder, the session's row locked until the transaction ends."""
     row = conn.execute(
         "SELECT lock FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
@@ -1227,19 +1180,11 @@ def _holder_for_update(conn: Conn, session_id: str) -> LockHolder | None:
     return _holder(session_id, row[0])
 
 
-def _holder(session_id: str, lock: object) -> LockHolder | None:
+def _holder(session_id: str, lock: object) -> base.LockHolder | None:
     """The session's attach lock from its ``lock`` column."""
-    return LockHolder.stored(lock, where=f"session {session_id}")
+    return base.LockHolder.stored(lock, where=f"session {session_id}")
 
 
 def _require(conn: Conn, session_id: str) -> None:
     if not conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone():
         raise SessionNotFound(session_id)
-
-
-def _refuse_if_locked(session_id: str, lock: dict[str, Any] | None, force: bool) -> None:
-    if force:
-        return
-    holder = _holder(session_id, lock)
-    if holder is not None and not holder.is_stale():
-        raise SessionLocked(session_id, holder)

@@ -53,7 +53,7 @@ import inspect
 import json
 import re
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, Unpack, cast
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
@@ -67,11 +67,9 @@ from redis.retry import Retry
 from threadline.errors import (
     CheckpointConflict,
     CorruptRecord,
-    InvalidMessage,
     InvalidSessionId,
     NotSupported,
     SessionExists,
-    SessionLocked,
     SessionNotFound,
     StoreUnavailable,
     ThreadlineError,
@@ -79,35 +77,18 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
+from threadline.store import base
 from threadline.store.base import (
     ANY_PREVIOUS,
     CONNECTION_RETRY,
     FORK_KEY,
     MAX_BOUND,
     MAX_PAGE_SIZE,
-    Checkpoint,
-    CorruptRecordWarning,
-    ExpectPrevious,
-    ListRequest,
-    LockHolder,
-    NewSession,
-    ScratchpadEntry,
-    SessionChange,
-    SessionInfo,
-    SessionPage,
-    StoreCore,
-    append_time,
-    bounded,
-    bounded_or_none,
     check_checkpoint,
     format_ts,
-    numbered,
     refuse_unknown_options,
     same_memo,
     split_url_options,
-    stored_bodies,
-    stored_tokens,
-    validate_agent,
     validate_session_id,
 )
 from threadline.store.decode import decode_message
@@ -235,7 +216,7 @@ def driver_options(scheme: str) -> set[str]:
     return names
 
 
-class RedisStore(StoreCore):
+class RedisStore(base.StoreCore):
     """Sessions in one Redis database, under a key prefix."""
 
     def __init__(
@@ -335,29 +316,23 @@ class RedisStore(StoreCore):
             return f"{kw['path']} db {kw.get('db', 0)}"
         return f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
 
-    @contextlib.contextmanager
-    def _translate(self) -> Iterator[None]:
-        """Driver errors become ours: unreachable -> StoreUnavailable, wrong type -> corrupt."""
-        try:
-            yield
-        except ThreadlineError:
-            raise
-        except redis.AuthenticationError as exc:
-            raise StoreUnavailable(
-                f"Redis at {self._where()} refused the credentials: {exc}"
-            ) from exc
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise StoreUnavailable(f"Redis at {self._where()} is unreachable: {exc}") from exc
-        except redis.ResponseError as exc:
+    def _driver_error(self, exc: Exception) -> ThreadlineError | None:
+        """Unreachable -> StoreUnavailable, wrong type -> corrupt."""
+        if isinstance(exc, redis.AuthenticationError):
+            return StoreUnavailable(f"Redis at {self._where()} refused the credentials: {exc}")
+        if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+            return StoreUnavailable(f"Redis at {self._where()} is unreachable: {exc}")
+        if isinstance(exc, redis.ResponseError):
             if str(exc).startswith("WRONGTYPE"):
-                raise CorruptRecord(
+                return CorruptRecord(
                     "a key under this store's prefix holds the wrong type of value "
                     f"(was it written by something else?): {exc}",
                     where=f"redis {self._where()} prefix {self.prefix!r}",
-                ) from exc
-            raise StoreUnavailable(f"Redis at {self._where()} refused a command: {exc}") from exc
-        except redis.RedisError as exc:
-            raise StoreUnavailable(f"Redis at {self._where()}: {exc}") from exc
+                )
+            return StoreUnavailable(f"Redis at {self._where()} refused a command: {exc}")
+        if isinstance(exc, redis.RedisError):
+            return StoreUnavailable(f"Redis at {self._where()}: {exc}")
+        return None
 
     def _run(self, script: str, *args: str | int) -> Any:
         with self._translate():
@@ -398,7 +373,9 @@ class RedisStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
+    def _insert_session(
+        self, new: base.NewSession, lock: base.LockHolder | None
+    ) -> base.SessionInfo:
         if new.start is not None and self.ttl(new.start.parent) is not None:
             # a write to the fork refreshes only the fork's keys: the shared history
             # would expire under it
@@ -455,7 +432,7 @@ class RedisStore(StoreCore):
             self._run("forget", *dead)
         return [s for s, ok in zip(ids, alive, strict=True) if ok]
 
-    def session_info(self, session_id: str) -> SessionInfo:
+    def session_info(self, session_id: str) -> base.SessionInfo:
         key = self._session_key(session_id)
         with self._translate():
             raw = self._r.hgetall(key)
@@ -471,16 +448,16 @@ class RedisStore(StoreCore):
             raise SessionNotFound(str(session_id)) from None
         return self._key("s", session_id)
 
-    def _info(self, key: str, raw: dict[Any, Any]) -> SessionInfo:
+    def _info(self, key: str, raw: dict[Any, Any]) -> base.SessionInfo:
         """Hash fields are strings; the record reads the numbers and times back."""
         try:
             f = {_text(k): _text(v) for k, v in raw.items()}
             f["metadata"] = json.loads(f.get("metadata") or "{}")
-            return SessionInfo.from_dict(f)
+            return base.SessionInfo.from_dict(f)
         except ValueError as exc:
             raise CorruptRecord(f"unreadable session record: {exc}", where=key) from exc
 
-    def _list_page(self, request: ListRequest) -> SessionPage:
+    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
         if request.parent is not None:
             index = f"kids:{request.parent}"
             if request.agent is not None:  # children of one agent: few, filtered here
@@ -491,9 +468,11 @@ class RedisStore(StoreCore):
         else:
             index = "top" if request.top_level else "sessions"
         total, items = self._page(index, request.offset, request.limit)
-        return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
+        return base.SessionPage(
+            items=items, total=total, offset=request.offset, limit=request.limit
+        )
 
-    def _page(self, index: str, offset: int, limit: int) -> tuple[int, list[SessionInfo]]:
+    def _page(self, index: str, offset: int, limit: int) -> tuple[int, list[base.SessionInfo]]:
         """The total and one page of an index (``redis_scripts._LIST``)."""
         while True:
             res = self._run("list", index, offset, limit)
@@ -505,7 +484,7 @@ class RedisStore(StoreCore):
                 key = self._key("s", _text(row[1]))
                 warnings.warn(
                     f"skipping session {_text(row[1])}: {key} is not a hash",
-                    CorruptRecordWarning,
+                    base.CorruptRecordWarning,
                     stacklevel=3,
                 )
                 continue
@@ -514,7 +493,7 @@ class RedisStore(StoreCore):
             try:
                 items.append(self._info(key, fields))
             except CorruptRecord as exc:
-                warnings.warn(f"skipping session: {exc}", CorruptRecordWarning, stacklevel=3)
+                warnings.warn(f"skipping session: {exc}", base.CorruptRecordWarning, stacklevel=3)
         return int(res[0]), items
 
     def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
@@ -524,7 +503,7 @@ class RedisStore(StoreCore):
                 break
         return {sid: int(n) for sid, n in zip(parent_ids, res, strict=True)}
 
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
         self._session_key(session_id)
         if title is None:
             args: list[str | int] = [1, "updated_at", format_ts(now), "title"]
@@ -534,7 +513,7 @@ class RedisStore(StoreCore):
             raise SessionNotFound(session_id)
         return self.session_info(session_id)
 
-    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
+    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
         key = self._session_key(session_id)
         if change.parent is not None:
             linked = self._run("link", session_id, change.parent)
@@ -565,10 +544,10 @@ class RedisStore(StoreCore):
         self._atomic(merge, key)
         return self.session_info(session_id)
 
-    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
-        """All or nothing, like one SQL transaction: a live lock anywhere refuses the lot."""
+    def _delete(self, session_ids: list[str], check: Callable[[str, object], None]) -> int:
+        """All or nothing, like one SQL transaction: a refused lock anywhere keeps the lot."""
         ids: list[str] = []
-        for sid in dict.fromkeys(session_ids):
+        for sid in session_ids:
             with contextlib.suppress(SessionNotFound):
                 self._session_key(sid)
                 ids.append(sid)
@@ -581,10 +560,9 @@ class RedisStore(StoreCore):
             for key in watched:
                 reader.hmget(key, ["agent", "lock"])
             rows = reader.execute()
-            for sid, (_, lock) in zip(ids, rows, strict=True):
-                holder = None if force else self._holder(sid, lock)
-                if holder is not None and not holder.is_stale():
-                    raise SessionLocked(sid, holder)
+            for sid, (agent, lock) in zip(ids, rows, strict=True):
+                if agent is not None:
+                    check(sid, lock)
             pipe.multi()
             for sid in ids:
                 pipe.unlink(*self._keys(sid))  # freed in the background
@@ -594,11 +572,10 @@ class RedisStore(StoreCore):
 
         return self._atomic(delete, *watched)
 
-    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
-        index = "sessions" if agent is None else f"agent:{validate_agent(agent)}"
+    def _session_ids(self, agent: str | None) -> list[str]:
+        index = "sessions" if agent is None else f"agent:{agent}"
         with self._translate():
-            ids = [_text(x) for x in cast(list[bytes], self._r.zrange(self.prefix + index, 0, -1))]
-        return self.delete_sessions(ids, force=force)
+            return [_text(x) for x in cast(list[bytes], self._r.zrange(self.prefix + index, 0, -1))]
 
     # -- TTL (this backend only) ------------------------------------------------
 
@@ -619,31 +596,25 @@ class RedisStore(StoreCore):
 
     # -- messages ---------------------------------------------------------------
 
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
-        if not messages:
-            return []
+    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
         self._session_key(session_id)
-        bodies = stored_bodies(messages)
-        tokens = sum(stored_tokens(messages))
-        now = append_time(messages)
         with self._translate():
             res = self._scripts["append"](
                 keys=[],
                 args=[
                     self.prefix,
                     session_id,
-                    format_ts(now),
-                    _score(now),
-                    tokens,
-                    len(messages),
-                    *(m.id for m in messages),
-                    *bodies,
+                    format_ts(batch.at),
+                    _score(batch.at),
+                    sum(batch.tokens),
+                    len(batch.ids),
+                    *batch.ids,
+                    *batch.bodies,
                 ],
             )
         code = int(res[0])
         if code == 1:
-            first = int(res[1])
-            return numbered(messages, first)
+            return int(res[1])
         if code == 0:
             out = []
             for seq, body in zip(res[1::2], res[2::2], strict=True):
@@ -654,15 +625,9 @@ class RedisStore(StoreCore):
         if code == -1:
             raise SessionNotFound(session_id)
         if code == -2:
-            raise InvalidMessage(
-                f"batch partly stored already in session {session_id}: "
-                f"message {messages[0].id} is stored but {_text(res[1])} is not"
-            )
-        if code == -3:
-            raise InvalidMessage(
-                f"message id {_text(res[1])} is already stored in session {session_id} "
-                "or appears twice in this batch"
-            )
+            raise batch.partly_stored(_text(res[1]))
+        if code == -3:  # stored already, or twice in this batch
+            raise batch.already_stored(_text(res[1]))
         raise CorruptRecord(
             f"the message list holds {res[1]} entries but the session's last seq is {res[2]}; "
             "refusing to append",
@@ -678,25 +643,17 @@ class RedisStore(StoreCore):
         out = [decode_message(session_id, int(first) + k, body) for k, body in enumerate(rows)]
         return [m for m in out if m is not None]
 
-    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
-        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
-        if limit <= 0:
-            return []
+    def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
         return self._slice(session_id, "tail", limit, before_seq)[::-1]
 
-    def read_messages(
-        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
-    ) -> list[Message]:
-        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
-        unlimited = limit is None or limit < 0  # as SQLite's LIMIT -1
-        return self._slice(session_id, "read", max(0, after_seq), None if unlimited else limit)
-
-    def count_messages(self, session_id: str) -> int:
-        return self.session_info(session_id).message_count
+    def _read_range(self, session_id: str, after_seq: int, limit: int | None) -> list[Message]:
+        return self._slice(session_id, "read", after_seq, limit)
 
     # -- checkpoints ------------------------------------------------------------
 
-    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+    def _add_checkpoint(
+        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
+    ) -> base.Checkpoint:
         """Read, decide (``check_checkpoint``), then one script appends the checkpoint only
         if the session still has as many checkpoints as were read: a compare-and-set."""
         session_id, covers_up_to = new.session_id, new.covers_up_to
@@ -742,19 +699,19 @@ class RedisStore(StoreCore):
             latest=None,
         )
 
-    def _checkpoint(self, session_id: str, cid: int, body: bytes | str) -> Checkpoint | None:
+    def _checkpoint(self, session_id: str, cid: int, body: bytes | str) -> base.Checkpoint | None:
         try:
-            cp = Checkpoint.from_json(body)
+            cp = base.Checkpoint.from_json(body)
         except ValueError as exc:
             warnings.warn(
                 f"skipping unreadable checkpoint {session_id} #{cid}: {exc}",
-                CorruptRecordWarning,
+                base.CorruptRecordWarning,
                 stacklevel=3,
             )
             return None
         return cp.replace(id=cid, session_id=session_id)
 
-    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
         key = self._key("c", session_id)
 
         def queue(pipe: Pipeline) -> None:
@@ -770,7 +727,7 @@ class RedisStore(StoreCore):
             return good[-1] if good else None
         return latest
 
-    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
         key = self._key("c", session_id)
         (rows,) = self._read(session_id, lambda p: p.lrange(key, 0, -1))
         out = [self._checkpoint(session_id, k + 1, body) for k, body in enumerate(rows)]
@@ -778,18 +735,20 @@ class RedisStore(StoreCore):
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
         key = self._session_key(session_id)
         pad = self._key("p", session_id)
         now = utcnow()
 
-        def write(pipe: Pipeline) -> ScratchpadEntry:
+        def write(pipe: Pipeline) -> base.ScratchpadEntry:
             if not pipe.exists(key):
                 raise SessionNotFound(session_id)
             raw = pipe.hget(pad, name)
             old = None if raw is None else self._pad_entry(session_id, name, raw)
             created = now if old is None else old.created_at
-            entry = ScratchpadEntry(name=name, content=content, created_at=created, updated_at=now)
+            entry = base.ScratchpadEntry(
+                name=name, content=content, created_at=created, updated_at=now
+            )
             pipe.multi()
             pipe.hset(pad, name, entry.to_json())
             self._queue_touch(pipe, session_id)
@@ -797,12 +756,12 @@ class RedisStore(StoreCore):
 
         return self._atomic(write, key, pad)
 
-    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
         pad = self._key("p", session_id)
         (raw,) = self._read(session_id, lambda p: p.hget(pad, name))
         return None if raw is None else self._pad_entry(session_id, name, raw)
 
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
         pad = self._key("p", session_id)
         if prefix:  # the names, then the values of those that match
             (names,) = self._read(session_id, lambda p: p.hkeys(pad))
@@ -815,13 +774,15 @@ class RedisStore(StoreCore):
         entries = [self._pad_entry(session_id, _text(k), v) for k, v in raw.items()]
         return sorted((e for e in entries if e is not None), key=lambda e: e.name)
 
-    def _pad_entry(self, session_id: str, name: str, raw: bytes | str) -> ScratchpadEntry | None:
+    def _pad_entry(
+        self, session_id: str, name: str, raw: bytes | str
+    ) -> base.ScratchpadEntry | None:
         try:
-            return ScratchpadEntry.from_json(raw).replace(name=name)
+            return base.ScratchpadEntry.from_json(raw).replace(name=name)
         except ValueError as exc:
             warnings.warn(
                 f"skipping unreadable scratchpad entry {session_id} {name!r}: {exc}",
-                CorruptRecordWarning,
+                base.CorruptRecordWarning,
                 stacklevel=3,
             )
             return None
@@ -884,15 +845,15 @@ class RedisStore(StoreCore):
 
     # -- locks ------------------------------------------------------------------
 
-    def _holder(self, session_id: str, raw: bytes | str | None) -> LockHolder | None:
-        return LockHolder.stored(raw, where=self._key("s", session_id))
+    def _holder(self, session_id: str, raw: bytes | str | None) -> base.LockHolder | None:
+        return base.LockHolder.stored(raw, where=self._key("s", session_id))
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
-    ) -> LockHolder | None:
+        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
+    ) -> base.LockHolder | None:
         key = self._session_key(session_id)
 
-        def swap(pipe: Pipeline) -> LockHolder | None:
+        def swap(pipe: Pipeline) -> base.LockHolder | None:
             found, raw = pipe.hmget(key, ["id", "lock"])
             if found is None:
                 raise SessionNotFound(session_id)
@@ -909,7 +870,7 @@ class RedisStore(StoreCore):
 
         return self._atomic(swap, key)
 
-    def lock_holder(self, session_id: str) -> LockHolder | None:
+    def lock_holder(self, session_id: str) -> base.LockHolder | None:
         key = self._session_key(session_id)
         with self._translate():
             found, raw = self._r.hmget(key, ["id", "lock"])
@@ -925,7 +886,7 @@ class RedisStore(StoreCore):
         sessions this store is for; copy large histories to sqlite:// or postgresql://."""
         return scan_store(self, query, options, self._every_session)
 
-    def _every_session(self, agent: str | None) -> Iterator[SessionInfo]:
+    def _every_session(self, agent: str | None) -> Iterator[base.SessionInfo]:
         offset = 0
         while True:
             page = self.list_sessions(agent=agent, limit=MAX_PAGE_SIZE, offset=offset)

@@ -20,7 +20,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from itertools import repeat
 from pathlib import Path
@@ -29,11 +29,9 @@ from urllib.parse import quote
 
 from threadline.errors import (
     CorruptRecord,
-    InvalidMessage,
     NotAThreadlineStore,
     SchemaTooNew,
     SessionExists,
-    SessionLocked,
     SessionNotFound,
     StoreDamaged,
     StoreNotFound,
@@ -42,32 +40,16 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.stamps import utcnow
-from threadline.store import retraction, sqlite_files
+from threadline.store import base, retraction, sqlite_files
 from threadline.store.base import (
-    Checkpoint,
-    ExpectPrevious,
-    ListRequest,
-    LockHolder,
-    NewSession,
-    ScratchpadEntry,
-    SessionChange,
-    SessionInfo,
-    SessionPage,
-    StoreCore,
-    append_time,
-    bounded,
-    bounded_or_none,
+    MAX_BOUND,
     check_checkpoint,
     format_ts,
-    numbered,
+    id_prefix_range,
     parse_ts,
     prefix_bounds,
     refuse_unknown_options,
     split_url_options,
-    stored_bodies,
-    stored_times,
-    stored_tokens,
-    validate_agent,
 )
 from threadline.store.search_query import (
     Atom,
@@ -403,7 +385,7 @@ def is_damage(exc: sqlite3.Error) -> bool:
     return "malformed" in msg or "not a database" in msg
 
 
-class SQLiteStore(StoreCore):
+class SQLiteStore(base.StoreCore):
     """Sessions in one SQLite file. Safe to share across threads and processes."""
 
     def __init__(
@@ -614,16 +596,9 @@ class SQLiteStore(StoreCore):
 
     # -- plumbing ---------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _translate(self) -> Iterator[None]:
-        try:
-            yield
-        except ThreadlineError:
-            raise
-        except sqlite3.Error as exc:
-            raise self._store_error(exc) from exc
-
-    def _store_error(self, exc: sqlite3.Error) -> ThreadlineError:
+    def _driver_error(self, exc: Exception) -> ThreadlineError | None:
+        if not isinstance(exc, sqlite3.Error):
+            return None
         msg = str(exc)
         if is_damage(exc):
             self._damage = self._damage or msg
@@ -673,7 +648,9 @@ class SQLiteStore(StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
+    def _insert_session(
+        self, new: base.NewSession, lock: base.LockHolder | None
+    ) -> base.SessionInfo:
         with self._write() as con:
             if new.parent is not None:
                 self._require(con, new.parent)
@@ -702,27 +679,26 @@ class SQLiteStore(StoreCore):
         return self.session_info(new.id)
 
     def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
+        # a range of the primary key, case-sensitive (LIKE is not): the id itself sorts
+        # before every id it prefixes
         with self._read() as con:
-            if con.execute("SELECT 1 FROM sessions WHERE id = ?", (id_or_prefix,)).fetchone():
-                return [id_or_prefix]
             if not prefix:
-                return []
-            # ids are validated to [A-Za-z0-9._-]: only '_' is a LIKE wildcard among them
-            pattern = id_or_prefix.replace("_", "\\_") + "%"
-            rows = con.execute(
-                "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 20",
-                (pattern,),
-            ).fetchall()
-        return [r[0] for r in rows]
+                rows = con.execute("SELECT id FROM sessions WHERE id = ?", (id_or_prefix,))
+            else:
+                rows = con.execute(
+                    "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 20",
+                    id_prefix_range(id_or_prefix),
+                )
+            return [r[0] for r in rows]
 
-    def session_info(self, session_id: str) -> SessionInfo:
+    def session_info(self, session_id: str) -> base.SessionInfo:
         with self._read() as con:
             row = con.execute(_SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
         return _session_from_row(row)
 
-    def _list_page(self, request: ListRequest) -> SessionPage:
+    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
         where, args = request.where(":{}")
         with self._read() as con:
             total = con.execute("SELECT count(*) FROM sessions" + where, args).fetchone()[0]
@@ -731,7 +707,7 @@ class SQLiteStore(StoreCore):
                 "LIMIT :limit OFFSET :offset",
                 {**args, "limit": request.limit, "offset": request.offset},
             ).fetchall()
-        return SessionPage(
+        return base.SessionPage(
             items=[_session_from_row(r) for r in rows],
             total=total,
             offset=request.offset,
@@ -748,7 +724,7 @@ class SQLiteStore(StoreCore):
             ).fetchall()
         return dict(rows)
 
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
         with self._write() as con:
             cur = con.execute(
                 "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
@@ -758,7 +734,7 @@ class SQLiteStore(StoreCore):
                 raise SessionNotFound(session_id)
         return self.session_info(session_id)
 
-    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
+    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
         with self._write() as con:
             row = con.execute(
                 "SELECT metadata, parent_id FROM sessions WHERE id = ?", (session_id,)
@@ -781,62 +757,57 @@ class SQLiteStore(StoreCore):
             )
         return self.session_info(session_id)
 
-    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+    def _delete(self, session_ids: list[str], check: Callable[[str, object], None]) -> int:
         deleted = 0
         with self._write() as con:
             for sid in session_ids:
                 row = con.execute("SELECT lock FROM sessions WHERE id = ?", (sid,)).fetchone()
                 if row is None:
                     continue
-                _refuse_if_locked(sid, row[0], force)
+                check(sid, row[0])
                 con.execute("DELETE FROM sessions WHERE id = ?", (sid,))
                 deleted += 1
         return deleted
 
-    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
-        where, args = ("", []) if agent is None else (" WHERE agent = ?", [validate_agent(agent)])
+    def _session_ids(self, agent: str | None) -> list[str]:
+        where, args = ("", []) if agent is None else (" WHERE agent = ?", [agent])
         with self._read() as con:
-            ids = [r[0] for r in con.execute("SELECT id FROM sessions" + where, args)]
-        return self.delete_sessions(ids, force=force)
+            return [r[0] for r in con.execute("SELECT id FROM sessions" + where, args)]
 
     # -- messages ---------------------------------------------------------------
 
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
         """One transaction of plain inserts: the full-text index catches up before a
         search answers and on close (``update_search_index``), never row by row here,
         and here only when ``MAX_INDEX_BACKLOG`` messages wait."""
-        if not messages:
-            return []
-        bodies = stored_bodies(messages)
         with self._write() as con:
             head = con.execute(
                 "SELECT last_seq, (SELECT indexed_upto FROM search_index), "
                 "(SELECT COALESCE(MAX(rowid), 0) FROM messages), "
                 "EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2) "
                 "FROM sessions WHERE id = ?1",
-                (session_id, messages[0].id),
+                (session_id, batch.ids[0]),
             ).fetchone()
             if head is None:
                 raise SessionNotFound(session_id)
             seq, indexed_upto, top, stored_already = head
             if stored_already:  # a retried batch: batches are atomic, so all of it is
-                return self._stored_copies(con, session_id, messages)
+                return self._stored_copies(con, batch)
             # new rows go above the index marker even when the newest rows were deleted
             # (SQLite would reuse their rowids, which the marker says are indexed)
             rowid = max(top, indexed_upto)
-            stored = numbered(messages, seq + 1)
-            n = len(stored)
-            tokens = stored_tokens(messages)
+            n = len(batch.ids)
+            tokens = batch.tokens
             rows = list(  # column by column: zip makes the rows' tuples in C
                 zip(
                     range(rowid + 1, rowid + n + 1),
                     repeat(session_id, n),
                     range(seq + 1, seq + n + 1),
-                    [m.id for m in stored],
-                    [m.role for m in stored],
-                    stored_times(stored),
+                    batch.ids,
+                    [m.role for m in batch.messages],
+                    batch.times,
                     tokens,
-                    map(bytes.decode, bodies),
+                    map(bytes.decode, batch.bodies),
                     strict=True,
                 )
             )
@@ -848,77 +819,38 @@ class SQLiteStore(StoreCore):
                     rows,
                 )
             except sqlite3.IntegrityError as exc:
-                raise InvalidMessage(
-                    f"a message id in this batch is already stored in session {session_id}"
-                ) from exc
+                raise batch.already_stored() from exc
             con.execute(
                 "UPDATE sessions SET last_seq = ?, message_count = message_count + ?, "
                 "total_tokens = total_tokens + ?, updated_at = max(updated_at, ?) WHERE id = ?",
-                (
-                    seq + len(rows),
-                    len(rows),
-                    sum(tokens),
-                    format_ts(append_time(messages)),
-                    session_id,
-                ),
+                (seq + n, n, sum(tokens), format_ts(batch.at), session_id),
             )
-            if rowid + len(rows) - indexed_upto > MAX_INDEX_BACKLOG:
+            if rowid + n - indexed_upto > MAX_INDEX_BACKLOG:
                 self._index_pending(con)
-        return stored
+        return int(seq) + 1
 
-    def _stored_copies(
-        self, con: sqlite3.Connection, session_id: str, messages: Sequence[Message]
-    ) -> list[Message]:
+    def _stored_copies(self, con: sqlite3.Connection, batch: base.Appending) -> list[Message]:
         from threadline.store.decode import decode_message
 
         out = []
-        for m in messages:
+        for mid in batch.ids:
             row = con.execute(
                 "SELECT seq, body FROM messages WHERE session_id = ? AND id = ?",
-                (session_id, m.id),
+                (batch.session_id, mid),
             ).fetchone()
             if row is None:
-                raise InvalidMessage(
-                    f"batch partly stored already in session {session_id}: "
-                    f"message {messages[0].id} is stored but {m.id} is not"
-                )
-            decoded = decode_message(session_id, row[0], row[1])
+                raise batch.partly_stored(mid)
+            decoded = decode_message(batch.session_id, row[0], row[1])
             if decoded is not None:
                 out.append(decoded)
         return out
 
-    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
-        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
-        with self._read() as con:
-            if limit <= 0:
-                self._require(con, session_id)
-                return []
-            if before_seq is None:
-                rows = con.execute(
-                    "SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
-                    (session_id, limit),
-                ).fetchall()
-            else:
-                rows = con.execute(
-                    "SELECT seq, body FROM messages WHERE session_id = ? AND seq < ? "
-                    "ORDER BY seq DESC LIMIT ?",
-                    (session_id, before_seq, limit),
-                ).fetchall()
-            if not rows:
-                self._require(con, session_id)
-        from threadline.store.decode import decode_rows
-
-        return decode_rows(session_id, rows)
-
-    def read_messages(
-        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
-    ) -> list[Message]:
-        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
+    def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
         with self._read() as con:
             rows = con.execute(
-                "SELECT seq, body FROM messages WHERE session_id = ? AND seq > ? "
-                "ORDER BY seq LIMIT ?",
-                (session_id, after_seq, -1 if limit is None else max(limit, 0)),
+                "SELECT seq, body FROM messages WHERE session_id = ? AND seq < ? "
+                "ORDER BY seq DESC LIMIT ?",
+                (session_id, MAX_BOUND + 1 if before_seq is None else before_seq, limit),
             ).fetchall()
             if not rows:
                 self._require(con, session_id)
@@ -926,8 +858,18 @@ class SQLiteStore(StoreCore):
 
         return decode_rows(session_id, rows)
 
-    def count_messages(self, session_id: str) -> int:
-        return self.session_info(session_id).message_count
+    def _read_range(self, session_id: str, after_seq: int, limit: int | None) -> list[Message]:
+        with self._read() as con:
+            rows = con.execute(
+                "SELECT seq, body FROM messages WHERE session_id = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (session_id, after_seq, -1 if limit is None else limit),
+            ).fetchall()
+            if not rows:
+                self._require(con, session_id)
+        from threadline.store.decode import decode_rows
+
+        return decode_rows(session_id, rows)
 
     def session_bytes(self, session_id: str) -> int:
         """Stored size of the session's messages, for retention's storage cap."""
@@ -946,7 +888,9 @@ class SQLiteStore(StoreCore):
 
     # -- checkpoints ------------------------------------------------------------
 
-    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+    def _add_checkpoint(
+        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
+    ) -> base.Checkpoint:
         session_id = new.session_id
         with self._write() as con:  # BEGIN IMMEDIATE: the check and the insert are one step
             head = con.execute(
@@ -977,7 +921,7 @@ class SQLiteStore(StoreCore):
             cid = int(cur.lastrowid or 0)
         return new.replace(id=cid)
 
-    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
         with self._read() as con:
             row = con.execute(
                 _CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
@@ -987,7 +931,7 @@ class SQLiteStore(StoreCore):
                 return None
         return _checkpoint_from_row(row)
 
-    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
         with self._read() as con:
             rows = con.execute(
                 _CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id", (session_id,)
@@ -998,7 +942,7 @@ class SQLiteStore(StoreCore):
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
         now = format_ts(utcnow())
         with self._write() as con:
             self._require(con, session_id)
@@ -1012,7 +956,7 @@ class SQLiteStore(StoreCore):
         assert entry is not None
         return entry
 
-    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
         with self._read() as con:
             row = con.execute(
                 "SELECT name, content, created_at, updated_at FROM scratchpad "
@@ -1024,7 +968,7 @@ class SQLiteStore(StoreCore):
                 return None
         return _entry_from_row(row)
 
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
         low, high = prefix_bounds(prefix)
         below = "" if high is None else " AND name < ?"
         with self._read() as con:
@@ -1075,8 +1019,8 @@ class SQLiteStore(StoreCore):
     # -- locks ------------------------------------------------------------------
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
-    ) -> LockHolder | None:
+        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
+    ) -> base.LockHolder | None:
         with self._write() as con:
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
@@ -1090,7 +1034,7 @@ class SQLiteStore(StoreCore):
                 )
         return new
 
-    def lock_holder(self, session_id: str) -> LockHolder | None:
+    def lock_holder(self, session_id: str) -> base.LockHolder | None:
         with self._read() as con:
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
@@ -1238,8 +1182,8 @@ _CHECKPOINT_SELECT = (
 )
 
 
-def _session_from_row(row: Any) -> SessionInfo:
-    return SessionInfo(
+def _session_from_row(row: Any) -> base.SessionInfo:
+    return base.SessionInfo(
         id=row[0],
         agent=row[1],
         model=row[2],
@@ -1254,8 +1198,8 @@ def _session_from_row(row: Any) -> SessionInfo:
     )
 
 
-def _checkpoint_from_row(row: Any) -> Checkpoint:
-    return Checkpoint(
+def _checkpoint_from_row(row: Any) -> base.Checkpoint:
+    return base.Checkpoint(
         id=row[0],
         session_id=row[1],
         covers_up_to=row[2],
@@ -1265,20 +1209,12 @@ def _checkpoint_from_row(row: Any) -> Checkpoint:
     )
 
 
-def _entry_from_row(row: Any) -> ScratchpadEntry:
-    return ScratchpadEntry(
+def _entry_from_row(row: Any) -> base.ScratchpadEntry:
+    return base.ScratchpadEntry(
         name=row[0], content=row[1], created_at=parse_ts(row[2]), updated_at=parse_ts(row[3])
     )
 
 
-def _holder(session_id: str, lock_json: str | None) -> LockHolder | None:
+def _holder(session_id: str, lock_json: str | None) -> base.LockHolder | None:
     """The session's attach lock from its ``lock`` column."""
-    return LockHolder.stored(lock_json, where=f"session {session_id}")
-
-
-def _refuse_if_locked(session_id: str, lock_json: str | None, force: bool) -> None:
-    if force:
-        return
-    holder = _holder(session_id, lock_json)
-    if holder is not None and not holder.is_stale():
-        raise SessionLocked(session_id, holder)
+    return base.LockHolder.stored(lock_json, where=f"session {session_id}")
