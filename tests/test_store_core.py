@@ -19,7 +19,8 @@ from threadline.errors import (
     StoreUnavailable,
     ThreadlineError,
 )
-from threadline.store.base import LockHolder, StoreCore
+from threadline.store.base import LockHolder
+from threadline.store.core import StoreCore
 
 _MARKS = {"postgres": [pytest.mark.postgres], "redis": [pytest.mark.redis]}
 

@@ -86,7 +86,7 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
-from threadline.store import base
+from threadline.store import base, core
 from threadline.store.base import (
     FORK_KEY,
     SESSION_ID_PATTERN,
@@ -147,7 +147,7 @@ def parse_jsonl_url(url: str) -> Path:
     return Path(rest).expanduser()
 
 
-class JSONLStore(base.StoreCore):
+class JSONLStore(core.StoreCore):
     """Sessions as JSONL files under one directory; safe across threads and processes."""
 
     def __init__(self, root: str | Path, *, create: bool = True) -> None:

@@ -21,7 +21,7 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
-from threadline.store import base
+from threadline.store import base, core
 from threadline.store.base import (
     check_checkpoint,
     children_counts,
@@ -51,7 +51,7 @@ class _Entry:
     """``messages[seq - 1 - fork_seq]``: a fork's own messages start after its fork seq."""
 
 
-class MemoryStore(base.StoreCore):
+class MemoryStore(core.StoreCore):
     """Sessions in a dict, guarded by one lock."""
 
     def __init__(self) -> None:

@@ -63,7 +63,7 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
-from threadline.store import base, retraction
+from threadline.store import base, core, retraction
 from threadline.store.base import (
     CONNECTION_RETRY,
     DEFAULT_PAGE_SIZE,
@@ -410,7 +410,7 @@ def _positive(options: dict[str, str], key: str, default: T, kind: Callable[[str
 # -- the store ---------------------------------------------------------------------
 
 
-class PostgresStore(base.StoreCore):
+class PostgresStore(core.StoreCore):
     """Sessions in one PostgreSQL schema, shared safely by any number of processes."""
 
     def __init__(
@@ -990,7 +990,7 @@ class PostgresStore(base.StoreCore):
         if done is None:
             raise SessionNotFound(session_id)
 
-    replace_memo = _resent(base.StoreCore.replace_memo)
+    replace_memo = _resent(core.StoreCore.replace_memo)
     """Resent after a lost connection: a resend after a lost COMMIT answers False;
     ``update_memo`` then decides again on the memo as stored, in which the compaction
     mark recognises its own token."""
@@ -1013,7 +1013,7 @@ class PostgresStore(base.StoreCore):
 
     # -- locks ------------------------------------------------------------------
 
-    acquire_lock = _resent(base.StoreCore.acquire_lock)
+    acquire_lock = _resent(core.StoreCore.acquire_lock)
     """Resent after a lost connection: the same holder renews (``LockHolder.claim``)."""
 
     def _swap_lock(

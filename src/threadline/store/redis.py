@@ -77,13 +77,14 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
-from threadline.store import base
+from threadline.store import base, core
 from threadline.store.base import (
     ANY_PREVIOUS,
     CONNECTION_RETRY,
     FORK_KEY,
     MAX_BOUND,
     MAX_PAGE_SIZE,
+    CorruptRecordWarning,
     check_checkpoint,
     format_ts,
     refuse_unknown_options,
@@ -216,7 +217,7 @@ def driver_options(scheme: str) -> set[str]:
     return names
 
 
-class RedisStore(base.StoreCore):
+class RedisStore(core.StoreCore):
     """Sessions in one Redis database, under a key prefix."""
 
     def __init__(
@@ -484,7 +485,7 @@ class RedisStore(base.StoreCore):
                 key = self._key("s", _text(row[1]))
                 warnings.warn(
                     f"skipping session {_text(row[1])}: {key} is not a hash",
-                    base.CorruptRecordWarning,
+                    CorruptRecordWarning,
                     stacklevel=3,
                 )
                 continue
@@ -493,7 +494,7 @@ class RedisStore(base.StoreCore):
             try:
                 items.append(self._info(key, fields))
             except CorruptRecord as exc:
-                warnings.warn(f"skipping session: {exc}", base.CorruptRecordWarning, stacklevel=3)
+                warnings.warn(f"skipping session: {exc}", CorruptRecordWarning, stacklevel=3)
         return int(res[0]), items
 
     def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
@@ -705,7 +706,7 @@ class RedisStore(base.StoreCore):
         except ValueError as exc:
             warnings.warn(
                 f"skipping unreadable checkpoint {session_id} #{cid}: {exc}",
-                base.CorruptRecordWarning,
+                CorruptRecordWarning,
                 stacklevel=3,
             )
             return None
@@ -782,7 +783,7 @@ class RedisStore(base.StoreCore):
         except ValueError as exc:
             warnings.warn(
                 f"skipping unreadable scratchpad entry {session_id} {name!r}: {exc}",
-                base.CorruptRecordWarning,
+                CorruptRecordWarning,
                 stacklevel=3,
             )
             return None

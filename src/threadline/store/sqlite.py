@@ -40,7 +40,7 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.stamps import utcnow
-from threadline.store import base, retraction, sqlite_files
+from threadline.store import base, core, retraction, sqlite_files
 from threadline.store.base import (
     MAX_BOUND,
     check_checkpoint,
@@ -385,7 +385,7 @@ def is_damage(exc: sqlite3.Error) -> bool:
     return "malformed" in msg or "not a database" in msg
 
 
-class SQLiteStore(base.StoreCore):
+class SQLiteStore(core.StoreCore):
     """Sessions in one SQLite file. Safe to share across threads and processes."""
 
     def __init__(

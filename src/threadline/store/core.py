@@ -1,0 +1,325 @@
+"""The store core: every rule of the ``Store`` protocol, written once over the primitives
+a backend supplies (docs/architecture.md has the table). A backend is a subclass of
+``StoreCore`` and a line in the registry (``store/__init__.py``)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Self, Unpack, cast
+
+from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError
+from threadline.stamps import utcnow
+from threadline.store.base import (
+    ANY_PREVIOUS,
+    MIN_PREFIX_LENGTH,
+    Appending,
+    Checkpoint,
+    ExpectPrevious,
+    ListOptions,
+    ListRequest,
+    LockHolder,
+    NewSession,
+    ScratchpadEntry,
+    Session,
+    SessionChange,
+    SessionChangeFields,
+    SessionFields,
+    SessionInfo,
+    SessionPage,
+    Store,
+    bounded,
+    bounded_or_none,
+    check_scratchpad_entry,
+    check_scratchpad_prefix,
+    check_title,
+    children_request,
+    list_request,
+    new_checkpoint,
+    new_session,
+    numbered,
+    pick_unique,
+    same_memo,
+    session_change,
+    validate_agent,
+    validate_session_id,
+)
+
+if TYPE_CHECKING:
+    from threadline.messages import Message
+
+
+class StoreCore:
+    """The rules every backend follows, written once: each backend subclasses this and
+    supplies the primitives, each one atomic step of its own: the methods below that
+    raise ``NotImplementedError`` (most named with a leading underscore) and the plain
+    reads and writes of the ``Store`` protocol that have no rule around them
+    (checkpoints, scratchpad entries, memo and lock read whole, ``search``).
+    docs/architecture.md has the table.
+    """
+
+    def session_info(self, session_id: str) -> SessionInfo:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _driver_error(self, exc: Exception) -> ThreadlineError | None:
+        """Primitive: the error of the ``ThreadlineError`` tree a driver's (or the file
+        system's) exception means, or None to let it through as it is."""
+        return None
+
+    @contextlib.contextmanager
+    def _translate(self) -> Iterator[None]:
+        """Driver errors become ours (``_driver_error``); ours pass as they are."""
+        try:
+            yield
+        except ThreadlineError:
+            raise
+        except Exception as exc:
+            ours = self._driver_error(exc)
+            if ours is None:
+                raise
+            raise ours from exc
+
+    def _matching_ids(self, id_or_prefix: str, *, prefix: bool) -> list[str]:
+        """Primitive: ``[id_or_prefix]`` when that session exists; otherwise, with
+        ``prefix``, the ids it is a prefix of (sorted, a few are enough to call it
+        ambiguous); otherwise none. One read, under the backend's own lock or snapshot."""
+        raise NotImplementedError
+
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
+        """Primitive: in one atomic step, read the session's last seq and its latest
+        checkpoint, decide with ``check_checkpoint`` (which may return the one already
+        stored, or refuse), and store ``new`` under the next id."""
+        raise NotImplementedError
+
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
+        """Primitive: store ``new`` (held by ``lock``) in one atomic step and return it as
+        stored; ``SessionExists`` when its id is taken, ``SessionNotFound`` when it names
+        a parent that does not exist."""
+        raise NotImplementedError
+
+    def _list_page(self, request: ListRequest) -> SessionPage:
+        """Primitive: the page of sessions ``request`` admits, newest updated first (ties
+        by id), with the total it admits (``ListRequest.page`` does it for a scan)."""
+        raise NotImplementedError
+
+    def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
+        """Primitive: how many sessions list each of ``parent_ids`` (distinct, at most a
+        page) as their parent; a parent with none may be left out."""
+        raise NotImplementedError
+
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
+        """Primitive: store ``title`` (checked) and ``updated_at = now`` in one step and
+        return the session as stored; ``SessionNotFound`` when it does not exist."""
+        raise NotImplementedError
+
+    def create_session(
+        self, *, lock: LockHolder | None = None, **fields: Unpack[SessionFields]
+    ) -> Session:
+        """See ``Store.create_session``: the id, fields and times checked and stamped here."""
+        return Session(cast(Store, self), self._insert_session(new_session(fields), lock))
+
+    def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
+        return self._list_page(list_request(options))
+
+    def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
+        counts = dict.fromkeys(children_request(session_ids), 0)
+        if counts:
+            counts.update(self._count_children(list(counts)))
+        return counts
+
+    def rename_session(self, session_id: str, title: str | None) -> SessionInfo:
+        return self._set_title(session_id, check_title(title), utcnow())
+
+    def delete_session(self, session_id: str, *, force: bool = False) -> None:
+        if self.delete_sessions([session_id], force=force) == 0:
+            raise SessionNotFound(session_id)
+
+    def _delete(self, session_ids: list[str], check: Callable[[str, object], None]) -> int:
+        """Primitive: in one atomic step, read the stored attach lock of each of
+        ``session_ids`` (distinct) that exists, pass it to ``check`` (which refuses the lot
+        by raising), then delete those sessions, their children made top-level. Returns
+        how many it deleted."""
+        raise NotImplementedError
+
+    def _session_ids(self, agent: str | None) -> list[str]:
+        """Primitive: the ids of every session (of ``agent``, checked, when given)."""
+        raise NotImplementedError
+
+    def delete_sessions(self, session_ids: Sequence[str], *, force: bool = False) -> int:
+        """All or nothing: a live attach lock on any of them refuses the lot, unless
+        ``force``; a lock record that cannot be read is ``CorruptRecord`` (``force``
+        deletes it)."""
+        ids = list(dict.fromkeys(session_ids))
+        if not ids:
+            return 0
+
+        def check(session_id: str, stored_lock: object) -> None:
+            if force:
+                return
+            holder = LockHolder.stored(stored_lock, where=f"session {session_id}")
+            if holder is not None and not holder.is_stale():
+                raise SessionLocked(session_id, holder)
+
+        return self._delete(ids, check)
+
+    def delete_all(self, *, agent: str | None = None, force: bool = False) -> int:
+        return self.delete_sessions(
+            self._session_ids(None if agent is None else validate_agent(agent)), force=force
+        )
+
+    # -- messages: the core checks bounds and numbers, the backend stores and reads --
+
+    def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
+        """Primitive: in one atomic step, store ``batch`` after the session's last seq
+        and return the first seq it gave (the core numbers the batch), or, when the
+        batch's first id is stored already (a resend), return the stored copies
+        (``Appending.partly_stored`` when only some are). ``SessionNotFound`` when the
+        session does not exist, ``Appending.already_stored`` for an id stored before."""
+        raise NotImplementedError
+
+    def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
+        """Primitive: newest first, up to ``limit`` (> 0) messages with seq <
+        ``before_seq`` (> 1, or None); ``SessionNotFound`` when the session does not
+        exist."""
+        raise NotImplementedError
+
+    def _read_range(self, session_id: str, after_seq: int, limit: int | None) -> list[Message]:
+        """Primitive: oldest first, up to ``limit`` (> 0, or None for all) messages with
+        seq > ``after_seq`` (>= 0); ``SessionNotFound`` when the session does not exist."""
+        raise NotImplementedError
+
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+        if not messages:
+            return []
+        stored = self._append(session_id, Appending(session_id, messages))
+        return numbered(messages, stored) if isinstance(stored, int) else stored
+
+    def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
+        limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
+        if limit <= 0 or (before_seq is not None and before_seq <= 1):
+            self.session_info(session_id)  # nothing to read, but the session must exist
+            return []
+        return self._tail_range(session_id, limit, before_seq)
+
+    def read_messages(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Message]:
+        """A limit of 0 or below reads nothing, on every backend."""
+        after_seq, limit = bounded(after_seq, "after_seq"), bounded_or_none(limit, "limit")
+        if limit is not None and limit <= 0:
+            self.session_info(session_id)
+            return []
+        return self._read_range(session_id, max(0, after_seq), limit)
+
+    def count_messages(self, session_id: str) -> int:
+        return self.session_info(session_id).message_count
+
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
+        """Primitive: in one atomic step, apply ``change`` (its parent checked against the
+        stored one with ``change.new_parent``, its metadata merged with ``change.merged``)
+        and return the session as stored; ``SessionNotFound`` when it or the new parent
+        does not exist."""
+        raise NotImplementedError
+
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        """Primitive: store the entry (checked), keeping its ``created_at`` when it exists."""
+        raise NotImplementedError
+
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
+        """Primitive: the entries whose names start with ``prefix`` (checked), by name."""
+        raise NotImplementedError
+
+    def update_session(self, session_id: str, **fields: Unpack[SessionChangeFields]) -> SessionInfo:
+        return self._update_session(
+            session_id, session_change(cast(Store, self), session_id, fields)
+        )
+
+    def scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
+        check_scratchpad_entry(name, content)
+        return self._scratchpad_write(session_id, name, content)
+
+    def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
+        return self._scratchpad_list(session_id, check_scratchpad_prefix(prefix))
+
+    def _swap_memo(
+        self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> bool:
+        """Primitive: in one atomic step, read the session's memo (``SessionNotFound``
+        when the session does not exist) and store what ``decide`` returns for it, unless
+        that is None. True when it stored."""
+        raise NotImplementedError
+
+    def _swap_lock(
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
+        """Primitive: in one atomic step, read the session's attach lock
+        (``SessionNotFound`` when the session does not exist) and store what ``decide``
+        returns for it (which may raise), unless that is the very holder it was given.
+        Returns what is stored. ``decide`` may be called again when the step is retried."""
+        raise NotImplementedError
+
+    def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
+        return self._swap_memo(
+            session_id, lambda stored: memo if same_memo(stored, expected) else None
+        )
+
+    def acquire_lock(self, session_id: str, holder: LockHolder | None = None) -> LockHolder:
+        """Take or renew the lock as ``LockHolder.claim`` decides."""
+        wanted = holder or LockHolder.current()
+        taken = self._swap_lock(session_id, lambda current: wanted.claim(session_id, current))
+        assert taken is not None
+        return taken
+
+    def release_lock(self, session_id: str, holder: LockHolder | None = None) -> bool:
+        """False when the lock is not held by ``holder`` (or the session is gone)."""
+        wanted = holder or LockHolder.current()
+        released = False
+
+        def release(current: LockHolder | None) -> LockHolder | None:
+            nonlocal released
+            released = current is not None and current.same_holder(wanted)
+            return None if released else current
+
+        try:
+            self._swap_lock(session_id, release)
+        except SessionNotFound:
+            return False
+        return released
+
+    def add_checkpoint(
+        self,
+        session_id: str,
+        *,
+        covers_up_to: int,
+        summary: str,
+        metadata: dict[str, Any] | None = None,
+        expect_previous: ExpectPrevious = ANY_PREVIOUS,
+    ) -> Checkpoint:
+        """See ``Store.add_checkpoint``: the fields checked and stamped once, before the
+        first attempt, so a resend after a lost reply is the checkpoint it stored."""
+        new = new_checkpoint(
+            session_id, covers_up_to=covers_up_to, summary=summary, metadata=metadata
+        )
+        return self._add_checkpoint(new, expect_previous)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def get_session(self, id_or_prefix: str) -> Session:
+        return Session(cast(Store, self), self.session_info(self.resolve_id(id_or_prefix)))
+
+    def resolve_id(self, id_or_prefix: str) -> str:
+        """A session id, or a unique prefix of ``MIN_PREFIX_LENGTH`` or more characters;
+        an exact id wins over the ids it prefixes."""
+        validate_session_id(id_or_prefix)
+        found = self._matching_ids(id_or_prefix, prefix=len(id_or_prefix) >= MIN_PREFIX_LENGTH)
+        if id_or_prefix in found:
+            return id_or_prefix
+        return pick_unique(id_or_prefix, found)
