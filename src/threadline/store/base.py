@@ -772,6 +772,13 @@ def children_request(session_ids: Sequence[str]) -> list[str]:
     return ids
 
 
+def memo_request(session_ids: Sequence[str]) -> list[str]:
+    """The ids ``get_memos`` reads: checked, each once, in order."""
+    if isinstance(session_ids, str):
+        raise UsageError("get_memos takes a list of session ids, not one id")
+    return list(dict.fromkeys(validate_session_id(s) for s in session_ids))
+
+
 def children_counts(parent_ids: list[str], infos: Iterable[SessionInfo]) -> dict[str, int]:
     """For a backend that scans: ``count_children`` counted over ``infos``."""
     counts = dict.fromkeys(parent_ids, 0)
@@ -1094,6 +1101,11 @@ class Store(Protocol):
 
     # memo: one JSON document per session for strategies and runtime state
     def get_memo(self, session_id: str) -> dict[str, Any]: ...
+    def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The memos of many sessions in one read (the SQL backends: one query), by
+        id; an id with no session is left out. A listing reads a page's memos so."""
+        ...
+
     def set_memo(self, session_id: str, memo: dict[str, Any]) -> None: ...
     def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
         """Compare-and-set, in one atomic step: store ``memo`` only if the stored memo is
@@ -1988,6 +2000,14 @@ class StoreCore:
         if id_or_prefix in found:
             return id_or_prefix
         return pick_unique(id_or_prefix, found)
+
+    def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """One ``get_memo`` per id; the SQL backends read them all in one query."""
+        memos: dict[str, dict[str, Any]] = {}
+        for session_id in memo_request(session_ids):
+            with contextlib.suppress(SessionNotFound):
+                memos[session_id] = cast(Store, self).get_memo(session_id)
+        return memos
 
 
 # -- deleting: forks before their parents (``Session.delete``, ``store/fork.py``) ----

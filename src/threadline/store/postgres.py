@@ -37,7 +37,7 @@ import re
 import select
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar, Unpack, cast
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -82,6 +82,7 @@ from threadline.store.base import (
     bounded,
     bounded_or_none,
     check_checkpoint,
+    memo_request,
     numbered,
     prefix_bounds,
     split_url_options,
@@ -469,9 +470,10 @@ class PostgresStore(StoreCore):
         self._where = f"PostgreSQL {place}"
         self.url = redact_url(url) if url else f"postgresql://{place}?schema={schema}"
         quiet_connection_loss()
-        self._migrate(create)
+        checked = self._migrate(create)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             self._conninfo,
+            connection_class=_handing_over(checked),
             kwargs={"autocommit": True},
             min_size=1,
             max_size=pool_size,
@@ -481,7 +483,12 @@ class PostgresStore(StoreCore):
             name=f"threadline-{schema}",
             open=False,
         )
-        self._pool.open(wait=False)
+        try:
+            with self._translate():  # at once: the connection is there, only configured
+                self._pool.open(wait=True, timeout=pool_timeout)
+        except BaseException:
+            self._pool.close()
+            raise
 
     @classmethod
     def from_url(cls, url: str, *, create: bool = True) -> PostgresStore:
@@ -519,11 +526,40 @@ class PostgresStore(StoreCore):
         )
         conn.execute("SET TIME ZONE 'UTC'", prepare=False)
 
-    def _migrate(self, create: bool = True) -> None:
+    def _migrate(self, create: bool = True) -> Conn:
         """Create or upgrade the schema, serialised by an advisory lock across processes;
         with ``create=False`` a schema that is not there (or holds no store) is
-        ``StoreNotFound`` and nothing is created."""
-        with self._connect() as conn, self._translate(), conn.transaction():
+        ``StoreNotFound`` and nothing is created. A store already at this version is
+        seen without the lock (``_is_current``), as most opens find it. Returns the
+        connection it used, for the pool to start with."""
+        conn = self._connect()
+        try:
+            with self._translate():
+                if not self._is_current(conn):
+                    self._migrate_locked(conn, create)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _is_current(self, conn: Conn) -> bool:
+        """Whether the schema's ``threadline_meta`` already names this app and version:
+        one read, no lock. Anything else (no schema, an older or newer version, another
+        app's tables) goes to the locked path, which decides and says why."""
+        try:
+            meta: dict[str, str] = dict(
+                conn.execute(
+                    sql.SQL("SELECT key, value FROM {}.threadline_meta").format(
+                        sql.Identifier(self.schema)
+                    )
+                ).fetchall()
+            )
+        except psycopg.Error:
+            return False
+        return meta.get("app") == APP_ID and meta.get("schema_version") == str(SCHEMA_VERSION)
+
+    def _migrate_locked(self, conn: Conn, create: bool) -> None:
+        with conn.transaction():
             conn.execute(
                 "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
                 (MIGRATION_LOCK_KEY, self.schema),
@@ -1029,6 +1065,17 @@ class PostgresStore(StoreCore):
         return memo
 
     @_resent
+    def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        ids = memo_request(session_ids)
+        if not ids:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id, memo FROM sessions WHERE id = ANY(%s)", (ids,)
+            ).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    @_resent
     def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
         with self._write() as conn:
             done = conn.execute(
@@ -1186,6 +1233,23 @@ def _search_text(pieces: list[str]) -> str:
 
 
 # -- rows -------------------------------------------------------------------------
+
+
+def _handing_over(first: Conn) -> type[Conn]:
+    """The pool's connection class: its first connection is ``first`` (the one that
+    checked the schema), so opening a store connects once, not twice."""
+    spare = [first]
+
+    class HandedOver(psycopg.Connection[tuple[Any, ...]]):
+        @classmethod
+        def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+            with contextlib.suppress(IndexError):
+                conn = spare.pop()
+                if not conn.closed:
+                    return cast(Self, conn)
+            return super().connect(conninfo, **kwargs)
+
+    return HandedOver
 
 
 def _looks_alive(conn: Conn) -> bool:

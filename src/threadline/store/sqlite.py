@@ -59,6 +59,7 @@ from threadline.store.base import (
     bounded_or_none,
     check_checkpoint,
     format_ts,
+    memo_request,
     numbered,
     parse_ts,
     prefix_bounds,
@@ -1051,6 +1052,17 @@ class SQLiteStore(StoreCore):
             raise SessionNotFound(session_id)
         memo: dict[str, Any] = json.loads(row[0])
         return memo
+
+    def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        ids = memo_request(session_ids)
+        if not ids:
+            return {}
+        with self._read() as con:
+            rows = con.execute(
+                "SELECT id, memo FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids),),
+            ).fetchall()
+        return {r[0]: json.loads(r[1]) for r in rows}
 
     def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
         text = json.dumps(memo)
