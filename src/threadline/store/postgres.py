@@ -17,10 +17,13 @@ compare-and-set steps (a checkpoint on an expected predecessor, a memo swap).
 
 Everything lives in one schema (``?schema=``, default ``threadline``) created on
 first open; migrations are one ordered list, run under an advisory lock and
-recorded in ``threadline_meta``. Tail, list and prefix lookups are served by
-btree indexes (ids use the "C" collation so ordering matches the other
-backends byte for byte and ``LIKE 'prefix%'`` can use the primary key); search
-uses a generated ``tsvector`` column with a GIN index.
+recorded in ``threadline_meta``; an open that finds the schema current reads
+that table once without the lock, and its connection becomes the pool's first.
+Tail, list and prefix lookups are served by btree indexes (ids use the "C"
+collation so ordering matches the other backends byte for byte and ``LIKE
+'prefix%'`` can use the primary key), a listing's exact total by the counts a
+trigger keeps (``m004_session_counts``); search uses a generated ``tsvector``
+column with a GIN index.
 
 Columns that hold caller-supplied JSON or free text (metadata, memo, summary,
 scratchpad content) use the ``json`` type, not ``jsonb`` or ``text``: ``json``
@@ -35,9 +38,9 @@ import functools
 import logging
 import re
 import select
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar, Unpack, cast
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar, Unpack, cast
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -62,7 +65,6 @@ from threadline.errors import (
     ThreadlineError,
     UsageError,
 )
-from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store import retraction
 from threadline.store.base import (
@@ -90,7 +92,6 @@ from threadline.store.base import (
     stored_tokens,
     validate_agent,
 )
-from threadline.store.decode import decode_rows
 from threadline.store.records import Record
 from threadline.store.search_query import (
     Atom,
@@ -103,6 +104,9 @@ from threadline.store.search_query import (
     message_pieces,
     search_request,
 )
+
+if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
+    from threadline.messages import Message
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 R = TypeVar("R", bound=Record)
@@ -322,10 +326,70 @@ def m003_session_parents(conn: Conn) -> None:
     )
 
 
+def m004_session_counts(conn: Conn) -> None:
+    """A listing's total is exact without counting every session: ``session_counts``
+    holds signed deltas per agent and top-level flag, written by a trigger in the same
+    transaction as the session row, so the sum over it is the count any snapshot sees
+    (``list_sql``). Deltas are only inserted, so writers never wait on a shared row;
+    every ``COUNT_ROLLUP``-th one folds the rest into one row per group, which keeps
+    the sum a read of a few rows. The trigger skips appends (only ``agent`` and
+    ``parent_id`` matter). Existing sessions are counted afresh here, under the table
+    lock that creating the trigger takes, so no write slips between (and it may run
+    again, as the other migrations may)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS session_counts (id bigint GENERATED ALWAYS AS IDENTITY "
+        'PRIMARY KEY, agent text COLLATE "C" NOT NULL, top boolean NOT NULL, n bigint NOT NULL)'
+    )
+    conn.execute(_COUNT_SESSIONS.replace("COUNT_ROLLUP", str(COUNT_ROLLUP)))
+    conn.execute("DROP TRIGGER IF EXISTS sessions_counted ON sessions")
+    conn.execute(
+        "CREATE TRIGGER sessions_counted AFTER INSERT OR DELETE OR UPDATE OF agent, parent_id "
+        "ON sessions FOR EACH ROW EXECUTE FUNCTION count_sessions()"
+    )
+    conn.execute("DELETE FROM session_counts")
+    conn.execute(
+        "INSERT INTO session_counts (agent, top, n) "
+        "SELECT agent, parent_id IS NULL, count(*) FROM sessions GROUP BY 1, 2"
+    )
+
+
+COUNT_ROLLUP = 1000
+"""Every this many deltas, ``session_counts`` is folded to one row per group."""
+_COUNT_SESSIONS = """
+CREATE OR REPLACE FUNCTION count_sessions() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+DECLARE
+    added bigint;
+    fold boolean := false;
+BEGIN
+    IF TG_OP = 'UPDATE' AND OLD.agent = NEW.agent
+            AND (OLD.parent_id IS NULL) = (NEW.parent_id IS NULL) THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP <> 'INSERT' THEN
+        INSERT INTO session_counts (agent, top, n)
+        VALUES (OLD.agent, OLD.parent_id IS NULL, -1) RETURNING id INTO added;
+        fold := added % COUNT_ROLLUP = 0;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO session_counts (agent, top, n)
+        VALUES (NEW.agent, NEW.parent_id IS NULL, 1) RETURNING id INTO added;
+        fold := fold OR added % COUNT_ROLLUP = 0;
+    END IF;
+    IF fold THEN
+        WITH gone AS (DELETE FROM session_counts RETURNING agent, top, n)
+        INSERT INTO session_counts (agent, top, n)
+        SELECT agent, top, sum(n) FROM gone GROUP BY agent, top HAVING sum(n) <> 0;
+    END IF;
+    RETURN NULL;
+END $$"""
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_initial,
     m002_index_decoded_text,
     m003_session_parents,
+    m004_session_counts,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -341,10 +405,16 @@ SESSION_COLUMNS = (
 def list_sql(request: ListRequest) -> tuple[str, str, dict[str, Any]]:
     """A listing's count query, page query and parameters (``ListRequest.where``)."""
     where, args = request.where("%({})s")
+    count = f"SELECT count(*) FROM sessions{where}"
+    if request.parent is None:  # the deltas its trigger keeps (m004), not every row
+        kept = ["agent = %(agent)s"] if request.agent is not None else []
+        kept += ["top"] if request.top_level else []
+        counted = " WHERE " + " AND ".join(kept) if kept else ""
+        count = f"SELECT coalesce(sum(n), 0)::bigint FROM session_counts{counted}"
     # the page's ids first, from the index alone (an index-only scan skips the offset
     # without reading 50,000 rows), then those rows: a deep page costs what the index costs
     return (
-        f"SELECT count(*) FROM sessions{where}",
+        count,
         f"SELECT {SESSION_COLUMNS} FROM sessions JOIN (SELECT id AS page_id FROM sessions"
         f"{where} ORDER BY updated_at DESC, id LIMIT %(limit)s OFFSET %(offset)s) page "
         "ON id = page_id ORDER BY updated_at DESC, id",
@@ -1233,6 +1303,20 @@ def _search_text(pieces: list[str]) -> str:
 
 
 # -- rows -------------------------------------------------------------------------
+
+
+def decode_rows(session_id: str, rows: Iterable[tuple[Any, ...]]) -> list[Message]:
+    """``store.decode.decode_rows``, whose module loads pydantic, imported only when
+    messages are read: listing sessions must not load it (issue 13). Its own loop, so
+    a bad row's warning still names the store method that read it."""
+    from threadline.store.decode import decode_message
+
+    out = []
+    for seq, body in rows:
+        m = decode_message(session_id, seq, body)
+        if m is not None:
+            out.append(m)
+    return out
 
 
 def _handing_over(first: Conn) -> type[Conn]:
