@@ -332,7 +332,8 @@ def m004_session_counts(conn: Conn) -> None:
     transaction as the session row, so the sum over it is the count any snapshot sees
     (``list_sql``). Deltas are only inserted, so writers never wait on a shared row;
     every ``COUNT_ROLLUP``-th one folds the rest into one row per group, which keeps
-    the sum a read of a few rows. The trigger skips appends (only ``agent`` and
+    the sum a read of a few rows (skipping rows another fold holds: folds never wait
+    on each other, so they cannot deadlock). The trigger skips appends (only ``agent`` and
     ``parent_id`` matter). Existing sessions are counted afresh here, under the table
     lock that creating the trigger takes, so no write slips between (and it may run
     again, as the other migrations may)."""
@@ -377,7 +378,8 @@ BEGIN
         fold := fold OR added % COUNT_ROLLUP = 0;
     END IF;
     IF fold THEN
-        WITH gone AS (DELETE FROM session_counts RETURNING agent, top, n)
+        WITH gone AS (DELETE FROM session_counts WHERE id IN (
+            SELECT id FROM session_counts FOR UPDATE SKIP LOCKED) RETURNING agent, top, n)
         INSERT INTO session_counts (agent, top, n)
         SELECT agent, top, sum(n) FROM gone GROUP BY agent, top HAVING sum(n) <> 0;
     END IF;
