@@ -251,7 +251,7 @@ def test_postgres_search_near_the_limit_returns_in_time(pg_url: str) -> None:
 
 def test_postgres_search_is_cancelled_by_the_server(pg_url: str) -> None:
     vocabulary = _fill_for_search(pg_url, messages=60, words=15_000)
-    store = open_store(f"{pg_url}&search_timeout=0.05")
+    store = open_store(f"{pg_url}&search_timeout=0.01")
     try:
         # phrases make the server check the text of every message holding their words
         phrases = " ".join(f'"{vocabulary[i]} {vocabulary[i + 1]}"' for i in range(0, 31, 2))

@@ -117,7 +117,7 @@ def list_sessions(
     page = store.list_sessions(agent=agent, limit=limit, offset=offset, top_level=True)
     nodes = forest(store, page.items, nested=every or tree)
     everyone = [node for top in nodes for node, _ in top.walk()]
-    shown = {node.info.id: in_view(store, node.info) for node in everyone}
+    shown = in_view(store, [node.info for node in everyone])
     if as_json:
         listing = page.to_dict()
         listing["items"] = [_listed(node, shown, nested=every or tree) for node in nodes]
@@ -161,14 +161,16 @@ def _listed(node: Node, shown: dict[str, SessionInfo], *, nested: bool) -> dict[
     return item
 
 
-def in_view(store: Store, info: SessionInfo) -> SessionInfo:
-    """``info`` counting the messages in view: retracted ones and the retraction records
-    left out, as the window, history and exports show them (``--json`` gives the stored
-    ``message_count`` and this as ``visible_count``)."""
-    if not info.message_count:
-        return info
-    visible = retraction.visible_count(Session(store, info))
-    return info if visible == info.message_count else info.replace(message_count=visible)
+def in_view(store: Store, infos: list[SessionInfo]) -> dict[str, SessionInfo]:
+    """Each of ``infos`` by id, counting the messages in view: retracted ones and the
+    retraction records left out, as the window, history and exports show them
+    (``--json`` gives the stored ``message_count`` and this as ``visible_count``). The
+    memos the counts need are read in one batch (``Store.get_memos``)."""
+    visible = retraction.visible_counts([Session(store, i) for i in infos], store.get_memos)
+    return {
+        i.id: i if visible[i.id] == i.message_count else i.replace(message_count=visible[i.id])
+        for i in infos
+    }
 
 
 @app.command("show")

@@ -770,6 +770,13 @@ def children_request(session_ids: Sequence[str]) -> list[str]:
     return ids
 
 
+def memo_request(session_ids: Sequence[str]) -> list[str]:
+    """The ids ``get_memos`` reads: checked, each once, in order."""
+    if isinstance(session_ids, str):
+        raise UsageError("get_memos takes a list of session ids, not one id")
+    return list(dict.fromkeys(validate_session_id(s) for s in session_ids))
+
+
 def children_counts(parent_ids: list[str], infos: Iterable[SessionInfo]) -> dict[str, int]:
     """For a backend that scans: ``count_children`` counted over ``infos``."""
     counts = dict.fromkeys(parent_ids, 0)
@@ -1095,6 +1102,11 @@ class Store(Protocol):
 
     # memo: one JSON document per session for strategies and runtime state
     def get_memo(self, session_id: str) -> dict[str, Any]: ...
+    def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The memos of many sessions in one read (the SQL backends: one query), by
+        id; an id with no session is left out. A listing reads a page's memos so."""
+        ...
+
     def set_memo(self, session_id: str, memo: dict[str, Any]) -> None: ...
     def replace_memo(self, session_id: str, expected: dict[str, Any], memo: dict[str, Any]) -> bool:
         """Compare-and-set, in one atomic step: store ``memo`` only if the stored memo is

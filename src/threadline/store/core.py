@@ -36,6 +36,7 @@ from threadline.store.base import (
     check_title,
     children_request,
     list_request,
+    memo_request,
     new_checkpoint,
     new_session,
     numbered,
@@ -323,3 +324,11 @@ class StoreCore:
         if id_or_prefix in found:
             return id_or_prefix
         return pick_unique(id_or_prefix, found)
+
+    def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """One ``get_memo`` per id; the SQL backends read them all in one query."""
+        memos: dict[str, dict[str, Any]] = {}
+        for session_id in memo_request(session_ids):
+            with contextlib.suppress(SessionNotFound):
+                memos[session_id] = cast(Store, self).get_memo(session_id)
+        return memos

@@ -17,10 +17,13 @@ compare-and-set steps (a checkpoint on an expected predecessor, a memo swap).
 
 Everything lives in one schema (``?schema=``, default ``threadline``) created on
 first open; migrations are one ordered list, run under an advisory lock and
-recorded in ``threadline_meta``. Tail, list and prefix lookups are served by
-btree indexes (ids use the "C" collation so ordering matches the other
-backends byte for byte and ``LIKE 'prefix%'`` can use the primary key); search
-uses a generated ``tsvector`` column with a GIN index.
+recorded in ``threadline_meta``; an open that finds the schema current reads
+that table once without the lock, and its connection becomes the pool's first.
+Tail, list and prefix lookups are served by btree indexes (ids use the "C"
+collation so ordering matches the other backends byte for byte and ``LIKE
+'prefix%'`` can use the primary key), a listing's exact total by the counts a
+trigger keeps (``m004_session_counts``); search uses a generated ``tsvector``
+column with a GIN index.
 
 Columns that hold caller-supplied JSON or free text (metadata, memo, summary,
 scratchpad content) use the ``json`` type, not ``jsonb`` or ``text``: ``json``
@@ -35,9 +38,9 @@ import functools
 import logging
 import re
 import select
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar, Unpack, cast
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -61,7 +64,6 @@ from threadline.errors import (
     ThreadlineError,
     UsageError,
 )
-from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store import base, core, retraction
 from threadline.store.base import (
@@ -69,10 +71,10 @@ from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
     check_checkpoint,
     id_prefix_range,
+    memo_request,
     prefix_bounds,
     split_url_options,
 )
-from threadline.store.decode import decode_rows
 from threadline.store.records import Record
 from threadline.store.search_query import (
     Atom,
@@ -85,6 +87,9 @@ from threadline.store.search_query import (
     message_pieces,
     search_request,
 )
+
+if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
+    from threadline.messages import Message
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 R = TypeVar("R", bound=Record)
@@ -304,10 +309,72 @@ def m003_session_parents(conn: Conn) -> None:
     )
 
 
+def m004_session_counts(conn: Conn) -> None:
+    """A listing's total is exact without counting every session: ``session_counts``
+    holds signed deltas per agent and top-level flag, written by a trigger in the same
+    transaction as the session row, so the sum over it is the count any snapshot sees
+    (``list_sql``). Deltas are only inserted, so writers never wait on a shared row;
+    every ``COUNT_ROLLUP``-th one folds the rest into one row per group, which keeps
+    the sum a read of a few rows (skipping rows another fold holds: folds never wait
+    on each other, so they cannot deadlock). The trigger skips appends (only ``agent`` and
+    ``parent_id`` matter). Existing sessions are counted afresh here, under the table
+    lock that creating the trigger takes, so no write slips between (and it may run
+    again, as the other migrations may)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS session_counts (id bigint GENERATED ALWAYS AS IDENTITY "
+        'PRIMARY KEY, agent text COLLATE "C" NOT NULL, top boolean NOT NULL, n bigint NOT NULL)'
+    )
+    conn.execute(_COUNT_SESSIONS.replace("COUNT_ROLLUP", str(COUNT_ROLLUP)))
+    conn.execute("DROP TRIGGER IF EXISTS sessions_counted ON sessions")
+    conn.execute(
+        "CREATE TRIGGER sessions_counted AFTER INSERT OR DELETE OR UPDATE OF agent, parent_id "
+        "ON sessions FOR EACH ROW EXECUTE FUNCTION count_sessions()"
+    )
+    conn.execute("DELETE FROM session_counts")
+    conn.execute(
+        "INSERT INTO session_counts (agent, top, n) "
+        "SELECT agent, parent_id IS NULL, count(*) FROM sessions GROUP BY 1, 2"
+    )
+
+
+COUNT_ROLLUP = 1000
+"""Every this many deltas, ``session_counts`` is folded to one row per group."""
+_COUNT_SESSIONS = """
+CREATE OR REPLACE FUNCTION count_sessions() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+DECLARE
+    added bigint;
+    fold boolean := false;
+BEGIN
+    IF TG_OP = 'UPDATE' AND OLD.agent = NEW.agent
+            AND (OLD.parent_id IS NULL) = (NEW.parent_id IS NULL) THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP <> 'INSERT' THEN
+        INSERT INTO session_counts (agent, top, n)
+        VALUES (OLD.agent, OLD.parent_id IS NULL, -1) RETURNING id INTO added;
+        fold := added % COUNT_ROLLUP = 0;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO session_counts (agent, top, n)
+        VALUES (NEW.agent, NEW.parent_id IS NULL, 1) RETURNING id INTO added;
+        fold := fold OR added % COUNT_ROLLUP = 0;
+    END IF;
+    IF fold THEN
+        WITH gone AS (DELETE FROM session_counts WHERE id IN (
+            SELECT id FROM session_counts FOR UPDATE SKIP LOCKED) RETURNING agent, top, n)
+        INSERT INTO session_counts (agent, top, n)
+        SELECT agent, top, sum(n) FROM gone GROUP BY agent, top HAVING sum(n) <> 0;
+    END IF;
+    RETURN NULL;
+END $$"""
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     m001_initial,
     m002_index_decoded_text,
     m003_session_parents,
+    m004_session_counts,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -323,10 +390,16 @@ SESSION_COLUMNS = (
 def list_sql(request: base.ListRequest) -> tuple[str, str, dict[str, Any]]:
     """A listing's count query, page query and parameters (``ListRequest.where``)."""
     where, args = request.where("%({})s")
+    count = f"SELECT count(*) FROM sessions{where}"
+    if request.parent is None:  # the deltas its trigger keeps (m004), not every row
+        kept = ["agent = %(agent)s"] if request.agent is not None else []
+        kept += ["top"] if request.top_level else []
+        counted = " WHERE " + " AND ".join(kept) if kept else ""
+        count = f"SELECT coalesce(sum(n), 0)::bigint FROM session_counts{counted}"
     # the page's ids first, from the index alone (an index-only scan skips the offset
     # without reading 50,000 rows), then those rows: a deep page costs what the index costs
     return (
-        f"SELECT count(*) FROM sessions{where}",
+        count,
         f"SELECT {SESSION_COLUMNS} FROM sessions JOIN (SELECT id AS page_id FROM sessions"
         f"{where} ORDER BY updated_at DESC, id LIMIT %(limit)s OFFSET %(offset)s) page "
         "ON id = page_id ORDER BY updated_at DESC, id",
@@ -452,9 +525,10 @@ class PostgresStore(core.StoreCore):
         self._where = f"PostgreSQL {place}"
         self.url = redact_url(url) if url else f"postgresql://{place}?schema={schema}"
         quiet_connection_loss()
-        self._migrate(create)
+        checked = self._migrate(create)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             self._conninfo,
+            connection_class=_handing_over(checked),
             kwargs={"autocommit": True},
             min_size=1,
             max_size=pool_size,
@@ -464,7 +538,12 @@ class PostgresStore(core.StoreCore):
             name=f"threadline-{schema}",
             open=False,
         )
-        self._pool.open(wait=False)
+        try:
+            with self._translate():  # at once: the connection is there, only configured
+                self._pool.open(wait=True, timeout=pool_timeout)
+        except BaseException:
+            self._pool.close()
+            raise
 
     @classmethod
     def from_url(cls, url: str, *, create: bool = True) -> PostgresStore:
@@ -502,11 +581,40 @@ class PostgresStore(core.StoreCore):
         )
         conn.execute("SET TIME ZONE 'UTC'", prepare=False)
 
-    def _migrate(self, create: bool = True) -> None:
+    def _migrate(self, create: bool = True) -> Conn:
         """Create or upgrade the schema, serialised by an advisory lock across processes;
         with ``create=False`` a schema that is not there (or holds no store) is
-        ``StoreNotFound`` and nothing is created."""
-        with self._connect() as conn, self._translate(), conn.transaction():
+        ``StoreNotFound`` and nothing is created. A store already at this version is
+        seen without the lock (``_is_current``), as most opens find it. Returns the
+        connection it used, for the pool to start with."""
+        conn = self._connect()
+        try:
+            with self._translate():
+                if not self._is_current(conn):
+                    self._migrate_locked(conn, create)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _is_current(self, conn: Conn) -> bool:
+        """Whether the schema's ``threadline_meta`` already names this app and version:
+        one read, no lock. Anything else (no schema, an older or newer version, another
+        app's tables) goes to the locked path, which decides and says why."""
+        try:
+            meta: dict[str, str] = dict(
+                conn.execute(
+                    sql.SQL("SELECT key, value FROM {}.threadline_meta").format(
+                        sql.Identifier(self.schema)
+                    )
+                ).fetchall()
+            )
+        except psycopg.Error:
+            return False
+        return meta.get("app") == APP_ID and meta.get("schema_version") == str(SCHEMA_VERSION)
+
+    def _migrate_locked(self, conn: Conn, create: bool) -> None:
+        with conn.transaction():
             conn.execute(
                 "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
                 (MIGRATION_LOCK_KEY, self.schema),
@@ -982,6 +1090,17 @@ class PostgresStore(core.StoreCore):
         return memo
 
     @_resent
+    def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        ids = memo_request(session_ids)
+        if not ids:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id, memo FROM sessions WHERE id = ANY(%s)", (ids,)
+            ).fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    @_resent
     def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
         with self._write() as conn:
             done = conn.execute(
@@ -1139,6 +1258,37 @@ def _search_text(pieces: list[str]) -> str:
 
 
 # -- rows -------------------------------------------------------------------------
+
+
+def decode_rows(session_id: str, rows: Iterable[tuple[Any, ...]]) -> list[Message]:
+    """``store.decode.decode_rows``, whose module loads pydantic, imported only when
+    messages are read: listing sessions must not load it (issue 13). Its own loop, so
+    a bad row's warning still names the store method that read it."""
+    from threadline.store.decode import decode_message
+
+    out = []
+    for seq, body in rows:
+        m = decode_message(session_id, seq, body)
+        if m is not None:
+            out.append(m)
+    return out
+
+
+def _handing_over(first: Conn) -> type[Conn]:
+    """The pool's connection class: its first connection is ``first`` (the one that
+    checked the schema), so opening a store connects once, not twice."""
+    spare = [first]
+
+    class HandedOver(psycopg.Connection[tuple[Any, ...]]):
+        @classmethod
+        def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+            with contextlib.suppress(IndexError):
+                conn = spare.pop()
+                if not conn.closed:
+                    return cast(Self, conn)
+            return super().connect(conninfo, **kwargs)
+
+    return HandedOver
 
 
 def _looks_alive(conn: Conn) -> bool:

@@ -324,6 +324,27 @@ def visible_count(session: SessionView) -> int:
     return max(0, session.message_count - hidden)
 
 
+def visible_counts(
+    sessions: Sequence[SessionView],
+    get_memos: Callable[[list[str]], dict[str, dict[str, Any]]],
+) -> dict[str, int]:
+    """``visible_count`` of many sessions by id, their memos read in one batch
+    (``Store.get_memos``). A fork's view also hides its ancestors' records, and a
+    session gone meanwhile must fail as it would alone: those go one by one."""
+    plain = [s for s in sessions if s.message_count and s.fork is None]
+    memos = get_memos([s.id for s in plain]) if plain else {}
+    counts: dict[str, int] = {}
+    for s in sessions:
+        if not s.message_count:
+            counts[s.id] = 0
+        elif s.fork is None and s.id in memos:
+            hidden = Retractions.from_memo(memos[s.id]).hidden_between(0, s.last_seq)
+            counts[s.id] = max(0, s.message_count - hidden)
+        else:
+            counts[s.id] = visible_count(s)
+    return counts
+
+
 def view_memo(session: SessionView) -> dict[str, Any]:
     """The session's memo with the index of its whole view (a fork's inherited records
     too): what a copy that materializes the view must hold, so it hides the same."""

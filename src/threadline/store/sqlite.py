@@ -20,7 +20,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from itertools import repeat
 from pathlib import Path
@@ -46,6 +46,7 @@ from threadline.store.base import (
     check_checkpoint,
     format_ts,
     id_prefix_range,
+    memo_request,
     parse_ts,
     prefix_bounds,
     refuse_unknown_options,
@@ -995,6 +996,17 @@ class SQLiteStore(core.StoreCore):
             raise SessionNotFound(session_id)
         memo: dict[str, Any] = json.loads(row[0])
         return memo
+
+    def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        ids = memo_request(session_ids)
+        if not ids:
+            return {}
+        with self._read() as con:
+            rows = con.execute(
+                "SELECT id, memo FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids),),
+            ).fetchall()
+        return {r[0]: json.loads(r[1]) for r in rows}
 
     def set_memo(self, session_id: str, memo: dict[str, Any]) -> None:
         text = json.dumps(memo)
