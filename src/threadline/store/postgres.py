@@ -38,7 +38,7 @@ import functools
 import logging
 import re
 import select
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar, Unpack, cast
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
@@ -75,6 +75,7 @@ from threadline.store.base import (
     prefix_bounds,
     split_url_options,
 )
+from threadline.store.decode import decode_rows
 from threadline.store.records import Record
 from threadline.store.search_query import (
     Atom,
@@ -1258,20 +1259,6 @@ def _search_text(pieces: list[str]) -> str:
 
 
 # -- rows -------------------------------------------------------------------------
-
-
-def decode_rows(session_id: str, rows: Iterable[tuple[Any, ...]]) -> list[Message]:
-    """``store.decode.decode_rows``, whose module loads pydantic, imported only when
-    messages are read: listing sessions must not load it (issue 13). Its own loop, so
-    a bad row's warning still names the store method that read it."""
-    from threadline.store.decode import decode_message
-
-    out = []
-    for seq, body in rows:
-        m = decode_message(session_id, seq, body)
-        if m is not None:
-            out.append(m)
-    return out
 
 
 def _handing_over(first: Conn) -> type[Conn]:

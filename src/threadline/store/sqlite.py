@@ -52,6 +52,7 @@ from threadline.store.base import (
     refuse_unknown_options,
     split_url_options,
 )
+from threadline.store.decode import decode_message, decode_rows
 from threadline.store.search_query import (
     Atom,
     SearchFilters,
@@ -831,8 +832,6 @@ class SQLiteStore(core.StoreCore):
         return int(seq) + 1
 
     def _stored_copies(self, con: sqlite3.Connection, batch: base.Appending) -> list[Message]:
-        from threadline.store.decode import decode_message
-
         out = []
         for mid in batch.ids:
             row = con.execute(
@@ -855,8 +854,6 @@ class SQLiteStore(core.StoreCore):
             ).fetchall()
             if not rows:
                 self._require(con, session_id)
-        from threadline.store.decode import decode_rows
-
         return decode_rows(session_id, rows)
 
     def _read_range(self, session_id: str, after_seq: int, limit: int | None) -> list[Message]:
@@ -868,8 +865,6 @@ class SQLiteStore(core.StoreCore):
             ).fetchall()
             if not rows:
                 self._require(con, session_id)
-        from threadline.store.decode import decode_rows
-
         return decode_rows(session_id, rows)
 
     def session_bytes(self, session_id: str) -> int:
