@@ -326,9 +326,16 @@ class StoreCore:
         return pick_unique(id_or_prefix, found)
 
     def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """One ``get_memo`` per id; the SQL backends read them all in one query."""
+        """The memos of those of ``session_ids`` that exist, by id (for a listing's
+        visible counts)."""
+        ids = memo_request(session_ids)
+        return self._memos(ids) if ids else {}
+
+    def _memos(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Primitive, optional: the memos of those of ``session_ids`` (checked, distinct,
+        not empty) that exist. One ``get_memo`` each unless a backend reads them at once."""
         memos: dict[str, dict[str, Any]] = {}
-        for session_id in memo_request(session_ids):
+        for session_id in session_ids:
             with contextlib.suppress(SessionNotFound):
                 memos[session_id] = cast(Store, self).get_memo(session_id)
         return memos

@@ -20,8 +20,8 @@ first open; migrations are one ordered list, run under an advisory lock and
 recorded in ``threadline_meta``; an open that finds the schema current reads
 that table once without the lock, and its connection becomes the pool's first.
 Tail, list and prefix lookups are served by btree indexes (ids use the "C"
-collation so ordering matches the other backends byte for byte and ``LIKE
-'prefix%'`` can use the primary key), a listing's exact total by the counts a
+collation so ordering matches the other backends byte for byte and a prefix is a
+range of the primary key), a listing's exact total by the counts a
 trigger keeps (``m004_session_counts``); search uses a generated ``tsvector``
 column with a GIN index.
 
@@ -71,7 +71,6 @@ from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
     check_checkpoint,
     id_prefix_range,
-    memo_request,
     prefix_bounds,
     split_url_options,
 )
@@ -1091,13 +1090,10 @@ class PostgresStore(core.StoreCore):
         return memo
 
     @_resent
-    def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        ids = memo_request(session_ids)
-        if not ids:
-            return {}
+    def _memos(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT id, memo FROM sessions WHERE id = ANY(%s)", (ids,)
+                "SELECT id, memo FROM sessions WHERE id = ANY(%s)", (session_ids,)
             ).fetchall()
         return {r[0]: r[1] for r in rows}
 

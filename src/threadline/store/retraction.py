@@ -320,8 +320,11 @@ def visible_read(
 def visible_count(session: SessionView) -> int:
     """How many messages the session's view shows: the stored count (a fork's shared
     prefix included) less what its index hides (retracted messages and the records)."""
-    hidden = session.retractions().hidden_between(0, session.last_seq)
-    return max(0, session.message_count - hidden)
+    return _visible(session, session.retractions())
+
+
+def _visible(session: SessionView, index: Retractions) -> int:
+    return max(0, session.message_count - index.hidden_between(0, session.last_seq))
 
 
 def visible_counts(
@@ -338,8 +341,7 @@ def visible_counts(
         if not s.message_count:
             counts[s.id] = 0
         elif s.fork is None and s.id in memos:
-            hidden = Retractions.from_memo(memos[s.id]).hidden_between(0, s.last_seq)
-            counts[s.id] = max(0, s.message_count - hidden)
+            counts[s.id] = _visible(s, Retractions.from_memo(memos[s.id]))
         else:
             counts[s.id] = visible_count(s)
     return counts

@@ -20,7 +20,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from itertools import repeat
 from pathlib import Path
@@ -46,7 +46,6 @@ from threadline.store.base import (
     check_checkpoint,
     format_ts,
     id_prefix_range,
-    memo_request,
     parse_ts,
     prefix_bounds,
     refuse_unknown_options,
@@ -992,14 +991,11 @@ class SQLiteStore(core.StoreCore):
         memo: dict[str, Any] = json.loads(row[0])
         return memo
 
-    def get_memos(self, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        ids = memo_request(session_ids)
-        if not ids:
-            return {}
+    def _memos(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
         with self._read() as con:
             rows = con.execute(
                 "SELECT id, memo FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(ids),),
+                (json.dumps(session_ids),),
             ).fetchall()
         return {r[0]: json.loads(r[1]) for r in rows}
 
