@@ -32,7 +32,7 @@ TINY_MODEL = "tiny-summarizer-test"
 TINY_WINDOW = 3000
 
 SNAPSHOT = """## Files Modified
-- src/app.py: added retry logic
+- src/mod0.py: added retry logic
 
 ## Key Decisions
 - Use exponential backoff
@@ -127,7 +127,7 @@ def test_request_has_the_structured_prompt_and_the_reference_settings(srv: FakeO
     # the reply, normalised, with the provider's usage
     assert result.input_tokens == 1234 and result.output_tokens == 56
     assert result.summarizer == "llm"
-    assert parse(result.text).files_modified[0].text == "src/app.py: added retry logic"
+    assert parse(result.text).files_modified[0].text == "src/mod0.py: added retry logic"
     assert result.retention.total >= len(PLANTED)
 
 

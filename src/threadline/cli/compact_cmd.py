@@ -14,7 +14,12 @@ memory whose pending extraction is flushed first.
      "covers_from", "covers_up_to", "messages_summarized", "messages_kept",
      "summarizer", "summarizer_model", "input_tokens", "output_tokens", "words",
      "retention": {"total", "kept", "missing", "ratio"}, "duration_ms", "summary",
+     "fallback": {"from", "reasons", "input_tokens", "output_tokens"} | null,
      "checkpoint_number"}
+
+``fallback`` is set when the model's snapshot was unusable (an empty reply, no
+section, files no message shows) and the offline snapshot was stored instead; the
+report then says so in a ``Fallback`` line.
 
 ``checkpoint_number`` is the new checkpoint's number within the session (``sessions
 show`` numbers them the same way); ``checkpoint.id`` is its store id.
@@ -139,7 +144,21 @@ def result_json(result: CompactionResult) -> dict[str, Any]:
         "retention": dataclasses.asdict(summary.retention) if summary else None,
         "duration_ms": round(result.duration_ms, 3),
         "summary": summary.text if summary else None,
+        "fallback": result.fallback,
     }
+
+
+def _fallback_lines(result: CompactionResult) -> list[Text]:
+    note = result.fallback
+    if not note:
+        return []
+    why = "; ".join(str(r) for r in note.get("reasons") or []) or "unusable"
+    return [
+        _kv(
+            "Fallback",
+            f"the {note.get('from')} snapshot was not used ({why}); the offline one was stored",
+        )
+    ]
 
 
 def render_result(result: CompactionResult, number: int | None = None) -> list[RenderableType]:
@@ -164,6 +183,7 @@ def render_result(result: CompactionResult, number: int | None = None) -> list[R
             f"{result.covers_up_to}); {result.messages_kept:,} recent kept verbatim",
         ),
         _kv("Summarizer", summary.summarizer),
+        *_fallback_lines(result),
         _kv("Snapshot", f"{words(summary.text):,} words"),
         _kv(
             "Tokens",

@@ -52,7 +52,9 @@ from threadline.compaction.events import CompactionHooks, EventName, Hook, HookE
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.gate import FALLBACK_KEY, GATED, fallback_note
 from threadline.compaction.gate import check as check_snapshot
+from threadline.compaction.llm import evidence_text
 from threadline.compaction.orientation import Environment, orientation_metadata
+from threadline.compaction.overlay import overlay
 from threadline.compaction.pins import (
     pin_requests,
     pinned_bullets,
@@ -125,6 +127,9 @@ class CompactionResult:
     error: str | None = None
     """Set when the compaction failed or another process holds the mark."""
     hook_errors: list[HookError] = field(default_factory=list)
+    fallback: dict[str, Any] | None = None
+    """Set when a model's snapshot was unusable and the offline one was kept instead: the
+    model, why, and what the model's reply cost (``gate.fallback_note``)."""
 
     @property
     def compacted(self) -> bool:
@@ -523,34 +528,44 @@ class Compactor:
             max_words=budget_words,
             **extra,
         )
-        fallback: dict[str, Any] | None = None
-        if summary.summarizer in GATED:  # a model wrote it: no worse than the offline one
-            offline = getattr(self.summarizer, "extractive", None) or ExtractiveSummarizer()
-            baseline = offline.summarize(
-                messages,
-                previous=previous.summary if previous else None,
+        previous_text = previous.summary if previous else None
+        later = trail.copy().extend(reversed(cut.kept))
+
+        def made_true(s: SummaryResult) -> SummaryResult:
+            return reconcile(
+                s,
+                trail,
+                later=later,
                 max_words=budget_words,
-                focus=focus,
+                max_values=self.policy.summary_max_values,
+                previous_text=previous_text,
+                previous_seq=previous.covers_up_to if previous else None,
             )
-            verdict = check_snapshot(summary, baseline)
-            if not verdict.passed:
+
+        fallback: dict[str, Any] | None = None
+        if summary.summarizer in GATED:  # a model wrote it: kept unless unusable
+            offline_summarizer = getattr(self.summarizer, "extractive", None)
+            offline = made_true(
+                (offline_summarizer or ExtractiveSummarizer()).summarize(
+                    messages, previous=previous_text, max_words=budget_words, focus=focus
+                )
+            )
+            verdict = check_snapshot(summary, trail, evidence_text(messages, previous_text))
+            if verdict.passed:
+                summary = overlay(
+                    made_true(summary), summary.snapshot, offline, max_words=budget_words
+                )
+            else:
                 fallback = fallback_note(summary, verdict)
                 logger.info(
-                    "compaction of %s keeps the extractive snapshot: %s",
+                    "compaction of %s keeps the offline snapshot: %s",
                     session.id,
                     "; ".join(verdict.reasons()),
                 )
-                summary = baseline
-        later = trail.copy().extend(reversed(cut.kept))
-        summary = reconcile(
-            summary,
-            trail,
-            later=later,
-            max_words=budget_words,
-            max_values=self.policy.summary_max_values,
-            previous_text=previous.summary if previous else None,
-            previous_seq=previous.covers_up_to if previous else None,
-        )
+                summary = offline
+        else:
+            summary = made_true(summary)
+        result.fallback = fallback
         summary = pin_requests(summary, pinned, max_words=self.policy.summary_max_words)
         summarize_ms = (time.perf_counter() - began) * 1000
         result.summary = summary

@@ -1,13 +1,17 @@
-"""A sanity gate on model-written snapshots: worse than the offline one, it is not kept.
+"""Whether a model's snapshot can be used at all: only an unusable one gives way.
 
-A model can return a snapshot that reads well and holds less: a section left
-empty although the messages had something for it, or paraphrased paths and
-ids. Before a compaction stores an LLM or hybrid snapshot, ``check`` sets it
-beside the extractive snapshot of the same messages: when the model's leaves
-empty a section the extractive one fills, or keeps verbatim a smaller share of
-the exact values the extractive summarizer found than the extractive snapshot
-does, the compaction stores the extractive snapshot instead and notes why in
-the checkpoint's metadata (``FALLBACK_KEY``).
+A model's prose holds what the offline snapshot cannot (why things were done, what
+the work is now, the values it judged important), while the sections a resumed agent
+must be able to trust (files changed, open items, unresolved failures) come from the
+stored history either way: ``overlay`` lays them over the model's snapshot. Judging a
+model's snapshot by how many of the offline snapshot's values it repeats verbatim
+threw good summaries away, since many of those values are noise a good summary omits.
+
+So a model's snapshot is kept unless the reply is unusable: it was empty, it had none
+of the five sections, or it names as modified files that nothing in the history shows
+(it describes another run). Only then does the compaction store the offline snapshot,
+saying why in the checkpoint's metadata (``FALLBACK_KEY``) and in ``threadline
+compact``'s report.
 """
 
 from __future__ import annotations
@@ -15,64 +19,68 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.compaction.snapshot import SECTION_NAMES, SECTION_TITLES, SummaryResult, parse
-from threadline.compaction.values import retention
+from threadline.compaction.reconcile import paths_of, same_file
+from threadline.compaction.snapshot import SummaryResult
+from threadline.compaction.trail import Trail
 
 FALLBACK_KEY = "fallback"
 """Checkpoint metadata key of the note a fallback leaves."""
 GATED = frozenset({"llm", "hybrid"})
 """The summarizers whose snapshots the gate checks (what a model wrote)."""
+SHOWN_FILES = 5
+"""Unknown files named in a fallback's reason."""
 
 
 @dataclass(slots=True)
 class Verdict:
-    """What the gate found: why the model's snapshot fails, if it does."""
+    """What the gate found: why the model's snapshot cannot be used, if it cannot."""
 
-    empty_sections: list[str] = field(default_factory=list)
-    """Sections the model left empty while the extractive snapshot fills them."""
-    model_retention: float = 1.0
-    extractive_retention: float = 1.0
-    """Shares of the extractive summarizer's values each snapshot keeps verbatim."""
+    reply: str | None = None
+    """The reply's own defect (empty, no section), from the summarizer."""
+    unknown_files: list[str] = field(default_factory=list)
+    """Files the model lists as modified that the history never shows."""
 
     @property
     def passed(self) -> bool:
-        return not self.empty_sections and self.model_retention >= self.extractive_retention
+        return self.reply is None and not self.unknown_files
 
     def reasons(self) -> list[str]:
-        out = []
-        if self.empty_sections:
-            out.append(f"empty sections: {', '.join(self.empty_sections)}")
-        if self.model_retention < self.extractive_retention:
+        out = [self.reply] if self.reply else []
+        if self.unknown_files:
+            shown = ", ".join(self.unknown_files[:SHOWN_FILES])
+            more = len(self.unknown_files) - SHOWN_FILES
             out.append(
-                f"exact-value retention {self.model_retention:.0%} below the extractive "
-                f"snapshot's {self.extractive_retention:.0%}"
+                "it names modified files no message shows: "
+                + shown
+                + (f" and {more} more" if more > 0 else "")
             )
         return out
 
 
-def check(model: SummaryResult, extractive: SummaryResult) -> Verdict:
-    """The model's snapshot against the extractive one of the same messages."""
-    written = parse(model.text)
-    empty = [
-        SECTION_TITLES[name]
-        for name in SECTION_NAMES
-        if not written.section(name) and extractive.snapshot.section(name)
-    ]
-    values = extractive.values
-    return Verdict(
-        empty,
-        retention(values, model.text).ratio,
-        retention(values, extractive.text).ratio,
-    )
+def _shown(path: str, trail: Trail, evidence: str) -> bool:
+    """Whether the history shows ``path``: a file the trail saw, or text it holds."""
+    bare = path.strip().strip("`*\"'")
+    if not bare or bare in evidence:
+        return True
+    return any(same_file(bare, known) for known in trail.tracker.files(mentioned=True))
+
+
+def check(model: SummaryResult, trail: Trail, evidence: str) -> Verdict:
+    """The model's snapshot against the history it summarizes: ``trail`` of the covered
+    range and ``evidence``, the covered messages' text (and the previous snapshot)."""
+    unknown: list[str] = []
+    for bullet in model.snapshot.files_modified:
+        for path in paths_of(bullet.text):
+            if path not in unknown and not _shown(path, trail, evidence):
+                unknown.append(path)
+    return Verdict(model.unusable, unknown)
 
 
 def fallback_note(model: SummaryResult, verdict: Verdict) -> dict[str, Any]:
-    """What a checkpoint's metadata says when the extractive snapshot replaced the model's."""
+    """What a checkpoint's metadata says when the offline snapshot replaced the model's."""
     return {
         "from": model.summarizer,
         "reasons": verdict.reasons(),
-        "model_retention": round(verdict.model_retention, 4),
-        "extractive_retention": round(verdict.extractive_retention, 4),
         "input_tokens": model.input_tokens,
         "output_tokens": model.output_tokens,
     }

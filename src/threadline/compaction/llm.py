@@ -9,6 +9,10 @@ any backlog can be summarized by any model. The conversation goes to the
 model as a plain-text transcript inside one user message, so tool calls need
 no tool definitions and no provider can mistake it for a live conversation.
 
+A reply that is empty or has nothing under the five sections is returned marked
+``unusable`` (its lines kept as the current state), so a compaction can fall back
+to the offline snapshot and say why (``gate``), rather than fail.
+
 ``HybridSummarizer`` (the default when a model is configured) keeps the
 model's prose and adds the one thing models are unreliable at: exact values.
 Every important value the offline extractor ranks highly and the model's
@@ -153,6 +157,12 @@ def render_message(m: Message) -> str:
     return f"{_label(m)}\n{body}" if body else _label(m)
 
 
+def evidence_text(messages: Sequence[Message], previous: str | None = None) -> str:
+    """What the messages (text and tool arguments) and the previous snapshot say, as one
+    text: what a model's snapshot is checked against (``gate``)."""
+    return "\n".join([previous or "", *(_body(m) for m in messages)])
+
+
 def message_values(messages: Sequence[Message], previous: str | None = None) -> list[Value]:
     """Distinct important values in the messages (text and tool arguments) and the snapshot."""
     found: list[Value] = []
@@ -180,6 +190,17 @@ def clean_output(text: str, max_words: int) -> tuple[str, Snapshot]:
         for i, line in enumerate(kept):
             snapshot.add("current_state", line.lstrip("-*+ ").strip(), score=len(kept) - i)
     return snapshot.render(max_words), snapshot
+
+
+def _defect(reply: str, model: str, finish_reason: str | None) -> str | None:
+    """Why a reply cannot stand as a snapshot: it is empty, or it has none of the five
+    sections (``clean_output`` still keeps its lines, but a compaction does not use them)."""
+    if not reply.strip():
+        return f"the model {model!r} returned an empty reply (finish reason: {finish_reason})"
+    lines = [line for line in reply.splitlines() if not _FENCE_LINE.match(line)]
+    if parse("\n".join(lines)).bullet_count() == 0:
+        return f"the reply of {model!r} has nothing under any of the five snapshot sections"
+    return None
 
 
 # -- the LLM summarizer ----------------------------------------------------------------
@@ -312,23 +333,26 @@ class LLMSummarizer:
             )
         current = previous
         input_tokens = output_tokens = 0
+        defect: str | None = None
         chunk: list[str] = []
         used = 0
         budget = self._room(limit, current)
         for block in self._blocks(messages, split_room):
             if chunk and used + block.tokens > budget:
-                current, sent, got = self._fold(chunk, current, limit, focus)
+                current, sent, got, bad = self._fold(chunk, current, limit, focus)
                 input_tokens, output_tokens = input_tokens + sent, output_tokens + got
+                defect = defect or bad
                 chunk, used = [], 0
                 budget = self._room(limit, current)
             chunk.append(block.text)
             used += block.tokens
         if chunk:
-            current, sent, got = self._fold(chunk, current, limit, focus)
+            current, sent, got, bad = self._fold(chunk, current, limit, focus)
             input_tokens, output_tokens = input_tokens + sent, output_tokens + got
+            defect = defect or bad
         text, snapshot = clean_output(current or "", limit)
         values = message_values(messages, previous)
-        return SummaryResult.counted(
+        result = SummaryResult.counted(
             text,
             snapshot,
             values,
@@ -336,11 +360,14 @@ class LLMSummarizer:
             input_tokens=input_tokens,
             output_tokens=output_tokens,
         )
+        result.unusable = defect
+        return result
 
     def _fold(
         self, transcript: list[str], previous: str | None, max_words: int, focus: str | None
-    ) -> tuple[str, int, int]:
-        """One request: the previous snapshot plus a chunk -> the updated snapshot."""
+    ) -> tuple[str, int, int, str | None]:
+        """One request: the previous snapshot plus a chunk -> the updated snapshot, its
+        cost, and what makes the reply unusable as a snapshot (``_defect``), if anything."""
         request = ChatRequest(
             messages=[
                 self._system(max_words, focus),
@@ -360,11 +387,6 @@ class LLMSummarizer:
                 f"({', '.join(c.name for c in reply.tool_calls)}) although tool use was forbidden"
             )
         text = reply.text
-        if not text.strip():
-            raise ModelError(
-                f"the summarizer model {self.model.model!r} returned an empty snapshot "
-                f"(finish reason: {response.finish_reason})"
-            )
         usage = response.usage
         sent = usage.input_tokens
         if sent is None:
@@ -373,7 +395,7 @@ class LLMSummarizer:
         if got is None:
             got = self.counter.count_text(text)
         cleaned, _ = clean_output(text, max_words)
-        return cleaned, sent, got
+        return cleaned, sent, got, _defect(text, self.model.model, response.finish_reason)
 
 
 # -- the hybrid --------------------------------------------------------------------------
@@ -467,7 +489,7 @@ class HybridSummarizer:
             max_words=limit,
         )
         self.appended = appended
-        return SummaryResult.counted(
+        result = SummaryResult.counted(
             text,
             from_llm.snapshot,
             values,
@@ -475,6 +497,8 @@ class HybridSummarizer:
             input_tokens=from_llm.input_tokens,
             output_tokens=from_llm.output_tokens,
         )
+        result.unusable = from_llm.unusable
+        return result
 
 
 Summarizer = ExtractiveSummarizer | LLMSummarizer | HybridSummarizer

@@ -153,12 +153,14 @@ def _label(text: str) -> str:
 # -- files -------------------------------------------------------------------------------
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_file(a: str, b: str) -> bool:
+    """Whether two spellings name one file (one may be relative to a directory)."""
     a, b = a.replace("\\", "/").lstrip("./"), b.replace("\\", "/").lstrip("./")
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
-def _paths_of(text: str) -> list[str]:
+def paths_of(text: str) -> list[str]:
+    """The file paths a Files Modified bullet names (its code spans, else its leading path)."""
     quoted = [q for q in _PATH_SPAN.findall(text) if _PATHLIKE.search(q)]
     if quoted:
         return quoted
@@ -170,7 +172,7 @@ def _summarizer_notes(bullets: Sequence[Bullet], paths: Iterable[str]) -> dict[s
     """What the summarizer said changed in each file, where it said anything."""
     notes: dict[str, str] = {}
     for b in bullets:
-        found = _paths_of(b.text)
+        found = paths_of(b.text)
         if len(found) != 1 or b.text.startswith(("Also ", "Deleted")):
             continue
         rest = b.text.split(found[0], 1)[1].lstrip("`*: -\u2014")
@@ -181,7 +183,7 @@ def _summarizer_notes(bullets: Sequence[Bullet], paths: Iterable[str]) -> dict[s
         note = " ".join(words).lstrip(":;, ")
         if note:
             for path in paths:
-                if _same_file(path, found[0]):
+                if same_file(path, found[0]):
                     notes.setdefault(path, clip_words(note, NOTE_WORDS))
     return notes
 
@@ -213,11 +215,11 @@ def _files(trail: Trail, old: Sequence[Bullet], snapshot: Snapshot) -> list[str]
             rank += 1
     named = list(files)
     for i, b in enumerate(old):  # files only the summarizer knows (its words, another tool's)
-        paths = _paths_of(b.text)
-        if not paths or all(any(_same_file(p, n) for n in named) for p in paths):
+        paths = paths_of(b.text)
+        if not paths or all(any(same_file(p, n) for n in named) for p in paths):
             continue
         snapshot.add("files_modified", b.text, SUMMARIZER_FILE_SCORE * b.score - i * 0.001)
-        named += [p for p in paths if not any(_same_file(p, n) for n in named)]
+        named += [p for p in paths if not any(same_file(p, n) for n in named)]
     return named
 
 
@@ -248,7 +250,7 @@ def _values(
     shown: list[Value] = []
 
     def taken(text: str) -> bool:
-        return any(text in b for b, _ in picked) or any(_same_file(text, n) for n in named)
+        return any(text in b for b, _ in picked) or any(same_file(text, n) for n in named)
 
     for f in reversed(trail.failures):
         errors = "; ".join(code_span(e) for e in f.errors)
@@ -310,7 +312,8 @@ _MARK = re.compile(r"^\s*\[[^\]]{1,20}\]\s*")
 """A todo item's status mark: ``[in progress] ``."""
 
 
-def _bare(text: str) -> str:
+def bare(text: str) -> str:
+    """A task line normalised for comparison, without its status mark and carried note."""
     return _norm(_CARRIED.sub("", _MARK.sub("", text)))
 
 
@@ -320,7 +323,7 @@ def _names_done(text: str, evidence: Trail, done: Sequence[str]) -> bool:
     ids = [v.text for v in extract_values(text) if v.kind == "id"]
     if ids and mentions(ids[0], evidence.closed):
         return True
-    norm = _bare(text)
+    norm = bare(text)
     return any(d and (d in norm or (len(norm.split()) >= 3 and norm in d)) for d in done)
 
 
@@ -347,8 +350,8 @@ def _next_step(trail: Trail, done: Sequence[str]) -> str | None:
 def _carried(text: str, before: str, seq: int | None) -> str:
     """``text`` marked with the point it dates from when it comes from the previous snapshot
     (``before``, normalised) and is not marked yet."""
-    bare = _bare(text)
-    if seq is None or not bare or bare not in before or _CARRIED.search(text):
+    flat = bare(text)
+    if seq is None or not flat or flat not in before or _CARRIED.search(text):
         return text
     return f"{text} (as of #{seq})"
 
@@ -405,12 +408,12 @@ def _tasks(
         listed.append(_norm(text))
     before = _norm(previous_text)
     for rank, b in enumerate(old):
-        bare = _bare(b.text)
+        flat = bare(b.text)
         if _WRAPPER.match(b.text) or _DONE_WORK.match(b.text):
             continue  # an instruction to the model, or work already done
         if _names_done(b.text, evidence, done):
             continue  # an item closed since
-        if any(bare and (bare in t or t in bare) for t in listed):
+        if any(flat and (flat in t or t in flat) for t in listed):
             continue
         text = _carried(b.text, before, previous_seq)
         snapshot.add("pending_tasks", text, TASK_SCORE * b.score - rank * 0.001)
@@ -478,4 +481,4 @@ def reconcile(
     )
 
 
-__all__ = ["DEFAULT_MAX_VALUES", "SHARES", "reconcile"]
+__all__ = ["DEFAULT_MAX_VALUES", "SHARES", "bare", "paths_of", "reconcile", "same_file"]

@@ -383,6 +383,8 @@ class SummaryResult:
     """Tokens the summarizer read (None when it used no model)."""
     output_tokens: int | None = None
     summarizer: str = "extractive"
+    unusable: str | None = None
+    """Why a model's reply cannot stand as a snapshot (empty, no section), when it cannot."""
 
     @classmethod
     def counted(
