@@ -550,7 +550,9 @@ class Compactor:
                     messages, previous=previous_text, max_words=budget_words, focus=focus
                 )
             )
-            verdict = check_snapshot(summary, trail, evidence_text(messages, previous_text))
+            verdict = check_snapshot(  # the kept tail is evidence too
+                summary, later, evidence_text([*messages, *cut.kept], previous_text)
+            )
             if verdict.passed:
                 summary = overlay(
                     made_true(summary), summary.snapshot, offline, max_words=budget_words

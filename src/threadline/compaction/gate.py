@@ -16,6 +16,7 @@ compact``'s report.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,12 +58,27 @@ class Verdict:
         return out
 
 
+_FILE_NAME = re.compile(r"^[^\s/\\]*[A-Za-z_-][^\s/\\]*\.[A-Za-z]\w{0,9}$")
+"""A file's name: a stem and an extension (``a.ex``), unlike a function's arity
+(``render/2``), a directory or a version number."""
+_LINE_SUFFIX = re.compile(r"(?::\d+)+$")
+
+
+def _file_name(path: str) -> str | None:
+    """The file name ``path`` ends in, or None when it names no file."""
+    bare = _LINE_SUFFIX.sub("", path.strip().strip("`*\"'"))
+    name = re.split(r"[/\\]", bare)[-1]
+    return name if _FILE_NAME.match(name) else None
+
+
 def _shown(path: str, trail: Trail, evidence: str) -> bool:
-    """Whether the history shows ``path``: a file the trail saw, or text it holds."""
-    bare = path.strip().strip("`*\"'")
-    if not bare or bare in evidence:
+    """Whether the history shows the file ``path`` names: a file the trail saw, or one
+    whose name the messages hold (a model may misplace a file's directory, a slip, not
+    another run's file)."""
+    name = _file_name(path)
+    if name is None or name in evidence:
         return True
-    return any(same_file(bare, known) for known in trail.tracker.files(mentioned=True))
+    return any(same_file(path, known) for known in trail.tracker.files(mentioned=True))
 
 
 def check(model: SummaryResult, trail: Trail, evidence: str) -> Verdict:
