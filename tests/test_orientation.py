@@ -1,12 +1,15 @@
-"""After every compaction of a long run, the first model call is re-oriented: the working
-directory, the environment lines of the system prompt, the current todo list, the scratchpad
-index and the skills loaded are in the summary message (seen in what the fake OpenAI server
-received)."""
+"""After every compaction of a long run, the first model call is re-oriented: the session's
+own facts (working directory, git branch, the date of its latest message), the current todo
+list, the scratchpad index and the skills loaded are in the summary message (seen in what
+the fake OpenAI server received); the process now running describes itself only in its
+system prompt. For imported Claude Code and Codex runs the facts are the run's, read from
+the raw file by this test's own rules."""
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,13 @@ from threadline.llm.openai_provider import OpenAIChatModel
 from threadline.messages import Message, ToolCall
 
 TURNS = 24
+
+
+def day(when: datetime) -> str:
+    """A time as the orientation states it: in UTC, to the minute, with the weekday."""
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC (%A)")
+
+
 SUMMARY_START = SUMMARY_HEADER.split("(")[0]
 
 
@@ -128,10 +138,12 @@ def test_orientation_is_in_the_first_call_after_every_compaction(
         checkpoint = by_cut[int(found.group(1))]
         shown.add(checkpoint.id)
         orientation = summary[summary.index(ORIENTATION_HEADER) :]
-        assert f"# Working directory\n{workdir}" in orientation
-        assert runtime in orientation  # date, timezone, operating system, as in the prompt
-        # the todo list and the scratchpad as they were when the checkpoint was written
+        # the process describes itself in the system prompt, not in the orientation
+        assert runtime not in orientation and "# Working directory" not in orientation
         stored = session.messages()
+        newest = next(m for m in stored if m.seq == checkpoint.metadata[WRITTEN_AT_KEY])
+        assert f"- Latest message: {day(newest.created_at)}" in orientation
+        # the todo list and the scratchpad as they were when the checkpoint was written
         upto = [m for m in stored if (m.seq or 0) <= checkpoint.covers_up_to]
         written = _arguments(stored, checkpoint.metadata[WRITTEN_AT_KEY], "todo_write", "todos")
         for item in written[-1]:
@@ -148,15 +160,22 @@ def test_orientation_is_in_the_first_call_after_every_compaction(
 
 
 def test_orientation_is_empty_with_nothing_to_say_and_lists_what_there_is() -> None:
-    session = open_store("memory://").create_session()
-    assert build_orientation(session, build_trail([])) == ""
+    store = open_store("memory://")
+    assert build_orientation(store.create_session(), build_trail([])) == ""
+    session = store.create_session(metadata={"cwd": "/w", "git_branch": "fix/retry"})
     session.scratchpad_write("plan", "x" * 1234)
     call = ToolCall(id="t", name="TodoWrite", arguments={"todos": todo_list(1)})
-    trail = build_trail([Message.assistant("", tool_calls=[call])])
-    text = build_orientation(session, trail, "# Working directory\n/w")
+    said = Message.assistant("", tool_calls=[call])
+    said.created_at = datetime(2026, 2, 23, 13, 54, tzinfo=timezone(timedelta(hours=1)))
+    text = build_orientation(session, build_trail([said]), said)
     assert text.startswith(ORIENTATION_HEADER)
-    assert "/w" in text and "- plan (1,234 characters)" in text
+    assert "- Working directory: /w" in text and "- Git branch: fix/retry" in text
+    assert "- Latest message: 2026-02-23 12:54 UTC (Monday)" in text  # in UTC, by its clock
+    assert "- plan (1,234 characters)" in text
     assert "- [completed] step 0" not in text and "- [in progress] step 1" in text
+    # the directory the messages report last wins over the one the source recorded first
+    moved = Message.user("go on", metadata={"cwd": "/w/sub"})
+    assert "- Working directory: /w/sub" in build_orientation(session, build_trail([moved]))
 
 
 def test_an_llm_written_snapshot_keeps_the_skills_in_use_and_the_orientation(
@@ -164,7 +183,9 @@ def test_an_llm_written_snapshot_keeps_the_skills_in_use_and_the_orientation(
 ) -> None:
     """The model's snapshot says nothing of skills; the checkpoint still names them (the
     trail, not the summarizer, is the source) and carries the orientation block."""
-    session = open_store("memory://").create_session(model="openai/gpt-4o")
+    session = open_store("memory://").create_session(
+        model="openai/gpt-4o", metadata={"cwd": "/srv/app"}
+    )
     for i in range(8):
         call = ToolCall(id=f"s{i}", name=SKILL_TOOL, arguments={"name": f"skill-{i % 2}"})
         session.append(
@@ -192,7 +213,6 @@ def test_an_llm_written_snapshot_keeps_the_skills_in_use_and_the_orientation(
         compactor = Compactor(
             make_summarizer("llm", model),
             policy=ContextPolicy(preserve_fill=False, min_recent_messages=2),
-            environment=lambda _: "# Working directory\n/srv/app",
         )
         result = compactor.compact(session, force=True, model="openai/gpt-4o")
         model.close()
@@ -205,7 +225,8 @@ def test_an_llm_written_snapshot_keeps_the_skills_in_use_and_the_orientation(
     window = build_context(session, policy=ContextPolicy(preserve_fill=False))
     summary = next(m.text for m in window.messages if m.summary)
     orientation = summary[summary.index(ORIENTATION_HEADER) :]
-    assert "/srv/app" in orientation and "- findings (16 characters)" in orientation
+    assert "- Working directory: /srv/app" in orientation
+    assert "- findings (16 characters)" in orientation
     assert "- skill-0" in orientation and "- skill-1" in orientation
 
 
@@ -218,3 +239,70 @@ def _arguments(stored: list[Message], upto: int, tool: str, key: str) -> list[An
         for c in m.tool_calls
         if c.name == tool
     ]
+
+
+# -- imported runs: the session's facts, not the process's --------------------------------
+
+IMPORTED = (
+    "claude-code/entire-cli-2compactions-b8659b3a4d.jsonl",
+    "claude-code/spotter-4d5611e5/4d5611e5-241a-462a-8d15-5122611a9569.jsonl",
+    "claude-code/codemie-session-624a4a58-compacted.jsonl",
+    "codex/standard-syntax-basic-2compactions-019fc928.jsonl",
+    "codex/localpush-redacted-rollout-2026-02-23T12-54-34-compacted.jsonl",
+    "codex/codemie-rollout-2026-05-11T11-26-55-019e1625.jsonl",
+)
+
+
+def raw_facts(path: Path) -> tuple[str, str, datetime]:
+    """(working directory, git branch, time of the latest message) as the raw file states
+    them: Claude Code's ``cwd`` / ``gitBranch`` / ``timestamp`` on its user and assistant
+    records; Codex's ``session_meta`` (``cwd``, ``git.branch``), ``turn_context``
+    (``cwd``) and the timestamp of its last ``response_item``."""
+    cwd = branch = stamp = None
+    decoder = json.JSONDecoder()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        at, line = 0, line.strip()
+        while at < len(line):
+            rec, at = decoder.raw_decode(line, at)
+            at = len(line) - len(line[at:].lstrip())
+            payload = rec.get("payload") or {}
+            if rec.get("type") in ("user", "assistant"):
+                cwd = rec.get("cwd") or cwd
+                branch = rec.get("gitBranch") or branch
+                stamp = rec.get("timestamp") or stamp
+            elif rec.get("type") == "session_meta":
+                cwd = payload.get("cwd") or cwd
+                branch = (payload.get("git") or {}).get("branch") or branch
+            elif rec.get("type") == "turn_context":
+                cwd = payload.get("cwd") or cwd
+            elif rec.get("type") == "response_item":
+                stamp = rec.get("timestamp") or stamp
+    assert cwd and branch and stamp
+    return cwd, branch, datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+@pytest.mark.parametrize("run", IMPORTED)
+def test_an_imported_runs_orientation_states_its_own_directory_branch_and_day(
+    run: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``threadline compact`` run from elsewhere, months later: the window's orientation
+    says where and when the run worked, and nothing of the process compacting it."""
+    from tests.conftest import TRANSCRIPTS, require_shared
+    from tests.real_runs import import_into
+
+    require_shared(TRANSCRIPTS)
+    monkeypatch.chdir(tmp_path)
+    cwd, branch, latest = raw_facts(TRANSCRIPTS / run)
+    store = open_store(f"sqlite://{tmp_path / 'o.db'}")
+    (session,) = import_into(store, TRANSCRIPTS / run)
+    result = Compactor(make_summarizer("extractive")).compact(
+        session, force=True, keep_recent=2, keep_turns=0
+    )
+    assert result.compacted and result.checkpoint is not None
+    window = build_context(session, policy=ContextPolicy(context_limit=64_000))
+    summary = next(m.text for m in window.messages if m.summary)
+    orientation = summary[summary.index(ORIENTATION_HEADER) :]
+    assert f"- Working directory: {cwd}\n" in orientation
+    assert f"- Git branch: {branch}\n" in orientation
+    assert f"- Latest message: {day(latest)}" in orientation
+    assert str(tmp_path) not in orientation and "Current date" not in orientation

@@ -60,7 +60,6 @@ from threadline.agent.config import AgentConfig
 from threadline.agent.doom import DoomLoopDetector, LoopWarning
 from threadline.agent.prompt import (
     PromptSection,
-    environment_text,
     join_sections,
     prompt_sections,
 )
@@ -366,10 +365,7 @@ class Agent:
         return self._compactor
 
     def _hook_memory(self, compactor: Compactor) -> Compactor:
-        """Flush pending memory extraction before ``compactor`` summarizes (once), and give
-        its checkpoints this agent's environment lines (unless it has its own)."""
-        if compactor.environment is None:
-            compactor.environment = self.environment
+        """Flush pending memory extraction before ``compactor`` summarizes (once)."""
         if self.memory is not None:
             flush = self.memory.before_compaction
             if flush not in compactor.hooks.listeners("before_compaction"):
@@ -448,11 +444,6 @@ class Agent:
     def system_prompt(self, now: datetime | None = None, *, session: Session | None = None) -> str:
         """The assembled system prompt; byte-identical from turn to turn within a day."""
         return join_sections(self.prompt_sections(now, session=session))
-
-    def environment(self, session: Session | None = None) -> str:
-        """The environment lines of the system prompt (working directory, runtime): what a
-        checkpoint's orientation block repeats after a compaction."""
-        return environment_text(self.prompt_sections(session=session))
 
     def _has_media(self, session: Session) -> bool:
         """Whether ``session`` holds inline images: its recent tail is looked at once per

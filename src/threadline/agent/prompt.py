@@ -65,8 +65,6 @@ SECTION_TITLES: dict[SectionName, str] = {
     "media": "Media context",
     "runtime": "Runtime context",
 }
-ENVIRONMENT_SECTIONS: tuple[SectionName, ...] = ("working_directory", "runtime")
-"""The sections an agent re-reads after a compaction (``compaction.orientation``)."""
 HINT_MAX_CHARS = 300
 """A hint's description is one line, cut here."""
 
@@ -208,8 +206,3 @@ def build_system_prompt(
     """The assembled prompt: ``prompt_sections`` (same keywords) joined; stable within a
     day."""
     return join_sections(prompt_sections(base, settings, **parts))
-
-
-def environment_text(sections: Iterable[PromptSection]) -> str:
-    """The environment sections (working directory, runtime) of an assembled prompt."""
-    return join_sections(s for s in sections if s.name in ENVIRONMENT_SECTIONS)

@@ -53,7 +53,7 @@ from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.gate import FALLBACK_KEY, GATED, fallback_note
 from threadline.compaction.gate import check as check_snapshot
 from threadline.compaction.llm import evidence_text
-from threadline.compaction.orientation import Environment, orientation_metadata
+from threadline.compaction.orientation import orientation_metadata
 from threadline.compaction.overlay import overlay
 from threadline.compaction.pins import (
     pin_requests,
@@ -247,9 +247,9 @@ class Compactor:
 
     ``hooks`` maps event names to callables (or lists of them); more can be
     added with ``on``. See ``threadline.compaction.events`` for the signatures.
-    ``environment`` gives the agent's environment lines for a session; each checkpoint
-    carries them in its orientation block with the todo list, the scratchpad index and
-    the skills loaded (``threadline.compaction.orientation``). An ``Agent`` sets it.
+    Each checkpoint carries an orientation block: the session's own working directory,
+    git branch and latest message date, the todo list, the scratchpad index and the
+    skills loaded (``threadline.compaction.orientation``).
     """
 
     def __init__(
@@ -259,10 +259,8 @@ class Compactor:
         policy: ContextPolicy | None = None,
         hooks: Mapping[EventName, Hook | Sequence[Hook]] | None = None,
         lease: timedelta = COMPACTION_LEASE,
-        environment: Environment | None = None,
     ) -> None:
         self.summarizer = summarizer
-        self.environment = environment
         self.policy = policy or ContextPolicy()
         self.hooks = CompactionHooks()
         self.lease = lease
@@ -592,7 +590,9 @@ class Compactor:
             "trigger": "forced" if plan.forced else plan.decision.reason,
             **request_metadata(first, latest),
             TRAIL_KEY: trail.to_metadata(),
-            **orientation_metadata(session, later, self.environment),
+            **orientation_metadata(
+                session, later, cut.kept[0] if cut.kept else (messages[-1] if messages else None)
+            ),
         }
         if fallback is not None:
             metadata[FALLBACK_KEY] = fallback

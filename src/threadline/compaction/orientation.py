@@ -1,14 +1,20 @@
-"""Orientation after a compaction: where the agent is, what it was doing, what it noted.
+"""Orientation after a compaction: where the session is, what it was doing, what it noted.
 
 agsh "re-injects environment context so the agent isn't disoriented after
 compaction", and its todo list and scratchpad survive it. A compaction
 replaces the messages that showed the agent its surroundings with a summary,
 so each checkpoint carries an orientation block, written when the checkpoint
 is (``ORIENTATION_KEY`` in its metadata) and shown by the context builder right
-after the summary, in the same message: the environment lines of the agent's
-system prompt (working directory, date, timezone, operating system), the
-current todo list, the scratchpad's index (each note's name and size; the
-notes themselves are a ``scratchpad_read`` away) and the skills loaded.
+after the summary, in the same message: the session's own facts (its working
+directory, git branch and the date of its latest message, as the messages and the
+importer recorded them), the current todo list, the scratchpad's index (each
+note's name and size; the notes themselves are a ``scratchpad_read`` away) and the
+skills loaded.
+
+The facts are the session's, never the process's: a run imported from February
+and compacted in December by a CLI started in ``/tmp`` still says the directory,
+branch and day it worked in. The process now running describes itself in its
+own system prompt only.
 
 It is written once per checkpoint, not rebuilt per turn, so the window's prefix
 stays byte-identical until the next compaction (invariant 7); later changes to
@@ -17,10 +23,11 @@ the todo list or the scratchpad are in the verbatim messages after the cut.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from datetime import UTC, datetime
 
 from threadline.compaction.trail import Trail
 from threadline.context.builder import ORIENTATION_KEY
+from threadline.messages import Message
 from threadline.store.base import Session
 
 ORIENTATION_HEADER = (
@@ -34,9 +41,7 @@ MAX_NOTES = 50
 """Scratchpad notes listed by name; beyond this many the rest are counted."""
 MAX_TODO_CHARS = 300
 
-Environment = Callable[[Session], str | None]
-"""Gives the environment lines of the agent's system prompt for a session (the agent
-supplies it: ``Agent`` sets ``Compactor.environment``)."""
+SESSION_HEADER = "Session (as its own messages record it):"
 
 
 def _todo_lines(trail: Trail) -> list[str]:
@@ -63,14 +68,38 @@ def _scratchpad_lines(session: Session) -> list[str]:
     return lines
 
 
-def build_orientation(session: Session, trail: Trail, environment: str | None = None) -> str:
+def _session_lines(session: Session, trail: Trail, latest: Message | None) -> list[str]:
+    """The session's working directory (the latest its messages report, else the one
+    its source recorded), git branch and the date of its latest message."""
+    facts = session.info.metadata
+    lines: list[str] = []
+    cwd = trail.tracker.cwd or facts.get("cwd")
+    if isinstance(cwd, str) and cwd.strip():
+        lines.append(f"- Working directory: {cwd.strip()}")
+    branch = facts.get("git_branch")
+    if isinstance(branch, str) and branch.strip():
+        lines.append(f"- Git branch: {branch.strip()}")
+    if latest is not None:
+        when = latest.created_at
+        when = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+        lines.append(f"- Latest message: {_day(when)}")
+    return [SESSION_HEADER, *lines] if lines else []
+
+
+def _day(when: datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M UTC (%A)")
+
+
+def build_orientation(session: Session, trail: Trail, latest: Message | None = None) -> str:
     """The orientation block for a checkpoint of ``session``; ``trail`` runs to the newest
-    message (the kept tail included), ``environment`` is the agent's environment lines.
-    Empty when there is nothing to say."""
+    message (the kept tail included), ``latest`` is that message. Empty when there is
+    nothing to say."""
     blocks: list[list[str]] = []
-    if environment and environment.strip():
-        blocks.append([environment.strip()])
-    for lines in (_todo_lines(trail), _scratchpad_lines(session)):
+    for lines in (
+        _session_lines(session, trail, latest),
+        _todo_lines(trail),
+        _scratchpad_lines(session),
+    ):
         if lines:
             blocks.append(lines)
     skills = trail.skills_in_use()
@@ -81,19 +110,10 @@ def build_orientation(session: Session, trail: Trail, environment: str | None = 
     return ORIENTATION_HEADER + "\n\n" + "\n\n".join("\n".join(b) for b in blocks)
 
 
-def orientation_metadata(
-    session: Session, trail: Trail, environment: Environment | None
-) -> dict[str, str]:
-    """``{ORIENTATION_KEY: text}`` for a checkpoint's metadata, or nothing; a failing
-    environment callback costs its lines, never the compaction."""
-    env: str | None = None
-    if environment is not None:
-        try:
-            env = environment(session)
-        except Exception:  # the agent's callback: orientation is a courtesy, not a need
-            env = None
-    text = build_orientation(session, trail, env)
+def orientation_metadata(session: Session, trail: Trail, latest: Message | None) -> dict[str, str]:
+    """``{ORIENTATION_KEY: text}`` for a checkpoint's metadata, or nothing."""
+    text = build_orientation(session, trail, latest)
     return {ORIENTATION_KEY: text} if text else {}
 
 
-__all__ = ["ORIENTATION_HEADER", "Environment", "build_orientation", "orientation_metadata"]
+__all__ = ["ORIENTATION_HEADER", "SESSION_HEADER", "build_orientation", "orientation_metadata"]
