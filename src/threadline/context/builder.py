@@ -644,6 +644,8 @@ def _summary_messages(
     msgs = _wrap_summary(checkpoint, checkpoint.summary.strip(), policy)
     if sum(cost(m) for m in msgs) <= cap:
         return msgs, False, False
+    if checkpoint.metadata.get(NATIVE_KEY):
+        return _native_clipped(checkpoint, policy, cap, cost)
     sections = _split_sections(checkpoint.summary)
     order = _drop_order(sections)
 
@@ -662,6 +664,44 @@ def _summary_messages(
         else:
             lo = mid + 1
     return shrunk(lo), True, False
+
+
+NATIVE_KEY = "native"
+"""Checkpoint metadata naming the tool whose own compaction an import turned into the
+checkpoint (``claude-code``, ``codex``, ...): its summary is that tool's text, not a
+threadline snapshot."""
+NATIVE_CLIPPED = (
+    "[... the rest of this {tool} summary ({chars:,} characters) is left out to fit this "
+    "window; the messages it stands for remain stored]"
+)
+
+
+def _native_clipped(
+    checkpoint: Checkpoint, policy: ContextPolicy, cap: int, cost: Any
+) -> tuple[list[Message], bool, bool]:
+    """Another tool's summary, too long for ``cap``, as its longest opening that fits: its
+    text is not a snapshot, so its headings (a plan's, a user's) are not sections to
+    thin out. Imports put what matters first (Codex: the user's messages, whole)."""
+    text = checkpoint.summary.strip()
+    tool = str(checkpoint.metadata.get(NATIVE_KEY))
+
+    def opening(n: int) -> list[Message]:
+        head = text[:n]
+        cut = max(head.rfind("\n"), head.rfind(" "))
+        head = head[:cut] if n < len(text) and cut > 0 else head
+        note = NATIVE_CLIPPED.format(tool=tool, chars=len(text) - len(head))
+        return _wrap_summary(checkpoint, f"{head.rstrip()}\n\n{note}", policy)
+
+    if sum(cost(m) for m in opening(0)) > cap:
+        return [], False, True
+    lo, hi = 0, len(text)  # the longest opening that fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(cost(m) for m in opening(mid)) <= cap:
+            lo = mid
+        else:
+            hi = mid - 1
+    return opening(lo), True, False
 
 
 SUMMARY_DROP_ORDER = (

@@ -41,31 +41,59 @@ def _codex_content(items: Any) -> str | list[Part]:
 _CODEX_GIT = {"git_branch": "branch", "git_commit": "commit_hash"}
 
 
+COMPACTED_HEADER = "[Codex compacted the conversation here; the model continued from this.]"
+INSTRUCTION_ROLES = frozenset({"developer", "system"})
+"""Roles of the replacement history's instructions to the model (developer and permission
+instructions, memory guidance): not the conversation, so not the checkpoint's text."""
+
+
+def _item_text(item: Mapping[str, Any]) -> str:
+    content = item.get("content")
+    return "\n".join(
+        str(c.get("text", "")) if c.get("type") != "input_image" else "[image]"
+        for c in (content if isinstance(content, list) else [])
+        if isinstance(c, Mapping)
+    )
+
+
 def _codex_compaction_text(payload: Mapping[str, Any]) -> str:
     """What the model went on from after a Codex compaction, as checkpoint text: the
-    summary message (older versions) and the replacement history in order; an
-    encrypted summary item is named, since only the provider can read it."""
-    blocks = ["[Codex compacted the conversation here; the model continued from this.]"]
+    summary message (older versions), then the user's messages of the replacement
+    history, whole and in order, then the assistant's; an encrypted summary item is
+    named, since only the provider can read it. Developer and permission instructions
+    and Codex's own context blocks (AGENTS.md, environment) are left out and counted:
+    they are what Codex told the model, not the conversation."""
+    blocks = [COMPACTED_HEADER]
     message = payload.get("message")
     if isinstance(message, str) and message.strip():
         blocks.append(message.strip())
+    said: dict[str, list[str]] = {"user": [], "assistant": []}
+    other: list[str] = []
+    left_out = 0
     for item in payload.get("replacement_history") or []:
         if not isinstance(item, Mapping):
             continue
-        kind = item.get("type")
-        if kind == "message":
-            content = item.get("content")
-            pieces = [
-                str(c.get("text", "")) if c.get("type") != "input_image" else "[image]"
-                for c in (content if isinstance(content, list) else [])
-                if isinstance(c, Mapping)
-            ]
-            blocks.append(f"{item.get('role', 'message')}: " + "\n".join(pieces))
+        kind, role = item.get("type"), item.get("role")
+        text = _item_text(item) if kind == "message" else ""
+        if kind == "message" and (
+            role in INSTRUCTION_ROLES or text.lstrip().startswith(codex_echoes.CONTEXT_PREFIXES)
+        ):
+            left_out += 1
+        elif kind == "message" and role in said:
+            said[str(role)].append(f"{role}: {text}")
+        elif kind == "message":
+            other.append(f"{role or 'message'}: {text}")
         elif isinstance(item.get("encrypted_content"), str):
             size = len(item["encrypted_content"])
-            blocks.append(f"[{kind}: encrypted by the provider, {size} characters]")
+            other.append(f"[{kind}: encrypted by the provider, {size} characters]")
         else:
-            blocks.append(f"[{kind}]")
+            other.append(f"[{kind}]")
+    blocks += said["user"] + said["assistant"] + other
+    if left_out:
+        blocks.append(
+            f"[{left_out} instruction message(s) Codex gave the model (developer, permission "
+            "and context blocks) are left out: they are not the conversation]"
+        )
     return "\n\n".join(blocks)
 
 
