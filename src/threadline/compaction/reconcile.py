@@ -87,6 +87,11 @@ STATE_SCORE = 9.0
 DECISION_SCORE = 2.0
 TASK_SCORE = 2.2
 TODO_SCORE = 3.2
+LEDGER_SCORE = 3.4
+"""An item a tracker shows open outranks every other pending line (``ledger.py``)."""
+EARLIER_FACTOR = 0.3
+"""An "Earlier result" line weighs this much of a state line: open items, failures and
+decisions come first (issue 31)."""
 NOTE_WORDS = 14
 
 _CARRIED = re.compile(r"\s*\(as of #\d+\)\s*$")
@@ -318,7 +323,9 @@ def _names_done(text: str, evidence: Trail, done: Sequence[str]) -> bool:
     """Whether ``text`` is about an item closed since, or completed in the todo list: its
     first id is closed, or it names a completed todo item."""
     ids = [v.text for v in extract_values(text) if v.kind == "id"]
-    if ids and mentions(ids[0], evidence.closed):
+    if ids and (
+        mentions(ids[0], evidence.closed) or mentions(ids[0], evidence.ledger.closed_keys())
+    ):
         return True
     norm = _bare(text)
     return any(d and (d in norm or (len(norm.split()) >= 3 and norm in d)) for d in done)
@@ -337,6 +344,11 @@ def _next_step(trail: Trail, done: Sequence[str]) -> str | None:
     active = [t for t, s in items if s.replace("-", "_") == "in_progress"]
     if active:
         return f"Next step: {active[0]} (in progress in the todo list)"
+    item = trail.ledger.in_progress()
+    if item is not None:
+        return f"Next step: finish {code_span(item.key)}" + (
+            f": {item.title}" if item.title else ""
+        )
     if trail.failures and trail.failures[-1].seq == trail.last_result:
         f = trail.failures[-1]
         error = f" ({code_span(f.errors[0])})" if f.errors else ""
@@ -380,12 +392,19 @@ def _state(
     if not had_next and (step := _next_step(trail, done)):
         at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
         kept.insert(at, step)
+    item = evidence.ledger.in_progress()
+    if item is not None:
+        kept.insert(min(1, len(kept)), f"In progress: {item.line().removeprefix('[in progress] ')}")
+    commit = evidence.ledger.commit_line()
+    if commit is not None:
+        kept.insert(min(2, len(kept)), commit)
     skills = evidence.skills_in_use()
     if skills:
         named = ", ".join(code_span(name) for name in skills)
         kept.insert(min(2, len(kept)), f"{SKILLS_LABEL}: {named} ({SKILLS_NOTE})")
     for i, text in enumerate(kept):
-        snapshot.add("current_state", text, STATE_SCORE - i * 0.1)
+        weight = EARLIER_FACTOR if _label(text) == "earlier result" else 1.0
+        snapshot.add("current_state", text, (STATE_SCORE - i * 0.1) * weight)
 
 
 def _tasks(
@@ -399,6 +418,9 @@ def _tasks(
     previous_seq: int | None,
 ) -> None:
     listed: list[str] = []
+    for rank, item in enumerate(evidence.ledger.open_items()):
+        snapshot.add("pending_tasks", clip_words(item.line(), 40), LEDGER_SCORE - rank * 0.05)
+        listed.append(_norm(item.title or item.key))
     for rank, (text, status) in enumerate(_open_todos(trail, done)):
         mark = "" if status == "pending" else f"[{status.replace('_', ' ')}] "
         snapshot.add("pending_tasks", clip_words(mark + text, 40), TODO_SCORE - rank * 0.05)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
+from threadline.compaction.ledger import Ledger
 from threadline.compaction.snapshot import one_line
 from threadline.compaction.toolcalls import (
     DONE_STATUSES,
@@ -52,7 +53,8 @@ from threadline.requests import request_text
 
 TRAIL_KEY = "trail"
 """Checkpoint metadata key of the trail."""
-TRAIL_VERSION = 1
+TRAIL_VERSION = 2
+"""2: the state ledger (``ledger.py``) rides along; a version-1 trail is read again."""
 
 
 MAX_FAILURES = 3
@@ -98,6 +100,16 @@ _DIGITS = re.compile(r"^#?\d{1,7}$")
 _MARKUP = re.compile(r"<[^<>\n]{0,200}>")
 """Markup in prose (JSX, HTML) is code: its class names are not values the agent used."""
 _COMMIT = re.compile(r"\bgit\b[^\n;&|]*?\bcommit\b")
+_RUN_HEADER = re.compile(
+    r"\A\s*(?:Chunk ID: \S+\s*\n)?(?:Wall time: [^\n]*\n)?(?:Process exited with code -?\d+\s*\n)?"
+    r"(?:Original token count: [^\n]*\n)?(?:Output:\s*\n?)?|\A\s*(?:Error: )?Exit code -?\d+\s*\n"
+)
+"""The header a tool wraps a command's output in (Codex's chunk id, wall time and exit line;
+Claude Code's "Exit code 1"): no error line is in it."""
+_REDIRECTS = re.compile(r"\s+(?:\d?>&\d|\d?>\s*/dev/null)")
+_PIPE_TAIL = re.compile(r"\s*\|\s*(?:tail|head|grep|rg|less|cat|tee|sort|uniq|wc)\b[^|]*$")
+_CD_PREFIX = re.compile(r"^\s*cd\s+\S+\s*(?:&&|;)\s*")
+_SEARCHERS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "git-grep"})
 
 
 def _clip(text: str, limit: int) -> str:
@@ -107,6 +119,38 @@ def _clip(text: str, limit: int) -> str:
     cut = line[:limit]
     space = cut.rfind(" ")
     return (cut[:space] if space > limit // 2 else cut) + " \u2026"
+
+
+def run_target(command: str) -> str:
+    """What a command runs, for telling whether a later run settled an earlier failure: its
+    first line without a leading ``cd``, output plumbing (``2>&1``, ``| tail -40``) or
+    extra spaces."""
+    line = command.strip().split("\n", 1)[0]
+    line = _CD_PREFIX.sub("", line)
+    while True:
+        cut = _PIPE_TAIL.sub("", _REDIRECTS.sub("", line))
+        if cut == line:
+            break
+        line = cut
+    return " ".join(line.split()).rstrip(" \u2026")
+
+
+def _covers(success: str, failure: str) -> bool:
+    """A clean run of ``success`` settles ``failure``: the same run, or a wider run of the
+    same tool (``mix test`` passing after ``mix test test/a_test.exs`` failed)."""
+    return failure == success or (
+        len(success.split()) >= 2 and failure.startswith(success + " ") and "&&" not in failure
+    )
+
+
+def _no_match(command: str | None, text: str) -> bool:
+    """``grep`` / ``rg`` exit 1 with no output: nothing matched, which is an answer, not a
+    failure."""
+    if not command or exit_status(text) != 1:
+        return False
+    argv = next(iter(simple_commands(command)), [])
+    body = _RUN_HEADER.sub("", text, count=1).strip()
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] in _SEARCHERS and not body
 
 
 def exit_status(text: str) -> int | None:
@@ -131,6 +175,7 @@ def error_lines(text: str) -> list[str]:
     error patterns of ``values``) and the last line that names one (a test summary, "Found 2
     errors"), when they differ; the first line when neither exists."""
     out: list[str] = []
+    text = _RUN_HEADER.sub("", text, count=1)
     found = extract_error_lines(
         text[:20_000] + "\n" + text[-20_000:] if len(text) > 40_000 else text
     )
@@ -282,6 +327,8 @@ class Trail:
         """Skills loaded, by name, with the seq of the latest load."""
         self.last_result = 0
         """The seq of the last tool result (a failure there is the one to fix next)."""
+        self.ledger = Ledger()
+        """Work items and commit outcomes (``ledger.py``)."""
         self.first_request: tuple[int, str] | None = None
         self.latest_request: tuple[int, str] | None = None
         """(seq, text clipped) of the first and the latest request a person made."""
@@ -363,12 +410,17 @@ class Trail:
     def _result(self, m: Message, call: ToolCall, seq: int) -> None:
         command = shell_text(call)
         shown = _clip(command, CLIP_CHARS["command"]) if command else describe_call(call)
-        if failed(m):
-            self.failures = [f for f in self.failures if f.command != shown]
+        broke = failed(m) and not _no_match(command, m.text)
+        self.ledger.observe(call, m, seq, failed=broke)
+        target = run_target(shown) if command else shown
+        if broke:
+            self.failures = [f for f in self.failures if run_target(f.command) != target]
             self.failures.append(Failure(seq, shown, error_lines(m.text)))
             self.failures = self.failures[-MAX_FAILURES:]
             return
-        self.failures = [f for f in self.failures if f.command != shown]  # it runs clean now
+        self.failures = [  # it runs clean now, or a wider run of the same tool did
+            f for f in self.failures if not _covers(target, run_target(f.command))
+        ]
         if command is None:
             return
         for item, closes in item_changes(command):
@@ -421,6 +473,7 @@ class Trail:
             else {"seq": self.todos.seq, "items": [list(i) for i in self.todos.items]},
             "closed": {k: [c.seq, c.how] for k, c in self.closed.items()},
             "skills": dict(self.skills),
+            "ledger": self.ledger.to_json(),
             "note": self._note,
             "last_result": self.last_result,
             "first_request": list(self.first_request) if self.first_request else None,
@@ -459,6 +512,7 @@ class Trail:
             trail.closed[str(item)] = Closure(int(seq), str(how))
         for name, seq in (data.get("skills") or {}).items():
             trail.skills[str(name)] = int(seq)
+        trail.ledger = Ledger.from_json(data.get("ledger"))
         note = data.get("note")
         trail._note = note if isinstance(note, str) else None
         trail.last_result = int(data.get("last_result") or 0)
