@@ -416,3 +416,65 @@ def imported_any(store: Store, path: Path) -> Any:
     (result,) = Syncer(store).sync_source(Source(path))
     assert result.session_id is not None, result
     return store.get_session(result.session_id)
+
+
+# -- what the assistant produced --------------------------------------------------------
+
+
+def test_a_list_the_latest_request_refers_to_is_quoted(store: Store, tmp_path: Path) -> None:
+    log = ClaudeLog()
+    log.user("Review the compaction module and suggest improvements.")
+    log.call("Read", {"file_path": "/home/dev/shop/lib/compact.ex"}, "defmodule Compact do end")
+    items = "\n".join(
+        f"{n}. Improvement number {n}: keep item {n} in the snapshot" for n in range(1, 13)
+    )
+    log.say(f"Here are 12 improvements for the compaction module:\n\n{items}")
+    log.user("Write these into docs/improvements.md, all of them.")
+    log.call(
+        "Write",
+        {"file_path": "/home/dev/shop/docs/improvements.md", "content": "# Improvements"},
+        "File created successfully",
+    )
+    filler(log)
+    text = compacted(imported_plain(store, log, tmp_path))
+    quoted = state(text)
+    assert "Assistant's answer the latest request refers to" in quoted
+    assert "Here are 12 improvements for the compaction module" in quoted
+    assert "1. Improvement number 1" in quoted and "5. Improvement number 5" in quoted
+    # a later request about something else lets it go
+    log.user("Now bump the version in mix.exs.")
+    filler(log)
+    again = open_store(f"sqlite://{tmp_path / 'again.db'}")
+    try:
+        text = compacted(imported_plain(again, log, tmp_path / "again"))
+    finally:
+        again.close()
+    assert "Assistant's answer the latest request refers to" not in state(text)
+
+
+def test_a_subagent_s_files_and_commits_are_the_run_s(store: Store, tmp_path: Path) -> None:
+    log = ClaudeLog()
+    log.user("Add regression tests for the cart, in a subagent.")
+    report = (
+        "All done. The cart regression tests pass (31 tests, 0 failures).\n\n"
+        "## Files changed\n"
+        "- `test/cart/totals_test.exs` (new)\n"
+        "- `test/support/cart_case.ex`\n\n"
+        "Committed as 9f3e2a1 on branch cart-tests."
+    )
+    log.call(
+        "Task",
+        {
+            "description": "Write cart regression tests",
+            "subagent_type": "general-purpose",
+            "prompt": "Write the tests.",
+        },
+        report,
+    )
+    filler(log)
+    text = compacted(imported_plain(store, log, tmp_path))
+    files = "\n".join(section(text, "files_modified"))
+    assert "test/cart/totals_test.exs" in files and "test/support/cart_case.ex" in files
+    line = state(text)
+    assert "Subagent `Write cart regression tests`: All done." in line
+    assert "committed `9f3e2a1`" in line

@@ -32,9 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from threadline.compaction.extractive import FENCED_CODE
 from threadline.compaction.snapshot import clip_words, code_span, one_line
 from threadline.compaction.toolcalls import shell_text, simple_commands
-from threadline.compaction.values import extract_error_lines
+from threadline.compaction.values import extract_error_lines, extract_values
 from threadline.messages import Message, ToolCall
 
 MAX_ITEMS = 200
@@ -97,6 +98,79 @@ _ERROR_LINE = re.compile(
     r"(?i)\b(?:error|errors|failed|failure|fatal|rejected|denied|cannot|not allowed|"
     r"violation|would be reformatted|aborting|refusing)\b"
 )
+
+
+SUBAGENT_TOOLS = frozenset({"Task", "Agent", "task", "spawn_pi", "spawn_agent", "subagent"})
+"""Tools that hand work to a subagent and answer with its report."""
+MAX_OUTCOMES = 3
+OUTCOME_WORDS = 24
+_CHANGE = r"(?:changed|modified|created|edited|updated|wrote|written|added|deleted|removed|renamed)"
+_FILES_HEADING = re.compile(
+    rf"(?i)\bfiles?\b[^\n]{{0,40}}\b{_CHANGE}\b|\b{_CHANGE}\b[^\n]{{0,20}}\bfiles?\b"
+)
+_CHANGE_LINE = re.compile(rf"(?i)^\W*{_CHANGE}\b")
+_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+_REPORTED_COMMIT = re.compile(
+    r"(?i)(?:^\[[^\]\s]+ |\bcommit(?:ted)?(?: as| in|:)?\s+`?)(?P<hash>[0-9a-f]{7,40})\b", re.M
+)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a subagent reported: its task, its first words, the files it says it changed and
+    the commits it made."""
+
+    seq: int
+    task: str
+    said: str
+    files: list[str]
+    commits: list[str]
+
+    def to_json(self) -> list[Any]:
+        return [self.seq, self.task, self.said, self.files, self.commits]
+
+    def line(self) -> str:
+        parts = [
+            f"Subagent {code_span(self.task)}: {self.said}"
+            if self.said
+            else f"Subagent {code_span(self.task)} finished"
+        ]
+        if self.files:
+            parts.append("changed " + ", ".join(code_span(f) for f in self.files[:8]))
+        if self.commits:
+            parts.append("committed " + ", ".join(code_span(c) for c in self.commits))
+        return "; ".join(parts)
+
+
+def subagent_outcome(call: ToolCall, text: str, seq: int) -> Outcome:
+    """The outcome a subagent's report states (files from lines that say they changed, or
+    from the list under a "Files changed" heading; commits by hash)."""
+    args = call.arguments
+    task = str(args.get("description") or args.get("subagent_type") or call.name)
+    files: list[str] = []
+    listing = False
+    for line in FENCED_CODE.sub("\n", text).splitlines():
+        if _FILES_HEADING.search(line) and not _ITEM.match(line):
+            listing = True
+            continue
+        if listing and not _ITEM.match(line) and line.strip():
+            listing = False
+        if listing or _CHANGE_LINE.match(_ITEM.sub("", line)):
+            for v in extract_values(line):
+                if v.kind == "path" and "." in v.text.rsplit("/", 1)[-1] and v.text not in files:
+                    files.append(v.text.strip("`"))
+    commits = list(dict.fromkeys(m.group("hash") for m in _REPORTED_COMMIT.finditer(text)))
+    said = next(
+        (
+            ln.strip(" #*")
+            for ln in text.splitlines()
+            if len(ln.split()) >= 4 and not ln.startswith(("```", "|"))
+        ),
+        "",
+    )
+    return Outcome(
+        seq, clip_words(task, 8), clip_words(one_line(said), OUTCOME_WORDS), files, commits
+    )
 
 
 @dataclass(slots=True)
@@ -179,12 +253,19 @@ class Ledger:
         self.items: dict[str, WorkItem] = {}
         self.last_commit: tuple[int, str] | None = None
         """(seq, "hash message") of the last commit a result shows was made."""
+        self.outcomes: list[Outcome] = []
+        """The latest subagents' reports."""
 
     # -- reading results
 
     def observe(self, call: ToolCall, result: Message, seq: int, *, failed: bool) -> None:
         """Take in ``result``, the answer to ``call`` (``failed`` as the tool reported it)."""
         name = call.name
+        if name in SUBAGENT_TOOLS and not failed and result.text.strip():
+            self.outcomes = [*self.outcomes, subagent_outcome(call, result.text, seq)][
+                -MAX_OUTCOMES:
+            ]
+            return
         if name in ("TaskCreate", "TaskUpdate", "TaskList"):
             if not failed:
                 self._task(call, result.text, seq)
@@ -370,6 +451,7 @@ class Ledger:
         return {
             "items": [i.to_json() for i in self.items.values()],
             "last_commit": list(self.last_commit) if self.last_commit else None,
+            "outcomes": [o.to_json() for o in self.outcomes],
         }
 
     @classmethod
@@ -381,10 +463,15 @@ class Ledger:
             ledger.items[str(key)] = WorkItem(
                 str(key), str(title), str(status), str(source), int(seq)
             )
+        for seq, task, said, files, commits in data.get("outcomes") or []:
+            outcome = Outcome(
+                int(seq), str(task), str(said), [str(f) for f in files], [str(c) for c in commits]
+            )
+            ledger.outcomes.append(outcome)
         commit = data.get("last_commit")
         if commit:
             ledger.last_commit = (int(commit[0]), str(commit[1]))
         return ledger
 
 
-__all__ = ["ACTIVE", "CLOSED", "OPEN", "Ledger", "WorkItem"]
+__all__ = ["ACTIVE", "CLOSED", "OPEN", "SUBAGENT_TOOLS", "Ledger", "Outcome", "WorkItem"]

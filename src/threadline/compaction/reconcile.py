@@ -102,6 +102,7 @@ _OPEN_CLAIM = re.compile(
 )
 """Words that claim an item is still to be done."""
 SKILLS_LABEL = "Skills in use"
+ANSWER_LABEL = "Assistant's answer the latest request refers to"
 SKILLS_NOTE = "load one again with the skill tool to read its instructions"
 _FACT_LABELS = frozenset(
     {
@@ -384,14 +385,21 @@ def _state(
         claims_open = label not in _FACT_LABELS and _OPEN_CLAIM.search(b.text)
         if claims_open and _names_done(b.text, evidence, done):
             continue  # says an item closed since is still to do
-        if _WRAPPER.match(b.text) or label == SKILLS_LABEL.lower():
-            continue  # a wrapper; the skills line is rebuilt from the trail below
+        rebuilt = label in (SKILLS_LABEL.lower(), ANSWER_LABEL.lower(), "in progress")
+        if _WRAPPER.match(b.text) or rebuilt or label.startswith(("subagent ", "last commit")):
+            continue  # a wrapper; the skills and answer lines are rebuilt from the trail below
         had_next = had_next or label == "next step"
         fact = label in _FACT_LABELS or label.startswith(("primary request", "latest request"))
         kept.append(b.text if fact else _carried(b.text, before, previous_seq))
     if not had_next and (step := _next_step(trail, done)):
         at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
         kept.insert(at, step)
+    answer = evidence.wanted_answer()
+    if answer is not None and answer[0] <= trail.through:  # else the kept tail shows it
+        kept.insert(min(2, len(kept)), f"{ANSWER_LABEL} (#{answer[0]}): {answer[1]}")
+    for outcome in evidence.ledger.outcomes:
+        if outcome.seq <= trail.through:  # a later report is in the kept tail
+            kept.insert(min(3, len(kept)), outcome.line())
     item = evidence.ledger.in_progress()
     if item is not None:
         kept.insert(min(1, len(kept)), f"In progress: {item.line().removeprefix('[in progress] ')}")
