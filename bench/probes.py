@@ -18,8 +18,8 @@ this script, which never calls the summarizer or its recogniser:
   ``rm``, ``mv``, ``git rm`` / ``git mv``, patches fed to ``apply_patch``);
 * ``requests``: the opening words of the first and of the latest user request;
 * ``todos_open``: the items still open in the latest structured todo state
-  (``TodoWrite``, ``update_plan``, ``todowrite``, ``write_todos``,
-  ``task_tracker``) must be present;
+  (``TodoWrite``, ``update_plan`` also from a Codex ``exec`` script,
+  ``todowrite``, ``write_todos``, ``task_tracker``) must be present;
 * ``todos_stale``: items open in an earlier todo state and completed in the
   latest must not be listed as pending by the summary (a count: 0 expected);
 * ``errors``: the last failing command and its error line;
@@ -358,6 +358,11 @@ def todo_states(messages: Iterable[Message]) -> list[list[tuple[str, str]]]:
     states: list[list[tuple[str, str]]] = []
     for m in messages:
         for call in m.tool_calls:
+            if call.name == "exec" and call.raw_arguments and "update_plan" in call.raw_arguments:
+                plan = _exec_plan(call.raw_arguments)  # a whole list, like update_plan's
+                if plan:
+                    states.append(plan)
+                continue
             schema = TODO_TOOLS.get(call.name)
             if schema is None:
                 continue
@@ -512,10 +517,6 @@ def work_items(messages: Sequence[Message]) -> tuple[list[str], list[str]]:
     for m in messages:
         for call in m.tool_calls:
             calls[call.id] = call
-            if call.name == "exec" and call.raw_arguments and "update_plan" in call.raw_arguments:
-                for step, st in _exec_plan(call.raw_arguments):
-                    name = opening(step, TODO_WORDS)
-                    status[name] = "closed" if st in DONE else "open"
         if m.role != "tool" or m.tool_call_id not in calls:
             continue
         call = calls[m.tool_call_id]

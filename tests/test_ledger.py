@@ -478,3 +478,31 @@ def test_a_subagent_s_files_and_commits_are_the_run_s(store: Store, tmp_path: Pa
     line = state(text)
     assert "Subagent `Write cart regression tests`: All done." in line
     assert "committed `9f3e2a1`" in line
+
+
+def test_a_pending_line_worded_otherwise_goes_when_its_todo_is_completed() -> None:
+    """Claude's summary says "Debug why TranscriptPath is not being stored ..."; the todo list
+    later completes "Debug TranscriptPath not being stored ...": one item, done."""
+    from threadline.compaction.reconcile import reconcile
+    from threadline.compaction.snapshot import SummaryResult
+
+    summary = (
+        "## Files Modified\n- (none)\n\n## Key Decisions\n- (none)\n\n## Important Values\n"
+        "- (none)\n\n## Current State\n- (none)\n\n## Pending Tasks\n"
+        "- Debug why TranscriptPath is not being stored in session state during the test\n"
+        "- Write the release notes for the hooks\n"
+    )
+    todos = [
+        {
+            "content": "Debug TranscriptPath not being stored in session state",
+            "status": "completed",
+        },
+        {"content": "Add TranscriptPath field to session.State struct", "status": "completed"},
+    ]
+    call = ToolCall(id="t", name="TodoWrite", arguments={"todos": todos})
+    messages = [Message.assistant("", tool_calls=[call]), Message.tool("ok", tool_call_id="t")]
+    trail = build_trail(numbered(messages))
+    result = SummaryResult.counted(summary, None, [], summarizer="extractive")
+    tasks = pending(reconcile(result, trail, max_words=600).text)
+    assert "TranscriptPath" not in tasks
+    assert "Write the release notes for the hooks" in tasks

@@ -110,6 +110,10 @@ _FILES_HEADING = re.compile(
 )
 _CHANGE_LINE = re.compile(rf"(?i)^\W*{_CHANGE}\b")
 _ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+_FILLER = re.compile(
+    r"(?i)^\W*(?:perfect|great|excellent|okay|ok|now|let me|i now have|i have now|i'll|alright)\b"
+)
+"""A report's opening courtesy ("Perfect! Now I have all the information I need.")."""
 _REPORTED_COMMIT = re.compile(
     r"(?i)(?:^\[[^\]\s]+ |\bcommit(?:ted)?(?: as| in|:)?\s+`?)(?P<hash>[0-9a-f]{7,40})\b", re.M
 )
@@ -163,8 +167,11 @@ def subagent_outcome(call: ToolCall, text: str, seq: int) -> Outcome:
     said = next(
         (
             ln.strip(" #*")
-            for ln in text.splitlines()
-            if len(ln.split()) >= 4 and not ln.startswith(("```", "|"))
+            for ln in FENCED_CODE.sub("\n", text).splitlines()
+            if len(ln.split()) >= 4
+            and not ln.startswith("|")
+            and not ln.rstrip().endswith(":")
+            and not _FILLER.match(ln)
         ),
         "",
     )

@@ -87,6 +87,8 @@ STATE_SCORE = 9.0
 DECISION_SCORE = 2.0
 TASK_SCORE = 2.2
 TODO_SCORE = 3.2
+SAME_ITEM_SHARE = 0.75
+"""A pending line shares this much of a completed item's words: the same item, done."""
 LEDGER_SCORE = 3.4
 """An item a tracker shows open outranks every other pending line (``ledger.py``)."""
 EARLIER_FACTOR = 0.3
@@ -329,7 +331,18 @@ def _names_done(text: str, evidence: Trail, done: Sequence[str]) -> bool:
     ):
         return True
     norm = _bare(text)
-    return any(d and (d in norm or (len(norm.split()) >= 3 and norm in d)) for d in done)
+    if any(d and (d in norm or (len(norm.split()) >= 3 and norm in d)) for d in done):
+        return True
+    return any(_same_item(norm, d) for d in done)
+
+
+def _same_item(a: str, b: str) -> bool:
+    """Two wordings of one item ("Debug why X is not stored in Y" and "Debug X not stored in
+    Y"): most of the shorter one's words of three or more letters are in the other."""
+    wa = {w for w in a.split() if len(w) >= 3}
+    wb = {w for w in b.split() if len(w) >= 3}
+    shared = len(wa & wb)
+    return shared >= 3 and shared >= SAME_ITEM_SHARE * min(len(wa), len(wb))
 
 
 def _open_todos(trail: Trail, done: Sequence[str]) -> list[tuple[str, str]]:
