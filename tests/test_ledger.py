@@ -506,3 +506,19 @@ def test_a_pending_line_worded_otherwise_goes_when_its_todo_is_completed() -> No
     tasks = pending(reconcile(result, trail, max_words=600).text)
     assert "TranscriptPath" not in tasks
     assert "Write the release notes for the hooks" in tasks
+
+
+def test_code_shaped_error_lines_are_no_values() -> None:
+    """``error: {`` and ``error: vi.fn(),`` are TypeScript in a file dump (issue 31)."""
+    from threadline.compaction.values import extract_error_lines
+
+    dump = (
+        "const hooks = {\n  error: {\n    log: vi.fn(),\n  },\n  error: vi.fn(),\n"
+        "  error: null,\n};"
+    )
+    assert extract_error_lines(dump) == []
+    real = "Error: connect ECONNREFUSED 127.0.0.1:3000\nerror: Cannot find module 'x'"
+    assert [v.text for v in extract_error_lines(real)] == [
+        "Error: connect ECONNREFUSED 127.0.0.1:3000",
+        "error: Cannot find module 'x'",
+    ]

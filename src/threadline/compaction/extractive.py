@@ -1100,7 +1100,7 @@ class ExtractiveSummarizer:
             fresh.append(("last action", f"Last action: replied: {account}"))
         briefs: list[str] = []
         for r in reversed(p.results):
-            brief = brief_result(r.text, read=r.read)
+            brief = brief_result(r.text, read=r.read and not r.error)  # a failed read: why
             if brief is None and (briefs or r.error):
                 continue  # a bare confirmation says something only as the very last result
             hint = describe_call(r.call) if r.call is not None else code_span(r.name)
