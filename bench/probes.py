@@ -18,13 +18,34 @@ this script, which never calls the summarizer or its recogniser:
   ``rm``, ``mv``, ``git rm`` / ``git mv``, patches fed to ``apply_patch``);
 * ``requests``: the opening words of the first and of the latest user request;
 * ``todos_open``: the items still open in the latest structured todo state
-  (``TodoWrite``, ``update_plan``, ``todowrite``, ``write_todos``,
-  ``task_tracker``) must be present;
+  (``TodoWrite``, ``update_plan`` also from a Codex ``exec`` script,
+  ``todowrite``, ``write_todos``, ``task_tracker``) must be present;
 * ``todos_stale``: items open in an earlier todo state and completed in the
   latest must not be listed as pending by the summary (a count: 0 expected);
 * ``errors``: the last failing command and its error line;
 * ``values``: URLs and ids (UUIDs, commit hashes, ticket-style ids) that the
   agent itself used (in its tool calls or its text) in at least two messages.
+
+Statement checks (issue 31) judge what the summary says, not only which strings
+the window holds:
+
+* ``open_items``: every work item still open at the end of the run, by each
+  tracker's own schema and results: the latest todo / plan list (a Codex
+  ``exec`` script's ``tools.update_plan`` too), ``TaskCreate`` ids from their
+  results less ``TaskUpdate`` completions, beads (``bd create`` ids from their
+  results, ``bd update --status``, ``bd close``, ``bd reopen``), ``gh issue`` /
+  ``gh pr`` create, close, merge, and a ``git commit`` that failed (a hook
+  rejected it) with no later commit made: named in the window (recall, 1.0
+  expected);
+* ``stale``: items those trackers show closed that the summary lists as pending
+  (a count: 0 expected);
+* ``injected``: Key Decisions lines whose words come from text the agent was
+  given, not said: user records marked meta, ``<system-reminder>`` blocks, skill
+  bodies, AGENTS.md / CLAUDE.md blocks, command templates, developer and system
+  messages (a count: 0 expected);
+* ``orientation``: the checkpoint's orientation block states the session's own
+  working directory, git branch and the date of its latest message, where the
+  stored session knows them (1.0 expected).
 
 A probe is answered by string match against the window's text (the summary,
 each message's text, and its tool calls' arguments), whitespace collapsed.
@@ -60,7 +81,20 @@ from threadline.store.base import Session
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 SIZES = (16_000, 32_000, 64_000)
-CATEGORIES = ("files", "requests", "todos_open", "todos_stale", "errors", "values")
+CATEGORIES = (
+    "files",
+    "requests",
+    "todos_open",
+    "todos_stale",
+    "errors",
+    "values",
+    "open_items",
+    "stale",
+    "injected",
+    "orientation",
+)
+COUNTS = frozenset({"todos_stale", "stale", "injected"})
+"""Categories that count faults (0 expected) rather than recall."""
 REQUEST_WORDS = 12
 """A request counts as known when its opening words appear verbatim."""
 TODO_WORDS = 8
@@ -324,6 +358,11 @@ def todo_states(messages: Iterable[Message]) -> list[list[tuple[str, str]]]:
     states: list[list[tuple[str, str]]] = []
     for m in messages:
         for call in m.tool_calls:
+            if call.name == "exec" and call.raw_arguments and "update_plan" in call.raw_arguments:
+                plan = _exec_plan(call.raw_arguments)  # a whole list, like update_plan's
+                if plan:
+                    states.append(plan)
+                continue
             schema = TODO_TOOLS.get(call.name)
             if schema is None:
                 continue
@@ -410,6 +449,167 @@ def agent_values(messages: Iterable[Message]) -> list[str]:
     return sorted(v for v, n in uses.items() if n >= MIN_USES)
 
 
+_PLAN_PAIR = re.compile(
+    r'"?(step|status)"?\s*:\s*("(?:[^"\\\n]|\\.)*")\s*,\s*"?(step|status)"?\s*:\s*'
+    r'("(?:[^"\\\n]|\\.)*")'
+)
+_TASK_MADE = re.compile(r"Task #(\w+) created successfully")
+_BEAD_MADE = re.compile(r"Created issue:\s*([\w.-]+)")
+_GH_MADE = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/(\d+)")
+_COMMIT_LINE = re.compile(r"^\[[^\]\s]+(?: \(root-commit\))? [0-9a-f]{7,40}\] ", re.M)
+CLOSED_WORDS = frozenset({*DONE, "closed", "resolved", "merged", "deleted"})
+INSTRUCTION_MARKS = (
+    "<system-reminder>",
+    "Base directory for this skill",
+    "# AGENTS.md",
+    "AGENTS.md instructions",
+    "CLAUDE.md",
+    "<command-name>",
+    "<command-message>",
+    "<environment_context>",
+    "<permissions instructions>",
+    "<user_instructions>",
+)
+"""Marks of text an agent was given rather than said (in a user-role record)."""
+DECISION_WORDS = 7
+
+
+def _exec_plan(script: str) -> list[tuple[str, str]]:
+    """The plan a Codex ``exec`` script hands ``tools.update_plan``: (step, status)."""
+    at = script.rfind("tools.update_plan(")
+    items: list[tuple[str, str]] = []
+    for m in _PLAN_PAIR.finditer(script, at if at >= 0 else len(script)):
+        pair = {m.group(1): m.group(2), m.group(3): m.group(4)}
+        try:
+            step, status = json.loads(pair["step"]), json.loads(pair["status"])
+        except (KeyError, ValueError):
+            continue
+        items.append((str(step), str(status).lower()))
+    return items
+
+
+def _flag_value(argv: list[str], names: Sequence[str]) -> str | None:
+    for i, w in enumerate(argv):
+        for name in names:
+            if w == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if w.startswith(name + "="):
+                return w.split("=", 1)[1]
+    return None
+
+
+def _argvs(command: str) -> Iterator[list[str]]:
+    argv: list[str] = []
+    for w in [*_shell_words(command), ";"]:
+        if w in _SEPARATORS or w == "\n":
+            if argv:
+                yield argv
+            argv = []
+        else:
+            argv.append(w)
+
+
+def work_items(messages: Sequence[Message]) -> tuple[list[str], list[str]]:
+    """(open, closed) work items at the end of the run, each as the words a reader would
+    look for: a todo item's opening words, a task's subject, a bead's or PR's id."""
+    status: dict[str, str] = {}  # name -> "open" / "closed"
+    calls: dict[str, ToolCall] = {}
+    for m in messages:
+        for call in m.tool_calls:
+            calls[call.id] = call
+        if m.role != "tool" or m.tool_call_id not in calls:
+            continue
+        call = calls[m.tool_call_id]
+        args = call_args(call)
+        text = m.text
+        bad = bool(m.metadata.get("is_error")) or exit_code(text) not in (None, 0)
+        if call.name == "TaskCreate" and (made := _TASK_MADE.search(text)):
+            status[f"#{made.group(1)}"] = "open"
+            status.setdefault(f"task:{made.group(1)}", str(args.get("subject", "")))
+        elif call.name == "TaskUpdate" and not bad and f"#{args.get('taskId')}" in status:
+            st = str(args.get("status", "")).lower()
+            if st:
+                status[f"#{args.get('taskId')}"] = "closed" if st in CLOSED_WORDS else "open"
+        command = shell_command(args)
+        for argv in _argvs(command or ""):
+            if bad and argv[:2] != ["git", "commit"]:
+                continue
+            ids = [w for w in argv[2:] if not w.startswith("-") and re.match(r"^[\w.-]+$", w)]
+            if argv[:2] == ["bd", "create"] and (made := _BEAD_MADE.search(text)):
+                status[made.group(1)] = "open"
+            elif argv[:2] in (["bd", "close"], ["bd", "done"]):
+                status.update({i: "closed" for i in ids if i in status or "-" in i})
+            elif argv[:2] == ["bd", "reopen"]:
+                status.update({i: "open" for i in ids})
+            elif argv[:2] == ["bd", "update"] and (st := _flag_value(argv, ("--status", "-s"))):
+                first = ids[:1]
+                status.update({i: "closed" if st in CLOSED_WORDS else "open" for i in first})
+            elif argv[:1] == ["gh"] and len(argv) > 2 and argv[1] in ("issue", "pr"):
+                if argv[2] == "create" and (made := _GH_MADE.search(text)):
+                    status[f"#{made.group(2)}"] = "open"
+                elif argv[2] in ("close", "merge"):
+                    status.update({f"#{i.lstrip('#')}": "closed" for i in argv[3:4]})
+            elif argv[:2] == ["git", "commit"]:
+                if bad:
+                    status["git commit"] = "open"
+                elif _COMMIT_LINE.search(text):
+                    status["git commit"] = "closed"
+    names = {k: status.get(f"task:{k[1:]}", "") or k for k in status if not k.startswith("task:")}
+    open_ = [names[k] for k, v in status.items() if v == "open" and k in names]
+    closed = [names[k] for k, v in status.items() if v == "closed" and k in names]
+    return [opening(t, TODO_WORDS) for t in open_], [opening(t, TODO_WORDS) for t in closed]
+
+
+def instruction_texts(messages: Sequence[Message]) -> list[str]:
+    """Text the agent was given rather than said: meta records, developer and system
+    messages, skill bodies, reminders, AGENTS.md blocks, command templates (flattened)."""
+    out: list[str] = []
+    calls: dict[str, str] = {}
+    for m in messages:
+        for call in m.tool_calls:
+            calls[call.id] = call.name
+        given = m.role == "system" or m.metadata.get("is_meta")
+        given = given or (m.role == "user" and any(k in m.text for k in INSTRUCTION_MARKS))
+        given = given or (
+            m.role == "tool" and calls.get(m.tool_call_id or "") in ("Skill", "skill")
+        )
+        if given and m.text.strip():
+            text = m.text
+            if m.role == "user" and not m.metadata.get("is_meta"):  # only the wrapped parts
+                text = "\n".join(re.findall(r"<system-reminder>.*?</system-reminder>", text, re.S))
+                text = text or m.text
+            out.append(flat(text))
+    return out
+
+
+def injected_decisions(given: Sequence[str], said: str, summary: str) -> list[str]:
+    """Key Decisions lines whose opening words appear in text the agent was given and not
+    in anything the person or the agent said."""
+    found: list[str] = []
+    section = ""
+    for line in summary.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip().lower()
+            continue
+        if section != "key decisions" or not line.startswith("- "):
+            continue
+        body = re.sub(r"^(?:User|Assistant):\s*", "", line[2:].strip())
+        body = flat(re.sub(r"[*`_]", "", body))
+        probe = opening(body, DECISION_WORDS)
+        if len(probe.split()) < 4:
+            continue
+        if any(probe in g for g in given) and probe not in said:
+            found.append(probe)
+    return found
+
+
+def said_text(messages: Sequence[Message]) -> str:
+    """What the person asked and the assistant wrote, flattened, markup removed."""
+    parts = [t for m in messages if (t := request_text(m))]
+    parts += [m.text for m in messages if m.role == "assistant"]
+    return flat(re.sub(r"[*`_]", "", "\n".join(parts)))
+
+
 @dataclass
 class Probes:
     files: set[str] = field(default_factory=set)
@@ -419,6 +619,44 @@ class Probes:
     todos_done: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     values: list[str] = field(default_factory=list)
+    items_open: list[str] = field(default_factory=list)
+    items_closed: list[str] = field(default_factory=list)
+    given: list[str] = field(default_factory=list)
+    said: str = ""
+    facts: dict[str, str] = field(default_factory=dict)
+    """What the stored session knows of where it ran: cwd, git branch, latest date."""
+
+
+def session_facts(session: Session, messages: Sequence[Message]) -> dict[str, str]:
+    facts: dict[str, str] = {}
+    for key, name in (("cwd", "cwd"), ("git_branch", "branch")):
+        value = session.info.metadata.get(key)
+        latest = [c for m in messages if isinstance(c := m.metadata.get(key), str) and c]
+        value = latest[-1] if latest else value
+        if isinstance(value, str) and value.strip():
+            facts[name] = value.strip()
+    dates = [m.created_at for m in messages if m.created_at is not None]
+    if dates:
+        facts["date"] = max(dates).date().isoformat()
+    return facts
+
+
+def oriented(facts: dict[str, str], summary: str) -> bool:
+    """The orientation block states every fact the session knows (a date also as
+    "February 23, 2026")."""
+    at = summary.find("## Orientation")
+    block = summary[at:] if at >= 0 else ""
+    for name, value in facts.items():
+        if name == "date":
+            from datetime import date
+
+            day = date.fromisoformat(value)
+            spelled = f"{day.strftime('%B')} {day.day}, {day.year}"
+            if value not in block and spelled not in block:
+                return False
+        elif value not in block:
+            return False
+    return True
 
 
 def derive(messages: Sequence[Message]) -> Probes:
@@ -445,6 +683,11 @@ def derive(messages: Sequence[Message]) -> Probes:
         if error:
             p.errors.append(flat(error)[:ERROR_CHARS])
     p.values = agent_values(messages)
+    opened, closed = work_items(messages)
+    p.items_open = list(dict.fromkeys([*p.todos_open, *opened]))
+    p.items_closed = [t for t in dict.fromkeys([*p.todos_done, *closed]) if t not in p.items_open]
+    p.given = instruction_texts(messages)
+    p.said = said_text(messages)
     return p
 
 
@@ -472,7 +715,12 @@ def stale_items(done: Sequence[str], summary: str) -> list[str]:
         in_pending = section.startswith("pending")
         if (in_pending or says(line, PENDING_WORDS)) and not says(line, DONE_WORDS):
             pending_lines.append(flat(line))
-    return [t for t in done if any(t in line for line in pending_lines)]
+    return [t for t in done if any(_names(t, line) for line in pending_lines)]
+
+
+def _names(item: str, line: str) -> bool:
+    """``line`` names ``item`` as a whole: ``spotter-fum`` is not ``spotter-fum.5``."""
+    return re.search(rf"(?<![\w.-]){re.escape(item)}(?![\w-]|\.\w)", line) is not None
 
 
 @dataclass
@@ -501,6 +749,14 @@ def answer(p: Probes, session: Session, size: int) -> tuple[dict[str, int], dict
     flat_text = flat(text)
     summary = "\n".join(m.text for m in messages if m.summary)
     misses: dict[str, list[str]] = {
+        "open_items": [
+            t
+            for t in p.items_open
+            if (t not in flat_text if t != "git commit" else not _says_uncommitted(summary))
+        ],
+        "stale": stale_items(p.items_closed, summary),
+        "injected": injected_decisions(p.given, p.said, summary),
+        "orientation": [] if not p.facts or oriented(p.facts, summary) else [str(p.facts)],
         "files": sorted(f for f in p.files if not recalled(f, text, p.cwds)),
         "requests": [r for r in p.requests if r not in flat_text],
         "todos_open": [t for t in p.todos_open if t not in flat_text],
@@ -515,8 +771,21 @@ def answer(p: Probes, session: Session, size: int) -> tuple[dict[str, int], dict
         "todos_stale": len(misses["todos_stale"]),
         "errors": len(p.errors) - len(misses["errors"]),
         "values": len(p.values) - len(misses["values"]),
+        "open_items": len(p.items_open) - len(misses["open_items"]),
+        "stale": len(misses["stale"]),
+        "injected": len(misses["injected"]),
+        "orientation": int(bool(p.facts)) - len(misses["orientation"]),
     }
     return found, misses
+
+
+def _says_uncommitted(summary: str) -> bool:
+    """A line saying the last commit was not made (a hook rejected it, it failed)."""
+    return any(
+        "commit" in line.lower()
+        and says(line, ("not committed", "nothing was committed", "rejected", "failed"))
+        for line in summary.splitlines()
+    )
 
 
 def run_source(source: Source, store_url: str, sizes: Sequence[int]) -> Iterator[RunResult]:
@@ -531,6 +800,7 @@ def run_source(source: Source, store_url: str, sizes: Sequence[int]) -> Iterator
             session = store.get_session(result.session_id)
             messages = list(session.iter_messages())
             probes = derive(messages)
+            probes.facts = session_facts(session, messages)
             compaction = Compactor(ExtractiveSummarizer(), policy=ContextPolicy()).compact(
                 session, force=True
             )
@@ -542,6 +812,10 @@ def run_source(source: Source, store_url: str, sizes: Sequence[int]) -> Iterator
                 "todos_stale": len(probes.todos_done),
                 "errors": len(probes.errors),
                 "values": len(probes.values),
+                "open_items": len(probes.items_open),
+                "stale": len(probes.items_closed),
+                "injected": 0,
+                "orientation": int(bool(probes.facts)),
             }
             found: dict[int, dict[str, int]] = {}
             misses: dict[int, dict[str, list[str]]] = {}
@@ -568,8 +842,8 @@ def recall_table(runs: Sequence[RunResult], sizes: Sequence[int]) -> dict[int, d
         for cat in CATEGORIES:
             total = sum(r.totals[cat] for r in runs)
             got = sum(r.found[size][cat] for r in runs)
-            if cat == "todos_stale":
-                row[cat] = got  # a count of stale items: 0 expected
+            if cat in COUNTS:
+                row[cat] = got  # a count of faults: 0 expected
             else:
                 row[cat] = round(got / total, 4) if total else None
         out[size] = row
@@ -627,7 +901,7 @@ def main() -> None:
         cells = []
         for cat in CATEGORIES:
             v = table[size][cat]
-            cells.append("-" if v is None else (str(v) if cat == "todos_stale" else f"{v:.1%}"))
+            cells.append("-" if v is None else (str(v) if cat in COUNTS else f"{v:.1%}"))
         t.add_row(f"{size:,}", *cells)
     Console(width=200).print(t)
     if args.misses:

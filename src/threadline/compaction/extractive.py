@@ -99,6 +99,7 @@ from threadline.compaction.values import (
     worth_keeping,
 )
 from threadline.messages import FilePart, ImagePart, Message, ToolCall
+from threadline.requests import request_text
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -367,13 +368,15 @@ def _window(text: str) -> str:
     return text[:SCAN_HEAD_CHARS] + "\n" + text[-SCAN_TAIL_CHARS:]
 
 
-def _message_text(m: Message) -> str:
-    """Text plus file and image references (their names are values too)."""
+def _message_text(m: Message, text: str | None = None) -> str:
+    """Text (``text`` in place of the message's own) plus file and image references
+    (their names are values too)."""
+    own = m.text if text is None else text
     if isinstance(m.content, str):
-        return m.content
+        return own
     refs = [p.uri for p in m.content if isinstance(p, FilePart)]
     refs += [p.url for p in m.content if isinstance(p, ImagePart) and p.url]
-    return "\n".join([m.text, *(r for r in refs if r and not r.startswith("data:"))]).strip()
+    return "\n".join([own, *(r for r in refs if r and not r.startswith("data:"))]).strip()
 
 
 def _prose(text: str) -> str:
@@ -599,8 +602,12 @@ class _Pass:
             self.turn_note = None
         if not text.strip():
             return
-        injected = m.summary or m.synthetic or m.metadata.get("is_meta")
-        injected = injected or m.metadata.get("compact_summary")
+        injected = m.summary or m.synthetic or m.metadata.get("compact_summary")
+        if m.role == "user" and not injected and m.text.strip():
+            asked = request_text(m)
+            if asked is None:
+                return  # given, not said: a skill body, AGENTS.md, a reminder, a template
+            text = _message_text(m, asked)
         speaker = "user" if m.role == "user" and not injected else "assistant"
         prose = _FENCED.sub("\n", text)
         self.add_values(prose, "user" if m.role == "user" else "assistant", recency, index)
@@ -1093,7 +1100,7 @@ class ExtractiveSummarizer:
             fresh.append(("last action", f"Last action: replied: {account}"))
         briefs: list[str] = []
         for r in reversed(p.results):
-            brief = brief_result(r.text, read=r.read)
+            brief = brief_result(r.text, read=r.read and not r.error)  # a failed read: why
             if brief is None and (briefs or r.error):
                 continue  # a bare confirmation says something only as the very last result
             hint = describe_call(r.call) if r.call is not None else code_span(r.name)

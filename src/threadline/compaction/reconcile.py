@@ -87,6 +87,13 @@ STATE_SCORE = 9.0
 DECISION_SCORE = 2.0
 TASK_SCORE = 2.2
 TODO_SCORE = 3.2
+SAME_ITEM_SHARE = 0.75
+"""A pending line shares this much of a completed item's words: the same item, done."""
+LEDGER_SCORE = 3.4
+"""An item a tracker shows open outranks every other pending line (``ledger.py``)."""
+EARLIER_FACTOR = 0.3
+"""An "Earlier result" line weighs this much of a state line: open items, failures and
+decisions come first (issue 31)."""
 NOTE_WORDS = 14
 
 _CARRIED = re.compile(r"\s*\(as of #\d+\)\s*$")
@@ -97,6 +104,7 @@ _OPEN_CLAIM = re.compile(
 )
 """Words that claim an item is still to be done."""
 SKILLS_LABEL = "Skills in use"
+ANSWER_LABEL = "Assistant's answer the latest request refers to"
 SKILLS_NOTE = "load one again with the skill tool to read its instructions"
 _FACT_LABELS = frozenset(
     {
@@ -321,10 +329,23 @@ def _names_done(text: str, evidence: Trail, done: Sequence[str]) -> bool:
     """Whether ``text`` is about an item closed since, or completed in the todo list: its
     first id is closed, or it names a completed todo item."""
     ids = [v.text for v in extract_values(text) if v.kind == "id"]
-    if ids and mentions(ids[0], evidence.closed):
+    if ids and (
+        mentions(ids[0], evidence.closed) or mentions(ids[0], evidence.ledger.closed_keys())
+    ):
         return True
     norm = bare(text)
-    return any(d and (d in norm or (len(norm.split()) >= 3 and norm in d)) for d in done)
+    if any(d and (d in norm or (len(norm.split()) >= 3 and norm in d)) for d in done):
+        return True
+    return any(_same_item(norm, d) for d in done)
+
+
+def _same_item(a: str, b: str) -> bool:
+    """Two wordings of one item ("Debug why X is not stored in Y" and "Debug X not stored in
+    Y"): most of the shorter one's words of three or more letters are in the other."""
+    wa = {w for w in a.split() if len(w) >= 3}
+    wb = {w for w in b.split() if len(w) >= 3}
+    shared = len(wa & wb)
+    return shared >= 3 and shared >= SAME_ITEM_SHARE * min(len(wa), len(wb))
 
 
 def _open_todos(trail: Trail, done: Sequence[str]) -> list[tuple[str, str]]:
@@ -340,6 +361,11 @@ def _next_step(trail: Trail, done: Sequence[str]) -> str | None:
     active = [t for t, s in items if s.replace("-", "_") == "in_progress"]
     if active:
         return f"Next step: {active[0]} (in progress in the todo list)"
+    item = trail.ledger.in_progress()
+    if item is not None:
+        return f"Next step: finish {code_span(item.key)}" + (
+            f": {item.title}" if item.title else ""
+        )
     if trail.failures and trail.failures[-1].seq == trail.last_result:
         f = trail.failures[-1]
         error = f" ({code_span(f.errors[0])})" if f.errors else ""
@@ -375,20 +401,34 @@ def _state(
         claims_open = label not in _FACT_LABELS and _OPEN_CLAIM.search(b.text)
         if claims_open and _names_done(b.text, evidence, done):
             continue  # says an item closed since is still to do
-        if _WRAPPER.match(b.text) or label == SKILLS_LABEL.lower():
-            continue  # a wrapper; the skills line is rebuilt from the trail below
+        rebuilt = label in (SKILLS_LABEL.lower(), ANSWER_LABEL.lower(), "in progress")
+        if _WRAPPER.match(b.text) or rebuilt or label.startswith(("subagent ", "last commit")):
+            continue  # a wrapper; the skills and answer lines are rebuilt from the trail below
         had_next = had_next or label == "next step"
         fact = label in _FACT_LABELS or label.startswith(("primary request", "latest request"))
         kept.append(b.text if fact else _carried(b.text, before, previous_seq))
     if not had_next and (step := _next_step(trail, done)):
         at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
         kept.insert(at, step)
+    answer = evidence.wanted_answer()
+    if answer is not None and answer[0] <= trail.through:  # else the kept tail shows it
+        kept.insert(min(2, len(kept)), f"{ANSWER_LABEL} (#{answer[0]}): {answer[1]}")
+    for outcome in evidence.ledger.outcomes:
+        if outcome.seq <= trail.through:  # a later report is in the kept tail
+            kept.insert(min(3, len(kept)), outcome.line())
+    item = evidence.ledger.in_progress()
+    if item is not None:
+        kept.insert(min(1, len(kept)), f"In progress: {item.line().removeprefix('[in progress] ')}")
+    commit = evidence.ledger.commit_line()
+    if commit is not None:
+        kept.insert(min(2, len(kept)), commit)
     skills = evidence.skills_in_use()
     if skills:
         named = ", ".join(code_span(name) for name in skills)
         kept.insert(min(2, len(kept)), f"{SKILLS_LABEL}: {named} ({SKILLS_NOTE})")
     for i, text in enumerate(kept):
-        snapshot.add("current_state", text, STATE_SCORE - i * 0.1)
+        weight = EARLIER_FACTOR if _label(text) == "earlier result" else 1.0
+        snapshot.add("current_state", text, (STATE_SCORE - i * 0.1) * weight)
 
 
 def _tasks(
@@ -402,6 +442,9 @@ def _tasks(
     previous_seq: int | None,
 ) -> None:
     listed: list[str] = []
+    for rank, item in enumerate(evidence.ledger.open_items()):
+        snapshot.add("pending_tasks", clip_words(item.line(), 40), LEDGER_SCORE - rank * 0.05)
+        listed.append(_norm(item.title or item.key))
     for rank, (text, status) in enumerate(_open_todos(trail, done)):
         mark = "" if status == "pending" else f"[{status.replace('_', ' ')}] "
         snapshot.add("pending_tasks", clip_words(mark + text, 40), TODO_SCORE - rank * 0.05)

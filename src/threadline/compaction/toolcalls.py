@@ -342,8 +342,33 @@ def is_patch(text: str) -> bool:
     return "*** Begin Patch" in text or ("\n+++ " in text and "\n--- " in text)
 
 
+_PLAN_ITEM = re.compile(
+    r'"?(?P<k1>step|content|status)"?\s*:\s*(?P<v1>"(?:[^"\\\n]|\\.)*")\s*,\s*'
+    r'"?(?P<k2>step|content|status)"?\s*:\s*(?P<v2>"(?:[^"\\\n]|\\.)*")'
+)
+"""One plan item written as a JavaScript object literal: ``{step: "...", status: "..."}``."""
+
+
+def _script_plan(script: str) -> list[tuple[str, str]] | None:
+    """The plan a Codex ``exec`` script passes to ``tools.update_plan({plan: [...]})``."""
+    at = script.rfind("tools.update_plan(")
+    if at < 0:
+        return None
+    items: list[tuple[str, str]] = []
+    for m in _PLAN_ITEM.finditer(script, at, at + SCRIPT_SCAN_CHARS):
+        pair = {m.group("k1"): _js_string(m.group("v1")), m.group("k2"): _js_string(m.group("v2"))}
+        text = pair.get("step") or pair.get("content")
+        status = pair.get("status")
+        if text and status:
+            items.append((text, status.lower()))
+    return items or None
+
+
 def todo_items(call: ToolCall) -> list[tuple[str, str]] | None:
-    """(text, status) of a todo-list tool's whole list, or None when the call holds none."""
+    """(text, status) of a todo-list tool's whole list, or None when the call holds none;
+    a Codex ``exec`` script's ``update_plan`` call is one too."""
+    if call.raw_arguments and "update_plan" in call.raw_arguments:
+        return _script_plan(call.raw_arguments)
     for value in call.arguments.values():
         if not isinstance(value, list) or not value:
             continue

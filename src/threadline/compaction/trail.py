@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
-from threadline.compaction.snapshot import one_line
+from threadline.compaction.ledger import Ledger
+from threadline.compaction.snapshot import clip_words, one_line
 from threadline.compaction.toolcalls import (
     DONE_STATUSES,
     FileTracker,
@@ -52,7 +53,8 @@ from threadline.requests import request_text
 
 TRAIL_KEY = "trail"
 """Checkpoint metadata key of the trail."""
-TRAIL_VERSION = 1
+TRAIL_VERSION = 2
+"""2: the state ledger (``ledger.py``) rides along; a version-1 trail is read again."""
 
 
 MAX_FAILURES = 3
@@ -69,6 +71,9 @@ ERROR_SCAN_CHARS = 20_000
 """A long output is searched for its error lines this far from each end."""
 USED_KINDS = frozenset({"url", "uuid", "hex", "id"})
 """What counts as a value the agent used again: URLs and ids, not paths (Files Modified)."""
+HANDLE_KEYS = frozenset({"task_id", "bash_id", "shell_id", "taskId", "agentId", "agent_id"})
+"""Arguments naming a background task or subagent: a handle of the moment, no value to keep
+(``TaskStop {task_id: "be6a1d6"}`` is no commit hash)."""
 CLOSE_WORDS = frozenset(
     {"close", "closed", "done", "complete", "completed", "finish", "finished", "resolve"}
 )
@@ -98,6 +103,17 @@ _DIGITS = re.compile(r"^#?\d{1,7}$")
 _MARKUP = re.compile(r"<[^<>\n]{0,200}>")
 """Markup in prose (JSX, HTML) is code: its class names are not values the agent used."""
 _COMMIT = re.compile(r"\bgit\b[^\n;&|]*?\bcommit\b")
+_RUN_HEADER = re.compile(
+    r"\A\s*(?:Chunk ID: \S+\s*\n)?(?:Wall time: [^\n]*\n)?(?:Process exited with code -?\d+\s*\n)?"
+    r"(?:Original token count: [^\n]*\n)?(?:Output:\s*\n?)?|\A\s*(?:Error: )?Exit code -?\d+\s*\n"
+)
+"""The header a tool wraps a command's output in (Codex's chunk id, wall time and exit line;
+Claude Code's "Exit code 1"): no error line is in it."""
+_REDIRECTS = re.compile(r"\s+(?:\d?>&\d|\d?>\s*/dev/null)")
+_PIPE_TAIL = re.compile(r"\s*\|\s*(?:tail|head|grep|rg|less|cat|tee|sort|uniq|wc)\b[^|]*$")
+_CD_PREFIX = re.compile(r"^\s*(?:(?:cd|sleep)\s+\S+\s*(?:&&|;)\s*)+")
+"""``cd dir &&`` and ``sleep 30 &&`` before a command change where and when it runs, not what."""
+_SEARCHERS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "git-grep"})
 
 
 def _clip(text: str, limit: int) -> str:
@@ -107,6 +123,38 @@ def _clip(text: str, limit: int) -> str:
     cut = line[:limit]
     space = cut.rfind(" ")
     return (cut[:space] if space > limit // 2 else cut) + " \u2026"
+
+
+def run_target(command: str) -> str:
+    """What a command runs, for telling whether a later run settled an earlier failure: its
+    first line without a leading ``cd``, output plumbing (``2>&1``, ``| tail -40``) or
+    extra spaces."""
+    line = command.strip().split("\n", 1)[0]
+    line = _CD_PREFIX.sub("", line)
+    while True:
+        cut = _PIPE_TAIL.sub("", _REDIRECTS.sub("", line))
+        if cut == line:
+            break
+        line = cut
+    return " ".join(line.split()).rstrip(" \u2026")
+
+
+def _covers(success: str, failure: str) -> bool:
+    """A clean run of ``success`` settles ``failure``: the same run, or a wider run of the
+    same tool (``mix test`` passing after ``mix test test/a_test.exs`` failed)."""
+    return failure == success or (
+        len(success.split()) >= 2 and failure.startswith(success + " ") and "&&" not in failure
+    )
+
+
+def _no_match(command: str | None, text: str) -> bool:
+    """``grep`` / ``rg`` exit 1 with no output: nothing matched, which is an answer, not a
+    failure."""
+    if not command or exit_status(text) != 1:
+        return False
+    argv = next(iter(simple_commands(command)), [])
+    body = _RUN_HEADER.sub("", text, count=1).strip()
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] in _SEARCHERS and not body
 
 
 def exit_status(text: str) -> int | None:
@@ -131,6 +179,7 @@ def error_lines(text: str) -> list[str]:
     error patterns of ``values``) and the last line that names one (a test summary, "Found 2
     errors"), when they differ; the first line when neither exists."""
     out: list[str] = []
+    text = _RUN_HEADER.sub("", text, count=1)
     found = extract_error_lines(
         text[:20_000] + "\n" + text[-20_000:] if len(text) > 40_000 else text
     )
@@ -202,7 +251,7 @@ def _agent_texts(m: Message) -> list[str]:
     texts = [_prose(m.text)] if m.text else []
     for call in m.tool_calls:
         for key, value in call.arguments.items():
-            if is_code_key(key):
+            if is_code_key(key) or key in HANDLE_KEYS:
                 continue
             for text in value if isinstance(value, list) else [value]:
                 if not isinstance(text, str):
@@ -263,6 +312,36 @@ def item_changes(command: str) -> list[tuple[str, bool]]:
     return out
 
 
+PRODUCED_MIN_ITEMS = 5
+"""An answer with this many list items is a structured one (a plan, a list, a report)..."""
+PRODUCED_WORDS = 90
+"""...kept as a quote of about this many words while the latest request refers to it."""
+ITEM_WORDS = 12
+_LIST_ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*\u2022])\s+(?P<text>\S.*)$", re.M)
+_REFERS = re.compile(
+    r"(?i)\b(?:these|those|them|this list|that list|the (?:list|plan|report|items?|points?|"
+    r"suggestions?|improvements?|options?|steps?|findings?|proposals?)|above|all of|each of|"
+    r"(?:items?|points?|steps?|options?) \d+|#\d+|the (?:first|second|third|last) one)\b"
+)
+"""Words of a request that point back at what the assistant just produced."""
+
+
+def produced_quote(text: str) -> str | None:
+    """A structured answer clipped to a quote: its lead line and each item's opening words;
+    None when ``text`` is no structured answer."""
+    prose = FENCED_CODE.sub("\n", text)
+    items = [m.group("text") for m in _LIST_ITEM.finditer(prose)]
+    if len(items) < PRODUCED_MIN_ITEMS:
+        return None
+    lead = next((ln.strip(" #*") for ln in prose.splitlines() if ln.strip()), "")
+    parts = [] if _LIST_ITEM.match(lead) else [clip_words(one_line(lead), ITEM_WORDS)]
+    parts += [
+        f"{n}. {clip_words(one_line(t.replace('**', '')), ITEM_WORDS)}"
+        for n, t in enumerate(items, 1)
+    ]
+    return clip_words(" ".join(parts), PRODUCED_WORDS)
+
+
 def _keep_order(u: Used) -> tuple[int, int, int]:
     return (-u.count, -u.refs, -u.last)
 
@@ -282,6 +361,12 @@ class Trail:
         """Skills loaded, by name, with the seq of the latest load."""
         self.last_result = 0
         """The seq of the last tool result (a failure there is the one to fix next)."""
+        self.ledger = Ledger()
+        """Work items and commit outcomes (``ledger.py``)."""
+        self.produced: tuple[int, str] | None = None
+        """(seq, quote) of the assistant's last structured answer (``produced_quote``)."""
+        self.produced_wanted = False
+        """Whether the latest request refers to it."""
         self.first_request: tuple[int, str] | None = None
         self.latest_request: tuple[int, str] | None = None
         """(seq, text clipped) of the first and the latest request a person made."""
@@ -307,6 +392,7 @@ class Trail:
             asked = request_text(m)
             if asked is not None:
                 self.latest_request = (seq, asked[: CLIP_CHARS["request"]])
+                self.produced_wanted = self.produced is not None and bool(_REFERS.search(asked))
                 self.first_request = self.first_request or self.latest_request
         if m.role == "assistant":
             self._assistant(m, seq)
@@ -328,6 +414,9 @@ class Trail:
     def _assistant(self, m: Message, seq: int) -> None:
         if m.text.strip():
             self._note = edit_note(m.text)  # the words of this step, not of an earlier one
+            quote = produced_quote(m.text)
+            if quote is not None:
+                self.produced, self.produced_wanted = (seq, quote), False
         self._count([v for t in _agent_texts(m) for v in extract_values(t)], seq, agent=True)
         for call in m.tool_calls:
             items = todo_items(call)
@@ -340,8 +429,9 @@ class Trail:
         for v in values:
             if v.kind in USED_KINDS:
                 found.setdefault(v.text, v.kind)
-            if v.kind in ("path", "url"):
-                found.update((i.text, i.kind) for i in ids_within(v.text) if i.text not in found)
+            if v.kind in ("path", "url"):  # a hex name in a path is a file (tasks/be6a1d6.output)
+                ids = [i for i in ids_within(v.text) if v.kind == "url" or i.kind != "hex"]
+                found.update((i.text, i.kind) for i in ids if i.text not in found)
             elif v.kind == "setting":  # url = "https://...": the URL is used, not only the line
                 inner = re.split(r"[=:]", v.text, maxsplit=1)[-1].strip(" \"'")
                 for i in extract_values(inner):
@@ -363,12 +453,20 @@ class Trail:
     def _result(self, m: Message, call: ToolCall, seq: int) -> None:
         command = shell_text(call)
         shown = _clip(command, CLIP_CHARS["command"]) if command else describe_call(call)
-        if failed(m):
-            self.failures = [f for f in self.failures if f.command != shown]
+        broke = failed(m) and not _no_match(command, m.text)
+        self.ledger.observe(call, m, seq, failed=broke)
+        if self.ledger.outcomes and self.ledger.outcomes[-1].seq == seq:
+            for path in self.ledger.outcomes[-1].files:  # a subagent's changes are the run's
+                self.tracker.touch(path, "edited", seq, base=self.tracker.root)
+        target = run_target(shown) if command else shown
+        if broke:
+            self.failures = [f for f in self.failures if run_target(f.command) != target]
             self.failures.append(Failure(seq, shown, error_lines(m.text)))
             self.failures = self.failures[-MAX_FAILURES:]
             return
-        self.failures = [f for f in self.failures if f.command != shown]  # it runs clean now
+        self.failures = [  # it runs clean now, or a wider run of the same tool did
+            f for f in self.failures if not _covers(target, run_target(f.command))
+        ]
         if command is None:
             return
         for item, closes in item_changes(command):
@@ -385,6 +483,10 @@ class Trail:
     def copy(self) -> Trail:
         """An independent copy (through its metadata form)."""
         return Trail._read(self.to_metadata())
+
+    def wanted_answer(self) -> tuple[int, str] | None:
+        """The structured answer the latest request refers to, if it does."""
+        return self.produced if self.produced_wanted else None
 
     def skills_in_use(self) -> list[str]:
         """The skills loaded, oldest load first."""
@@ -421,6 +523,8 @@ class Trail:
             else {"seq": self.todos.seq, "items": [list(i) for i in self.todos.items]},
             "closed": {k: [c.seq, c.how] for k, c in self.closed.items()},
             "skills": dict(self.skills),
+            "ledger": self.ledger.to_json(),
+            "produced": [*self.produced, self.produced_wanted] if self.produced else None,
             "note": self._note,
             "last_result": self.last_result,
             "first_request": list(self.first_request) if self.first_request else None,
@@ -459,6 +563,11 @@ class Trail:
             trail.closed[str(item)] = Closure(int(seq), str(how))
         for name, seq in (data.get("skills") or {}).items():
             trail.skills[str(name)] = int(seq)
+        trail.ledger = Ledger.from_json(data.get("ledger"))
+        produced = data.get("produced")
+        if produced:
+            trail.produced = (int(produced[0]), str(produced[1]))
+            trail.produced_wanted = bool(produced[2])
         note = data.get("note")
         trail._note = note if isinstance(note, str) else None
         trail.last_result = int(data.get("last_result") or 0)

@@ -193,6 +193,12 @@ _ERROR_LINE = re.compile(
     ))[ \t]*\r?$""",
 )
 
+_CODE_SHAPED = re.compile(
+    r"[{\[(,]\s*$|=>|^\s*(?i:error|fatal|panic)\s*:\s*(?:[\w.$]+\(.*\)|null|undefined|"
+    r"true|false|-?\d+)?\s*[,;]?\s*$"
+)
+"""An "error:" line shaped like code: an object key (``error: {``, ``error: vi.fn(),``,
+``error: null``), an arrow function."""
 _TRAILING_PUNCT = ".,;:!?*"
 _LETTER = re.compile(r"[A-Za-z]")
 _HAS_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}$")
@@ -537,6 +543,8 @@ def _error_lines(text: str) -> list[tuple[int, ValueKind, str]]:
             continue
         group = "pytest" if m.group("pytest") is not None else "line"
         line, at = m.group(group).rstrip(), base + m.start(group)
+        if group == "line" and _CODE_SHAPED.search(line):
+            continue  # ``error: vi.fn(),`` in a file dump is code, not a failure
         if len(line) > ERROR_LINE_MAX_CHARS:
             line, at = _error_excerpt(line, at)
         if len(line) >= MIN_VALUE_CHARS:
