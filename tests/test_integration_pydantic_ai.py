@@ -75,7 +75,7 @@ def test_agent_runs_store_and_continue(openai_server: FakeOpenAI, sqlite_url: st
 
     # the rest of threadline reads the same conversation
     store = open_store(sqlite_url)
-    session = store.get_session("pyd-1")
+    session = store.get_session("pa-pyd-1")
     roles = " ".join(m.role for m in session.messages())
     assert roles == "system user assistant tool assistant user assistant"
     assert session.messages()[2].tool_calls[0].id == "call_1"

@@ -59,12 +59,20 @@ from typing import Any
 
 from threadline.errors import (
     CorruptRecord,
-    SessionExists,
     SessionHasForks,
     SessionNotFound,
     UsageError,
 )
-from threadline.integrations.binding import missing_extra, open_or_use
+from threadline.integrations.binding import (
+    OWNER,
+    Face,
+    create_owned,
+    find_owned,
+    missing_extra,
+    open_or_use,
+    owner_of,
+    owns,
+)
 from threadline.store import Store
 from threadline.store.base import (
     MAX_PAGE_SIZE,
@@ -130,16 +138,32 @@ def _untyped(data: list[str]) -> tuple[str, bytes]:
     return data[0], base64.b64decode(data[1])
 
 
-def thread_session_id(thread_id: str) -> str:
-    """The session id of a LangGraph thread: the thread id when it is a valid session
-    id, else ``lg-`` and a hash of it."""
-    if not isinstance(thread_id, str) or not thread_id:
-        raise UsageError(f"a LangGraph thread id must be non-empty text, got {thread_id!r}")
+def _legacy_id(thread_id: str) -> str:
+    """Where threadline before 0.x kept a thread: at the thread id when it was a valid
+    session id, else at ``lg-`` and a hash of it."""
     try:
         return validate_session_id(thread_id)
     except UsageError:
         digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
         return DERIVED_PREFIX + digest[:40]
+
+
+def _recorded_thread(info: SessionInfo) -> str | None:
+    kept = info.metadata.get(METADATA)
+    if isinstance(kept, dict) and isinstance(kept.get("thread_id"), str):
+        return str(kept["thread_id"])
+    return None
+
+
+FACE = Face("langgraph", "lg", legacy_id=_legacy_id, recorded_key=_recorded_thread)
+"""Thread ``T`` is session ``lg-T`` (``lg_`` and a hash when ``lg-T`` is no valid id)."""
+
+
+def thread_session_id(thread_id: str) -> str:
+    """The session id of a new LangGraph thread (``integrations/binding.py``)."""
+    if not isinstance(thread_id, str) or not thread_id:
+        raise UsageError(f"a LangGraph thread id must be non-empty text, got {thread_id!r}")
+    return FACE.session_id(thread_id)
 
 
 class _Thread:
@@ -266,27 +290,22 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
 
     # -- threads and sessions
     def thread_session(self, thread_id: str) -> Session | None:
-        """The session of a thread, or None before its first checkpoint."""
-        try:
-            info = self.store.session_info(thread_session_id(thread_id))
-        except SessionNotFound:
-            return None
-        return Session(self.store, info)
+        """The session of a thread, or None before its first checkpoint; a session at
+        the thread's id that the thread did not create is refused (``NotOwned``)."""
+        thread_session_id(thread_id)  # checks the thread id
+        info = find_owned(self.store, FACE, thread_id)
+        return None if info is None else Session(self.store, info)
 
     def _session_for_write(self, thread_id: str) -> Session:
-        session = self.thread_session(thread_id)
-        if session is not None:
-            return session
-        sid = thread_session_id(thread_id)
-        try:
-            return self.store.create_session(
-                id=sid,
-                agent=self.agent,
-                model=self.model,
-                metadata={METADATA: {"thread_id": thread_id}},
-            )
-        except SessionExists:  # created by another writer meanwhile
-            return Session(self.store, self.store.session_info(sid))
+        thread_session_id(thread_id)
+        return create_owned(
+            self.store,
+            FACE,
+            thread_id,
+            agent=self.agent,
+            model=self.model,
+            metadata={METADATA: {"thread_id": thread_id}},
+        )
 
     def _read(self, session: Session) -> _Thread:
         return _Thread.whole(self.store, session.id)
@@ -326,7 +345,7 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
             ns_wanted: str | None = config["configurable"].get("checkpoint_ns")
             id_wanted = get_checkpoint_id(config)
         else:
-            thread_ids = [self._thread_id(info) for info in self._agent_sessions()]
+            thread_ids = list(dict.fromkeys(thread_id for thread_id, _ in self._threads()))
             ns_wanted, id_wanted = None, None
         before_id = get_checkpoint_id(before) if before else None
         left = limit
@@ -577,7 +596,12 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
             raise UsageError(f"copy_thread makes a new thread: {target_thread_id!r} already exists")
         thread = self._read(source)
         target = fork_session(
-            source, id=target_id, metadata={METADATA: {"thread_id": target_thread_id}}
+            source,
+            id=target_id,
+            metadata={
+                METADATA: {"thread_id": target_thread_id},
+                OWNER: FACE.owner(target_thread_id),
+            },
         )
         # values first, checkpoint records last (as put writes them)
         for name in sorted(thread.names, key=lambda n: n.startswith(PREFIX + "c/")):
@@ -608,7 +632,7 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         wanted = set(run_ids)
         if not wanted:
             return
-        for info in self._agent_sessions():
+        for _, info in self._threads():
             session = Session(self.store, info)
             thread = self._read(session)
             drop = {
@@ -643,15 +667,22 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
             if name not in read:
                 self.store.scratchpad_delete(session.id, name)
 
-    def _agent_sessions(self) -> Infos:
-        return _agent_sessions(self.store, self.agent)
-
-    @staticmethod
-    def _thread_id(info: SessionInfo) -> str:
-        kept = info.metadata.get(METADATA)
-        if isinstance(kept, dict) and isinstance(kept.get("thread_id"), str):
-            return str(kept["thread_id"])
-        return info.id
+    def _threads(self) -> Threads:
+        """``(thread id, session)`` of every thread this saver's agent holds: the
+        sessions the face owns, and those an older saver made (adopted when opened)."""
+        found: Threads = []
+        for info in _agent_sessions(self.store, self.agent):
+            owner = owner_of(info)
+            if owner is not None:
+                key = owner.get("key")
+                if isinstance(key, str) and owns(info, FACE, key):
+                    found.append((key, info))
+            elif (key := _recorded_thread(info)) is not None and info.id in (
+                FACE.session_id(key),
+                _legacy_id(key),
+            ):
+                found.append((key, info))
+        return found
 
     # -- async: the same methods, each in a worker thread
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -687,6 +718,7 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
 
 
 Infos = list[SessionInfo]
+Threads = list[tuple[str, SessionInfo]]
 
 
 def _agent_sessions(store: Store, agent: str) -> Infos:

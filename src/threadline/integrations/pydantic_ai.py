@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from threadline.context.builder import build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import InvalidMessage
-from threadline.integrations.binding import Bound, missing_extra
+from threadline.integrations.binding import Bound, Face, bare_key, missing_extra
 from threadline.messages import Message, Role, ToolCall
 from threadline.stamps import new_id
 from threadline.store.base import RESULT_LOOKBACK
@@ -52,6 +52,8 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
 if TYPE_CHECKING:
     from threadline.compaction.compactor import Compactor
 
+FACE = Face("pydantic_ai", "pa", legacy_id=bare_key)
+"""A history ``KEY`` is session ``pa-KEY`` (``integrations/binding.py``)."""
 METADATA_KEY = "pydantic_ai"
 """Message metadata: ``{"group", "message", "parts"}``: the model message it belongs to
 (an id), that message's own fields (``parts`` empty), and the parts it holds."""
@@ -61,9 +63,11 @@ class ThreadlineHistory(Bound):
     """Pydantic AI message history over a threadline session (see the module docstring).
 
     ``store`` is a store URL (opened here, closed by ``close``), an open ``Store``, or
-    ``None`` for the default store; the session is created with id ``session_id``
-    (and ``model``, ``agent``) on the first ``add``.
+    ``None`` for the default store; the session (``pa-<session_id>``) is created with
+    ``model`` and ``agent`` on the first ``add``.
     """
+
+    face = FACE
 
     def add(self, messages: Sequence[ModelMessage]) -> None:
         """Append model messages (e.g. ``result.new_messages()``) as one atomic batch."""
