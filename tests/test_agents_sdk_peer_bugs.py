@@ -112,11 +112,11 @@ def test_5010_compaction_never_deletes_stored_history(tmp_path: Path) -> None:
     assert kept == everything  # not one item lost
     assert all(len(sent) < len(everything) for sent in model.inputs[-5:])  # the window moved
     stored = len(session.refresh().messages())
-    shown = CliRunner().invoke(app, ["--store", url, "sessions", "show", "long-run", "--json"])
+    shown = CliRunner().invoke(app, ["--store", url, "sessions", "show", "oa-long-run", "--json"])
     assert shown.exit_code == 0, shown.stderr
     assert json.loads(shown.stdout)["session"]["message_count"] == stored
     history = CliRunner().invoke(
-        app, ["--store", url, "sessions", "history", "long-run", "--count", str(stored)]
+        app, ["--store", url, "sessions", "history", "oa-long-run", "--count", str(stored)]
     )
     for item in everything:
         if item.get("role") == "user":

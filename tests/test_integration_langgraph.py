@@ -76,7 +76,7 @@ def test_react_agent_persists_and_resumes(openai_server: FakeOpenAI, sqlite_url:
     # the conversation is the session's messages, each once, with the tool chain intact
     store = open_store(sqlite_url)
     try:
-        session = store.get_session("trip-1")
+        session = store.get_session("lg-trip-1")
         messages = session.messages()
         roles = " ".join(m.role for m in messages)
         assert roles == "user assistant tool assistant user assistant"
@@ -93,12 +93,12 @@ def test_cli_shows_the_graph_conversation(openai_server: FakeOpenAI, sqlite_url:
     openai_server.reply_text("Sunny in Oslo.")
     with ThreadlineSaver(sqlite_url) as saver:
         ask(react_agent(openai_server, saver), "cli-thread", "Weather in Oslo?")
-    history = runner.invoke(app, ["--store", sqlite_url, "sessions", "history", "cli-thread"])
+    history = runner.invoke(app, ["--store", sqlite_url, "sessions", "history", "lg-cli-thread"])
     assert history.exit_code == 0, history.stderr
     assert "Weather in Oslo?" in history.stdout and "Sunny in Oslo." in history.stdout
     found = runner.invoke(app, ["--store", sqlite_url, "sessions", "search", "Oslo", "--json"])
     assert found.exit_code == 0, found.stderr
-    assert "cli-thread" in found.stdout
+    assert "lg-cli-thread" in found.stdout
 
 
 def _echo_graph(saver: ThreadlineSaver) -> Any:
@@ -156,7 +156,7 @@ def test_messages_channel_is_stored_by_reference(tmp_path: Path) -> None:
                     {"messages": [HumanMessage(f"turn {n} " + "word " * 40)]}, config
                 )
             assert graph.get_state(config).values["messages"] == out["messages"]
-            blobs = saver.store.scratchpad_list("t", prefix="lg/b/")
+            blobs = saver.store.scratchpad_list("lg-t", prefix="lg/b/")
             sizes[key] = sum(len(e.content) for e in blobs)
     assert sizes["messages"] * 10 < sizes[None]
 
@@ -164,9 +164,9 @@ def test_messages_channel_is_stored_by_reference(tmp_path: Path) -> None:
 def test_any_thread_id_maps_to_a_session(sqlite_url: str) -> None:
     odd = "user/42 thread: ü " + "x" * 200
     sid = thread_session_id(odd)
-    assert sid.startswith("lg-") and len(sid) <= 128
-    assert thread_session_id("plain-id") == "plain-id"
-    assert thread_session_id(str(uuid.UUID(int=1))) == str(uuid.UUID(int=1))
+    assert sid.startswith("lg_") and len(sid) <= 128
+    assert thread_session_id("plain-id") == "lg-plain-id"
+    assert thread_session_id(str(uuid.UUID(int=1))) == "lg-" + str(uuid.UUID(int=1))
     with ThreadlineSaver(sqlite_url) as saver:
         graph = _echo_graph(saver)
         graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": odd}})
@@ -184,7 +184,7 @@ def test_copy_is_a_fork_and_survives_the_source(sqlite_url: str) -> None:
         graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "src"}})
         saver.copy_thread("src", "dst")
         copy = saver.thread_session("dst")
-        assert copy is not None and copy.fork is not None and copy.fork.parent == "src"
+        assert copy is not None and copy.fork is not None and copy.fork.parent == "lg-src"
         saver.delete_thread("src")
         assert saver.get_tuple({"configurable": {"thread_id": "src"}}) is None
         # the copy still reads its checkpoints and its shared history

@@ -35,7 +35,7 @@ from openai.types.responses.response_reasoning_item import Summary  # noqa: E402
 from tests.conformance.backends import clean_store  # noqa: E402
 from threadline import Message, Store, open_store  # noqa: E402
 from threadline.context.policy import ContextPolicy  # noqa: E402
-from threadline.errors import InvalidSessionId, UsageError  # noqa: E402
+from threadline.errors import UsageError  # noqa: E402
 from threadline.integrations.openai_agents import ThreadlineSession  # noqa: E402
 
 set_tracing_disabled(True)
@@ -368,8 +368,8 @@ def test_runner_over_a_budgeted_session(store: Store) -> None:
 
 
 def test_bad_input_gets_clear_errors(store: Store) -> None:
-    with pytest.raises(InvalidSessionId):
-        ThreadlineSession("../etc", store=store)
+    with pytest.raises(UsageError):
+        ThreadlineSession("", store=store)
     with pytest.raises(UsageError):
         ThreadlineSession("ok", store=42)  # type: ignore[arg-type]
     session = ThreadlineSession("bad-items", store=store)
@@ -392,6 +392,6 @@ def test_shared_store_sees_the_same_session(store: Store) -> None:
         await session.pop_item()
 
     asyncio.run(scenario())
-    thread = store.get_session("faces")
+    thread = store.get_session("oa-faces")  # the face's namespace
     assert all(isinstance(m, Message) for m in thread.messages())
     assert thread.tail(1)[0].role == "tool"  # the final answer was popped

@@ -75,7 +75,7 @@ def test_agent_runs_store_and_continue(openai_server: FakeOpenAI, sqlite_url: st
 
     # the rest of threadline reads the same conversation
     store = open_store(sqlite_url)
-    session = store.get_session("pyd-1")
+    session = store.get_session("pa-pyd-1")
     roles = " ".join(m.role for m in session.messages())
     assert roles == "system user assistant tool assistant user assistant"
     assert session.messages()[2].tool_calls[0].id == "call_1"
@@ -193,3 +193,49 @@ def test_round_trip_property(history: list[ModelMessage], cut: int) -> None:
     if complete(history):
         assert dumped(window) == dumped(history)
     store.close()
+
+
+def test_a_retry_answering_a_call_is_that_calls_result(sqlite_url: str) -> None:
+    """pydantic-ai 1.x answers a call whose tool raised ``ModelRetry`` (or whose
+    arguments failed validation) with a ``RetryPromptPart`` naming the tool and the
+    call; 2.x with a ``ToolReturnPart`` whose outcome is ``retried``. Before: the 1.x
+    part was stored as a user message, so the window invented an "[interrupted]"
+    result for the call beside the real retried one (one call, two returns)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 2.x deprecates RetryPromptPart; 1.x histories hold it
+        from pydantic_ai.messages import RetryPromptPart
+
+        retry_1x = RetryPromptPart(content="a must be 2", tool_name="add", tool_call_id="c1")
+        feedback = RetryPromptPart(content="answer in JSON")  # answers no call
+    retry_2x = ToolReturnPart(tool_name="add", content="a must be 2", tool_call_id="d1")
+    retry_2x.outcome = "retried"
+    history = ThreadlineHistory("retries", store=sqlite_url, model="gpt-4o")
+    for call, retry, again in (("c1", retry_1x, "c2"), ("d1", retry_2x, "d2")):
+        history.add(
+            [
+                ModelRequest(parts=[UserPromptPart("add")]),
+                ModelResponse(parts=[ToolCallPart("add", {"a": 1}, tool_call_id=call)]),
+                ModelRequest(parts=[retry]),
+                ModelResponse(parts=[ToolCallPart("add", {"a": 2}, tool_call_id=again)]),
+                ModelRequest(parts=[ToolReturnPart("add", 2, tool_call_id=again), feedback]),
+                ModelResponse(parts=[TextPart("2")]),
+            ]
+        )
+    session = history.threadline_session()
+    assert session is not None
+    stored = session.messages()
+    assert [m.tool_call_id for m in stored if m.role == "tool"] == ["c1", "c2", "d1", "d2"]
+    assert [m.text for m in stored if m.role == "user"] == ["add", "answer in JSON"] * 2
+    window = history.window(ContextPolicy(context_limit=8000))
+    returns = [
+        p.tool_call_id
+        for m in window
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    ]
+    assert returns == ["c1", "c2", "d1", "d2"]  # one result per call, none invented
+    assert "interrupted" not in str(window)
+    history.close()

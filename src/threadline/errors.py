@@ -8,7 +8,8 @@ them into one-line errors and exit codes (``exit_code`` on each class).
     │   ├── InvalidSessionId        an id that could reach a path or query unchecked
     │   ├── InvalidMessage          a message that cannot be stored as given
     │   │   └── MessageTooLarge
-    │   └── AmbiguousSessionId      a prefix that matches several sessions
+    │   ├── AmbiguousSessionId      a prefix that matches several sessions
+    │   └── NotOwned                a framework face reaching a session it did not create
     ├── ConfigError                 a bad agent file, policy or setting (exit 2)
     │   ├── SkillError              a skill folder or SKILL.md that cannot be used
     │   └── UnknownModel            a model string no provider can serve (exit 11)
@@ -135,6 +136,18 @@ class SessionExists(ThreadlineError):
 
     def __init__(self, session_id: str) -> None:
         super().__init__(f"session already exists: {session_id}")
+        self.session_id = session_id
+
+
+class NotOwned(UsageError):
+    """A framework face (a LangGraph thread, a LangChain history, an ADK session...)
+    reaching a session that another face, another key or no face created."""
+
+    def __init__(self, session_id: str, face: str, key: str, owner: str) -> None:
+        super().__init__(
+            f"session {session_id} belongs to {owner}, not to {face} {key!r}: a framework "
+            "face opens only the sessions it created for its key"
+        )
         self.session_id = session_id
 
 

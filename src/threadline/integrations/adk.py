@@ -44,7 +44,13 @@ from typing import Any, TypeVar
 from pydantic_core import to_jsonable_python
 
 from threadline.errors import SessionExists, SessionNotFound, UsageError
-from threadline.integrations.binding import missing_extra, open_or_use
+from threadline.integrations.binding import (
+    OWNER,
+    Face,
+    find_owned,
+    missing_extra,
+    open_or_use,
+)
 from threadline.messages import Message, ToolCall
 from threadline.store import Store
 from threadline.store.base import (
@@ -58,6 +64,7 @@ from threadline.store.base import (
 )
 
 try:
+    from google.adk.errors import StaleSessionError
     from google.adk.errors.already_exists_error import AlreadyExistsError
     from google.adk.errors.session_not_found_error import SessionNotFoundError
     from google.adk.events.event import Event
@@ -84,6 +91,11 @@ STATE = "adk.state."
 UPDATED = "adk.last_update_time"
 """Metadata key of ADK's ``last_update_time`` (the latest event's own timestamp)."""
 FALLBACK_AGENT = "adk"
+STALE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+"""ADK's database service's words for a stale session object."""
 
 
 class ListSessionsPage(ListSessionsResponse):
@@ -100,6 +112,24 @@ def _digest(*parts: str) -> str:
 def session_key(app_name: str, user_id: str, session_id: str) -> str:
     """The threadline id of an ADK session."""
     return "adk-" + _digest(app_name, user_id, session_id)
+
+
+def _key(app_name: str, user_id: str, session_id: str) -> str:
+    """The face's key of an ADK session (``integrations/binding.py``)."""
+    return json.dumps([app_name, user_id, session_id])
+
+
+def _recorded_key(info: SessionInfo) -> str | None:
+    meta = info.metadata.get(META)
+    if isinstance(meta, dict) and meta.get("kind") == "session":
+        return _key(str(meta.get("app")), str(meta.get("user")), str(meta.get("id")))
+    return None
+
+
+FACE = Face(
+    "adk", "adk", namespace=lambda key: session_key(*json.loads(key)), recorded_key=_recorded_key
+)
+"""An ADK session is ``adk-`` and a hash of app, user and id."""
 
 
 def user_key(app_name: str, user_id: str) -> str:
@@ -170,15 +200,20 @@ class ThreadlineSessionService(BaseSessionService):
 
     async def append_event(self, session: AdkSession, event: Event) -> Event:
         """Store the event and its state delta, then apply it to ``session`` as ADK's
-        base class does (``temp:`` keys reach the session object only)."""
+        base class does (``temp:`` keys reach the session object only). A session
+        object older than what is stored is refused (``StaleSessionError``, as ADK's
+        database service refuses it); an event ``session`` already holds (the same id,
+        delivered again) is neither stored nor held twice."""
         if event.partial:
             return event
-        key = session_key(session.app_name, session.user_id, session.id)
-        if not await _run(lambda: self._exists(key)):
-            raise SessionNotFoundError(f"Session {session.id} not found.")
+        held = next((e for e in session.events if e.id == event.id), None)
+        if held is not None:
+            return held
+        await _run(lambda: self._check_fresh(session))
         event = await super().append_event(session=session, event=event)
-        await _run(lambda: self._store_event(session, event))
+        info = await _run(lambda: self._store_event(session, event))
         session.last_update_time = event.timestamp
+        session._storage_update_marker = _marker(info)
         return event
 
     # -- the synchronous implementation
@@ -190,12 +225,16 @@ class ThreadlineSessionService(BaseSessionService):
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> AdkSession:
-        sid = (session_id or "").strip() or uuid.uuid4().hex
+        sid = session_id or uuid.uuid4().hex  # kept exactly, as ADK's database service does
+        key = _key(app_name, user_id, sid)
+        if find_owned(self.store, FACE, key) is not None:
+            raise AlreadyExistsError(f"Session with id {sid} already exists.")
         scopes = _split_state(state)
         parent = self._user_session(app_name, user_id)
         now = datetime.now(UTC)
         metadata = {
             META: {"kind": "session", "app": app_name, "user": user_id, "id": sid},
+            OWNER: FACE.owner(key),
             UPDATED: now.timestamp(),
             **_stored_state(scopes["session"]),
         }
@@ -213,13 +252,15 @@ class ThreadlineSessionService(BaseSessionService):
             raise AlreadyExistsError(f"Session with id {sid} already exists.") from None
         self._update_state(app_key(app_name), scopes["app"])
         self._update_state(parent, scopes["user"])
-        return AdkSession(
+        made = AdkSession(
             id=sid,
             app_name=app_name,
             user_id=user_id,
             state=self._merged(created.info, app_name, user_id),
             last_update_time=float(metadata[UPDATED]),
         )
+        made._storage_update_marker = _marker(created.info)
+        return made
 
     def get_session_sync(
         self,
@@ -229,9 +270,9 @@ class ThreadlineSessionService(BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> AdkSession | None:
-        sid = session_id.strip()
-        info = self._info(session_key(app_name, user_id, sid))
-        if info is None or not _owned(info, app_name, user_id, sid):
+        sid = session_id
+        info = find_owned(self.store, FACE, _key(app_name, user_id, sid))
+        if info is None:
             return None
         session = Session(self.store, info)
         limit = config.num_recent_events if config else None
@@ -260,9 +301,8 @@ class ThreadlineSessionService(BaseSessionService):
         return ListSessionsResponse(sessions=self._listed(app_name, infos))
 
     def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        sid = session_id.strip()
-        info = self._info(session_key(app_name, user_id, sid))
-        if info is None or not _owned(info, app_name, user_id, sid):
+        info = find_owned(self.store, FACE, _key(app_name, user_id, session_id))
+        if info is None:
             return
         with contextlib.suppress(SessionNotFound):  # deleted meanwhile
             Session(self.store, info).delete()
@@ -346,7 +386,7 @@ class ThreadlineSessionService(BaseSessionService):
         app_state: dict[str, Any] | None = None,
     ) -> AdkSession:
         updated = info.metadata.get(UPDATED)
-        return AdkSession(
+        made = AdkSession(
             id=sid,
             app_name=app_name,
             user_id=user_id,
@@ -358,6 +398,8 @@ class ThreadlineSessionService(BaseSessionService):
                 else info.updated_at.timestamp()
             ),
         )
+        made._storage_update_marker = _marker(info)
+        return made
 
     def _listed(self, app_name: str, infos: list[SessionInfo]) -> list[AdkSession]:
         app_state = self._state_of(app_key(app_name), State.APP_PREFIX)
@@ -405,7 +447,26 @@ class ThreadlineSessionService(BaseSessionService):
             next_page_token=str(end) if page.items and end < page.total else None,
         )
 
-    def _store_event(self, session: AdkSession, event: Event) -> None:
+    def _check_fresh(self, session: AdkSession) -> None:
+        """Refuse a session object that misses what is stored since it was read: by
+        its revision marker when this service gave it one (the session's last seq),
+        else, as ADK does, when storage is newer and its latest event is not the
+        object's."""
+        info = find_owned(self.store, FACE, _key(session.app_name, session.user_id, session.id))
+        if info is None:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        if session._storage_update_marker is not None:
+            if session._storage_update_marker != _marker(info):
+                raise StaleSessionError(STALE)
+            return
+        updated = info.metadata.get(UPDATED)
+        if isinstance(updated, int | float) and updated > session.last_update_time:
+            latest = _events(Session(self.store, info), 1)
+            mine = session.events[-1].id if session.events else None
+            if (latest[-1].id if latest else None) != mine:
+                raise StaleSessionError(STALE)
+
+    def _store_event(self, session: AdkSession, event: Event) -> SessionInfo:
         key = session_key(session.app_name, session.user_id, session.id)
         handle = Session(self.store, self.store.session_info(key))
         when = datetime.fromtimestamp(event.timestamp, UTC)
@@ -413,7 +474,7 @@ class ThreadlineSessionService(BaseSessionService):
         scopes = _split_state(event.actions.state_delta if event.actions else None)
         self._update_state(app_key(session.app_name), scopes["app"])
         self._update_state(user_key(session.app_name, session.user_id), scopes["user"])
-        self.store.update_session(
+        return self.store.update_session(
             key, metadata={UPDATED: event.timestamp, **_stored_state(scopes["session"])}
         )
 
@@ -429,13 +490,9 @@ def _agent(app_name: str) -> str:
         return FALLBACK_AGENT
 
 
-def _owned(info: SessionInfo, app_name: str, user_id: str, sid: str) -> bool:
-    meta = info.metadata.get(META)
-    return isinstance(meta, dict) and (meta.get("app"), meta.get("user"), meta.get("id")) == (
-        app_name,
-        user_id,
-        sid,
-    )
+def _marker(info: SessionInfo) -> str:
+    """A session's stored revision: its last seq moves with every event stored."""
+    return str(info.last_seq)
 
 
 def _in_app(info: SessionInfo, app_name: str, user_id: str | None) -> bool:

@@ -37,10 +37,12 @@ from langchain_core.messages import (
 from threadline.context.builder import build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import InvalidMessage, UsageError
-from threadline.integrations.binding import Bound
+from threadline.integrations.binding import Bound, Face, bare_key
 from threadline.messages import Message, Role, ToolCall
 from threadline.store.base import RESULT_LOOKBACK, Session
 
+FACE = Face("langchain", "lc", legacy_id=bare_key)
+"""A history ``KEY`` is session ``lc-KEY`` (``integrations/binding.py``)."""
 METADATA_KEY = "langchain"
 """Message metadata key holding LangChain's serialisation of the message."""
 _ROLES: dict[str, Role] = {
@@ -66,9 +68,11 @@ class ThreadlineChatMessageHistory(Bound, BaseChatMessageHistory):
     """LangChain chat history over a threadline session (see the module docstring).
 
     ``store`` is a store URL (opened here, closed by ``close``), an open ``Store``, or
-    ``None`` for the default store; the session is created with id ``session_id`` on
+    ``None`` for the default store; the session (``lc-<session_id>``) is created on
     the first write.
     """
+
+    face = FACE
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]

@@ -49,6 +49,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import random
 import re
 import threading
 from collections import OrderedDict
@@ -59,12 +60,20 @@ from typing import Any
 
 from threadline.errors import (
     CorruptRecord,
-    SessionExists,
     SessionHasForks,
     SessionNotFound,
     UsageError,
 )
-from threadline.integrations.binding import missing_extra, open_or_use
+from threadline.integrations.binding import (
+    OWNER,
+    Face,
+    create_owned,
+    find_owned,
+    missing_extra,
+    open_or_use,
+    owner_of,
+    owns,
+)
 from threadline.store import Store
 from threadline.store.base import (
     MAX_PAGE_SIZE,
@@ -130,16 +139,32 @@ def _untyped(data: list[str]) -> tuple[str, bytes]:
     return data[0], base64.b64decode(data[1])
 
 
-def thread_session_id(thread_id: str) -> str:
-    """The session id of a LangGraph thread: the thread id when it is a valid session
-    id, else ``lg-`` and a hash of it."""
-    if not isinstance(thread_id, str) or not thread_id:
-        raise UsageError(f"a LangGraph thread id must be non-empty text, got {thread_id!r}")
+def _legacy_id(thread_id: str) -> str:
+    """Where threadline before 0.x kept a thread: at the thread id when it was a valid
+    session id, else at ``lg-`` and a hash of it."""
     try:
         return validate_session_id(thread_id)
     except UsageError:
         digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()
         return DERIVED_PREFIX + digest[:40]
+
+
+def _recorded_thread(info: SessionInfo) -> str | None:
+    kept = info.metadata.get(METADATA)
+    if isinstance(kept, dict) and isinstance(kept.get("thread_id"), str):
+        return str(kept["thread_id"])
+    return None
+
+
+FACE = Face("langgraph", "lg", legacy_id=_legacy_id, recorded_key=_recorded_thread)
+"""Thread ``T`` is session ``lg-T`` (``lg_`` and a hash when ``lg-T`` is no valid id)."""
+
+
+def thread_session_id(thread_id: str) -> str:
+    """The session id of a new LangGraph thread (``integrations/binding.py``)."""
+    if not isinstance(thread_id, str) or not thread_id:
+        raise UsageError(f"a LangGraph thread id must be non-empty text, got {thread_id!r}")
+    return FACE.session_id(thread_id)
 
 
 class _Thread:
@@ -158,6 +183,8 @@ class _Thread:
         """(namespace, checkpoint id) -> write records (None: not read yet)"""
         self.names: dict[str, str] = {}
         """scratchpad name -> its raw content, of what was read (what a copy writes)"""
+        self.branches: list[str] = []
+        """the forks the thread's later branches live in (read by ``whole``)"""
 
     @classmethod
     def whole(cls, store: Store, session_id: str) -> _Thread:
@@ -187,6 +214,8 @@ class _Thread:
                 self.checkpoints.setdefault(record["ns"], {})[record["id"]] = record
             elif kind == "w" and self.writes is not None:
                 self.writes.setdefault((record["ns"], record["checkpoint"]), []).append(record)
+            elif kind == "r":
+                self.branches.append(record["id"])
 
     def blob(self, name: str) -> str | None:
         if self.blobs is not None:
@@ -226,7 +255,7 @@ def _record(content: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-class ThreadlineSaver(BaseCheckpointSaver[int]):
+class ThreadlineSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer over a threadline store (see the module docstring).
 
     ``store`` is a store URL (opened here, closed by ``close``), an open ``Store``
@@ -258,6 +287,19 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         if self._owns_store:
             self.store.close()
 
+    def get_next_version(self, current: str | int | None, channel: None = None) -> str:
+        """LangGraph's versions as ``InMemorySaver`` makes them: the count, and a random
+        part, so two branches of a thread never write one channel version (the default
+        integers would: a graph that went back would overwrite the abandoned branch's
+        values, and its old checkpoints would read the new branch's)."""
+        if current is None:
+            count = 0
+        elif isinstance(current, int):
+            count = current
+        else:
+            count = int(str(current).split(".")[0])
+        return f"{count + 1:032}.{random.random():016}"
+
     def __enter__(self) -> ThreadlineSaver:
         return self
 
@@ -266,27 +308,77 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
 
     # -- threads and sessions
     def thread_session(self, thread_id: str) -> Session | None:
-        """The session of a thread, or None before its first checkpoint."""
-        try:
-            info = self.store.session_info(thread_session_id(thread_id))
-        except SessionNotFound:
+        """The session holding the thread's current conversation: the thread's own
+        session, or the fork its latest checkpoint's branch lives in (a graph that went
+        back to an earlier checkpoint continues in a fork); None before the first
+        checkpoint. A session at the thread's id that the thread did not create is
+        refused (``NotOwned``)."""
+        root = self._root(thread_id)
+        if root is None:
             return None
-        return Session(self.store, info)
+        checkpoints = _Thread.namespace(self.store, root.id, "").checkpoints.get("", {})
+        if not checkpoints:
+            return root
+        return self._holder(checkpoints[max(checkpoints)].get("branch"), root)
+
+    def _root(self, thread_id: str) -> Session | None:
+        """The thread's own session (its checkpoints, its first branch)."""
+        thread_session_id(thread_id)  # checks the thread id
+        info = find_owned(self.store, FACE, thread_id)
+        return None if info is None else Session(self.store, info)
+
+    def _holder(self, session_id: object, root: Session) -> Session:
+        """The session a record names as holding its messages (the root by default)."""
+        if not isinstance(session_id, str) or session_id == root.id:
+            return root
+        try:
+            return Session(self.store, self.store.session_info(session_id))
+        except SessionNotFound:
+            raise CorruptRecord(
+                f"thread session {root.id}: a checkpoint's messages are in session "
+                f"{session_id}, which is gone"
+            ) from None
+
+    def _branch(self, root: Session, thread_id: str, parent_id: str | None) -> Session:
+        """The session a root-namespace checkpoint after ``parent_id`` keeps its
+        messages in: the parent's, or, when that session has moved on past the parent
+        (the graph went back in time) or belongs to another thread (a copy's parent),
+        a new fork of it at the parent's end (``store/fork.py``), so no view merges
+        two branches."""
+        from threadline.store.fork import fork_session
+
+        entry = self.store.scratchpad_read(root.id, _checkpoint_name("", parent_id or ""))
+        record = _record(entry.content) if parent_id and entry is not None else None
+        if record is None or not isinstance(record.get("upto"), int):
+            return root  # a first checkpoint, or one kept before branches were
+        upto: int = record["upto"]
+        branch = self._holder(record.get("branch"), root)
+        mine = branch.id == root.id or _recorded_thread(branch.info) == thread_id
+        if mine and branch.refresh().last_seq <= upto:
+            return branch
+        while branch.fork is not None and upto <= branch.fork.seq:
+            branch = Session(self.store, self.store.session_info(branch.fork.parent))
+        fork = fork_session(
+            branch,
+            at=upto,
+            metadata={
+                METADATA: {"thread_id": thread_id, "branch_of": root.id},
+                OWNER: FACE.owner(thread_id),
+            },
+        )
+        self.store.scratchpad_write(root.id, _branch_name(fork.id), json.dumps({"id": fork.id}))
+        return fork
 
     def _session_for_write(self, thread_id: str) -> Session:
-        session = self.thread_session(thread_id)
-        if session is not None:
-            return session
-        sid = thread_session_id(thread_id)
-        try:
-            return self.store.create_session(
-                id=sid,
-                agent=self.agent,
-                model=self.model,
-                metadata={METADATA: {"thread_id": thread_id}},
-            )
-        except SessionExists:  # created by another writer meanwhile
-            return Session(self.store, self.store.session_info(sid))
+        thread_session_id(thread_id)
+        return create_owned(
+            self.store,
+            FACE,
+            thread_id,
+            agent=self.agent,
+            model=self.model,
+            metadata={METADATA: {"thread_id": thread_id}},
+        )
 
     def _read(self, session: Session) -> _Thread:
         return _Thread.whole(self.store, session.id)
@@ -296,7 +388,7 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         configurable = config["configurable"]
         thread_id: str = configurable["thread_id"]
         ns: str = configurable.get("checkpoint_ns", "")
-        session = self.thread_session(thread_id)
+        session = self._root(thread_id)
         if session is None:
             return None
         thread = _Thread.namespace(self.store, session.id, ns)
@@ -326,12 +418,12 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
             ns_wanted: str | None = config["configurable"].get("checkpoint_ns")
             id_wanted = get_checkpoint_id(config)
         else:
-            thread_ids = [self._thread_id(info) for info in self._agent_sessions()]
+            thread_ids = list(dict.fromkeys(thread_id for thread_id, _ in self._threads()))
             ns_wanted, id_wanted = None, None
         before_id = get_checkpoint_id(before) if before else None
         left = limit
         for thread_id in thread_ids:
-            session = self.thread_session(thread_id)
+            session = self._root(thread_id)
             if session is None:
                 continue
             thread = self._read(session)
@@ -369,7 +461,8 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
             raw = thread.blob(_blob_name(ns, channel, version))
             blob = _record(raw) if raw is not None else None
             if blob is not None and "messages" in blob:
-                values[channel] = self._messages_value(session, blob["messages"])
+                holder = self._holder(blob.get("session"), session)
+                values[channel] = self._messages_value(holder, blob["messages"])
             elif blob is not None and blob["value"][0] != "empty":
                 values[channel] = self.serde.loads_typed(_untyped(blob["value"]))
         writes = sorted(
@@ -404,14 +497,19 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         thread_id: str = configurable["thread_id"]
         ns: str = configurable.get("checkpoint_ns", "")
         session = self._session_for_write(thread_id)
+        branch = session
+        if ns == "":
+            branch = self._branch(session, thread_id, configurable.get("checkpoint_id"))
         stored: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = stored.pop("channel_values", None) or {}
         refs = None
         if self.messages_key and self.messages_key in new_versions and ns == "":
-            refs = self._keep_messages(session, values.get(self.messages_key))
+            refs = self._keep_messages(branch, values.get(self.messages_key))
         for channel, version in new_versions.items():
             blob: dict[str, Any] = {"ns": ns, "channel": channel, "version": version}
             if channel == self.messages_key and refs is not None:
+                if branch.id != session.id:
+                    blob["session"] = branch.id
                 blob["messages"] = [
                     {"s": seq} if seq is not None else {"v": _typed(self.serde.dumps_typed(m))}
                     for seq, m in zip(refs, values[channel], strict=True)
@@ -432,6 +530,8 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
             "metadata": _typed(self.serde.dumps_typed(full_metadata)),
             "run_id": _text_or_none(full_metadata.get("run_id")),
         }
+        if ns == "":
+            record.update(branch=branch.id, upto=branch.refresh().last_seq)
         self.store.scratchpad_write(
             session.id, _checkpoint_name(ns, checkpoint["id"]), json.dumps(record)
         )
@@ -549,39 +649,90 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
 
     # -- the optional abilities
     def delete_thread(self, thread_id: str) -> None:
-        """Delete the thread's session; one that copies were forked from keeps its
-        messages (their shared history) and loses its checkpoints."""
-        session = self.thread_session(thread_id)
+        """Delete the thread's session and its branches' forks; one that copies were
+        forked from keeps its messages (their shared history) and loses its
+        checkpoints. No other session is touched."""
+        session = self._root(thread_id)
         if session is None:
             return
-        try:
-            session.delete()
-        except SessionHasForks:
-            for name in self._read(session).names:
+        thread = self._read(session)
+        pending = [*thread.branches, session.id]
+        while pending:  # forks before the sessions they fork; shared ones stay
+            left = []
+            for sid in pending:
+                try:
+                    Session(self.store, self.store.session_info(sid)).delete()
+                except SessionHasForks:
+                    left.append(sid)
+                except SessionNotFound:
+                    pass
+            if len(left) == len(pending):
+                break
+            pending = left
+        if session.id in pending:
+            for name in thread.names:
                 self.store.scratchpad_delete(session.id, name)
-        except SessionNotFound:
-            pass
         with self._lock:
-            self._seen.pop(session.id, None)
+            for sid in [*thread.branches, session.id]:
+                self._seen.pop(sid, None)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """A fork of the source thread's session (sharing its messages by reference)
         with every checkpoint and pending write of the source."""
         from threadline.store.fork import fork_session
 
-        source = self.thread_session(source_thread_id)
+        source = self._root(source_thread_id)
         if source is None:
             return
         target_id = thread_session_id(target_thread_id)
-        if self.thread_session(target_thread_id) is not None:
+        if self._root(target_thread_id) is not None:
             raise UsageError(f"copy_thread makes a new thread: {target_thread_id!r} already exists")
         thread = self._read(source)
+        head = self.thread_session(source_thread_id) or source
         target = fork_session(
-            source, id=target_id, metadata={METADATA: {"thread_id": target_thread_id}}
+            head,
+            id=target_id,
+            metadata={
+                METADATA: {"thread_id": target_thread_id},
+                OWNER: FACE.owner(target_thread_id),
+            },
         )
+        copied = self._copied(thread, source, head, target)
         # values first, checkpoint records last (as put writes them)
-        for name in sorted(thread.names, key=lambda n: n.startswith(PREFIX + "c/")):
-            self.store.scratchpad_write(target.id, name, thread.names[name])
+        for name in sorted(copied, key=lambda n: n.startswith(PREFIX + "c/")):
+            self.store.scratchpad_write(target.id, name, copied[name])
+
+    def _copied(
+        self, thread: _Thread, source: Session, head: Session, target: Session
+    ) -> dict[str, str]:
+        """The source thread's scratchpad as the copy keeps it: its current branch's
+        checkpoints continue in the copy; message values name the session they are in
+        (the source's, which the copy's fork keeps), inline when that is a branch the
+        copy does not share (the source may delete it)."""
+        kept = {head.id}
+        at: Session | None = head
+        while at is not None and at.fork is not None:
+            kept.add(at.fork.parent)
+            at = self._holder(at.fork.parent, source)
+        out: dict[str, str] = {}
+        for name, raw in thread.names.items():
+            kind = name[len(PREFIX) : len(PREFIX) + 1]
+            record = _record(raw)
+            if kind == "r" or record is None:
+                continue
+            if kind == "c" and record["ns"] == "" and "upto" in record:
+                holder = record.get("branch", source.id)
+                record["branch"] = target.id if holder == head.id else holder
+            elif kind == "b" and "messages" in record:
+                holder = record.get("session", source.id)
+                if holder in kept:
+                    record["session"] = holder
+                else:
+                    values = self._messages_value(self._holder(holder, source), record["messages"])
+                    record.pop("session")
+                    record["messages"] = [{"v": _typed(self.serde.dumps_typed(m))} for m in values]
+            out[name] = json.dumps(record) if kind in "cb" else raw
+        return out
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Keep each namespace's latest checkpoint (``keep_latest``) or none
@@ -590,7 +741,7 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         if strategy not in ("keep_latest", "delete"):
             raise UsageError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
         for thread_id in thread_ids:
-            session = self.thread_session(thread_id)
+            session = self._root(thread_id)
             if session is None:
                 continue
             thread = self._read(session)
@@ -608,7 +759,7 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
         wanted = set(run_ids)
         if not wanted:
             return
-        for info in self._agent_sessions():
+        for _, info in self._threads():
             session = Session(self.store, info)
             thread = self._read(session)
             drop = {
@@ -643,15 +794,22 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
             if name not in read:
                 self.store.scratchpad_delete(session.id, name)
 
-    def _agent_sessions(self) -> Infos:
-        return _agent_sessions(self.store, self.agent)
-
-    @staticmethod
-    def _thread_id(info: SessionInfo) -> str:
-        kept = info.metadata.get(METADATA)
-        if isinstance(kept, dict) and isinstance(kept.get("thread_id"), str):
-            return str(kept["thread_id"])
-        return info.id
+    def _threads(self) -> Threads:
+        """``(thread id, session)`` of every thread this saver's agent holds: the
+        sessions the face owns, and those an older saver made (adopted when opened)."""
+        found: Threads = []
+        for info in _agent_sessions(self.store, self.agent):
+            owner = owner_of(info)
+            if owner is not None:
+                key = owner.get("key")
+                if isinstance(key, str) and owns(info, FACE, key):
+                    found.append((key, info))
+            elif (key := _recorded_thread(info)) is not None and info.id in (
+                FACE.session_id(key),
+                _legacy_id(key),
+            ):
+                found.append((key, info))
+        return found
 
     # -- async: the same methods, each in a worker thread
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -687,6 +845,7 @@ class ThreadlineSaver(BaseCheckpointSaver[int]):
 
 
 Infos = list[SessionInfo]
+Threads = list[tuple[str, SessionInfo]]
 
 
 def _agent_sessions(store: Store, agent: str) -> Infos:
@@ -715,6 +874,10 @@ def _checkpoint_name(ns: str, cid: str) -> str:
 
 def _blob_name(ns: str, channel: str, version: Any) -> str:
     return f"{PREFIX}b/{_part(ns)}/{_part(channel)}/{_version(version)}"
+
+
+def _branch_name(session_id: str) -> str:
+    return f"{PREFIX}r/{_part(session_id)}"
 
 
 def _write_name(ns: str, cid: str, task_id: str, idx: int) -> str:

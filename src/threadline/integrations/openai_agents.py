@@ -34,7 +34,7 @@ from agents.memory.session_settings import SessionSettings, resolve_session_limi
 from threadline.context.builder import build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import UsageError
-from threadline.integrations.binding import Binding
+from threadline.integrations.binding import Binding, Face, bare_key
 from threadline.interop.responses_format import items_to_messages, messages_to_items
 from threadline.messages import Message
 from threadline.store import Store
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+FACE = Face("openai_agents", "oa", legacy_id=bare_key)
+"""An SDK session ``KEY`` is threadline session ``oa-KEY`` (``integrations/binding.py``)."""
 TAIL_PAGE = 64
 """Messages read per round when ``get_items(limit)`` collects the latest items."""
 
@@ -55,8 +57,8 @@ class ThreadlineSession(SessionABC):
     """An Agents SDK ``Session`` over a threadline store (see the module docstring).
 
     ``store`` is a store URL (opened here, closed by ``close``) or an open ``Store``
-    (left open); ``None`` means the default store. The threadline session is created
-    with id ``session_id`` on the first ``add_items``. ``policy`` turns on the
+    (left open); ``None`` means the default store. The threadline session
+    (``oa-<session_id>``) is created on the first ``add_items``. ``policy`` turns on the
     budgeted mode; ``model`` names the model whose window and tokenizer it uses (and
     the model a new session is created with); ``compactor`` lets budgeted reads
     compact first, so nothing falls out of the window unsummarized.
@@ -75,7 +77,7 @@ class ThreadlineSession(SessionABC):
     ) -> None:
         if compactor is not None and policy is None:
             raise UsageError("a compactor works in the budgeted mode: give a policy too")
-        self._binding = Binding(session_id, store, model=model, agent=agent)
+        self._binding = Binding(FACE, session_id, store, model=model, agent=agent)
         self.session_id = session_id
         self.session_settings = session_settings or SessionSettings()
         self.policy = policy

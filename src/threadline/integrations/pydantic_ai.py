@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from threadline.context.builder import build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import InvalidMessage
-from threadline.integrations.binding import Bound, missing_extra
+from threadline.integrations.binding import Bound, Face, bare_key, missing_extra
 from threadline.messages import Message, Role, ToolCall
 from threadline.stamps import new_id
 from threadline.store.base import RESULT_LOOKBACK
@@ -52,6 +52,8 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
 if TYPE_CHECKING:
     from threadline.compaction.compactor import Compactor
 
+FACE = Face("pydantic_ai", "pa", legacy_id=bare_key)
+"""A history ``KEY`` is session ``pa-KEY`` (``integrations/binding.py``)."""
 METADATA_KEY = "pydantic_ai"
 """Message metadata: ``{"group", "message", "parts"}``: the model message it belongs to
 (an id), that message's own fields (``parts`` empty), and the parts it holds."""
@@ -61,9 +63,11 @@ class ThreadlineHistory(Bound):
     """Pydantic AI message history over a threadline session (see the module docstring).
 
     ``store`` is a store URL (opened here, closed by ``close``), an open ``Store``, or
-    ``None`` for the default store; the session is created with id ``session_id``
-    (and ``model``, ``agent``) on the first ``add``.
+    ``None`` for the default store; the session (``pa-<session_id>``) is created with
+    ``model`` and ``agent`` on the first ``add``.
     """
+
+    face = FACE
 
     def add(self, messages: Sequence[ModelMessage]) -> None:
         """Append model messages (e.g. ``result.new_messages()``) as one atomic batch."""
@@ -169,14 +173,26 @@ def to_threadline(messages: Iterable[ModelMessage], *, answerable: set[str]) -> 
     return out
 
 
+def _answered_call(part: dict[str, Any]) -> str | None:
+    """The call a request part is the result of: a tool return's (a retried call's
+    too, in 2.x), or a 1.x ``RetryPromptPart``'s that names its tool (``ModelRetry``
+    raised by the tool, or its arguments refused); None for any other part."""
+    kind = part.get("part_kind")
+    answers = kind == "tool-return" or (kind == "retry-prompt" and part.get("tool_name"))
+    call_id = part.get("tool_call_id")
+    return call_id if answers and isinstance(call_id, str) else None
+
+
 def _request_pieces(parts: list[dict[str, Any]]) -> list[tuple[Role, str | None, list[Any]]]:
     """A request's parts by the threadline message each goes in: a tool message per
-    tool return, and runs of the other parts by role (system prompts, the rest user)."""
+    result of a call, and runs of the other parts by role (system prompts, the rest
+    user)."""
     pieces: list[tuple[Role, str | None, list[Any]]] = []
     for part in parts:
         kind = part.get("part_kind")
-        if kind == "tool-return":
-            pieces.append(("tool", part.get("tool_call_id"), [part]))
+        call_id = _answered_call(part)
+        if call_id is not None:
+            pieces.append(("tool", call_id, [part]))
             continue
         role: Role = "system" if kind == "system-prompt" else "user"
         if pieces and pieces[-1][0] == role:
@@ -230,7 +246,7 @@ def to_pydantic_ai(messages: Sequence[Message], *, in_window: bool = False) -> l
         kept = m.metadata.get(METADATA_KEY)
         if isinstance(kept, dict) and isinstance(kept.get("message"), dict):
             parts = kept.get("parts") or []
-            stray = m.role != "tool" and any(p.get("part_kind") == "tool-return" for p in parts)
+            stray = m.role != "tool" and any(_answered_call(p) for p in parts)
             if _text(parts) != m.text or (in_window and stray):  # a view changed it
                 parts = [_nearest_part(m)]
             if pending is not None and kept.get("group") == group:
