@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -437,9 +438,15 @@ def test_history_file_is_in_the_user_data_dir(
 ) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert chat_module.history_file() == tmp_path / "threadline" / "chat_history"
-    history = chat_module.prompt_history()
-    history.append_string("/context")
-    assert "/context" in (tmp_path / "threadline" / "chat_history").read_text()
+    old = os.umask(0o022)  # the usual umask: files would be 0644
+    try:
+        history = chat_module.prompt_history()
+        history.append_string("/context")
+    finally:
+        os.umask(old)
+    path = tmp_path / "threadline" / "chat_history"
+    assert "/context" in path.read_text()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # what was typed is the user's alone
 
 
 def test_text_that_is_not_utf8_is_refused_before_a_session_exists(

@@ -256,8 +256,24 @@ def test_a_failing_title_model_leaves_the_first_title(fake: FakeOpenAI, sqlite_u
     fake.fail(400)
     result = with_title_model(sqlite_url, "Plan the trip")
     assert result.exit_code == 0, result.stderr
-    assert "error" not in result.stderr.lower()
+    assert "threadline: error" not in result.stderr
+    assert "the title model gave no title" in result.stderr  # said once, not silence
     assert only_session(sqlite_url).title == "Plan the trip"
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [("nosuch/titler", "unknown provider"), ("openai/gpt-4o-mini", "OPENAI_API_KEY")],
+)
+def test_an_unusable_title_model_is_refused_before_the_chat(
+    fake: FakeOpenAI, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, spec: str, why: str
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    fake.reply_text("Sure.")
+    result = invoke(sqlite_url, "-m", MODEL_A, "--title-model", spec, "--message", "Plan it")
+    assert result.exit_code == 2, result.stderr
+    assert f"--title-model {spec!r} cannot be used" in result.stderr and why in result.stderr
+    assert fake.request_count == 0
 
 
 # -- /fork and /rewind ------------------------------------------------------------------------

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import TRANSCRIPTS, require_shared
+from threadline import open_store
 from threadline.interop.importers import import_sessions, read_transcript_runs
+from threadline.interop.sync import Syncer, find_sources
 from threadline.messages import group_units
 
 CODEX = "codex/communique-parallel-019efb65.jsonl"
@@ -235,6 +237,50 @@ def test_aider_replies_keep_every_edit_block_whole() -> None:
     for m in replies:  # each block opened in a reply is closed in it
         assert m.text.count("<<<<<<< SEARCH") == m.text.count(">>>>>>> REPLACE")
     assert sum(n.startswith("Tokens:") for n in notes) == text.count("\n> Tokens:")
+
+
+def test_an_aider_reply_cut_by_the_output_limit_keeps_its_blocks_and_no_aider_line() -> None:
+    """The reply of 28 SEARCH/REPLACE blocks whose last one the model's token limit cut:
+    that block ends where the model stopped (aider's blank note lines ``>`` were read
+    into its REPLACE side), the reply is marked cut short, the notes are aider's."""
+    name = "aider/supplychaintracker2-es-architect.aider.chat.history.md"
+    path = require_shared(TRANSCRIPTS / name)
+    (run,) = read_transcript_runs(path)
+    (reply,) = [m for m in run if m.role == "assistant" and m.text.count("<<<<<<< SEARCH") == 28]
+    assert reply.text.count(">>>>>>> REPLACE") == 27  # the 28th was never finished
+    assert reply.text.endswith("=======\nexport type"), reply.text[-80:]
+    assert reply.metadata["aider_cut_short"] is True
+    assert any("has hit a token limit!" in n for n in reply.metadata["aider_notes"])
+    source = path.read_text(encoding="utf-8").splitlines()
+    aiders = {line.rstrip() for line in source if line.startswith(">") and line.endswith("  ")}
+    for m in run:
+        if m.role == "assistant" and "```" in m.text:
+            assert not aiders & set(m.text.splitlines()) - {"```"}, m.text[-200:]
+    whole = [m for m in run if m.role == "assistant" and "aider_cut_short" not in m.metadata]
+    for m in whole:
+        assert m.text.count("<<<<<<< SEARCH") == m.text.count(">>>>>>> REPLACE")
+
+
+def test_an_oh_my_pi_title_slot_before_the_header_is_read_as_the_title(tmp_path: Path) -> None:
+    """Oh My Pi writes a fixed-width title slot as the first line (``type: title``, a
+    version, the time, a source and a ``pad`` of spaces to 256 bytes) before the
+    session header: the file is a Pi session, titled by it, also in a directory walk."""
+    original = require_shared(TRANSCRIPTS / "other/pi-session-herdr-subagents-01a00acb.jsonl")
+    slot = {"type": "title", "v": 1, "title": "Lint with ultracite", "source": "user"}
+    slot |= {"updatedAt": "2026-08-16T13:40:00.000Z", "pad": ""}
+    line = json.dumps(slot, separators=(",", ":"))
+    slot["pad"] = " " * (255 - len(line.encode()))
+    line = json.dumps(slot, separators=(",", ":")) + "\n"
+    assert len(line.encode()) == 256
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path = folder / original.name
+    path.write_text(line + original.read_text(encoding="utf-8"), encoding="utf-8")
+    main, *_ = import_sessions(path)
+    assert main.title == "Lint with ultracite" and main.source_format == "pi"
+    assert main.messages and main.source_id == "01a00acb-8247-7c1c-8a21-f62a5d5971ad"
+    report = Syncer(open_store("memory://")).sync(find_sources([str(folder)]))
+    assert report.counts().get("new") == 2 and not report.failures, report.to_json()
 
 
 def test_claude_code_queued_slash_commands_and_repeated_prompts_are_not_doubled(

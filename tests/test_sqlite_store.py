@@ -9,6 +9,7 @@ import os
 import random
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -68,6 +69,28 @@ def test_wal_and_durability_settings(tmp_path: Path) -> None:
     assert store._con.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     relaxed = SQLiteStore.from_url(f"sqlite://{tmp_path}/n.db?synchronous=normal")
     assert relaxed._con.execute("PRAGMA synchronous").fetchone()[0] == 1
+
+
+def test_the_database_file_threadline_creates_is_private(tmp_path: Path) -> None:
+    """Created 0600 like exports and the server token (SQLite alone makes it 0644, and
+    its -wal and -shm files take the database file's mode); an existing file keeps its
+    own mode."""
+    old = os.umask(0o022)
+    try:
+        store = SQLiteStore(tmp_path / "new.db")
+        store.create_session().append(Message.user("a secret"))
+        made = list(tmp_path.glob("new.db*"))
+        assert {p.name for p in made} >= {"new.db", "new.db-wal"}
+        assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in made} == {
+            p.name: 0o600 for p in made
+        }
+        store.close()
+        shared = tmp_path / "shared.db"
+        shared.touch(mode=0o640)
+        SQLiteStore(shared).close()
+        assert stat.S_IMODE(shared.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
 
 
 def test_not_a_database(tmp_path: Path) -> None:

@@ -59,6 +59,7 @@ from threadline.cli.state import stdin_is_interactive, store_of
 from threadline.cli.titles import Titler
 from threadline.compaction.compactor import CompactionResult
 from threadline.errors import (
+    ConfigError,
     MissingCredentials,
     SessionLocked,
     ThreadlineError,
@@ -439,6 +440,7 @@ class ChatController:
         """Release the session and print its id again, as the reference shell does on exit."""
         left = self._release()
         self.titler.wait()
+        self._title_failure()
         for agent in self._swapped:
             agent.close()
         self._swapped.clear()
@@ -464,10 +466,16 @@ class ChatController:
         return result
 
     def _title(self, session: Session) -> None:
+        self._title_failure()
         try:
             self.titler.title(self.store, session)
         except ThreadlineError as exc:  # a title is a nicety: the turn went through
             logger.warning("could not title session %s: %s", session.id, exc)
+
+    def _title_failure(self) -> None:
+        failure = self.titler.failure()
+        if failure is not None:
+            self.say(f"the title model gave no title ({failure}); titles stay the first request")
 
     def keep_interrupted(self, partial: str) -> Message | None:
         """After Ctrl-C: store the reply as far as it came, marked interrupted, when the
@@ -594,7 +602,7 @@ def prompt_history() -> History:
     path = history_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(exist_ok=True)
+        path.touch(mode=0o600, exist_ok=True)  # what was typed is the user's alone
     except OSError as exc:
         logger.warning("prompt history disabled: cannot write %s: %s", path, exc)
         return InMemoryHistory()
@@ -756,6 +764,7 @@ def chat(
     )
     setup = setup_for(target, agent=agent_name, model=model)
     config = setup.config
+    make_title_model = _title_model(title_model)
     chat_model = connect(config)
     try:
         store = store if store is not None else store_of(ctx)
@@ -769,7 +778,7 @@ def chat(
             resume_command=resume,
             agent_for=lambda info: setup_for(info, agent=agent_name, model=model),
             agent_ref=setup.agent_ref,
-            titler=Titler(_title_model(title_model)),
+            titler=Titler(make_title_model),
         )
         controller.show_tokens = setup.show_tokens
         try:
@@ -812,9 +821,16 @@ def chat(
 
 
 def _title_model(spec: str | None) -> Callable[[], ChatModel] | None:
-    """The title model, resolved when first needed (in the titling thread)."""
+    """The title model, made when first needed (in the titling thread); its spec and
+    key are checked now, so an unusable ``--title-model`` is an error before the chat
+    starts, not a title that silently never comes."""
     if not spec:
         return None
+    try:
+        parse_model(spec)
+        _close_model(resolve_model(spec))  # no request: only what making it checks
+    except ThreadlineError as exc:
+        raise ConfigError(f"--title-model {spec!r} cannot be used: {exc}") from exc
     return lambda: resolve_model(spec)
 
 

@@ -9,7 +9,8 @@ own usage errors (a missing argument, an unknown option) are raised before
 
 Library warnings (an unknown model, a tokenizer fallback) are shown the same
 way, as one ``threadline: warning: ...`` line each, instead of Python's
-file-and-line format.
+file-and-line format; a dependency's warning is never printed under threadline's
+name (see ``one_line_warnings``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import traceback
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TextIO
 
 import typer
@@ -96,6 +98,23 @@ def report(exc: BaseException, *, file: TextIO | None = None) -> int:
     return exit_code_for(exc)
 
 
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+"""Where threadline's own modules are: a warning raised from anywhere else is not its."""
+
+
+def warning_source(filename: str) -> str:
+    """Who a warning belongs to: ``threadline`` for its own modules, else the top-level
+    package of the file it was raised in (``opentelemetry``), else the file's name."""
+    path = Path(filename)
+    if path.resolve().is_relative_to(_PACKAGE_DIR):
+        return PROGRAM
+    parts = path.parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return Path(parts[parts.index(marker) + 1]).stem
+    return path.name or filename
+
+
 def _show_warning(
     message: Warning | str,
     category: type[Warning],
@@ -105,14 +124,24 @@ def _show_warning(
     line: str | None = None,
 ) -> None:
     text = printable(one_line(str(message)), one_line=True)
-    print(f"{PROGRAM}: warning: {text}", file=sys.stderr, flush=True)
+    source = warning_source(filename)
+    if source == PROGRAM:
+        print(f"{PROGRAM}: warning: {text}", file=sys.stderr, flush=True)
+    else:  # a dependency's: named as its own, never as threadline's
+        name = printable(source, one_line=True)
+        print(f"{name}: {category.__name__}: {text}", file=sys.stderr, flush=True)
 
 
 @contextmanager
 def one_line_warnings() -> Iterator[None]:
-    """Show warnings raised inside the block as single ``threadline: warning:`` lines."""
+    """Show warnings raised inside the block as single lines: threadline's own (every
+    one, once per place) as ``threadline: warning:``; a dependency's only where Python's
+    own filters show them (its deprecations are for its callers' developers, not for
+    the user), named by the package that raised it."""
     with warnings.catch_warnings():
-        warnings.simplefilter("default")
+        for deprecation in (DeprecationWarning, PendingDeprecationWarning):
+            warnings.filterwarnings("ignore", category=deprecation)  # whoever set them on
+        warnings.filterwarnings("default", module=r"threadline(\.|$)")  # checked first
         warnings.showwarning = _show_warning
         yield
 

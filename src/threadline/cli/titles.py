@@ -5,9 +5,10 @@ request on one line (``interop.importers.session_title``, which skips tool
 wrappers, caveats and reminders by ``threadline.requests``). When a title model
 is configured (``--title-model`` / ``THREADLINE_TITLE_MODEL``), a background
 thread then asks it for a short title and replaces the first one, unless the user
-renamed the session meanwhile. The conversation never waits for it, and a failed
-title request only leaves the first title in place (logged, never shown as an
-error).
+renamed the session meanwhile. The conversation never waits for it. A title model
+that cannot be made (an unknown provider, no key) stops the chat before it starts;
+a title request that fails leaves the first title in place, and the chat says so
+once (``failure``), never as an error.
 """
 
 from __future__ import annotations
@@ -74,6 +75,16 @@ class Titler:
         self.make_model = make_model
         """The title model, made on first use; None: titles come from the request only."""
         self._threads: list[threading.Thread] = []
+        self._failure: str | None = None
+        self._told = False
+
+    def failure(self) -> str | None:
+        """Why the title model gave no title, the first time it failed; None after that
+        has been asked for once (the chat says it once, not after every turn)."""
+        if self._failure is None or self._told:
+            return None
+        self._told = True
+        return self._failure
 
     def title(self, store: Store, session: Session) -> str | None:
         """Give an untitled session its request title now, and ask the title model in the
@@ -101,8 +112,9 @@ class Titler:
             better = model_title(self.make_model(), first)
             if better and better != first and store.session_info(session_id).title == first:
                 store.rename_session(session_id, better)  # not renamed by the user meanwhile
-        except Exception as exc:  # a title is a nicety: never fail or show an error for it
+        except Exception as exc:  # a title is a nicety: never fail the chat for it
             logger.info("no model title for session %s: %s", session_id, exc)
+            self._failure = self._failure or f"{type(exc).__name__}: {exc}"
 
     def wait(self, timeout: float = JOIN_SECONDS) -> None:
         """Let titles still being written finish (bounded), as the chat ends."""

@@ -24,8 +24,10 @@ Schema read (aider ``aider/io.py``: ``user_input``, ``ai_output``,
   whole-file (a file name, then a fenced block), unified diff (fenced ``diff`` with
   ``---`` / ``+++`` / ``@@`` lines), architect and editor replies alike. Inside a
   fenced block nothing is read as a note or as user input, unless it ends the way
-  aider's own lines do or is the usage report (``> Tokens: ...``) that follows every
-  reply: a reply cut short leaves its fence open. A reply that follows
+  aider's own lines do (a bare ``>`` too: aider's blank note line) or is the usage
+  report (``> Tokens: ...``) that follows every reply: a reply cut short leaves its
+  fence open, and is marked ``metadata["aider_cut_short"]``; its last edit block
+  stops where the model stopped, with none of aider's lines in it. A reply that follows
   aider's notes with no user input between them (aider sent its edit error back to
   the model, a "reflection") is a reply of its own.
 
@@ -84,7 +86,10 @@ class _Reader:
             self._emit(Message.user("\n".join(self.user).rstrip()))
         body = "\n".join(self.reply).strip()
         if body:
-            self._emit(Message.assistant(body))
+            reply = Message.assistant(body)
+            if self.fence is not None:  # the output limit or an interrupt cut it
+                reply.metadata["aider_cut_short"] = True
+            self._emit(reply)
         self.user, self.reply, self.fence = [], [], None
 
     def _add_note(self, text: str) -> None:
@@ -137,7 +142,7 @@ class _Reader:
         (the output limit, an interrupt) leaves its fence open."""
         if raw.startswith(USAGE):
             return True
-        mine = raw.startswith(USER) or (_NOTE.match(raw) is not None and raw.strip() != ">")
+        mine = raw.startswith(USER) or _NOTE.match(raw) is not None
         return self.breaks and mine and raw.endswith(BREAK)
 
     def _is_user(self, raw: str) -> bool:

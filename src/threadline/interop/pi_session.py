@@ -5,8 +5,8 @@ version 1 to 3, and Oh My Pi's ``src/session/session-manager.ts``): JSON Lines.
 
 - Header, the first line: ``{type: "session", id, version, timestamp, cwd,
   parentSession?, title?}`` (Pi; ``id`` is the source id, ``parentSession`` the session
-  this one was forked from: a session id or its file's path), or Oh My Pi's
-  ``{type: "title", title}`` line (padded with spaces, rewritten in place).
+  this one was forked from: a session id or its file's path), after Oh My Pi's title
+  slot when there is one (``TITLE_SLOT_KEYS``).
 - Every other entry has ``id``, ``parentId`` and ``timestamp``: a tree. The
   conversation is the path from the root to the last entry (Pi's current leaf when
   the file ends); each branch the user left (``/tree``) becomes a conversation of
@@ -49,6 +49,11 @@ from threadline.interop.records import Parsed, Where, jsonl, stamp
 from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage
 
 HEADERS = frozenset({"session", "title"})
+TITLE_SLOT_KEYS = frozenset({"type", "v", "title", "updatedAt", "source", "pad", "id", "timestamp"})
+"""Oh My Pi's title slot (``session-title-slot.ts``): a first line of exactly 256 bytes,
+``{type: "title", v: 1, title, updatedAt, source?: "auto" | "user", pad}``, ``pad``
+spaces filling it so the title can be rewritten in place; older files: ``id`` and
+``timestamp``."""
 ENTRY_TYPES = frozenset(
     {
         "message",
@@ -74,7 +79,7 @@ def looks_like(first: Mapping[str, Any]) -> bool:
     if kind == "session":
         return isinstance(first.get("id"), str) and "cwd" in first
     if kind == "title":
-        return set(first) <= {"type", "title", "id", "timestamp"}
+        return isinstance(first.get("title"), str) and set(first) <= TITLE_SLOT_KEYS
     return False
 
 

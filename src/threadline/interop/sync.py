@@ -11,11 +11,13 @@ Syncing a source again finds its session by scanning session metadata through
 ``Store.list_sessions`` (no backend keeps an index of it). A file whose text hash
 and path are the ones recorded is unchanged without being parsed. Otherwise it is
 parsed, and when the messages imported before are still its first messages
-(compared by fingerprint: the source's record id where it has one, else role and
-text) only the messages after them are appended, with any new native compactions
-as checkpoints. A source that no longer begins with what was imported, or a
-session that had messages added in threadline since, fails with a message saying
-so: guessing would corrupt one or the other.
+(compared by fingerprint: role, record id and content, so a record edited since is
+not taken for the one imported) only the messages after them are appended, with any
+new native compactions as checkpoints. A source that no longer begins with what was
+imported (a record edited or gone: the refusal names the first), or a session that
+had messages added in threadline since, fails with a message saying so: guessing
+would corrupt one or the other. Only a response still streaming when it was
+imported may have grown since (more text or calls after what was stored).
 
 Messages get ids derived from the source identity and their position, so a batch
 sent twice (two syncs racing, a retry) is stored once: appends are idempotent on
@@ -64,7 +66,7 @@ from threadline.interop.lineage import (
     parent_source_id,
     unlinked_compaction_title,
 )
-from threadline.messages import Message
+from threadline.messages import Message, TextPart
 from threadline.store.base import (
     DEFAULT_AGENT,
     EPOCH,
@@ -270,17 +272,59 @@ def _walk(top: Path) -> Iterator[Source]:
 # -- syncing -------------------------------------------------------------------------
 
 
+FINGERPRINT_VERSION = "v2:"
+"""Prefixes a fingerprint of what is stored (see ``fingerprint``). A marker without it
+was written before content counted (role, result id and record id only): the first
+sync that meets one compares the stored messages themselves, once, and rewrites it."""
+
+
+def _identity(m: Message) -> list[Any]:
+    return [m.role, m.tool_call_id, m.metadata.get("source_uuid")]
+
+
+def _content(m: Message) -> list[Any]:
+    """What an import stores of a message: its parts (text, images, files) and calls."""
+    return [
+        [p.model_dump(mode="json") for p in m.parts],
+        [c.model_dump(mode="json") for c in m.tool_calls],
+    ]
+
+
 def fingerprint(messages: Iterable[Message]) -> str:
     """What must stay the same for a re-read source to extend an import: per message its
-    role, result id and source record id, or its text where the format has no record
-    ids. A streamed response that grew keeps its record id, so it still matches."""
+    role, result id, source record id and content (parts and tool calls), so an edited
+    record is seen, not taken as the one imported before."""
     digest = hashlib.sha256()
     for m in messages:
-        anchor = m.metadata.get("source_uuid")
-        key = [m.role, m.tool_call_id, anchor] if anchor else [m.role, m.tool_call_id, m.text]
+        key = [*_identity(m), *_content(m)]
         digest.update(json.dumps(key, ensure_ascii=False).encode("utf-8", "surrogatepass"))
         digest.update(b"\n")
-    return digest.hexdigest()
+    return FINGERPRINT_VERSION + digest.hexdigest()
+
+
+def _grew(stored: Message, reread: Message) -> bool:
+    """A response still streaming when it was imported: read again, it has more text or
+    more calls after what was stored (the stored one is kept; the late calls' results
+    are flagged as orphans, see ``flag_chains``). Checked anywhere in the session, not
+    only at its end: a later sync may read the session again after more was appended."""
+    calls = [c.model_dump(mode="json") for c in stored.tool_calls]
+    return (
+        stored.role == "assistant"
+        and reread.text.startswith(stored.text)
+        and [c.model_dump(mode="json") for c in reread.tool_calls[: len(calls)]] == calls
+        and all(isinstance(p, TextPart) for p in stored.parts)
+    )
+
+
+def first_change(stored: Sequence[Message], reread: Sequence[Message]) -> int | None:
+    """The index of the first stored message the re-read source no longer has as it was
+    (another record, or the same record with other content), or None."""
+    for i, (old, new) in enumerate(zip(stored, reread, strict=False)):
+        if _identity(old) != _identity(new):
+            return i
+        if _content(old) != _content(new) and not _grew(old, new):
+            return i
+    return None if len(reread) >= len(stored) else len(reread)
 
 
 def checkpoint_args(
@@ -634,6 +678,7 @@ class Syncer:
         refresh = {k: v for k, v in imported.metadata.items() if k != "import_repairs"}
         refresh.update(facts)
         if complete and not fresh and not checkpoints:
+            refresh["source_fingerprint"] = fingerprint(messages)  # an older marker: now
             changed = {k: v for k, v in refresh.items() if meta.get(k) != v}
             if changed:
                 info = self.store.update_session(info.id, metadata=changed)
@@ -683,16 +728,17 @@ class Syncer:
         self, info: SessionInfo, messages: list[Message], fmt: str, key: str, where: str
     ) -> int:
         """How many of the source's first messages the session holds, checked to be
-        them: by the markers when the session holds what they say, else (an import cut
-        short) by reading it, its messages known by the ids derived from the source."""
+        them: by the markers when the session holds what they say and the source's first
+        messages still fingerprint the same, else by reading the session (an import cut
+        short, its messages known by the ids derived from the source; a record edited
+        since; a marker of an older version) and comparing message by message."""
         meta = info.metadata
         marked = meta.get("source_messages")
         if isinstance(marked, int) and info.last_seq == marked:
-            if len(messages) < marked or fingerprint(messages[:marked]) != meta.get(
-                "source_fingerprint"
-            ):
+            if len(messages) < marked:
                 raise _no_longer_begins(info, where)
-            return marked
+            if fingerprint(messages[:marked]) == meta.get("source_fingerprint"):
+                return marked
         stored = self.store.read_messages(info.id)
         ours = 0
         for m in stored:
@@ -704,8 +750,9 @@ class Syncer:
                 f"session {info.id} (imported from {where}) has had messages added since; "
                 "not syncing into it"
             )
-        if ours > len(messages) or fingerprint(stored) != fingerprint(messages[:ours]):
-            raise _no_longer_begins(info, where)
+        changed = first_change(stored, messages)
+        if changed is not None:
+            raise _changed(info, where, stored[changed], messages, changed)
         return ours
 
 
@@ -713,6 +760,31 @@ def _no_longer_begins(info: SessionInfo, where: str) -> ImportFormatError:
     return ImportFormatError(
         f"already imported as session {info.id}, but it no longer begins with the "
         "messages imported then; delete that session to import it afresh",
+        path=where,
+    )
+
+
+def _changed(
+    info: SessionInfo, where: str, stored: Message, messages: list[Message], index: int
+) -> ImportFormatError:
+    """The refusal of a source whose imported part changed, naming the first change."""
+    if index >= len(messages):
+        return _no_longer_begins(info, where)
+    record = stored.metadata.get("source_uuid")
+    named = f"record {record} (message {index + 1})" if record else f"message {index + 1}"
+    new = messages[index]
+    if _identity(stored) != _identity(new):
+        what = "is gone: another message stands in its place"
+    elif stored.text != new.text:
+        what = "has other text"
+    elif stored.tool_calls != new.tool_calls:
+        what = "has other tool calls"
+    else:
+        what = "has other content"
+    return ImportFormatError(
+        f"already imported as session {info.id}, but it no longer begins with the messages "
+        f"imported then: {named} {what}; threadline keeps what it imported: delete that "
+        "session to import the source afresh",
         path=where,
     )
 

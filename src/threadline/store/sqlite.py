@@ -337,6 +337,18 @@ def _busy_timeout(text: str | None) -> int:
     return value
 
 
+def _create_private(path: Path) -> None:
+    """Create a missing database file readable by its owner only (0600), as exports and
+    the server's token are: SQLite would make it 0644, and its ``-wal`` and ``-shm``
+    files take the database file's mode. An existing file is left as it is."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StoreUnavailable(f"cannot create store {path}: {exc.strerror}") from exc
+
+
 def header_problem(path: Path) -> tuple[bool, str | None]:
     """Whether the file at ``path`` is an SQLite database at all, and if it is, what is
     wrong with its header or its length; read without opening it with SQLite, so only
@@ -447,6 +459,7 @@ class SQLiteStore(core.StoreCore):
                 raise StoreUnavailable(
                     f"cannot create the store's directory {self.path.parent}: {exc.strerror}"
                 ) from exc
+            sqlite_files.read_unheld(self.path, _create_private)
         elif not self.path.exists():
             raise StoreNotFound(
                 f"no store at {self.path}: nothing was stored there yet, and this opens a "
