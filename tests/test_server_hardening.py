@@ -1,7 +1,8 @@
 """The server under attack (issue 20, point 6), each finding with the test that failed
 before its fix: the event hub's memory, connections that never finish their headers or
-bodies, guessing the token (a throttle), DNS rebinding (the ``Host`` header) and login
-codes that cost time in their number. A non-ASCII token is refused at start
+bodies, DNS rebinding (the ``Host`` header) and login
+codes that cost time in their number. Guessing the token (a throttle) is
+``tests/test_server_throttle.py``. A non-ASCII token is refused at start
 (``tests/test_serve_startup.py``). Sizes and counts are checked here; what they cost in
 memory and time is measured by ``bench/server_hardening.py``.
 """
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 from tests.test_server import wait_for
 from threadline import open_store
 from threadline.server import create_app
-from threadline.server.auth import MAX_LOGIN_CODES, LoginCodes, make_session_cookie
+from threadline.server.auth import MAX_LOGIN_CODES, LoginCodes
 from threadline.server.config import ServerConfig
 from threadline.server.events import LOG_OVERHEAD, EventHub
 from threadline.server.hosts import HostRule
@@ -210,54 +211,6 @@ def test_a_stalled_body_is_a_408(live_app: tuple[str, int]) -> None:
     assert head.startswith(b"HTTP/1.1 408")
     error = json.loads(body)["error"]
     assert (error["code"], error["data"]["code"]) == (-32008, "TIMEOUT")
-
-
-# -- guessing the token ---------------------------------------------------------------------
-
-
-@pytest.fixture
-def throttled() -> Iterator[tuple[TestClient, list[float]]]:
-    now = [1000.0]
-    config = clocked(now, auth_failures=5, auth_window=60)
-    with TestClient(create_app(open_store("memory://"), config)) as c:
-        yield c, now
-
-
-def test_wrong_bearer_tokens_are_throttled(throttled: tuple[TestClient, list[float]]) -> None:
-    c, now = throttled
-    for _ in range(5):
-        assert c.get("/v1/sessions", headers=WRONG).status_code == 401
-    for headers in (WRONG, BEARER):  # waiting: even the right token is not checked
-        r = c.get("/trpc/session.list", headers=headers)
-        assert r.status_code == 429 and int(r.headers["retry-after"]) == 60
-        error = r.json()["error"]
-        assert (error["code"], error["data"]["code"]) == (-32029, "TOO_MANY_REQUESTS")
-        assert error["data"]["path"] == "session.list"
-    c.cookies.set("threadline_session", make_session_cookie(TOKEN))  # logged in: no token
-    assert c.get("/v1/sessions").status_code == 200
-    c.cookies.clear()
-    assert c.get("/v1/sessions").status_code == 401  # no token: nothing to throttle
-    now[0] += 61
-    assert c.get("/v1/sessions", headers=BEARER).status_code == 200
-
-
-def test_the_login_form_and_links_are_throttled(
-    throttled: tuple[TestClient, list[float]],
-) -> None:
-    c, now = throttled
-    same = {"Origin": "http://testserver"}
-    for i in range(5):
-        if i % 2:
-            r = c.get("/login", params={"code": "made-up-code"}, follow_redirects=False)
-        else:
-            r = c.post("/login", data={"token": "a-wrong-guess-000"}, headers=same)
-        assert r.status_code == 401
-    r = c.post("/login", data={"token": TOKEN}, headers=same, follow_redirects=False)
-    assert r.status_code == 429
-    assert c.get("/login").status_code == 200  # the form itself still shows
-    now[0] += 61
-    r = c.post("/login", data={"token": TOKEN}, headers=same, follow_redirects=False)
-    assert r.status_code == 303
 
 
 # -- DNS rebinding ------------------------------------------------------------------------------

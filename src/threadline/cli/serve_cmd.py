@@ -74,6 +74,16 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    forwarded_allow_ips: Annotated[
+        str | None,
+        typer.Option(
+            "--forwarded-allow-ips",
+            metavar="IPS",
+            help="Proxies (comma-separated addresses or networks) whose X-Forwarded-For and "
+            "X-Forwarded-Proto are believed. Without it, no one's are.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve sessions and agent turns over HTTP (tRPC-style /trpc and REST /v1)."""
     try:
@@ -81,7 +91,7 @@ def serve(
 
         from threadline.server import ServerConfig, create_app
         from threadline.server.auth import TOKEN_ENV, resolve_token, token_path
-        from threadline.server.listen import bind, url_host
+        from threadline.server.listen import bind, trusted_proxies, url_host
         from threadline.server.listen import serve as run_server
         from threadline.server.models import check_model
     except ImportError as exc:
@@ -90,6 +100,8 @@ def serve(
             "pip install 'threadline[server]'"
         ) from exc
     secret = resolve_token(token)
+    if forwarded_allow_ips is not None:
+        forwarded_allow_ips = trusted_proxies(forwarded_allow_ips)
     state = get_state(ctx)
     url = store or state.store_url
     config = ServerConfig(
@@ -129,7 +141,14 @@ def serve(
         "(a one-time login link; the login form also takes the token)",
         err=True,
     )
-    run_server(app, sockets, host, header_timeout=config.header_timeout, log_level="info")
+    run_server(
+        app,
+        sockets,
+        host,
+        header_timeout=config.header_timeout,
+        log_level="info",
+        forwarded_allow_ips=forwarded_allow_ips,
+    )
 
 
 def register(root: typer.Typer) -> None:

@@ -135,6 +135,7 @@ def create_app(
         throttle=Throttle(
             limit=config.auth_failures,
             window=config.auth_window,
+            global_limit=config.auth_global_failures,
             clock=config.clock or time.monotonic,
         ),
         body_timeout=config.body_timeout,

@@ -31,8 +31,10 @@ BODY_TIMEOUT = 30.0
 AUTH_FAILURES = 30
 AUTH_WINDOW = 60.0
 """After ``AUTH_FAILURES`` wrong tokens (bearer, login form or login link) from one
-client address within ``AUTH_WINDOW`` seconds, its token checks get 429 until the
-oldest of them is that old."""
+client (an IPv6 one by its /64) within ``AUTH_WINDOW`` seconds, its wrong tokens get
+429 until the oldest of them is that old; the right token always passes."""
+AUTH_GLOBAL_FAILURES = 20
+"""Wrong tokens a second from all clients together before every wrong one gets 429."""
 
 
 @dataclass
@@ -68,3 +70,4 @@ class ServerConfig:
     body_timeout: float = BODY_TIMEOUT
     auth_failures: int = AUTH_FAILURES
     auth_window: float = AUTH_WINDOW
+    auth_global_failures: int = AUTH_GLOBAL_FAILURES

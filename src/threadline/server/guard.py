@@ -1,10 +1,11 @@
 """``Guard``: what every request passes before any route runs.
 
-In order: the ``Host`` header must name this server (``hosts``: DNS rebinding); an
-address that has sent too many wrong tokens waits (``throttle``: 429); the caller
-must be allowed (``auth.Access``: the bearer token or a browser login, 401/403); a
-body may not be over ``max_body_bytes`` (413) nor stall for ``body_timeout``
-seconds between bytes (408). Every refusal is tRPC's error shape (``error_body``),
+In order: the ``Host`` header must name this server (``hosts``: DNS rebinding); the
+caller must be allowed (``auth.Access``: the bearer token or a browser login, 401/403),
+the right token passing whatever failed before; a wrong token from a client that has
+sent too many gets 429 instead of 401 (``throttle``), as does a login form or link the
+pages refuse; a body may not be over ``max_body_bytes`` (413) nor stall for
+``body_timeout`` seconds between bytes (408). Every refusal is tRPC's error shape (``error_body``),
 naming the procedure for a ``/trpc/<name>`` call.
 
 Pure ASGI (not ``BaseHTTPMiddleware``) so SSE responses stream untouched.
@@ -22,7 +23,7 @@ from typing import Any
 from threadline.server.auth import LOGIN_PATH, Access, Refusal
 from threadline.server.hosts import HostRule
 from threadline.server.procedures import ProcedureError, error_body
-from threadline.server.throttle import Throttle
+from threadline.server.throttle import Throttle, client_key
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -88,19 +89,13 @@ class Guard:
         if host is not None and not self.hosts.allows(host):
             await send_error(send, "BAD_REQUEST", 400, self.hosts.refusal(host), proc)
             return
-        client = str((scope.get("client") or ("unknown",))[0])
+        client = client_key(str((scope.get("client") or ("",))[0]))
         checked = tries_token(method, path, query, headers)
-        if checked:
-            wait = self.throttle.wait(client)
-            if wait > 0:
-                message = f"too many wrong tokens from {client}; try again in {math.ceil(wait)} s"
-                retry = [(b"retry-after", str(math.ceil(wait)).encode())]
-                await send_error(send, "TOO_MANY_REQUESTS", 429, message, proc, retry)
-                return
         refusal = self.access.check(method, path, query, headers, scope.get("scheme", "http"))
         if refusal is not None:
-            if refusal.status == 401 and "authorization" in headers:
-                self.throttle.failed(client)
+            wrong_token = refusal.status == 401 and "authorization" in headers
+            if wrong_token and await self._throttled(send, client, proc):
+                return
             await _refuse(send, refusal, proc)
             return
         length = headers.get("content-length")
@@ -111,6 +106,7 @@ class Guard:
         seen = 0
         body_done = False
         started = False
+        answered = False  # the app's response was replaced by the throttle's 429
 
         async def guarded_receive() -> Message:
             nonlocal seen, body_done
@@ -129,11 +125,15 @@ class Guard:
             return message
 
         async def tracked_send(message: Message) -> None:
-            nonlocal started
+            nonlocal started, answered
+            if answered:
+                return
             if message["type"] == "http.response.start":
                 started = True
                 if checked and message["status"] == 401:  # the login form or link refused
-                    self.throttle.failed(client)
+                    answered = await self._throttled(send, client, proc)
+                    if answered:
+                        return
             await send(message)
 
         try:
@@ -142,6 +142,21 @@ class Guard:
             if not started:
                 close = [(b"connection", b"close")]
                 await send_error(send, exc.code, exc.status, str(exc), proc, close)
+
+    async def _throttled(self, send: Send, client: str, proc: str | None) -> bool:
+        """For a wrong token from ``client``: send 429 if it must wait (True), else count
+        it as a failure (False, and the caller sends its 401)."""
+        wait = self.throttle.wait(client)
+        if wait <= 0:
+            self.throttle.failed(client)
+            return False
+        seconds = math.ceil(wait)
+        message = (
+            f"too many wrong tokens; try again in {seconds} s (the right token is always accepted)"
+        )
+        retry = [(b"retry-after", str(seconds).encode())]
+        await send_error(send, "TOO_MANY_REQUESTS", 429, message, proc, retry)
+        return True
 
 
 async def send_error(

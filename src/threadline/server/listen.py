@@ -14,12 +14,18 @@ only ``timeout_keep_alive``, armed after a response, so a client that connects a
 sends nothing, or half a header, was held forever (1,000 such held 1,000 descriptors).
 A stalled body is the guard's (``BodyTimeout``); a header over 16 KiB is h11's
 (``h11_max_incomplete_event_size``).
+
+Forwarded headers (``X-Forwarded-For``, ``X-Forwarded-Proto``) are believed only from
+the proxies ``forwarded_allow_ips`` names (``serve --forwarded-allow-ips``). uvicorn's
+own default believes them from 127.0.0.1, where every local process connects from, so
+any of them could pose as any client to the token throttle (issue 33).
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
 import logging
 import socket
 from typing import Any
@@ -27,7 +33,7 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from threadline.errors import HostUnavailable, PortUnavailable
+from threadline.errors import HostUnavailable, PortUnavailable, UsageError
 
 BACKLOG = 2048
 """uvicorn's default listen backlog."""
@@ -105,6 +111,29 @@ def _bind_error(exc: OSError, host: str, port: int) -> Exception:
     )
 
 
+def trusted_proxies(value: str) -> str:
+    """``--forwarded-allow-ips`` checked and written as uvicorn reads it: addresses and
+    networks (``10.0.0.0/8``), comma-separated, or ``*`` for any. uvicorn would take a
+    misspelt entry as a name no client ever has, and so quietly trust no one."""
+    entries = [item.strip() for item in value.split(",")]
+    if entries == ["*"]:
+        return "*"
+    shown = []
+    for entry in entries:
+        try:
+            shown.append(
+                str(ipaddress.ip_network(entry, strict=False))
+                if "/" in entry
+                else str(ipaddress.ip_address(entry))
+            )
+        except ValueError:
+            raise UsageError(
+                f"--forwarded-allow-ips: {entry!r} is not an IP address or network "
+                "(give proxies as 10.0.0.5,10.1.0.0/16, or * for any)"
+            ) from None
+    return ",".join(shown)
+
+
 def url_host(host: str) -> str:
     """How to write a bound host in a URL: a wildcard as 127.0.0.1, IPv6 in brackets."""
     shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
@@ -152,10 +181,18 @@ def deadline_protocol(seconds: float) -> type[H11Protocol]:
 
 
 def server(
-    app: Any, sockets: list[socket.socket], host: str, *, header_timeout: float, log_level: str
+    app: Any,
+    sockets: list[socket.socket],
+    host: str,
+    *,
+    header_timeout: float,
+    log_level: str,
+    forwarded_allow_ips: str | None = None,
 ) -> uvicorn.Server:
-    """A uvicorn server for ``app`` on the bound ``sockets``, with the header deadline;
-    ``.run(sockets=sockets)`` serves until interrupted (or ``should_exit`` is set)."""
+    """A uvicorn server for ``app`` on the bound ``sockets``, with the header deadline,
+    reading forwarded headers only from ``forwarded_allow_ips`` (comma-separated
+    addresses or networks; None: from nobody); ``.run(sockets=sockets)`` serves until
+    interrupted (or ``should_exit`` is set)."""
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -175,14 +212,27 @@ def server(
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         log_level=log_level,
         server_header=False,
+        proxy_headers=forwarded_allow_ips is not None,
+        forwarded_allow_ips=forwarded_allow_ips or "",
     )
     return Server(config)
 
 
 def serve(
-    app: Any, sockets: list[socket.socket], host: str, *, header_timeout: float, log_level: str
+    app: Any,
+    sockets: list[socket.socket],
+    host: str,
+    *,
+    header_timeout: float,
+    log_level: str,
+    forwarded_allow_ips: str | None = None,
 ) -> None:
     """Run ``app`` on the bound ``sockets`` until interrupted."""
-    server(app, sockets, host, header_timeout=header_timeout, log_level=log_level).run(
-        sockets=sockets
-    )
+    server(
+        app,
+        sockets,
+        host,
+        header_timeout=header_timeout,
+        log_level=log_level,
+        forwarded_allow_ips=forwarded_allow_ips,
+    ).run(sockets=sockets)
