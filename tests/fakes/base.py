@@ -3,7 +3,7 @@
 A fake is a real ``ThreadingHTTPServer`` on 127.0.0.1 (random port) in a
 daemon thread; the SDK talks to it over real sockets, so what is tested is
 the wire format, not our own functions. The test scripts a queue of answers
-(``reply_text``, ``reply_tool_call``, ``fail``, ``disconnect``, ...); each
+(``reply_text``, ``reply_tool_call``, ``fail``, ``disconnect``, ``silent``, ...); each
 POST to the provider's endpoint takes the next one and is recorded, so tests
 can assert what was sent. A reply is rendered when the request arrives: as
 one JSON body, or as server-sent events when the request asked to stream, so
@@ -18,8 +18,10 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import select
 import socket
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +34,8 @@ CHARS_PER_TOKEN = 4
 """For the usage a fake reports when the test gives none."""
 SHUTDOWN_POLL = 0.02
 """Seconds between the serving loop's shutdown checks (keeps teardown quick)."""
+SILENT_POLL = 0.05
+"""How often a silent request looks whether its client hung up."""
 ARGUMENT_PIECE = 8
 """Characters per streamed piece of a tool call's argument string."""
 
@@ -126,7 +130,13 @@ class Held:
     """A callable taking no argument, run in the server's request thread."""
 
 
-Scripted = Reply | Failure | Disconnect | StreamFailure | Raw | Held
+@dataclass(frozen=True, slots=True)
+class Silent:
+    """Accept the request and send nothing, not even headers, until the client closes
+    the connection (a model that hangs); the fake records when it did."""
+
+
+Scripted = Reply | Failure | Disconnect | StreamFailure | Raw | Held | Silent
 
 
 @dataclass(slots=True)
@@ -138,6 +148,7 @@ class Rendered:
     body: bytes | None = None
     events: list[bytes] | None = None
     disconnect: bool = False
+    silent: bool = False
 
 
 def word_chunks(text: str) -> list[str]:
@@ -191,6 +202,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._write(self.server.fake._not_found(self.path))
 
     def _write(self, out: Rendered) -> None:
+        if out.silent:
+            self._hang()
+            return
         if out.disconnect:
             self.close_connection = True
             return
@@ -211,6 +225,26 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         self.wfile.flush()
 
+    def _hang(self) -> None:
+        """Say nothing until the client hangs up (or the fake stops); record when."""
+        fake = self.server.fake
+        with fake._lock:
+            fake.silent_open += 1
+        self.close_connection = True
+        try:
+            while not fake._stopping.is_set():
+                readable, _, _ = select.select([self.connection], [], [], SILENT_POLL)
+                if readable and not self.connection.recv(1024):
+                    with fake._lock:
+                        fake.hung_up.append(time.monotonic())
+                    return
+        except OSError:
+            with fake._lock:
+                fake.hung_up.append(time.monotonic())
+        finally:
+            with fake._lock:
+                fake.silent_open -= 1
+
 
 class FakeServer:
     """A scripted provider server; use as a context manager (``with FakeOpenAI() as srv``)."""
@@ -230,6 +264,13 @@ class FakeServer:
         """Chat requests that found the script empty."""
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.silent_forever = False
+        """Set: every request gets ``Silent`` (a model that hangs for good)."""
+        self.silent_open = 0
+        """Silent requests whose client has not hung up yet."""
+        self.hung_up: list[float] = []
+        """``time.monotonic()`` of each silent request's client closing the connection."""
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -244,6 +285,7 @@ class FakeServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -342,6 +384,10 @@ class FakeServer:
     def disconnect(self) -> None:
         self.enqueue(Disconnect())
 
+    def silent(self, times: int = 1) -> None:
+        """The next ``times`` requests are accepted and never answered."""
+        self.enqueue(*[Silent()] * times)
+
     def fail_mid_stream(self, text: str, *, error_type: str, message: str) -> None:
         self.enqueue(StreamFailure(text, error_type, message))
 
@@ -389,6 +435,8 @@ class FakeServer:
         with self._lock:
             self.requests.append(request)
             item = self._queue.popleft() if self._queue else None
+            if item is None and self.silent_forever:
+                item = Silent()
             if item is None:
                 self.unexpected.append(request)
         if item is None:
@@ -404,6 +452,8 @@ class FakeServer:
             item = item.reply
         if isinstance(item, Disconnect):
             return Rendered(status=0, headers=[], disconnect=True)
+        if isinstance(item, Silent):
+            return Rendered(status=0, headers=[], silent=True)
         if isinstance(item, Raw):
             return Rendered(item.status, list(item.headers), body=item.body)
         if isinstance(item, Failure):

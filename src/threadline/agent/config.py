@@ -42,6 +42,7 @@ from threadline.agent.tools import BUILTIN_TOOLS
 from threadline.context.builder import DEFAULT_MEMORY_SHARE
 from threadline.context.policy import ContextPolicy
 from threadline.errors import ConfigError, InvalidSessionId, ThreadlineError, UsageError
+from threadline.llm.base import DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_TIMEOUT
 from threadline.store.base import DEFAULT_AGENT, validate_agent
 
 APP_NAME = "threadline"
@@ -86,6 +87,12 @@ class ModelConfig(_Config):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, gt=0)
     """Cap on the reply's length; None leaves it to the provider."""
+    timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0)
+    """Seconds one whole model request may take (a long reply from a slow local model
+    can take minutes)."""
+    first_byte_timeout: float = Field(default=DEFAULT_FIRST_BYTE_TIMEOUT, gt=0)
+    """Seconds to wait for a reply's first byte, and for each next chunk: a server that
+    accepted the request and sends nothing is given up on (and retried) after this."""
 
     @property
     def spec(self) -> str:

@@ -72,6 +72,7 @@ from threadline.context.builder import ContextReport, ContextWindow, Section, bu
 from threadline.context.policy import ContextPolicy
 from threadline.errors import ContextLengthExceeded, ModelError, UsageError
 from threadline.llm.base import ChatModel, ChatRequest, ChatResponse
+from threadline.llm.cancel import CallCancelled
 from threadline.llm.registry import resolve_model
 from threadline.messages import ImagePart, Message, ToolCall, Usage
 from threadline.store.base import LockHolder, Session, Store
@@ -345,7 +346,10 @@ class Agent:
         """The chat model, resolved from the config on first use (may raise
         ``MissingCredentials`` or ``ConfigError`` naming what to set)."""
         if self._model is None:
-            overrides: dict[str, Any] = {}
+            overrides: dict[str, Any] = {
+                "timeout": self.config.model.timeout,
+                "first_byte_timeout": self.config.model.first_byte_timeout,
+            }
             if self.config.model.base_url:
                 overrides["base_url"] = self.config.model.base_url
             self._model = resolve_model(self.model_spec, **overrides)
@@ -540,9 +544,11 @@ class Agent:
     ) -> TurnResult:
         """Run one user turn to its end; see the module docstring for the steps.
 
-        Setting ``cancel`` (from another thread) stops the turn cooperatively: a streamed
-        reply ends where it is (stored once, marked interrupted), otherwise the turn
-        stops at the next step boundary, and the result says ``stopped="cancelled"``."""
+        Setting ``cancel`` (from another thread) stops the turn: the model request in
+        flight is closed (a ``CancelToken`` at once, a plain event within a tenth of a
+        second; a model without HTTP stops at its next piece), the reply so far is stored
+        once, marked interrupted, and the result says ``stopped="cancelled"``; between
+        steps the turn stops at the next step boundary."""
         message = _user_message(user)
         self._cancel = cancel
         limit = max_steps if max_steps is not None else self.config.max_steps
@@ -662,25 +668,32 @@ class Agent:
             tools=window.tools,
             temperature=self.config.model.temperature,
             max_tokens=self.config.model.max_tokens,
+            cancel=self._cancel,
         )
 
     def _send(
         self, window: ContextWindow, stream: Callable[[str], None] | None, recovery: list[str]
     ) -> _Call:
         started = time.perf_counter()
+        pieces: list[str] = []
         if stream is None:
-            response = self.model.complete(self._request(window))
+            try:
+                response = self.model.complete(self._request(window))
+            except CallCancelled:
+                raise _Cancelled("", window) from None
         else:
             final: ChatResponse | None = None
-            pieces: list[str] = []
-            for item in self.model.stream(self._request(window)):
-                if self._cancel is not None and self._cancel.is_set():
-                    raise _Cancelled("".join(pieces), window)
-                if isinstance(item, ChatResponse):
-                    final = item
-                elif item:
-                    pieces.append(item)
-                    stream(item)
+            try:
+                for item in self.model.stream(self._request(window)):
+                    if self._cancel is not None and self._cancel.is_set():
+                        raise _Cancelled("".join(pieces), window)
+                    if isinstance(item, ChatResponse):
+                        final = item
+                    elif item:
+                        pieces.append(item)
+                        stream(item)
+            except CallCancelled:  # the provider closed the request in flight
+                raise _Cancelled("".join(pieces), window) from None
             if final is None:
                 raise ModelError(f"{self.model_spec}: the stream ended without a final reply")
             response = final

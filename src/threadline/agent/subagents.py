@@ -10,11 +10,12 @@ its final answer is the tool result, and its messages stay in its own session.
 
 The tool is ``concurrent``: several ``task`` calls in one reply run at the same time
 (the turn loop's bounded thread pool). The child shares the parent's cancel event,
-so cancelling the parent stops every running child at its next streamed piece or
-step; the child's reply is stored (marked interrupted) and its ``task`` call gets an
-error result, so both sessions stay valid. Whatever goes wrong in a child (an agent
-that does not load, a model error, the step limit, a child nested too deep) is an
-error result the parent's model reads, never an exception in the parent's turn.
+so cancelling the parent closes every running child's model request at once (or
+stops it at its next step); the child's reply is stored (marked interrupted) and its
+``task`` call gets an error result, so both sessions stay valid. Whatever goes wrong
+in a child (an agent that does not load, a model error, the step limit, a child nested
+too deep) is an error result the parent's model reads, never an exception in the
+parent's turn.
 
 A child's events reach the parent's ``on_event`` as ``subagent_event`` (the child's
 ``session_id`` with the event's name and payload), between ``subagent_started`` and

@@ -186,7 +186,7 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic]):
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         kwargs = self._request_kwargs(request)
-        reply = self._call(lambda: self._client.messages.create(**kwargs))
+        reply = self._call(lambda: self._client.messages.create(**kwargs), request.cancel)
         usage = usage_from_anthropic(reply.usage)
         name = reply.model or self.model
         blocks = [block.model_dump(exclude_none=True) for block in reply.content]
@@ -203,7 +203,7 @@ class AnthropicChatModel(SDKChatModel[anthropic.Anthropic]):
         kwargs["stream"] = True
         # An "overloaded" error event before any text is retried like an error status.
         acc = yield from self._stream_text(
-            lambda: self._client.messages.create(**kwargs), _StreamAssembler
+            lambda: self._client.messages.create(**kwargs), _StreamAssembler, request.cancel
         )
         usage = usage_from_anthropic(acc.usage)
         name = acc.model or self.model

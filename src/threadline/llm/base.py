@@ -8,11 +8,19 @@ the same final reply. Everything crossing this boundary is a threadline
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from threadline.messages import Message, Usage
+
+DEFAULT_TIMEOUT = 600.0
+"""Seconds for one whole model request (a long reply from a slow local model can take
+minutes)."""
+DEFAULT_FIRST_BYTE_TIMEOUT = 60.0
+"""Seconds to wait for the first byte of a reply, and for each next chunk: a server that
+accepted the request and then says nothing is given up on (and retried) after this."""
 
 
 @dataclass(slots=True)
@@ -26,6 +34,9 @@ class ChatRequest:
     tool_choice: str | None = None
     """``"none"`` forbids tool use (the summarizer sets it); None leaves it to the model."""
     extra: dict[str, Any] = field(default_factory=dict)
+    cancel: threading.Event | None = None
+    """Set from another thread to end the call: a provider that can closes the request in
+    flight (``threadline.llm.cancel``) and raises ``CallCancelled``."""
 
 
 @dataclass(slots=True)

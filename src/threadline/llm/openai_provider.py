@@ -152,7 +152,9 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI]):
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         kwargs = self._request_kwargs(request)
-        completion = self._call(lambda: self._client.chat.completions.create(**kwargs))
+        completion = self._call(
+            lambda: self._client.chat.completions.create(**kwargs), request.cancel
+        )
         if not completion.choices:
             raise ModelError(f"{self._where()}: the reply had no choices")
         choice = completion.choices[0]
@@ -183,7 +185,9 @@ class OpenAIChatModel(SDKChatModel[openai.OpenAI]):
             kwargs["stream_options"] = {"include_usage": True}
         # An error event before any text is retried like an error status.
         acc = yield from self._stream_text(
-            lambda: self._client.chat.completions.create(**kwargs), _StreamAssembler
+            lambda: self._client.chat.completions.create(**kwargs),
+            _StreamAssembler,
+            request.cancel,
         )
         try:
             calls = acc.tool_calls()

@@ -21,10 +21,13 @@ import email.utils
 import logging
 import math
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
+
+from threadline.llm.cancel import CallCancelled
 
 log = logging.getLogger("threadline.llm")
 
@@ -144,19 +147,26 @@ def call_with_retries(
     policy: RetryPolicy,
     classify: Callable[[BaseException], Retryable | None],
     on_retry: Callable[[RetryEvent], None] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> T:
     """Call ``fn`` until it succeeds, fails for good, or the retries run out.
 
     An error ``classify`` returns None for is re-raised untouched. When the
     policy is spent (or the server asks for too long a wait) ``RetriesExhausted``
-    is raised from the last error, for the provider to translate.
+    is raised from the last error, for the provider to translate. Once ``cancel``
+    is set nothing is retried or waited for: ``CallCancelled`` is raised (from the
+    error the aborted attempt ended with, if any).
     """
     retry_number = 0
     while True:
+        if cancel is not None and cancel.is_set():
+            raise CallCancelled("the model call was cancelled")
         try:
             return fn()
         except Exception as exc:
+            if cancel is not None and cancel.is_set():
+                raise CallCancelled("the model call was cancelled") from exc
             verdict = classify(exc)
             if verdict is None:
                 raise
@@ -187,7 +197,12 @@ def call_with_retries(
             )
             if on_retry is not None:
                 on_retry(event)
-            sleep(delay)
+            if sleep is not None:
+                sleep(delay)
+            elif cancel is not None:
+                cancel.wait(delay)  # a cancel ends the wait; the loop's check raises
+            else:
+                time.sleep(delay)
 
 
 def retryable_status(

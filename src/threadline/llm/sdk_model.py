@@ -4,7 +4,10 @@ Both find the key the same way, turn the SDK's own retries off and retry through
 ``threadline.llm.retry``, turn every SDK exception into a ``ModelError`` with the
 same wording for timeouts, unreachable servers, rejected keys and unknown models,
 and read a stream ahead to its first text inside the retry, so that a failure
-before anything was shown is retried and one after it is raised. A provider
+before anything was shown is retried and one after it is raised. A request's
+``cancel`` token shuts its connection down at once (``threadline.llm.abort``), and
+``timeout`` bounds the whole request while ``first_byte_timeout`` bounds each wait
+for data (a model that accepted the request and sends nothing). A provider
 supplies its SDK's client and exception classes and what is its own: the request
 body, the reply, and how its error bodies read.
 """
@@ -13,10 +16,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any, ClassVar, Generic, Protocol, Self, TypedDict, TypeVar
 
+import httpx2
+
 from threadline.errors import MissingCredentials, ModelError
+from threadline.llm.abort import CallScope, abortable_transport, model_timeout
+from threadline.llm.base import DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_TIMEOUT
+from threadline.llm.cancel import CallCancelled, on_cancel
 from threadline.llm.retry import (
     RetriesExhausted,
     Retryable,
@@ -25,8 +34,8 @@ from threadline.llm.retry import (
     call_with_retries,
 )
 
-DEFAULT_TIMEOUT = 600.0
-"""Seconds for one request (a long reply from a slow local model can take minutes)."""
+CONNECT_TIMEOUT = 10.0
+"""Seconds to open a connection (at most the whole request's)."""
 KEYLESS_PLACEHOLDER = "not-needed"
 """Sent as the key to servers that need none (Ollama, llama.cpp); the SDK insists on one."""
 
@@ -37,6 +46,7 @@ class SDKOptions(TypedDict, total=False):
     api_key: str | None
     base_url: str | None
     timeout: float
+    first_byte_timeout: float
     retry: RetryPolicy | None
     max_retries: int | None
     on_retry: Callable[[RetryEvent], None] | None
@@ -106,6 +116,7 @@ class SDKChatModel(Generic[ClientT]):
         api_key: str | None = None,
         base_url: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        first_byte_timeout: float = DEFAULT_FIRST_BYTE_TIMEOUT,
         retry: RetryPolicy | None = None,
         max_retries: int | None = None,
         on_retry: Callable[[RetryEvent], None] | None = None,
@@ -113,7 +124,10 @@ class SDKChatModel(Generic[ClientT]):
     ) -> None:
         """The key is ``api_key``, else the ``api_key_env`` variable; when neither is set
         a keyless server gets a placeholder and any other raises ``MissingCredentials``.
-        ``max_retries`` overrides the one of ``retry``."""
+        ``max_retries`` overrides the one of ``retry``. ``timeout`` bounds one whole
+        request, ``first_byte_timeout`` each wait for data within it."""
+        if not (timeout > 0 and first_byte_timeout > 0):
+            raise ValueError("timeout and first_byte_timeout must be > 0 seconds")
         self.model = model
         self.provider = provider
         key = api_key or (os.environ.get(api_key_env) if api_key_env else None)
@@ -127,12 +141,20 @@ class SDKChatModel(Generic[ClientT]):
         self.retry = policy
         self.on_retry = on_retry
         self._api_key_env = api_key_env
+        self.timeout = timeout
+        self.first_byte_timeout = first_byte_timeout
+        limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
         self._client = client_class(
             api_key=key,
             base_url=base_url,
-            timeout=timeout,
+            timeout=model_timeout(timeout, first_byte_timeout, CONNECT_TIMEOUT),
             max_retries=0,
             default_headers=dict(default_headers) if default_headers else None,
+            http_client=httpx2.Client(
+                transport=abortable_transport(limits=limits),
+                limits=limits,
+                follow_redirects=True,
+            ),
         )
         self.base_url = str(self._client.base_url).rstrip("/")
 
@@ -151,11 +173,31 @@ class SDKChatModel(Generic[ClientT]):
 
     # -- for the providers ----------------------------------------------------------
 
-    def _call(self, fn: Callable[[], Any]) -> Any:
-        """``fn()`` under the retry policy; an SDK exception leaves translated."""
+    def _call(
+        self,
+        fn: Callable[[], Any],
+        cancel: threading.Event | None = None,
+        scope: CallScope | None = None,
+    ) -> Any:
+        """``fn()`` under the retry policy, each attempt in ``scope`` (its deadline
+        restarted) and shut down when ``cancel`` is set; an SDK exception leaves
+        translated, a cancelled call as ``CallCancelled``."""
+        own = scope is None
+        scope = scope or CallScope(self.timeout)
+        forget = on_cancel(cancel, scope.abort) if own else _nothing
+
+        def attempt() -> Any:
+            scope.restart()
+            with scope.active():
+                return fn()
+
         try:
             return call_with_retries(
-                fn, policy=self.retry, classify=self._classify, on_retry=self.on_retry
+                attempt,
+                policy=self.retry,
+                classify=self._classify,
+                on_retry=self.on_retry,
+                cancel=cancel,
             )
         except RetriesExhausted as exc:
             cause = exc.__cause__
@@ -163,23 +205,48 @@ class SDKChatModel(Generic[ClientT]):
             raise self._translate(cause, note=str(exc)) from cause
         except self.sdk_error as exc:
             raise self._translate(exc) from exc
+        finally:
+            forget()
 
     def _stream_text(
-        self, create: Callable[[], _EventStream], assembler: Callable[[], AssemblerT]
+        self,
+        create: Callable[[], _EventStream],
+        assembler: Callable[[], AssemblerT],
+        cancel: threading.Event | None = None,
     ) -> Generator[str, None, AssemblerT]:
-        """Yield a stream's text as it arrives; return the assembler that saw all of it."""
-        opened: _OpenStream[AssemblerT] = self._call(lambda: _open(create(), assembler()))
+        """Yield a stream's text as it arrives; return the assembler that saw all of it.
+
+        The stream is read in the call's scope, so a cancel shuts it down between
+        pieces as well as before the first."""
+        scope = CallScope(self.timeout)
+        forget = on_cancel(cancel, scope.abort)
+        try:
+            opened: _OpenStream[AssemblerT] = self._call(
+                lambda: _open(create(), assembler()), cancel, scope
+            )
+        except BaseException:
+            forget()
+            raise
         acc = opened.assembler
         try:
             if opened.first_text:
                 yield opened.first_text
-            for event in opened.events:
+            while True:
+                with scope.active():
+                    event = next(opened.events, _END)
+                if event is _END:
+                    break
                 text = acc.add(event)
                 if text:
                     yield text
-        except self.sdk_error as exc:
+        except (self.sdk_error, httpx2.TransportError) as exc:
+            if cancel is not None and cancel.is_set():
+                raise CallCancelled("the model call was cancelled") from exc
+            if isinstance(exc, httpx2.TransportError):
+                raise ModelError(f"{self._where()}: the stream broke off: {exc}") from exc
             raise self._translate(exc) from exc
         finally:
+            forget()
             opened.stream.close()
         return acc
 
@@ -226,6 +293,14 @@ class SDKChatModel(Generic[ClientT]):
     def _classify_reply(self, exc: BaseException) -> Retryable | None:
         """Whether an SDK exception about what the server answered is worth a retry."""
         raise NotImplementedError
+
+
+_END = object()
+"""What ``next`` gives at the end of a stream."""
+
+
+def _nothing() -> None:
+    return None
 
 
 def _open(stream: _EventStream, acc: AssemblerT) -> _OpenStream[AssemblerT]:

@@ -10,7 +10,11 @@ lease (10 minutes) never lapses under a cached agent; the app calls it with
 ``evict_idle`` from its sweeper.
 
 A turn runs in a worker thread (the agent loop is synchronous); its events go
-to the session's ``EventLog``; one turn per session at a time.
+to the session's ``EventLog``; one turn per session at a time. Its cancel token is
+shared with every subagent under it: cancelling closes each model request in flight,
+so ``turn_finished`` follows at once even when a model sends nothing. ``close``
+(shutdown, SIGTERM) cancels every running turn at once, then waits for all of them
+together, at most ``JOIN_SECONDS``.
 
 Several servers over one store (PostgreSQL) share sessions through that lock:
 a prompt for a session whose agent another server caches is refused at once
@@ -33,6 +37,7 @@ from typing import Any
 from threadline.agent import Agent
 from threadline.agent.loop import TurnResult
 from threadline.errors import ConfigError, MissingCredentials, SessionLocked, ThreadlineError
+from threadline.llm.cancel import CancelToken
 from threadline.messages import Message
 from threadline.report.context import checkpoint_number
 from threadline.server.config import ServerConfig
@@ -45,7 +50,8 @@ logger = logging.getLogger(__name__)
 
 RESULT_PREVIEW_CHARS = 2000
 """A tool result's event carries this much of its text; the store has all of it."""
-JOIN_SECONDS = 30.0
+JOIN_SECONDS = 10.0
+"""How long ``close`` waits, in all, for the cancelled turns to store their ends."""
 HELD_ELSEWHERE = "held_elsewhere"
 """First event of a stream opened on a server while another one holds the session: that
 server runs its turns, so this stream sees none of their events."""
@@ -109,7 +115,7 @@ class CachedAgent:
     last_used: float
     running: bool = False
     thread: threading.Thread | None = field(default=None, repr=False)
-    cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    cancel: CancelToken = field(default_factory=CancelToken, repr=False)
 
 
 class AgentRunner:
@@ -213,11 +219,16 @@ class AgentRunner:
                 logger.warning("could not renew the lock of %s: %s", entry.session_id, exc)
 
     def close(self) -> None:
-        """Wait for running turns, then evict everything."""
+        """Cancel every running turn at once, wait for them together (``JOIN_SECONDS`` in
+        all), then evict everything."""
         with self._lock:
-            threads = [e.thread for e in self._cache.values() if e.thread is not None]
+            running = [e for e in self._cache.values() if e.running]
+            threads = [e.thread for e in running if e.thread is not None]
+        for entry in running:
+            entry.cancel.set()
+        deadline = time.monotonic() + JOIN_SECONDS
         for thread in threads:
-            thread.join(JOIN_SECONDS)
+            thread.join(max(deadline - time.monotonic(), 0.0))
         with self._lock:
             entries = list(self._cache.values())
             self._cache.clear()
@@ -260,14 +271,14 @@ class AgentRunner:
                 )
             entry = self.get(session_id, model_spec)
             entry.running = True
-            entry.cancel = threading.Event()
+            entry.cancel = CancelToken()
             return entry
 
     def cancel_turn(self, session_id: str) -> bool:
-        """Ask the session's running turn to stop (``agent.cancel``): a streamed reply
-        ends where it is, stored once and marked interrupted, else the turn stops at its
-        next step; ``turn_finished`` then says ``stopped: cancelled``. False when no
-        turn of that session runs here."""
+        """Stop the session's running turn (``agent.cancel``): the model requests in
+        flight (its own and its subagents') are closed, the reply so far is stored once
+        and marked interrupted, else the turn stops at its next step; ``turn_finished``
+        then says ``stopped: cancelled``. False when no turn of that session runs here."""
         with self._lock:
             entry = self._cache.get(session_id)
             if entry is None or not entry.running:

@@ -344,7 +344,43 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         pass
-    return process_state(pid) != "Z"
+    return process_state(pid) not in DEAD_STATES and not killed(pid)
+
+
+DEAD_STATES = frozenset({"Z", "X", "x"})
+"""Zombie, and dead (``X``, ``x``): gone but for its entry in the process table."""
+SIGKILL_BIT = 1 << (9 - 1)
+"""SIGKILL in ``/proc/<pid>/status``'s pending-signal masks (signal n is bit n-1)."""
+PF_EXITING = 0x4
+"""The kernel's per-task flag, in ``/proc/<pid>/stat``, of a process inside ``exit``."""
+
+
+def killed(pid: int) -> bool:
+    """Whether ``pid`` has been sent SIGKILL or is exiting: it still answers ``kill(pid,
+    0)`` while the kernel frees its memory (a second or more for a large server on a busy
+    host) but will never run again, so its lock must not hold anyone off meanwhile.
+    False where there is no ``/proc`` to tell."""
+    base = os.path.join(PROC_ROOT, str(pid))
+    try:
+        with open(os.path.join(base, "status"), encoding="ascii", errors="replace") as f:
+            status = f.read()
+        with open(os.path.join(base, "stat"), "rb") as f:
+            stat_line = f.read()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        name, _, value = line.partition(":")
+        if name in ("SigPnd", "ShdPnd"):
+            try:
+                if int(value.strip(), 16) & SIGKILL_BIT:
+                    return True
+            except ValueError:
+                continue
+    fields = stat_line[stat_line.rfind(b")") + 1 :].split()
+    try:
+        return len(fields) > 6 and bool(int(fields[6]) & PF_EXITING)
+    except ValueError:
+        return False
 
 
 def process_state(pid: int) -> str | None:
