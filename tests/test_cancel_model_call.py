@@ -23,6 +23,7 @@ import pytest
 from tests import llm_cases
 from tests.fakes import FakeOpenAI, FakeServer
 from tests.llm_cases import ANTHROPIC, OPENAI, ProviderCase
+from tests.test_server import wait_for as server_wait_for
 from threadline import open_store
 from threadline.agent import Agent, AgentConfig
 from threadline.errors import ModelError
@@ -42,12 +43,7 @@ srv = llm_cases.srv  # fixture
 
 
 def wait_for(check: Callable[[], Any], timeout: float = ANSWER_WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.005)
+    return server_wait_for(check, timeout)
 
 
 def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
@@ -259,9 +255,12 @@ TURNS_HANGING = 3
 TOKEN = "cancel-test-token-0123456789"
 
 
-def test_sigterm_with_three_hanging_turns_exits_promptly(
+def test_over_http_cancel_frees_the_session_at_once_and_sigterm_ends_three_hanging_turns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The issue's reproduction against ``threadline serve``: before, the next prompt got
+    409 for as long as the model stayed silent (75 s), and SIGTERM of a server with three
+    such turns took 90 s."""
     from tests.serve_cli import start_serve
 
     with FakeOpenAI() as srv:
@@ -273,32 +272,48 @@ def test_sigterm_with_three_hanging_turns_exits_promptly(
             client = httpx.Client(
                 base_url=live.base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
             )
+
+            def prompt(sid: str) -> httpx.Response:
+                body = {"text": "hi", "model": "openai/gpt-4o"}
+                return client.post(f"/v1/sessions/{sid}/prompt", json=body)
+
             sids = []
             for n in range(TURNS_HANGING):
                 created = client.post(
                     "/v1/sessions", json={"workerId": "w", "workspaceId": f"ws{n}"}
                 )
                 assert created.status_code == 201, created.text
-                sid = created.json()["sessionId"]
-                r = client.post(
-                    f"/v1/sessions/{sid}/prompt", json={"text": "hi", "model": "openai/gpt-4o"}
-                )
-                assert r.status_code == 202, r.text
-                sids.append(sid)
+                sids.append(created.json()["sessionId"])
+            first = sids[0]
+            assert prompt(first).status_code == 202
+            assert wait_for(lambda: srv.silent_open == 1), live.output()
+            cancelled_at = time.monotonic()
+            assert client.post(f"/v1/sessions/{first}/cancel").json()["cancelled"] is True
+            refused = 0
+            while (answer := prompt(first)).status_code == 409:
+                refused += 1
+                assert time.monotonic() - cancelled_at < BOUND, answer.text
+            freed = time.monotonic() - cancelled_at
+            assert answer.status_code == 202, answer.text
+            print(f"\ncancel -> next prompt accepted over HTTP: {freed * 1000:.0f} ms;", end=" ")
+            print(f"{refused} prompt(s) refused with 409 meanwhile")
+            for sid in sids[1:]:
+                assert prompt(sid).status_code == 202
             client.close()
             assert wait_for(lambda: srv.silent_open == TURNS_HANGING), live.output()
             started = time.monotonic()
             live.proc.send_signal(signal.SIGTERM)
             live.proc.wait(60)
             took = time.monotonic() - started
-        print(f"\nSIGTERM with {TURNS_HANGING} hanging turns: exited in {took:.2f} s")
+        print(f"SIGTERM with {TURNS_HANGING} hanging turns: exited in {took:.2f} s")
         assert took < 15.0, live.output()
-        assert wait_for(lambda: len(srv.hung_up) == TURNS_HANGING)
+        assert wait_for(lambda: len(srv.hung_up) == TURNS_HANGING + 1)
     store = open_store(store_url)
     try:
+        roles = {sid: [m.role for m in store.get_session(sid).messages()] for sid in sids}
+        assert roles[first] == ["user", "assistant"] * 2
+        assert all(roles[sid] == ["user", "assistant"] for sid in sids[1:])
         for sid in sids:
-            messages = store.get_session(sid).messages()
-            assert [m.role for m in messages] == ["user", "assistant"]
-            assert messages[1].metadata["interrupted"] is True
+            assert store.get_session(sid).messages()[-1].metadata["interrupted"] is True
     finally:
         store.close()
