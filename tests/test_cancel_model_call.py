@@ -140,6 +140,32 @@ def test_model_config_names_both_timeouts() -> None:
         agent.close()
 
 
+def test_a_cancelled_turn_closes_its_summarizers_request_too() -> None:
+    """A turn that compacts mid-turn with a model summarizer waits on that model too."""
+    from threadline.compaction.llm import LLMSummarizer
+
+    with FakeOpenAI() as srv:
+        srv.silent_forever = True
+        model = OpenAIChatModel("gpt-4o", api_key="test", base_url=srv.url)
+        config = AgentConfig.model_validate(
+            {"name": "a", "model": "openai/gpt-4o", "summarizer": "hybrid"}
+        )
+        agent = Agent(config, store=open_store("memory://"), model=model)
+        summarizer = agent.compactor.summarizer
+        llm = getattr(summarizer, "llm", None)
+        assert isinstance(llm, LLMSummarizer) and llm.cancel is not None
+        assert llm.cancel() is None  # outside a turn: nothing to cancel
+        token = CancelToken()
+        llm.cancel = lambda: token  # what the agent's getter gives inside a turn
+        thread, out = in_thread(lambda: llm.summarize([Message.user("a fact: port 8080")]))
+        assert wait_for(lambda: srv.silent_open == 1)
+        token.set()
+        thread.join(BOUND)
+        assert not thread.is_alive() and isinstance(out.get("error"), CallCancelled)
+        assert wait_for(lambda: srv.hung_up)
+        model.close()
+
+
 # -- the server's turns ------------------------------------------------------------------
 
 
