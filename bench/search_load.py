@@ -9,16 +9,25 @@ prints the process's RSS before and at its peak (sampled every 20 ms) and each
 search's time, beside a peer measured in the same run: reading every message once with
 redis-py and ``json.loads`` (the least any scan must do).
 
+``--server`` runs the searches as ``GET /v1/search`` against a ``threadline serve`` of
+the same library (a subprocess, its RSS sampled the same way), and counts the answers
+by status: a server now runs a few searches at once and refuses the rest with 429.
+
     python bench/search_load.py [--messages 100000] [--concurrent 10] [--query 'e*']
-    python bench/compare.py --base e2f21e4 -- bench/search_load.py
+    python bench/compare.py --base e2f21e4 -- bench/search_load.py [--server]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
+import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -32,8 +41,13 @@ WORDS = "every error entry echoes each event; engineers expect eventual exits"
 BATCH = 1000
 
 
-def rss_mb() -> float:
-    with open(f"/proc/{os.getpid()}/status") as f:
+TOKEN = "bench-search-token-0123456789"
+SERVE = [sys.executable, "-m", "threadline.cli.app", "serve"]
+BANNER = re.compile(r"threadline server on (http://\S+)")
+
+
+def rss_mb(pid: int | None = None) -> float:
+    with open(f"/proc/{pid or os.getpid()}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
@@ -43,14 +57,15 @@ def rss_mb() -> float:
 class PeakRSS:
     """The highest RSS seen while the block runs."""
 
-    def __init__(self) -> None:
-        self.peak = rss_mb()
+    def __init__(self, pid: int | None = None) -> None:
+        self.pid = pid
+        self.peak = rss_mb(pid)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self) -> None:
         while not self._stop.wait(0.02):
-            self.peak = max(self.peak, rss_mb())
+            self.peak = max(self.peak, rss_mb(self.pid))
 
     def __enter__(self) -> PeakRSS:
         self._thread.start()
@@ -59,7 +74,7 @@ class PeakRSS:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, rss_mb())
+        self.peak = max(self.peak, rss_mb(self.pid))
 
 
 def fill(url: str, messages: int, sessions: int) -> None:
@@ -107,6 +122,76 @@ def raw_read_seconds(redis_url: str) -> float:
     return time.perf_counter() - started
 
 
+def serve(url: str, home: str) -> tuple[subprocess.Popen[str], str]:
+    """``threadline serve`` on ``url`` (a free port), once it listens."""
+    env = {**os.environ, "THREADLINE_CONFIG_DIR": home}
+    env.pop("THREADLINE_SERVER_TOKEN", None)
+    proc = subprocess.Popen(
+        [*SERVE, "--store", url, "--port", "0", "--token", TOKEN],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    base = None
+    for line in proc.stdout:
+        found = BANNER.search(line)
+        base = found.group(1) if found else base
+        if "Uvicorn running on" in line:
+            break
+    if base is None or proc.poll() is not None:
+        raise SystemExit("threadline serve did not start")
+    stdout = proc.stdout
+    threading.Thread(target=lambda: [None for _ in stdout], daemon=True).start()
+    return proc, base
+
+
+def over_http(url: str, query: str, concurrent: int) -> None:
+    import httpx
+
+    with tempfile.TemporaryDirectory() as home:
+        proc, base = serve(url, home)
+        try:
+            statuses: list[int] = []
+            times: list[float] = []
+            lock = threading.Lock()
+
+            def one() -> None:
+                started = time.perf_counter()
+                r = httpx.get(
+                    f"{base}/v1/search",
+                    params={"q": query, "limit": 20},
+                    headers={"Authorization": f"Bearer {TOKEN}"},
+                    timeout=600,
+                )
+                with lock:
+                    statuses.append(r.status_code)
+                    times.append(time.perf_counter() - started)
+
+            before = rss_mb(proc.pid)
+            started = time.perf_counter()
+            with PeakRSS(proc.pid) as peak:
+                threads = [threading.Thread(target=one) for _ in range(concurrent)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+            wall = time.perf_counter() - started
+        finally:
+            proc.terminate()
+            proc.wait(60)
+    counted = ", ".join(f"{n} x {s}" for s, n in sorted(collections.Counter(statuses).items()))
+    print(f"{concurrent} concurrent GET /v1/search?q={query} against threadline serve")
+    print(f"  answers: {counted}")
+    grew = peak.peak - before
+    print(f"  server RSS before {before:.0f} MB, peak {peak.peak:.0f} MB: +{grew:.0f} MB")
+    print(
+        f"  per request: median {statistics.median(times):.2f} s, max {max(times):.2f} s; "
+        f"all done in {wall:.2f} s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
@@ -114,9 +199,13 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--concurrent", type=int, default=10)
     parser.add_argument("--query", default="e*")
+    parser.add_argument("--server", action="store_true", help="through threadline serve")
     args = parser.parse_args()
     url = f"{args.redis}?prefix={PREFIX}"
     fill(url, args.messages, args.sessions)
+    if args.server:
+        over_http(url, args.query, args.concurrent)
+        return
     peer = raw_read_seconds(args.redis)
 
     store = open_store(url)
