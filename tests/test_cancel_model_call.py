@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests import llm_cases
 from tests.fakes import FakeOpenAI, FakeServer
@@ -59,6 +61,36 @@ def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread, out
+
+
+# -- the token -----------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["add", "forget", "set"]), max_size=30))
+def test_every_callback_still_registered_runs_exactly_once(steps: list[str]) -> None:
+    """Whatever the order of registering, unregistering and setting (again): a callback
+    runs once if it was registered and not forgotten before the set, at once if the
+    token was already set, and never twice."""
+    token = CancelToken()
+    runs: list[int] = []
+    forgets: list[Callable[[], None]] = []
+    expected: set[int] = set()
+    for step in steps:
+        if step == "add":
+            n = len(forgets)
+            forgets.append(token.on_cancel(lambda n=n: runs.append(n)))
+            expected.add(n)
+        elif step == "forget" and forgets:
+            forgets[-1]()
+            if not token.is_set():
+                expected.discard(len(forgets) - 1)
+        elif step == "set":
+            token.set()
+    if not token.is_set():
+        assert runs == []
+        token.set()
+    assert sorted(runs) == sorted(expected)
 
 
 # -- the provider ------------------------------------------------------------------------
