@@ -19,10 +19,13 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests import llm_cases
 from tests.fakes import FakeOpenAI, FakeServer
 from tests.llm_cases import ANTHROPIC, OPENAI, ProviderCase
+from tests.test_server import wait_for as server_wait_for
 from threadline import open_store
 from threadline.agent import Agent, AgentConfig
 from threadline.errors import ModelError
@@ -42,12 +45,7 @@ srv = llm_cases.srv  # fixture
 
 
 def wait_for(check: Callable[[], Any], timeout: float = ANSWER_WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.005)
+    return server_wait_for(check, timeout)
 
 
 def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
@@ -63,6 +61,36 @@ def in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread, out
+
+
+# -- the token -----------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["add", "forget", "set"]), max_size=30))
+def test_every_callback_still_registered_runs_exactly_once(steps: list[str]) -> None:
+    """Whatever the order of registering, unregistering and setting (again): a callback
+    runs once if it was registered and not forgotten before the set, at once if the
+    token was already set, and never twice."""
+    token = CancelToken()
+    runs: list[int] = []
+    forgets: list[Callable[[], None]] = []
+    expected: set[int] = set()
+    for step in steps:
+        if step == "add":
+            n = len(forgets)
+            forgets.append(token.on_cancel(lambda n=n: runs.append(n)))
+            expected.add(n)
+        elif step == "forget" and forgets:
+            forgets[-1]()
+            if not token.is_set():
+                expected.discard(len(forgets) - 1)
+        elif step == "set":
+            token.set()
+    if not token.is_set():
+        assert runs == []
+        token.set()
+    assert sorted(runs) == sorted(expected)
 
 
 # -- the provider ------------------------------------------------------------------------
@@ -142,6 +170,32 @@ def test_model_config_names_both_timeouts() -> None:
         assert isinstance(model, OpenAIChatModel) and model.first_byte_timeout == 5.0
     finally:
         agent.close()
+
+
+def test_a_cancelled_turn_closes_its_summarizers_request_too() -> None:
+    """A turn that compacts mid-turn with a model summarizer waits on that model too."""
+    from threadline.compaction.llm import LLMSummarizer
+
+    with FakeOpenAI() as srv:
+        srv.silent_forever = True
+        model = OpenAIChatModel("gpt-4o", api_key="test", base_url=srv.url)
+        config = AgentConfig.model_validate(
+            {"name": "a", "model": "openai/gpt-4o", "summarizer": "hybrid"}
+        )
+        agent = Agent(config, store=open_store("memory://"), model=model)
+        summarizer = agent.compactor.summarizer
+        llm = getattr(summarizer, "llm", None)
+        assert isinstance(llm, LLMSummarizer) and llm.cancel is not None
+        assert llm.cancel() is None  # outside a turn: nothing to cancel
+        token = CancelToken()
+        llm.cancel = lambda: token  # what the agent's getter gives inside a turn
+        thread, out = in_thread(lambda: llm.summarize([Message.user("a fact: port 8080")]))
+        assert wait_for(lambda: srv.silent_open == 1)
+        token.set()
+        thread.join(BOUND)
+        assert not thread.is_alive() and isinstance(out.get("error"), CallCancelled)
+        assert wait_for(lambda: srv.hung_up)
+        model.close()
 
 
 # -- the server's turns ------------------------------------------------------------------
@@ -259,9 +313,12 @@ TURNS_HANGING = 3
 TOKEN = "cancel-test-token-0123456789"
 
 
-def test_sigterm_with_three_hanging_turns_exits_promptly(
+def test_over_http_cancel_frees_the_session_at_once_and_sigterm_ends_three_hanging_turns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The issue's reproduction against ``threadline serve``: before, the next prompt got
+    409 for as long as the model stayed silent (75 s), and SIGTERM of a server with three
+    such turns took 90 s."""
     from tests.serve_cli import start_serve
 
     with FakeOpenAI() as srv:
@@ -273,32 +330,48 @@ def test_sigterm_with_three_hanging_turns_exits_promptly(
             client = httpx.Client(
                 base_url=live.base, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
             )
+
+            def prompt(sid: str) -> httpx.Response:
+                body = {"text": "hi", "model": "openai/gpt-4o"}
+                return client.post(f"/v1/sessions/{sid}/prompt", json=body)
+
             sids = []
             for n in range(TURNS_HANGING):
                 created = client.post(
                     "/v1/sessions", json={"workerId": "w", "workspaceId": f"ws{n}"}
                 )
                 assert created.status_code == 201, created.text
-                sid = created.json()["sessionId"]
-                r = client.post(
-                    f"/v1/sessions/{sid}/prompt", json={"text": "hi", "model": "openai/gpt-4o"}
-                )
-                assert r.status_code == 202, r.text
-                sids.append(sid)
+                sids.append(created.json()["sessionId"])
+            first = sids[0]
+            assert prompt(first).status_code == 202
+            assert wait_for(lambda: srv.silent_open == 1), live.output()
+            cancelled_at = time.monotonic()
+            assert client.post(f"/v1/sessions/{first}/cancel").json()["cancelled"] is True
+            refused = 0
+            while (answer := prompt(first)).status_code == 409:
+                refused += 1
+                assert time.monotonic() - cancelled_at < BOUND, answer.text
+            freed = time.monotonic() - cancelled_at
+            assert answer.status_code == 202, answer.text
+            print(f"\ncancel -> next prompt accepted over HTTP: {freed * 1000:.0f} ms;", end=" ")
+            print(f"{refused} prompt(s) refused with 409 meanwhile")
+            for sid in sids[1:]:
+                assert prompt(sid).status_code == 202
             client.close()
             assert wait_for(lambda: srv.silent_open == TURNS_HANGING), live.output()
             started = time.monotonic()
             live.proc.send_signal(signal.SIGTERM)
             live.proc.wait(60)
             took = time.monotonic() - started
-        print(f"\nSIGTERM with {TURNS_HANGING} hanging turns: exited in {took:.2f} s")
+        print(f"SIGTERM with {TURNS_HANGING} hanging turns: exited in {took:.2f} s")
         assert took < 15.0, live.output()
-        assert wait_for(lambda: len(srv.hung_up) == TURNS_HANGING)
+        assert wait_for(lambda: len(srv.hung_up) == TURNS_HANGING + 1)
     store = open_store(store_url)
     try:
+        roles = {sid: [m.role for m in store.get_session(sid).messages()] for sid in sids}
+        assert roles[first] == ["user", "assistant"] * 2
+        assert all(roles[sid] == ["user", "assistant"] for sid in sids[1:])
         for sid in sids:
-            messages = store.get_session(sid).messages()
-            assert [m.role for m in messages] == ["user", "assistant"]
-            assert messages[1].metadata["interrupted"] is True
+            assert store.get_session(sid).messages()[-1].metadata["interrupted"] is True
     finally:
         store.close()

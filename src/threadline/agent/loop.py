@@ -67,7 +67,7 @@ from threadline.agent.skills import SKILL_TOOL, SkillSet, discover_skills
 from threadline.agent.subagents import TASK_TOOL, AgentFactory, Subagents, load_delegates
 from threadline.agent.tools import BUILTIN_TOOLS, ToolRegistry
 from threadline.compaction.compactor import CompactionResult, Compactor
-from threadline.compaction.llm import make_summarizer
+from threadline.compaction.llm import LLMSummarizer, make_summarizer
 from threadline.context.builder import ContextReport, ContextWindow, Section, build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import ContextLengthExceeded, ModelError, UsageError
@@ -369,7 +369,11 @@ class Agent:
         return self._compactor
 
     def _hook_memory(self, compactor: Compactor) -> Compactor:
-        """Flush pending memory extraction before ``compactor`` summarizes (once)."""
+        """Flush pending memory extraction before ``compactor`` summarizes (once), and let
+        a cancelled turn close its model summarizer's request."""
+        llm = getattr(compactor.summarizer, "llm", compactor.summarizer)
+        if isinstance(llm, LLMSummarizer) and llm.cancel is None:
+            llm.cancel = lambda: self._cancel
         if self.memory is not None:
             flush = self.memory.before_compaction
             if flush not in compactor.hooks.listeners("before_compaction"):
@@ -637,7 +641,8 @@ class Agent:
         self._cancel = None
         self._save_calibration(session, observations)
         compaction = None
-        if observations:
+        # a cancelled turn stops now: the next turn compacts if the history needs it
+        if observations and stopped != "cancelled":
             last = observations[-1]
             real_context = (
                 last.reported_input_tokens

@@ -442,6 +442,7 @@ def search(
             {
                 "query": query,
                 "total": page.total,
+                "total_exact": page.exact,
                 "offset": page.offset,
                 "items": [h.to_dict() for h in page],
             }
@@ -452,9 +453,14 @@ def search(
         console.print(search_table(page, width=console.width))
         first = page.offset + 1
         shown = f"{first}-{page.offset + len(page)}" if len(page) > 1 else f"{first}"
-        console.print(f"{shown} of {page.total} hits", style="dim")
+        console.print(f"{shown} of {page.total_text()} hits", style="dim")
     else:
-        console.print(f"0 of {page.total} hits", style="dim")
+        console.print(f"0 of {page.total_text()} hits", style="dim")
+    if not page.exact:
+        console.print(
+            "the search stopped at its time limit: these are the newest hits found by then",
+            style="dim",
+        )
 
 
 @app.command("export")

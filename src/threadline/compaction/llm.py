@@ -23,7 +23,8 @@ within a bound of values and words.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -248,6 +249,9 @@ class LLMSummarizer:
         self.counter = counter or counter_for(model.model)
         self.requests = 0
         """Requests sent so far (one per fold)."""
+        self.cancel: Callable[[], threading.Event | None] | None = None
+        """The running turn's cancel event, when an agent compacts mid-turn: cancelling
+        the turn closes the summarizer's request too."""
 
     @property
     def model_name(self) -> str:
@@ -377,6 +381,7 @@ class LLMSummarizer:
             temperature=self.temperature,
             max_tokens=self.max_output_tokens,
             tool_choice="none",
+            cancel=self.cancel() if self.cancel is not None else None,
         )
         response = self.model.complete(request)
         self.requests += 1

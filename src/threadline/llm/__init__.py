@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from threadline.llm.base import ChatModel, ChatRequest, ChatResponse
+from threadline.llm.cancel import CallCancelled, CancelToken
 from threadline.llm.registry import (
     PROVIDERS,
     ModelSpec,
@@ -30,6 +31,8 @@ __all__ = [
     "NO_RETRIES",
     "PROVIDERS",
     "AnthropicChatModel",
+    "CallCancelled",
+    "CancelToken",
     "ChatModel",
     "ChatRequest",
     "ChatResponse",

@@ -235,7 +235,8 @@ def _base_url(provider: ProviderSpec, override: str | None) -> str | None:
 def resolve_model(spec: str, **overrides: Any) -> ChatModel:
     """A ready ``ChatModel`` for ``spec``; ``overrides`` go to the provider's constructor.
 
-    Common overrides: ``api_key``, ``base_url``, ``timeout``, ``retry``,
+    Common overrides: ``api_key``, ``base_url``, ``timeout`` (the whole request),
+    ``first_byte_timeout`` (each wait for data), ``retry``,
     ``max_retries``, ``on_retry``. A missing key raises ``MissingCredentials``
     naming the variable to set; a missing SDK raises ``ConfigError`` naming the
     extra to install.

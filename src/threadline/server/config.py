@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from threadline.context.policy import ContextPolicy
 from threadline.demo.run import DEMO_MODEL_SPEC, DEMO_POLICY
 from threadline.server.events import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENT_BYTES
+from threadline.server.search_gate import DEFAULT_SEARCH_SLOTS, DEFAULT_SEARCH_WAIT
 from threadline.session_agent import SIMULATED_PROVIDER as SIMULATED_PROVIDER
 from threadline.session_agent import SIMULATED_TURNS as SIMULATED_TURNS
 
@@ -50,6 +51,9 @@ class ServerConfig:
     default_model: str = DEMO_MODEL_SPEC
     workspace_models: Mapping[str, str] = field(default_factory=dict)
     idle_seconds: float = DEFAULT_IDLE_SECONDS
+    search_slots: int = DEFAULT_SEARCH_SLOTS
+    """Searches this process runs at once; more wait ``search_wait`` s, then get 429."""
+    search_wait: float = DEFAULT_SEARCH_WAIT
     sweep_seconds: float = 60.0
     """How often idle agents are evicted and held locks renewed."""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -43,6 +43,7 @@ from threadline.server.config import (
 from threadline.server.events import ENDS_STREAM, EventHub
 from threadline.server.hooks import HookDispatcher
 from threadline.server.runner import AgentRunner, SessionBusy, TurnInProgress, holder_name
+from threadline.server.search_gate import SearchGate, TooManySearches
 from threadline.session_agent import session_agent
 from threadline.store import fork
 from threadline.store.base import (
@@ -84,6 +85,7 @@ class ProcedureError(ThreadlineError):
 
 ERRORS: Final[tuple[tuple[type[Exception], str, int], ...]] = (
     (SessionNotFound, "NOT_FOUND", 404),
+    (TooManySearches, "TOO_MANY_REQUESTS", 429),
     (SessionHasForks, "CONFLICT", 409),
     (UsageError, "BAD_REQUEST", 400),
     (ConfigError, "BAD_REQUEST", 400),
@@ -301,6 +303,10 @@ class Procedures:
     runner: AgentRunner
     hooks: HookDispatcher
     hub: EventHub
+    searches: SearchGate = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.searches = SearchGate(self.config.search_slots, self.config.search_wait)
 
     def model_for(self, workspace: str | None, asked: str | None = None) -> str:
         """A new session's model: the asked one > the workspace's > the server default."""
@@ -363,16 +369,19 @@ class Procedures:
                 return found
 
     def search(self, inp: SearchInput) -> dict[str, Any]:
-        """A page of hits across the store (or one session), newest first, with the total."""
+        """A page of hits across the store (or one session), newest first, with the total
+        (``totalExact`` false: a scanning store stopped at its time budget and the total
+        is a lower bound). At most ``search_slots`` run at once (``TooManySearches``)."""
         session_id = self.info(inp.sessionId).id if inp.sessionId is not None else None
-        page = self.store.search(
-            inp.q,
-            session_id=session_id,
-            agent=inp.agent,
-            role=inp.role,
-            limit=inp.limit,
-            offset=inp.offset,
-        )
+        with self.searches.slot():
+            page = self.store.search(
+                inp.q,
+                session_id=session_id,
+                agent=inp.agent,
+                role=inp.role,
+                limit=inp.limit,
+                offset=inp.offset,
+            )
         return {
             "hits": [
                 {
@@ -386,6 +395,7 @@ class Procedures:
                 for h in page
             ],
             "total": page.total,
+            "totalExact": page.exact,
             "offset": inp.offset,
             "limit": inp.limit,
         }

@@ -64,11 +64,13 @@ from threadline.server.procedures import (
     RenameInput,
     classify,
 )
+from threadline.server.search_gate import TooManySearches
 from threadline.store.base import (
     MAX_BOUND,
     MAX_PAGE_SIZE,
     Checkpoint,
     SearchHit,
+    SearchPage,
     Session,
     SessionInfo,
 )
@@ -77,6 +79,10 @@ HERE = Path(__file__).parent
 SESSIONS_PER_PAGE = 50
 MESSAGES_PER_PAGE = 100
 SEARCH_MAX = MAX_PAGE_SIZE
+STOPPED_EARLY = (
+    "The search stopped at its time limit: these are the newest matches found by then, "
+    "and there may be more (search for rarer words to see them all)."
+)
 """Search ranks at most this many hits; pages are cut from them."""
 ARGS_SHORT = 120
 SNIPPET_SHOWN = 300
@@ -305,9 +311,15 @@ class WebPages:
     def _search(self, q: str, offset: int, limit: int) -> HTMLResponse:
         wanted = min(SEARCH_MAX, offset + limit + 1)
         try:
-            found = self.procs.store.search(q, limit=wanted) if offset < SEARCH_MAX else []
+            if offset < SEARCH_MAX:
+                with self.procs.searches.slot():
+                    found = self.procs.store.search(q, limit=wanted)
+            else:
+                found = SearchPage()
         except NotSupported as exc:
             return self.render("list.html", 501, **_search_page(q, [], 0, limit, error=str(exc)))
+        except TooManySearches as exc:
+            return self.render("list.html", 429, **_search_page(q, [], 0, limit, error=str(exc)))
         titles: dict[str, str | None] = {}
         hits = []
         for h in found[offset : offset + limit]:
@@ -330,6 +342,7 @@ class WebPages:
                 limit,
                 prev_url=_page_url(q, offset - limit, limit) if offset > 0 else None,
                 next_url=_page_url(q, offset + limit, limit) if more else None,
+                note=None if found.exact else STOPPED_EARLY,
             ),
         )
 
@@ -426,6 +439,7 @@ def _search_page(
     error: str | None = None,
     prev_url: str | None = None,
     next_url: str | None = None,
+    note: str | None = None,
 ) -> dict[str, Any]:
     return {
         "rows": [],
@@ -435,6 +449,7 @@ def _search_page(
         "offset": offset,
         "limit": limit,
         "search_error": error,
+        "search_note": note,
         "prev_url": prev_url,
         "next_url": next_url,
         "deleted": None,

@@ -1033,12 +1033,28 @@ class SearchOptions(TypedDict, total=False):
 
 class SearchPage(list[SearchHit]):
     """One page of hits (a list, newest first) that also knows how many there are in
-    all (``total``) and where the page starts (``offset``)."""
+    all (``total``) and where the page starts (``offset``).
 
-    def __init__(self, hits: Iterable[SearchHit] = (), *, total: int = 0, offset: int = 0):
+    ``exact`` is False when a scanning backend stopped at its time budget: ``total``
+    is then the hits found so far, a lower bound ("more than N"), and the page is the
+    newest of those."""
+
+    def __init__(
+        self,
+        hits: Iterable[SearchHit] = (),
+        *,
+        total: int = 0,
+        offset: int = 0,
+        exact: bool = True,
+    ):
         super().__init__(hits)
         self.total = total
         self.offset = offset
+        self.exact = exact
+
+    def total_text(self) -> str:
+        """``"12"``, or ``"more than 12"`` when the total is a lower bound."""
+        return f"{self.total}" if self.exact else f"more than {self.total}"
 
 
 # -- the protocol ----------------------------------------------------------------

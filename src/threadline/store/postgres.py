@@ -77,6 +77,7 @@ from threadline.store.base import (
 from threadline.store.decode import decode_rows
 from threadline.store.records import Record
 from threadline.store.search_query import (
+    DEFAULT_SEARCH_TIMEOUT,
     Atom,
     SearchOptions,
     SearchPage,
@@ -86,7 +87,9 @@ from threadline.store.search_query import (
     hit_from_body,
     message_pieces,
     search_request,
+    search_timed_out,
 )
+from threadline.store.search_query import search_timeout as search_timeout_checked
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
@@ -123,10 +126,6 @@ SEARCH_TEXT_LIMIT = 100_000
 STORE_OPTIONS = ("schema", "pool_size", "pool_timeout", "search_timeout")
 """URL query options that are ours; every other option goes to libpq (which refuses
 what it does not know)."""
-MAX_SEARCH_TIMEOUT = 3600.0
-DEFAULT_SEARCH_TIMEOUT = 10.0
-"""Seconds the server gives one search before cancelling it (``statement_timeout``):
-a search the client gave up on must not go on using the server."""
 _SCHEMA_NAME_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 SHUTDOWN_STATES = frozenset({"57P01", "57P02", "57P03", "57P05"})
 """SQLSTATEs of a server that ended the session (admin shutdown or ``pg_terminate_backend``,
@@ -498,12 +497,7 @@ class PostgresStore(core.StoreCore):
         create: bool = True,
     ) -> None:
         self.schema = check_schema_name(schema)
-        if not 0 < search_timeout <= MAX_SEARCH_TIMEOUT:
-            raise UsageError(
-                f"search_timeout must be between 0 and {MAX_SEARCH_TIMEOUT:g} seconds, "
-                f"got {search_timeout}"
-            )
-        self.search_timeout = search_timeout
+        self.search_timeout = search_timeout_checked(search_timeout)
         if pool_size < 1:
             raise UsageError(f"pool_size must be at least 1, got {pool_size}")
         self._pool_size = pool_size
@@ -1200,11 +1194,7 @@ class PostgresStore(core.StoreCore):
                 total = conn.execute(sql.SQL("SELECT count(*) {}").format(found), args).fetchone()
                 rows = conn.execute(page, {**args, "limit": limit, "offset": offset}).fetchall()
             except psycopg.errors.QueryCanceled as exc:
-                raise StoreUnavailable(
-                    f"{self._where}: the search took longer than {self.search_timeout:g} s "
-                    "and the server cancelled it (search for fewer or rarer words, or raise "
-                    "?search_timeout= in the store URL)"
-                ) from exc
+                raise search_timed_out(self._where, self.search_timeout) from exc
         return SearchPage(
             (hit_from_body(r[0], r[1], r[2], r[3], r[4], q, r[5]) for r in rows),
             total=total[0] if total else 0,

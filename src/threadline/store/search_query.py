@@ -31,16 +31,18 @@ same order on every backend, so pages (``offset``, ``limit``) and totals agree.
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
 import json
 import re
+import time
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
-from threadline.errors import SessionNotFound, UsageError
+from threadline.errors import SessionNotFound, StoreUnavailable, UsageError
 from threadline.store.base import (
     DEFAULT_PAGE_SIZE,
     Mark,
@@ -68,6 +70,13 @@ SNIPPET_CONTEXT_CHARS = 60
 MAX_SNIPPET_SOURCE_CHARS = 1_000_000
 """A snippet looks for the first match in at most this many characters of a message."""
 ROLES = ("system", "user", "assistant", "tool")
+DEFAULT_SEARCH_TIMEOUT = 10.0
+"""Seconds one search may run on any backend: PostgreSQL's server and SQLite's progress
+handler cancel it (an error), a scanning backend stops and answers what it found so far
+(``SearchPage.exact`` False)."""
+MAX_SEARCH_TIMEOUT = 3600.0
+SCAN_CHUNK = 256
+"""Messages a scan reads at a time: a session is never held whole in memory."""
 
 _CJK = (
     "\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff"
@@ -364,6 +373,23 @@ class SearchRequest:
         return SearchPage(total=0, offset=self.offset)
 
 
+def search_timeout(value: float) -> float:
+    """A store's ``search_timeout`` (seconds), checked alike on every backend."""
+    if not 0 < value <= MAX_SEARCH_TIMEOUT:
+        raise UsageError(
+            f"search_timeout must be between 0 and {MAX_SEARCH_TIMEOUT:g} seconds, got {value}"
+        )
+    return float(value)
+
+
+def search_timed_out(where: str, timeout: float, by: str = "the server") -> StoreUnavailable:
+    """The error of a search ``by`` cancelled at ``timeout`` seconds."""
+    return StoreUnavailable(
+        f"{where}: the search took longer than {timeout:g} s and {by} cancelled it "
+        "(search for fewer or rarer words, or raise ?search_timeout= in the store URL)"
+    )
+
+
 def search_request(query: object, **options: Unpack[SearchOptions]) -> SearchRequest:
     """Parse the query and check the options: bad values are usage errors, on every
     backend alike; an unknown option is a ``TypeError``, as for any function."""
@@ -469,11 +495,13 @@ def scan_store(
     options: SearchOptions,
     every_session: Callable[[str | None], Iterable[SessionInfo]],
     skipped: tuple[type[Exception], ...] = (SessionNotFound,),
+    timeout: float = DEFAULT_SEARCH_TIMEOUT,
 ) -> SearchPage:
     """``Store.search`` for a backend with no full-text index: ``scan_search`` over the
     session the filters name, or else every session (of the agent they name) that
-    ``every_session`` yields. A session whose messages or memo raise one of ``skipped``
-    while it is read (deleted meanwhile, expired) has no hits."""
+    ``every_session`` yields, each read ``SCAN_CHUNK`` messages at a time. A session
+    whose messages or memo raise one of ``skipped`` while it is read (deleted meanwhile,
+    expired) has no hits."""
     request = search_request(query, **options)
     session_id = request.filters.session_id
     if session_id is not None:
@@ -484,11 +512,24 @@ def scan_store(
     else:
         infos = every_session(request.filters.agent) if request.query.groups else []
 
-    def read(info: SessionInfo) -> list[Message]:
+    def read(info: SessionInfo) -> Iterator[Message]:
+        after = 0
+        while True:
+            try:
+                chunk = store.read_messages(info.id, after_seq=after, limit=SCAN_CHUNK)
+            except skipped:
+                return
+            yield from chunk
+            if len(chunk) < SCAN_CHUNK or chunk[-1].seq is None:
+                return
+            after = chunk[-1].seq
+
+    def fetch(info: SessionInfo, seq: int) -> Message | None:
         try:
-            return store.read_messages(info.id)
+            found = store.read_messages(info.id, after_seq=seq - 1, limit=1)
         except skipped:
-            return []
+            return None
+        return found[0] if found and found[0].seq == seq else None
 
     def memo(info: SessionInfo) -> dict[str, Any]:
         try:
@@ -496,7 +537,20 @@ def scan_store(
         except skipped:
             return {}
 
-    return scan_search(request, infos, read, memo)
+    return scan_search(request, infos, read, memo, fetch=fetch, timeout=timeout)
+
+
+class _Newest:
+    """A hit's place in a bounded max-heap: the heap's top is the oldest hit kept."""
+
+    __slots__ = ("info", "key")
+
+    def __init__(self, key: tuple[float, str, int], info: SessionInfo) -> None:
+        self.key = key
+        self.info = info
+
+    def __lt__(self, other: _Newest) -> bool:
+        return self.key > other.key
 
 
 def scan_search(
@@ -504,10 +558,21 @@ def scan_search(
     infos: Iterable[SessionInfo],
     read: Callable[[SessionInfo], Iterable[Message]],
     memo: Callable[[SessionInfo], dict[str, Any]],
+    *,
+    fetch: Callable[[SessionInfo, int], Message | None] | None = None,
+    timeout: float = DEFAULT_SEARCH_TIMEOUT,
+    clock: Callable[[], float] = time.monotonic,
 ) -> SearchPage:
     """Search by reading messages: every session of ``infos`` that the filters admit is
-    read (``read`` returns its own messages, ``memo`` its memo) and each message in its
-    view matched by ``SearchQuery.matches``. Snippets are made for the returned page only.
+    read (``read`` yields its own messages, ``memo`` gives its memo) and each message in
+    its view matched by ``SearchQuery.matches``.
+
+    Memory stays flat however many messages match: only the keys of the newest
+    ``offset + limit`` hits are kept (a bounded heap) besides the count, and the page's
+    messages are read again by ``fetch`` (by default, kept while they can still be on
+    the page). Snippets are made for the returned page only. After ``timeout`` seconds
+    the scan stops: the page is the newest of the hits found so far and ``total`` a
+    lower bound (``exact`` False).
 
     Search finds what the views show: a message its session retracted, and the
     retraction records themselves, are never hits (``Retractions.hides`` on the
@@ -515,25 +580,50 @@ def scan_search(
     A fork's own index is enough: what it inherits hides only shared messages, which
     are hits of the session that owns them."""
     q, filters = request.query, request.filters
-    found: list[tuple[tuple[float, str, int], SessionInfo, Message]] = []
+    keep = request.offset + request.limit
+    kept: list[_Newest] = []
+    held: dict[tuple[str, int], Message] = {}
+    """The kept hits' messages, when there is no ``fetch`` to read them again."""
+    total = 0
+    exact = True
+    deadline = clock() + timeout
     if q.groups:
         for info in infos:
             if not filters.admits_session(info):
                 continue
             hidden = Retractions.from_memo(memo(info))
             for m in read(info):
+                if clock() > deadline:
+                    exact = False
+                    break
                 if (
-                    m.seq is not None
-                    and not hidden.hides(m.seq)
-                    and filters.admits_message(m)
-                    and q.matches(index_text(message_pieces(m)))
+                    m.seq is None
+                    or hidden.hides(m.seq)
+                    or not filters.admits_message(m)
+                    or not q.matches(index_text(message_pieces(m)))
                 ):
-                    found.append((order_key(m.created_at, info.id, m.seq), info, m))
-    found.sort(key=lambda f: f[0])
-    page = found[request.offset : request.offset + request.limit]
-    return SearchPage(
-        (_hit(info, m, q) for _, info, m in page), total=len(found), offset=request.offset
-    )
+                    continue
+                total += 1
+                entry = _Newest(order_key(m.created_at, info.id, m.seq), info)
+                if len(kept) < keep:
+                    heapq.heappush(kept, entry)
+                elif entry.key < kept[0].key:
+                    dropped = heapq.heapreplace(kept, entry)
+                    held.pop((dropped.info.id, -dropped.key[2]), None)
+                else:
+                    continue
+                if fetch is None:
+                    held[(info.id, m.seq)] = m
+            if not exact:
+                break
+    ordered = sorted(kept, key=lambda e: e.key)[request.offset :]
+    hits = []
+    for entry in ordered:
+        seq = -entry.key[2]
+        found = held.get((entry.info.id, seq)) if fetch is None else fetch(entry.info, seq)
+        if found is not None:
+            hits.append(_hit(entry.info, found, q))
+    return SearchPage(hits, total=total, offset=request.offset, exact=exact)
 
 
 def _hit(info: SessionInfo, m: Message, q: SearchQuery) -> SearchHit:

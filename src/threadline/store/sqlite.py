@@ -20,6 +20,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from itertools import repeat
@@ -53,6 +54,7 @@ from threadline.store.base import (
 )
 from threadline.store.decode import decode_message, decode_rows
 from threadline.store.search_query import (
+    DEFAULT_SEARCH_TIMEOUT,
     Atom,
     SearchFilters,
     SearchOptions,
@@ -61,7 +63,9 @@ from threadline.store.search_query import (
     body_fts_text,
     hit_from_body,
     search_request,
+    search_timed_out,
 )
+from threadline.store.search_query import search_timeout as search_timeout_checked
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
@@ -71,7 +75,9 @@ DEFAULT_BUSY_TIMEOUT_MS = 60_000
 SYNCHRONOUS_LEVELS = ("full", "normal", "extra", "off")
 DEFAULT_SYNCHRONOUS = "full"
 MAX_BUSY_TIMEOUT_MS = 24 * 3600 * 1000
-URL_OPTIONS = ("synchronous", "busy_timeout", "mode")
+URL_OPTIONS = ("synchronous", "busy_timeout", "mode", "search_timeout")
+PROGRESS_STEPS = 10_000
+"""SQLite virtual-machine instructions between two looks at a search's deadline."""
 MAX_INDEX_BACKLOG = 50_000
 """An append that leaves more messages than this waiting for the search index brings it up
 to date (once in that many appends, about a second's work): appends otherwise never index,
@@ -322,6 +328,15 @@ def parse_sqlite_url(url: str) -> tuple[Path, dict[str, str]]:
     return Path(rest).expanduser(), options
 
 
+def _seconds(text: str | None, default: float) -> float:
+    if text is None:
+        return default
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"store URL option search_timeout must be seconds, got {text!r}") from None
+
+
 def _busy_timeout(text: str | None) -> int:
     if text is None:
         return DEFAULT_BUSY_TIMEOUT_MS
@@ -408,6 +423,7 @@ class SQLiteStore(core.StoreCore):
         synchronous: str = DEFAULT_SYNCHRONOUS,
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
         mode: str = "rwc",
+        search_timeout: float = DEFAULT_SEARCH_TIMEOUT,
     ) -> None:
         # ``sqlite:////abs/x.db`` (SQLAlchemy's spelling) reaches here as ``//abs/x.db``:
         # one file, and a double slash in a ``file:`` URI would read as a host name.
@@ -419,6 +435,9 @@ class SQLiteStore(core.StoreCore):
             raise UsageError(
                 f"store URL option mode must be one of {', '.join(OPEN_MODES)}, got {mode!r}"
             )
+        self.search_timeout = search_timeout_checked(search_timeout)
+        """Seconds one search may run before its statement is interrupted (a progress
+        handler), as PostgreSQL's ``statement_timeout`` cancels one there."""
         self.read_only = mode == "ro"
         """Opened for reading only: asked for (``?mode=ro``), or the file or its directory
         cannot be written and the store was opened not to create (``create=False``)."""
@@ -433,7 +452,8 @@ class SQLiteStore(core.StoreCore):
     @classmethod
     def from_url(cls, url: str, *, create: bool = True) -> SQLiteStore:
         """Options: ``synchronous``, ``busy_timeout`` (ms), ``mode`` (``rwc`` creates the
-        file if missing, ``rw`` opens an existing one, ``ro`` only reads it).
+        file if missing, ``rw`` opens an existing one, ``ro`` only reads it),
+        ``search_timeout`` (seconds, default 10).
         ``create=False`` turns ``rwc`` into ``rw``."""
         path, options = parse_sqlite_url(url)
         mode = options.get("mode", "rwc")
@@ -442,6 +462,7 @@ class SQLiteStore(core.StoreCore):
             synchronous=options.get("synchronous", DEFAULT_SYNCHRONOUS),
             busy_timeout_ms=_busy_timeout(options.get("busy_timeout")),
             mode="rw" if mode == "rwc" and not create else mode,
+            search_timeout=_seconds(options.get("search_timeout"), DEFAULT_SEARCH_TIMEOUT),
         )
 
     # -- opening ----------------------------------------------------------------
@@ -1076,22 +1097,24 @@ class SQLiteStore(core.StoreCore):
         with self._read() as con:
             con.execute("BEGIN")  # one snapshot for the marker, the backlog and the queries
             try:
-                hits = _HITS.format(schema="main", table="messages_fts")
-                matches = [match]
-                marker = con.execute("SELECT indexed_upto FROM search_index").fetchone()[0]
-                if self._index_temporarily(con, marker):
-                    hits += " UNION ALL " + _HITS.format(schema="temp", table="pending_fts")
-                    matches.append(match)
-                found = (
-                    f"FROM ({hits}) h JOIN messages m ON m.rowid = h.rowid "
-                    f"JOIN sessions s ON s.id = m.session_id WHERE 1{where}"
-                )
-                total = con.execute(f"SELECT count(*) {found}", [*matches, *args]).fetchone()[0]
-                rows = con.execute(
-                    f"SELECT m.session_id, m.seq, m.role, s.agent, m.body, s.parent_id {found} "
-                    "ORDER BY m.created_at DESC, m.session_id, m.seq DESC LIMIT ? OFFSET ?",
-                    [*matches, *args, limit, offset],
-                ).fetchall()
+                with self._interrupted_after(con, self.search_timeout):
+                    hits = _HITS.format(schema="main", table="messages_fts")
+                    matches = [match]
+                    marker = con.execute("SELECT indexed_upto FROM search_index").fetchone()[0]
+                    if self._index_temporarily(con, marker):
+                        hits += " UNION ALL " + _HITS.format(schema="temp", table="pending_fts")
+                        matches.append(match)
+                    found = (
+                        f"FROM ({hits}) h JOIN messages m ON m.rowid = h.rowid "
+                        f"JOIN sessions s ON s.id = m.session_id WHERE 1{where}"
+                    )
+                    total = con.execute(f"SELECT count(*) {found}", [*matches, *args]).fetchone()[0]
+                    rows = con.execute(
+                        f"SELECT m.session_id, m.seq, m.role, s.agent, m.body, s.parent_id "
+                        f"{found} ORDER BY m.created_at DESC, m.session_id, m.seq DESC "
+                        "LIMIT ? OFFSET ?",
+                        [*matches, *args, limit, offset],
+                    ).fetchall()
             finally:
                 con.execute("COMMIT")
         return SearchPage(
@@ -1099,6 +1122,22 @@ class SQLiteStore(core.StoreCore):
             total=total,
             offset=offset,
         )
+
+    @contextlib.contextmanager
+    def _interrupted_after(self, con: sqlite3.Connection, seconds: float) -> Iterator[None]:
+        """Statements run in the block are interrupted after ``seconds`` (SQLite calls the
+        progress handler every ``PROGRESS_STEPS`` instructions) and the search fails as a
+        timed-out PostgreSQL one does."""
+        deadline = time.monotonic() + seconds
+        con.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if time.monotonic() > deadline and "interrupt" in str(exc):
+                raise search_timed_out(f"SQLite store {self.path}", seconds, "SQLite") from exc
+            raise
+        finally:
+            con.set_progress_handler(None, 0)
 
     def _index_temporarily(self, con: sqlite3.Connection, marker: int) -> bool:
         """Index the messages above ``marker`` in a temporary table, for a search on a
