@@ -5,6 +5,7 @@ is stored and held once, ids are kept exactly."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -18,6 +19,14 @@ from threadline import open_store
 from threadline.integrations.adk import ThreadlineSessionService, session_key
 
 
+def run(url: str, scenario: Callable[[ThreadlineSessionService], Awaitable[None]]) -> None:
+    service = ThreadlineSessionService(url)
+    try:
+        asyncio.run(scenario(service))
+    finally:
+        service.close()
+
+
 def event(text: str, author: str = "user") -> Event:
     return Event(
         author=author,
@@ -28,9 +37,8 @@ def event(text: str, author: str = "user") -> Event:
 
 def test_a_stale_session_object_is_refused(sqlite_url: str) -> None:
     """Before: the second writer's append was accepted over the first's."""
-    service = ThreadlineSessionService(sqlite_url)
 
-    async def scenario() -> None:
+    async def scenario(service: ThreadlineSessionService) -> None:
         made = await service.create_session(app_name="app", user_id="u", session_id="s")
         first = await service.get_session(app_name="app", user_id="u", session_id="s")
         second = await service.get_session(app_name="app", user_id="u", session_id="s")
@@ -50,14 +58,11 @@ def test_a_stale_session_object_is_refused(sqlite_url: str) -> None:
         texts = [e.content.parts[0].text for e in stored.events if e.content]
         assert texts == ["one", "two", "three"]
 
-    asyncio.run(scenario())
-    service.close()
+    run(sqlite_url, scenario)
 
 
 def test_a_marker_less_session_object_is_judged_by_its_latest_event(sqlite_url: str) -> None:
-    service = ThreadlineSessionService(sqlite_url)
-
-    async def scenario() -> None:
+    async def scenario(service: ThreadlineSessionService) -> None:
         made = await service.create_session(app_name="app", user_id="u", session_id="s")
         loaded = await service.get_session(app_name="app", user_id="u", session_id="s")
         assert loaded is not None
@@ -69,15 +74,13 @@ def test_a_marker_less_session_object_is_judged_by_its_latest_event(sqlite_url: 
         with pytest.raises(StaleSessionError):
             await service.append_event(made_copy, event("three"))
 
-    asyncio.run(scenario())
-    service.close()
+    run(sqlite_url, scenario)
 
 
 def test_an_event_delivered_twice_is_stored_and_held_once(sqlite_url: str) -> None:
     """Before: the session object held the event twice."""
-    service = ThreadlineSessionService(sqlite_url)
 
-    async def scenario() -> None:
+    async def scenario(service: ThreadlineSessionService) -> None:
         session = await service.create_session(app_name="app", user_id="u", session_id="s")
         once = event("hello")
         await service.append_event(session, once)
@@ -88,15 +91,13 @@ def test_an_event_delivered_twice_is_stored_and_held_once(sqlite_url: str) -> No
         assert stored is not None and [e.id for e in stored.events] == [once.id]
         assert stored.events == session.events
 
-    asyncio.run(scenario())
-    service.close()
+    run(sqlite_url, scenario)
 
 
 def test_ids_are_kept_exactly(sqlite_url: str) -> None:
     """Before: ``" s1 "`` was ``"s1"``: two ADK sessions were one."""
-    service = ThreadlineSessionService(sqlite_url)
 
-    async def scenario() -> None:
+    async def scenario(service: ThreadlineSessionService) -> None:
         padded = await service.create_session(app_name="app", user_id="u", session_id=" s1 ")
         plain = await service.create_session(app_name="app", user_id="u", session_id="s1")
         assert (padded.id, plain.id) == (" s1 ", "s1")
@@ -109,10 +110,9 @@ def test_ids_are_kept_exactly(sqlite_url: str) -> None:
         kept = await service.get_session(app_name="app", user_id="u", session_id=" s1 ")
         assert kept is not None and len(kept.events) == 1
 
-    asyncio.run(scenario())
+    run(sqlite_url, scenario)
     store = open_store(sqlite_url)
     try:
         assert store.session_info(session_key("app", "u", " s1 ")).metadata["adk"]["id"] == " s1 "
     finally:
         store.close()
-    service.close()

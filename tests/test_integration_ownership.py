@@ -15,10 +15,10 @@ pytest.importorskip("langgraph.graph")
 pytest.importorskip("pydantic_ai")
 pytest.importorskip("agents")
 
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.graph import START, MessagesState, StateGraph
+from langchain_core.messages import HumanMessage
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
+from tests.test_integration_langgraph_branches import echo
 from threadline import Message, Store, open_store
 from threadline.errors import NotOwned, UsageError
 from threadline.integrations.binding import OWNER, adopt
@@ -34,16 +34,6 @@ def store(tmp_path: Path) -> Any:
     opened = open_store(f"sqlite://{tmp_path / 'store.db'}")
     yield opened
     opened.close()
-
-
-def echo(saver: ThreadlineSaver) -> Any:
-    def answer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(f"echo {state['messages'][-1].content}")]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("answer", answer)
-    builder.add_edge(START, "answer")
-    return builder.compile(checkpointer=saver)
 
 
 def say(graph: Any, thread: str, text: str) -> list[str]:

@@ -9,7 +9,8 @@ contract tests (``tests/test_adk_contract.py``).
 How ADK's model sits in the store, so the rest of threadline reads it too:
 
 - An ADK session is a threadline session (id ``adk-`` and a hash of app, user and
-  ADK id; the ADK id is its title), of agent ``<app name>`` (``adk`` when the name
+  ADK id, kept exactly as given; the ADK id is its title; the service opens only the
+  sessions it created, ``integrations/binding.py``), of agent ``<app name>`` (``adk`` when the name
   is not a valid agent name), listed under its user's session.
 - Each (app, user) has a user session (``adk-u-...``) holding the user's state, and
   each app an app session (``adk-a-...``) holding the app's state; the user

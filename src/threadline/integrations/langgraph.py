@@ -3,9 +3,10 @@
 ``ThreadlineSaver(store_or_url)`` is a ``BaseCheckpointSaver`` (sync methods, and
 async ones that run them in worker threads). Each LangGraph thread is a threadline
 session, listed, searched, exported, forked and retained like any other: its id is
-the thread id when that is a valid session id, else ``lg-`` and a hash of it (the
-thread id is kept in the session's metadata), and it is created with agent
-``langgraph``.
+``lg-`` and the thread id (``lg_`` and a hash of it when that is no valid id; the
+thread id is kept in the session's metadata), it is created with agent
+``langgraph``, and the saver opens only the sessions it created for that thread
+(``integrations/binding.py``).
 
 What LangGraph stores lives in the session's scratchpad, with the store's own
 durability, under three kinds of names (``<ns>``, ``<channel>`` and ``<task>`` are
@@ -23,24 +24,28 @@ checkpoint that reads values that are not there.
 
 The messages channel (``messages_key``, a list of LangChain messages, in the root
 namespace: a subgraph's own messages are not the thread's conversation) is also kept
-as the session's messages: each message is appended once, when a checkpoint first
-holds it (by its LangChain id; ``threadline.integrations.langchain`` converts it),
-so ``threadline sessions show/search/export`` and the web browser see the
-conversation. A checkpoint's value of that channel then refers to those messages
-by seq instead of holding a copy of the conversation (LangGraph's own savers store
-the whole list again at every step: 14 MB against 0.33 MB for a 100-turn thread);
-a message the session does not hold exactly as the graph has it (edited, or
-without an id) is kept inline. A message the graph later edits or removes stays in
-the history as it was said (history is append-only); the checkpoints keep the
-graph's view.
+as threadline messages, in the session of the graph's branch: the thread's session
+until the graph goes back to an earlier checkpoint (time travel, ``update_state`` on
+a past checkpoint), then a fork of it at that checkpoint, so each view shows one
+branch (``thread_session`` gives the current one). Within a branch each message is
+appended once, when a checkpoint first holds it (by its LangChain id;
+``threadline.integrations.langchain`` converts it), so ``threadline sessions
+show/search/export`` and the web browser see the conversation. A checkpoint's value
+of that channel then refers to those messages by seq instead of holding a copy of
+the conversation (LangGraph's own savers store the whole list again at every step:
+14 MB against 0.33 MB for a 100-turn thread); a message the session does not hold
+exactly as the graph has it (edited, or without an id) is kept inline. A message the
+graph later edits or removes stays in the history as it was said (history is
+append-only); the checkpoints keep the graph's view.
 
 The optional abilities LangGraph's conformance suite detects are all here:
-``delete_thread`` deletes the session (a thread that copies were forked from keeps
-its messages, their shared history, and loses its checkpoints); ``copy_thread``
-forks the session (``store/fork.py``: the copy shares the history by reference)
-and copies the checkpoints; ``prune`` keeps the latest checkpoint of each
-namespace (or none) and drops values no kept checkpoint reads; ``delete_for_runs``
-drops the checkpoints a run made, across the threads of the saver's agent.
+``delete_thread`` deletes the session and its branches' forks (a session that copies
+were forked from keeps its messages, their shared history, and loses its
+checkpoints); ``copy_thread`` forks the current branch (``store/fork.py``: the copy
+shares the history by reference) and copies the checkpoints; ``prune`` keeps the
+latest checkpoint of each namespace (or none) and drops values no kept checkpoint
+reads; ``delete_for_runs`` drops the checkpoints a run made, across the threads of
+the saver's agent.
 """
 
 from __future__ import annotations
@@ -118,6 +123,8 @@ PREFIX = "lg/"
 PLAIN_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 """A namespace, channel, task or version kept as it is in a scratchpad name."""
 DERIVED_PREFIX = "lg-"
+"""The prefix of the ids of messages kept from the messages channel (and of the
+hashed thread ids an older saver made)."""
 
 
 def _part(text: str) -> str:
@@ -140,8 +147,8 @@ def _untyped(data: list[str]) -> tuple[str, bytes]:
 
 
 def _legacy_id(thread_id: str) -> str:
-    """Where threadline before 0.x kept a thread: at the thread id when it was a valid
-    session id, else at ``lg-`` and a hash of it."""
+    """Where an older saver kept a thread: at the thread id when it was a valid session
+    id, else at ``lg-`` and a hash of it (adopted when it records this thread id)."""
     try:
         return validate_session_id(thread_id)
     except UsageError:
