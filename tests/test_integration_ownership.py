@@ -6,6 +6,7 @@ by the rule of ``integrations/binding.py``."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ pytest.importorskip("agents")
 from langchain_core.messages import HumanMessage
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
+from tests.conformance.backends import clean_store
 from tests.test_integration_langgraph_branches import echo
-from threadline import Message, Store, open_store
+from threadline import Message, Store
 from threadline.errors import NotOwned, UsageError
 from threadline.integrations.binding import OWNER, adopt
 from threadline.integrations.langchain import FACE as LANGCHAIN
@@ -29,11 +31,15 @@ from threadline.integrations.openai_agents import ThreadlineSession
 from threadline.integrations.pydantic_ai import ThreadlineHistory
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Any:
-    opened = open_store(f"sqlite://{tmp_path / 'store.db'}")
-    yield opened
-    opened.close()
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("redis", marks=pytest.mark.redis),
+    ]
+)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    yield from clean_store(request.param, tmp_path)
 
 
 def say(graph: Any, thread: str, text: str) -> list[str]:
