@@ -16,7 +16,9 @@ from google.adk.events.event import Event
 from google.genai import types
 
 from threadline import open_store
-from threadline.integrations.adk import ThreadlineSessionService, session_key
+from threadline.errors import NotOwned
+from threadline.integrations.adk import ThreadlineSessionService, session_key, user_key
+from threadline.integrations.binding import OWNER
 
 
 def run(url: str, scenario: Callable[[ThreadlineSessionService], Awaitable[None]]) -> None:
@@ -114,5 +116,35 @@ def test_ids_are_kept_exactly(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     try:
         assert store.session_info(session_key("app", "u", " s1 ")).metadata["adk"]["id"] == " s1 "
+    finally:
+        store.close()
+
+
+def test_the_service_opens_only_its_own_sessions(sqlite_url: str) -> None:
+    """A session at an ADK id that the service did not make is refused; one an older
+    service made (no owner recorded, its own record of app, user and id) is adopted."""
+    store = open_store(sqlite_url)
+    foreign = {OWNER: {"name": "langchain", "key": "x"}}
+    store.create_session(id=session_key("app", "u", "theirs"), metadata=foreign)
+    store.create_session(id=user_key("app", "eve"), metadata=foreign)
+    older = {"adk": {"kind": "session", "app": "app", "user": "u", "id": "old"}}
+    store.create_session(id=session_key("app", "u", "old"), metadata=older)
+    store.close()
+
+    async def scenario(service: ThreadlineSessionService) -> None:
+        for call in (service.get_session, service.delete_session):
+            with pytest.raises(NotOwned):
+                await call(app_name="app", user_id="u", session_id="theirs")
+        with pytest.raises(NotOwned):
+            await service.create_session(app_name="app", user_id="eve", session_id="s")
+        old = await service.get_session(app_name="app", user_id="u", session_id="old")
+        assert old is not None and old.id == "old"
+
+    run(sqlite_url, scenario)
+    store = open_store(sqlite_url)
+    try:
+        assert store.session_info(session_key("app", "u", "theirs")).metadata == foreign
+        adopted = store.session_info(session_key("app", "u", "old")).metadata[OWNER]
+        assert adopted == {"name": "adk", "key": '["app", "u", "old"]'}
     finally:
         store.close()
