@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +18,8 @@ pytest.importorskip("agents")
 from langchain_core.messages import HumanMessage
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
-from tests.conformance.backends import clean_store
-from tests.test_integration_langgraph_branches import echo
-from threadline import Message, Store
+from tests.test_integration_langgraph_branches import echo, url  # noqa: F401 (a fixture)
+from threadline import Message, Store, open_store
 from threadline.errors import NotOwned, UsageError
 from threadline.integrations.binding import OWNER, adopt
 from threadline.integrations.langchain import FACE as LANGCHAIN
@@ -31,15 +29,12 @@ from threadline.integrations.openai_agents import ThreadlineSession
 from threadline.integrations.pydantic_ai import ThreadlineHistory
 
 
-@pytest.fixture(
-    params=[
-        "sqlite",
-        pytest.param("postgres", marks=pytest.mark.postgres),
-        pytest.param("redis", marks=pytest.mark.redis),
-    ]
-)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    yield from clean_store(request.param, tmp_path)
+@pytest.fixture
+def store(url: str) -> Iterator[Store]:  # noqa: F811 (the fixture imported above)
+    """A store on each backend the ``url`` fixture names (SQLite, PostgreSQL, Redis)."""
+    opened = open_store(url)
+    yield opened
+    opened.close()
 
 
 def say(graph: Any, thread: str, text: str) -> list[str]:

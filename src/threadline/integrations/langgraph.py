@@ -74,10 +74,9 @@ from threadline.integrations.binding import (
     Face,
     create_owned,
     find_owned,
+    keyed,
     missing_extra,
     open_or_use,
-    owner_of,
-    owns,
 )
 from threadline.store import Store
 from threadline.store.base import (
@@ -804,19 +803,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     def _threads(self) -> Threads:
         """``(thread id, session)`` of every thread this saver's agent holds: the
         sessions the face owns, and those an older saver made (adopted when opened)."""
-        found: Threads = []
-        for info in _agent_sessions(self.store, self.agent):
-            owner = owner_of(info)
-            if owner is not None:
-                key = owner.get("key")
-                if isinstance(key, str) and owns(info, FACE, key):
-                    found.append((key, info))
-            elif (key := _recorded_thread(info)) is not None and info.id in (
-                FACE.session_id(key),
-                _legacy_id(key),
-            ):
-                found.append((key, info))
-        return found
+        return keyed(FACE, _agent_sessions(self.store, self.agent))
 
     # -- async: the same methods, each in a worker thread
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
