@@ -287,6 +287,9 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         self._lock = threading.Lock()
         self._seen: OrderedDict[str, _Known] = OrderedDict()
         """session id -> what it holds of the messages channel (the latest few sessions)"""
+        self._latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        """thread session id -> the root-namespace checkpoint record this saver wrote
+        last (the parent of the next put, read without a round trip)"""
 
     def close(self) -> None:
         """Close the store if this saver opened it from a URL."""
@@ -353,14 +356,16 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         two branches."""
         from threadline.store.fork import fork_session
 
-        entry = self.store.scratchpad_read(root.id, _checkpoint_name("", parent_id or ""))
-        record = _record(entry.content) if parent_id and entry is not None else None
+        record = self._latest.get(root.id)
+        if record is None or record["id"] != parent_id:
+            entry = self.store.scratchpad_read(root.id, _checkpoint_name("", parent_id or ""))
+            record = _record(entry.content) if parent_id and entry is not None else None
         if record is None or not isinstance(record.get("upto"), int):
             return root  # a first checkpoint, or one kept before branches were
         upto: int = record["upto"]
         branch = self._holder(record.get("branch"), root)
         mine = branch.id == root.id or _recorded_thread(branch.info) == thread_id
-        if mine and branch.refresh().last_seq <= upto:
+        if mine and branch.last_seq <= upto:  # read by this put: current
             return branch
         while branch.fork is not None and upto <= branch.fork.seq:
             branch = Session(self.store, self.store.session_info(branch.fork.parent))
@@ -537,7 +542,12 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             "run_id": _text_or_none(full_metadata.get("run_id")),
         }
         if ns == "":
-            record.update(branch=branch.id, upto=branch.refresh().last_seq)
+            record.update(branch=branch.id, upto=branch.last_seq)  # as read, or appended
+            with self._lock:
+                self._latest[session.id] = record
+                self._latest.move_to_end(session.id)
+                while len(self._latest) > KNOWN_SESSIONS:
+                    self._latest.popitem(last=False)
         self.store.scratchpad_write(
             session.id, _checkpoint_name(ns, checkpoint["id"]), json.dumps(record)
         )
@@ -679,6 +689,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             for name in thread.names:
                 self.store.scratchpad_delete(session.id, name)
         with self._lock:
+            self._latest.pop(session.id, None)
             for sid in [*thread.branches, session.id]:
                 self._seen.pop(sid, None)
 
