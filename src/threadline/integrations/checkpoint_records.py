@@ -6,6 +6,7 @@ saver so that its module holds what LangGraph asks of it."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import re
@@ -106,11 +107,12 @@ class ThreadPad:
 
 
 def record_of(content: str) -> dict[str, Any] | None:
-    try:
+    """The record an entry holds, or None when it is no JSON object (not ours)."""
+    with contextlib.suppress(ValueError):
         record = json.loads(content)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
+        if isinstance(record, dict):
+            return record
+    return None
 
 
 def checkpoint_name(ns: str, cid: str) -> str:
