@@ -6,6 +6,8 @@ abandoned one merged into it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +18,25 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from typer.testing import CliRunner
 
+from tests.conformance.backends import cleanup_url, make_url
 from threadline.cli.app import app
 from threadline.context.builder import build_context
 from threadline.integrations.langgraph import ThreadlineSaver
 
 runner = CliRunner()
+
+
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("redis", marks=pytest.mark.redis),
+    ]
+)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    made = make_url(request.param, tmp_path)
+    yield made
+    cleanup_url(request.param, made)
 
 
 def echo(saver: ThreadlineSaver) -> Any:
@@ -58,9 +74,9 @@ def contents(messages: list[Any]) -> list[str]:
     return [m.content for m in messages]
 
 
-def test_going_back_continues_in_a_fork_and_views_follow_it(sqlite_url: str) -> None:
+def test_going_back_continues_in_a_fork_and_views_follow_it(url: str) -> None:
     """Before: the session held both branches as one conversation."""
-    with ThreadlineSaver(sqlite_url) as saver:
+    with ThreadlineSaver(url) as saver:
         graph = echo(saver)
         for text in ("one", "two", "three"):
             graph.invoke({"messages": [HumanMessage(text)]}, config("tt"))
@@ -81,19 +97,19 @@ def test_going_back_continues_in_a_fork_and_views_follow_it(sqlite_url: str) -> 
         old = graph.get_state(config("tt", after(graph, "tt", 6, "echo three")))
         assert contents(old.values["messages"])[-1] == "echo three"
     exported = runner.invoke(
-        app, ["--store", sqlite_url, "sessions", "export", head.id, "-f", "json", "-o", "-"]
+        app, ["--store", url, "sessions", "export", head.id, "-f", "json", "-o", "-"]
     )
     assert exported.exit_code == 0, exported.stderr
     assert "echo two" not in exported.stdout and "echo four" in exported.stdout
-    found = runner.invoke(app, ["--store", sqlite_url, "sessions", "search", "other", "--json"])
+    found = runner.invoke(app, ["--store", url, "sessions", "search", "other", "--json"])
     assert found.exit_code == 0, found.stderr
     assert {hit["session_id"] for hit in json.loads(found.stdout)["items"]} == {head.id}
 
 
-def test_a_message_resent_with_its_id_appears_where_the_graph_has_it(sqlite_url: str) -> None:
+def test_a_message_resent_with_its_id_appears_where_the_graph_has_it(url: str) -> None:
     """Before: a message whose id the session held (on the abandoned branch) was never
     stored again, so the branch's history missed it."""
-    with ThreadlineSaver(sqlite_url) as saver:
+    with ThreadlineSaver(url) as saver:
         graph = echo(saver)
         graph.invoke({"messages": [HumanMessage("one", id="h1")]}, config("re"))
         graph.invoke({"messages": [HumanMessage("two", id="h2")]}, config("re"))
@@ -107,11 +123,11 @@ def test_a_message_resent_with_its_id_appears_where_the_graph_has_it(sqlite_url:
         assert [m.text for m in head.messages()] == ["one", "echo one", "edited", "two"]
 
 
-def test_a_replayed_tool_result_follows_its_call(sqlite_url: str) -> None:
+def test_a_replayed_tool_result_follows_its_call(url: str) -> None:
     """Before: the replayed result landed after the abandoned branch, an orphan far
     from its call (and a second result of one call)."""
     call = AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c1", "type": "tool_call"}])
-    with ThreadlineSaver(sqlite_url) as saver:
+    with ThreadlineSaver(url) as saver:
         graph = echo(saver)
         graph.invoke({"messages": [HumanMessage("list")]}, config("tools"))
         graph.update_state(config("tools"), {"messages": [call]})
@@ -131,8 +147,8 @@ def test_a_replayed_tool_result_follows_its_call(sqlite_url: str) -> None:
         assert "interrupted" not in " ".join(m.text for m in window)
 
 
-def test_copy_and_delete_keep_to_their_own_thread(sqlite_url: str) -> None:
-    with ThreadlineSaver(sqlite_url) as saver:
+def test_copy_and_delete_keep_to_their_own_thread(url: str) -> None:
+    with ThreadlineSaver(url) as saver:
         graph = echo(saver)
         for text in ("one", "two"):
             graph.invoke({"messages": [HumanMessage(text)]}, config("src"))

@@ -6,7 +6,7 @@ by the rule of ``integrations/binding.py``."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,10 +15,10 @@ pytest.importorskip("langgraph.graph")
 pytest.importorskip("pydantic_ai")
 pytest.importorskip("agents")
 
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.graph import START, MessagesState, StateGraph
+from langchain_core.messages import HumanMessage
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
+from tests.test_integration_langgraph_branches import echo, url  # noqa: F401 (a fixture)
 from threadline import Message, Store, open_store
 from threadline.errors import NotOwned, UsageError
 from threadline.integrations.binding import OWNER, adopt
@@ -30,20 +30,11 @@ from threadline.integrations.pydantic_ai import ThreadlineHistory
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Any:
-    opened = open_store(f"sqlite://{tmp_path / 'store.db'}")
+def store(url: str) -> Iterator[Store]:  # noqa: F811 (the fixture imported above)
+    """A store on each backend the ``url`` fixture names (SQLite, PostgreSQL, Redis)."""
+    opened = open_store(url)
     yield opened
     opened.close()
-
-
-def echo(saver: ThreadlineSaver) -> Any:
-    def answer(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(f"echo {state['messages'][-1].content}")]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("answer", answer)
-    builder.add_edge(START, "answer")
-    return builder.compile(checkpointer=saver)
 
 
 def say(graph: Any, thread: str, text: str) -> list[str]:

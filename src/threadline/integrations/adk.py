@@ -9,7 +9,8 @@ contract tests (``tests/test_adk_contract.py``).
 How ADK's model sits in the store, so the rest of threadline reads it too:
 
 - An ADK session is a threadline session (id ``adk-`` and a hash of app, user and
-  ADK id; the ADK id is its title), of agent ``<app name>`` (``adk`` when the name
+  ADK id, kept exactly as given; the ADK id is its title; the service opens only the
+  sessions it created, ``integrations/binding.py``), of agent ``<app name>`` (``adk`` when the name
   is not a valid agent name), listed under its user's session.
 - Each (app, user) has a user session (``adk-u-...``) holding the user's state, and
   each app an app session (``adk-a-...``) holding the app's state; the user
@@ -47,6 +48,7 @@ from threadline.errors import SessionExists, SessionNotFound, UsageError
 from threadline.integrations.binding import (
     OWNER,
     Face,
+    create_owned,
     find_owned,
     missing_extra,
     open_or_use,
@@ -130,6 +132,34 @@ FACE = Face(
     "adk", "adk", namespace=lambda key: session_key(*json.loads(key)), recorded_key=_recorded_key
 )
 """An ADK session is ``adk-`` and a hash of app, user and id."""
+
+
+def _container_key(meta: dict[str, Any]) -> str:
+    """The key of an app's session (``[app]``) or a user's (``[app, user]``)."""
+    return json.dumps([meta["app"], meta["user"]] if "user" in meta else [meta["app"]])
+
+
+def _recorded_container(info: SessionInfo) -> str | None:
+    meta = info.metadata.get(META)
+    if isinstance(meta, dict) and meta.get("kind") in ("app", "user") and "app" in meta:
+        return _container_key(meta)
+    return None
+
+
+USERS = Face(
+    "adk-user",
+    "adk",
+    namespace=lambda key: user_key(*json.loads(key)),
+    recorded_key=_recorded_container,
+)
+"""Each (app, user) has a session holding the user's state: ``adk-u-`` and a hash."""
+APPS = Face(
+    "adk-app",
+    "adk",
+    namespace=lambda key: app_key(*json.loads(key)),
+    recorded_key=_recorded_container,
+)
+"""Each app has a session holding the app's state: ``adk-a-`` and a hash."""
 
 
 def user_key(app_name: str, user_id: str) -> str:
@@ -318,40 +348,24 @@ class ThreadlineSessionService(BaseSessionService):
         except SessionNotFound:
             return None
 
-    def _exists(self, session_id: str) -> bool:
-        return self._info(session_id) is not None
-
-    def _container(
-        self, sid: str, *, kind: str, title: str, meta: dict[str, str], parent: str | None
-    ) -> str:
-        """The app's or a user's session, created on first use."""
-        if self._exists(sid):
-            return sid
-        with contextlib.suppress(SessionExists):  # another writer made it meanwhile
-            self.store.create_session(
-                id=sid,
-                agent=_agent(meta["app"]),
-                title=title[:500],
-                metadata={META: {"kind": kind, **meta}},
-                parent=parent,
-            )
-        return sid
+    def _container(self, face: Face, meta: dict[str, str], title: str, parent: str | None) -> str:
+        """The app's or a user's session, created on first use (``face``: ``APPS`` or
+        ``USERS``; a session at its id that the service did not make is refused)."""
+        created = create_owned(
+            self.store,
+            face,
+            _container_key(meta),
+            agent=_agent(meta["app"]),
+            title=title[:500],
+            metadata={META: {"kind": face.name.removeprefix("adk-"), **meta}},
+            parent=parent,
+        )
+        return created.id
 
     def _user_session(self, app_name: str, user_id: str) -> str:
-        app = self._container(
-            app_key(app_name),
-            kind="app",
-            title=f"ADK app {app_name}",
-            meta={"app": app_name},
-            parent=None,
-        )
-        return self._container(
-            user_key(app_name, user_id),
-            kind="user",
-            title=f"ADK user {user_id} of {app_name}",
-            meta={"app": app_name, "user": user_id},
-            parent=app,
-        )
+        app = self._container(APPS, {"app": app_name}, f"ADK app {app_name}", None)
+        meta = {"app": app_name, "user": user_id}
+        return self._container(USERS, meta, f"ADK user {user_id} of {app_name}", app)
 
     def _update_state(self, session_id: str, delta: dict[str, Any]) -> None:
         if delta:

@@ -82,12 +82,19 @@ def owner_of(info: SessionInfo) -> dict[str, Any] | None:
     return owner if isinstance(owner, dict) else None
 
 
-def owns(info: SessionInfo, face: Face, key: str) -> bool:
-    """Whether ``info`` is the session ``face`` keeps for ``key`` (not a copy or fork)."""
-    return owner_of(info) == face.owner(key) and info.id in (
-        face.session_id(key),
-        face.legacy_id(key),
-    )
+def keyed(face: Face, infos: list[SessionInfo]) -> list[tuple[str, SessionInfo]]:
+    """``(key, session)`` of the sessions among ``infos`` that ``face`` keeps for a key:
+    those it owns, and those an older face made that record their key (adopted when
+    opened); not its forks, copies or anyone else's."""
+    found = []
+    for info in infos:
+        owner = owner_of(info)
+        key = owner.get("key") if owner is not None else face.recorded_key(info)
+        if not isinstance(key, str) or info.id not in (face.session_id(key), face.legacy_id(key)):
+            continue
+        if owner is None or owner == face.owner(key):
+            found.append((key, info))
+    return found
 
 
 def find_owned(store: Store, face: Face, key: str) -> SessionInfo | None:

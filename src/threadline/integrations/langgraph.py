@@ -3,18 +3,22 @@
 ``ThreadlineSaver(store_or_url)`` is a ``BaseCheckpointSaver`` (sync methods, and
 async ones that run them in worker threads). Each LangGraph thread is a threadline
 session, listed, searched, exported, forked and retained like any other: its id is
-the thread id when that is a valid session id, else ``lg-`` and a hash of it (the
-thread id is kept in the session's metadata), and it is created with agent
-``langgraph``.
+``lg-`` and the thread id (``lg_`` and a hash of it when that is no valid id; the
+thread id is kept in the session's metadata), it is created with agent
+``langgraph``, and the saver opens only the sessions it created for that thread
+(``integrations/binding.py``).
 
 What LangGraph stores lives in the session's scratchpad, with the store's own
-durability, under three kinds of names (``<ns>``, ``<channel>`` and ``<task>`` are
-the names themselves when plain, else a hash; the record holds the real ones):
+durability, under four kinds of names (``integrations/checkpoint_records.py``;
+``<ns>``, ``<channel>`` and ``<task>`` are the names themselves when plain, else a
+hash; the record holds the real ones):
 
     lg/c/<ns>/<checkpoint id>              the checkpoint (no channel values), its
-                                           metadata and its parent's id
+                                           metadata, its parent's id and (root
+                                           namespace) its branch's session and seq
     lg/b/<ns>/<channel>/<version>          one channel's value at one version
     lg/w/<ns>/<checkpoint id>/<task>/<idx> one pending write
+    lg/r/<session id>                      a fork holding a later branch
 
 Values are LangGraph's own serialisation (``serde.dumps_typed``), so whatever a
 graph keeps comes back as it was. A ``put`` writes the channel values first and
@@ -23,34 +27,36 @@ checkpoint that reads values that are not there.
 
 The messages channel (``messages_key``, a list of LangChain messages, in the root
 namespace: a subgraph's own messages are not the thread's conversation) is also kept
-as the session's messages: each message is appended once, when a checkpoint first
-holds it (by its LangChain id; ``threadline.integrations.langchain`` converts it),
-so ``threadline sessions show/search/export`` and the web browser see the
-conversation. A checkpoint's value of that channel then refers to those messages
-by seq instead of holding a copy of the conversation (LangGraph's own savers store
-the whole list again at every step: 14 MB against 0.33 MB for a 100-turn thread);
-a message the session does not hold exactly as the graph has it (edited, or
-without an id) is kept inline. A message the graph later edits or removes stays in
-the history as it was said (history is append-only); the checkpoints keep the
-graph's view.
+as threadline messages, in the session of the graph's branch: the thread's session
+until the graph goes back to an earlier checkpoint (time travel, ``update_state`` on
+a past checkpoint), then a fork of it at that checkpoint, so each view shows one
+branch (``thread_session`` gives the current one). Within a branch each message is
+appended once, when a checkpoint first holds it (by its LangChain id;
+``threadline.integrations.langchain`` converts it), so ``threadline sessions
+show/search/export`` and the web browser see the conversation. A checkpoint's value
+of that channel then refers to those messages by seq instead of holding a copy of
+the conversation (LangGraph's own savers store the whole list again at every step:
+14 MB against 0.33 MB for a 100-turn thread); a message the session does not hold
+exactly as the graph has it (edited, or without an id) is kept inline. A message the
+graph later edits or removes stays in the history as it was said (history is
+append-only); the checkpoints keep the graph's view.
 
 The optional abilities LangGraph's conformance suite detects are all here:
-``delete_thread`` deletes the session (a thread that copies were forked from keeps
-its messages, their shared history, and loses its checkpoints); ``copy_thread``
-forks the session (``store/fork.py``: the copy shares the history by reference)
-and copies the checkpoints; ``prune`` keeps the latest checkpoint of each
-namespace (or none) and drops values no kept checkpoint reads; ``delete_for_runs``
-drops the checkpoints a run made, across the threads of the saver's agent.
+``delete_thread`` deletes the session and its branches' forks (a session that copies
+were forked from keeps its messages, their shared history, and loses its
+checkpoints); ``copy_thread`` forks the current branch (``store/fork.py``: the copy
+shares the history by reference) and copies the checkpoints; ``prune`` keeps the
+latest checkpoint of each namespace (or none) and drops values no kept checkpoint
+reads; ``delete_for_runs`` drops the checkpoints a run made, across the threads of
+the saver's agent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import hashlib
 import json
 import random
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
@@ -69,15 +75,24 @@ from threadline.integrations.binding import (
     Face,
     create_owned,
     find_owned,
+    keyed,
     missing_extra,
     open_or_use,
-    owner_of,
-    owns,
+)
+from threadline.integrations.checkpoint_records import (
+    PREFIX,
+    ThreadPad,
+    blob_name,
+    branch_name,
+    checkpoint_name,
+    record_of,
+    typed,
+    untyped,
+    write_name,
 )
 from threadline.store import Store
 from threadline.store.base import (
     MAX_PAGE_SIZE,
-    ScratchpadEntry,
     Session,
     SessionInfo,
     validate_session_id,
@@ -114,34 +129,14 @@ METADATA = "langgraph"
 """Session metadata key: ``{"thread_id": <the LangGraph thread id>}``."""
 KNOWN_SESSIONS = 64
 """Thread sessions whose messages a saver keeps in memory to match checkpoints against."""
-PREFIX = "lg/"
-PLAIN_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-"""A namespace, channel, task or version kept as it is in a scratchpad name."""
 DERIVED_PREFIX = "lg-"
-
-
-def _part(text: str) -> str:
-    """One segment of a scratchpad name: ``=name`` when plain, else ``~`` and a hash."""
-    if PLAIN_NAME.fullmatch(text):
-        return "=" + text
-    return "~" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def _version(version: Any) -> str:
-    return _part(json.dumps(version))
-
-
-def _typed(data: tuple[str, bytes]) -> list[str]:
-    return [data[0], base64.b64encode(data[1]).decode("ascii")]
-
-
-def _untyped(data: list[str]) -> tuple[str, bytes]:
-    return data[0], base64.b64decode(data[1])
+"""The prefix of the ids of messages kept from the messages channel (and of the
+hashed thread ids an older saver made)."""
 
 
 def _legacy_id(thread_id: str) -> str:
-    """Where threadline before 0.x kept a thread: at the thread id when it was a valid
-    session id, else at ``lg-`` and a hash of it."""
+    """Where an older saver kept a thread: at the thread id when it was a valid session
+    id, else at ``lg-`` and a hash of it (adopted when it records this thread id)."""
     try:
         return validate_session_id(thread_id)
     except UsageError:
@@ -167,72 +162,6 @@ def thread_session_id(thread_id: str) -> str:
     return FACE.session_id(thread_id)
 
 
-class _Thread:
-    """What a thread's scratchpad holds: all of it, read in one call (``whole``), or
-    one namespace's checkpoint records, with the values and writes a checkpoint reads
-    fetched by name when it reads them (``namespace``: what ``get_tuple`` needs, so
-    its cost follows the checkpoint, not the thread's history of values)."""
-
-    def __init__(self, store: Store, session_id: str) -> None:
-        self.store, self.session_id = store, session_id
-        self.checkpoints: dict[str, dict[str, dict[str, Any]]] = {}
-        """namespace -> checkpoint id -> record"""
-        self.blobs: dict[str, str] | None = None
-        """blob name -> its stored JSON, decoded only when read (None: not read yet)"""
-        self.writes: dict[tuple[str, str], list[dict[str, Any]]] | None = None
-        """(namespace, checkpoint id) -> write records (None: not read yet)"""
-        self.names: dict[str, str] = {}
-        """scratchpad name -> its raw content, of what was read (what a copy writes)"""
-        self.branches: list[str] = []
-        """the forks the thread's later branches live in (read by ``whole``)"""
-
-    @classmethod
-    def whole(cls, store: Store, session_id: str) -> _Thread:
-        thread = cls(store, session_id)
-        thread.blobs, thread.writes = {}, {}
-        thread._take(store.scratchpad_list(session_id, prefix=PREFIX))
-        return thread
-
-    @classmethod
-    def namespace(cls, store: Store, session_id: str, ns: str) -> _Thread:
-        thread = cls(store, session_id)
-        thread._take(store.scratchpad_list(session_id, prefix=f"{PREFIX}c/{_part(ns)}/"))
-        return thread
-
-    def _take(self, entries: Iterable[ScratchpadEntry]) -> None:
-        for entry in entries:
-            name = entry.name
-            self.names[name] = entry.content
-            kind = name[len(PREFIX) : len(PREFIX) + 1]
-            if kind == "b" and self.blobs is not None:
-                self.blobs[name] = entry.content
-                continue
-            record = _record(entry.content)
-            if record is None:
-                continue  # not ours to judge: skip what does not decode
-            if kind == "c":
-                self.checkpoints.setdefault(record["ns"], {})[record["id"]] = record
-            elif kind == "w" and self.writes is not None:
-                self.writes.setdefault((record["ns"], record["checkpoint"]), []).append(record)
-            elif kind == "r":
-                self.branches.append(record["id"])
-
-    def blob(self, name: str) -> str | None:
-        if self.blobs is not None:
-            return self.blobs.get(name)
-        entry = self.store.scratchpad_read(self.session_id, name)
-        return None if entry is None else entry.content
-
-    def writes_of(self, ns: str, cid: str) -> list[dict[str, Any]]:
-        if self.writes is not None:
-            return self.writes.get((ns, cid), [])
-        prefix = f"{PREFIX}w/{_part(ns)}/{_part(cid)}/"
-        found = [
-            _record(e.content) for e in self.store.scratchpad_list(self.session_id, prefix=prefix)
-        ]
-        return [r for r in found if r is not None]
-
-
 Refs = list[int | None]
 Records = list[dict[str, Any]]
 Values = list[Any]
@@ -245,14 +174,6 @@ class _Known:
     created: datetime
     last: int = 0
     messages: dict[str, tuple[int, BaseMessage]] = field(default_factory=dict)
-
-
-def _record(content: str) -> dict[str, Any] | None:
-    try:
-        record = json.loads(content)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 class ThreadlineSaver(BaseCheckpointSaver[str]):
@@ -281,6 +202,9 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         self._lock = threading.Lock()
         self._seen: OrderedDict[str, _Known] = OrderedDict()
         """session id -> what it holds of the messages channel (the latest few sessions)"""
+        self._latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        """thread session id -> the root-namespace checkpoint record this saver wrote
+        last (the parent of the next put, read without a round trip)"""
 
     def close(self) -> None:
         """Close the store if this saver opened it from a URL."""
@@ -316,7 +240,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         root = self._root(thread_id)
         if root is None:
             return None
-        checkpoints = _Thread.namespace(self.store, root.id, "").checkpoints.get("", {})
+        checkpoints = ThreadPad.namespace(self.store, root.id, "").checkpoints.get("", {})
         if not checkpoints:
             return root
         return self._holder(checkpoints[max(checkpoints)].get("branch"), root)
@@ -347,14 +271,16 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         two branches."""
         from threadline.store.fork import fork_session
 
-        entry = self.store.scratchpad_read(root.id, _checkpoint_name("", parent_id or ""))
-        record = _record(entry.content) if parent_id and entry is not None else None
+        record = self._latest.get(root.id)
+        if record is None or record["id"] != parent_id:
+            entry = self.store.scratchpad_read(root.id, checkpoint_name("", parent_id or ""))
+            record = record_of(entry.content) if parent_id and entry is not None else None
         if record is None or not isinstance(record.get("upto"), int):
             return root  # a first checkpoint, or one kept before branches were
         upto: int = record["upto"]
         branch = self._holder(record.get("branch"), root)
         mine = branch.id == root.id or _recorded_thread(branch.info) == thread_id
-        if mine and branch.refresh().last_seq <= upto:
+        if mine and branch.last_seq <= upto:  # read by this put: current
             return branch
         while branch.fork is not None and upto <= branch.fork.seq:
             branch = Session(self.store, self.store.session_info(branch.fork.parent))
@@ -366,7 +292,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 OWNER: FACE.owner(thread_id),
             },
         )
-        self.store.scratchpad_write(root.id, _branch_name(fork.id), json.dumps({"id": fork.id}))
+        self.store.scratchpad_write(root.id, branch_name(fork.id), json.dumps({"id": fork.id}))
         return fork
 
     def _session_for_write(self, thread_id: str) -> Session:
@@ -380,8 +306,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             metadata={METADATA: {"thread_id": thread_id}},
         )
 
-    def _read(self, session: Session) -> _Thread:
-        return _Thread.whole(self.store, session.id)
+    def _read(self, session: Session) -> ThreadPad:
+        return ThreadPad.whole(self.store, session.id)
 
     # -- reads
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -391,7 +317,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         session = self._root(thread_id)
         if session is None:
             return None
-        thread = _Thread.namespace(self.store, session.id, ns)
+        thread = ThreadPad.namespace(self.store, session.id, ns)
         checkpoints = thread.checkpoints.get(ns, {})
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is None:
@@ -436,7 +362,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                     if before_id and cid >= before_id:
                         continue
                     record = checkpoints[cid]
-                    metadata = self.serde.loads_typed(_untyped(record["metadata"]))
+                    metadata = self.serde.loads_typed(untyped(record["metadata"]))
                     if filter and not all(metadata.get(k) == v for k, v in filter.items()):
                         continue
                     if left is not None:
@@ -449,22 +375,22 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         self,
         session: Session,
         thread_id: str,
-        thread: _Thread,
+        thread: ThreadPad,
         record: dict[str, Any],
         *,
         metadata: CheckpointMetadata | None = None,
     ) -> CheckpointTuple:
         ns, cid = record["ns"], record["id"]
-        checkpoint: Checkpoint = self.serde.loads_typed(_untyped(record["checkpoint"]))
+        checkpoint: Checkpoint = self.serde.loads_typed(untyped(record["checkpoint"]))
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
-            raw = thread.blob(_blob_name(ns, channel, version))
-            blob = _record(raw) if raw is not None else None
+            raw = thread.blob(blob_name(ns, channel, version))
+            blob = record_of(raw) if raw is not None else None
             if blob is not None and "messages" in blob:
                 holder = self._holder(blob.get("session"), session)
                 values[channel] = self._messages_value(holder, blob["messages"])
             elif blob is not None and blob["value"][0] != "empty":
-                values[channel] = self.serde.loads_typed(_untyped(blob["value"]))
+                values[channel] = self.serde.loads_typed(untyped(blob["value"]))
         writes = sorted(
             thread.writes_of(ns, cid),
             key=lambda w: (w.get("task_path", ""), w["task_id"], w["idx"]),
@@ -476,11 +402,11 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             metadata=(
                 metadata
                 if metadata is not None
-                else self.serde.loads_typed(_untyped(record["metadata"]))
+                else self.serde.loads_typed(untyped(record["metadata"]))
             ),
             parent_config=_config(thread_id, ns, parent) if parent else None,
             pending_writes=[
-                (w["task_id"], w["channel"], self.serde.loads_typed(_untyped(w["value"])))
+                (w["task_id"], w["channel"], self.serde.loads_typed(untyped(w["value"])))
                 for w in writes
             ],
         )
@@ -511,29 +437,34 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 if branch.id != session.id:
                     blob["session"] = branch.id
                 blob["messages"] = [
-                    {"s": seq} if seq is not None else {"v": _typed(self.serde.dumps_typed(m))}
+                    {"s": seq} if seq is not None else {"v": typed(self.serde.dumps_typed(m))}
                     for seq, m in zip(refs, values[channel], strict=True)
                 ]
             elif channel in values:
-                blob["value"] = _typed(self.serde.dumps_typed(values[channel]))
+                blob["value"] = typed(self.serde.dumps_typed(values[channel]))
             else:
                 blob["value"] = ["empty", ""]
             self.store.scratchpad_write(
-                session.id, _blob_name(ns, channel, version), json.dumps(blob)
+                session.id, blob_name(ns, channel, version), json.dumps(blob)
             )
         full_metadata = get_checkpoint_metadata(config, metadata)
         record = {
             "ns": ns,
             "id": checkpoint["id"],
             "parent": configurable.get("checkpoint_id"),
-            "checkpoint": _typed(self.serde.dumps_typed(stored)),
-            "metadata": _typed(self.serde.dumps_typed(full_metadata)),
+            "checkpoint": typed(self.serde.dumps_typed(stored)),
+            "metadata": typed(self.serde.dumps_typed(full_metadata)),
             "run_id": _text_or_none(full_metadata.get("run_id")),
         }
         if ns == "":
-            record.update(branch=branch.id, upto=branch.refresh().last_seq)
+            record.update(branch=branch.id, upto=branch.last_seq)  # as read, or appended
+            with self._lock:
+                self._latest[session.id] = record
+                self._latest.move_to_end(session.id)
+                while len(self._latest) > KNOWN_SESSIONS:
+                    self._latest.popitem(last=False)
         self.store.scratchpad_write(
-            session.id, _checkpoint_name(ns, checkpoint["id"]), json.dumps(record)
+            session.id, checkpoint_name(ns, checkpoint["id"]), json.dumps(record)
         )
         return _config(thread_id, ns, checkpoint["id"])
 
@@ -551,7 +482,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         session = self._session_for_write(thread_id)
         for idx, (channel, value) in enumerate(writes):
             index = WRITES_IDX_MAP.get(channel, idx)
-            name = _write_name(ns, cid, task_id, index)
+            name = write_name(ns, cid, task_id, index)
             if index >= 0 and self.store.scratchpad_read(session.id, name) is not None:
                 continue  # a regular write is kept as first stored; special ones replace
             record = {
@@ -560,7 +491,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 "task_id": task_id,
                 "idx": index,
                 "channel": channel,
-                "value": _typed(self.serde.dumps_typed(value)),
+                "value": typed(self.serde.dumps_typed(value)),
                 "task_path": task_path,
             }
             self.store.scratchpad_write(session.id, name, json.dumps(record))
@@ -636,7 +567,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         out: Values = []
         for item in items:
             if "s" not in item:
-                out.append(self.serde.loads_typed(_untyped(item["v"])))
+                out.append(self.serde.loads_typed(untyped(item["v"])))
                 continue
             stored = by_seq.get(item["s"])
             if stored is None:
@@ -673,6 +604,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             for name in thread.names:
                 self.store.scratchpad_delete(session.id, name)
         with self._lock:
+            self._latest.pop(session.id, None)
             for sid in [*thread.branches, session.id]:
                 self._seen.pop(sid, None)
 
@@ -703,7 +635,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             self.store.scratchpad_write(target.id, name, copied[name])
 
     def _copied(
-        self, thread: _Thread, source: Session, head: Session, target: Session
+        self, thread: ThreadPad, source: Session, head: Session, target: Session
     ) -> dict[str, str]:
         """The source thread's scratchpad as the copy keeps it: its current branch's
         checkpoints continue in the copy; message values name the session they are in
@@ -717,7 +649,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         out: dict[str, str] = {}
         for name, raw in thread.names.items():
             kind = name[len(PREFIX) : len(PREFIX) + 1]
-            record = _record(raw)
+            record = record_of(raw)
             if kind == "r" or record is None:
                 continue
             if kind == "c" and record["ns"] == "" and "upto" in record:
@@ -730,7 +662,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 else:
                     values = self._messages_value(self._holder(holder, source), record["messages"])
                     record.pop("session")
-                    record["messages"] = [{"v": _typed(self.serde.dumps_typed(m))} for m in values]
+                    record["messages"] = [{"v": typed(self.serde.dumps_typed(m))} for m in values]
             out[name] = json.dumps(record) if kind in "cb" else raw
         return out
 
@@ -771,25 +703,25 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             if drop:
                 self._drop(session, thread, drop)
 
-    def _drop(self, session: Session, thread: _Thread, drop: set[tuple[str, str]]) -> None:
+    def _drop(self, session: Session, thread: ThreadPad, drop: set[tuple[str, str]]) -> None:
         """Delete checkpoints first (a crash leaves unread values, never a checkpoint
         without its values), then their writes, then values no checkpoint reads."""
         if not drop:
             return
         for ns, cid in sorted(drop):
-            self.store.scratchpad_delete(session.id, _checkpoint_name(ns, cid))
+            self.store.scratchpad_delete(session.id, checkpoint_name(ns, cid))
         for (ns, cid), writes in (thread.writes or {}).items():
             if (ns, cid) in drop:
                 for w in writes:
-                    name = _write_name(ns, cid, w["task_id"], w["idx"])
+                    name = write_name(ns, cid, w["task_id"], w["idx"])
                     self.store.scratchpad_delete(session.id, name)
         read: set[str] = set()
         for ns, checkpoints in thread.checkpoints.items():
             for cid, record in checkpoints.items():
                 if (ns, cid) in drop:
                     continue
-                stored = self.serde.loads_typed(_untyped(record["checkpoint"]))
-                read.update(_blob_name(ns, c, v) for c, v in stored["channel_versions"].items())
+                stored = self.serde.loads_typed(untyped(record["checkpoint"]))
+                read.update(blob_name(ns, c, v) for c, v in stored["channel_versions"].items())
         for name in thread.blobs or {}:
             if name not in read:
                 self.store.scratchpad_delete(session.id, name)
@@ -797,19 +729,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     def _threads(self) -> Threads:
         """``(thread id, session)`` of every thread this saver's agent holds: the
         sessions the face owns, and those an older saver made (adopted when opened)."""
-        found: Threads = []
-        for info in _agent_sessions(self.store, self.agent):
-            owner = owner_of(info)
-            if owner is not None:
-                key = owner.get("key")
-                if isinstance(key, str) and owns(info, FACE, key):
-                    found.append((key, info))
-            elif (key := _recorded_thread(info)) is not None and info.id in (
-                FACE.session_id(key),
-                _legacy_id(key),
-            ):
-                found.append((key, info))
-        return found
+        return keyed(FACE, _agent_sessions(self.store, self.agent))
 
     # -- async: the same methods, each in a worker thread
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -866,22 +786,6 @@ def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
             "checkpoint_id": checkpoint_id,
         }
     }
-
-
-def _checkpoint_name(ns: str, cid: str) -> str:
-    return f"{PREFIX}c/{_part(ns)}/{_part(cid)}"
-
-
-def _blob_name(ns: str, channel: str, version: Any) -> str:
-    return f"{PREFIX}b/{_part(ns)}/{_part(channel)}/{_version(version)}"
-
-
-def _branch_name(session_id: str) -> str:
-    return f"{PREFIX}r/{_part(session_id)}"
-
-
-def _write_name(ns: str, cid: str, task_id: str, idx: int) -> str:
-    return f"{PREFIX}w/{_part(ns)}/{_part(cid)}/{_part(task_id)}/{idx}"
 
 
 def _message_id(session_id: str, lc_id: str) -> str:

@@ -1,0 +1,131 @@
+"""The names a LangGraph thread's records have in its session's scratchpad
+(checkpoints, channel values, pending writes, branch forks: see
+``integrations/langgraph.py``), and how they are read back: kept apart from the
+saver so that its module holds what LangGraph asks of it."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from threadline.store import Store
+from threadline.store.base import ScratchpadEntry
+
+PREFIX = "lg/"
+PLAIN_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+"""A namespace, channel, task or version kept as it is in a scratchpad name."""
+
+
+def part(text: str) -> str:
+    """One segment of a scratchpad name: ``=name`` when plain, else ``~`` and a hash."""
+    if PLAIN_NAME.fullmatch(text):
+        return "=" + text
+    return "~" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def version_part(version: Any) -> str:
+    return part(json.dumps(version))
+
+
+def typed(data: tuple[str, bytes]) -> list[str]:
+    return [data[0], base64.b64encode(data[1]).decode("ascii")]
+
+
+def untyped(data: list[str]) -> tuple[str, bytes]:
+    return data[0], base64.b64decode(data[1])
+
+
+class ThreadPad:
+    """What a thread's scratchpad holds: all of it, read in one call (``whole``), or
+    one namespace's checkpoint records, with the values and writes a checkpoint reads
+    fetched by name when it reads them (``namespace``: what ``get_tuple`` needs, so
+    its cost follows the checkpoint, not the thread's history of values)."""
+
+    def __init__(self, store: Store, session_id: str) -> None:
+        self.store, self.session_id = store, session_id
+        self.checkpoints: dict[str, dict[str, dict[str, Any]]] = {}
+        """namespace -> checkpoint id -> record"""
+        self.blobs: dict[str, str] | None = None
+        """blob name -> its stored JSON, decoded only when read (None: not read yet)"""
+        self.writes: dict[tuple[str, str], list[dict[str, Any]]] | None = None
+        """(namespace, checkpoint id) -> write records (None: not read yet)"""
+        self.names: dict[str, str] = {}
+        """scratchpad name -> its raw content, of what was read (what a copy writes)"""
+        self.branches: list[str] = []
+        """the forks the thread's later branches live in (read by ``whole``)"""
+
+    @classmethod
+    def whole(cls, store: Store, session_id: str) -> ThreadPad:
+        thread = cls(store, session_id)
+        thread.blobs, thread.writes = {}, {}
+        thread._take(store.scratchpad_list(session_id, prefix=PREFIX))
+        return thread
+
+    @classmethod
+    def namespace(cls, store: Store, session_id: str, ns: str) -> ThreadPad:
+        thread = cls(store, session_id)
+        thread._take(store.scratchpad_list(session_id, prefix=f"{PREFIX}c/{part(ns)}/"))
+        return thread
+
+    def _take(self, entries: Iterable[ScratchpadEntry]) -> None:
+        for entry in entries:
+            name = entry.name
+            self.names[name] = entry.content
+            kind = name[len(PREFIX) : len(PREFIX) + 1]
+            if kind == "b" and self.blobs is not None:
+                self.blobs[name] = entry.content
+                continue
+            record = record_of(entry.content)
+            if record is None:
+                continue  # not ours to judge: skip what does not decode
+            if kind == "c":
+                self.checkpoints.setdefault(record["ns"], {})[record["id"]] = record
+            elif kind == "w" and self.writes is not None:
+                self.writes.setdefault((record["ns"], record["checkpoint"]), []).append(record)
+            elif kind == "r":
+                self.branches.append(record["id"])
+
+    def blob(self, name: str) -> str | None:
+        if self.blobs is not None:
+            return self.blobs.get(name)
+        entry = self.store.scratchpad_read(self.session_id, name)
+        return None if entry is None else entry.content
+
+    def writes_of(self, ns: str, cid: str) -> list[dict[str, Any]]:
+        if self.writes is not None:
+            return self.writes.get((ns, cid), [])
+        prefix = f"{PREFIX}w/{part(ns)}/{part(cid)}/"
+        found = [
+            record_of(e.content) for e in self.store.scratchpad_list(self.session_id, prefix=prefix)
+        ]
+        return [r for r in found if r is not None]
+
+
+def record_of(content: str) -> dict[str, Any] | None:
+    """The record an entry holds, or None when it is no JSON object (not ours)."""
+    with contextlib.suppress(ValueError):
+        record = json.loads(content)
+        if isinstance(record, dict):
+            return record
+    return None
+
+
+def checkpoint_name(ns: str, cid: str) -> str:
+    return f"{PREFIX}c/{part(ns)}/{part(cid)}"
+
+
+def blob_name(ns: str, channel: str, version: Any) -> str:
+    return f"{PREFIX}b/{part(ns)}/{part(channel)}/{version_part(version)}"
+
+
+def branch_name(session_id: str) -> str:
+    return f"{PREFIX}r/{part(session_id)}"
+
+
+def write_name(ns: str, cid: str, task_id: str, idx: int) -> str:
+    return f"{PREFIX}w/{part(ns)}/{part(cid)}/{part(task_id)}/{idx}"
