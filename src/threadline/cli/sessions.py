@@ -17,12 +17,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.text import Text
 
-from threadline.cli.errors import exit_code_for
+from threadline.cli.errors import exit_code_for, exit_interrupted
 from threadline.cli.errors import report as report_error
 from threadline.cli.render import (
     echo,
@@ -546,7 +546,7 @@ def import_(
     that has grown gets only its new messages. Native compactions become checkpoints.
     --title names one conversation; --agent names new sessions only.
     """
-    from threadline.interop.sync import Syncer, SyncStatus, find_sources
+    from threadline.interop.sync import Syncer, SyncInterrupted, SyncStatus, find_sources
 
     sources = find_sources(paths)
     if title is not None and len(sources) > 1:
@@ -558,8 +558,13 @@ def import_(
     syncer = Syncer(
         store, agent=agent, title=title, run=run, stdin=getattr(sys.stdin, "buffer", None)
     )
-    with _import_progress(len(sources), show=not as_json and is_terminal(sys.stderr)) as advance:
-        report = syncer.sync(sources, progress=advance)
+    try:
+        with _import_progress(
+            len(sources), show=not as_json and is_terminal(sys.stderr)
+        ) as advance:
+            report = syncer.sync(sources, progress=advance)
+    except SyncInterrupted as stopped:
+        _interrupted_import(stopped.report, len(sources))
     results, failures = report.results, report.failures
     if agent is not None:
         _warn_kept_agents(store, report, agent)
@@ -581,6 +586,20 @@ def import_(
     if failures:
         first = failures[0].exception
         raise typer.Exit(exit_code_for(first) if first is not None else 1)
+
+
+def _interrupted_import(report: SyncReport, total: int) -> NoReturn:
+    """Ctrl-C mid-import: the sessions the sources done so far became are kept; print
+    their ids (on stdout, as a finished import does) and say so, then exit 130."""
+    kept = [r for r in report.results if r.session_id is not None]
+    for r in kept:
+        typer.echo(r.session_id)
+    done = len({r.source for r in report.results})
+    summary = _import_summary(report) if report.results else "nothing imported"
+    exit_interrupted(
+        f"after {done} of {plural(total, 'source')} ({summary}); "
+        f"{plural(len(kept), 'session')} listed above {'is' if len(kept) == 1 else 'are'} kept"
+    )
 
 
 @contextlib.contextmanager

@@ -345,6 +345,14 @@ def checkpoint_args(
     return covers, summary, metadata
 
 
+class SyncInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``Syncer.sync``: still an interrupt, carrying what was committed."""
+
+    def __init__(self, report: SyncReport) -> None:
+        super().__init__()
+        self.report = report
+
+
 class Syncer:
     """Imports sources into one store, or brings earlier imports up to date.
 
@@ -379,13 +387,18 @@ class Syncer:
         *,
         progress: Callable[[Source, list[SyncResult]], None] | None = None,
     ) -> SyncReport:
-        """Every source in turn; ``progress`` is told after each."""
+        """Every source in turn; ``progress`` is told after each. Interrupted (Ctrl-C),
+        it raises ``SyncInterrupted`` holding what the sources done so far became (a
+        source cut short left nothing of its own: see ``_create``)."""
         report = SyncReport()
-        for source in sources:
-            results = self.sync_source(source)
-            report.results.extend(results)
-            if progress is not None:
-                progress(source, results)
+        try:
+            for source in sources:
+                results = self.sync_source(source)
+                report.results.extend(results)
+                if progress is not None:
+                    progress(source, results)
+        except KeyboardInterrupt as exc:
+            raise SyncInterrupted(report) from exc
         return report
 
     def sync_source(self, source: Source) -> list[SyncResult]:
