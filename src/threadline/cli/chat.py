@@ -350,7 +350,7 @@ class ChatController:
     def _use(self, setup: ChatSetup) -> None:
         """Chat with ``setup``'s agent from now on (its model resolved now, so a missing
         key fails here and nothing changes)."""
-        agent = Agent(setup.config, store=self.store)
+        agent = Agent(setup.config, store=self.store, notes=setup.notes)
         try:
             agent.model  # noqa: B018 - resolve now: MissingCredentials before switching
         except BaseException:
@@ -768,7 +768,7 @@ def chat(
     chat_model = connect(config)
     try:
         store = store if store is not None else store_of(ctx)
-        agent = Agent(config, store=store, model=chat_model)
+        agent = Agent(config, store=store, model=chat_model, notes=setup.notes)
         interactive = message is None and stdin_is_interactive()
         resume = f"threadline chat {agent_name}" if agent_name else "threadline chat"
         controller = ChatController(
