@@ -96,3 +96,24 @@ def test_the_chat_resuming_the_session_names_the_missing_agent(
         assert done.exit_code == 0, done.stderr
         assert done.stdout == "on it\n"
         assert note_for(tmp_path) in " ".join(done.stderr.split())
+
+
+def test_serve_says_on_its_console_which_agent_a_turn_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A turn's agent is built here (``build_agent``): the note goes to the server's log."""
+    pytest.importorskip("fastapi")
+    from threadline.server.config import ServerConfig
+    from threadline.server.runner import build_agent
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called
+    sid = seed(tmp_path / "t.db")["coder"]
+    with (
+        open_store(f"sqlite://{tmp_path / 't.db'}") as store,
+        caplog.at_level("WARNING", logger="threadline.server.runner"),
+    ):
+        info = store.session_info(sid)
+        build_agent(ServerConfig(token="t" * 32), store, info, "compatible/gpt-4o").close()
+    said = [r.getMessage() for r in caplog.records if r.name == "threadline.server.runner"]
+    assert any(m.startswith(f"session {sid}: {note_for(tmp_path)}") for m in said), said
