@@ -129,6 +129,35 @@ def old_fingerprint(messages: list[Message]) -> str:
     return digest.hexdigest()
 
 
+OLD_MARKED = [
+    "codex/communique-parallel-019efb65.jsonl",
+    "swe-agent/gpt4-swe-agent__test-repo-i1.traj",
+    "other/gemini-cli-session-2025-12-01T21-45-5b959dae.json",
+    "other/opencode-export-shui-ja-fork-compaction-ses_ff982d45.json",
+    "aider/haav-catalogservice-ask-diff.aider.chat.history.md",
+    "openai-chat/tau-bench-gpt-4o-airline.json",
+]
+"""One file of each other format: what they store reads back as the same content."""
+
+
+@pytest.mark.parametrize("name", OLD_MARKED)
+def test_an_old_marker_of_any_format_leaves_an_unchanged_source_unchanged(
+    name: str, tmp_path: Path
+) -> None:
+    require_shared(TRANSCRIPTS)
+    path = tmp_path / Path(name).name
+    path.write_text((TRANSCRIPTS / name).read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    store = open_store("memory://")
+    firsts = Syncer(store).sync_source(Source(path))
+    assert firsts and all(r.status is SyncStatus.NEW for r in firsts), firsts
+    for r in firsts:
+        old = old_fingerprint(store.read_messages(r.session_id))
+        store.update_session(r.session_id, metadata={"source_fingerprint": old})
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    again = Syncer(store).sync_source(Source(path))
+    assert [r.status for r in again] == [SyncStatus.UNCHANGED] * len(firsts), again
+
+
 @pytest.mark.parametrize("name", [CLAUDE, PI])
 def test_an_old_marker_is_checked_against_the_store_once_then_rewritten(
     name: str, tmp_path: Path
