@@ -532,6 +532,14 @@ def import_(
             "--run", min=1, max=MAX_INT, help="Only conversation N (from 1) of each file."
         ),
     ] = None,
+    new_version: Annotated[
+        bool,
+        typer.Option(
+            "--new-version",
+            help="A source whose imported part changed since (a record edited or gone) "
+            "becomes a new session; the earlier one stays, no longer synced.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Import sessions, or bring earlier imports up to date; prints their ids.
@@ -543,8 +551,9 @@ def import_(
     (.supyagent/sessions), and the SQLite session databases of agsh and the OpenAI
     Agents SDK; a file of several conversations (or a database of several sessions)
     gives one session each. Importing a source again changes nothing; a transcript
-    that has grown gets only its new messages. Native compactions become checkpoints.
-    --title names one conversation; --agent names new sessions only.
+    that has grown gets only its new messages; one whose imported part changed is
+    refused (--new-version imports it as a new session). Native compactions become
+    checkpoints. --title names one conversation; --agent names new sessions only.
     """
     from threadline.interop.sync import Syncer, SyncInterrupted, SyncStatus, find_sources
 
@@ -556,7 +565,12 @@ def import_(
         )
     store = store_of(ctx)
     syncer = Syncer(
-        store, agent=agent, title=title, run=run, stdin=getattr(sys.stdin, "buffer", None)
+        store,
+        agent=agent,
+        title=title,
+        run=run,
+        stdin=getattr(sys.stdin, "buffer", None),
+        new_version=new_version,
     )
     try:
         with _import_progress(
