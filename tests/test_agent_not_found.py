@@ -117,3 +117,20 @@ def test_serve_says_on_its_console_which_agent_a_turn_runs(
         build_agent(ServerConfig(token="t" * 32), store, info, "compatible/gpt-4o").close()
     said = [r.getMessage() for r in caplog.records if r.name == "threadline.server.runner"]
     assert any(m.startswith(f"session {sid}: {note_for(tmp_path)}") for m in said), said
+
+
+def test_switching_to_the_session_in_the_chat_names_the_missing_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/session ID`` from a chat already on the built-in agent: no agent to swap, but
+    the note is said (and ``/context`` carries it), once."""
+    from tests.fakes.cli_env import fake_openai_cwd
+    from tests.test_chat import chat_repl
+
+    url = f"sqlite://{tmp_path / 't.db'}"
+    sid = seed(tmp_path / "t.db")["coder"]
+    with fake_openai_cwd(monkeypatch, tmp_path, {}):
+        done = chat_repl(url, ["-m", MODEL], [f"/session {sid}", "/context"], monkeypatch)
+    assert done.exit_code == 0, done.output
+    said = " ".join(done.output.split())
+    assert said.count(note_for(tmp_path)) == 2, done.output  # on switching, in /context
