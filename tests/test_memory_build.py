@@ -70,6 +70,23 @@ def test_build_all_then_nothing_new(sqlite_url: str) -> None:
     assert (third["messages"], third["facts"], third["sessions"]) == (1, 1, 1)
 
 
+def test_search_after_build_all_finds_facts_in_every_agents_scope(sqlite_url: str) -> None:
+    """``memory build --all`` writes each session's facts to its agent's scope; a search
+    that names no scope spans them all and says which hold the hits (it used to answer
+    "0 hits in agent:default")."""
+    seeded(sqlite_url)
+    assert run(sqlite_url, "memory", "build", "--all").exit_code == 0
+    found = json.loads(run(sqlite_url, "memory", "search", "Anneliese", "--json").stdout)
+    assert found["scopes"] == ["agent:ana", "agent:bo"]
+    assert found["items"] and {h["scope"] for h in found["items"]} == {"agent:ana"}
+    shown = run(sqlite_url, "memory", "search", "Porto OR Paulo OR Anneliese")
+    assert shown.exit_code == 0, shown.output
+    summary = shown.stdout.strip().splitlines()[-1]
+    assert "across 2 scopes: agent:ana (" in summary and "agent:bo (" in summary, shown.stdout
+    one = json.loads(run(sqlite_url, "memory", "search", "Anneliese", "-a", "bo", "--json").stdout)
+    assert one["scopes"] == ["agent:bo"] and not one["items"]  # a named scope is kept to
+
+
 def test_build_named_sessions_and_bad_calls(sqlite_url: str) -> None:
     ana, _ = seeded(sqlite_url)
     named = run(sqlite_url, "memory", "build", ana[:8])

@@ -116,6 +116,12 @@ def test_an_edited_record_is_refused_on_the_command_line(tmp_path: Path) -> None
     done = runner.invoke(app, ["--store", url, "sessions", "import", str(path)])
     assert done.exit_code == 2, done.stderr
     assert "unchanged" not in done.stderr and record in done.stderr
+    assert "--new-version" in done.stderr  # the way to keep both is named
+    kept = runner.invoke(app, ["--store", url, "sessions", "import", "--new-version", str(path)])
+    assert kept.exit_code == 0, kept.stderr
+    with open_store(url) as store:
+        ids = [info.id for info in store.list_sessions().items]
+    assert len(ids) == 2 and kept.stdout.strip() in ids  # the new version's id is printed
 
 
 def old_fingerprint(messages: list[Message]) -> str:
@@ -127,6 +133,35 @@ def old_fingerprint(messages: list[Message]) -> str:
         digest.update(json.dumps(key, ensure_ascii=False).encode("utf-8", "surrogatepass"))
         digest.update(b"\n")
     return digest.hexdigest()
+
+
+OLD_MARKED = [
+    "codex/communique-parallel-019efb65.jsonl",
+    "swe-agent/gpt4-swe-agent__test-repo-i1.traj",
+    "other/gemini-cli-session-2025-12-01T21-45-5b959dae.json",
+    "other/opencode-export-shui-ja-fork-compaction-ses_ff982d45.json",
+    "aider/haav-catalogservice-ask-diff.aider.chat.history.md",
+    "openai-chat/tau-bench-gpt-4o-airline.json",
+]
+"""One file of each other format: what they store reads back as the same content."""
+
+
+@pytest.mark.parametrize("name", OLD_MARKED)
+def test_an_old_marker_of_any_format_leaves_an_unchanged_source_unchanged(
+    name: str, tmp_path: Path
+) -> None:
+    require_shared(TRANSCRIPTS)
+    path = tmp_path / Path(name).name
+    path.write_text((TRANSCRIPTS / name).read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    store = open_store("memory://")
+    firsts = Syncer(store).sync_source(Source(path))
+    assert firsts and all(r.status is SyncStatus.NEW for r in firsts), firsts
+    for r in firsts:
+        old = old_fingerprint(store.read_messages(r.session_id))
+        store.update_session(r.session_id, metadata={"source_fingerprint": old})
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    again = Syncer(store).sync_source(Source(path))
+    assert [r.status for r in again] == [SyncStatus.UNCHANGED] * len(firsts), again
 
 
 @pytest.mark.parametrize("name", [CLAUDE, PI])
@@ -150,3 +185,35 @@ def test_an_old_marker_is_checked_against_the_store_once_then_rewritten(
     write(path, records)
     refused = sync(store, path)
     assert refused.status is SyncStatus.FAILED and record in (refused.error or "")
+
+
+def test_new_version_imports_a_changed_source_as_a_new_session_and_keeps_the_old(
+    tmp_path: Path,
+) -> None:
+    path, records = copy_of(CLAUDE, tmp_path)
+    store = open_store("memory://")
+    first = sync(store, path)
+    old_texts = [m.text for m in store.read_messages(first.session_id)]
+    target = next(r for r in records if claude_user_text(r))
+    edit_claude_user(target)
+    write(path, records)
+    (second,) = Syncer(store, new_version=True).sync_source(Source(path))
+    assert second.status is SyncStatus.NEW and second.session_id != first.session_id
+    new_info = store.session_info(second.session_id)
+    assert new_info.metadata["source_previous_version"] == first.session_id
+    assert any(m.text.startswith("EDITED ") for m in store.read_messages(second.session_id))
+    assert [m.text for m in store.read_messages(first.session_id)] == old_texts  # kept
+    assert store.session_info(first.session_id).metadata["source_id"].endswith("#replaced")
+    # from now on the source is the new session's: unchanged, then grown
+    path.write_text(path.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert sync(store, path).session_id == second.session_id
+    assert sync(store, path).status is SyncStatus.UNCHANGED
+    records.append({**target, "uuid": "grown-1", "message": {"role": "user", "content": "more"}})
+    write(path, records)
+    grown = sync(store, path)
+    assert (grown.status, grown.session_id, grown.messages_added) == (
+        SyncStatus.UPDATED,
+        second.session_id,
+        1,
+    )
+    assert store.list_sessions().total == 2

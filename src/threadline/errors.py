@@ -115,6 +115,11 @@ class ImportFormatError(ThreadlineError):
         self.path = path
 
 
+class SourceChanged(ImportFormatError):
+    """A source imported before no longer begins with what was imported (a record edited
+    or gone): refused, or imported as a new version when asked (``--new-version``)."""
+
+
 class ImportTooLarge(ImportFormatError):
     """A file or stream to import is larger than the limit it is read up to: an import
     is held in memory whole, so ``/dev/zero`` or a runaway pipe must not be read on."""

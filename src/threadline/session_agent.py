@@ -5,7 +5,9 @@ model too): the model stored on the session, and the agent (name or file) and di
 settings the chat stored in its metadata under ``CHAT_KEY``. An explicit model or
 agent overrides them. A session that was not made by the chat (an import, another
 program, the server) uses its agent's file when there is one, else the built-in
-agent, and says so.
+agent, and says so: a note naming the agent and where its file was looked for, in
+every window's report (``threadline context``, the chat's ``/context``, the web
+page's context panel, ``session.get``) and on ``serve``'s console.
 
 ``session_agent`` builds that agent; a ``simulated/...`` model is the offline
 scripted coding agent of ``threadline demo`` (its system prompt, policy and tools),
@@ -89,10 +91,8 @@ def setup_for(info: SessionInfo | None, *, agent: str | None, model: str | None)
         if candidate is not None and candidate != config.name:
             try:
                 config, ref = load_agent(candidate), candidate
-            except ConfigError:
-                notes.append(
-                    f"agent {candidate!r} has no agent file here; using the built-in agent"
-                )
+            except ConfigError as exc:  # names the agent and where it was looked for
+                notes.append(f"{exc}; using the built-in agent's prompt and tools instead")
     # an explicit AGENT brings its own model; the stored one applies to the stored agent
     spec = model or (info.model if info is not None and not explicit_agent else None)
     if spec and spec != config.model_spec:
@@ -156,14 +156,17 @@ def session_agent(
             skills=demo_skills(),
         )
     if fit_only and model is not None:
-        config = setup_for(info, agent=agent, model=None).config.with_model(model)
+        setup = setup_for(info, agent=agent, model=None)
+        config = setup.config.with_model(model)
     else:
-        config = setup_for(info, agent=agent, model=model).config
+        setup = setup_for(info, agent=agent, model=model)
+        config = setup.config
     return Agent(
         with_context(config, context or {}),
         store=store,
         compactor=compactor,
         calibrator=calibrator,
+        notes=setup.notes,
     )
 
 

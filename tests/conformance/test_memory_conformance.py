@@ -129,6 +129,11 @@ def test_scopes_are_separate_and_shared_on_request(memory: MemoryStore) -> None:
     }
     assert [f.subject for f in memory.list_facts("project:site")] == ["site"]
     assert memory.recall("site", scopes=["agent:one"]) is None
+    assert memory.scopes() == ["agent:one", "project:site"]  # what a search may span
+    assert {(h.scope, h.kind) for h in both if h.kind == "fact"} == {
+        ("agent:one", "fact"),
+        ("project:site", "fact"),
+    }
 
 
 def test_forget_marks_and_restores_the_previous_fact(memory: MemoryStore) -> None:

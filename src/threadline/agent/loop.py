@@ -264,8 +264,12 @@ class Agent:
         agent_configs: Mapping[str, AgentConfig] | None = None,
         skills: SkillSet | None = None,
         subagent_hints: Sequence[tuple[str, str]] | None = None,
+        notes: Sequence[str] = (),
     ) -> None:
         self.config = config
+        self.notes = list(notes)
+        """What its caller was told about how this agent was chosen (an agent file not
+        found, so the built-in agent runs): every window's report carries them."""
         self.store = store
         self._model = model
         self._owns_model = model is None
@@ -501,6 +505,7 @@ class Agent:
         )
         if sections is not None:
             window.report.prompt_sections = _section_costs(sections, window.model)
+        window.report.notes.extend(self.notes)
         for problem in self.skills.problems:
             window.report.notes.append(f"skill left out: {problem}")
         if policy is not self.policy:

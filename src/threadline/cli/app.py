@@ -31,7 +31,8 @@ Exit codes
       that only read never create one), not a threadline database, schema
       from a newer threadline, corrupt record, a damaged store (see
       ``threadline doctor``); ``doctor`` exits 8 when it finds damage
-130   interrupted (Ctrl-C)
+130   interrupted (Ctrl-C); ``compact`` and ``sessions import`` first say what
+      was committed (the checkpoint written, the sessions imported so far)
 ====  ==============================================================
 
 Errors are printed as one line: ``threadline: error: <message>``. Library

@@ -350,7 +350,7 @@ class ChatController:
     def _use(self, setup: ChatSetup) -> None:
         """Chat with ``setup``'s agent from now on (its model resolved now, so a missing
         key fails here and nothing changes)."""
-        agent = Agent(setup.config, store=self.store)
+        agent = Agent(setup.config, store=self.store, notes=setup.notes)
         try:
             agent.model  # noqa: B018 - resolve now: MissingCredentials before switching
         except BaseException:
@@ -369,18 +369,21 @@ class ChatController:
         with the agent and model it was using (``agent_for``)."""
         session = self.store.get_session(id_or_prefix)
         setup = self.agent_for(session.info) if self.agent_for is not None else None
-        if setup is not None and (
+        same = setup is not None and (
             setup.config.model_spec == self.agent.model_spec
             and setup.config.name == self.agent.config.name
-        ):
-            setup = None
+        )
         holder = self.store.acquire_lock(session.id, LockHolder.current())
         try:
-            if setup is not None:
+            if setup is not None and not same:
                 self._use(setup)
         except BaseException:
             self.store.release_lock(session.id, holder)
             raise
+        if setup is not None and same:  # the agent already running: its notes still apply
+            self.agent.notes = list(setup.notes)
+            for note in setup.notes:
+                self.say(note)
         left = self._release()
         if left is not None:
             self.say(f"left session {left.id}")
@@ -768,7 +771,7 @@ def chat(
     chat_model = connect(config)
     try:
         store = store if store is not None else store_of(ctx)
-        agent = Agent(config, store=store, model=chat_model)
+        agent = Agent(config, store=store, model=chat_model, notes=setup.notes)
         interactive = message is None and stdin_is_interactive()
         resume = f"threadline chat {agent_name}" if agent_name else "threadline chat"
         controller = ChatController(
@@ -782,8 +785,9 @@ def chat(
         )
         controller.show_tokens = setup.show_tokens
         try:
-            for note in setup.notes:
-                controller.say(note)
+            if target is None:  # attaching a session says its own notes
+                for note in setup.notes:
+                    controller.say(note)
             if target is not None:
                 controller.attach(target.id)
             elif resume_last:

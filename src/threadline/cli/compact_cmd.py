@@ -30,13 +30,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from threadline.cli.errors import exit_interrupted
 from threadline.cli.render import make_console, print_json
 from threadline.cli.state import store_of
 from threadline.compaction.compactor import CompactionResult, Compactor
@@ -47,6 +48,7 @@ from threadline.errors import UsageError, validation_problems
 from threadline.llm import ChatModel, resolve_model
 from threadline.report.context import checkpoint_number
 from threadline.session_agent import session_agent
+from threadline.store import Session
 from threadline.store.base import MAX_INT
 
 MISSING_SHOWN = 10
@@ -282,25 +284,42 @@ def compact(
     kind = KINDS[summarizer] if summarizer is not None else None
     summ = make_summarizer(kind, chat_model, max_words=policy.summary_max_words)
     compactor = Compactor(summ, policy=policy)
-    with session_agent(session.store, session.info, agent=agent, compactor=compactor) as runner:
-        result = runner.compactor.compact(
-            session,
-            force=True,
-            dry_run=dry_run,
-            keep_recent=keep_recent,
-            keep_turns=keep_turns,
-            focus=focus.strip() if focus and focus.strip() else None,
+    before = session.store.latest_checkpoint(session.id)
+    try:
+        with session_agent(session.store, session.info, agent=agent, compactor=compactor) as runner:
+            result = runner.compactor.compact(
+                session,
+                force=True,
+                dry_run=dry_run,
+                keep_recent=keep_recent,
+                keep_turns=keep_turns,
+                focus=focus.strip() if focus and focus.strip() else None,
+            )
+        checkpoint = result.checkpoint
+        number = (
+            checkpoint_number(session.checkpoints(), checkpoint.id, checkpoint.session_id)
+            if checkpoint is not None
+            else None
         )
-    checkpoint = result.checkpoint
-    number = (
-        checkpoint_number(session.checkpoints(), checkpoint.id, checkpoint.session_id)
-        if checkpoint is not None
-        else None
+        if as_json:
+            print_json({**result_json(result), "checkpoint_number": number})
+            return
+        print_blocks(render_result(result, number))
+    except KeyboardInterrupt:
+        _interrupted(session, before.id if before is not None else None)
+
+
+def _interrupted(session: Session, before: int | None) -> NoReturn:
+    """Ctrl-C during ``compact``: whether the checkpoint was written (the store says),
+    with its number and id, so a user does not run it again for nothing."""
+    latest = session.store.latest_checkpoint(session.id)
+    if latest is None or latest.id == before:
+        exit_interrupted("no checkpoint was written; the session is as it was")
+    number = checkpoint_number(session.checkpoints(), latest.id, latest.session_id)
+    exit_interrupted(
+        f"checkpoint #{number} (id {latest.id}) was written first: it summarizes messages "
+        f"up to seq {latest.covers_up_to} of session {session.id}, and the session keeps it"
     )
-    if as_json:
-        print_json({**result_json(result), "checkpoint_number": number})
-        return
-    print_blocks(render_result(result, number))
 
 
 def register(root: typer.Typer) -> None:

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import typer
 from typer._click import ClickException, Context
@@ -113,6 +113,13 @@ def warning_source(filename: str) -> str:
         if marker in parts and parts.index(marker) + 1 < len(parts):
             return Path(parts[parts.index(marker) + 1]).stem
     return path.name or filename
+
+
+def exit_interrupted(committed: str) -> NoReturn:
+    """Ctrl-C after part of the work was committed: say what stays, then exit 130 as an
+    interrupt does (instead of a bare ``error: interrupted``)."""
+    print(f"{PROGRAM}: interrupted: {printable(committed)}", file=sys.stderr, flush=True)
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _show_warning(

@@ -4,7 +4,8 @@ Long-term memory lives beside the sessions, in the store ``--store`` names
 (``threadline.memory``). Every command works on one *scope*: ``--scope`` when
 given (``user:ana``, ``project:site``; a bare name is a project scope), else
 the scope of ``--agent`` (its agent file's ``memory.scope``, or
-``agent:NAME``; default: the built-in agent). Stored text reaches the terminal
+``agent:NAME``; default: the built-in agent), except ``search``, which without
+either searches every scope the store holds memories in. Stored text reaches the terminal
 only through ``cli.render`` (control characters escaped); ``--json`` prints a
 stable document instead:
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,7 +36,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from threadline.cli.render import fmt_time, make_console, plural, print_json, shorten
+from threadline.cli.render import (
+    fmt_time,
+    make_console,
+    plural,
+    print_json,
+    printable,
+    shorten,
+)
 from threadline.cli.state import store_of
 from threadline.errors import ImportFormatError, ThreadlineError, UsageError
 from threadline.store import sqlite_files
@@ -168,9 +177,11 @@ def facts_table(facts: list[Fact]) -> Table:
     return table
 
 
-def hits_table(hits: list[MemoryHit]) -> Table:
+def hits_table(hits: list[MemoryHit], *, scopes: bool = False) -> Table:
+    """Search hits; ``scopes``: with the scope of each (a search across several)."""
     table = Table(box=None, pad_edge=False, header_style="bold", padding=(0, 1))
-    for name in ("Score", "Kind", "Memory", "Source", "Observed"):
+    names = ("Score", "Kind", *(("Scope",) if scopes else ()), "Memory", "Source", "Observed")
+    for name in names:
         table.add_column(
             name, no_wrap=name != "Memory", justify="right" if name == "Score" else "left"
         )
@@ -178,6 +189,7 @@ def hits_table(hits: list[MemoryHit]) -> Table:
         table.add_row(
             f"{h.score:.2f}",
             h.kind,
+            *((printable(h.scope or "", one_line=True),) if scopes else ()),
             shorten(h.text, STATEMENT_WIDTH),
             _source(h.session_id, h.seq),
             fmt_time(h.observed_at),
@@ -253,19 +265,33 @@ def search(
     ] = DEFAULT_K,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search a scope's memories, best first."""
+    """Search memories, best first: of --scope or --agent, else of every scope the store
+    holds memories in (``memory build`` fills each session's agent's scope)."""
     if not query.strip():
         raise UsageError("memory search: the query is empty")
-    where = resolve_scope(scope, agent)
-    check_agent_known(ctx, agent, where)
-    hits = _memory(ctx).search(query, scopes=[where], k=k)
+    memory = _memory(ctx)
+    if scope is None and agent is None:
+        scopes = memory.scopes() or [resolve_scope(None, None)]
+    else:
+        scopes = [resolve_scope(scope, agent)]
+        check_agent_known(ctx, agent, scopes[0])
+    hits = memory.search(query, scopes=scopes, k=k)
     if as_json:
-        print_json({"query": query, "scopes": [where], "items": [_dump(h) for h in hits]})
+        print_json({"query": query, "scopes": scopes, "items": [_dump(h) for h in hits]})
         return
     console = make_console()
     if hits:
-        console.print(hits_table(hits))
-    console.print(Text(f"{plural(len(hits), 'hit')} in {where}", style="dim"))
+        console.print(hits_table(hits, scopes=len(scopes) > 1))
+    console.print(Text(searched(len(hits), hits, scopes), style="dim"))
+
+
+def searched(n: int, hits: list[MemoryHit], scopes: list[str]) -> str:
+    """``3 hits in agent:coder``, or across scopes, which of them hold the hits."""
+    if len(scopes) == 1:
+        return f"{plural(n, 'hit')} in {scopes[0]}"
+    held = Counter(h.scope or "?" for h in hits)
+    where = ", ".join(f"{s} ({c})" for s, c in sorted(held.items()))
+    return f"{plural(n, 'hit')} across {len(scopes)} scopes" + (f": {where}" if where else "")
 
 
 @app.command("show")

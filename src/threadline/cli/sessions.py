@@ -17,12 +17,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.text import Text
 
-from threadline.cli.errors import exit_code_for
+from threadline.cli.errors import exit_code_for, exit_interrupted
 from threadline.cli.errors import report as report_error
 from threadline.cli.render import (
     echo,
@@ -538,6 +538,14 @@ def import_(
             "--run", min=1, max=MAX_INT, help="Only conversation N (from 1) of each file."
         ),
     ] = None,
+    new_version: Annotated[
+        bool,
+        typer.Option(
+            "--new-version",
+            help="A source whose imported part changed since (a record edited or gone) "
+            "becomes a new session; the earlier one stays, no longer synced.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Import sessions, or bring earlier imports up to date; prints their ids.
@@ -549,10 +557,11 @@ def import_(
     (.supyagent/sessions), and the SQLite session databases of agsh and the OpenAI
     Agents SDK; a file of several conversations (or a database of several sessions)
     gives one session each. Importing a source again changes nothing; a transcript
-    that has grown gets only its new messages. Native compactions become checkpoints.
-    --title names one conversation; --agent names new sessions only.
+    that has grown gets only its new messages; one whose imported part changed is
+    refused (--new-version imports it as a new session). Native compactions become
+    checkpoints. --title names one conversation; --agent names new sessions only.
     """
-    from threadline.interop.sync import Syncer, SyncStatus, find_sources
+    from threadline.interop.sync import Syncer, SyncInterrupted, SyncStatus, find_sources
 
     sources = find_sources(paths)
     if title is not None and len(sources) > 1:
@@ -562,10 +571,20 @@ def import_(
         )
     store = store_of(ctx)
     syncer = Syncer(
-        store, agent=agent, title=title, run=run, stdin=getattr(sys.stdin, "buffer", None)
+        store,
+        agent=agent,
+        title=title,
+        run=run,
+        stdin=getattr(sys.stdin, "buffer", None),
+        new_version=new_version,
     )
-    with _import_progress(len(sources), show=not as_json and is_terminal(sys.stderr)) as advance:
-        report = syncer.sync(sources, progress=advance)
+    try:
+        with _import_progress(
+            len(sources), show=not as_json and is_terminal(sys.stderr)
+        ) as advance:
+            report = syncer.sync(sources, progress=advance)
+    except SyncInterrupted as stopped:
+        _interrupted_import(stopped.report, len(sources))
     results, failures = report.results, report.failures
     if agent is not None:
         _warn_kept_agents(store, report, agent)
@@ -587,6 +606,20 @@ def import_(
     if failures:
         first = failures[0].exception
         raise typer.Exit(exit_code_for(first) if first is not None else 1)
+
+
+def _interrupted_import(report: SyncReport, total: int) -> NoReturn:
+    """Ctrl-C mid-import: the sessions the sources done so far became are kept; print
+    their ids (on stdout, as a finished import does) and say so, then exit 130."""
+    kept = [r for r in report.results if r.session_id is not None]
+    for r in kept:
+        typer.echo(r.session_id)
+    done = len({r.source for r in report.results})
+    summary = _import_summary(report) if report.results else "nothing imported"
+    exit_interrupted(
+        f"after {done} of {plural(total, 'source')} ({summary}); "
+        f"{plural(len(kept), 'session')} listed above {'is' if len(kept) == 1 else 'are'} kept"
+    )
 
 
 @contextlib.contextmanager

@@ -45,7 +45,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
-from threadline.errors import ImportFormatError, SessionNotFound, ThreadlineError, UsageError
+from threadline.errors import (
+    ImportFormatError,
+    SessionNotFound,
+    SourceChanged,
+    ThreadlineError,
+    UsageError,
+)
 from threadline.interop import openhands_v1
 from threadline.interop.export import ImportedSession, exported_time
 from threadline.interop.importers import (
@@ -345,11 +351,22 @@ def checkpoint_args(
     return covers, summary, metadata
 
 
+class SyncInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``Syncer.sync``: still an interrupt, carrying what was committed."""
+
+    def __init__(self, report: SyncReport) -> None:
+        super().__init__()
+        self.report = report
+
+
 class Syncer:
     """Imports sources into one store, or brings earlier imports up to date.
 
     ``agent`` and ``title`` apply to sessions this creates; ``run`` picks one
-    conversation (from 1) of each file; ``stdin`` is what ``-`` reads.
+    conversation (from 1) of each file; ``stdin`` is what ``-`` reads. With
+    ``new_version`` a source whose imported part changed (``SourceChanged``) is imported
+    as a new session, ``source_previous_version`` naming the one it replaces; that one
+    keeps its messages and stops being synced (its ``source_id`` gets ``#replaced``).
     """
 
     def __init__(
@@ -360,10 +377,12 @@ class Syncer:
         title: str | None = None,
         run: int | None = None,
         stdin: IO[bytes] | None = None,
+        new_version: bool = False,
     ) -> None:
         if run is not None and (isinstance(run, bool) or run < 1):
             raise UsageError(f"run must be 1 or more, got {run!r}")
         self.store = store
+        self.new_version = new_version
         self.agent = validate_agent(agent) if agent is not None else None
         self.title = check_title(title)
         self.run = run
@@ -379,13 +398,18 @@ class Syncer:
         *,
         progress: Callable[[Source, list[SyncResult]], None] | None = None,
     ) -> SyncReport:
-        """Every source in turn; ``progress`` is told after each."""
+        """Every source in turn; ``progress`` is told after each. Interrupted (Ctrl-C),
+        it raises ``SyncInterrupted`` holding what the sources done so far became (a
+        source cut short left nothing of its own: see ``_create``)."""
         report = SyncReport()
-        for source in sources:
-            results = self.sync_source(source)
-            report.results.extend(results)
-            if progress is not None:
-                progress(source, results)
+        try:
+            for source in sources:
+                results = self.sync_source(source)
+                report.results.extend(results)
+                if progress is not None:
+                    progress(source, results)
+        except KeyboardInterrupt as exc:
+            raise SyncInterrupted(report) from exc
         return report
 
     def sync_source(self, source: Source) -> list[SyncResult]:
@@ -581,9 +605,28 @@ class Syncer:
         existing = self._index().get((fmt, key))
         if existing is None:
             self._create(imported, facts, key, result, where=text.name)
-        else:
+            return result
+        try:
             self._update(existing, imported, facts, key, result, where=text.name)
+        except SourceChanged:
+            if not self.new_version:
+                raise
+            self._retire(existing, fmt, key)  # first: a crash then leaves a plain new import
+            facts["source_previous_version"] = existing.id
+            self._create(imported, facts, key, result, where=text.name)
         return result
+
+    def _retire(self, info: SessionInfo, fmt: str, key: str) -> None:
+        """An import replaced by a new version: it keeps its messages, but no longer
+        stands for its source (no sync finds it by id or by file again)."""
+        self.store.update_session(
+            info.id, metadata={"source_id": f"{key}#replaced", "source_sha256": None}
+        )
+        index = self._index()
+        if (fmt, key) in index and index[(fmt, key)].id == info.id:
+            del index[(fmt, key)]
+        for same in self._by_file.values():
+            same[:] = [i for i in same if i.id != info.id]
 
     def _create(
         self,
@@ -756,17 +799,23 @@ class Syncer:
         return ours
 
 
-def _no_longer_begins(info: SessionInfo, where: str) -> ImportFormatError:
-    return ImportFormatError(
+AFRESH = (
+    "threadline keeps what it imported: delete that session to import the source afresh, "
+    "or import it with --new-version to keep both"
+)
+
+
+def _no_longer_begins(info: SessionInfo, where: str) -> SourceChanged:
+    return SourceChanged(
         f"already imported as session {info.id}, but it no longer begins with the "
-        "messages imported then; delete that session to import it afresh",
+        f"messages imported then; {AFRESH}",
         path=where,
     )
 
 
 def _changed(
     info: SessionInfo, where: str, stored: Message, messages: list[Message], index: int
-) -> ImportFormatError:
+) -> SourceChanged:
     """The refusal of a source whose imported part changed, naming the first change."""
     if index >= len(messages):
         return _no_longer_begins(info, where)
@@ -781,10 +830,9 @@ def _changed(
         what = "has other tool calls"
     else:
         what = "has other content"
-    return ImportFormatError(
+    return SourceChanged(
         f"already imported as session {info.id}, but it no longer begins with the messages "
-        f"imported then: {named} {what}; threadline keeps what it imported: delete that "
-        "session to import the source afresh",
+        f"imported then: {named} {what}; {AFRESH}",
         path=where,
     )
 

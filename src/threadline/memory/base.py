@@ -142,6 +142,8 @@ class MemoryHit(_Record):
     id: str
     text: str
     score: float
+    scope: str | None = None
+    """The scope the record is in (a search may span several)."""
     session_id: str | None = None
     seq: int | None = None
     observed_at: datetime | None = None
@@ -232,6 +234,8 @@ class MemoryStore(Protocol):
     def pending_sessions(self) -> list[str]: ...
 
     def export(self, scope: str | None = None) -> dict[str, Any]: ...
+
+    def scopes(self) -> list[str]: ...
 
     def import_(
         self, data: dict[str, Any], *, scope: str | None = None, replace: bool = False

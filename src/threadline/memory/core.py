@@ -431,6 +431,18 @@ class Memory:
         with self.records.transaction():
             self.records.put([row])
 
+    def scopes(self) -> list[str]:
+        """Every scope that holds a record (facts, entities, relations, episodes), sorted:
+        what a search that names no scope spans (``memory build`` writes each session's
+        facts to its own agent's scope). It reads every record once."""
+        found = {
+            str(body["scope"])
+            for kind in _KIND_OF.values()
+            for body in self.records.find(kind)
+            if isinstance(body.get("scope"), str)
+        }
+        return sorted(found)
+
     # -- export / import -------------------------------------------------------------
 
     def export(self, scope: str | None = None) -> dict[str, Any]:

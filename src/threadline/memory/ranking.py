@@ -309,6 +309,7 @@ def _hit(c: Candidate, score: float, sources: list[Source]) -> MemoryHit:
         id=r.id,
         text=_clip(text),
         score=round(score, 6),
+        scope=r.scope,
         session_id=first.session_id if first else None,
         seq=first.seq if first else None,
         observed_at=when,

@@ -103,6 +103,8 @@ def build_agent(config: ServerConfig, store: Store, info: SessionInfo, model_spe
     except (ConfigError, MissingCredentials) as exc:
         agent.close()
         raise ConfigError(f"model {model_spec!r} cannot be used here: {exc}") from exc
+    for note in agent.notes:  # which agent runs, on the server's console too
+        logger.warning("session %s: %s", info.id, note)
     return agent
 
 
