@@ -37,6 +37,7 @@ from rich.text import Text
 from threadline.cli.render import fmt_time, make_console, plural, print_json, shorten
 from threadline.cli.state import store_of
 from threadline.errors import ImportFormatError, ThreadlineError, UsageError
+from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.store import sqlite_files
 from threadline.store.base import DEFAULT_AGENT
 
@@ -400,6 +401,11 @@ def read_import(path: str) -> dict[str, Any]:
         raise UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
     if len(raw) > MAX_IMPORT_BYTES:
         raise ImportFormatError(f"{where}: larger than {MAX_IMPORT_BYTES:,} bytes")
+    deep = nesting_too_deep(raw)  # the parser would recurse into it
+    if deep is not None:
+        raise ImportFormatError(
+            f"{where}:{deep}: JSON nests more than {MAX_JSON_DEPTH} levels deep"
+        )
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
