@@ -269,3 +269,36 @@ def test_no_parser_of_user_files_crashes(
     text = data.draw(hostile(pieces))
     with contextlib.suppress(allowed):
         parse(text)
+
+
+def test_a_server_started_there_answers_prompts_on_a_real_model(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's second reproduction: every prompt on a real model was a 500."""
+    from fastapi.testclient import TestClient
+
+    from tests.fakes import FakeOpenAI
+    from tests.test_server import wait_for
+    from threadline.server import create_app
+    from threadline.server.config import ServerConfig
+
+    (project / "deep").mkdir()
+    (project / "deep" / "SKILL.md").write_text(nested_description(), encoding="utf-8")
+    token = "parse-bounds-token-0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    store = open_store("memory://")
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.url)
+        fake.reply_text("an answer from the real model")
+        config = ServerConfig(token=token, default_model="openai/gpt-4o")
+        app = create_app(store, config)
+        headers = {"Authorization": f"Bearer {token}", "Host": "127.0.0.1"}
+        with TestClient(app, headers=headers) as c:
+            created = c.post("/v1/sessions", json={"workerId": "w", "workspaceId": "ws"})
+            sid = created.json()["sessionId"]
+            r = c.post(f"/v1/sessions/{sid}/prompt", json={"text": "hello"})
+            assert r.status_code == 202, r.text
+            assert wait_for(lambda: not app.state.runner.is_running(sid), timeout=20)
+        system = fake.requests[0].json()["messages"][0]["content"]
+    assert store.get_session(sid).messages()[-1].text == "an answer from the real model"
+    assert "- good: Works." in system and "deep" not in system
