@@ -97,3 +97,11 @@ def test_a_path_entry_claiming_a_taken_name_is_reported(tmp_path: Path) -> None:
     assert found.skills["same"].folder == first
     [problem] = found.problems  # the same folder twice is no conflict
     assert str(second / "SKILL.md") in problem and "left out" in problem
+
+
+def test_a_link_loop_is_an_error_not_a_crash(skill: Path) -> None:
+    (skill / "loop").symlink_to(skill / "loop")
+    found = load_skill(skill)
+    assert found.files() == ["template.md"]
+    with pytest.raises(SkillError, match="cannot read 'loop'"):
+        found.read("loop")

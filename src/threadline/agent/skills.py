@@ -95,7 +95,10 @@ class Skill:
         no other hard link (which could be any file on the disk); anything else is refused
         with a ``SkillError``."""
         root = self.folder.resolve()
-        target = (root / relative).resolve()
+        try:
+            target = (root / relative).resolve()
+        except (OSError, RuntimeError) as exc:  # a symbolic link loop
+            raise SkillError(f"skill {self.name!r}: cannot read {relative!r}: {exc}") from exc
         if (
             not relative.strip()
             or not target.is_relative_to(root)
