@@ -20,9 +20,6 @@ Loopback only, bounded in time (rates x seconds). Before/after on one machine:
 from __future__ import annotations
 
 import argparse
-import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,36 +30,7 @@ from pathlib import Path
 
 import httpx
 
-TOKEN = "bench-" + uuid.uuid4().hex
-START_SECONDS = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    log = open(home / "server.log", "wb")  # noqa: SIM115 - the server writes it
-    env = dict(os.environ, THREADLINE_CONFIG_DIR=str(home))
-    command = [sys.executable, "-m", "threadline.cli.app", "--store", "memory://", "serve"]
-    proc = subprocess.Popen(
-        [*command, "--port", str(port), "--token", TOKEN], env=env, stdout=log, stderr=log
-    )
-    log.close()
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_SECONDS
-    while True:
-        try:
-            httpx.get(base + "/openapi.json", timeout=1)
-            return proc, base
-        except httpx.TransportError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                sys.exit("the server did not start:\n" + (home / "server.log").read_text())
-            time.sleep(0.05)
+from server_load import TOKEN, start_server
 
 
 def flood(base: str, rate: float, stop: threading.Event, forge: bool, seen: Counter[str]) -> None:
@@ -136,7 +104,7 @@ def main() -> int:
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        proc, base = start_server(Path(tmp))
+        proc, base = start_server("memory://", Path(tmp))
         try:
             results = {r: phase(base, r, args.seconds, args.forge_forwarded) for r in rates}
         finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -20,6 +21,7 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.serve_cli import run_serve, start_serve
 from tests.test_server import wait_for
 from threadline import open_store
 from threadline.errors import UsageError
@@ -212,3 +214,31 @@ def test_forwarded_for_is_believed_only_from_named_proxies(live: tuple[str, str 
         assert wrong("203.0.113.10") == 401
     right = httpx.get(base + "/v1/sessions", headers=BEARER, timeout=10)
     assert right.status_code == 200
+
+
+def test_serve_takes_forwarded_allow_ips(tmp_path: Path) -> None:
+    """The command itself: a misspelt proxy is refused at start (exit 2, one line); a
+    named one is believed, the default believes no one (the command runs uvicorn)."""
+    store = f"sqlite://{tmp_path}/s.db"
+    code, output = run_serve(
+        tmp_path, "--store", store, "--token", TOKEN, "--forwarded-allow-ips", "10.0.0.5,proxy.lan"
+    )
+    assert code == 2 and "'proxy.lan' is not an IP address" in output
+    assert "Traceback" not in output and "login?code=" not in output
+    for trusted in (False, True):
+        extra = ("--forwarded-allow-ips", "127.0.0.1") if trusted else ()
+        with start_serve(
+            tmp_path, "--store", store, "--port", "0", "--token", TOKEN, *extra
+        ) as live:
+            statuses = [
+                httpx.get(
+                    live.base + "/v1/sessions",
+                    headers={**WRONG, "X-Forwarded-For": f"203.0.113.{i}"},
+                    timeout=10,
+                ).status_code
+                for i in range(31)  # the default limit is 30 a minute
+            ]
+            assert statuses[-1] == (401 if trusted else 429), statuses
+            assert (
+                httpx.get(live.base + "/v1/sessions", headers=BEARER, timeout=10).status_code == 200
+            )

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from threadline.errors import ConfigError
+from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 
 DEFAULT_MODEL = "gpt-4o"
 """The model assumed when none is given."""
@@ -179,6 +180,9 @@ def _load_override() -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{source}: cannot read it ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{source}: not UTF-8 text ({exc})") from exc
+    deep = nesting_too_deep(text)  # the parser would recurse into it
+    if deep is not None:
+        raise ConfigError(f"{source}:{deep}: JSON nests more than {MAX_JSON_DEPTH} levels deep")
     try:
         data = json.loads(text)
     except ValueError as exc:

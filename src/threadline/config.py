@@ -32,6 +32,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from threadline.errors import ConfigError, ThreadlineError, UsageError
+from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.store.base import Store
 from threadline.store.retention import (
     CleanupResult,
@@ -143,10 +144,15 @@ def load_settings(path: Path | None = None) -> Settings:
 
 def parse_settings(text: str, *, source: Path | str = "<settings>") -> Settings:
     """Settings from TOML text; ``source`` names the file in every error."""
+    deep = nesting_too_deep(text, toml=True)  # tomllib recurses into nested arrays
+    if deep is not None:
+        raise ConfigError(f"{source}:{deep}: TOML nests more than {MAX_JSON_DEPTH} levels deep")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: TOML syntax error: {exc}") from exc
+    except RecursionError:  # not expected within the depth limit; still this file's problem
+        raise ConfigError(f"{source}: TOML nests too deep to read") from None
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:

@@ -1,7 +1,9 @@
 """The JSON threadline accepts: finite numbers, and nesting no deeper than ``MAX_JSON_DEPTH``.
 
 Two checks, one rule. ``nesting_too_deep`` reads raw text *before* a parse, because
-Python's parser recurses and a file of 200,000 ``[`` ends in ``RecursionError``.
+Python's parser recurses and a file of 200,000 ``[`` ends in ``RecursionError``; TOML
+nests with the same brackets and ``tomllib`` recurses too, so it reads TOML as well
+(``toml=True``: its literal strings and comments are passed over).
 ``value_problem`` reads a parsed value *before* it is stored: ``NaN`` and infinities
 are not JSON (pydantic writes them as ``null``, PostgreSQL refuses them), and a value
 nested deeper than the reader's recursion limit is written fine but can never be read
@@ -24,17 +26,25 @@ MAX_SHOWN_PATH = 120
 # A string is matched as runs of plain characters between escapes (not one alternation per
 # character): the same matches, 40x faster on a 30 MB string.
 _STRING_OR_BRACKET = re.compile(rb'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|[\[\]{}]')
+_TOML_STRING_COMMENT_OR_BRACKET = re.compile(
+    rb'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\''  # multi-line strings
+    rb'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]'
+)
 
 
-def nesting_too_deep(data: bytes | str, limit: int = MAX_JSON_DEPTH) -> int | None:
-    """The line on which JSON (or JSON Lines) text first nests deeper than ``limit``;
-    ``None`` when it never does. Brackets inside strings do not count; the text need
-    not be valid (the parser reports that, with its own line number)."""
+def nesting_too_deep(
+    data: bytes | str, limit: int = MAX_JSON_DEPTH, *, toml: bool = False
+) -> int | None:
+    """The line on which JSON (or JSON Lines, or TOML) text first nests deeper than
+    ``limit``; ``None`` when it never does. Brackets inside strings (and TOML comments)
+    do not count; the text need not be valid (the parser reports that, with its own line
+    number)."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if raw.count(b"[") + raw.count(b"{") <= limit:
         return None
     depth = 0
-    for match in _STRING_OR_BRACKET.finditer(raw):
+    tokens = _TOML_STRING_COMMENT_OR_BRACKET if toml else _STRING_OR_BRACKET
+    for match in tokens.finditer(raw):
         token = match.group()
         if token in (b"[", b"{"):
             depth += 1

@@ -30,12 +30,12 @@ back to the default.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from threadline.agent.tools import BUILTIN_TOOLS
@@ -44,6 +44,7 @@ from threadline.context.policy import ContextPolicy
 from threadline.errors import ConfigError, InvalidSessionId, ThreadlineError, UsageError
 from threadline.llm.base import DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_TIMEOUT
 from threadline.store.base import DEFAULT_AGENT, validate_agent
+from threadline.yaml_limits import load_yaml
 
 APP_NAME = "threadline"
 AGENTS_DIRNAME = "agents"
@@ -330,15 +331,40 @@ def load_agent(name_or_path: str | Path, *, dirs: Sequence[Path] | None = None) 
 
 
 def read_text_file(
-    path: Path, *, max_bytes: int, what: str, error: type[ThreadlineError] = ConfigError
+    path: Path,
+    *,
+    max_bytes: int,
+    what: str,
+    error: type[ThreadlineError] = ConfigError,
+    single_link: bool = False,
 ) -> str:
     """A small UTF-8 file a user wrote (an agent file, a SKILL.md): every way it cannot be
-    read is an ``error`` naming the file, never an OSError or a decode error."""
+    read is an ``error`` naming the file, never an OSError or a decode error. Only a
+    regular file is read (a FIFO would hang the reader), never more than ``max_bytes``.
+
+    ``single_link``: the file must be itself, not a symbolic link, and have no other
+    hard link, which could be a file anywhere on the disk (the ``skill`` tool's files,
+    checked on the descriptor read, so a file swapped after a check is caught too)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if single_link:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise error(f"{path}: {size:,} bytes is too large for {what}")
-        return path.read_text(encoding="utf-8")
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise error(f"{path}: not a regular file, so not read as {what}")
+            if single_link and info.st_nlink > 1:
+                raise error(
+                    f"{path}: has {info.st_nlink} hard links (it may be a file outside "
+                    f"this folder), so it is not read as {what}"
+                )
+            if info.st_size > max_bytes:
+                raise error(f"{path}: {info.st_size:,} bytes is too large for {what}")
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise error(f"{path}: more than {max_bytes:,} bytes is too large for {what}")
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as open()
     except UnicodeDecodeError as exc:
         raise error(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     except OSError as exc:
@@ -355,15 +381,7 @@ def parse_agent(
     text: str, *, source: str = "<agent>", default_name: str | None = None
 ) -> AgentConfig:
     """Validate agent YAML; errors name ``source``, the line or the field."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise ConfigError(f"{where}: YAML syntax error: {problem}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: YAML error: {exc}") from exc
+    data = load_yaml(text, source=source, error=ConfigError)
     if data is None:
         data = {}
     if not isinstance(data, Mapping):

@@ -18,13 +18,17 @@ file's ``skills:`` lists names from those folders or paths to skill folders
 is offered). The system prompt lists each skill's name and description
 (``prompt``, sorted by name so the cached prefix holds); the model loads one
 with the ``skill`` tool, whose result is the body and which reads a file
-inside the skill's folder on request, never one outside it. That result is
+inside the skill's folder on request, never one outside it, hidden (``.git/config``)
+or hard-linked (a hard link may be any file of the disk). That result is
 marked protected, so pruning never shrinks it (``context.pruning.is_protected``),
 and named in its metadata, so a compaction keeps the names of the skills in use.
 
-A bad ``SKILL.md`` is a ``SkillError`` naming the file. Discovery never raises
-for one: it is left out and listed in ``SkillSet.problems``, which the agent
-logs and ``threadline context`` shows, so one broken folder cannot stop an agent.
+A bad ``SKILL.md`` is a ``SkillError`` naming the file, its front matter read
+within bounds (``yaml_limits``: 50,000 nested brackets are an error, not a crash).
+Discovery never raises for one: it is left out and listed in ``SkillSet.problems``,
+which the agent logs and ``threadline context`` shows, so one broken folder cannot
+stop an agent. So is a second folder claiming a name already taken in its skills
+folder (the folder named after the skill is kept), never a silent replacement.
 """
 
 from __future__ import annotations
@@ -35,12 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from threadline.agent.config import read_text_file, user_config_dir
 from threadline.agent.tools import Tool, ToolError, ToolOutput, make_tool
 from threadline.errors import SkillError
 from threadline.messages import PROTECTED_RESULT_KEY, SKILL_KEY
+from threadline.yaml_limits import load_yaml
 
 SKILL_FILE = "SKILL.md"
 SKILLS_DIRNAME = "skills"
@@ -74,32 +77,60 @@ class Skill:
         return self.folder / SKILL_FILE
 
     def files(self) -> list[str]:
-        """Files beside ``SKILL.md``, relative to the folder, sorted."""
+        """Files beside ``SKILL.md``, relative to the folder, sorted (hidden ones, such as
+        ``.git/``, are not the skill's)."""
         found = []
+        root = self.folder.resolve()
         for path in sorted(self.folder.rglob("*")):
-            if path.is_file() and path.name != SKILL_FILE and not _hidden(path, self.folder):
+            if path.name == SKILL_FILE or _hidden(path, self.folder) or not path.is_file():
+                continue
+            real = path.resolve()
+            if real.is_relative_to(root) and not _hidden(real, root) and _one_link(real):
                 found.append(path.relative_to(self.folder).as_posix())
         return found
 
     def read(self, relative: str) -> str:
-        """A file inside the folder, as text; a path that leaves the folder (``..``, an
-        absolute path, a link pointing out) is refused with a ``SkillError``."""
+        """A file of the skill, as text: inside the folder once every link is followed, not
+        hidden (no part of its path starting with ``.``: ``.git/config``, ``..``), and with
+        no other hard link (which could be any file on the disk); anything else is refused
+        with a ``SkillError``."""
         root = self.folder.resolve()
-        target = (root / relative).resolve()
-        if not relative.strip() or not target.is_relative_to(root) or target == root:
+        try:
+            target = (root / relative).resolve()
+        except (OSError, RuntimeError) as exc:  # a symbolic link loop
+            raise SkillError(f"skill {self.name!r}: cannot read {relative!r}: {exc}") from exc
+        if (
+            not relative.strip()
+            or not target.is_relative_to(root)
+            or target == root
+            or _hidden(target, root)
+            or any(part.startswith(".") for part in Path(relative).parts)
+        ):
             raise SkillError(
-                f"skill {self.name!r}: {relative!r} is not a file inside its folder {self.folder}"
+                f"skill {self.name!r}: {relative!r} is not a file inside its folder "
+                f"{self.folder} (nor is a hidden one read)"
             )
         if not target.is_file():
             known = ", ".join(self.files()) or "none"
             raise SkillError(f"skill {self.name!r} has no file {relative!r} (its files: {known})")
         return read_text_file(
-            target, max_bytes=MAX_SKILL_FILE_BYTES, what="a skill file", error=SkillError
+            target,
+            max_bytes=MAX_SKILL_FILE_BYTES,
+            what="a skill file",
+            error=SkillError,
+            single_link=True,
         )
 
 
 def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def _one_link(path: Path) -> bool:
+    try:
+        return path.stat().st_nlink == 1
+    except OSError:
+        return False
 
 
 def parse_skill(text: str, *, source: str, folder: Path) -> Skill:
@@ -111,14 +142,7 @@ def parse_skill(text: str, *, source: str, folder: Path) -> Skill:
             f"{source}: a SKILL.md must begin with YAML front matter between '---' lines "
             "holding its name and description"
         )
-    try:
-        meta = yaml.safe_load(m.group(1))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{source}:{mark.line + 2}" if mark else source
-        raise SkillError(f"{where}: YAML syntax error in the front matter: {exc.problem}") from exc
-    except yaml.YAMLError as exc:
-        raise SkillError(f"{source}: YAML error in the front matter: {exc}") from exc
+    meta = load_yaml(m.group(1), source=source, error=SkillError, first_line=2)
     if not isinstance(meta, dict):
         raise SkillError(f"{source}: the front matter must be a mapping with name and description")
     name, description = meta.get("name"), meta.get("description")
@@ -192,6 +216,7 @@ def _found_in(dirs: Iterable[Path], problems: list[str]) -> dict[str, Skill]:
     for directory in dirs:
         if not directory.is_dir():
             continue
+        here: dict[str, Skill] = {}
         for folder in sorted(directory.iterdir()):
             if folder.name.startswith(".") or not folder.is_dir():
                 continue
@@ -200,8 +225,27 @@ def _found_in(dirs: Iterable[Path], problems: list[str]) -> dict[str, Skill]:
             except SkillError as exc:
                 problems.append(str(exc))
                 continue
-            found.setdefault(skill.name, skill)  # the project's wins
+            other = here.get(skill.name)
+            if other is None:
+                here[skill.name] = skill
+                continue
+            kept, left = _one_of_a_name(other, skill)
+            here[skill.name] = kept
+            problems.append(
+                f"{left.file}: skill name {left.name!r} is also the name of {kept.file}; "
+                "this one is left out (give each skill its own name)"
+            )
+        for name, skill in here.items():
+            found.setdefault(name, skill)  # the project's wins over the user's
     return found
+
+
+def _one_of_a_name(first: Skill, second: Skill) -> tuple[Skill, Skill]:
+    """Two folders of one skills folder that claim one name: the one whose folder bears
+    the name is kept (else the first by folder name), the other left out."""
+    if second.folder.name == second.name and first.folder.name != first.name:
+        return second, first
+    return first, second
 
 
 def discover_skills(
@@ -231,7 +275,12 @@ def discover_skills(
             except SkillError as exc:
                 problems.append(str(exc))
                 continue
-            chosen.setdefault(skill.name, skill)
+            other = chosen.setdefault(skill.name, skill)
+            if other.folder.resolve() != skill.folder.resolve():
+                problems.append(
+                    f"{skill.file}: skill name {skill.name!r} is also the name of "
+                    f"{other.file}; this one is left out (give each skill its own name)"
+                )
         elif entry in found:
             chosen.setdefault(entry, found[entry])
         else:

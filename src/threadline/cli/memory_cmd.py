@@ -17,7 +17,7 @@ stable document instead:
 ``memory import --json``:: ``{"imported": N, "scope", "added", "kept", "replaced",
 "other_scopes": {scope: N}}`` (``imported`` = added + replaced)
 ``memory build --json``:: ``{"sessions", "extracted_sessions", "messages", "facts",
-"scopes": {scope: facts added}}``
+"scopes": {scope: facts added}, "left_out_imported": [session id, ...]}``
 
 ``memory export`` writes the memory's own JSON document (``-o -``: stdout),
 which ``memory import`` reads back.
@@ -46,6 +46,7 @@ from threadline.cli.render import (
 )
 from threadline.cli.state import store_of
 from threadline.errors import ImportFormatError, ThreadlineError, UsageError
+from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.store import sqlite_files
 from threadline.store.base import DEFAULT_AGENT
 
@@ -62,6 +63,8 @@ MAX_K = 1000
 MIN_PREFIX = 4
 """A fact id may be given as a unique prefix of at least this many characters."""
 MAX_IMPORT_BYTES = 256 * 1024 * 1024
+SHOWN_LEFT_OUT = 10
+"""Imported sessions a build names when it leaves them out (the rest are counted)."""
 STATEMENT_WIDTH = 90
 
 app = typer.Typer(
@@ -426,6 +429,11 @@ def read_import(path: str) -> dict[str, Any]:
         raise UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
     if len(raw) > MAX_IMPORT_BYTES:
         raise ImportFormatError(f"{where}: larger than {MAX_IMPORT_BYTES:,} bytes")
+    deep = nesting_too_deep(raw)  # the parser would recurse into it
+    if deep is not None:
+        raise ImportFormatError(
+            f"{where}:{deep}: JSON nests more than {MAX_JSON_DEPTH} levels deep"
+        )
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -485,10 +493,18 @@ def build(
     agent: Annotated[
         str | None, typer.Option("--agent", "-a", help="Every session of this agent.")
     ] = None,
+    include_imported: Annotated[
+        bool,
+        typer.Option(
+            "--include-imported",
+            help="Build from imported sessions too (their agent is what their file claims).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Extract memory from stored sessions (imported ones too), each into its agent's scope,
-    from where the last extraction of it stopped: a second build adds nothing."""
+    """Extract memory from stored sessions, each into its agent's scope, from where the
+    last extraction of it stopped: a second build adds nothing. Imported sessions are left
+    out (and listed) unless --include-imported."""
     from threadline.memory import open_memory
     from threadline.memory.build import agent_sessions, build_memory
 
@@ -528,7 +544,14 @@ def build(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        report = build_memory(store, memory, chosen, scope_of=scope_of, progress=progress)
+        report = build_memory(
+            store,
+            memory,
+            chosen,
+            scope_of=scope_of,
+            progress=progress,
+            include_imported=include_imported,
+        )
     if as_json:
         print_json(
             {
@@ -537,6 +560,7 @@ def build(
                 "messages": report.messages,
                 "facts": report.facts,
                 "scopes": report.scopes,
+                "left_out_imported": report.left_out_imported,
             }
         )
         return
@@ -550,6 +574,15 @@ def build(
     typer.echo(line)
     for where, n in sorted(report.scopes.items()):
         typer.echo(f"  {where}: {plural(n, 'fact')}")
+    if report.left_out_imported:
+        shown = ", ".join(report.left_out_imported[:SHOWN_LEFT_OUT])
+        more = len(report.left_out_imported) - SHOWN_LEFT_OUT
+        typer.echo(
+            f"left out {plural(len(report.left_out_imported), 'imported session')} ({shown}"
+            + (f" and {more} more" if more > 0 else "")
+            + "): their agent and turns are what their files claim; add --include-imported "
+            "to build memory from them too"
+        )
 
 
 # -- the memory demo (``threadline demo --memory``) -------------------------------------

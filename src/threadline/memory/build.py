@@ -5,6 +5,12 @@ the memory's durable per-session state that the recorder also uses), extracted a
 batch of messages at a time, and the watermark moved after each stored batch. A
 second build therefore reads nothing and adds nothing, and a build that is stopped
 half-way resumes at the first batch it had not stored.
+
+An imported session (``sessions import`` and its sync mark it with ``source_format``)
+keeps the agent its file claims, and its user turns are whatever the file says: a
+downloaded transcript's "my bank account for all payments is ..." would become lasting
+memory of that agent. So a build leaves imported sessions out, and says which, unless
+it is asked to include them (``include_imported``; ``memory build --include-imported``).
 """
 
 from __future__ import annotations
@@ -40,6 +46,17 @@ class BuildReport:
     """Facts added (a fact already stored from the same turn is not counted again)."""
     scopes: dict[str, int] = field(default_factory=dict)
     """Facts added per scope."""
+    left_out_imported: list[str] = field(default_factory=list)
+    """Ids of the imported sessions passed over (not counted in ``sessions``)."""
+
+
+SOURCE_FORMAT_KEY = "source_format"
+"""Session metadata that ``interop/sync.py`` writes on every session it imports."""
+
+
+def imported(info: SessionInfo) -> bool:
+    """Whether a session was imported from another agent's file (see the module docstring)."""
+    return SOURCE_FORMAT_KEY in info.metadata
 
 
 def agent_sessions(store: Store, agent: str | None = None) -> Iterator[SessionInfo]:
@@ -62,18 +79,25 @@ def build_memory(
     extractor: Extractor | None = None,
     scope_of: Callable[[str], str] | None = None,
     progress: Progress | None = None,
+    include_imported: bool = False,
 ) -> BuildReport:
     """Extract memory from stored sessions, each from where the last extraction stopped.
 
     ``sessions`` (sessions, infos or ids; default: every session of ``agent``, or of
     the store) are extracted into their agent's scope (``scope_of(agent)``, default
-    ``agent:<name>``). Returns what was read and how many facts were added."""
+    ``agent:<name>``); imported ones only with ``include_imported`` (else they are
+    listed in ``left_out_imported``). Returns what was read and how many facts were
+    added."""
     extractor = extractor or ExtractiveExtractor()
     scope_of = scope_of or scope_for
     chosen = list(sessions) if sessions is not None else list(agent_sessions(store, agent))
-    todo = [(info, read_watermark(memory, info.id)[1]) for info in map(_info_of(store), chosen)]
+    infos = list(map(_info_of(store), chosen))
+    left_out = [] if include_imported else [info.id for info in infos if imported(info)]
+    skipped = set(left_out)
+    infos = [info for info in infos if info.id not in skipped]
+    todo = [(info, read_watermark(memory, info.id)[1]) for info in infos]
     total = sum(max(0, info.last_seq - done) for info, done in todo)
-    report = BuildReport(sessions=len(todo))
+    report = BuildReport(sessions=len(todo), left_out_imported=left_out)
     for info, done in todo:
         if info.last_seq <= done:
             continue

@@ -218,21 +218,6 @@ def server(
     return Server(config)
 
 
-def serve(
-    app: Any,
-    sockets: list[socket.socket],
-    host: str,
-    *,
-    header_timeout: float,
-    log_level: str,
-    forwarded_allow_ips: str | None = None,
-) -> None:
-    """Run ``app`` on the bound ``sockets`` until interrupted."""
-    server(
-        app,
-        sockets,
-        host,
-        header_timeout=header_timeout,
-        log_level=log_level,
-        forwarded_allow_ips=forwarded_allow_ips,
-    ).run(sockets=sockets)
+def serve(app: Any, sockets: list[socket.socket], host: str, **options: Any) -> None:
+    """Run ``app`` on the bound ``sockets`` until interrupted (``options``: ``server``'s)."""
+    server(app, sockets, host, **options).run(sockets=sockets)
