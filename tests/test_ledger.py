@@ -522,3 +522,37 @@ def test_code_shaped_error_lines_are_no_values() -> None:
         "Error: connect ECONNREFUSED 127.0.0.1:3000",
         "error: Cannot find module 'x'",
     ]
+
+
+def test_the_words_go_to_state_before_earlier_results() -> None:
+    """Under a tight limit, open items and decisions stay; "Earlier result" lines go first."""
+    from threadline.compaction.reconcile import reconcile
+    from threadline.compaction.snapshot import SummaryResult
+
+    earlier = "".join(
+        f"- Earlier result: `Read` `lib/cart/step{i}.ex` -> defmodule Cart.Step{i} do (40 lines)\n"
+        for i in range(10)
+    )
+    decisions = "".join(
+        f"- Use the generated migration {i} instead of a hand-written one, because it matches\n"
+        for i in range(3)
+    )
+    summary = (
+        f"## Files Modified\n- (none)\n\n## Key Decisions\n{decisions}\n## Important Values\n"
+        f"- (none)\n\n## Current State\n- Latest request (user, #9): finish the cart\n{earlier}\n"
+        "## Pending Tasks\n- (none)\n"
+    )
+    call = ToolCall(
+        id="b", name="Bash", arguments={"command": "bd update shop-7q2.2 --status in_progress"}
+    )
+    messages = [
+        Message.assistant("", tool_calls=[call]),
+        Message.tool("✓ Updated", tool_call_id="b"),
+    ]
+    trail = build_trail(numbered(messages))
+    result = SummaryResult.counted(summary, None, [], summarizer="extractive")
+    text = reconcile(result, trail, max_words=110).text
+    assert "`shop-7q2.2`" in pending(text)
+    assert text.count("instead of a hand-written one") == 3
+    assert "Latest request (user, #9): finish the cart" in state(text)
+    assert text.count("Earlier result:") < 10

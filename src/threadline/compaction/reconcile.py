@@ -91,9 +91,9 @@ SAME_ITEM_SHARE = 0.75
 """A pending line shares this much of a completed item's words: the same item, done."""
 LEDGER_SCORE = 3.4
 """An item a tracker shows open outranks every other pending line (``ledger.py``)."""
-EARLIER_FACTOR = 0.3
-"""An "Earlier result" line weighs this much of a state line: open items, failures and
-decisions come first (issue 31)."""
+EARLIER_SCORE = 0.3
+"""An "Earlier result" line only fills the words left over: open items, failures, decisions
+and the current request come first (issue 31)."""
 NOTE_WORDS = 14
 
 _CARRIED = re.compile(r"\s*\(as of #\d+\)\s*$")
@@ -424,8 +424,8 @@ def _state(
         named = ", ".join(code_span(name) for name in skills)
         kept.insert(min(2, len(kept)), f"{SKILLS_LABEL}: {named} ({SKILLS_NOTE})")
     for i, text in enumerate(kept):
-        weight = EARLIER_FACTOR if _label(text) == "earlier result" else 1.0
-        snapshot.add("current_state", text, (STATE_SCORE - i * 0.1) * weight)
+        earlier = _label(text) == "earlier result"
+        snapshot.add("current_state", text, (EARLIER_SCORE if earlier else STATE_SCORE) - i * 0.01)
 
 
 def _tasks(
