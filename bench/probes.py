@@ -35,8 +35,8 @@ the window holds:
   results less ``TaskUpdate`` completions, beads (``bd create`` ids from their
   results, ``bd update --status``, ``bd close``, ``bd reopen``), ``gh issue`` /
   ``gh pr`` create, close, merge, and a ``git commit`` that failed (a hook
-  rejected it) with no later commit made: named in the window (recall, 1.0
-  expected);
+  rejected it) with no later commit made: named by the snapshot (by the window
+  where there is none), not only by a kept message (recall, 1.0 expected);
 * ``stale``: items those trackers show closed that the summary lists as pending
   (a count: 0 expected);
 * ``injected``: Key Decisions lines whose words come from text the agent was
@@ -748,11 +748,12 @@ def answer(p: Probes, session: Session, size: int) -> tuple[dict[str, int], dict
     text = "\n".join(visible(m) for m in messages)
     flat_text = flat(text)
     summary = "\n".join(m.text for m in messages if m.summary)
+    said = flat(summary) if summary else flat_text  # the snapshot must say what is open
     misses: dict[str, list[str]] = {
         "open_items": [
             t
             for t in p.items_open
-            if (t not in flat_text if t != "git commit" else not _says_uncommitted(summary))
+            if (t not in said if t != "git commit" else not _says_uncommitted(summary))
         ],
         "stale": stale_items(p.items_closed, summary),
         "injected": injected_decisions(p.given, p.said, summary),

@@ -18,7 +18,9 @@ candidates for each section of the snapshot:
   ("we'll use X because Y", "instead of"), and the user's constraints ("must
   not", "don't", "always"); the assistant narrating its next step ("Let me
   check", "Now let's add") is not a decision, and a long prompt template's
-  rules weigh less than a short request's.
+  rules weigh less than a short request's. User-role text the agent was given
+  rather than a person typed (``requests.request_text`` says none: meta records,
+  skill bodies, reminders, AGENTS.md, command templates) gives nothing at all.
 * **Important Values** from ``values.extract_values`` over user and
   assistant text, tool arguments and short tool results, and error lines from
   any tool result. File dumps and long logs give only their error lines, and

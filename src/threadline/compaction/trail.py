@@ -18,7 +18,10 @@ range, through the same recogniser the summarizers use (``toolcalls``), finds
 * the items closed since: ``bd close X``, ``gh issue close 12``, ``--status
   done``, or a ``git commit`` whose message names the item; a reopen undoes it;
 * the skills the agent loaded (``skill`` tool results name theirs in metadata),
-  so a compaction can say which skills were in use.
+  so a compaction can say which skills were in use;
+* the state ledger (``ledger.py``): each tracker's work items, commit and push
+  outcomes, subagents' reports; and the assistant's last structured answer
+  (a plan, a list) with whether the latest request refers to it.
 
 The trail goes into each checkpoint's metadata (``TRAIL_KEY``), so the next
 compaction reads only its new messages; a checkpoint without one (imported from
