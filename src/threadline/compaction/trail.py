@@ -320,7 +320,9 @@ PRODUCED_MIN_ITEMS = 5
 PRODUCED_WORDS = 90
 """...kept as a quote of about this many words while the latest request refers to it."""
 ITEM_WORDS = 12
+"""Each item of the quote keeps its opening words."""
 _LIST_ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*\u2022])\s+(?P<text>\S.*)$", re.M)
+"""A numbered or bulleted line of an answer."""
 _REFERS = re.compile(
     r"(?i)\b(?:these|those|them|this list|that list|the (?:list|plan|report|items?|points?|"
     r"suggestions?|improvements?|options?|steps?|findings?|proposals?)|above|all of|each of|"
