@@ -556,3 +556,43 @@ def test_the_words_go_to_state_before_earlier_results() -> None:
     assert text.count("instead of a hand-written one") == 3
     assert "Latest request (user, #9): finish the cart" in state(text)
     assert text.count("Earlier result:") < 10
+
+
+def test_a_failure_the_kept_tail_settles_is_not_listed() -> None:
+    """``mix test`` failed before the cut and passed after it: the snapshot neither lists the
+    failure nor asks to make it succeed."""
+    from threadline.compaction.reconcile import reconcile
+    from threadline.compaction.snapshot import SummaryResult
+
+    cmd = "mix test test/cart_test.exs 2>&1"
+    error = "** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency."
+    before = numbered(
+        [
+            Message.assistant(
+                "", tool_calls=[ToolCall(id="a", name="Bash", arguments={"command": cmd})]
+            ),
+            Message.tool(f"Exit code 1\n{error}", tool_call_id="a", metadata={"is_error": True}),
+        ]
+    )
+    after = [
+        Message.assistant(
+            "", tool_calls=[ToolCall(id="b", name="Bash", arguments={"command": cmd})]
+        ),
+        Message.tool("12 tests, 0 failures", tool_call_id="b"),
+    ]
+    for i, m in enumerate(after, 3):
+        m.seq = i
+    summary = (
+        "## Files Modified\n- (none)\n\n## Key Decisions\n- (none)\n\n## Important Values\n"
+        f"- error: `{error}`\n\n## Current State\n"
+        f"- Next step: make `Bash` `{cmd}` succeed: {error}\n\n## Pending Tasks\n- (none)\n"
+    )
+    trail = build_trail(before)
+    assert [f.command for f in trail.failures] == [cmd]
+    later = trail.copy().extend(after)
+    result = SummaryResult.counted(summary, None, [], summarizer="extractive")
+    text = reconcile(result, trail, later=later, max_words=600).text
+    assert "lazy_html" not in text and "failed command" not in text
+    # without the later run it is still open
+    text = reconcile(result, trail, max_words=600).text
+    assert f"failed command: `{cmd}`" in text

@@ -249,6 +249,7 @@ def _values(
     named: Sequence[str],
     previous_text: str,
     max_values: int,
+    evidence: Trail | None = None,
 ) -> list[Value]:
     """Important Values: failures, reused URLs and ids, then the summarizer's; the values
     shown, for retention accounting."""
@@ -258,7 +259,9 @@ def _values(
     def taken(text: str) -> bool:
         return any(text in b for b, _ in picked) or any(_same_file(text, n) for n in named)
 
-    for f in reversed(trail.failures):
+    open_failures = trail.unsettled(evidence or trail)
+    settled = {e for f in trail.failures if f not in open_failures for e in f.errors}
+    for f in reversed(open_failures):
         errors = "; ".join(code_span(e) for e in f.errors)
         bullet = f"{COMMAND_LABEL}: {code_span(f.command)}" + (f" -> {errors}" if errors else "")
         picked.append((bullet, f.command))
@@ -276,6 +279,8 @@ def _values(
         label, text = bullet_value(b.text)
         if label is not None and label.lower() == COMMAND_LABEL:
             continue  # the trail's failures replace them
+        if text in settled:
+            continue  # the error of a command that ran clean since
         kind = _kind_of(label, text)
         if kind is None:
             if not taken(text) and worth_keeping(Value("identifier", text), 2):
@@ -351,23 +356,30 @@ def _open_todos(trail: Trail, done: Sequence[str]) -> list[tuple[str, str]]:
     return [(t, s) for t, s in items if s not in DONE_STATUSES and _norm(t) not in done]
 
 
-def _next_step(trail: Trail, done: Sequence[str]) -> str | None:
+def _next_step(trail: Trail, done: Sequence[str], evidence: Trail | None = None) -> str | None:
     """A concrete next step: the todo item in progress, the failure to fix, the first open
     item; None when the trail shows none."""
     items = _open_todos(trail, done)
     active = [t for t, s in items if s.replace("-", "_") == "in_progress"]
     if active:
         return f"Next step: {active[0]} (in progress in the todo list)"
-    item = trail.ledger.in_progress()
+    item = (evidence or trail).ledger.in_progress()  # one the kept tail closed is done
     if item is not None:
         return f"Next step: finish {code_span(item.key)}" + (
             f": {item.title}" if item.title else ""
         )
-    if trail.failures and trail.failures[-1].seq == trail.last_result:
-        f = trail.failures[-1]
+    failures = trail.unsettled(evidence or trail)
+    if failures and failures[-1].seq == trail.last_result:
+        f = failures[-1]
         error = f" ({code_span(f.errors[0])})" if f.errors else ""
         return f"Next step: make {code_span(f.command)} succeed{error}"
     return f"Next step: {items[0][0]} (open in the todo list)" if items else None
+
+
+def _settled(text: str, trail: Trail, evidence: Trail) -> bool:
+    """``text`` (a next step) asks to make a command succeed that a later run settled."""
+    gone = {f.command for f in trail.failures} - {f.command for f in trail.unsettled(evidence)}
+    return any(code_span(command) in text for command in gone)
 
 
 def _carried(text: str, before: str, seq: int | None) -> str:
@@ -393,7 +405,9 @@ def _state(
     kept: list[str] = []
     for b in old:
         label = _label(b.text)
-        if label == "next step" and _VAGUE_NEXT.match(b.text):
+        if label == "next step" and (
+            _VAGUE_NEXT.match(b.text) or _settled(b.text, trail, evidence)
+        ):
             continue
         claims_open = label not in _FACT_LABELS and _OPEN_CLAIM.search(b.text)
         if claims_open and _names_done(b.text, evidence, done):
@@ -404,7 +418,7 @@ def _state(
         had_next = had_next or label == "next step"
         fact = label in _FACT_LABELS or label.startswith(("primary request", "latest request"))
         kept.append(b.text if fact else _carried(b.text, before, previous_seq))
-    if not had_next and (step := _next_step(trail, done)):
+    if not had_next and (step := _next_step(trail, done, evidence)):
         at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
         kept.insert(at, step)
     answer = evidence.wanted_answer()
@@ -494,6 +508,7 @@ def reconcile(
         named=named,
         previous_text=previous_text or "",
         max_values=max_values,
+        evidence=evidence,
     )
     done = _todo_done(evidence)
     before = _norm(previous_text or "")

@@ -489,6 +489,12 @@ class Trail:
         """An independent copy (through its metadata form)."""
         return Trail._read(self.to_metadata())
 
+    def unsettled(self, later: Trail) -> list[Failure]:
+        """This trail's failures that ``later`` (this trail extended) still has: no later run
+        of the same command or a wider one succeeded."""
+        still = {(f.seq, f.command) for f in later.failures}
+        return [f for f in self.failures if (f.seq, f.command) in still]
+
     def wanted_answer(self) -> tuple[int, str] | None:
         """The structured answer the latest request refers to, if it does."""
         return self.produced if self.produced_wanted else None
