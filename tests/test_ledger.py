@@ -596,3 +596,43 @@ def test_a_failure_the_kept_tail_settles_is_not_listed() -> None:
     # without the later run it is still open
     text = reconcile(result, trail, max_words=600).text
     assert f"failed command: `{cmd}`" in text
+
+
+def test_a_hash_only_a_tool_printed_and_a_banner_are_no_values() -> None:
+    """``Command running in background with ID: be6a1d6`` gives a handle, not a commit hash;
+    the agent's own ``git show 4c1d2e9`` makes one a value."""
+    from threadline.compaction.reconcile import reconcile
+    from threadline.compaction.snapshot import SummaryResult
+
+    messages = numbered(
+        [
+            Message.assistant(
+                "",
+                tool_calls=[ToolCall(id="a", name="Bash", arguments={"command": "pnpm dev"})],
+            ),
+            Message.tool("Command running in background with ID: be6a1d6.", tool_call_id="a"),
+            Message.assistant(
+                "",
+                tool_calls=[ToolCall(id="s", name="TaskStop", arguments={"task_id": "be6a1d6"})],
+            ),
+            Message.tool("Stopped", tool_call_id="s"),
+            Message.assistant(
+                "Checking 4c1d2e9.",
+                tool_calls=[
+                    ToolCall(id="g", name="Bash", arguments={"command": "git show 4c1d2e9"})
+                ],
+            ),
+            Message.tool("commit 4c1d2e9", tool_call_id="g"),
+        ]
+    )
+    summary = (
+        "## Files Modified\n- (none)\n\n## Key Decisions\n- (none)\n\n## Important Values\n"
+        "- hash: `be6a1d6`\n- hash: `4c1d2e9`\n- name: `★ Insight ─────────`\n\n"
+        "## Current State\n- (none)\n\n## Pending Tasks\n- (none)\n"
+    )
+    result = SummaryResult.counted(summary, None, [], summarizer="extractive")
+    values = "\n".join(
+        section(reconcile(result, build_trail(messages), max_words=600).text, "important_values")
+    )
+    assert "4c1d2e9" in values
+    assert "be6a1d6" not in values and "Insight" not in values

@@ -123,6 +123,8 @@ _VAGUE_NEXT = re.compile(
     r"wait for the next request)"
 )
 _NORM = re.compile(r"[^\w]+")
+_PLAIN_NAME = re.compile(r"[\w.:/@$<>*{}\[\](),#+=-]+")
+"""A name a snapshot can quote: no spaces, box-drawing or symbols."""
 _WRAPPER = re.compile(
     r"(?i)^\W*(?:please continue the conversation from where|if you need specific details from "
     r"before compaction|this session is being continued from a previous conversation|"
@@ -282,6 +284,10 @@ def _values(
         if text in settled:
             continue  # the error of a command that ran clean since
         kind = _kind_of(label, text)
+        if kind == "identifier" and not _PLAIN_NAME.fullmatch(text):
+            continue  # a banner ("★ Insight ───"), not a name
+        if kind == "hex" and not _agent_used(evidence or trail, text):
+            continue  # a hex the agent never used itself: a background task's handle
         if kind is None:
             if not taken(text) and worth_keeping(Value("identifier", text), 2):
                 picked.append((b.text, text))
@@ -297,6 +303,12 @@ def _values(
         base = FAILURE_SCORE if bullet.startswith(COMMAND_LABEL) else VALUE_SCORE
         snapshot.add("important_values", bullet, base / (1.0 + 0.04 * rank))
     return shown
+
+
+def _agent_used(trail: Trail, text: str) -> bool:
+    """The agent itself used ``text`` (in its prose or a command), not only a tool's output."""
+    used = trail.used.get(text)
+    return used is not None and used.count > 0
 
 
 def _exact_kind(text: str, used: Used) -> bool:
