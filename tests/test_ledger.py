@@ -636,3 +636,35 @@ def test_a_hash_only_a_tool_printed_and_a_banner_are_no_values() -> None:
     )
     assert "4c1d2e9" in values
     assert "be6a1d6" not in values and "Insight" not in values
+
+
+def test_a_commit_that_went_through_settles_the_rejected_ones() -> None:
+    """Three commits a pre-commit hook rejected, then one made with other arguments: no
+    failed commit is left, and the last commit is named."""
+    rejected = "Pre-commit validation failed:\n\n[FORMAT] Code is not formatted.\nRun 'mix format'"
+    steps = [
+        (
+            "git add .beads/issues.jsonl && git commit -m 'feat: parity (spotter-dov)'",
+            rejected,
+            True,
+        ),
+        ("git commit -m 'feat: parity (spotter-dov)'", rejected, True),
+        (
+            "git add lib/a.ex && git commit -m 'feat: parity (spotter-dov)'",
+            "[spotter-dov 64f1b9a] feat: parity (spotter-dov)\n 12 files changed",
+            False,
+        ),
+    ]
+    messages: list[Message] = []
+    for i, (cmd, out, bad) in enumerate(steps):
+        call = ToolCall(id=f"c{i}", name="Bash", arguments={"command": cmd})
+        messages += [
+            Message.assistant("", tool_calls=[call]),
+            Message.tool(out, tool_call_id=f"c{i}", metadata={"is_error": True} if bad else {}),
+        ]
+    trail = build_trail(numbered(messages[:4]))
+    assert trail.failures and trail.ledger.items["commit"].open
+    trail = build_trail(numbered(messages))
+    assert trail.failures == []
+    assert not trail.ledger.items["commit"].open
+    assert trail.ledger.commit_line() == "Last commit: `64f1b9a feat: parity (spotter-dov)`"

@@ -98,7 +98,8 @@ NOTE_WORDS = 14
 
 _CARRIED = re.compile(r"\s*\(as of #\d+\)\s*$")
 _OPEN_CLAIM = re.compile(
-    r"(?i)\b(?:open|opened|in[ _-]?progress|pending|not\s+yet|not\s+(?:been\s+)?committed|"
+    r"(?i)\b(?:open|opened|in[ _-]?progress|working\s+on|pending|not\s+yet|"
+    r"not\s+(?:been\s+)?committed|"
     r"to\s*do|blocked|remaining|next|needs?\s+to|should|will|still|unfinished|incomplete|"
     r"wip|ready)\b"
 )

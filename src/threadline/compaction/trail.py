@@ -472,6 +472,10 @@ class Trail:
         self.failures = [  # it runs clean now, or a wider run of the same tool did
             f for f in self.failures if not _covers(target, run_target(f.command))
         ]
+        for done in ("commit", "push"):  # a commit went through: the rejected ones are moot
+            outcome = self.ledger.items.get(done)
+            if outcome is not None and outcome.seq == seq and not outcome.open:
+                self.failures = [f for f in self.failures if f"git {done}" not in f.command]
         if command is None:
             return
         for item, closes in item_changes(command):
