@@ -668,3 +668,21 @@ def test_a_commit_that_went_through_settles_the_rejected_ones() -> None:
     assert trail.failures == []
     assert not trail.ledger.items["commit"].open
     assert trail.ledger.commit_line() == "Last commit: `64f1b9a feat: parity (spotter-dov)`"
+
+
+def test_a_request_not_yet_answered_is_pending(store: Store, tmp_path: Path) -> None:
+    log = ClaudeLog()
+    log.user("Rename the cart module.")
+    log.say("Renamed it.")
+    filler(log)
+    log.user("Now write the checkout docs in docs/checkout.md.")
+    log.call("Read", {"file_path": "/home/dev/shop/docs/index.md"}, "# docs\n" * 40)
+    filler(log)  # still working on it when the run stops: no reply in prose yet
+    text = compacted(imported_plain(store, log, tmp_path))
+    assert "Answer the latest request (user, #" in pending(text)
+    assert "Now write the checkout docs" in pending(text)
+    trail = Trail()
+    trail.extend(
+        numbered([Message.user("Rename the cart module."), Message.assistant("Renamed it.")])
+    )
+    assert trail.unanswered() is None

@@ -90,6 +90,8 @@ TODO_SCORE = 3.2
 SAME_ITEM_SHARE = 0.75
 """A pending line shares this much of a completed item's words: the same item, done."""
 LEDGER_SCORE = 3.4
+REQUEST_SCORE = 3.0
+"""A follow-up request the agent has not answered yet, after the items trackers show open."""
 """An item a tracker shows open outranks every other pending line (``ledger.py``)."""
 EARLIER_SCORE = 0.3
 """An "Earlier result" line only fills the words left over: open items, failures, decisions
@@ -466,6 +468,10 @@ def _tasks(
     previous_seq: int | None,
 ) -> None:
     listed: list[str] = []
+    asked = evidence.unanswered()
+    if asked is not None and asked != evidence.first_request:  # the first is the whole task
+        text = f"Answer the latest request (user, #{asked[0]}): {clip_words(asked[1], 30)}"
+        snapshot.add("pending_tasks", text, REQUEST_SCORE)
     for rank, item in enumerate(evidence.ledger.open_items()):
         snapshot.add("pending_tasks", clip_words(item.line(), 40), LEDGER_SCORE - rank * 0.05)
         listed.append(_norm(item.title or item.key))

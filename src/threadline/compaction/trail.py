@@ -372,6 +372,8 @@ class Trail:
         """(seq, quote) of the assistant's last structured answer (``produced_quote``)."""
         self.produced_wanted = False
         """Whether the latest request refers to it."""
+        self.answered = True
+        """Whether the agent replied in prose (no call pending) since the latest request."""
         self.first_request: tuple[int, str] | None = None
         self.latest_request: tuple[int, str] | None = None
         """(seq, text clipped) of the first and the latest request a person made."""
@@ -397,6 +399,7 @@ class Trail:
             asked = request_text(m)
             if asked is not None:
                 self.latest_request = (seq, asked[: CLIP_CHARS["request"]])
+                self.answered = False
                 self.produced_wanted = self.produced is not None and bool(_REFERS.search(asked))
                 self.first_request = self.first_request or self.latest_request
         if m.role == "assistant":
@@ -417,6 +420,8 @@ class Trail:
                 self._result(m, answered, seq)
 
     def _assistant(self, m: Message, seq: int) -> None:
+        if m.text.strip() and not m.tool_calls:
+            self.answered = True
         if m.text.strip():
             self._note = edit_note(m.text)  # the words of this step, not of an earlier one
             quote = produced_quote(m.text)
@@ -499,6 +504,10 @@ class Trail:
         still = {(f.seq, f.command) for f in later.failures}
         return [f for f in self.failures if (f.seq, f.command) in still]
 
+    def unanswered(self) -> tuple[int, str] | None:
+        """The latest request, while the agent has not replied to it in prose."""
+        return None if self.answered else self.latest_request
+
     def wanted_answer(self) -> tuple[int, str] | None:
         """The structured answer the latest request refers to, if it does."""
         return self.produced if self.produced_wanted else None
@@ -540,6 +549,7 @@ class Trail:
             "skills": dict(self.skills),
             "ledger": self.ledger.to_json(),
             "produced": [*self.produced, self.produced_wanted] if self.produced else None,
+            "answered": self.answered,
             "note": self._note,
             "last_result": self.last_result,
             "first_request": list(self.first_request) if self.first_request else None,
@@ -579,6 +589,7 @@ class Trail:
         for name, seq in (data.get("skills") or {}).items():
             trail.skills[str(name)] = int(seq)
         trail.ledger = Ledger.from_json(data.get("ledger"))
+        trail.answered = bool(data.get("answered", True))
         produced = data.get("produced")
         if produced:
             trail.produced = (int(produced[0]), str(produced[1]))
