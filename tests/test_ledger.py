@@ -686,3 +686,24 @@ def test_a_request_not_yet_answered_is_pending(store: Store, tmp_path: Path) -> 
         numbered([Message.user("Rename the cart module."), Message.assistant("Renamed it.")])
     )
     assert trail.unanswered() is None
+
+
+def test_an_agent_s_decision_names_the_call_it_led_to() -> None:
+    from threadline.compaction.extractive import ExtractiveSummarizer
+
+    call = ToolCall(
+        id="g", name="Bash", arguments={"command": "mix ecto.gen.migration add_coupons"}
+    )
+    messages = [
+        Message.user("Add coupons to the cart."),
+        Message.assistant(
+            "I'll use the generated migration instead of the hand-written one, because it "
+            "matches the schema.",
+            tool_calls=[call],
+        ),
+        Message.tool("* creating priv/repo/migrations/x_add_coupons.exs", tool_call_id="g"),
+    ]
+    text = ExtractiveSummarizer().summarize(numbered(messages)).text
+    (line,) = [d for d in section(text, "key_decisions") if "generated migration" in d]
+    assert "because it matches the schema" in line
+    assert line.endswith("(then `Bash` `mix ecto.gen.migration add_coupons`)")
