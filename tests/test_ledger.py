@@ -707,3 +707,40 @@ def test_an_agent_s_decision_names_the_call_it_led_to() -> None:
     (line,) = [d for d in section(text, "key_decisions") if "generated migration" in d]
     assert "because it matches the schema" in line
     assert line.endswith("(then `Bash` `mix ecto.gen.migration add_coupons`)")
+
+
+def test_pending_reads_the_latest_todo_list_the_kept_tail_wrote() -> None:
+    """The plan moved on after the cut: Pending Tasks is the latest list's open items."""
+    from threadline.compaction.reconcile import reconcile
+    from threadline.compaction.snapshot import SummaryResult
+
+    def plan(n: int, *items: tuple[str, str]) -> list[Message]:
+        steps = [{"step": s, "status": st} for s, st in items]
+        call = ToolCall(id=f"p{n}", name="update_plan", arguments={"plan": steps})
+        return [
+            Message.assistant("", tool_calls=[call]),
+            Message.tool("Plan updated", tool_call_id=f"p{n}"),
+        ]
+
+    first = plan(1, ("Add failing tests", "in_progress"), ("Run focused verification", "pending"))
+    trail = build_trail(numbered(first))
+    later_messages = plan(
+        2, ("Add failing tests", "completed"), ("Run focused verification", "in_progress")
+    )
+    for i, m in enumerate(later_messages, 3):
+        m.seq = i
+    later = trail.copy().extend(later_messages)
+    empty = "".join(
+        f"## {t}\n- (none)\n\n"
+        for t in (
+            "Files Modified",
+            "Key Decisions",
+            "Important Values",
+            "Current State",
+            "Pending Tasks",
+        )
+    )
+    result = SummaryResult.counted(empty, None, [], summarizer="extractive")
+    text = reconcile(result, trail, later=later, max_words=600).text
+    assert pending(text) == "[in progress] Run focused verification"
+    assert "Next step: Run focused verification (in progress in the todo list)" in state(text)

@@ -374,7 +374,7 @@ def _open_todos(trail: Trail, done: Sequence[str]) -> list[tuple[str, str]]:
 def _next_step(trail: Trail, done: Sequence[str], evidence: Trail | None = None) -> str | None:
     """A concrete next step: the todo item in progress, the failure to fix, the first open
     item; None when the trail shows none."""
-    items = _open_todos(trail, done)
+    items = _open_todos(evidence or trail, done)  # the latest list, kept tail too
     active = [t for t, s in items if s.replace("-", "_") == "in_progress"]
     if active:
         return f"Next step: {active[0]} (in progress in the todo list)"
@@ -475,7 +475,7 @@ def _tasks(
     for rank, item in enumerate(evidence.ledger.open_items()):
         snapshot.add("pending_tasks", clip_words(item.line(), 40), LEDGER_SCORE - rank * 0.05)
         listed.append(_norm(item.title or item.key))
-    for rank, (text, status) in enumerate(_open_todos(trail, done)):
+    for rank, (text, status) in enumerate(_open_todos(evidence, done)):
         mark = "" if status == "pending" else f"[{status.replace('_', ' ')}] "
         snapshot.add("pending_tasks", clip_words(mark + text, 40), TODO_SCORE - rank * 0.05)
         listed.append(_norm(text))
