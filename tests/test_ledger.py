@@ -145,11 +145,7 @@ def test_a_commit_a_hook_rejected_is_not_a_commit(store: Store, tmp_path: Path) 
         "[main 4c1d2e9] feat: coupons (shop-7q2.4)\n 1 file changed, 3 insertions(+)",
     )
     filler(log)
-    again = open_store(f"sqlite://{tmp_path / 'again.db'}")
-    try:
-        text = compacted(imported_plain(again, log, tmp_path / "again"))
-    finally:
-        again.close()
+    text = compacted_afresh(log, tmp_path / "again")
     assert "nothing was committed" not in pending(text)
     assert "Last commit: `4c1d2e9 feat: coupons (shop-7q2.4)`" in state(text)
 
@@ -404,6 +400,16 @@ def numbered(messages: list[Message]) -> list[Message]:
     return messages
 
 
+def compacted_afresh(log: ClaudeLog, where: Path) -> str:
+    """The run imported into a store of its own (the log grew since) and compacted."""
+    where.mkdir(parents=True, exist_ok=True)
+    fresh = open_store(f"sqlite://{where / 'store.db'}")
+    try:
+        return compacted(imported_plain(fresh, log, where))
+    finally:
+        fresh.close()
+
+
 def imported_plain(store: Store, log: ClaudeLog, where: Path) -> Any:
     """A run without a native compaction, imported."""
     where.mkdir(parents=True, exist_ok=True)
@@ -444,11 +450,7 @@ def test_a_list_the_latest_request_refers_to_is_quoted(store: Store, tmp_path: P
     # a later request about something else lets it go
     log.user("Now bump the version in mix.exs.")
     filler(log)
-    again = open_store(f"sqlite://{tmp_path / 'again.db'}")
-    try:
-        text = compacted(imported_plain(again, log, tmp_path / "again"))
-    finally:
-        again.close()
+    text = compacted_afresh(log, tmp_path / "again")
     assert "Assistant's answer the latest request refers to" not in state(text)
 
 
