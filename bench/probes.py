@@ -35,8 +35,8 @@ the window holds:
   results less ``TaskUpdate`` completions, beads (``bd create`` ids from their
   results, ``bd update --status``, ``bd close``, ``bd reopen``), ``gh issue`` /
   ``gh pr`` create, close, merge, and a ``git commit`` that failed (a hook
-  rejected it) with no later commit made: named in the window (recall, 1.0
-  expected);
+  rejected it) with no later commit made: named by the snapshot (by the window
+  where there is none), not only by a kept message (recall, 1.0 expected);
 * ``stale``: items those trackers show closed that the summary lists as pending
   (a count: 0 expected);
 * ``injected``: Key Decisions lines whose words come from text the agent was
@@ -453,10 +453,15 @@ _PLAN_PAIR = re.compile(
     r'"?(step|status)"?\s*:\s*("(?:[^"\\\n]|\\.)*")\s*,\s*"?(step|status)"?\s*:\s*'
     r'("(?:[^"\\\n]|\\.)*")'
 )
+"""A plan item in a Codex ``exec`` script, keys quoted or not."""
 _TASK_MADE = re.compile(r"Task #(\w+) created successfully")
+"""``TaskCreate``'s result names the new task's id."""
 _BEAD_MADE = re.compile(r"Created issue:\s*([\w.-]+)")
+"""So does ``bd create``'s."""
 _GH_MADE = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/(\d+)")
+"""``gh issue create`` / ``gh pr create`` print the new URL."""
 _COMMIT_LINE = re.compile(r"^\[[^\]\s]+(?: \(root-commit\))? [0-9a-f]{7,40}\] ", re.M)
+"""``git commit`` made one: ``[main 4c1d2e9] message``."""
 CLOSED_WORDS = frozenset({*DONE, "closed", "resolved", "merged", "deleted"})
 INSTRUCTION_MARKS = (
     "<system-reminder>",
@@ -489,12 +494,11 @@ def _exec_plan(script: str) -> list[tuple[str, str]]:
 
 
 def _flag_value(argv: list[str], names: Sequence[str]) -> str | None:
-    for i, w in enumerate(argv):
-        for name in names:
-            if w == name and i + 1 < len(argv):
-                return argv[i + 1]
-            if w.startswith(name + "="):
-                return w.split("=", 1)[1]
+    """``--status done`` or ``--status=done``."""
+    for word, following in zip(argv, [*argv[1:], None], strict=True):
+        name, eq, value = word.partition("=")
+        if name in names:
+            return value if eq else following
     return None
 
 
@@ -586,11 +590,7 @@ def injected_decisions(given: Sequence[str], said: str, summary: str) -> list[st
     """Key Decisions lines whose opening words appear in text the agent was given and not
     in anything the person or the agent said."""
     found: list[str] = []
-    section = ""
-    for line in summary.splitlines():
-        if line.startswith("## "):
-            section = line[3:].strip().lower()
-            continue
+    for section, line in section_lines(summary):
         if section != "key decisions" or not line.startswith("- "):
             continue
         body = re.sub(r"^(?:User|Assistant):\s*", "", line[2:].strip())
@@ -703,15 +703,21 @@ def visible(m: Message) -> str:
     return "\n".join(parts)
 
 
-def stale_items(done: Sequence[str], summary: str) -> list[str]:
-    """Completed items the summary still lists as pending: under Pending Tasks, or on a
-    line that says pending / in progress / open without saying done."""
-    pending_lines: list[str] = []
+def section_lines(summary: str) -> Iterator[tuple[str, str]]:
+    """Each line of a snapshot under its section's title (lower-cased)."""
     section = ""
     for line in summary.splitlines():
         if line.startswith("## "):
             section = line[3:].strip().lower()
-            continue
+        else:
+            yield section, line
+
+
+def stale_items(done: Sequence[str], summary: str) -> list[str]:
+    """Completed items the summary still lists as pending: under Pending Tasks, or on a
+    line that says pending / in progress / open without saying done."""
+    pending_lines: list[str] = []
+    for section, line in section_lines(summary):
         in_pending = section.startswith("pending")
         if (in_pending or says(line, PENDING_WORDS)) and not says(line, DONE_WORDS):
             pending_lines.append(flat(line))
@@ -748,11 +754,12 @@ def answer(p: Probes, session: Session, size: int) -> tuple[dict[str, int], dict
     text = "\n".join(visible(m) for m in messages)
     flat_text = flat(text)
     summary = "\n".join(m.text for m in messages if m.summary)
+    said = flat(summary) if summary else flat_text  # the snapshot must say what is open
     misses: dict[str, list[str]] = {
         "open_items": [
             t
             for t in p.items_open
-            if (t not in flat_text if t != "git commit" else not _says_uncommitted(summary))
+            if (t not in said if t != "git commit" else not _says_uncommitted(summary))
         ],
         "stale": stale_items(p.items_closed, summary),
         "injected": injected_decisions(p.given, p.said, summary),

@@ -145,11 +145,7 @@ def test_a_commit_a_hook_rejected_is_not_a_commit(store: Store, tmp_path: Path) 
         "[main 4c1d2e9] feat: coupons (shop-7q2.4)\n 1 file changed, 3 insertions(+)",
     )
     filler(log)
-    again = open_store(f"sqlite://{tmp_path / 'again.db'}")
-    try:
-        text = compacted(imported_plain(again, log, tmp_path / "again"))
-    finally:
-        again.close()
+    text = compacted_afresh(log, tmp_path / "again")
     assert "nothing was committed" not in pending(text)
     assert "Last commit: `4c1d2e9 feat: coupons (shop-7q2.4)`" in state(text)
 
@@ -404,6 +400,16 @@ def numbered(messages: list[Message]) -> list[Message]:
     return messages
 
 
+def compacted_afresh(log: ClaudeLog, where: Path) -> str:
+    """The run imported into a store of its own (the log grew since) and compacted."""
+    where.mkdir(parents=True, exist_ok=True)
+    fresh = open_store(f"sqlite://{where / 'store.db'}")
+    try:
+        return compacted(imported_plain(fresh, log, where))
+    finally:
+        fresh.close()
+
+
 def imported_plain(store: Store, log: ClaudeLog, where: Path) -> Any:
     """A run without a native compaction, imported."""
     where.mkdir(parents=True, exist_ok=True)
@@ -444,11 +450,7 @@ def test_a_list_the_latest_request_refers_to_is_quoted(store: Store, tmp_path: P
     # a later request about something else lets it go
     log.user("Now bump the version in mix.exs.")
     filler(log)
-    again = open_store(f"sqlite://{tmp_path / 'again.db'}")
-    try:
-        text = compacted(imported_plain(again, log, tmp_path / "again"))
-    finally:
-        again.close()
+    text = compacted_afresh(log, tmp_path / "again")
     assert "Assistant's answer the latest request refers to" not in state(text)
 
 
@@ -522,3 +524,225 @@ def test_code_shaped_error_lines_are_no_values() -> None:
         "Error: connect ECONNREFUSED 127.0.0.1:3000",
         "error: Cannot find module 'x'",
     ]
+
+
+def test_the_words_go_to_state_before_earlier_results() -> None:
+    """Under a tight limit, open items and decisions stay; "Earlier result" lines go first."""
+    from threadline.compaction.reconcile import reconcile
+    from threadline.compaction.snapshot import SummaryResult
+
+    earlier = "".join(
+        f"- Earlier result: `Read` `lib/cart/step{i}.ex` -> defmodule Cart.Step{i} do (40 lines)\n"
+        for i in range(10)
+    )
+    decisions = "".join(
+        f"- Use the generated migration {i} instead of a hand-written one, because it matches\n"
+        for i in range(3)
+    )
+    summary = (
+        f"## Files Modified\n- (none)\n\n## Key Decisions\n{decisions}\n## Important Values\n"
+        f"- (none)\n\n## Current State\n- Latest request (user, #9): finish the cart\n{earlier}\n"
+        "## Pending Tasks\n- (none)\n"
+    )
+    call = ToolCall(
+        id="b", name="Bash", arguments={"command": "bd update shop-7q2.2 --status in_progress"}
+    )
+    messages = [
+        Message.assistant("", tool_calls=[call]),
+        Message.tool("✓ Updated", tool_call_id="b"),
+    ]
+    trail = build_trail(numbered(messages))
+    result = SummaryResult.counted(summary, None, [], summarizer="extractive")
+    text = reconcile(result, trail, max_words=110).text
+    assert "`shop-7q2.2`" in pending(text)
+    assert text.count("instead of a hand-written one") == 3
+    assert "Latest request (user, #9): finish the cart" in state(text)
+    assert text.count("Earlier result:") < 10
+
+
+def test_a_failure_the_kept_tail_settles_is_not_listed() -> None:
+    """``mix test`` failed before the cut and passed after it: the snapshot neither lists the
+    failure nor asks to make it succeed."""
+    from threadline.compaction.reconcile import reconcile
+    from threadline.compaction.snapshot import SummaryResult
+
+    cmd = "mix test test/cart_test.exs 2>&1"
+    error = "** (RuntimeError) Phoenix LiveView requires lazy_html as a test dependency."
+    before = numbered(
+        [
+            Message.assistant(
+                "", tool_calls=[ToolCall(id="a", name="Bash", arguments={"command": cmd})]
+            ),
+            Message.tool(f"Exit code 1\n{error}", tool_call_id="a", metadata={"is_error": True}),
+        ]
+    )
+    after = [
+        Message.assistant(
+            "", tool_calls=[ToolCall(id="b", name="Bash", arguments={"command": cmd})]
+        ),
+        Message.tool("12 tests, 0 failures", tool_call_id="b"),
+    ]
+    for i, m in enumerate(after, 3):
+        m.seq = i
+    summary = (
+        "## Files Modified\n- (none)\n\n## Key Decisions\n- (none)\n\n## Important Values\n"
+        f"- error: `{error}`\n\n## Current State\n"
+        f"- Next step: make `Bash` `{cmd}` succeed: {error}\n\n## Pending Tasks\n- (none)\n"
+    )
+    trail = build_trail(before)
+    assert [f.command for f in trail.failures] == [cmd]
+    later = trail.copy().extend(after)
+    result = SummaryResult.counted(summary, None, [], summarizer="extractive")
+    text = reconcile(result, trail, later=later, max_words=600).text
+    assert "lazy_html" not in text and "failed command" not in text
+    # without the later run it is still open
+    text = reconcile(result, trail, max_words=600).text
+    assert f"failed command: `{cmd}`" in text
+
+
+def test_a_hash_only_a_tool_printed_and_a_banner_are_no_values() -> None:
+    """``Command running in background with ID: be6a1d6`` gives a handle, not a commit hash;
+    the agent's own ``git show 4c1d2e9`` makes one a value."""
+    from threadline.compaction.reconcile import reconcile
+    from threadline.compaction.snapshot import SummaryResult
+
+    messages = numbered(
+        [
+            Message.assistant(
+                "",
+                tool_calls=[ToolCall(id="a", name="Bash", arguments={"command": "pnpm dev"})],
+            ),
+            Message.tool("Command running in background with ID: be6a1d6.", tool_call_id="a"),
+            Message.assistant(
+                "",
+                tool_calls=[ToolCall(id="s", name="TaskStop", arguments={"task_id": "be6a1d6"})],
+            ),
+            Message.tool("Stopped", tool_call_id="s"),
+            Message.assistant(
+                "Checking 4c1d2e9.",
+                tool_calls=[
+                    ToolCall(id="g", name="Bash", arguments={"command": "git show 4c1d2e9"})
+                ],
+            ),
+            Message.tool("commit 4c1d2e9", tool_call_id="g"),
+        ]
+    )
+    summary = (
+        "## Files Modified\n- (none)\n\n## Key Decisions\n- (none)\n\n## Important Values\n"
+        "- hash: `be6a1d6`\n- hash: `4c1d2e9`\n- name: `★ Insight ─────────`\n\n"
+        "## Current State\n- (none)\n\n## Pending Tasks\n- (none)\n"
+    )
+    result = SummaryResult.counted(summary, None, [], summarizer="extractive")
+    values = "\n".join(
+        section(reconcile(result, build_trail(messages), max_words=600).text, "important_values")
+    )
+    assert "4c1d2e9" in values
+    assert "be6a1d6" not in values and "Insight" not in values
+
+
+def test_a_commit_that_went_through_settles_the_rejected_ones() -> None:
+    """Three commits a pre-commit hook rejected, then one made with other arguments: no
+    failed commit is left, and the last commit is named."""
+    rejected = "Pre-commit validation failed:\n\n[FORMAT] Code is not formatted.\nRun 'mix format'"
+    steps = [
+        (
+            "git add .beads/issues.jsonl && git commit -m 'feat: parity (spotter-dov)'",
+            rejected,
+            True,
+        ),
+        ("git commit -m 'feat: parity (spotter-dov)'", rejected, True),
+        (
+            "git add lib/a.ex && git commit -m 'feat: parity (spotter-dov)'",
+            "[spotter-dov 64f1b9a] feat: parity (spotter-dov)\n 12 files changed",
+            False,
+        ),
+    ]
+    messages: list[Message] = []
+    for i, (cmd, out, bad) in enumerate(steps):
+        call = ToolCall(id=f"c{i}", name="Bash", arguments={"command": cmd})
+        messages += [
+            Message.assistant("", tool_calls=[call]),
+            Message.tool(out, tool_call_id=f"c{i}", metadata={"is_error": True} if bad else {}),
+        ]
+    trail = build_trail(numbered(messages[:4]))
+    assert trail.failures and trail.ledger.items["commit"].open
+    trail = build_trail(numbered(messages))
+    assert trail.failures == []
+    assert not trail.ledger.items["commit"].open
+    assert trail.ledger.commit_line() == "Last commit: `64f1b9a feat: parity (spotter-dov)`"
+
+
+def test_a_request_not_yet_answered_is_pending(store: Store, tmp_path: Path) -> None:
+    log = ClaudeLog()
+    log.user("Rename the cart module.")
+    log.say("Renamed it.")
+    filler(log)
+    log.user("Now write the checkout docs in docs/checkout.md.")
+    log.call("Read", {"file_path": "/home/dev/shop/docs/index.md"}, "# docs\n" * 40)
+    filler(log)  # still working on it when the run stops: no reply in prose yet
+    text = compacted(imported_plain(store, log, tmp_path))
+    assert "Answer the latest request (user, #" in pending(text)
+    assert "Now write the checkout docs" in pending(text)
+    trail = Trail()
+    trail.extend(
+        numbered([Message.user("Rename the cart module."), Message.assistant("Renamed it.")])
+    )
+    assert trail.unanswered() is None
+
+
+def test_an_agent_s_decision_names_the_call_it_led_to() -> None:
+    from threadline.compaction.extractive import ExtractiveSummarizer
+
+    call = ToolCall(
+        id="g", name="Bash", arguments={"command": "mix ecto.gen.migration add_coupons"}
+    )
+    messages = [
+        Message.user("Add coupons to the cart."),
+        Message.assistant(
+            "I'll use the generated migration instead of the hand-written one, because it "
+            "matches the schema.",
+            tool_calls=[call],
+        ),
+        Message.tool("* creating priv/repo/migrations/x_add_coupons.exs", tool_call_id="g"),
+    ]
+    text = ExtractiveSummarizer().summarize(numbered(messages)).text
+    (line,) = [d for d in section(text, "key_decisions") if "generated migration" in d]
+    assert "because it matches the schema" in line
+    assert line.endswith("(then `Bash` `mix ecto.gen.migration add_coupons`)")
+
+
+def test_pending_reads_the_latest_todo_list_the_kept_tail_wrote() -> None:
+    """The plan moved on after the cut: Pending Tasks is the latest list's open items."""
+    from threadline.compaction.reconcile import reconcile
+    from threadline.compaction.snapshot import SummaryResult
+
+    def plan(n: int, *items: tuple[str, str]) -> list[Message]:
+        steps = [{"step": s, "status": st} for s, st in items]
+        call = ToolCall(id=f"p{n}", name="update_plan", arguments={"plan": steps})
+        return [
+            Message.assistant("", tool_calls=[call]),
+            Message.tool("Plan updated", tool_call_id=f"p{n}"),
+        ]
+
+    first = plan(1, ("Add failing tests", "in_progress"), ("Run focused verification", "pending"))
+    trail = build_trail(numbered(first))
+    later_messages = plan(
+        2, ("Add failing tests", "completed"), ("Run focused verification", "in_progress")
+    )
+    for i, m in enumerate(later_messages, 3):
+        m.seq = i
+    later = trail.copy().extend(later_messages)
+    empty = "".join(
+        f"## {t}\n- (none)\n\n"
+        for t in (
+            "Files Modified",
+            "Key Decisions",
+            "Important Values",
+            "Current State",
+            "Pending Tasks",
+        )
+    )
+    result = SummaryResult.counted(empty, None, [], summarizer="extractive")
+    text = reconcile(result, trail, later=later, max_words=600).text
+    assert pending(text) == "[in progress] Run focused verification"
+    assert "Next step: Run focused verification (in progress in the todo list)" in state(text)

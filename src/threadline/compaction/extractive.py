@@ -18,7 +18,9 @@ candidates for each section of the snapshot:
   ("we'll use X because Y", "instead of"), and the user's constraints ("must
   not", "don't", "always"); the assistant narrating its next step ("Let me
   check", "Now let's add") is not a decision, and a long prompt template's
-  rules weigh less than a short request's.
+  rules weigh less than a short request's. User-role text the agent was given
+  rather than a person typed (``requests.request_text`` says none: meta records,
+  skill bodies, reminders, AGENTS.md, command templates) gives nothing at all.
 * **Important Values** from ``values.extract_values`` over user and
   assistant text, tool arguments and short tool results, and error lines from
   any tool result. File dumps and long logs give only their error lines, and
@@ -217,6 +219,8 @@ _FOCUS_STOPWORDS = frozenset(
     _split("the and for with from that this into about focus focusing keep on of to in a an")
 )
 MAX_BULLET_WORDS = 40
+LED_TO_WORDS = 6
+"""An agent's decision names the call it led to in this many words."""
 REQUEST_MAX_WORDS = 60
 NOTE_MAX_WORDS = 14
 NOTE_MIN_WORDS = 3
@@ -619,10 +623,14 @@ class _Pass:
         else:
             self.last_text, self.calls_after_text = text, False
             self.turn_note = edit_note(text)
-        self.sentences(text, speaker, recency, index)
+        led = m.tool_calls[0] if m.role == "assistant" and m.tool_calls else None
+        self.sentences(text, speaker, recency, index, led_to=led)
         self.lists(text, recency)
 
-    def sentences(self, text: str, speaker: str, recency: float, index: int) -> None:
+    def sentences(
+        self, text: str, speaker: str, recency: float, index: int, led_to: ToolCall | None = None
+    ) -> None:
+        """Tasks and decisions in ``text``; an agent's decision names the call it led to."""
         user = speaker == "user"
         decisions = 0
         length = words(text)
@@ -639,6 +647,8 @@ class _Pass:
                 decisions += 1
                 if decisions <= MAX_DECISIONS_PER_MESSAGE:
                     clipped = ("User: " if user else "") + clip_words(sentence, MAX_BULLET_WORDS)
+                    if led_to is not None and strength >= 1.0:
+                        clipped += f" (then {clip_words(describe_call(led_to), LED_TO_WORDS)})"
                     score = DECISION_SCORE * strength * recency * (template if user else 1.0)
                     self.add_ranked(self.decisions, clipped, score)
             if not user and _CHANGE_CLAIM.search(sentence):

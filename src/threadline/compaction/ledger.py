@@ -71,10 +71,13 @@ _STATUS = {
 """Each tracker's status words, on one scale."""
 
 _TASK_CREATED = re.compile(r"Task #(?P<id>[\w.-]+) created successfully(?::\s*(?P<title>.+))?")
+"""``TaskCreate``'s result: the id the later ``TaskUpdate`` calls use."""
 _TASK_LISTED = re.compile(
     r"^\s*#(?P<id>[\w.-]+)\.?\s+\[(?P<status>[\w -]+)\]\s+(?P<title>.+)$", re.M
 )
+"""A ``TaskList`` line: ``#2 [in_progress] Write the OGP fetcher``."""
 _BD_CREATED = re.compile(r"Created issue:\s*(?P<id>[\w.-]+)")
+"""``bd create``'s result: "✓ Created issue: spotter-fum.5"."""
 _BD_SHOWN = re.compile(
     r"^\W{0,3}(?P<id>[\w-]+(?:\.\d+)*)(?: \[\w+\])? \u00b7 (?P<title>.+?)\s+"
     r"\[[^\]]*\u00b7\s*(?P<status>[A-Za-z_ -]+)\]\s*$",
@@ -82,11 +85,15 @@ _BD_SHOWN = re.compile(
 )
 """``bd show X``'s head line: "○ spotter-fum.1 · Enrich the renderer   [● P2 · OPEN]"."""
 _GH_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?P<kind>issues|pull)/(?P<n>\d+)")
+"""What ``gh issue create`` / ``gh pr create`` print."""
 _MCP_ISSUE = re.compile(r"^mcp__.+__(?P<verb>create|update|close|reopen)_issue$")
+"""An issue tool reached through MCP (``mcp__github__create_issue``)."""
 _COMMIT_MADE = re.compile(
     r"^\[(?P<branch>[^\]\s]+)(?: \(root-commit\))? (?P<hash>[0-9a-f]{7,40})\] (?P<msg>.+)$", re.M
 )
+"""``git commit`` made one: ``[main 4c1d2e9] message``."""
 _HOOK = re.compile(r"(?i)\b(?:pre-commit|commit-msg|pre-push|hook)\b")
+"""A failed commit that names a hook: the hook rejected it."""
 _HEADER = re.compile(
     r"(?i)^(?:chunk id:|wall time:|process exited with code|original token count:|output:|"
     r"exit code\b|error: exit code\b)"

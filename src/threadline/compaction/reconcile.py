@@ -90,15 +90,18 @@ TODO_SCORE = 3.2
 SAME_ITEM_SHARE = 0.75
 """A pending line shares this much of a completed item's words: the same item, done."""
 LEDGER_SCORE = 3.4
+REQUEST_SCORE = 3.0
+"""A follow-up request the agent has not answered yet, after the items trackers show open."""
 """An item a tracker shows open outranks every other pending line (``ledger.py``)."""
-EARLIER_FACTOR = 0.3
-"""An "Earlier result" line weighs this much of a state line: open items, failures and
-decisions come first (issue 31)."""
+EARLIER_SCORE = 0.3
+"""An "Earlier result" line only fills the words left over: open items, failures, decisions
+and the current request come first (issue 31)."""
 NOTE_WORDS = 14
 
 _CARRIED = re.compile(r"\s*\(as of #\d+\)\s*$")
 _OPEN_CLAIM = re.compile(
-    r"(?i)\b(?:open|opened|in[ _-]?progress|pending|not\s+yet|not\s+(?:been\s+)?committed|"
+    r"(?i)\b(?:open|opened|in[ _-]?progress|working\s+on|pending|not\s+yet|"
+    r"not\s+(?:been\s+)?committed|"
     r"to\s*do|blocked|remaining|next|needs?\s+to|should|will|still|unfinished|incomplete|"
     r"wip|ready)\b"
 )
@@ -123,6 +126,8 @@ _VAGUE_NEXT = re.compile(
     r"wait for the next request)"
 )
 _NORM = re.compile(r"[^\w]+")
+_PLAIN_NAME = re.compile(r"[\w.:/@$<>*{}\[\](),#+=-]+")
+"""A name a snapshot can quote: no spaces, box-drawing or symbols."""
 _WRAPPER = re.compile(
     r"(?i)^\W*(?:please continue the conversation from where|if you need specific details from "
     r"before compaction|this session is being continued from a previous conversation|"
@@ -251,6 +256,7 @@ def _values(
     named: Sequence[str],
     previous_text: str,
     max_values: int,
+    evidence: Trail | None = None,
 ) -> list[Value]:
     """Important Values: failures, reused URLs and ids, then the summarizer's; the values
     shown, for retention accounting."""
@@ -260,7 +266,9 @@ def _values(
     def taken(text: str) -> bool:
         return any(text in b for b, _ in picked) or any(same_file(text, n) for n in named)
 
-    for f in reversed(trail.failures):
+    open_failures = trail.unsettled(evidence or trail)
+    settled = {e for f in trail.failures if f not in open_failures for e in f.errors}
+    for f in reversed(open_failures):
         errors = "; ".join(code_span(e) for e in f.errors)
         bullet = f"{COMMAND_LABEL}: {code_span(f.command)}" + (f" -> {errors}" if errors else "")
         picked.append((bullet, f.command))
@@ -278,7 +286,13 @@ def _values(
         label, text = bullet_value(b.text)
         if label is not None and label.lower() == COMMAND_LABEL:
             continue  # the trail's failures replace them
+        if text in settled:
+            continue  # the error of a command that ran clean since
         kind = _kind_of(label, text)
+        if kind == "identifier" and not _PLAIN_NAME.fullmatch(text):
+            continue  # a banner ("★ Insight ───"), not a name
+        if kind == "hex" and not _agent_used(evidence or trail, text):
+            continue  # a hex the agent never used itself: a background task's handle
         if kind is None:
             if not taken(text) and worth_keeping(Value("identifier", text), 2):
                 picked.append((b.text, text))
@@ -294,6 +308,12 @@ def _values(
         base = FAILURE_SCORE if bullet.startswith(COMMAND_LABEL) else VALUE_SCORE
         snapshot.add("important_values", bullet, base / (1.0 + 0.04 * rank))
     return shown
+
+
+def _agent_used(trail: Trail, text: str) -> bool:
+    """The agent itself used ``text`` (in its prose or a command), not only a tool's output."""
+    used = trail.used.get(text)
+    return used is not None and used.count > 0
 
 
 def _exact_kind(text: str, used: Used) -> bool:
@@ -354,23 +374,30 @@ def _open_todos(trail: Trail, done: Sequence[str]) -> list[tuple[str, str]]:
     return [(t, s) for t, s in items if s not in DONE_STATUSES and _norm(t) not in done]
 
 
-def _next_step(trail: Trail, done: Sequence[str]) -> str | None:
+def _next_step(trail: Trail, done: Sequence[str], evidence: Trail | None = None) -> str | None:
     """A concrete next step: the todo item in progress, the failure to fix, the first open
     item; None when the trail shows none."""
-    items = _open_todos(trail, done)
+    items = _open_todos(evidence or trail, done)  # the latest list, kept tail too
     active = [t for t, s in items if s.replace("-", "_") == "in_progress"]
     if active:
         return f"Next step: {active[0]} (in progress in the todo list)"
-    item = trail.ledger.in_progress()
+    item = (evidence or trail).ledger.in_progress()  # one the kept tail closed is done
     if item is not None:
         return f"Next step: finish {code_span(item.key)}" + (
             f": {item.title}" if item.title else ""
         )
-    if trail.failures and trail.failures[-1].seq == trail.last_result:
-        f = trail.failures[-1]
+    failures = trail.unsettled(evidence or trail)
+    if failures and failures[-1].seq == trail.last_result:
+        f = failures[-1]
         error = f" ({code_span(f.errors[0])})" if f.errors else ""
         return f"Next step: make {code_span(f.command)} succeed{error}"
     return f"Next step: {items[0][0]} (open in the todo list)" if items else None
+
+
+def _settled(text: str, trail: Trail, evidence: Trail) -> bool:
+    """``text`` (a next step) asks to make a command succeed that a later run settled."""
+    gone = {f.command for f in trail.failures} - {f.command for f in trail.unsettled(evidence)}
+    return any(code_span(command) in text for command in gone)
 
 
 def _carried(text: str, before: str, seq: int | None) -> str:
@@ -396,7 +423,9 @@ def _state(
     kept: list[str] = []
     for b in old:
         label = _label(b.text)
-        if label == "next step" and _VAGUE_NEXT.match(b.text):
+        if label == "next step" and (
+            _VAGUE_NEXT.match(b.text) or _settled(b.text, trail, evidence)
+        ):
             continue
         claims_open = label not in _FACT_LABELS and _OPEN_CLAIM.search(b.text)
         if claims_open and _names_done(b.text, evidence, done):
@@ -407,7 +436,7 @@ def _state(
         had_next = had_next or label == "next step"
         fact = label in _FACT_LABELS or label.startswith(("primary request", "latest request"))
         kept.append(b.text if fact else _carried(b.text, before, previous_seq))
-    if not had_next and (step := _next_step(trail, done)):
+    if not had_next and (step := _next_step(trail, done, evidence)):
         at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
         kept.insert(at, step)
     answer = evidence.wanted_answer()
@@ -427,8 +456,8 @@ def _state(
         named = ", ".join(code_span(name) for name in skills)
         kept.insert(min(2, len(kept)), f"{SKILLS_LABEL}: {named} ({SKILLS_NOTE})")
     for i, text in enumerate(kept):
-        weight = EARLIER_FACTOR if _label(text) == "earlier result" else 1.0
-        snapshot.add("current_state", text, (STATE_SCORE - i * 0.1) * weight)
+        earlier = _label(text) == "earlier result"
+        snapshot.add("current_state", text, (EARLIER_SCORE if earlier else STATE_SCORE) - i * 0.01)
 
 
 def _tasks(
@@ -442,10 +471,14 @@ def _tasks(
     previous_seq: int | None,
 ) -> None:
     listed: list[str] = []
+    asked = evidence.unanswered()
+    if asked is not None and asked != evidence.first_request:  # the first is the whole task
+        text = f"Answer the latest request (user, #{asked[0]}): {clip_words(asked[1], 30)}"
+        snapshot.add("pending_tasks", text, REQUEST_SCORE)
     for rank, item in enumerate(evidence.ledger.open_items()):
         snapshot.add("pending_tasks", clip_words(item.line(), 40), LEDGER_SCORE - rank * 0.05)
         listed.append(_norm(item.title or item.key))
-    for rank, (text, status) in enumerate(_open_todos(trail, done)):
+    for rank, (text, status) in enumerate(_open_todos(evidence, done)):
         mark = "" if status == "pending" else f"[{status.replace('_', ' ')}] "
         snapshot.add("pending_tasks", clip_words(mark + text, 40), TODO_SCORE - rank * 0.05)
         listed.append(_norm(text))
@@ -497,6 +530,7 @@ def reconcile(
         named=named,
         previous_text=previous_text or "",
         max_values=max_values,
+        evidence=evidence,
     )
     done = _todo_done(evidence)
     before = _norm(previous_text or "")

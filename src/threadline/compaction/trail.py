@@ -18,7 +18,10 @@ range, through the same recogniser the summarizers use (``toolcalls``), finds
 * the items closed since: ``bd close X``, ``gh issue close 12``, ``--status
   done``, or a ``git commit`` whose message names the item; a reopen undoes it;
 * the skills the agent loaded (``skill`` tool results name theirs in metadata),
-  so a compaction can say which skills were in use.
+  so a compaction can say which skills were in use;
+* the state ledger (``ledger.py``): each tracker's work items, commit and push
+  outcomes, subagents' reports; and the assistant's last structured answer
+  (a plan, a list) with whether the latest request refers to it.
 
 The trail goes into each checkpoint's metadata (``TRAIL_KEY``), so the next
 compaction reads only its new messages; a checkpoint without one (imported from
@@ -317,7 +320,9 @@ PRODUCED_MIN_ITEMS = 5
 PRODUCED_WORDS = 90
 """...kept as a quote of about this many words while the latest request refers to it."""
 ITEM_WORDS = 12
+"""Each item of the quote keeps its opening words."""
 _LIST_ITEM = re.compile(r"^\s*(?:\d{1,3}[.)]|[-*\u2022])\s+(?P<text>\S.*)$", re.M)
+"""A numbered or bulleted line of an answer."""
 _REFERS = re.compile(
     r"(?i)\b(?:these|those|them|this list|that list|the (?:list|plan|report|items?|points?|"
     r"suggestions?|improvements?|options?|steps?|findings?|proposals?)|above|all of|each of|"
@@ -367,6 +372,8 @@ class Trail:
         """(seq, quote) of the assistant's last structured answer (``produced_quote``)."""
         self.produced_wanted = False
         """Whether the latest request refers to it."""
+        self.answered = True
+        """Whether the agent replied in prose (no call pending) since the latest request."""
         self.first_request: tuple[int, str] | None = None
         self.latest_request: tuple[int, str] | None = None
         """(seq, text clipped) of the first and the latest request a person made."""
@@ -392,6 +399,7 @@ class Trail:
             asked = request_text(m)
             if asked is not None:
                 self.latest_request = (seq, asked[: CLIP_CHARS["request"]])
+                self.answered = False
                 self.produced_wanted = self.produced is not None and bool(_REFERS.search(asked))
                 self.first_request = self.first_request or self.latest_request
         if m.role == "assistant":
@@ -412,6 +420,8 @@ class Trail:
                 self._result(m, answered, seq)
 
     def _assistant(self, m: Message, seq: int) -> None:
+        if m.text.strip() and not m.tool_calls:
+            self.answered = True
         if m.text.strip():
             self._note = edit_note(m.text)  # the words of this step, not of an earlier one
             quote = produced_quote(m.text)
@@ -467,6 +477,10 @@ class Trail:
         self.failures = [  # it runs clean now, or a wider run of the same tool did
             f for f in self.failures if not _covers(target, run_target(f.command))
         ]
+        for done in ("commit", "push"):  # a commit went through: the rejected ones are moot
+            outcome = self.ledger.items.get(done)
+            if outcome is not None and outcome.seq == seq and not outcome.open:
+                self.failures = [f for f in self.failures if f"git {done}" not in f.command]
         if command is None:
             return
         for item, closes in item_changes(command):
@@ -483,6 +497,16 @@ class Trail:
     def copy(self) -> Trail:
         """An independent copy (through its metadata form)."""
         return Trail._read(self.to_metadata())
+
+    def unsettled(self, later: Trail) -> list[Failure]:
+        """This trail's failures that ``later`` (this trail extended) still has: no later run
+        of the same command or a wider one succeeded."""
+        still = {(f.seq, f.command) for f in later.failures}
+        return [f for f in self.failures if (f.seq, f.command) in still]
+
+    def unanswered(self) -> tuple[int, str] | None:
+        """The latest request, while the agent has not replied to it in prose."""
+        return None if self.answered else self.latest_request
 
     def wanted_answer(self) -> tuple[int, str] | None:
         """The structured answer the latest request refers to, if it does."""
@@ -525,6 +549,7 @@ class Trail:
             "skills": dict(self.skills),
             "ledger": self.ledger.to_json(),
             "produced": [*self.produced, self.produced_wanted] if self.produced else None,
+            "answered": self.answered,
             "note": self._note,
             "last_result": self.last_result,
             "first_request": list(self.first_request) if self.first_request else None,
@@ -564,6 +589,7 @@ class Trail:
         for name, seq in (data.get("skills") or {}).items():
             trail.skills[str(name)] = int(seq)
         trail.ledger = Ledger.from_json(data.get("ledger"))
+        trail.answered = bool(data.get("answered", True))
         produced = data.get("produced")
         if produced:
             trail.produced = (int(produced[0]), str(produced[1]))
