@@ -469,16 +469,8 @@ def reconcile(
         previous_text=previous_text or "",
         previous_seq=previous_seq,
     )
-    text = snapshot.render(max_words, shares=shares or SHARES)
     values = unique_values([*summary.values, *shown, *(Value("path", p) for p in named)])
-    return SummaryResult.counted(
-        text,
-        Snapshot.parse(text),
-        values,
-        summarizer=summary.summarizer,
-        input_tokens=summary.input_tokens,
-        output_tokens=summary.output_tokens,
-    )
+    return summary.rewritten(snapshot.render(max_words, shares=shares or SHARES), values)
 
 
 __all__ = ["DEFAULT_MAX_VALUES", "SHARES", "bare", "paths_of", "reconcile", "same_file"]
