@@ -136,6 +136,9 @@ _FOLD_TITLES = {
 }
 _PATH_SPAN = re.compile(r"`([^`]+)`")
 _PATHLIKE = re.compile(r"[/\\]|\.\w{1,10}$")
+_NOT_A_PATH = re.compile(r"\s|/\d+$|^[@<$]|^~[A-Za-z]")
+"""A code span that only looks like a path: code with spaces, a function's arity
+(``render/2``), an attribute, a regex sigil, a tag or a variable."""
 _LEADING_PATH = re.compile(
     r"^\s*(?:\*\*)?`?(?P<path>[\w.~/\\-]+\.\w{1,10}|[\w.~-]+(?:/[\w.~-]+)+)`?"
 )
@@ -161,7 +164,9 @@ def same_file(a: str, b: str) -> bool:
 
 def paths_of(text: str) -> list[str]:
     """The file paths a Files Modified bullet names (its code spans, else its leading path)."""
-    quoted = [q for q in _PATH_SPAN.findall(text) if _PATHLIKE.search(q)]
+    quoted = [
+        q for q in _PATH_SPAN.findall(text) if _PATHLIKE.search(q) and not _NOT_A_PATH.search(q)
+    ]
     if quoted:
         return quoted
     m = _LEADING_PATH.match(text)
