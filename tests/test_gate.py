@@ -138,6 +138,16 @@ def test_a_snapshot_that_names_no_file_is_kept_and_the_files_are_laid_over(
     assert "Retry with backoff, because the server drops requests" in str(md["summary"])
 
 
+def test_code_the_model_names_beside_its_files_is_no_file(srv: FakeOpenAI) -> None:
+    """A function's arity or a sigil in a Files Modified line is neither an unknown file
+    (no fallback) nor a file of its own in the stored section."""
+    helpers = "- New helpers: `render_row/2`, `classify_line/3`, `~r/agent-[a-z]+/`\n"
+    md = compact(srv, SOUND.replace("## Key Decisions", helpers + "\n## Key Decisions"))
+    assert FALLBACK_KEY not in md and md["summarizer"] == "llm"
+    files = section(md["summary"], "files_modified")
+    assert "render_row/2" not in files and "`src/mod0.py`" in files
+
+
 def test_paraphrased_values_are_kept_as_the_model_wrote_them(srv: FakeOpenAI) -> None:
     """Under the old gate this reply fell back (retention below the offline snapshot's)."""
     md = compact(srv, PARAPHRASED)

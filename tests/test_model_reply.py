@@ -41,25 +41,15 @@ RUNS = (
     "claude-code/entire-cli-2compactions-b8659b3a4d.jsonl",
 )
 REPLY_WORDS = 600
-SHARE: dict[SectionName, int] = {
-    "files_modified": 150,
-    "key_decisions": 120,
-    "important_values": 100,
-    "current_state": 130,
-    "pending_tasks": 100,
+LAYOUT: dict[SectionName, tuple[int, tuple[str, ...]]] = {
+    "files_modified": (150, ("files and code sections",)),
+    "key_decisions": (120, ("problem solving", "errors and fix")),
+    "important_values": (100, ("key technical concepts",)),
+    "current_state": (130, ("primary request", "current work", "optional next step")),
+    "pending_tasks": (100, ("pending tasks",)),
 }
-"""Words of the 600 each section of the laid-out reply gets."""
-WHERE: dict[str, SectionName] = {
-    "primary request": "current_state",
-    "key technical concepts": "important_values",
-    "files and code sections": "files_modified",
-    "errors and fix": "key_decisions",
-    "problem solving": "key_decisions",
-    "pending tasks": "pending_tasks",
-    "current work": "current_state",
-    "optional next step": "current_state",
-}
-"""Claude Code's nine summary headings, by the snapshot section that holds each."""
+"""Per snapshot section: its words of the 600, and the headings of Claude Code's nine
+that it holds (the chronological analysis and the user's messages are left out)."""
 _HEADING = re.compile(r"^\s*(?:#+\s*)?\d+\.\s+(?P<title>[A-Za-z][^:\n]*):\s*(?P<rest>.*)$")
 _FENCE = re.compile(r"^\s*```")
 _MARK = re.compile(r"^(?:[-*+]\s+|\d+\.\s+|#+\s*)")
@@ -87,7 +77,7 @@ def compactions(path: Path) -> Iterator[tuple[int, str]]:
 def laid_out(summary: str) -> str:
     """Claude's summary in the five snapshot sections, code blocks out, cut to 600 words."""
     body = summary.split("Summary:", 1)[-1]
-    sections: dict[SectionName, list[str]] = {name: [] for name in SHARE}
+    sections: dict[SectionName, list[str]] = {name: [] for name in LAYOUT}
     current: SectionName | None = None
     fenced = False
     for line in body.splitlines():
@@ -97,7 +87,9 @@ def laid_out(summary: str) -> str:
         heading = _HEADING.match(line)
         if heading and not line.startswith((" ", "\t")):
             title = heading.group("title").strip("* ").lower()
-            current = next((s for key, s in WHERE.items() if title.startswith(key)), None)
+            current = next(
+                (name for name, (_, keys) in LAYOUT.items() if title.startswith(keys)), None
+            )
             line = heading.group("rest")
         text = _MARK.sub("", line.strip()).replace("**", "").strip()
         if fenced or current is None or not text:
@@ -108,7 +100,7 @@ def laid_out(summary: str) -> str:
         else:
             items.append(text)
     out: list[str] = []
-    for name, budget in SHARE.items():
+    for name, (budget, _) in LAYOUT.items():
         out.append(f"## {SECTION_TITLES[name]}")
         for item in sections[name]:
             if budget <= 0:
@@ -141,7 +133,7 @@ def test_the_models_prose_is_stored_with_every_edited_file_named(
     boundary, summary = list(compactions(source))[index]
     reply = laid_out(summary)
     written = parse(reply)
-    bullets = [b.text for name in SHARE for b in written.section(name)]
+    bullets = [b.text for name in LAYOUT for b in written.section(name)]
     assert sum(len(b.split()) for b in bullets) <= REPLY_WORDS
     assert written.key_decisions and written.current_state and written.files_modified
     span = tmp_path / "span.jsonl"  # the run up to this compaction's boundary

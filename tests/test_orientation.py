@@ -176,6 +176,11 @@ def test_orientation_is_empty_with_nothing_to_say_and_lists_what_there_is() -> N
     # the directory the messages report last wins over the one the source recorded first
     moved = Message.user("go on", metadata={"cwd": "/w/sub"})
     assert "- Working directory: /w/sub" in build_orientation(session, build_trail([moved]))
+    # an import whose format records no times: its messages bear the import's, no date
+    aider = store.create_session(metadata={"format": "aider"})
+    assert "Latest message" not in build_orientation(aider, build_trail([moved]), moved)
+    dated = store.create_session(metadata={"format": "aider", "source_updated_at": "2026-02-23"})
+    assert "Latest message" in build_orientation(dated, build_trail([moved]), moved)
 
 
 def test_an_llm_written_snapshot_keeps_the_skills_in_use_and_the_orientation(

@@ -13,7 +13,8 @@ to do comes from the trail of the whole covered range (invariant 11).
     toolcalls.py   what tool calls did to files, and tool results in brief
     extractive.py  the offline, deterministic summarizer (no model)
     llm.py         the summarizer that asks a chat model
-    gate.py        a model's snapshot worse than the offline one is not kept
+    gate.py        a model's snapshot is kept unless unusable (empty, no section, unknown files)
+    overlay.py     the offline snapshot's evidence laid over a model's prose
     trail.py       the artifact trail of the whole covered range, carried in metadata
     reconcile.py   a snapshot rebuilt against the trail and later evidence
     triggers.py    when to compact

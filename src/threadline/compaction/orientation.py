@@ -70,7 +70,8 @@ def _scratchpad_lines(session: Session) -> list[str]:
 
 def _session_lines(session: Session, trail: Trail, latest: Message | None) -> list[str]:
     """The session's working directory (the latest its messages report, else the one
-    its source recorded), git branch and the date of its latest message."""
+    its source recorded), git branch and the date of its latest message (none for an
+    imported transcript that records no times: its messages bear the import's)."""
     facts = session.info.metadata
     lines: list[str] = []
     cwd = trail.tracker.cwd or facts.get("cwd")
@@ -79,7 +80,8 @@ def _session_lines(session: Session, trail: Trail, latest: Message | None) -> li
     branch = facts.get("git_branch")
     if isinstance(branch, str) and branch.strip():
         lines.append(f"- Git branch: {branch.strip()}")
-    if latest is not None:
+    undated = "format" in facts and not facts.get("source_updated_at")
+    if latest is not None and not undated:  # an import without times is dated by the import
         when = latest.created_at
         when = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
         lines.append(f"- Latest message: {_day(when)}")

@@ -77,15 +77,7 @@ def overlay(
     listed = [bare(b.text) for b in theirs.pending_tasks]
     own = [b for b in ours.pending_tasks if not _listed(b.text, listed)]
     _add(out, "pending_tasks", own, TASK_SCORE)
-    text = out.render(max_words, shares=SHARES)
-    return SummaryResult.counted(
-        text,
-        Snapshot.parse(text),
-        model.values,
-        summarizer=model.summarizer,
-        input_tokens=model.input_tokens,
-        output_tokens=model.output_tokens,
-    )
+    return model.rewritten(out.render(max_words, shares=SHARES))
 
 
 __all__ = ["overlay"]

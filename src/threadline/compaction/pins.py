@@ -22,7 +22,6 @@ from typing import Any
 
 from threadline.compaction.snapshot import (
     SKELETON_WORDS,
-    Snapshot,
     SummaryResult,
     clip_words,
     parse,
@@ -158,15 +157,7 @@ def pin_requests(
     for i, text in enumerate(bullets):
         snapshot.add("current_state", text, PIN_SCORE - i)
     snapshot.current_state.extend(state)
-    text = snapshot.render(max(max_words, SKELETON_WORDS))
-    return SummaryResult.counted(
-        text,
-        Snapshot.parse(text),
-        summary.values,
-        summarizer=summary.summarizer,
-        input_tokens=summary.input_tokens,
-        output_tokens=summary.output_tokens,
-    )
+    return summary.rewritten(snapshot.render(max(max_words, SKELETON_WORDS)))
 
 
 def request_metadata(first: PinnedRequest | None, latest: PinnedRequest | None) -> dict[str, Any]:

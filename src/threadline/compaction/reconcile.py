@@ -149,6 +149,9 @@ _FOLD_TITLES = {
 }
 _PATH_SPAN = re.compile(r"`([^`]+)`")
 _PATHLIKE = re.compile(r"[/\\]|\.\w{1,10}$")
+_NOT_A_PATH = re.compile(r"\s|/\d+$|^[@<$]|^~[A-Za-z]")
+"""A code span that only looks like a path: code with spaces, a function's arity
+(``render/2``), an attribute, a regex sigil, a tag or a variable."""
 _LEADING_PATH = re.compile(
     r"^\s*(?:\*\*)?`?(?P<path>[\w.~/\\-]+\.\w{1,10}|[\w.~-]+(?:/[\w.~-]+)+)`?"
 )
@@ -174,7 +177,9 @@ def same_file(a: str, b: str) -> bool:
 
 def paths_of(text: str) -> list[str]:
     """The file paths a Files Modified bullet names (its code spans, else its leading path)."""
-    quoted = [q for q in _PATH_SPAN.findall(text) if _PATHLIKE.search(q)]
+    quoted = [
+        q for q in _PATH_SPAN.findall(text) if _PATHLIKE.search(q) and not _NOT_A_PATH.search(q)
+    ]
     if quoted:
         return quoted
     m = _LEADING_PATH.match(text)
@@ -546,16 +551,8 @@ def reconcile(
         previous_text=previous_text or "",
         previous_seq=previous_seq,
     )
-    text = snapshot.render(max_words, shares=shares or SHARES)
     values = unique_values([*summary.values, *shown, *(Value("path", p) for p in named)])
-    return SummaryResult.counted(
-        text,
-        Snapshot.parse(text),
-        values,
-        summarizer=summary.summarizer,
-        input_tokens=summary.input_tokens,
-        output_tokens=summary.output_tokens,
-    )
+    return summary.rewritten(snapshot.render(max_words, shares=shares or SHARES), values)
 
 
 __all__ = ["DEFAULT_MAX_VALUES", "SHARES", "bare", "paths_of", "reconcile", "same_file"]

@@ -402,6 +402,18 @@ class SummaryResult:
             text, snapshot, values, retention(values, text), input_tokens, output_tokens, summarizer
         )
 
+    def rewritten(self, text: str, values: list[Value] | None = None) -> SummaryResult:
+        """This summary with a new rendered ``text`` (and ``values``): same summarizer and
+        cost, retention counted again."""
+        return SummaryResult.counted(
+            text,
+            Snapshot.parse(text),
+            self.values if values is None else values,
+            summarizer=self.summarizer,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+        )
+
     @property
     def words(self) -> int:
         return words(self.text)
