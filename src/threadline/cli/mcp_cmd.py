@@ -7,7 +7,6 @@ command, so every other command starts without it.
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -68,21 +67,15 @@ def mcp(
             server.run("stdio")
             return
         from threadline.mcp.http import serve_http
-        from threadline.server.auth import TOKEN_ENV, resolve_token, token_path
+        from threadline.server.auth import resolve_token, token_source
         from threadline.server.listen import bind, url_host
 
         secret = resolve_token(token)
         host, port = address
         sockets = bind(host, port)
         port = sockets[0].getsockname()[1]
-        if token is not None:
-            where = "given with --token"
-        elif os.environ.get(TOKEN_ENV):
-            where = f"from ${TOKEN_ENV}"
-        else:
-            where = f"in {token_path()}"
         typer.echo(f"threadline mcp on http://{url_host(host)}:{port}/mcp", err=True)
-        typer.echo(f"bearer token: {where}", err=True)
+        typer.echo(f"bearer token: {token_source(token)}", err=True)
         serve_http(server, sockets, host, secret)
     finally:
         memory.close()

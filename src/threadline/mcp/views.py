@@ -91,6 +91,21 @@ class SessionFilter:
         return self.until is None or info.updated_at < self.until
 
 
+def first_before(store: Store, until: datetime, agent: str | None, top_level: bool, lo: int) -> int:
+    """The first position at or after ``lo`` in the listing (newest updated first) whose
+    session was updated before ``until``: a binary search of one-item pages, so a date
+    range deep in 100,000 sessions costs some 17 reads, not a scan of what is newer."""
+    hi = store.list_sessions(agent=agent, limit=1, offset=lo, top_level=top_level).total
+    while lo < hi:
+        mid = (lo + hi) // 2
+        page = store.list_sessions(agent=agent, limit=1, offset=mid, top_level=top_level)
+        if not page.items or page.items[0].updated_at < until:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def list_sessions(
     store: Store,
     *,
@@ -121,6 +136,8 @@ def list_sessions(
     found: list[SessionInfo] = []
     position, read = cursor, 0
     total = None
+    if wanted.until is not None:
+        position = first_before(store, wanted.until, agent, top_level, cursor)
     while len(found) < limit and read < SCAN_BUDGET:
         page = store.list_sessions(
             agent=agent, limit=SCAN_PAGE, offset=position, top_level=top_level
