@@ -106,7 +106,7 @@ def main() -> None:
     plan = Plan(args.sessions, args.sessions * args.per_session + args.big, args.big)
     args.postgres = None
     url, built = prepare("sqlite", args, plan)
-    console = Console()
+    console = Console(width=150)
     if built is not None:
         console.print(f"generated in {built:.1f} s ({url})")
     store = open_store(url, create=False)

@@ -405,3 +405,15 @@ def test_read_session_caps_a_page_of_long_messages() -> None:
     assert sum(sizes) <= views.PAGE_CHARS
     assert page["next_seq"] == len(sizes) + 1 < 31
     assert page["messages"][0]["text"].startswith("0 y")
+
+
+def test_the_command_module_loads_no_sdk() -> None:
+    """The SDK is imported inside the command: ``--help`` and every other command start
+    without it."""
+    code = (
+        "import sys, threadline.cli.mcp_cmd; "
+        "assert 'mcp' not in sys.modules and 'threadline.mcp.server' not in sys.modules"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(SRC)}
+    )
