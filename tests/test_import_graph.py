@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("memory",),
     ("agent",),
     ("threadline", "session_agent", "demo", "report", "integrations", "config"),
-    ("server",),
+    ("server", "mcp"),
     ("cli",),
 )
 """Bottom first. ``threadline`` is the package itself (its public API re-exports);

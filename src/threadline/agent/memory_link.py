@@ -26,8 +26,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from threadline.agent.config import MemoryConfig
+from threadline.agent.config import MemoryConfig, find_agent_file, load_agent_file
 from threadline.agent.tools import Tool
+from threadline.errors import UsageError
 from threadline.memory import (
     Extractor,
     MemoryHit,
@@ -39,7 +40,7 @@ from threadline.memory import (
 )
 from threadline.messages import Message
 from threadline.requests import request_text
-from threadline.store.base import Session, Store
+from threadline.store.base import DEFAULT_AGENT, Session, Store
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,43 @@ RECALLED_SESSIONS = 64
 
 MemoryEvent = Literal["memory_recalled", "memory_flushed", "memory_failed"]
 MemoryEventHandler = Callable[[MemoryEvent, dict[str, Any]], None]
+
+
+def memory_scope(
+    scope: str | None, agent: str | None, *, names: tuple[str, str] = ("scope", "agent")
+) -> str:
+    """``scope`` as given, else the scope ``agent`` writes to (its agent file's
+    ``memory.scope``, or ``agent:NAME``; default: the built-in agent); both at once is
+    refused (one of them would silently lose), naming the two as the caller calls them
+    (``names``). The CLI and the MCP face both ask this."""
+    if scope is not None and agent is not None:
+        given, by = names
+        raise UsageError(
+            f"give {given} or {by}, not both ({given} {scope} names the memory itself; "
+            f"{by} {agent} names the agent whose memory it is)"
+        )
+    if scope is not None:
+        return scope_for(DEFAULT_AGENT, scope.strip())
+    agent = agent if agent is not None else DEFAULT_AGENT
+    configured = None
+    found = find_agent_file(agent)
+    if found is not None:
+        configured = load_agent_file(found).memory.scope
+    return scope_for(agent, configured)
+
+
+def search_scopes(
+    memory: MemoryStore,
+    scope: str | None,
+    agent: str | None,
+    *,
+    names: tuple[str, str] = ("scope", "agent"),
+) -> list[str]:
+    """The scopes a memory search reads: the one ``scope`` or ``agent`` names, else every
+    scope the store holds memories in (the built-in agent's when it holds none)."""
+    if scope is None and agent is None:
+        return memory.scopes() or [memory_scope(None, None)]
+    return [memory_scope(scope, agent, names=names)]
 
 
 def hit_line(hit: MemoryHit) -> str:

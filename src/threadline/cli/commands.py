@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "cleanup": ("threadline.cli.cleanup_cmd",),
     "doctor": ("threadline.cli.doctor_cmd",),
     "serve": ("threadline.cli.serve_cmd",),
+    "mcp": ("threadline.cli.mcp_cmd",),
 }
 """Top-level command -> the modules whose ``register(root)`` define it and its
 subcommands, in ``--help`` order; add new commands here. A group's subcommands are

@@ -59,6 +59,8 @@ EXPORT_NAME = "memory-{scope}.json"
 DEFAULT_LIST = 50
 MAX_LIST = 10_000
 DEFAULT_K = 10
+FLAGS = ("--scope", "--agent")
+"""How a wrong scope/agent pair names the two options."""
 MAX_K = 1000
 MIN_PREFIX = 4
 """A fact id may be given as a unique prefix of at least this many characters."""
@@ -98,24 +100,10 @@ class MemoryNotFound(ThreadlineError, KeyError):
 
 
 def resolve_scope(scope: str | None, agent: str | None) -> str:
-    """``--scope`` as given, else the scope the agent writes to; both at once is refused
-    (one of them would silently lose)."""
-    from threadline.agent.config import find_agent_file, load_agent_file
-    from threadline.memory import scope_for
+    """``--scope`` as given, else the scope the agent writes to (``memory_scope``)."""
+    from threadline.agent.memory_link import memory_scope
 
-    if scope is not None and agent is not None:
-        raise UsageError(
-            f"give --scope or --agent, not both (--scope {scope} names the memory itself; "
-            f"--agent {agent} names the agent whose memory it is)"
-        )
-    if scope is not None:
-        return scope_for(DEFAULT_AGENT, scope.strip())
-    agent = agent if agent is not None else DEFAULT_AGENT
-    configured = None
-    found = find_agent_file(agent)
-    if found is not None:
-        configured = load_agent_file(found).memory.scope
-    return scope_for(agent, configured)
+    return memory_scope(scope, agent, names=FLAGS)
 
 
 def check_agent_known(ctx: typer.Context, agent: str | None, scope: str) -> None:
@@ -273,10 +261,10 @@ def search(
     if not query.strip():
         raise UsageError("memory search: the query is empty")
     memory = _memory(ctx)
-    if scope is None and agent is None:
-        scopes = memory.scopes() or [resolve_scope(None, None)]
-    else:
-        scopes = [resolve_scope(scope, agent)]
+    from threadline.agent.memory_link import search_scopes
+
+    scopes = search_scopes(memory, scope, agent, names=FLAGS)
+    if scope is not None or agent is not None:
         check_agent_known(ctx, agent, scopes[0])
     hits = memory.search(query, scopes=scopes, k=k)
     if as_json:

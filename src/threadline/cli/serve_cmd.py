@@ -12,7 +12,6 @@ works without the ``server`` extra and starts as fast as before.
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
@@ -90,7 +89,7 @@ def serve(
         import uvicorn  # noqa: F401 - only to say which extra is missing
 
         from threadline.server import ServerConfig, create_app
-        from threadline.server.auth import TOKEN_ENV, resolve_token, token_path
+        from threadline.server.auth import resolve_token, token_source
         from threadline.server.listen import bind, trusted_proxies, url_host
         from threadline.server.listen import serve as run_server
         from threadline.server.models import check_model
@@ -126,12 +125,7 @@ def serve(
         typer.echo(
             f"threadline: warning: serving on {host}, reachable beyond this machine", err=True
         )
-    if token is not None:
-        where = "given with --token"
-    elif os.environ.get(TOKEN_ENV):
-        where = f"from ${TOKEN_ENV}"
-    else:
-        where = f"in {token_path()} (send it as Authorization: Bearer <token>)"
+    where = token_source(token, file_note=" (send it as Authorization: Bearer <token>)")
     shown = url_host(host)
     typer.echo(f"threadline server on http://{shown}:{port} (store {url})", err=True)
     typer.echo(f"bearer token: {where}", err=True)

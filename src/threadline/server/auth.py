@@ -95,6 +95,16 @@ def resolve_token(given: str | None = None, *, path: Path | None = None) -> str:
     return load_or_create_token(path)
 
 
+def token_source(given: str | None, *, file_note: str = "") -> str:
+    """Where ``resolve_token(given)`` takes the token from, as a start-up banner says it
+    (``file_note`` follows the token file's path)."""
+    if given is not None:
+        return "given with --token"
+    if os.environ.get(TOKEN_ENV):
+        return f"from ${TOKEN_ENV}"
+    return f"in {token_path()}{file_note}"
+
+
 def bearer_matches(header: str | None, token: str) -> bool:
     """Whether an ``Authorization`` header carries ``token``, compared in constant time."""
     if not header:
