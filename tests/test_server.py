@@ -34,7 +34,7 @@ from threadline.server.auth import TOKEN_ENV, load_or_create_token, resolve_toke
 from threadline.server.config import SIMULATED_TURNS, ServerConfig
 from threadline.server.hooks import SIGNATURE_HEADER, sign
 from threadline.server.procedures import TRPC_ERROR_CODES
-from threadline.server.runner import AgentRunner
+from threadline.server.runner import AgentRunner, build_agent
 
 TOKEN = "test-token-0123456789abcdef"
 SECRET = "webhook-secret"
@@ -587,7 +587,7 @@ def test_prompt_model_resolution_and_validation(client: httpx.Client) -> None:
 # -- in-process ------------------------------------------------------------------------------
 
 
-def test_idle_agents_are_evicted_and_release_the_lock() -> None:
+def test_idle_agents_are_evicted_and_hold_no_lock_between_turns() -> None:
     now = [1000.0]
     store = open_store("memory://")
     config = ServerConfig(
@@ -597,19 +597,50 @@ def test_idle_agents_are_evicted_and_release_the_lock() -> None:
     a = store.create_session(model=SIM)
     b = store.create_session(model=SIM)
     runner.run_turn(a.id, TURNS[0].user, SIM)
-    runner.get(b.id, SIM)
-    wait_for(lambda: not runner.is_running(a.id))
-    assert store.lock_holder(a.id) is not None and store.lock_holder(b.id) is not None
+    runner.run_turn(b.id, TURNS[0].user, SIM)
+    assert wait_for(lambda: not runner.is_running(a.id) and not runner.is_running(b.id))
+    assert store.lock_holder(a.id) is None and store.lock_holder(b.id) is None  # a cache
     assert sorted(runner.cached()) == sorted([a.id, b.id])
 
     now[0] += 20 * 60
-    runner.get(b.id, SIM)  # b is used again: its idle time starts over
+    runner.run_turn(b.id, TURNS[1].user, SIM)  # b is used again: its idle time starts over
+    assert wait_for(lambda: not runner.is_running(b.id))
     now[0] += 10 * 60 + 1
     assert runner.evict_idle() == [a.id]
-    assert store.lock_holder(a.id) is None and store.lock_holder(b.id) is not None
     now[0] += 20 * 60
     assert runner.evict_idle() == [b.id]
-    assert store.lock_holder(b.id) is None and runner.cached() == []
+    assert runner.cached() == []
+    runner.close()
+
+
+def test_a_cached_agent_is_rebuilt_when_someone_else_wrote_the_session() -> None:
+    """The lock means a turn is running: between turns a chat (or another server) may
+    write the session, and the cached agent must not run on what it saw before."""
+    store = open_store("memory://")
+    built: list[int] = []
+
+    def factory(store: Any, info: Any, spec: str) -> Any:
+        built.append(info.last_seq)
+        return build_agent(ServerConfig(token=TOKEN), store, info, spec)
+
+    runner = AgentRunner(store, ServerConfig(token=TOKEN), agent_factory=factory)
+    sid = store.create_session(model=SIM).id
+    runner.run_turn(sid, TURNS[0].user, SIM)
+    assert wait_for(lambda: not runner.is_running(sid))
+    runner.run_turn(sid, TURNS[1].user, SIM)  # nobody else wrote: the cache is used
+    assert wait_for(lambda: not runner.is_running(sid))
+    assert built == [0]
+
+    with store.get_session(sid).attached() as session:  # a chat elsewhere adds a turn
+        session.append([Message.user("from a chat"), Message.assistant("ok")])
+    last = store.session_info(sid).last_seq
+    runner.run_turn(sid, TURNS[2].user, SIM)
+    assert wait_for(lambda: not runner.is_running(sid))
+    assert built == [0, last]  # rebuilt from the store as it is now
+    messages = store.read_messages(sid)
+    users = [m.text for m in messages if m.role == "user"]
+    assert users == [TURNS[0].user, TURNS[1].user, "from a chat", TURNS[2].user]
+    assert messages[-1].role == "assistant" and store.lock_holder(sid) is None
     runner.close()
 
 
@@ -830,10 +861,10 @@ def test_the_app_sweeper_evicts_idle_agents() -> None:
         assert c.post(f"/v1/sessions/{sid}/prompt", json={"text": "hi"}).status_code == 202
         assert wait_for(lambda: not app.state.runner.is_running(sid))
         time.sleep(0.1)
-        assert store.lock_holder(sid) is not None  # cached, not idle long enough
+        assert app.state.runner.cached() == [sid]  # cached, not idle long enough
+        assert store.lock_holder(sid) is None  # and no turn runs: no lock
         now[0] += 61
-        assert wait_for(lambda: store.lock_holder(sid) is None)
-        assert app.state.runner.cached() == []
+        assert wait_for(lambda: app.state.runner.cached() == [])
 
 
 def test_agents_for_real_models_come_from_agent_files(
