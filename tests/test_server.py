@@ -29,7 +29,7 @@ import httpx
 from tests.live_server import free_port, stop, wait_until_serving
 from threadline import ContextPolicy, Message, open_store
 from threadline.demo.coding_run import coding_run
-from threadline.errors import ConfigError
+from threadline.errors import ConfigError, SessionNotFound
 from threadline.server.auth import TOKEN_ENV, load_or_create_token, resolve_token
 from threadline.server.config import SIMULATED_TURNS, ServerConfig
 from threadline.server.hooks import SIGNATURE_HEADER, sign
@@ -689,7 +689,7 @@ def blocking_runner(model: BlockingModel) -> tuple[AgentRunner, Any]:
     return AgentRunner(store, ServerConfig(token=TOKEN), agent_factory=factory), store
 
 
-def test_one_turn_at_a_time_and_no_delete_mid_turn() -> None:
+def test_one_turn_at_a_time_and_a_delete_mid_turn_stops_it_first() -> None:
     from threadline.server.procedures import DeleteInput, Procedures, PromptInput, classify
 
     model = BlockingModel()
@@ -698,20 +698,29 @@ def test_one_turn_at_a_time_and_no_delete_mid_turn() -> None:
     sid = store.create_session(model=SIM).id
     out = procs.prompt(PromptInput(sessionId=sid, text="first"))
     assert runner.is_running(sid) and store.count_messages(sid) == 1  # stored before the turn
-    for attempt in (
-        lambda: procs.prompt(PromptInput(sessionId=sid, text="second")),
-        lambda: procs.delete(DeleteInput(sessionId=sid)),
-    ):
-        with pytest.raises(Exception) as caught:
-            attempt()
-        assert classify(caught.value)[:2] == ("CONFLICT", 409)
+    with pytest.raises(Exception) as caught:
+        procs.prompt(PromptInput(sessionId=sid, text="second"))
+    assert classify(caught.value)[:2] == ("CONFLICT", 409)
     assert store.count_messages(sid) == 1
+
+    # a delete cancels the turn and waits for it to store its end (this model notices
+    # only when it answers), then deletes
+    log = runner.hub.log(sid)  # what its followers see (the hub forgets it on delete)
+    deleted: list[Any] = []
+    deleter = threading.Thread(
+        target=lambda: deleted.append(procs.delete(DeleteInput(sessionId=sid)))
+    )
+    deleter.start()
+    entry = runner._cache[sid]  # the turn's own token: set once the delete asked
+    assert wait_for(entry.cancel.is_set)
     model.go.set()
-    assert wait_for(lambda: not runner.is_running(sid))
-    events, _ = runner.hub.log(sid).after(out["lastEventId"])
-    assert events[-1].name == "turn_finished" and events[-1].data["text"] == "done"
-    assert [m.role for m in store.get_session(sid).messages()] == ["user", "assistant"]
-    procs.delete(DeleteInput(sessionId=sid))
+    deleter.join(10)
+    assert deleted == [{"sessionId": sid, "deleted": True}]
+    events, _ = log.after(out["lastEventId"])
+    finished = [e for e in events if e.name == "turn_finished"]
+    assert finished and finished[-1].data["stopped"] == "cancelled"
+    with pytest.raises(SessionNotFound):
+        store.session_info(sid)
     runner.close()
 
 

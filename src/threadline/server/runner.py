@@ -43,6 +43,16 @@ from threadline.report.context import checkpoint_number
 from threadline.server.config import ServerConfig
 from threadline.server.events import EventHub
 from threadline.server.hooks import HookDispatcher
+from threadline.server.turn_signals import (
+    WATCH_SECONDS,
+    acknowledge,
+    await_reached,
+    forget,
+    released,
+    request_cancel,
+    requested,
+    turn_id,
+)
 from threadline.session_agent import session_agent
 from threadline.store.base import Checkpoint, LockHolder, Session, SessionInfo, Store, format_ts
 
@@ -146,6 +156,8 @@ class AgentRunner:
         )
         self._cache: dict[str, CachedAgent] = {}
         self._lock = threading.RLock()
+        self._watcher: threading.Thread | None = None
+        self._closing = threading.Event()
 
     # -- the cache ------------------------------------------------------------------
 
@@ -215,6 +227,7 @@ class AgentRunner:
     def close(self) -> None:
         """Cancel every running turn at once, wait for them together (``JOIN_SECONDS`` in
         all), then evict everything."""
+        self._closing.set()
         with self._lock:
             running = [e for e in self._cache.values() if e.running]
             threads = [e.thread for e in running if e.thread is not None]
@@ -296,6 +309,34 @@ class AgentRunner:
             entry.cancel.set()
             return True
 
+    def cancel_elsewhere(self, session_id: str) -> bool:
+        """Ask the server running the session's turn to cancel it (``turn_signals``);
+        True once it did, False when no turn of that session runs elsewhere."""
+        holder = self.held_elsewhere(session_id)
+        if holder is None:
+            return False
+        turn = request_cancel(self.store, session_id, holder)
+        return await_reached(self.store, session_id, turn)
+
+    def stop_turn(self, session_id: str, timeout: float = JOIN_SECONDS) -> bool:
+        """Cancel the session's running turn, here or on another server, and wait (at
+        most ``timeout``) until it has stored its end and let go of the session."""
+        with self._lock:
+            entry = self._cache.get(session_id)
+            thread = entry.thread if entry is not None and entry.running else None
+            if entry is not None and entry.running:
+                entry.cancel.set()
+        if thread is not None:
+            thread.join(timeout)
+            return True
+        holder = self.held_elsewhere(session_id)
+        if holder is None:
+            return False
+        turn = request_cancel(self.store, session_id, holder)
+        return await_reached(self.store, session_id, turn) and released(
+            self.store, session_id, turn, timeout=timeout
+        )
+
     def cancel(self, entry: CachedAgent) -> None:
         """Undo ``reserve``: the turn will not run."""
         with self._lock:
@@ -319,8 +360,40 @@ class AgentRunner:
         )
         with self._lock:
             entry.thread = thread
+            if self._watcher is None and not self._closing.is_set():
+                self._watcher = threading.Thread(
+                    target=self._watch, name="threadline-turn-watch", daemon=True
+                )
+                self._watcher.start()
         thread.start()
         return before
+
+    def _watch(self) -> None:
+        """While turns run here: cancel those another server was asked to cancel."""
+        while not self._closing.wait(WATCH_SECONDS):
+            with self._lock:
+                turns = {
+                    e.session_id: turn_id(e.held)
+                    for e in self._cache.values()
+                    if e.running and e.held is not None
+                }
+                if not turns:
+                    self._watcher = None
+                    return
+            try:
+                asked = requested(self.store, turns)
+            except Exception as exc:  # the store is away for a moment: try again
+                logger.warning("reading cancel requests: %s", exc)
+                continue
+            for sid in asked:
+                with self._lock:
+                    entry = self._cache.get(sid)
+                    if entry is None or entry.held is None or turn_id(entry.held) != turns[sid]:
+                        continue
+                    entry.cancel.set()
+                acknowledge(self.store, sid, turns[sid])
+        with self._lock:
+            self._watcher = None
 
     def run_turn(self, session_id: str, text: str, model_spec: str) -> int:
         """Store ``text`` as a user message and start its turn (what ``agent.prompt`` does)."""
@@ -372,6 +445,8 @@ class AgentRunner:
                     usage=result.usage.model_dump(mode="json"),
                 )
             seen = self._saved(sid)
+            if entry.held is not None:
+                forget(self.store, sid, turn_id(entry.held))
             with self._lock:  # free for any server before anyone hears the turn ended
                 self._unlock(entry)
                 entry.seen_seq = seen
