@@ -13,6 +13,7 @@ at once and its history is valid.
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -29,7 +30,7 @@ import httpx
 
 from tests.conformance.backends import cleanup_url, make_url
 from tests.fakes import FakeOpenAI
-from tests.test_server import error, read_sse, wait_for
+from tests.test_server import error, wait_for
 from tests.test_server_multiprocess import (
     Server,
     assert_busy,
@@ -92,10 +93,27 @@ def start_turn(server: Server, model: FakeOpenAI, sid: str, text: str) -> int:
     return int(answer.json()["lastEventId"])
 
 
-def follow(server: Server, sid: str, after: int) -> tuple[threading.Thread, list[Any]]:
-    """Follow the session's events on ``server`` to its next ``turn_finished``."""
+def follow(server: Server, sid: str, after: int | None) -> tuple[threading.Thread, list[Any]]:
+    """Follow the session's events on ``server`` through its next ``turn_finished`` (or
+    ``interrupted``), each appended as it arrives."""
     events: list[Any] = []
-    thread = threading.Thread(target=lambda: events.extend(read_sse(server.client, sid, after)))
+    headers = {} if after is None else {"Last-Event-ID": str(after)}
+
+    def read() -> None:
+        url = f"/v1/sessions/{sid}/events"
+        params = {"until": "turn_finished"}
+        with server.client.stream("GET", url, params=params, headers=headers) as response:
+            assert response.status_code == 200
+            fields: dict[str, str] = {}
+            for line in response.iter_lines():
+                if line == "" and "event" in fields:
+                    events.append((fields.get("id"), fields["event"], json.loads(fields["data"])))
+                    fields = {}
+                elif line and not line.startswith(":"):
+                    key, _, value = line.partition(": ")
+                    fields[key] = value
+
+    thread = threading.Thread(target=read)
     thread.start()
     return thread, events
 
@@ -108,6 +126,7 @@ def test_cancel_from_the_other_worker_stops_the_turn(
     assert b.client.post(f"/v1/sessions/{sid}/cancel").json()["cancelled"] is False  # idle
     before = start_turn(a, model, sid, "first")
     follower, events = follow(a, sid, before)
+    remote, seen_on_b = follow(b, sid, None)  # b does not run the turn
 
     assert_busy(prompt(b, sid, "too soon"), a)  # a turn really runs: 409, nothing stored
     hung_up = len(model.hung_up)
@@ -120,6 +139,10 @@ def test_cancel_from_the_other_worker_stops_the_turn(
     assert not follower.is_alive() and events[-1][1] == "turn_finished"
     assert events[-1][2]["stopped"] == "cancelled"
     assert wait_for(lambda: len(model.hung_up) > hung_up, REACHED), "the request stayed open"
+    remote.join(REACHED)  # b's follower hears the turn end, though a ran it
+    assert not remote.is_alive(), "a follower on the other worker waited on silence"
+    assert [name for _, name, _ in seen_on_b] == ["held_elsewhere", "turn_finished"]
+    assert seen_on_b[-1][2] == {"sessionId": sid, "ranOn": a.holder, "seq": 2}
 
     # the session is free at once: b runs the next turn, and a cancels it from there
     before = start_turn(b, model, sid, "second")
@@ -159,7 +182,13 @@ def test_kill_9_of_the_worker_running_a_turn_leaves_the_session_to_the_other(
     try:
         sid = create(doomed, "ws-kill")
         start_turn(doomed, model, sid, "cut short")
+        follower, events = follow(b, sid, None)
+        assert wait_for(lambda: events, 20)  # held_elsewhere: b's follower is waiting
         doomed.stop(signal.SIGKILL)
+        follower.join(REACHED)  # interrupted, not silence
+        assert not follower.is_alive(), "the follower of a killed worker's turn heard nothing"
+        assert [name for _, name, _ in events] == ["held_elsewhere", "interrupted"]
+        assert events[-1][2]["holder"] == doomed.holder
         before = start_turn(b, model, sid, "after the kill")  # no 409 naming the dead pid
         follower, events = follow(b, sid, before)
         assert b.client.post(f"/v1/sessions/{sid}/cancel").json()["cancelled"] is True

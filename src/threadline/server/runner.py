@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from threadline.agent import Agent
@@ -41,7 +42,7 @@ from threadline.llm.cancel import CancelToken
 from threadline.messages import Message
 from threadline.report.context import checkpoint_number
 from threadline.server.config import ServerConfig
-from threadline.server.events import EventHub
+from threadline.server.events import INTERRUPTED, EventHub
 from threadline.server.hooks import HookDispatcher
 from threadline.server.turn_signals import (
     WATCH_SECONDS,
@@ -54,7 +55,16 @@ from threadline.server.turn_signals import (
     turn_id,
 )
 from threadline.session_agent import session_agent
-from threadline.store.base import Checkpoint, LockHolder, Session, SessionInfo, Store, format_ts
+from threadline.store.base import (
+    Checkpoint,
+    LockHolder,
+    Session,
+    SessionInfo,
+    Store,
+    format_ts,
+    pid_alive,
+    this_host,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +72,12 @@ RESULT_PREVIEW_CHARS = 2000
 """A tool result's event carries this much of its text; the store has all of it."""
 JOIN_SECONDS = 10.0
 """How long ``close`` waits, in all, for the cancelled turns to store their ends."""
+TURN_LEASE = timedelta(seconds=60)
+"""A turn's lock lapses this long after its last renewal: a worker on another host that
+died mid-turn frees its session after this (one on this host, at once: its pid is
+gone)."""
+RENEW_SECONDS = 15.0
+"""How often a running turn's lock is renewed."""
 HELD_ELSEWHERE = "held_elsewhere"
 """First event of a stream opened on a server while another one holds the session: that
 server runs its turns, so this stream sees none of their events."""
@@ -150,7 +166,7 @@ class AgentRunner:
         self.hooks = hooks or HookDispatcher()
         self.hub = hub or EventHub(1000)
         self.clock = clock or config.clock or time.monotonic
-        self.holder = LockHolder.current()
+        self.holder = LockHolder.current(lease=TURN_LEASE)
         self._factory = agent_factory or (
             lambda store, info, spec: build_agent(config, store, info, spec)
         )
@@ -158,6 +174,8 @@ class AgentRunner:
         self._lock = threading.RLock()
         self._watcher: threading.Thread | None = None
         self._closing = threading.Event()
+        self._elsewhere: dict[str, LockHolder] = {}
+        """Turns other servers run that followers here wait on (see ``follow_elsewhere``)."""
 
     # -- the cache ------------------------------------------------------------------
 
@@ -309,6 +327,39 @@ class AgentRunner:
             entry.cancel.set()
             return True
 
+    def _check_elsewhere(self, session_id: str, holder: LockHolder) -> None:
+        try:
+            current = self.store.lock_holder(session_id)
+        except Exception as exc:  # deleted (its followers got session_deleted), or away
+            logger.info("watching the turn of %s: %s", session_id, exc)
+            with self._lock:
+                self._elsewhere.pop(session_id, None)
+            return
+        same = current is not None and turn_id(current) == turn_id(holder)
+        if same and current is not None and not current.is_stale():
+            return  # still running there
+        with self._lock:
+            self._elsewhere.pop(session_id, None)
+        log = self.hub.log(session_id)
+        died = (same and current is not None) or (
+            holder.host == this_host() and not pid_alive(holder.pid)
+        )
+        if died:
+            reason = "the server running the turn is gone; the session keeps what it stored"
+            log.publish(
+                INTERRUPTED,
+                {"sessionId": session_id, "holder": holder_name(holder), "reason": reason},
+            )
+            return
+        try:
+            last_seq = self.store.session_info(session_id).last_seq
+        except Exception:
+            return
+        log.publish(
+            "turn_finished",
+            {"sessionId": session_id, "ranOn": holder_name(holder), "seq": last_seq},
+        )
+
     def cancel_elsewhere(self, session_id: str) -> bool:
         """Ask the server running the session's turn to cancel it (``turn_signals``);
         True once it did, False when no turn of that session runs elsewhere."""
@@ -360,16 +411,32 @@ class AgentRunner:
         )
         with self._lock:
             entry.thread = thread
-            if self._watcher is None and not self._closing.is_set():
-                self._watcher = threading.Thread(
-                    target=self._watch, name="threadline-turn-watch", daemon=True
-                )
-                self._watcher.start()
+            self._start_watch()
         thread.start()
         return before
 
+    def follow_elsewhere(self, session_id: str, holder: LockHolder) -> None:
+        """A follower here waits on the turn ``holder`` runs on another server, whose
+        events this server does not see: when that turn is over, publish what the store
+        tells of its end, ``interrupted`` when its server died (its process gone, or its
+        lease lapsed), else ``turn_finished`` with ``ranOn`` (its server) and the
+        session's last ``seq``; so no follower waits on silence."""
+        with self._lock:
+            if session_id not in self._elsewhere:
+                self._elsewhere[session_id] = holder
+                self._start_watch()
+
+    def _start_watch(self) -> None:
+        if self._watcher is None and not self._closing.is_set():
+            self._watcher = threading.Thread(
+                target=self._watch, name="threadline-turn-watch", daemon=True
+            )
+            self._watcher.start()
+
     def _watch(self) -> None:
-        """While turns run here: cancel those another server was asked to cancel."""
+        """While turns run here, or followers here wait on turns run elsewhere: cancel
+        those another server asked to cancel, renew their locks, see others' turns end."""
+        renewed = time.monotonic()
         while not self._closing.wait(WATCH_SECONDS):
             with self._lock:
                 turns = {
@@ -377,9 +444,15 @@ class AgentRunner:
                     for e in self._cache.values()
                     if e.running and e.held is not None
                 }
-                if not turns:
+                elsewhere = dict(self._elsewhere)
+                if not turns and not elsewhere:
                     self._watcher = None
                     return
+            for sid, holder in elsewhere.items():
+                self._check_elsewhere(sid, holder)
+            if time.monotonic() - renewed >= RENEW_SECONDS:
+                self.renew()
+                renewed = time.monotonic()
             try:
                 asked = requested(self.store, turns)
             except Exception as exc:  # the store is away for a moment: try again
