@@ -94,10 +94,16 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def pair(
     store_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Server, Server]]:
-    home = tmp_path_factory.mktemp("home")
-    a = start_server(store_url, home)
+    with two_servers(store_url, tmp_path_factory.mktemp("home")) as pair:
+        yield pair
+
+
+@contextlib.contextmanager
+def two_servers(url: str, home: Path, **env_vars: str) -> Iterator[tuple[Server, Server]]:
+    """Two servers on ``url``, both stopped at the end."""
+    a = start_server(url, home, **env_vars)
     try:
-        b = start_server(store_url, home)
+        b = start_server(url, home, **env_vars)
     except BaseException:
         a.stop()
         raise

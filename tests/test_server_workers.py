@@ -38,6 +38,7 @@ from tests.test_server_multiprocess import (
     history,
     open_store_of,
     start_server,
+    two_servers,
     user_texts,
 )
 from threadline import open_store
@@ -64,19 +65,11 @@ def pair(
     pytest.importorskip("psycopg" if backend == "postgres" else "redis")
     url = make_url(backend, tmp_path_factory.mktemp(backend))
     open_store(url).close()  # migrate once, before the servers race to
-    home = tmp_path_factory.mktemp("home")
     env = {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": model.url}
-    a = start_server(url, home, **env)
     try:
-        b = start_server(url, home, **env)
-    except BaseException:
-        a.stop()
-        raise
-    try:
-        yield a, b
+        with two_servers(url, tmp_path_factory.mktemp("home"), **env) as pair:
+            yield pair
     finally:
-        a.stop()
-        b.stop()
         cleanup_url(backend, url)
 
 
@@ -118,6 +111,14 @@ def follow(server: Server, sid: str, after: int | None) -> tuple[threading.Threa
     return thread, events
 
 
+def cancel_from(asker: Server, sid: str, follower: threading.Thread, events: list[Any]) -> None:
+    """``asker`` cancels the turn ``follower`` follows: the answer says it did, and the
+    stream ends with ``turn_finished``, ``stopped: cancelled``."""
+    assert asker.client.post(f"/v1/sessions/{sid}/cancel").json()["cancelled"] is True
+    follower.join(REACHED)
+    assert not follower.is_alive() and events[-1][2]["stopped"] == "cancelled"
+
+
 def test_cancel_from_the_other_worker_stops_the_turn(
     pair: tuple[Server, Server], model: FakeOpenAI
 ) -> None:
@@ -146,10 +147,7 @@ def test_cancel_from_the_other_worker_stops_the_turn(
 
     # the session is free at once: b runs the next turn, and a cancels it from there
     before = start_turn(b, model, sid, "second")
-    follower, events = follow(b, sid, before)
-    assert a.client.post(f"/v1/sessions/{sid}/cancel").json()["cancelled"] is True
-    follower.join(REACHED)
-    assert not follower.is_alive() and events[-1][2]["stopped"] == "cancelled"
+    cancel_from(a, sid, *follow(b, sid, before))
     messages = history(a, sid)
     assert user_texts(messages) == ["first", "second"]
     assert [m["role"] for m in messages] == ["user", "assistant"] * 2  # each interrupted
@@ -190,10 +188,7 @@ def test_kill_9_of_the_worker_running_a_turn_leaves_the_session_to_the_other(
         assert [name for _, name, _ in events] == ["held_elsewhere", "interrupted"]
         assert events[-1][2]["holder"] == doomed.holder
         before = start_turn(b, model, sid, "after the kill")  # no 409 naming the dead pid
-        follower, events = follow(b, sid, before)
-        assert b.client.post(f"/v1/sessions/{sid}/cancel").json()["cancelled"] is True
-        follower.join(REACHED)
-        assert not follower.is_alive() and events[-1][2]["stopped"] == "cancelled"
+        cancel_from(b, sid, *follow(b, sid, before))
         messages = history(b, sid)
         assert user_texts(messages) == ["cut short", "after the kill"]
     finally:
