@@ -9,8 +9,9 @@ agent saw at the end of its own last turn (another server, or a chat, wrote sinc
 the agent and its session handle are rebuilt from the store before the turn runs.
 An agent idle for ``idle_seconds`` (30 minutes by default) is dropped and its
 model's connections closed. Time comes from an injectable monotonic clock so
-eviction is tested without sleeping. ``renew`` renews the lease (10 minutes) of each
-running turn's lock; the app calls it with ``evict_idle`` from its sweeper.
+eviction is tested without sleeping. ``renew`` renews the lease (``TURN_LEASE``) of
+each running turn's lock, every ``RENEW_SECONDS`` while turns run (and from the app's
+sweeper, with ``evict_idle``).
 
 A turn runs in a worker thread (the agent loop is synchronous); its events go
 to the session's ``EventLog``; one turn per session at a time. Its cancel token is
@@ -37,12 +38,18 @@ from typing import Any
 
 from threadline.agent import Agent
 from threadline.agent.loop import TurnResult
-from threadline.errors import ConfigError, MissingCredentials, SessionLocked, ThreadlineError
+from threadline.errors import (
+    ConfigError,
+    MissingCredentials,
+    SessionLocked,
+    SessionNotFound,
+    ThreadlineError,
+)
 from threadline.llm.cancel import CancelToken
 from threadline.messages import Message
 from threadline.report.context import checkpoint_number
 from threadline.server.config import ServerConfig
-from threadline.server.events import INTERRUPTED, EventHub
+from threadline.server.events import ENDS_STREAM, INTERRUPTED, EventHub
 from threadline.server.hooks import HookDispatcher
 from threadline.server.turn_signals import (
     WATCH_SECONDS,
@@ -330,10 +337,13 @@ class AgentRunner:
     def _check_elsewhere(self, session_id: str, holder: LockHolder) -> None:
         try:
             current = self.store.lock_holder(session_id)
-        except Exception as exc:  # deleted (its followers got session_deleted), or away
-            logger.info("watching the turn of %s: %s", session_id, exc)
+        except SessionNotFound:
             with self._lock:
                 self._elsewhere.pop(session_id, None)
+            self.hub.log(session_id).publish(ENDS_STREAM, {"sessionId": session_id})
+            return
+        except Exception as exc:  # the store is away for a moment: look again
+            logger.info("watching the turn of %s: %s", session_id, exc)
             return
         same = current is not None and turn_id(current) == turn_id(holder)
         if same and current is not None and not current.is_stale():
@@ -363,11 +373,15 @@ class AgentRunner:
     def cancel_elsewhere(self, session_id: str) -> bool:
         """Ask the server running the session's turn to cancel it (``turn_signals``);
         True once it did, False when no turn of that session runs elsewhere."""
+        return self._cancelled_elsewhere(session_id) is not None
+
+    def _cancelled_elsewhere(self, session_id: str) -> str | None:
+        """The id of the turn another server ran and cancelled when asked, else None."""
         holder = self.held_elsewhere(session_id)
         if holder is None:
-            return False
+            return None
         turn = request_cancel(self.store, session_id, holder)
-        return await_reached(self.store, session_id, turn)
+        return turn if await_reached(self.store, session_id, turn) else None
 
     def stop_turn(self, session_id: str, timeout: float = JOIN_SECONDS) -> bool:
         """Cancel the session's running turn, here or on another server, and wait (at
@@ -380,13 +394,8 @@ class AgentRunner:
         if thread is not None:
             thread.join(timeout)
             return True
-        holder = self.held_elsewhere(session_id)
-        if holder is None:
-            return False
-        turn = request_cancel(self.store, session_id, holder)
-        return await_reached(self.store, session_id, turn) and released(
-            self.store, session_id, turn, timeout=timeout
-        )
+        turn = self._cancelled_elsewhere(session_id)
+        return turn is not None and released(self.store, session_id, turn, timeout=timeout)
 
     def cancel(self, entry: CachedAgent) -> None:
         """Undo ``reserve``: the turn will not run."""
