@@ -29,12 +29,12 @@ import httpx
 from tests.live_server import free_port, stop, wait_until_serving
 from threadline import ContextPolicy, Message, open_store
 from threadline.demo.coding_run import coding_run
-from threadline.errors import ConfigError
+from threadline.errors import ConfigError, SessionNotFound
 from threadline.server.auth import TOKEN_ENV, load_or_create_token, resolve_token
 from threadline.server.config import SIMULATED_TURNS, ServerConfig
 from threadline.server.hooks import SIGNATURE_HEADER, sign
 from threadline.server.procedures import TRPC_ERROR_CODES
-from threadline.server.runner import AgentRunner
+from threadline.server.runner import AgentRunner, build_agent
 
 TOKEN = "test-token-0123456789abcdef"
 SECRET = "webhook-secret"
@@ -587,7 +587,7 @@ def test_prompt_model_resolution_and_validation(client: httpx.Client) -> None:
 # -- in-process ------------------------------------------------------------------------------
 
 
-def test_idle_agents_are_evicted_and_release_the_lock() -> None:
+def test_idle_agents_are_evicted_and_hold_no_lock_between_turns() -> None:
     now = [1000.0]
     store = open_store("memory://")
     config = ServerConfig(
@@ -597,19 +597,50 @@ def test_idle_agents_are_evicted_and_release_the_lock() -> None:
     a = store.create_session(model=SIM)
     b = store.create_session(model=SIM)
     runner.run_turn(a.id, TURNS[0].user, SIM)
-    runner.get(b.id, SIM)
-    wait_for(lambda: not runner.is_running(a.id))
-    assert store.lock_holder(a.id) is not None and store.lock_holder(b.id) is not None
+    runner.run_turn(b.id, TURNS[0].user, SIM)
+    assert wait_for(lambda: not runner.is_running(a.id) and not runner.is_running(b.id))
+    assert store.lock_holder(a.id) is None and store.lock_holder(b.id) is None  # a cache
     assert sorted(runner.cached()) == sorted([a.id, b.id])
 
     now[0] += 20 * 60
-    runner.get(b.id, SIM)  # b is used again: its idle time starts over
+    runner.run_turn(b.id, TURNS[1].user, SIM)  # b is used again: its idle time starts over
+    assert wait_for(lambda: not runner.is_running(b.id))
     now[0] += 10 * 60 + 1
     assert runner.evict_idle() == [a.id]
-    assert store.lock_holder(a.id) is None and store.lock_holder(b.id) is not None
     now[0] += 20 * 60
     assert runner.evict_idle() == [b.id]
-    assert store.lock_holder(b.id) is None and runner.cached() == []
+    assert runner.cached() == []
+    runner.close()
+
+
+def test_a_cached_agent_is_rebuilt_when_someone_else_wrote_the_session() -> None:
+    """The lock means a turn is running: between turns a chat (or another server) may
+    write the session, and the cached agent must not run on what it saw before."""
+    store = open_store("memory://")
+    built: list[int] = []
+
+    def factory(store: Any, info: Any, spec: str) -> Any:
+        built.append(info.last_seq)
+        return build_agent(ServerConfig(token=TOKEN), store, info, spec)
+
+    runner = AgentRunner(store, ServerConfig(token=TOKEN), agent_factory=factory)
+    sid = store.create_session(model=SIM).id
+    runner.run_turn(sid, TURNS[0].user, SIM)
+    assert wait_for(lambda: not runner.is_running(sid))
+    runner.run_turn(sid, TURNS[1].user, SIM)  # nobody else wrote: the cache is used
+    assert wait_for(lambda: not runner.is_running(sid))
+    assert built == [0]
+
+    with store.get_session(sid).attached() as session:  # a chat elsewhere adds a turn
+        session.append([Message.user("from a chat"), Message.assistant("ok")])
+    last = store.session_info(sid).last_seq
+    runner.run_turn(sid, TURNS[2].user, SIM)
+    assert wait_for(lambda: not runner.is_running(sid))
+    assert built == [0, last]  # rebuilt from the store as it is now
+    messages = store.read_messages(sid)
+    users = [m.text for m in messages if m.role == "user"]
+    assert users == [TURNS[0].user, TURNS[1].user, "from a chat", TURNS[2].user]
+    assert messages[-1].role == "assistant" and store.lock_holder(sid) is None
     runner.close()
 
 
@@ -658,7 +689,7 @@ def blocking_runner(model: BlockingModel) -> tuple[AgentRunner, Any]:
     return AgentRunner(store, ServerConfig(token=TOKEN), agent_factory=factory), store
 
 
-def test_one_turn_at_a_time_and_no_delete_mid_turn() -> None:
+def test_one_turn_at_a_time_and_a_delete_mid_turn_stops_it_first() -> None:
     from threadline.server.procedures import DeleteInput, Procedures, PromptInput, classify
 
     model = BlockingModel()
@@ -667,20 +698,29 @@ def test_one_turn_at_a_time_and_no_delete_mid_turn() -> None:
     sid = store.create_session(model=SIM).id
     out = procs.prompt(PromptInput(sessionId=sid, text="first"))
     assert runner.is_running(sid) and store.count_messages(sid) == 1  # stored before the turn
-    for attempt in (
-        lambda: procs.prompt(PromptInput(sessionId=sid, text="second")),
-        lambda: procs.delete(DeleteInput(sessionId=sid)),
-    ):
-        with pytest.raises(Exception) as caught:
-            attempt()
-        assert classify(caught.value)[:2] == ("CONFLICT", 409)
+    with pytest.raises(Exception) as caught:
+        procs.prompt(PromptInput(sessionId=sid, text="second"))
+    assert classify(caught.value)[:2] == ("CONFLICT", 409)
     assert store.count_messages(sid) == 1
+
+    # a delete cancels the turn and waits for it to store its end (this model notices
+    # only when it answers), then deletes
+    log = runner.hub.log(sid)  # what its followers see (the hub forgets it on delete)
+    deleted: list[Any] = []
+    deleter = threading.Thread(
+        target=lambda: deleted.append(procs.delete(DeleteInput(sessionId=sid)))
+    )
+    deleter.start()
+    entry = runner._cache[sid]  # the turn's own token: set once the delete asked
+    assert wait_for(entry.cancel.is_set)
     model.go.set()
-    assert wait_for(lambda: not runner.is_running(sid))
-    events, _ = runner.hub.log(sid).after(out["lastEventId"])
-    assert events[-1].name == "turn_finished" and events[-1].data["text"] == "done"
-    assert [m.role for m in store.get_session(sid).messages()] == ["user", "assistant"]
-    procs.delete(DeleteInput(sessionId=sid))
+    deleter.join(10)
+    assert deleted == [{"sessionId": sid, "deleted": True}]
+    events, _ = log.after(out["lastEventId"])
+    finished = [e for e in events if e.name == "turn_finished"]
+    assert finished and finished[-1].data["stopped"] == "cancelled"
+    with pytest.raises(SessionNotFound):
+        store.session_info(sid)
     runner.close()
 
 
@@ -830,10 +870,10 @@ def test_the_app_sweeper_evicts_idle_agents() -> None:
         assert c.post(f"/v1/sessions/{sid}/prompt", json={"text": "hi"}).status_code == 202
         assert wait_for(lambda: not app.state.runner.is_running(sid))
         time.sleep(0.1)
-        assert store.lock_holder(sid) is not None  # cached, not idle long enough
+        assert app.state.runner.cached() == [sid]  # cached, not idle long enough
+        assert store.lock_holder(sid) is None  # and no turn runs: no lock
         now[0] += 61
-        assert wait_for(lambda: store.lock_holder(sid) is None)
-        assert app.state.runner.cached() == []
+        assert wait_for(lambda: app.state.runner.cached() == [])
 
 
 def test_agents_for_real_models_come_from_agent_files(

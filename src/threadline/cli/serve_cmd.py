@@ -59,8 +59,8 @@ def serve(
             "--idle-minutes",
             min=0.05,
             max=24 * 60,
-            help="Evict a session's cached agent, releasing its lock for other servers, "
-            "after this long idle.",
+            help="Drop a session's cached agent (closing its model's connections) after "
+            "this long idle; it holds no lock, so other servers run the session meanwhile.",
         ),
     ] = DEFAULT_IDLE_MINUTES,
     allow_host: Annotated[

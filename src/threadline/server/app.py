@@ -262,9 +262,10 @@ def create_app(
             start = log.last_id  # a new subscriber sees what happens from now on
         stream = log.follow(start, until=until)
         elsewhere = await run_in_threadpool(runner.held_elsewhere, sid)
-        if elsewhere is not None:  # another worker runs its turns: say which, then follow
+        if elsewhere is not None:  # another worker runs the turn: say which, then follow
             notice = frame(HELD_ELSEWHERE, {"sessionId": sid, "holder": holder_name(elsewhere)})
             stream = _prefixed(notice, stream)
+            runner.follow_elsewhere(sid, elsewhere)  # its end (or death) is published here
         return StreamingResponse(
             stream,
             media_type="text/event-stream",

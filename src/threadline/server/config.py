@@ -15,7 +15,7 @@ from threadline.session_agent import SIMULATED_TURNS as SIMULATED_TURNS
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 DEFAULT_IDLE_SECONDS = 30 * 60
-"""A cached agent is evicted (its session's attach lock released) after this long idle."""
+"""A cached agent is dropped (its model's connections closed) after this long idle."""
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 """Bigger request bodies are refused with 413 before they are read."""
 DEFAULT_MESSAGE_PAGE = 50
@@ -55,7 +55,7 @@ class ServerConfig:
     """Searches this process runs at once; more wait ``search_wait`` s, then get 429."""
     search_wait: float = DEFAULT_SEARCH_WAIT
     sweep_seconds: float = 60.0
-    """How often idle agents are evicted and held locks renewed."""
+    """How often idle agents are evicted and running turns' locks renewed."""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     simulated_policy: ContextPolicy = DEMO_POLICY
     """The simulated model's context policy (tests shrink it to see compaction)."""

@@ -47,6 +47,9 @@ KEPT_STRING = 200
 
 ENDS_STREAM = "session_deleted"
 """Published when the session is deleted: every follower's stream ends with it."""
+INTERRUPTED = "interrupted"
+"""Published when the server running a turn died: its ``turn_finished`` will never come,
+so a stream waiting for that (``until=turn_finished``) ends with this instead."""
 
 
 def frame(name: str, data: dict[str, Any], id: int | None = None) -> str:
@@ -213,7 +216,7 @@ class EventLog:
                 for event in events:
                     yield event.sse()
                     last_id = event.id
-                    if event.name == ENDS_STREAM or (until is not None and event.name == until):
+                    if event.name in (ENDS_STREAM, INTERRUPTED) or event.name == until:
                         return
                 flag.clear()
                 events, _ = self.after(last_id)

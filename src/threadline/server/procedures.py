@@ -448,11 +448,12 @@ class Procedures:
 
     def delete(self, inp: DeleteInput) -> dict[str, Any]:
         session_id = self.info(inp.sessionId).id
-        self.runner.evict(session_id)  # releases our attach lock first
+        self.runner.stop_turn(session_id)  # a turn running here or on another server
+        self.runner.evict(session_id)
         try:
             # the fork rule: a session whose forks share its history is not deleted
             fork.delete_session(self.store, session_id)
-        except SessionLocked as exc:  # another server caches it, or a chat is attached
+        except SessionLocked as exc:  # a turn that did not stop in time, or a chat
             raise SessionBusy(session_id, exc.holder) from exc
         self.hub.log(session_id).publish(ENDS_STREAM, {"sessionId": session_id})
         self.hub.drop(session_id)
@@ -460,10 +461,11 @@ class Procedures:
         return {"sessionId": session_id, "deleted": True}
 
     def cancel(self, inp: CancelInput) -> dict[str, Any]:
-        """Stop the session's running turn (``agent.cancel``); ``cancelled`` is False when
-        none runs in this server."""
+        """Stop the session's running turn (``agent.cancel``), here or on the server running
+        it; ``cancelled`` is True only when the cancel reached a running turn."""
         session_id = self.info(inp.sessionId).id
-        return {"sessionId": session_id, "cancelled": self.runner.cancel_turn(session_id)}
+        done = self.runner.cancel_turn(session_id) or self.runner.cancel_elsewhere(session_id)
+        return {"sessionId": session_id, "cancelled": done}
 
     def prompt(self, inp: PromptInput) -> dict[str, Any]:
         info = self.info(inp.sessionId)

@@ -1,13 +1,17 @@
-"""``AgentRunner``: one cached agent per active session, and the turns it runs.
+"""``AgentRunner``: a cache of agents, one per recent session, and the turns they run.
 
-An agent is built on a session's first prompt and kept while the session is
-active, holding the session's attach lock (so a ``threadline chat`` elsewhere
-sees who has it and does not write into a running turn). An agent idle for
-``idle_seconds`` (30 minutes by default) is evicted: its lock released, its
+A session's attach lock means a turn is running, not that an agent is cached: the
+lock is taken (in the store's own atomic step) when a turn is reserved and released
+when it ends, just before its ``turn_finished``. Between turns any server over the
+same store may run the session's next turn, and a ``threadline chat`` may attach. A
+cached agent stays a cache: when the store's last seq differs from the one the
+agent saw at the end of its own last turn (another server, or a chat, wrote since),
+the agent and its session handle are rebuilt from the store before the turn runs.
+An agent idle for ``idle_seconds`` (30 minutes by default) is dropped and its
 model's connections closed. Time comes from an injectable monotonic clock so
-eviction is tested without sleeping. ``renew`` re-takes every held lock, so a
-lease (10 minutes) never lapses under a cached agent; the app calls it with
-``evict_idle`` from its sweeper.
+eviction is tested without sleeping. ``renew`` renews the lease (``TURN_LEASE``) of
+each running turn's lock, every ``RENEW_SECONDS`` while turns run (and from the app's
+sweeper, with ``evict_idle``).
 
 A turn runs in a worker thread (the agent loop is synchronous); its events go
 to the session's ``EventLog``; one turn per session at a time. Its cancel token is
@@ -16,13 +20,10 @@ so ``turn_finished`` follows at once even when a model sends nothing. ``close``
 (shutdown, SIGTERM) cancels every running turn at once, then waits for all of them
 together, at most ``JOIN_SECONDS``.
 
-Several servers over one store (PostgreSQL) share sessions through that lock:
-a prompt for a session whose agent another server caches is refused at once
-with ``SessionBusy`` (409, "busy, held by host:pid"), before anything is stored,
-rather than waiting: the holder keeps an idle agent (and the lock) for up to
-``idle_seconds``, far longer than an HTTP request should hang. The lock is taken
-in the store's own atomic step, so of two servers prompting one session at the
-same moment exactly one runs the turn.
+Several servers over one store (PostgreSQL, Redis) share sessions through that lock:
+a prompt for a session whose turn another server is running is refused at once with
+``SessionBusy`` (409, "busy, held by host:pid"), before anything is stored; of two
+servers prompting one session at the same moment exactly one runs the turn.
 """
 
 from __future__ import annotations
@@ -32,19 +33,45 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from threadline.agent import Agent
 from threadline.agent.loop import TurnResult
-from threadline.errors import ConfigError, MissingCredentials, SessionLocked, ThreadlineError
+from threadline.errors import (
+    ConfigError,
+    MissingCredentials,
+    SessionLocked,
+    SessionNotFound,
+    ThreadlineError,
+)
 from threadline.llm.cancel import CancelToken
 from threadline.messages import Message
 from threadline.report.context import checkpoint_number
 from threadline.server.config import ServerConfig
-from threadline.server.events import EventHub
+from threadline.server.events import ENDS_STREAM, INTERRUPTED, EventHub
 from threadline.server.hooks import HookDispatcher
+from threadline.server.turn_signals import (
+    WATCH_SECONDS,
+    acknowledge,
+    await_reached,
+    forget,
+    released,
+    request_cancel,
+    requested,
+    turn_id,
+)
 from threadline.session_agent import session_agent
-from threadline.store.base import Checkpoint, LockHolder, Session, SessionInfo, Store, format_ts
+from threadline.store.base import (
+    Checkpoint,
+    LockHolder,
+    Session,
+    SessionInfo,
+    Store,
+    format_ts,
+    pid_alive,
+    this_host,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +79,12 @@ RESULT_PREVIEW_CHARS = 2000
 """A tool result's event carries this much of its text; the store has all of it."""
 JOIN_SECONDS = 10.0
 """How long ``close`` waits, in all, for the cancelled turns to store their ends."""
+TURN_LEASE = timedelta(seconds=60)
+"""A turn's lock lapses this long after its last renewal: a worker on another host that
+died mid-turn frees its session after this (one on this host, at once: its pid is
+gone)."""
+RENEW_SECONDS = 15.0
+"""How often a running turn's lock is renewed."""
 HELD_ELSEWHERE = "held_elsewhere"
 """First event of a stream opened on a server while another one holds the session: that
 server runs its turns, so this stream sees none of their events."""
@@ -68,10 +101,9 @@ class SessionBusy(SessionLocked):
         since = f" since {format_ts(holder.started_at)}" if isinstance(holder, LockHolder) else ""
         ThreadlineError.__init__(
             self,
-            f"session {session_id} is busy, held by {holder_name(holder)}{since} (another "
-            "server caches its agent until it has been idle for that server's idle timeout "
-            "or stops, or a chat is attached): send this session's requests to that server, "
-            "or retry later",
+            f"session {session_id} is busy, held by {holder_name(holder)}{since} (a turn "
+            "is running there, or a chat is attached): wait for its turn_finished, or "
+            "retry later",
         )
         self.session_id = session_id
         self.holder = holder
@@ -115,7 +147,12 @@ class CachedAgent:
     model_spec: str
     session: Session
     last_used: float
+    seen_seq: int
+    """The store's last seq when this agent last ran (or was built): a store that says
+    otherwise was written by someone else since, and the agent is rebuilt."""
     running: bool = False
+    held: LockHolder | None = None
+    """The session's lock, held while a turn runs (and only then)."""
     thread: threading.Thread | None = field(default=None, repr=False)
     cancel: CancelToken = field(default_factory=CancelToken, repr=False)
 
@@ -138,12 +175,16 @@ class AgentRunner:
         self.hooks = hooks or HookDispatcher()
         self.hub = hub or EventHub(1000)
         self.clock = clock or config.clock or time.monotonic
-        self.holder = LockHolder.current()
+        self.holder = LockHolder.current(lease=TURN_LEASE)
         self._factory = agent_factory or (
             lambda store, info, spec: build_agent(config, store, info, spec)
         )
         self._cache: dict[str, CachedAgent] = {}
         self._lock = threading.RLock()
+        self._watcher: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._elsewhere: dict[str, LockHolder] = {}
+        """Turns other servers run that followers here wait on (see ``follow_elsewhere``)."""
 
     # -- the cache ------------------------------------------------------------------
 
@@ -151,35 +192,26 @@ class AgentRunner:
         with self._lock:
             return list(self._cache)
 
-    def get(self, session_id: str, model_spec: str) -> CachedAgent:
-        """The session's cached agent on ``model_spec``, built (and the lock taken) if need be.
-
-        Raises ``SessionLocked`` when another process holds the session."""
-        with self._lock:
-            entry = self._cache.get(session_id)
-            if entry is None:
-                session = self.store.get_session(session_id)
-                try:
-                    self.store.acquire_lock(session_id, self.holder)
-                except SessionLocked as exc:
-                    raise SessionBusy(session_id, exc.holder) from exc
-                try:
-                    agent = self._factory(self.store, session.info, model_spec)
-                except BaseException:
-                    self.store.release_lock(session_id, self.holder)
-                    raise
-                entry = CachedAgent(session_id, agent, model_spec, session, self.clock())
-                self._cache[session_id] = entry
-            elif entry.model_spec != model_spec and not entry.running:
-                old = entry.agent
-                entry.agent = self._factory(self.store, entry.session.refresh().info, model_spec)
-                entry.model_spec = model_spec
-                _close_agent(old)
-            entry.last_used = self.clock()
-            return entry
+    def _entry(self, session_id: str, model_spec: str) -> CachedAgent:
+        """The session's cached agent on ``model_spec``, (re)built from the store when
+        there is none, when it is on another model, or when the store was written since
+        it last ran. Called with ``_lock`` held, the session's lock taken."""
+        entry = self._cache.get(session_id)
+        if entry is not None and entry.model_spec == model_spec:
+            last_seq = self.store.session_info(session_id).last_seq
+            if last_seq == entry.seen_seq:
+                entry.session.refresh()
+                return entry
+        session = self.store.get_session(session_id)
+        agent = self._factory(self.store, session.info, model_spec)
+        if entry is not None:
+            _close_agent(entry.agent)
+        fresh = CachedAgent(session_id, agent, model_spec, session, self.clock(), session.last_seq)
+        self._cache[session_id] = fresh
+        return fresh
 
     def evict(self, session_id: str) -> bool:
-        """Drop the session's agent and release its lock (``TurnInProgress`` mid-turn)."""
+        """Drop the session's agent (``TurnInProgress`` mid-turn)."""
         with self._lock:
             entry = self._cache.get(session_id)
             if entry is None:
@@ -187,11 +219,11 @@ class AgentRunner:
             if entry.running:
                 raise TurnInProgress(f"a turn of session {session_id} is running")
             del self._cache[session_id]
-        self._release(entry)
+        _close_agent(entry.agent)
         return True
 
     def evict_idle(self) -> list[str]:
-        """Evict every agent idle for ``idle_seconds``; returns their session ids."""
+        """Drop every agent idle for ``idle_seconds``; returns their session ids."""
         now = self.clock()
         with self._lock:
             idle = [
@@ -202,27 +234,27 @@ class AgentRunner:
             for entry in idle:
                 del self._cache[entry.session_id]
         for entry in idle:
-            self._release(entry)
+            _close_agent(entry.agent)
         return [e.session_id for e in idle]
 
     def renew(self) -> None:
-        """Renew the lease of every held lock; a session lost to someone else is dropped."""
+        """Renew the lease of each running turn's lock; a lock lost to someone else (the
+        lease lapsed) cancels that turn, which no longer owns the session."""
         with self._lock:
-            entries = list(self._cache.values())
+            entries = [e for e in self._cache.values() if e.running and e.held is not None]
         for entry in entries:
             try:
                 self.store.acquire_lock(entry.session_id, self.holder)
             except SessionLocked:
-                logger.warning("lost the lock of %s; dropping its agent", entry.session_id)
-                with self._lock:
-                    self._cache.pop(entry.session_id, None)
-                _close_agent(entry.agent)
+                logger.warning("lost the lock of %s; cancelling its turn", entry.session_id)
+                entry.cancel.set()
             except Exception as exc:
                 logger.warning("could not renew the lock of %s: %s", entry.session_id, exc)
 
     def close(self) -> None:
         """Cancel every running turn at once, wait for them together (``JOIN_SECONDS`` in
         all), then evict everything."""
+        self._closing.set()
         with self._lock:
             running = [e for e in self._cache.values() if e.running]
             threads = [e.thread for e in running if e.thread is not None]
@@ -234,15 +266,21 @@ class AgentRunner:
         with self._lock:
             entries = list(self._cache.values())
             self._cache.clear()
+            for entry in entries:
+                self._unlock(entry)
         for entry in entries:
-            self._release(entry)
+            _close_agent(entry.agent)
 
-    def _release(self, entry: CachedAgent) -> None:
+    def _unlock(self, entry: CachedAgent) -> None:
+        """End the turn's hold on the session (with ``_lock`` held)."""
+        entry.running = False
+        if entry.held is None:
+            return
+        entry.held = None
         try:
             self.store.release_lock(entry.session_id, self.holder)
         except Exception as exc:  # deleted meanwhile, or the store is closing
             logger.info("releasing the lock of %s: %s", entry.session_id, exc)
-        _close_agent(entry.agent)
 
     # -- turns ----------------------------------------------------------------------
 
@@ -260,20 +298,30 @@ class AgentRunner:
             return entry is not None and entry.running
 
     def reserve(self, session_id: str, model_spec: str) -> CachedAgent:
-        """Claim the session for one turn (its agent built, its lock held); then store the
-        user message and ``launch``, or ``cancel`` if that fails.
+        """Claim the session for one turn (its lock taken, its agent current); then store
+        the user message and ``launch``, or ``cancel`` if that fails.
 
-        Raises ``TurnInProgress`` while another turn runs, ``SessionLocked`` when another
-        process holds the session."""
+        Raises ``TurnInProgress`` while another turn runs here, ``SessionBusy`` while
+        another process runs one (or a chat is attached)."""
         with self._lock:
             if self.is_running(session_id):
                 raise TurnInProgress(
                     f"a turn of session {session_id} is already running; wait for its "
                     "turn_finished event"
                 )
-            entry = self.get(session_id, model_spec)
+            try:
+                held = self.store.acquire_lock(session_id, self.holder)
+            except SessionLocked as exc:
+                raise SessionBusy(session_id, exc.holder) from exc
+            try:
+                entry = self._entry(session_id, model_spec)
+            except BaseException:
+                self.store.release_lock(session_id, self.holder)
+                raise
             entry.running = True
+            entry.held = held
             entry.cancel = CancelToken()
+            entry.last_used = self.clock()
             return entry
 
     def cancel_turn(self, session_id: str) -> bool:
@@ -288,9 +336,74 @@ class AgentRunner:
             entry.cancel.set()
             return True
 
-    def cancel(self, entry: CachedAgent) -> None:
+    def _check_elsewhere(self, session_id: str, holder: LockHolder) -> None:
+        try:
+            current = self.store.lock_holder(session_id)
+        except SessionNotFound:
+            with self._lock:
+                self._elsewhere.pop(session_id, None)
+            self.hub.log(session_id).publish(ENDS_STREAM, {"sessionId": session_id})
+            return
+        except Exception as exc:  # the store is away for a moment: look again
+            logger.info("watching the turn of %s: %s", session_id, exc)
+            return
+        same = current is not None and turn_id(current) == turn_id(holder)
+        if same and current is not None and not current.is_stale():
+            return  # still running there
         with self._lock:
-            entry.running = False
+            self._elsewhere.pop(session_id, None)
+        log = self.hub.log(session_id)
+        died = (same and current is not None) or (
+            holder.host == this_host() and not pid_alive(holder.pid)
+        )
+        if died:
+            reason = "the server running the turn is gone; the session keeps what it stored"
+            log.publish(
+                INTERRUPTED,
+                {"sessionId": session_id, "holder": holder_name(holder), "reason": reason},
+            )
+            return
+        try:
+            last_seq = self.store.session_info(session_id).last_seq
+        except Exception:
+            return
+        log.publish(
+            "turn_finished",
+            {"sessionId": session_id, "ranOn": holder_name(holder), "seq": last_seq},
+        )
+
+    def cancel_elsewhere(self, session_id: str) -> bool:
+        """Ask the server running the session's turn to cancel it (``turn_signals``);
+        True once it did, False when no turn of that session runs elsewhere."""
+        return self._cancelled_elsewhere(session_id) is not None
+
+    def _cancelled_elsewhere(self, session_id: str) -> str | None:
+        """The id of the turn another server ran and cancelled when asked, else None."""
+        holder = self.held_elsewhere(session_id)
+        if holder is None:
+            return None
+        turn = request_cancel(self.store, session_id, holder)
+        return turn if await_reached(self.store, session_id, turn) else None
+
+    def stop_turn(self, session_id: str, timeout: float = JOIN_SECONDS) -> bool:
+        """Cancel the session's running turn, here or on another server, and wait (at
+        most ``timeout``) until it has stored its end and let go of the session."""
+        with self._lock:
+            entry = self._cache.get(session_id)
+            thread = entry.thread if entry is not None and entry.running else None
+            if entry is not None and entry.running:
+                entry.cancel.set()
+        if thread is not None:
+            thread.join(timeout)
+            return True
+        turn = self._cancelled_elsewhere(session_id)
+        return turn is not None and released(self.store, session_id, turn, timeout=timeout)
+
+    def cancel(self, entry: CachedAgent) -> None:
+        """Undo ``reserve``: the turn will not run."""
+        with self._lock:
+            self._unlock(entry)
+            entry.seen_seq = -1  # whatever was stored meanwhile, rebuild next time
             entry.last_used = self.clock()
 
     def launch(self, entry: CachedAgent, message: Message) -> int:
@@ -309,8 +422,62 @@ class AgentRunner:
         )
         with self._lock:
             entry.thread = thread
+            self._start_watch()
         thread.start()
         return before
+
+    def follow_elsewhere(self, session_id: str, holder: LockHolder) -> None:
+        """A follower here waits on the turn ``holder`` runs on another server, whose
+        events this server does not see: when that turn is over, publish what the store
+        tells of its end, ``interrupted`` when its server died (its process gone, or its
+        lease lapsed), else ``turn_finished`` with ``ranOn`` (its server) and the
+        session's last ``seq``; so no follower waits on silence."""
+        with self._lock:
+            if session_id not in self._elsewhere:
+                self._elsewhere[session_id] = holder
+                self._start_watch()
+
+    def _start_watch(self) -> None:
+        if self._watcher is None and not self._closing.is_set():
+            self._watcher = threading.Thread(
+                target=self._watch, name="threadline-turn-watch", daemon=True
+            )
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        """While turns run here, or followers here wait on turns run elsewhere: cancel
+        those another server asked to cancel, renew their locks, see others' turns end."""
+        renewed = time.monotonic()
+        while not self._closing.wait(WATCH_SECONDS):
+            with self._lock:
+                turns = {
+                    e.session_id: turn_id(e.held)
+                    for e in self._cache.values()
+                    if e.running and e.held is not None
+                }
+                elsewhere = dict(self._elsewhere)
+                if not turns and not elsewhere:
+                    self._watcher = None
+                    return
+            for sid, holder in elsewhere.items():
+                self._check_elsewhere(sid, holder)
+            if time.monotonic() - renewed >= RENEW_SECONDS:
+                self.renew()
+                renewed = time.monotonic()
+            try:
+                asked = requested(self.store, turns)
+            except Exception as exc:  # the store is away for a moment: try again
+                logger.warning("reading cancel requests: %s", exc)
+                continue
+            for sid in asked:
+                with self._lock:
+                    entry = self._cache.get(sid)
+                    if entry is None or entry.held is None or turn_id(entry.held) != turns[sid]:
+                        continue
+                    entry.cancel.set()
+                acknowledge(self.store, sid, turns[sid])
+        with self._lock:
+            self._watcher = None
 
     def run_turn(self, session_id: str, text: str, model_spec: str) -> int:
         """Store ``text`` as a user message and start its turn (what ``agent.prompt`` does)."""
@@ -361,24 +528,28 @@ class AgentRunner:
                     contextTokens=result.context_tokens,
                     usage=result.usage.model_dump(mode="json"),
                 )
-            self._saved(sid)
-            with self._lock:
-                entry.running = False
+            seen = self._saved(sid)
+            if entry.held is not None:
+                forget(self.store, sid, turn_id(entry.held))
+            with self._lock:  # free for any server before anyone hears the turn ended
+                self._unlock(entry)
+                entry.seen_seq = seen
                 entry.thread = None
                 entry.last_used = self.clock()
             log.publish("turn_finished", data)
 
-    def _saved(self, session_id: str) -> None:
+    def _saved(self, session_id: str) -> int:
         """``session_save``, before ``turn_finished``: a client that saw the turn end can
-        count on its hooks having run."""
+        count on its hooks having run. Returns the session's last seq (-1: gone)."""
         try:
             info = self.store.session_info(session_id)
         except Exception:  # deleted meanwhile: nothing was saved for anyone to hear about
-            return
+            return -1
         self.hooks.fire(
             "session_save",
             {"sessionId": session_id, "messageCount": info.message_count, "lastSeq": info.last_seq},
         )
+        return info.last_seq
 
     def _relay(
         self,

@@ -1,0 +1,138 @@
+"""Cancel requests for a turn another server runs, carried by the store's memo.
+
+Servers over one store share nothing but the store, so a cancel (or a delete) that
+reaches a server not running the session's turn leaves a request in the session's
+memo under ``CANCEL_KEY``, naming the turn by its lock (host, pid and the time the
+lock was taken: a lock is taken afresh for every turn). The server running the turn
+polls the memos of its running turns (one ``get_memos`` read every
+``WATCH_SECONDS``), cancels the named turn and marks the request ``reached``; the
+asker waits for that mark, so its answer says whether the turn was stopped. Every
+backend has the memo and its compare-and-set, so this works the same on each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from threadline.errors import SessionNotFound
+from threadline.store.base import RESERVED_MEMO_PREFIX, LockHolder, Store, update_memo
+
+CANCEL_KEY = f"{RESERVED_MEMO_PREFIX}cancel"
+WATCH_SECONDS = 0.2
+"""How often a server with running turns reads their cancel requests."""
+REACH_SECONDS = 3.0
+"""How long an asker waits for the running server to mark its request reached."""
+
+
+def turn_id(holder: LockHolder) -> str:
+    """The turn a lock stands for (a lock is taken afresh for each turn)."""
+    return f"{holder.host}:{holder.pid}:{holder.started_at.isoformat()}"
+
+
+def request_cancel(store: Store, session_id: str, holder: LockHolder) -> str:
+    """Ask the server holding ``holder``'s lock to cancel that turn; returns its id."""
+    turn = turn_id(holder)
+
+    def ask(memo: dict[str, Any]) -> dict[str, Any]:
+        memo[CANCEL_KEY] = {"turn": turn, "reached": False}
+        return memo
+
+    update_memo(store, session_id, ask)
+    return turn
+
+
+def requested(store: Store, turns: dict[str, str]) -> list[str]:
+    """Of ``turns`` (session id -> turn id), the sessions asked to cancel that turn."""
+    if not turns:
+        return []
+    asked = []
+    for sid, memo in store.get_memos(list(turns)).items():
+        request = _request(memo, turns[sid])
+        if request is not None and not request["reached"]:
+            asked.append(sid)
+    return asked
+
+
+def acknowledge(store: Store, session_id: str, turn: str) -> None:
+    """Mark the request for ``turn`` reached (the turn's token is set)."""
+
+    def mark(memo: dict[str, Any]) -> dict[str, Any] | None:
+        request = _request(memo, turn)
+        if request is None or request["reached"]:
+            return None
+        memo[CANCEL_KEY] = {"turn": turn, "reached": True}
+        return memo
+
+    with contextlib.suppress(SessionNotFound):  # deleted meanwhile: nothing to mark
+        update_memo(store, session_id, mark)
+
+
+def forget(store: Store, session_id: str, turn: str) -> None:
+    """At the turn's end: drop a request for it nobody marked reached (it came too late)."""
+
+    def drop(memo: dict[str, Any]) -> dict[str, Any] | None:
+        request = _request(memo, turn)
+        if request is None or request["reached"]:
+            return None
+        del memo[CANCEL_KEY]
+        return memo
+
+    with contextlib.suppress(SessionNotFound):  # deleted meanwhile: nothing to drop
+        update_memo(store, session_id, drop)
+
+
+def await_reached(
+    store: Store, session_id: str, turn: str, *, timeout: float = REACH_SECONDS
+) -> bool:
+    """Wait until the running server marks the request for ``turn`` reached (True, the
+    request then removed), or the turn ended without it, or ``timeout`` passed (False)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            request = _request(store.get_memo(session_id), turn)
+            holder = store.lock_holder(session_id)
+        except SessionNotFound:
+            return False
+        if request is not None and request["reached"]:
+            _take(store, session_id, turn)
+            return True
+        ended = request is None or holder is None or turn_id(holder) != turn
+        if ended or time.monotonic() >= deadline:
+            _take(store, session_id, turn)
+            return False
+        time.sleep(WATCH_SECONDS / 2)
+
+
+def released(store: Store, session_id: str, turn: str, *, timeout: float) -> bool:
+    """Wait until the lock of ``turn`` is gone (the turn stored its end)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            holder = store.lock_holder(session_id)
+        except SessionNotFound:
+            return True
+        if holder is None or turn_id(holder) != turn or holder.is_stale():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(WATCH_SECONDS / 2)
+
+
+def _take(store: Store, session_id: str, turn: str) -> None:
+    def drop(memo: dict[str, Any]) -> dict[str, Any] | None:
+        if _request(memo, turn) is None:
+            return None
+        del memo[CANCEL_KEY]
+        return memo
+
+    with contextlib.suppress(SessionNotFound):  # deleted meanwhile: nothing to drop
+        update_memo(store, session_id, drop)
+
+
+def _request(memo: dict[str, Any], turn: str) -> dict[str, Any] | None:
+    request = memo.get(CANCEL_KEY)
+    if isinstance(request, dict) and request.get("turn") == turn:
+        return request
+    return None
