@@ -85,6 +85,7 @@ from threadline.integrations.checkpoint_records import (
     blob_name,
     branch_name,
     checkpoint_name,
+    newest_checkpoints,
     record_of,
     typed,
     untyped,
@@ -311,23 +312,29 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
 
     # -- reads
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """One checkpoint by id, or the namespace's latest: a read of that record
+        (the latest is the last name of the namespace's index), then its values."""
         configurable = config["configurable"]
         thread_id: str = configurable["thread_id"]
         ns: str = configurable.get("checkpoint_ns", "")
         session = self._root(thread_id)
         if session is None:
             return None
-        thread = ThreadPad.namespace(self.store, session.id, ns)
-        checkpoints = thread.checkpoints.get(ns, {})
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is None:
-            if not checkpoints:
-                return None
-            checkpoint_id = max(checkpoints)
-        record = checkpoints.get(checkpoint_id)
+            record = next(newest_checkpoints(self.store, session.id, ns), None)
+        else:
+            record = self._checkpoint_record(session, ns, checkpoint_id)
         if record is None:
             return None
-        return self._tuple(session, thread_id, thread, record)
+        return self._tuple(session, thread_id, ThreadPad(self.store, session.id), record)
+
+    def _checkpoint_record(self, session: Session, ns: str, cid: str) -> dict[str, Any] | None:
+        entry = self.store.scratchpad_read(session.id, checkpoint_name(ns, cid))
+        record = record_of(entry.content) if entry is not None else None
+        if record is None or record.get("ns") != ns or record.get("id") != cid:
+            return None
+        return record
 
     def list(
         self,
@@ -338,7 +345,28 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first, of one thread (``config``) or of every thread of
-        this saver's agent (``None``), by namespace, metadata ``filter`` and ``before``."""
+        this saver's agent (``None``), by namespace, metadata ``filter`` and ``before``.
+        One namespace of one thread is read a page at a time, as it is yielded."""
+        before_id = get_checkpoint_id(before) if before else None
+        left = limit
+        for session, thread_id, records in self._listed(config, before_id, limit):
+            pad = ThreadPad(self.store, session.id)
+            for record in records:
+                if before_id and record["id"] >= before_id:
+                    continue
+                metadata = self.serde.loads_typed(untyped(record["metadata"]))
+                if filter and not all(metadata.get(k) == v for k, v in filter.items()):
+                    continue
+                if left is not None:
+                    if left <= 0:
+                        return
+                    left -= 1
+                yield self._tuple(session, thread_id, pad, record, metadata=metadata)
+
+    def _listed(
+        self, config: RunnableConfig | None, before_id: str | None, limit: int | None
+    ) -> Iterator[tuple[Session, str, Iterable[dict[str, Any]]]]:
+        """(thread session, thread id, records newest first) to list, by namespace."""
         if config is not None:
             thread_ids = [config["configurable"]["thread_id"]]
             ns_wanted: str | None = config["configurable"].get("checkpoint_ns")
@@ -346,30 +374,28 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         else:
             thread_ids = list(dict.fromkeys(thread_id for thread_id, _ in self._threads()))
             ns_wanted, id_wanted = None, None
-        before_id = get_checkpoint_id(before) if before else None
-        left = limit
         for thread_id in thread_ids:
             session = self._root(thread_id)
             if session is None:
                 continue
-            thread = self._read(session)
-            for ns, checkpoints in thread.checkpoints.items():
-                if ns_wanted is not None and ns != ns_wanted:
-                    continue
-                for cid in sorted(checkpoints, reverse=True):
-                    if id_wanted and cid != id_wanted:
-                        continue
-                    if before_id and cid >= before_id:
-                        continue
-                    record = checkpoints[cid]
-                    metadata = self.serde.loads_typed(untyped(record["metadata"]))
-                    if filter and not all(metadata.get(k) == v for k, v in filter.items()):
-                        continue
-                    if left is not None:
-                        if left <= 0:
-                            return
-                        left -= 1
-                    yield self._tuple(session, thread_id, thread, record, metadata=metadata)
+            if ns_wanted is not None and id_wanted:
+                found = self._checkpoint_record(session, ns_wanted, id_wanted)
+                yield session, thread_id, [found] if found else []
+            elif ns_wanted is not None:
+                page = limit + 1 if limit else 64
+                yield (
+                    session,
+                    thread_id,
+                    newest_checkpoints(
+                        self.store, session.id, ns_wanted, before=before_id, page=page
+                    ),
+                )
+            else:
+                thread = self._read(session)
+                for checkpoints in thread.checkpoints.values():
+                    wanted = [cid for cid in checkpoints if not id_wanted or cid == id_wanted]
+                    records = [checkpoints[cid] for cid in sorted(wanted, reverse=True)]
+                    yield session, thread_id, records
 
     def _tuple(
         self,
@@ -480,11 +506,10 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         ns: str = configurable.get("checkpoint_ns", "")
         cid: str = configurable["checkpoint_id"]
         session = self._session_for_write(thread_id)
+        kept: dict[str, str] = {}  # regular writes: the first stored stays
+        replaced: dict[str, str] = {}  # special ones (errors, interrupts) replace
         for idx, (channel, value) in enumerate(writes):
             index = WRITES_IDX_MAP.get(channel, idx)
-            name = write_name(ns, cid, task_id, index)
-            if index >= 0 and self.store.scratchpad_read(session.id, name) is not None:
-                continue  # a regular write is kept as first stored; special ones replace
             record = {
                 "ns": ns,
                 "checkpoint": cid,
@@ -494,7 +519,11 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 "value": typed(self.serde.dumps_typed(value)),
                 "task_path": task_path,
             }
-            self.store.scratchpad_write(session.id, name, json.dumps(record))
+            into = kept if index >= 0 else replaced
+            into[write_name(ns, cid, task_id, index)] = json.dumps(record)
+        for entries, keep in ((kept, True), (replaced, False)):
+            if entries:
+                self.store.scratchpad_write_many(session.id, entries, keep_existing=keep)
 
     def _keep_messages(self, session: Session, value: object) -> Refs | None:
         """Append the messages of ``value`` the session does not hold yet, once each.
@@ -738,9 +767,13 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     async def alist(
         self, config: RunnableConfig | None, **options: Any
     ) -> AsyncIterator[CheckpointTuple]:
-        """``list`` (same options: filter, before, limit), read in a worker thread."""
-        found = await asyncio.to_thread(lambda: list(self.list(config, **options)))
-        for item in found:
+        """``list`` (same options: filter, before, limit), each checkpoint read in a
+        worker thread and yielded as it is read."""
+        found = self.list(config, **options)
+        while True:
+            item = await asyncio.to_thread(next, found, None)
+            if item is None:
+                return
             yield item
 
     async def aput(self, *args: Any, **kwargs: Any) -> RunnableConfig:
