@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
 from threadline import open_store
-from threadline.integrations.langgraph import ThreadlineSaver
+from threadline.integrations.langgraph import KNOWN_SESSIONS, ThreadlineSaver
 from threadline.store.base import Store
 from threadline.store.sqlite import SQLiteStore
 
@@ -147,3 +147,46 @@ def test_alist_yields_before_it_has_read_the_thread(saver: ThreadlineSaver) -> N
         raise AssertionError("nothing listed")
 
     assert asyncio.run(first()) < everything / 2
+
+
+def test_put_is_one_write(saver: ThreadlineSaver) -> None:
+    fill(saver, "t", 2)
+    counted = Counted(saver.store)
+    fill(saver, "t", 3)
+    assert counted.calls.get("scratchpad_write_many") == 3
+    assert not counted.calls.get("scratchpad_write")
+
+
+def test_no_second_read_of_a_thread_past_the_cache_of_threads(saver: ThreadlineSaver) -> None:
+    """Round robin over more threads than the saver keeps in memory: each turn reads
+    the thread's messages once (the checkpoint's value), not again to append."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=f"seen {len(state['messages'])}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("reply", reply)
+    graph.add_edge(START, "reply")
+    chat = graph.compile(checkpointer=saver)
+    threads = KNOWN_SESSIONS + 6
+
+    def turn(i: int) -> None:
+        said = {"messages": [HumanMessage(content=f"turn {i}")]}
+        chat.invoke(said, {"configurable": {"thread_id": f"t{i % threads}"}})
+
+    for i in range(threads * 2):
+        turn(i)
+    read: list[int] = []
+    original = saver.store.read_messages
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        read.append(len(found))
+        return found
+
+    saver.store.read_messages = counted  # type: ignore[method-assign]
+    for i in range(threads * 2, threads * 3):
+        turn(i)
+    assert sum(read) <= threads * 4  # the 4 messages each thread holds, read once

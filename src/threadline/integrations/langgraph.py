@@ -22,8 +22,9 @@ hash; the record holds the real ones):
 
 Values are LangGraph's own serialisation (``serde.dumps_typed``), so whatever a
 graph keeps comes back as it was. A ``put`` writes the channel values first and
-the checkpoint record last, so a crash in between leaves unused values, never a
-checkpoint that reads values that are not there.
+the checkpoint record last, in one write (one transaction on the SQL stores; elsewhere in that
+order), so a crash leaves unused values at worst, never a checkpoint that reads
+values that are not there.
 
 The messages channel (``messages_key``, a list of LangChain messages, in the root
 namespace: a subgraph's own messages are not the thread's conversation) is also kept
@@ -59,7 +60,7 @@ import json
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -230,6 +231,27 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> ThreadlineSaver:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.close)
+
+    @classmethod
+    def from_conn_string(cls, conn_string: str, **options: Any) -> ThreadlineSaver:
+        """A saver over the store at ``conn_string`` (a threadline store URL), closed
+        when the ``with`` (or ``async with``) block ends, as LangGraph's savers'
+        ``from_conn_string`` gives one; ``options`` as ``ThreadlineSaver`` takes them."""
+        if not isinstance(conn_string, str):
+            raise UsageError(f"from_conn_string takes a store URL, got {conn_string!r}")
+        return cls(conn_string, **options)
+
+    def setup(self) -> Ready:
+        """Nothing left to do: opening a store makes its tables. Here so code written
+        for LangGraph's savers runs as it is, calling ``setup()`` or, as their async
+        savers ask, ``await setup()``."""
+        return Ready()
 
     # -- threads and sessions
     def thread_session(self, thread_id: str) -> Session | None:
@@ -457,6 +479,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         refs = None
         if self.messages_key and self.messages_key in new_versions and ns == "":
             refs = self._keep_messages(branch, values.get(self.messages_key))
+        entries: dict[str, str] = {}  # the values, then the checkpoint: one write
         for channel, version in new_versions.items():
             blob: dict[str, Any] = {"ns": ns, "channel": channel, "version": version}
             if channel == self.messages_key and refs is not None:
@@ -470,9 +493,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 blob["value"] = typed(self.serde.dumps_typed(values[channel]))
             else:
                 blob["value"] = ["empty", ""]
-            self.store.scratchpad_write(
-                session.id, blob_name(ns, channel, version), json.dumps(blob)
-            )
+            entries[blob_name(ns, channel, version)] = json.dumps(blob)
         full_metadata = get_checkpoint_metadata(config, metadata)
         record = {
             "ns": ns,
@@ -489,9 +510,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 self._latest.move_to_end(session.id)
                 while len(self._latest) > KNOWN_SESSIONS:
                     self._latest.popitem(last=False)
-        self.store.scratchpad_write(
-            session.id, checkpoint_name(ns, checkpoint["id"]), json.dumps(record)
-        )
+        entries[checkpoint_name(ns, checkpoint["id"])] = json.dumps(record)  # the last
+        self.store.scratchpad_write_many(session.id, entries)
         return _config(thread_id, ns, checkpoint["id"])
 
     def put_writes(
@@ -583,6 +603,19 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 cached.messages[lc_id] = (m.seq, to_langchain(m))
             cached.last = max(cached.last, m.seq or 0)
 
+    def _remember(self, session: Session, read: Sequence[Message]) -> None:
+        """Know a session's messages from a read of all of them (a checkpoint's
+        value), when the saver does not know them yet: the put that follows a read
+        then appends without reading the session again, however many threads the
+        saver serves (its cache holds the latest ``KNOWN_SESSIONS``)."""
+        with self._lock:
+            if session.id in self._seen:
+                return
+            self._seen[session.id] = _Known(session.info.created_at)
+            self._learn(session.id, read)
+            while len(self._seen) > KNOWN_SESSIONS:
+                self._seen.popitem(last=False)
+
     def _messages_value(self, session: Session, items: Records) -> Values:
         """A messages channel value stored by reference: session messages by seq, and
         inline the ones the session does not hold as they were."""
@@ -590,9 +623,10 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         by_seq: dict[int, Message] = {}
         if seqs:
             first = min(seqs)
-            for m in session.iter_messages(after_seq=first - 1, include_retracted=True):
-                if m.seq is not None:
-                    by_seq[m.seq] = m
+            read = list(session.iter_messages(after_seq=first - 1, include_retracted=True))
+            by_seq = {m.seq: m for m in read if m.seq is not None}
+            if first == 1:
+                self._remember(session, read)
         out: Values = []
         for item in items:
             if "s" not in item:
@@ -795,6 +829,14 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+
+class Ready:
+    """What ``setup`` returns: nothing to wait for, and awaitable all the same."""
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield
 
 
 Infos = list[SessionInfo]
