@@ -180,24 +180,25 @@ def _items(messages: list[Message]) -> list[TResponseInputItem]:
 
 
 def _latest_items(session: Session, limit: int) -> list[TResponseInputItem]:
-    """The latest ``limit`` items in order, reading only as much of the tail as they need."""
-    collected: list[Message] = []
+    """The latest ``limit`` items in order, reading only as much of the tail as they
+    need: a message holds one item or more, so the first read is ``limit`` messages."""
+    collected: list[list[TResponseInputItem]] = []
     count = 0
     before: int | None = None
-    page = TAIL_PAGE
+    page = min(limit, TAIL_PAGE)
     while count < limit:
         batch = session.tail(page, before_seq=before)
         for message in batch:
-            collected.append(message)
-            count += len(_items([message]))
+            items = _items([message])
+            collected.append(items)
+            count += len(items)
             if count >= limit:
                 break
         if len(batch) < page or batch[-1].seq is None:
             break
         before = batch[-1].seq
         page = min(page * 2, 4096)
-    items = _items(collected[::-1])
-    return items[-limit:]
+    return [item for items in reversed(collected) for item in items][-limit:]
 
 
 def _whole_messages(window: list[Message], limit: int) -> list[TResponseInputItem]:
