@@ -20,6 +20,7 @@ pytest.importorskip("langgraph.checkpoint.base")
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 
+from tests.store_calls import sizes_returned
 from threadline import open_store
 from threadline.integrations.langgraph import KNOWN_SESSIONS, ThreadlineSaver
 from threadline.store.base import Store
@@ -178,15 +179,7 @@ def test_no_second_read_of_a_thread_past_the_cache_of_threads(saver: ThreadlineS
 
     for i in range(threads * 2):
         turn(i)
-    read: list[int] = []
-    original = saver.store.read_messages
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        found = original(*args, **kwargs)
-        read.append(len(found))
-        return found
-
-    saver.store.read_messages = counted  # type: ignore[method-assign]
+    read = sizes_returned(saver.store, "read_messages")
     for i in range(threads * 2, threads * 3):
         turn(i)
     assert sum(read) <= threads * 4  # the 4 messages each thread holds, read once

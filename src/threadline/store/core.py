@@ -41,6 +41,7 @@ from threadline.store.base import (
     new_session,
     numbered,
     pick_unique,
+    prefix_bounds,
     same_memo,
     session_change,
     validate_agent,
@@ -49,6 +50,15 @@ from threadline.store.base import (
 
 if TYPE_CHECKING:
     from threadline.messages import Message
+
+
+def page_range(prefix: str, before: str | None) -> tuple[str, str | None]:
+    """``(low, high)``, ``low <= name < high``: the names of a scratchpad page, those
+    starting with ``prefix`` and below ``before`` (``high`` None: no bound above)."""
+    low, high = prefix_bounds(prefix)
+    if before is not None and (high is None or before < high):
+        high = before
+    return low, high
 
 
 class StoreCore:

@@ -1068,9 +1068,7 @@ class PostgresStore(core.StoreCore):
     def _scratchpad_page(
         self, session_id: str, prefix: str, limit: int, before: str | None
     ) -> list[base.ScratchpadEntry]:
-        low, high = prefix_bounds(prefix)
-        if before is not None and (high is None or before < high):
-            high = before
+        low, high = core.page_range(prefix, before)
         below = "" if high is None else " AND name < %s"
         args = (session_id, low) if high is None else (session_id, low, high)
         with self._read() as conn:
