@@ -10,7 +10,7 @@ import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from threadline.store import Store
@@ -104,6 +104,44 @@ class ThreadPad:
             record_of(e.content) for e in self.store.scratchpad_list(self.session_id, prefix=prefix)
         ]
         return [r for r in found if r is not None]
+
+
+def newest_checkpoints(
+    store: Store, session_id: str, ns: str, *, before: str | None = None, page: int = 1
+) -> Iterator[dict[str, Any]]:
+    """The checkpoint records of one namespace, newest (greatest id) first, read a page
+    at a time from the end of the name index (``Store.scratchpad_page``), so the latest
+    costs one small read however long the thread is. ``before``: only ids below it.
+
+    Plain ids are names in id order; a hashed one (``~``, after every ``=`` name) is
+    not, so those few are read first and merged in by id."""
+    prefix = f"{PREFIX}c/{part(ns)}/"
+    hashed: list[dict[str, Any]] = []
+    below: str | None = None
+    if before is not None and part(before).startswith("="):
+        below = checkpoint_name(ns, before)
+        entries = store.scratchpad_list(session_id, prefix=prefix + "~")
+        hashed = [r for r in map(record_of, (e.content for e in entries)) if r is not None]
+        hashed.sort(key=lambda r: str(r["id"]), reverse=True)
+    size = max(1, min(page, 256))
+    while True:
+        entries = store.scratchpad_page(session_id, prefix=prefix, limit=size, before=below)
+        for entry in entries:
+            record = record_of(entry.content)
+            if record is None or (before is not None and str(record["id"]) >= before):
+                continue
+            if entry.name.startswith(prefix + "~"):
+                hashed.append(record)  # only on a first page from the top
+                hashed.sort(key=lambda r: str(r["id"]), reverse=True)
+                continue
+            while hashed and str(hashed[0]["id"]) > str(record["id"]):
+                yield hashed.pop(0)
+            yield record
+        if len(entries) < size:
+            break
+        below = entries[-1].name
+        size = min(size * 4, 256)
+    yield from sorted(hashed, key=lambda r: str(r["id"]), reverse=True)
 
 
 def record_of(content: str) -> dict[str, Any] | None:

@@ -22,8 +22,9 @@ hash; the record holds the real ones):
 
 Values are LangGraph's own serialisation (``serde.dumps_typed``), so whatever a
 graph keeps comes back as it was. A ``put`` writes the channel values first and
-the checkpoint record last, so a crash in between leaves unused values, never a
-checkpoint that reads values that are not there.
+the checkpoint record last, in one write (one transaction on the SQL stores; elsewhere in that
+order), so a crash leaves unused values at worst, never a checkpoint that reads
+values that are not there.
 
 The messages channel (``messages_key``, a list of LangChain messages, in the root
 namespace: a subgraph's own messages are not the thread's conversation) is also kept
@@ -59,7 +60,7 @@ import json
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -85,6 +86,7 @@ from threadline.integrations.checkpoint_records import (
     blob_name,
     branch_name,
     checkpoint_name,
+    newest_checkpoints,
     record_of,
     typed,
     untyped,
@@ -230,6 +232,27 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> ThreadlineSaver:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.close)
+
+    @classmethod
+    def from_conn_string(cls, conn_string: str, **options: Any) -> ThreadlineSaver:
+        """A saver over the store at ``conn_string`` (a threadline store URL), closed
+        when the ``with`` (or ``async with``) block ends, as LangGraph's savers'
+        ``from_conn_string`` gives one; ``options`` as ``ThreadlineSaver`` takes them."""
+        if not isinstance(conn_string, str):
+            raise UsageError(f"from_conn_string takes a store URL, got {conn_string!r}")
+        return cls(conn_string, **options)
+
+    def setup(self) -> Ready:
+        """Nothing left to do: opening a store makes its tables. Here so code written
+        for LangGraph's savers runs as it is, calling ``setup()`` or, as their async
+        savers ask, ``await setup()``."""
+        return Ready()
+
     # -- threads and sessions
     def thread_session(self, thread_id: str) -> Session | None:
         """The session holding the thread's current conversation: the thread's own
@@ -311,23 +334,29 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
 
     # -- reads
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """One checkpoint by id, or the namespace's latest: a read of that record
+        (the latest is the last name of the namespace's index), then its values."""
         configurable = config["configurable"]
         thread_id: str = configurable["thread_id"]
         ns: str = configurable.get("checkpoint_ns", "")
         session = self._root(thread_id)
         if session is None:
             return None
-        thread = ThreadPad.namespace(self.store, session.id, ns)
-        checkpoints = thread.checkpoints.get(ns, {})
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is None:
-            if not checkpoints:
-                return None
-            checkpoint_id = max(checkpoints)
-        record = checkpoints.get(checkpoint_id)
+            record = next(newest_checkpoints(self.store, session.id, ns), None)
+        else:
+            record = self._checkpoint_record(session, ns, checkpoint_id)
         if record is None:
             return None
-        return self._tuple(session, thread_id, thread, record)
+        return self._tuple(session, thread_id, ThreadPad(self.store, session.id), record)
+
+    def _checkpoint_record(self, session: Session, ns: str, cid: str) -> dict[str, Any] | None:
+        entry = self.store.scratchpad_read(session.id, checkpoint_name(ns, cid))
+        record = record_of(entry.content) if entry is not None else None
+        if record is None or record.get("ns") != ns or record.get("id") != cid:
+            return None
+        return record
 
     def list(
         self,
@@ -338,7 +367,28 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first, of one thread (``config``) or of every thread of
-        this saver's agent (``None``), by namespace, metadata ``filter`` and ``before``."""
+        this saver's agent (``None``), by namespace, metadata ``filter`` and ``before``.
+        One namespace of one thread is read a page at a time, as it is yielded."""
+        before_id = get_checkpoint_id(before) if before else None
+        left = limit
+        for session, thread_id, records in self._listed(config, before_id, limit):
+            pad = ThreadPad(self.store, session.id)
+            for record in records:
+                if before_id and record["id"] >= before_id:
+                    continue
+                metadata = self.serde.loads_typed(untyped(record["metadata"]))
+                if filter and not all(metadata.get(k) == v for k, v in filter.items()):
+                    continue
+                if left is not None:
+                    if left <= 0:
+                        return
+                    left -= 1
+                yield self._tuple(session, thread_id, pad, record, metadata=metadata)
+
+    def _listed(
+        self, config: RunnableConfig | None, before_id: str | None, limit: int | None
+    ) -> Iterator[tuple[Session, str, Iterable[dict[str, Any]]]]:
+        """(thread session, thread id, records newest first) to list, by namespace."""
         if config is not None:
             thread_ids = [config["configurable"]["thread_id"]]
             ns_wanted: str | None = config["configurable"].get("checkpoint_ns")
@@ -346,30 +396,28 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         else:
             thread_ids = list(dict.fromkeys(thread_id for thread_id, _ in self._threads()))
             ns_wanted, id_wanted = None, None
-        before_id = get_checkpoint_id(before) if before else None
-        left = limit
         for thread_id in thread_ids:
             session = self._root(thread_id)
             if session is None:
                 continue
-            thread = self._read(session)
-            for ns, checkpoints in thread.checkpoints.items():
-                if ns_wanted is not None and ns != ns_wanted:
-                    continue
-                for cid in sorted(checkpoints, reverse=True):
-                    if id_wanted and cid != id_wanted:
-                        continue
-                    if before_id and cid >= before_id:
-                        continue
-                    record = checkpoints[cid]
-                    metadata = self.serde.loads_typed(untyped(record["metadata"]))
-                    if filter and not all(metadata.get(k) == v for k, v in filter.items()):
-                        continue
-                    if left is not None:
-                        if left <= 0:
-                            return
-                        left -= 1
-                    yield self._tuple(session, thread_id, thread, record, metadata=metadata)
+            if ns_wanted is not None and id_wanted:
+                found = self._checkpoint_record(session, ns_wanted, id_wanted)
+                yield session, thread_id, [found] if found else []
+            elif ns_wanted is not None:
+                page = limit + 1 if limit else 64
+                yield (
+                    session,
+                    thread_id,
+                    newest_checkpoints(
+                        self.store, session.id, ns_wanted, before=before_id, page=page
+                    ),
+                )
+            else:
+                thread = self._read(session)
+                for checkpoints in thread.checkpoints.values():
+                    wanted = [cid for cid in checkpoints if not id_wanted or cid == id_wanted]
+                    records = [checkpoints[cid] for cid in sorted(wanted, reverse=True)]
+                    yield session, thread_id, records
 
     def _tuple(
         self,
@@ -431,6 +479,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         refs = None
         if self.messages_key and self.messages_key in new_versions and ns == "":
             refs = self._keep_messages(branch, values.get(self.messages_key))
+        entries: dict[str, str] = {}  # the values, then the checkpoint: one write
         for channel, version in new_versions.items():
             blob: dict[str, Any] = {"ns": ns, "channel": channel, "version": version}
             if channel == self.messages_key and refs is not None:
@@ -444,9 +493,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 blob["value"] = typed(self.serde.dumps_typed(values[channel]))
             else:
                 blob["value"] = ["empty", ""]
-            self.store.scratchpad_write(
-                session.id, blob_name(ns, channel, version), json.dumps(blob)
-            )
+            entries[blob_name(ns, channel, version)] = json.dumps(blob)
         full_metadata = get_checkpoint_metadata(config, metadata)
         record = {
             "ns": ns,
@@ -463,9 +510,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 self._latest.move_to_end(session.id)
                 while len(self._latest) > KNOWN_SESSIONS:
                     self._latest.popitem(last=False)
-        self.store.scratchpad_write(
-            session.id, checkpoint_name(ns, checkpoint["id"]), json.dumps(record)
-        )
+        entries[checkpoint_name(ns, checkpoint["id"])] = json.dumps(record)  # the last
+        self.store.scratchpad_write_many(session.id, entries)
         return _config(thread_id, ns, checkpoint["id"])
 
     def put_writes(
@@ -480,11 +526,10 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         ns: str = configurable.get("checkpoint_ns", "")
         cid: str = configurable["checkpoint_id"]
         session = self._session_for_write(thread_id)
+        kept: dict[str, str] = {}  # regular writes: the first stored stays
+        replaced: dict[str, str] = {}  # special ones (errors, interrupts) replace
         for idx, (channel, value) in enumerate(writes):
             index = WRITES_IDX_MAP.get(channel, idx)
-            name = write_name(ns, cid, task_id, index)
-            if index >= 0 and self.store.scratchpad_read(session.id, name) is not None:
-                continue  # a regular write is kept as first stored; special ones replace
             record = {
                 "ns": ns,
                 "checkpoint": cid,
@@ -494,7 +539,11 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 "value": typed(self.serde.dumps_typed(value)),
                 "task_path": task_path,
             }
-            self.store.scratchpad_write(session.id, name, json.dumps(record))
+            into = kept if index >= 0 else replaced
+            into[write_name(ns, cid, task_id, index)] = json.dumps(record)
+        for entries, keep in ((kept, True), (replaced, False)):
+            if entries:
+                self.store.scratchpad_write_many(session.id, entries, keep_existing=keep)
 
     def _keep_messages(self, session: Session, value: object) -> Refs | None:
         """Append the messages of ``value`` the session does not hold yet, once each.
@@ -554,6 +603,19 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 cached.messages[lc_id] = (m.seq, to_langchain(m))
             cached.last = max(cached.last, m.seq or 0)
 
+    def _remember(self, session: Session, read: Sequence[Message]) -> None:
+        """Know a session's messages from a read of all of them (a checkpoint's
+        value), when the saver does not know them yet: the put that follows a read
+        then appends without reading the session again, however many threads the
+        saver serves (its cache holds the latest ``KNOWN_SESSIONS``)."""
+        with self._lock:
+            if session.id in self._seen:
+                return
+            self._seen[session.id] = _Known(session.info.created_at)
+            self._learn(session.id, read)
+            while len(self._seen) > KNOWN_SESSIONS:
+                self._seen.popitem(last=False)
+
     def _messages_value(self, session: Session, items: Records) -> Values:
         """A messages channel value stored by reference: session messages by seq, and
         inline the ones the session does not hold as they were."""
@@ -561,9 +623,10 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         by_seq: dict[int, Message] = {}
         if seqs:
             first = min(seqs)
-            for m in session.iter_messages(after_seq=first - 1, include_retracted=True):
-                if m.seq is not None:
-                    by_seq[m.seq] = m
+            read = list(session.iter_messages(after_seq=first - 1, include_retracted=True))
+            by_seq = {m.seq: m for m in read if m.seq is not None}
+            if first == 1:
+                self._remember(session, read)
         out: Values = []
         for item in items:
             if "s" not in item:
@@ -738,9 +801,13 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     async def alist(
         self, config: RunnableConfig | None, **options: Any
     ) -> AsyncIterator[CheckpointTuple]:
-        """``list`` (same options: filter, before, limit), read in a worker thread."""
-        found = await asyncio.to_thread(lambda: list(self.list(config, **options)))
-        for item in found:
+        """``list`` (same options: filter, before, limit), each checkpoint read in a
+        worker thread and yielded as it is read."""
+        found = self.list(config, **options)
+        while True:
+            item = await asyncio.to_thread(next, found, None)
+            if item is None:
+                return
             yield item
 
     async def aput(self, *args: Any, **kwargs: Any) -> RunnableConfig:
@@ -762,6 +829,14 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+
+class Ready:
+    """What ``setup`` returns: nothing to wait for, and awaitable all the same."""
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield
 
 
 Infos = list[SessionInfo]

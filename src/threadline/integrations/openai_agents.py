@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents.memory.session import SessionABC
@@ -34,6 +34,7 @@ from agents.memory.session_settings import SessionSettings, resolve_session_limi
 from threadline.context.builder import build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import UsageError
+from threadline.integrations.agents_input import fit_model_input, without_orphans
 from threadline.integrations.binding import Binding, Face, bare_key
 from threadline.interop.responses_format import items_to_messages, messages_to_items
 from threadline.messages import Message
@@ -42,6 +43,7 @@ from threadline.store.base import DEFAULT_AGENT, Session
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
+    from agents.run_config import CallModelData, ModelInputData
 
     from threadline.compaction.compactor import Compactor
 
@@ -117,6 +119,14 @@ class ThreadlineSession(SessionABC):
         """Close the store if this object opened it from a URL."""
         self._binding.close()
 
+    def input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """``RunConfig(call_model_input_filter=session.input_filter)``: the model input
+        (instructions, tool schemas, the stored window and the current turn) kept
+        within the policy's budget (``integrations/agents_input.py``)."""
+        if self.policy is None:
+            raise UsageError("the input filter keeps a budget: give the session a policy")
+        return fit_model_input(data, policy=self.policy, model=self.model)
+
     # -- threadline's side
     def threadline_session(self) -> Session | None:
         """The threadline session behind this one, or None before the first item."""
@@ -137,7 +147,7 @@ class ThreadlineSession(SessionABC):
             window = self._window(session)
             if limit is None or limit < 0:
                 return _items(window)
-            return _without_orphans(_whole_messages(window, limit))
+            return without_orphans(_whole_messages(window, limit))
         if limit is None or limit < 0:  # SQLite's LIMIT with a negative number means "all"
             return _items(session.messages())
         return _latest_items(session, limit)
@@ -180,24 +190,25 @@ def _items(messages: list[Message]) -> list[TResponseInputItem]:
 
 
 def _latest_items(session: Session, limit: int) -> list[TResponseInputItem]:
-    """The latest ``limit`` items in order, reading only as much of the tail as they need."""
-    collected: list[Message] = []
+    """The latest ``limit`` items in order, reading only as much of the tail as they
+    need: a message holds one item or more, so the first read is ``limit`` messages."""
+    collected: list[list[TResponseInputItem]] = []
     count = 0
     before: int | None = None
-    page = TAIL_PAGE
+    page = min(limit, TAIL_PAGE)
     while count < limit:
         batch = session.tail(page, before_seq=before)
         for message in batch:
-            collected.append(message)
-            count += len(_items([message]))
+            items = _items([message])
+            collected.append(items)
+            count += len(items)
             if count >= limit:
                 break
         if len(batch) < page or batch[-1].seq is None:
             break
         before = batch[-1].seq
         page = min(page * 2, 4096)
-    items = _items(collected[::-1])
-    return items[-limit:]
+    return [item for items in reversed(collected) for item in items][-limit:]
 
 
 def _whole_messages(window: list[Message], limit: int) -> list[TResponseInputItem]:
@@ -214,16 +225,6 @@ def _whole_messages(window: list[Message], limit: int) -> list[TResponseInputIte
         kept.append(items)
         count += len(items)
     return [item for items in reversed(kept) for item in items]
-
-
-def _without_orphans(items: list[TResponseInputItem]) -> list[TResponseInputItem]:
-    """A slice of a window without tool results whose call the slice cut off."""
-    called = {i.get("call_id") for i in items if _kind(i) == "function_call"}
-    return [i for i in items if _kind(i) != "function_call_output" or i.get("call_id") in called]
-
-
-def _kind(item: Mapping[str, Any] | Any) -> str | None:
-    return item.get("type") if isinstance(item, Mapping) else None
 
 
 def _like(made: Message, original: Message) -> Message:

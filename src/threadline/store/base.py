@@ -1150,6 +1150,21 @@ class Store(Protocol):
         range of the name index on the SQL backends: the others' content is not read)."""
         ...
 
+    def scratchpad_page(
+        self, session_id: str, *, prefix: str = "", limit: int, before: str | None = None
+    ) -> list[ScratchpadEntry]:
+        """Up to ``limit`` entries whose names start with ``prefix`` and sort below
+        ``before``, last name first: a page read from the end of the name index (the
+        SQL backends read only the page), so the newest of many costs one page."""
+        ...
+
+    def scratchpad_write_many(
+        self, session_id: str, entries: dict[str, str], *, keep_existing: bool = False
+    ) -> None:
+        """Write many entries (name -> content) at once (one transaction on the SQL
+        backends); with ``keep_existing`` an entry already stored is left as it is."""
+        ...
+
     def scratchpad_delete(self, session_id: str, name: str) -> bool: ...
 
     # memo: one JSON document per session for strategies and runtime state

@@ -41,6 +41,7 @@ from threadline.store.base import (
     new_session,
     numbered,
     pick_unique,
+    prefix_bounds,
     same_memo,
     session_change,
     validate_agent,
@@ -49,6 +50,15 @@ from threadline.store.base import (
 
 if TYPE_CHECKING:
     from threadline.messages import Message
+
+
+def page_range(prefix: str, before: str | None) -> tuple[str, str | None]:
+    """``(low, high)``, ``low <= name < high``: the names of a scratchpad page, those
+    starting with ``prefix`` and below ``before`` (``high`` None: no bound above)."""
+    low, high = prefix_bounds(prefix)
+    if before is not None and (high is None or before < high):
+        high = before
+    return low, high
 
 
 class StoreCore:
@@ -245,6 +255,49 @@ class StoreCore:
 
     def scratchpad_list(self, session_id: str, *, prefix: str = "") -> list[ScratchpadEntry]:
         return self._scratchpad_list(session_id, check_scratchpad_prefix(prefix))
+
+    def scratchpad_page(
+        self, session_id: str, *, prefix: str = "", limit: int, before: str | None = None
+    ) -> list[ScratchpadEntry]:
+        """See ``Store.scratchpad_page``."""
+        prefix, limit = check_scratchpad_prefix(prefix), bounded(limit, "limit")
+        if before is not None:
+            check_scratchpad_prefix(before)
+        if limit <= 0:
+            self.session_info(session_id)
+            return []
+        return self._scratchpad_page(session_id, prefix, limit, before)
+
+    def _scratchpad_page(
+        self, session_id: str, prefix: str, limit: int, before: str | None
+    ) -> list[ScratchpadEntry]:
+        """Primitive, optional: up to ``limit`` (> 0) entries starting with ``prefix``
+        and named below ``before``, last name first. A scan of the prefix unless a
+        backend reads a range of its name index."""
+        found = self._scratchpad_list(session_id, prefix)
+        below = [e for e in reversed(found) if before is None or e.name < before]
+        return below[:limit]
+
+    def scratchpad_write_many(
+        self, session_id: str, entries: dict[str, str], *, keep_existing: bool = False
+    ) -> None:
+        """See ``Store.scratchpad_write_many``."""
+        for name, content in entries.items():
+            check_scratchpad_entry(name, content)
+        if entries:
+            self._scratchpad_write_many(session_id, entries, keep_existing)
+        else:
+            self.session_info(session_id)
+
+    def _scratchpad_write_many(
+        self, session_id: str, entries: dict[str, str], keep_existing: bool
+    ) -> None:
+        """Primitive, optional: store the (checked, not empty) entries, in one step
+        when the backend can; ``keep_existing`` leaves entries that exist as they are."""
+        for name, content in entries.items():
+            if keep_existing and cast(Store, self).scratchpad_read(session_id, name) is not None:
+                continue
+            self._scratchpad_write(session_id, name, content)
 
     def _swap_memo(
         self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]

@@ -1064,6 +1064,41 @@ class PostgresStore(core.StoreCore):
                 _require(conn, session_id)
         return entries
 
+    @_resent
+    def _scratchpad_page(
+        self, session_id: str, prefix: str, limit: int, before: str | None
+    ) -> list[base.ScratchpadEntry]:
+        low, high = core.page_range(prefix, before)
+        below = "" if high is None else " AND name < %s"
+        args = (session_id, low) if high is None else (session_id, low, high)
+        with self._read() as conn:
+            sql = f"{_ENTRY_SQL} AND name >= %s{below} ORDER BY name DESC LIMIT %s"
+            entries = _all(conn, base.ScratchpadEntry, sql, (*args, limit))
+            if not entries:
+                _require(conn, session_id)
+        return entries
+
+    @_resent
+    def _scratchpad_write_many(
+        self, session_id: str, entries: dict[str, str], keep_existing: bool
+    ) -> None:
+        now = utcnow()
+        update = (
+            "NOTHING"
+            if keep_existing
+            else ("UPDATE SET content = excluded.content, updated_at = excluded.updated_at")
+        )
+        with self._write() as conn:
+            _require(conn, session_id)
+            try:
+                conn.cursor().executemany(
+                    "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
+                    f"VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id, name) DO {update}",
+                    [(session_id, name, Json(c), now, now) for name, c in entries.items()],
+                )
+            except psycopg.errors.ForeignKeyViolation as exc:
+                raise SessionNotFound(session_id) from exc
+
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
         with self._write() as conn:
             gone = conn.execute(

@@ -1009,6 +1009,38 @@ class SQLiteStore(core.StoreCore):
             ).fetchall()
         return [_entry_from_row(r) for r in rows]
 
+    def _scratchpad_page(
+        self, session_id: str, prefix: str, limit: int, before: str | None
+    ) -> list[base.ScratchpadEntry]:
+        low, high = core.page_range(prefix, before)
+        below = "" if high is None else " AND name < ?"
+        args = (session_id, low) if high is None else (session_id, low, high)
+        with self._read() as con:
+            self._require(con, session_id)
+            rows = con.execute(
+                "SELECT name, content, created_at, updated_at FROM scratchpad "
+                f"WHERE session_id = ? AND name >= ?{below} ORDER BY name DESC LIMIT ?",
+                (*args, limit),
+            ).fetchall()
+        return [_entry_from_row(r) for r in rows]
+
+    def _scratchpad_write_many(
+        self, session_id: str, entries: dict[str, str], keep_existing: bool
+    ) -> None:
+        now = format_ts(utcnow())
+        update = (
+            "NOTHING"
+            if keep_existing
+            else ("UPDATE SET content = excluded.content, updated_at = excluded.updated_at")
+        )
+        with self._write() as con:
+            self._require(con, session_id)
+            con.executemany(
+                "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
+                f"VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, name) DO {update}",
+                [(session_id, name, content, now, now) for name, content in entries.items()],
+            )
+
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
         with self._write() as con:
             self._require(con, session_id)

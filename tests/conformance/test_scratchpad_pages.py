@@ -1,0 +1,88 @@
+"""Scratchpad pages from the end of the name index, and many entries in one write, on
+every backend (issue 35: a LangGraph thread's latest checkpoint and ``list(limit=N)``
+read a page, not the thread; ``put_writes`` is one write).
+
+``scratchpad_page`` is ``scratchpad_list`` reversed, names below ``before``, cut at
+``limit``: the SQL backends read just that range of their index, the others slice a
+scan, and all of them give the same entries. ``scratchpad_write_many`` stores what
+one ``scratchpad_write`` each would, and with ``keep_existing`` leaves stored
+entries as they were.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from threadline.errors import SessionNotFound, UsageError
+from threadline.store.base import Store
+
+NAMES = st.text(alphabet="ab~=é/-\U0001f600", min_size=1, max_size=6)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    names=st.sets(NAMES, max_size=12),
+    prefix=st.sampled_from(["", "a", "a/", "~", "é", "b="]),
+    limit=st.integers(1, 14),
+    before=st.none() | NAMES,
+)
+def test_a_page_is_the_listing_reversed_below_before_and_cut(
+    store: Store, names: set[str], prefix: str, limit: int, before: str | None
+) -> None:
+    session = store.create_session()
+    for name in names:
+        store.scratchpad_write(session.id, name, f"content of {name}")
+    listed = store.scratchpad_list(session.id, prefix=prefix)
+    expected = [e for e in reversed(listed) if before is None or e.name < before][:limit]
+    page = store.scratchpad_page(session.id, prefix=prefix, limit=limit, before=before)
+    assert [(e.name, e.content) for e in page] == [(e.name, e.content) for e in expected]
+
+
+def test_paging_down_reads_every_entry_once(store: Store) -> None:
+    session = store.create_session()
+    names = [f"c/{i:04d}" for i in range(23)]
+    store.scratchpad_write_many(session.id, {n: n for n in names})
+    store.scratchpad_write(session.id, "d/after", "not in the prefix")
+    seen: list[str] = []
+    below = None
+    while page := store.scratchpad_page(session.id, prefix="c/", limit=5, before=below):
+        seen += [e.name for e in page]
+        below = page[-1].name
+    assert seen == names[::-1]
+
+
+def test_write_many_keeps_or_replaces_as_asked(store: Store) -> None:
+    session = store.create_session()
+    store.scratchpad_write(session.id, "w/1", "first")
+    store.scratchpad_write_many(session.id, {"w/1": "second", "w/2": "new"}, keep_existing=True)
+    assert {e.name: e.content for e in store.scratchpad_list(session.id)} == {
+        "w/1": "first",
+        "w/2": "new",
+    }
+    store.scratchpad_write_many(session.id, {"w/1": "third", "w/2": "newer"})
+    assert {e.name: e.content for e in store.scratchpad_list(session.id)} == {
+        "w/1": "third",
+        "w/2": "newer",
+    }
+
+
+def test_bad_input_and_missing_sessions_are_refused(store: Store) -> None:
+    session = store.create_session()
+    assert store.scratchpad_page(session.id, limit=0) == []
+    with pytest.raises(UsageError):
+        store.scratchpad_page(session.id, limit="3")  # type: ignore[arg-type]
+    with pytest.raises(UsageError):
+        store.scratchpad_write_many(session.id, {"ok": 3})  # type: ignore[dict-item]
+    with pytest.raises(UsageError):
+        store.scratchpad_write_many(session.id, {"": "empty name"})
+    assert store.scratchpad_list(session.id) == []  # nothing half-written
+    with pytest.raises(SessionNotFound):
+        store.scratchpad_page("no-such-session", limit=3)
+    with pytest.raises(SessionNotFound):
+        store.scratchpad_write_many("no-such-session", {"a": "b"})
+    with pytest.raises(SessionNotFound):
+        store.scratchpad_write_many("no-such-session", {})

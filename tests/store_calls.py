@@ -1,0 +1,20 @@
+"""Counting what a store's methods give back, to test what a call reads without a clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def sizes_returned(store: Any, method: str) -> list[int]:
+    """Replace ``store.<method>`` on the instance by one that records, per call, how
+    many entries it returned (a list's length; 1 or 0 for one item or None)."""
+    original = getattr(store, method)
+    sizes: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        sizes.append(len(found) if isinstance(found, list) else int(found is not None))
+        return found
+
+    setattr(store, method, counted)
+    return sizes

@@ -1,0 +1,185 @@
+"""The LangGraph saver's reads cost what they return, not the thread (issue 35).
+
+Counted at the store's interface, so no clock is involved: the scratchpad entries a
+call reads back (the latest checkpoint, one by id, ``list(limit=10)``) stay the same
+when the thread grows tenfold; ``put_writes`` reads nothing and writes once;
+``alist`` yields its first checkpoint before it has read the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.base")
+
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
+
+from tests.store_calls import sizes_returned
+from threadline import open_store
+from threadline.integrations.langgraph import KNOWN_SESSIONS, ThreadlineSaver
+from threadline.store.base import Store
+from threadline.store.sqlite import SQLiteStore
+
+
+class Counted:
+    """Counts the scratchpad calls a store answers and the entries they give back."""
+
+    def __init__(self, store: Store) -> None:
+        self.calls: dict[str, int] = {}
+        self.entries = 0
+        for name in ("scratchpad_read", "scratchpad_list", "scratchpad_page"):
+            setattr(store, name, self._reading(name, getattr(store, name)))
+        for name in ("scratchpad_write", "scratchpad_write_many"):
+            setattr(store, name, self._writing(name, getattr(store, name)))
+
+    def _reading(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            found = method(*args, **kwargs)
+            self.entries += len(found) if isinstance(found, list) else found is not None
+            return found
+
+        return counted
+
+    def _writing(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return method(*args, **kwargs)
+
+        return counted
+
+    def reset(self) -> None:
+        self.calls, self.entries = {}, 0
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ThreadlineSaver]:
+    url = f"sqlite://{tmp_path / 't.db'}" if request.param == "sqlite" else "memory://"
+    store = open_store(url)
+    with ThreadlineSaver(store) as made:
+        yield made
+    store.close()
+
+
+def fill(saver: ThreadlineSaver, thread: str, count: int) -> list[str]:
+    config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    ids, version = [], None
+    for i in range(count):
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = str(uuid6(clock_seq=i))
+        version = saver.get_next_version(version, None)
+        checkpoint["channel_values"] = {"n": i}
+        checkpoint["channel_versions"] = {"n": version}
+        config = saver.put(config, checkpoint, {"source": "loop", "step": i}, {"n": version})
+        ids.append(checkpoint["id"])
+    return ids
+
+
+def entries_read(saver: ThreadlineSaver, call: Callable[[], Any]) -> int:
+    counted = Counted(saver.store)
+    call()
+    return counted.entries
+
+
+def config(thread: str, cid: str | None = None) -> Any:
+    configurable = {"thread_id": thread, "checkpoint_ns": ""}
+    return {"configurable": configurable | ({"checkpoint_id": cid} if cid else {})}
+
+
+def test_latest_by_id_and_a_page_read_the_same_however_long_the_thread(
+    saver: ThreadlineSaver,
+) -> None:
+    small, big = fill(saver, "small", 15), fill(saver, "big", 150)
+    reads = {}
+    for name, ids in (("small", small), ("big", big)):
+        latest = saver.get_tuple(config(name))
+        assert latest is not None and latest.checkpoint["id"] == ids[-1]
+        middle = saver.get_tuple(config(name, ids[7]))
+        assert middle is not None and middle.checkpoint["channel_values"] == {"n": 7}
+        page = [t.checkpoint["id"] for t in saver.list(config(name), limit=10)]
+        assert page == ids[::-1][:10]
+        reads[name] = (
+            entries_read(saver, lambda n=name: saver.get_tuple(config(n))),
+            entries_read(saver, lambda n=name, i=ids: saver.get_tuple(config(n, i[7]))),
+            entries_read(saver, lambda n=name: list(saver.list(config(n), limit=10))),
+        )
+    assert reads["big"] == reads["small"]
+    latest, by_id, page = reads["big"]
+    assert latest <= 3 and by_id <= 3 and page <= 3 * 11
+
+
+def test_list_before_pages_down_the_whole_thread(saver: ThreadlineSaver) -> None:
+    ids = fill(saver, "t", 40)
+    got = [t.checkpoint["id"] for t in saver.list(config("t"), before=config("t", ids[30]))]
+    assert got == ids[:30][::-1]
+    got = [t.checkpoint["id"] for t in saver.list(config("t"), limit=3, filter={"step": 5})]
+    assert got == [ids[5]]
+
+
+def test_put_writes_reads_nothing_and_writes_once(saver: ThreadlineSaver) -> None:
+    ids = fill(saver, "t", 3)
+    counted = Counted(saver.store)
+    writes = [("n", 1), ("n", 2), ("other", "x")]
+    saver.put_writes(config("t", ids[-1]), writes, "task-1")
+    assert counted.calls.get("scratchpad_write_many") == 1
+    assert not counted.calls.get("scratchpad_write")
+    if isinstance(saver.store, SQLiteStore):  # one statement (elsewhere the store loops)
+        assert not counted.calls.get("scratchpad_read")
+    saver.put_writes(config("t", ids[-1]), [("n", 99)], "task-1")  # a resend keeps the first
+    got = saver.get_tuple(config("t"))
+    assert got is not None
+    assert got.pending_writes == [("task-1", "n", 1), ("task-1", "n", 2), ("task-1", "other", "x")]
+
+
+def test_alist_yields_before_it_has_read_the_thread(saver: ThreadlineSaver) -> None:
+    fill(saver, "t", 120)
+    everything = entries_read(saver, lambda: list(saver.list(config("t"))))
+
+    async def first() -> int:
+        counted = Counted(saver.store)
+        async for _ in saver.alist(config("t")):
+            return counted.entries
+        raise AssertionError("nothing listed")
+
+    assert asyncio.run(first()) < everything / 2
+
+
+def test_put_is_one_write(saver: ThreadlineSaver) -> None:
+    fill(saver, "t", 2)
+    counted = Counted(saver.store)
+    fill(saver, "t", 3)
+    assert counted.calls.get("scratchpad_write_many") == 3
+    assert not counted.calls.get("scratchpad_write")
+
+
+def test_no_second_read_of_a_thread_past_the_cache_of_threads(saver: ThreadlineSaver) -> None:
+    """Round robin over more threads than the saver keeps in memory: each turn reads
+    the thread's messages once (the checkpoint's value), not again to append."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=f"seen {len(state['messages'])}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("reply", reply)
+    graph.add_edge(START, "reply")
+    chat = graph.compile(checkpointer=saver)
+    threads = KNOWN_SESSIONS + 6
+
+    def turn(i: int) -> None:
+        said = {"messages": [HumanMessage(content=f"turn {i}")]}
+        chat.invoke(said, {"configurable": {"thread_id": f"t{i % threads}"}})
+
+    for i in range(threads * 2):
+        turn(i)
+    read = sizes_returned(saver.store, "read_messages")
+    for i in range(threads * 2, threads * 3):
+        turn(i)
+    assert sum(read) <= threads * 4  # the 4 messages each thread holds, read once
