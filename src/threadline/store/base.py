@@ -1954,14 +1954,16 @@ class _Segment:
     lower: int
     """Its own fork seq (0 for a root): its own messages all come after it."""
     upper: int | None
-    """The last seq of the view it gives (the fork seq of the session above); ``None``
-    for the session itself."""
+    """The last seq of the view it gives (the smallest fork seq of the sessions above);
+    ``None`` for the session itself."""
 
 
 def fork_segments(store: Store, info: SessionInfo) -> list[_Segment]:
-    """The chain from a session up through its ancestors, newest first. An ancestor that
-    is gone ends the chain with a ``CorruptRecordWarning`` (its share of the history is
-    missing; the fork's own messages still read)."""
+    """The chain from a session up through its ancestors, newest first. Each ancestor's
+    share ends at the smallest fork seq below it: a fork of a fork at 20 of a fork at 40
+    shares 20 messages of the root, not 40. An ancestor that is gone ends the chain with
+    a ``CorruptRecordWarning`` (its share of the history is missing; the fork's own
+    messages still read)."""
     segments: list[_Segment] = []
     upper: int | None = None
     seen: set[str] = set()
@@ -1974,7 +1976,7 @@ def fork_segments(store: Store, info: SessionInfo) -> list[_Segment]:
             break
         if fork.parent in seen:
             raise CorruptRecord(f"session {info.id}: its fork chain loops through {fork.parent}")
-        upper = fork.seq
+        upper = fork.seq if upper is None else min(upper, fork.seq)
         try:
             current = store.session_info(fork.parent)
         except SessionNotFound:
