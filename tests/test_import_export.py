@@ -108,7 +108,7 @@ def test_an_exported_checkpoint_covers_the_same_messages_imported(tmp_path: Path
     from threadline import open_store
     from threadline.interop.export import render_export
     from threadline.interop.sync import Syncer, SyncStatus, find_sources
-    from threadline.store.base import numbered_checkpoints
+    from threadline.store.checkpoints import numbered_checkpoints
 
     with open_store("memory://") as store:
         session = store.create_session(model="simulated/gpt-4o")

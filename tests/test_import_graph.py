@@ -148,7 +148,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_is_read_whole() -> None:
     """The reading sees lazy and type-only imports (so the checks below can fail)."""
     graph = import_graph()
-    assert "threadline.store.base" in graph["threadline.store.fork"]
+    assert "threadline.store.lineage" in graph["threadline.store.fork"]
     assert "threadline.cli.root" in graph["threadline.cli.app"]  # imported inside main()
     assert "threadline.catalog" in graph["threadline.tokens"]  # from threadline import catalog
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.processes import zombie
-from threadline.store import base
-from threadline.store.base import LockHolder, pid_alive, process_state, this_host
+from threadline.store import locks
+from threadline.store.locks import LockHolder, pid_alive, process_state, this_host
 
 
 def test_a_zombie_is_not_alive_though_kill_0_succeeds() -> None:
@@ -23,7 +23,7 @@ def test_a_zombie_is_not_alive_though_kill_0_succeeds() -> None:
 
 
 def test_without_proc_ps_tells_a_zombie(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(base, "PROC_ROOT", str(tmp_path / "no-proc"))
+    monkeypatch.setattr(locks, "PROC_ROOT", str(tmp_path / "no-proc"))
     with zombie() as pid:
         assert process_state(pid) == "Z"
         assert not pid_alive(pid)

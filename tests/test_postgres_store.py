@@ -39,12 +39,9 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import Message
-from threadline.store.base import (
-    CorruptRecordWarning,
-    LockHolder,
-    encode_message,
-    prepare_messages,
-)
+from threadline.store.checks import CorruptRecordWarning
+from threadline.store.encoding import encode_message, prepare_messages
+from threadline.store.locks import LockHolder
 from threadline.store.postgres import (
     LIST_BY_AGENT_SQL,
     LIST_SQL,

@@ -21,7 +21,8 @@ import pytest
 from tests.conformance.backends import clean_store
 from tests.conftest import require_postgres, require_redis
 from threadline import Message, open_store
-from threadline.store.base import ListRequest, Store
+from threadline.store.listing import ListRequest
+from threadline.store.protocol import Store
 
 LEGACY = [  # id, metadata as an old store kept it
     ("root-0001", {}),

@@ -32,7 +32,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from threadline.errors import ConfigError, ThreadlineError, UsageError
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 from threadline.store.retention import (
     CleanupResult,
     apply_cleanup,

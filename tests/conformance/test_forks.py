@@ -4,7 +4,7 @@ A fork's view is the parent's messages up to the fork seq, then its own; its own
 messages get seqs after the fork seq; its counters cover the view; a parent
 checkpoint that covers only shared history applies to it; the parent never sees
 the fork's messages, nor the fork the parent's later ones. The rule lives once in
-``store/base.py`` and ``store/fork.py``; each backend supplies only the starting
+``store/lineage.py`` and ``store/fork.py``; each backend supplies only the starting
 counters at create time, which is what these tests hold every backend to.
 """
 
@@ -20,9 +20,12 @@ from tests.conformance.backends import IN_PROCESS
 from threadline import ContextPolicy, Message, Session, build_context, open_store
 from threadline.errors import SessionHasForks, SessionNotFound, UsageError
 from threadline.store import retraction
-from threadline.store.base import FORK_KEY, Store, fork_point, primary_tokens
+from threadline.store.encoding import primary_tokens
 from threadline.store.fork import delete_session as delete_with_forks
 from threadline.store.fork import deletion_order, fork_session, user_turn_seq
+from threadline.store.lineage import fork_point
+from threadline.store.protocol import Store
+from threadline.store.session_info import FORK_KEY
 
 MODEL = "openai/gpt-4o"
 

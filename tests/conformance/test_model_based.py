@@ -46,9 +46,11 @@ from threadline.server.config import ServerConfig
 from threadline.server.procedures import GetInput, Procedures
 from threadline.server.runner import AgentRunner
 from threadline.store import retraction
-from threadline.store.base import RESERVED_MEMO_PREFIX, Session, fork_point, numbered_checkpoints
+from threadline.store.checkpoints import numbered_checkpoints
 from threadline.store.copy import copy_sessions
 from threadline.store.fork import fork_session, user_turn_seq
+from threadline.store.lineage import fork_point
+from threadline.store.protocol import RESERVED_MEMO_PREFIX, Session
 
 MODEL = "simulated/gpt-4o"
 WORD = "msg"

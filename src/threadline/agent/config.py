@@ -42,7 +42,7 @@ from threadline.agent.tools import BUILTIN_TOOLS
 from threadline.context.builder import DEFAULT_MEMORY_SHARE
 from threadline.context.policy import ContextPolicy
 from threadline.errors import ConfigError, InvalidSessionId, ThreadlineError, UsageError
-from threadline.store.base import DEFAULT_AGENT, validate_agent
+from threadline.store.checks import DEFAULT_AGENT, validate_agent
 
 APP_NAME = "threadline"
 AGENTS_DIRNAME = "agents"

@@ -39,7 +39,7 @@ from threadline.memory import (
 )
 from threadline.messages import Message
 from threadline.requests import request_text
-from threadline.store.base import Session, Store
+from threadline.store.protocol import Session, Store
 
 logger = logging.getLogger(__name__)
 

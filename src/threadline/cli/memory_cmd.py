@@ -38,7 +38,7 @@ from threadline.cli.render import fmt_time, make_console, plural, print_json, sh
 from threadline.cli.state import store_of
 from threadline.errors import ImportFormatError, ThreadlineError, UsageError
 from threadline.store import sqlite_files
-from threadline.store.base import DEFAULT_AGENT
+from threadline.store.checks import DEFAULT_AGENT
 
 if TYPE_CHECKING:
     from threadline.memory import EntityReport, Fact, MemoryHit, MemoryStore

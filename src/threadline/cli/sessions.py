@@ -42,16 +42,11 @@ from threadline.cli.render import (
 from threadline.cli.state import stdin_is_interactive, store_of
 from threadline.errors import ThreadlineError, UsageError
 from threadline.store import retraction, sqlite_files
-from threadline.store.base import (
-    DEFAULT_PAGE_SIZE,
-    MAX_INT,
-    MAX_PAGE_SIZE,
-    Session,
-    SessionInfo,
-    Store,
-    numbered_checkpoints,
-)
+from threadline.store.checkpoints import numbered_checkpoints
+from threadline.store.checks import DEFAULT_PAGE_SIZE, MAX_INT, MAX_PAGE_SIZE
+from threadline.store.protocol import Session, Store
 from threadline.store.search_query import parse_when
+from threadline.store.session_info import SessionInfo
 
 if TYPE_CHECKING:  # the importers load only for ``sessions import``
     from threadline.interop.sync import Source, SyncReport, SyncResult

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from threadline.compaction.trail import Trail
 from threadline.context.builder import ORIENTATION_KEY
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 
 ORIENTATION_HEADER = (
     "## Orientation\n"

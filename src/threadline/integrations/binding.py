@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from threadline.errors import SessionExists, SessionNotFound, UsageError
 from threadline.store import Store, open_store
-from threadline.store.base import DEFAULT_AGENT, Session, validate_session_id
+from threadline.store.checks import DEFAULT_AGENT, validate_session_id
+from threadline.store.protocol import Session
 
 
 class Binding:

@@ -66,13 +66,9 @@ from threadline.errors import (
 )
 from threadline.integrations.binding import missing_extra, open_or_use
 from threadline.store import Store
-from threadline.store.base import (
-    MAX_PAGE_SIZE,
-    ScratchpadEntry,
-    Session,
-    SessionInfo,
-    validate_session_id,
-)
+from threadline.store.checks import MAX_PAGE_SIZE, validate_session_id
+from threadline.store.protocol import Session
+from threadline.store.session_info import ScratchpadEntry, SessionInfo
 
 try:
     from langchain_core.messages import BaseMessage

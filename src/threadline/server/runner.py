@@ -39,7 +39,11 @@ from threadline.server.config import ServerConfig
 from threadline.server.events import EventHub
 from threadline.server.hooks import HookDispatcher
 from threadline.session_agent import session_agent
-from threadline.store.base import Checkpoint, LockHolder, Session, SessionInfo, Store, format_ts
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.checks import format_ts
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import Session, Store
+from threadline.store.session_info import SessionInfo
 
 logger = logging.getLogger(__name__)
 

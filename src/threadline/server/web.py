@@ -64,14 +64,11 @@ from threadline.server.procedures import (
     RenameInput,
     classify,
 )
-from threadline.store.base import (
-    MAX_BOUND,
-    MAX_PAGE_SIZE,
-    Checkpoint,
-    SearchHit,
-    Session,
-    SessionInfo,
-)
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.checks import MAX_BOUND, MAX_PAGE_SIZE
+from threadline.store.protocol import Session
+from threadline.store.search_records import SearchHit
+from threadline.store.session_info import SessionInfo
 
 HERE = Path(__file__).parent
 SESSIONS_PER_PAGE = 50

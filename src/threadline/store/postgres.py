@@ -8,7 +8,7 @@ Appends are idempotent on client message ids (unique ``(session_id, id)``): a
 retry after a dropped connection returns the stored copies instead of writing
 twice. So the store resends idempotent calls itself when their connection drops
 (``pg_terminate_backend``, a server restart, a network cut), with the policy the
-Redis store uses (``base.CONNECTION_RETRY``); only a loss that outlasts the
+Redis store uses (``CONNECTION_RETRY``); only a loss that outlasts the
 resends reaches the caller, as ``StoreUnavailable``. The warnings psycopg and
 its pool log while a dead connection is replaced are filtered out
 (``QuietConnectionLoss``) unless the application configures those loggers.
@@ -65,17 +65,20 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.stamps import utcnow
-from threadline.store import base, core, retraction
-from threadline.store.base import (
-    CONNECTION_RETRY,
+from threadline.store import core, retraction
+from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
+from threadline.store.checks import (
     DEFAULT_PAGE_SIZE,
-    check_checkpoint,
     id_prefix_range,
     prefix_bounds,
     split_url_options,
 )
 from threadline.store.decode import decode_rows
+from threadline.store.encoding import Appending
+from threadline.store.listing import ListRequest, SessionPage
+from threadline.store.locks import LockHolder
 from threadline.store.records import Record
+from threadline.store.retry import CONNECTION_RETRY
 from threadline.store.search_query import (
     Atom,
     SearchOptions,
@@ -87,6 +90,7 @@ from threadline.store.search_query import (
     message_pieces,
     search_request,
 )
+from threadline.store.session_info import NewSession, ScratchpadEntry, SessionChange, SessionInfo
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
@@ -387,7 +391,7 @@ SESSION_COLUMNS = (
 )
 
 
-def list_sql(request: base.ListRequest) -> tuple[str, str, dict[str, Any]]:
+def list_sql(request: ListRequest) -> tuple[str, str, dict[str, Any]]:
     """A listing's count query, page query and parameters (``ListRequest.where``)."""
     where, args = request.where("%({})s")
     count = f"SELECT count(*) FROM sessions{where}"
@@ -408,7 +412,7 @@ def list_sql(request: base.ListRequest) -> tuple[str, str, dict[str, Any]]:
 
 
 def _listing(agent: str | None = None, *, top_level: bool = False) -> str:
-    return list_sql(base.ListRequest(agent, DEFAULT_PAGE_SIZE, 0, top_level, None))[1]
+    return list_sql(ListRequest(agent, DEFAULT_PAGE_SIZE, 0, top_level, None))[1]
 
 
 LIST_SQL = _listing()
@@ -747,16 +751,14 @@ class PostgresStore(core.StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def _insert_session(
-        self, new: base.NewSession, lock: base.LockHolder | None
-    ) -> base.SessionInfo:
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         with self._write() as conn:
             if new.parent is not None:
                 _require(conn, new.parent)
             try:
                 info = _one(
                     conn,
-                    base.SessionInfo,
+                    SessionInfo,
                     "INSERT INTO sessions (id, agent, model, title, created_at, updated_at, "
                     "metadata, lock, parent_id, last_seq, message_count, total_tokens) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
@@ -795,23 +797,21 @@ class PostgresStore(core.StoreCore):
             return [r[0] for r in rows.fetchall()]
 
     @_resent
-    def session_info(self, session_id: str) -> base.SessionInfo:
+    def session_info(self, session_id: str) -> SessionInfo:
         with self._read() as conn:
-            info = _one(conn, base.SessionInfo, _SESSION_SQL, (session_id,))
+            info = _one(conn, SessionInfo, _SESSION_SQL, (session_id,))
         if info is None:
             raise SessionNotFound(session_id)
         return info
 
     @_resent
-    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
+    def _list_page(self, request: ListRequest) -> SessionPage:
         count, page, args = list_sql(request)
         with self._read() as conn:
             total_row = conn.execute(count, args).fetchone()
-            items = _all(conn, base.SessionInfo, page, args)
+            items = _all(conn, SessionInfo, page, args)
         total = total_row[0] if total_row else 0
-        return base.SessionPage(
-            items=items, total=total, offset=request.offset, limit=request.limit
-        )
+        return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
 
     @_resent
     def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
@@ -824,11 +824,11 @@ class PostgresStore(core.StoreCore):
         return {r[0]: int(r[1]) for r in rows}
 
     @_resent
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._write() as conn:
             info = _one(
                 conn,
-                base.SessionInfo,
+                SessionInfo,
                 f"UPDATE sessions SET title = %s, updated_at = %s WHERE id = %s "
                 f"RETURNING {SESSION_COLUMNS}",
                 (title, now, session_id),
@@ -838,7 +838,7 @@ class PostgresStore(core.StoreCore):
         return info
 
     @_resent
-    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._write() as conn:
             head = conn.execute(
                 "SELECT metadata, parent_id FROM sessions WHERE id = %s FOR NO KEY UPDATE",
@@ -851,7 +851,7 @@ class PostgresStore(core.StoreCore):
                 _require(conn, new_parent)
             info = _one(
                 conn,
-                base.SessionInfo,
+                SessionInfo,
                 "UPDATE sessions SET model = COALESCE(%s, model), title = COALESCE(%s, title), "
                 "parent_id = COALESCE(%s, parent_id), metadata = %s WHERE id = %s "
                 f"RETURNING {SESSION_COLUMNS}",
@@ -887,7 +887,7 @@ class PostgresStore(core.StoreCore):
     # -- messages ---------------------------------------------------------------
 
     @_resent
-    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
+    def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
         prepared = [  # before the session is locked
             _message_row(m, b, t)
             for m, b, t in zip(batch.messages, batch.bodies, batch.tokens, strict=True)
@@ -908,7 +908,7 @@ class PostgresStore(core.StoreCore):
     def _append_in(
         self,
         conn: Conn,
-        batch: base.Appending,
+        batch: Appending,
         prepared: Sequence[tuple[str, str, datetime, int, str, str]],
     ) -> int | list[Message]:
         """The first seq given to the batch, or the stored copies of a batch already stored."""
@@ -964,17 +964,13 @@ class PostgresStore(core.StoreCore):
 
     # -- checkpoints ------------------------------------------------------------
 
-    def _add_checkpoint(
-        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
-    ) -> base.Checkpoint:
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         # ``new`` is stamped once (store core): a resend is recognised as the same checkpoint
         return CONNECTION_RETRY.call(
             lambda: self._add_checkpoint_once(new, expect_previous), retry_on=ConnectionLost
         )
 
-    def _add_checkpoint_once(
-        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
-    ) -> base.Checkpoint:
+    def _add_checkpoint_once(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         """One transaction: the session's row lock orders checkpoint writers, so the
         latest checkpoint read here is still the latest when the insert commits."""
         with self._write() as conn:
@@ -985,7 +981,7 @@ class PostgresStore(core.StoreCore):
                 raise SessionNotFound(new.session_id)
             latest = _one(
                 conn,
-                base.Checkpoint,
+                Checkpoint,
                 _CHECKPOINT_SQL + " ORDER BY id DESC LIMIT 1",
                 (new.session_id,),
             )
@@ -996,7 +992,7 @@ class PostgresStore(core.StoreCore):
                 return stored
             checkpoint = _one(
                 conn,
-                base.Checkpoint,
+                Checkpoint,
                 "INSERT INTO checkpoints (session_id, covers_up_to, summary, created_at, "
                 f"metadata) VALUES (%s, %s, %s, %s, %s) RETURNING {_CHECKPOINT_COLUMNS}",
                 (
@@ -1011,18 +1007,18 @@ class PostgresStore(core.StoreCore):
         return checkpoint
 
     @_resent
-    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         with self._read() as conn:
             sql_text = _CHECKPOINT_SQL + " ORDER BY id DESC LIMIT 1"
-            latest = _one(conn, base.Checkpoint, sql_text, (session_id,))
+            latest = _one(conn, Checkpoint, sql_text, (session_id,))
             if latest is None:
                 _require(conn, session_id)
         return latest
 
     @_resent
-    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         with self._read() as conn:
-            found = _all(conn, base.Checkpoint, _CHECKPOINT_SQL + " ORDER BY id", (session_id,))
+            found = _all(conn, Checkpoint, _CHECKPOINT_SQL + " ORDER BY id", (session_id,))
             if not found:
                 _require(conn, session_id)
         return found
@@ -1030,13 +1026,13 @@ class PostgresStore(core.StoreCore):
     # -- scratchpad and memo ----------------------------------------------------
 
     @_resent
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         now = utcnow()
         with self._write() as conn:
             try:
                 entry = _one(
                     conn,
-                    base.ScratchpadEntry,
+                    ScratchpadEntry,
                     "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
                     "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id, name) DO UPDATE SET "
                     f"content = excluded.content, updated_at = excluded.updated_at "
@@ -1049,23 +1045,21 @@ class PostgresStore(core.StoreCore):
         return entry
 
     @_resent
-    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         with self._read() as conn:
-            entry = _one(
-                conn, base.ScratchpadEntry, _ENTRY_SQL + " AND name = %s", (session_id, name)
-            )
+            entry = _one(conn, ScratchpadEntry, _ENTRY_SQL + " AND name = %s", (session_id, name))
             if entry is None:
                 _require(conn, session_id)
         return entry
 
     @_resent
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         low, high = prefix_bounds(prefix)
         below = "" if high is None else " AND name < %s"
         args = (session_id, low) if high is None else (session_id, low, high)
         with self._read() as conn:
             sql = f"{_ENTRY_SQL} AND name >= %s{below} ORDER BY name"
-            entries = _all(conn, base.ScratchpadEntry, sql, args)
+            entries = _all(conn, ScratchpadEntry, sql, args)
             if not entries:
                 _require(conn, session_id)
         return entries
@@ -1133,8 +1127,8 @@ class PostgresStore(core.StoreCore):
     """Resent after a lost connection: the same holder renews (``LockHolder.claim``)."""
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
-    ) -> base.LockHolder | None:
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._write() as conn:
             current = _holder_for_update(conn, session_id)
             new = decide(current)
@@ -1146,7 +1140,7 @@ class PostgresStore(core.StoreCore):
         return new
 
     @_resent
-    def lock_holder(self, session_id: str) -> base.LockHolder | None:
+    def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._read() as conn:
             row = conn.execute("SELECT lock FROM sessions WHERE id = %s", (session_id,)).fetchone()
         if row is None:
@@ -1303,7 +1297,7 @@ def _message_row(m: Message, body: bytes, tokens: int) -> tuple[str, str, dateti
     return (m.id, m.role, m.created_at, tokens, body.decode("utf-8"), text)
 
 
-def _holder_for_update(conn: Conn, session_id: str) -> base.LockHolder | None:
+def _holder_for_update(conn: Conn, session_id: str) -> LockHolder | None:
     """The attach lock's holder, the session's row locked until the transaction ends."""
     row = conn.execute(
         "SELECT lock FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
@@ -1313,9 +1307,9 @@ def _holder_for_update(conn: Conn, session_id: str) -> base.LockHolder | None:
     return _holder(session_id, row[0])
 
 
-def _holder(session_id: str, lock: object) -> base.LockHolder | None:
+def _holder(session_id: str, lock: object) -> LockHolder | None:
     """The session's attach lock from its ``lock`` column."""
-    return base.LockHolder.stored(lock, where=f"session {session_id}")
+    return LockHolder.stored(lock, where=f"session {session_id}")
 
 
 def _require(conn: Conn, session_id: str) -> None:
