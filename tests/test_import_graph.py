@@ -48,7 +48,7 @@ both faces (``cli`` and ``server``) show; nothing imports ``cli``."""
 STORE_BACKENDS = {
     "sqlite": ("sqlite", "sqlite_files"),
     "jsonl": ("jsonl", "jsonl_file"),
-    "postgres": ("postgres",),
+    "postgres": ("postgres", "postgres_schema"),
     "redis": ("redis", "redis_scripts"),
     "memory": ("memory",),
 }

@@ -49,12 +49,12 @@ from threadline.store.postgres import (
     LIST_TOP_SQL,
     READ_SQL,
     RESOLVE_PREFIX_SQL,
-    SCHEMA_VERSION,
     TAIL_SQL,
     PostgresStore,
     redact_url,
     split_postgres_url,
 )
+from threadline.store.postgres_schema import SCHEMA_VERSION
 
 WAIT_FOR_SERVER_STATE = 30.0
 """Seconds a test polls pg_stat_activity for a state it is waiting for before failing."""

@@ -126,7 +126,7 @@ def test_postgres_migration_moves_links_out_of_metadata() -> None:
     from psycopg.types.json import Json
 
     from tests.test_postgres_store import _admin, fresh_schema
-    from threadline.store.postgres import MIGRATIONS
+    from threadline.store.postgres_schema import MIGRATIONS
 
     url = require_postgres()
     with fresh_schema(url) as (store_url, schema), _admin(url) as admin:

@@ -77,6 +77,7 @@ from threadline.store.decode import decode_rows
 from threadline.store.encoding import Appending
 from threadline.store.listing import ListRequest, SessionPage
 from threadline.store.locks import LockHolder
+from threadline.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION, Conn, search_text
 from threadline.store.records import Record
 from threadline.store.retry import CONNECTION_RETRY
 from threadline.store.search_query import (
@@ -84,8 +85,6 @@ from threadline.store.search_query import (
     SearchOptions,
     SearchPage,
     SearchQuery,
-    body_pieces,
-    capped_index_text,
     hit_from_body,
     message_pieces,
     search_request,
@@ -95,7 +94,6 @@ from threadline.store.session_info import NewSession, ScratchpadEntry, SessionCh
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
 
-Conn = psycopg.Connection[tuple[Any, ...]]
 R = TypeVar("R", bound=Record)
 T = TypeVar("T", int, float)
 P = ParamSpec("P")
@@ -119,11 +117,6 @@ DIAGNOSE_CONNECT_TIMEOUT = 3
 """Seconds for the probe connection that explains a pool timeout."""
 MIGRATION_LOCK_KEY = 0x74686C6E
 """First half of the advisory lock key that serialises migrations (second: the schema)."""
-MIGRATION_BATCH = 1000
-"""Rows a migration rewrites per round trip."""
-SEARCH_TEXT_LIMIT = 100_000
-"""Characters of a message indexed for search; a tsvector is limited to 1 MB."""
-"""``ts_headline`` options: mark hits like the SQLite backend's snippet does."""
 STORE_OPTIONS = ("schema", "pool_size", "pool_timeout", "search_timeout")
 """URL query options that are ours; every other option goes to libpq (which refuses
 what it does not know)."""
@@ -217,170 +210,6 @@ def quiet_connection_loss() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, QuietConnectionLoss) for f in logger.filters):
             logger.addFilter(QuietConnectionLoss())
-
-
-# -- migrations: one ordered list, applied in one place when the store opens ------
-
-
-def m001_initial(conn: Conn) -> None:
-    conn.execute(_M001)
-
-
-_M001 = """
-CREATE TABLE threadline_meta (key text PRIMARY KEY, value text NOT NULL);
-CREATE TABLE sessions (
-    id text COLLATE "C" PRIMARY KEY, agent text COLLATE "C" NOT NULL, model text, title text,
-    created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
-    message_count bigint NOT NULL DEFAULT 0, total_tokens bigint NOT NULL DEFAULT 0,
-    last_seq bigint NOT NULL DEFAULT 0,
-    metadata json NOT NULL DEFAULT '{}', memo json NOT NULL DEFAULT '{}', lock json);
-CREATE INDEX sessions_by_updated ON sessions (updated_at DESC, id);
-CREATE INDEX sessions_by_agent ON sessions (agent, updated_at DESC, id);
-CREATE TABLE messages (
-    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    seq bigint NOT NULL, id text NOT NULL, role text NOT NULL, created_at timestamptz NOT NULL,
-    tokens bigint NOT NULL, body text NOT NULL, search_text text NOT NULL,
-    search tsvector GENERATED ALWAYS AS (to_tsvector('simple', search_text)) STORED,
-    CONSTRAINT messages_by_seq PRIMARY KEY (session_id, seq),
-    CONSTRAINT messages_by_id UNIQUE (session_id, id));
-CREATE INDEX messages_search ON messages USING gin (search);
-CREATE TABLE checkpoints (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    covers_up_to bigint NOT NULL, summary json NOT NULL, created_at timestamptz NOT NULL,
-    metadata json NOT NULL DEFAULT '{}');
-CREATE INDEX checkpoints_by_session ON checkpoints (session_id, id);
-CREATE TABLE scratchpad (
-    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    name text COLLATE "C" NOT NULL, content json NOT NULL,
-    created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
-    PRIMARY KEY (session_id, name))
-"""
-
-
-def m002_index_decoded_text(conn: Conn) -> None:
-    """Search what a message says, decoded (``search_query.index_text``: text, tool
-    names, tool arguments' keys and values, CJK split by character): ``search_text``
-    holds those tokens joined by spaces and ``search`` is their ``array_to_tsvector``,
-    taken as they are, so PostgreSQL's parser never splits words differently from the
-    other backends. Existing rows get their new text from their stored bodies."""
-    conn.execute("DROP INDEX IF EXISTS messages_search")
-    conn.execute("ALTER TABLE messages DROP COLUMN IF EXISTS search")
-    with conn.cursor(name="threadline_m002") as rows:
-        rows.itersize = MIGRATION_BATCH
-        rows.execute("SELECT session_id, seq, body FROM messages")
-        while batch := rows.fetchmany(MIGRATION_BATCH):
-            with conn.cursor() as update:
-                update.executemany(
-                    "UPDATE messages SET search_text = %s WHERE session_id = %s AND seq = %s",
-                    [(_search_text(body_pieces(body)), sid, seq) for sid, seq, body in batch],
-                )
-    conn.execute(
-        "ALTER TABLE messages ADD COLUMN search tsvector GENERATED ALWAYS AS "
-        "(array_to_tsvector(array_remove(string_to_array(search_text, ' '), ''))) STORED"
-    )
-    conn.execute("CREATE INDEX messages_search ON messages USING gin (search)")
-
-
-def m003_session_parents(conn: Conn) -> None:
-    """A session names the session it is listed under in ``parent_id`` (a subagent's
-    parent, a fork's), which listing filters on by index: ``sessions_by_parent`` serves
-    a parent's children, partial indexes the top-level sessions (all, and of one
-    agent), so a page of top-level sessions reads that page, never every session's
-    metadata. Deleting a parent makes its children top-level (``ON DELETE SET NULL``).
-    Existing links move out of the metadata: a fork's point and an imported subagent's
-    ``parent_session``, when that session exists."""
-    conn.execute(
-        'ALTER TABLE sessions ADD COLUMN IF NOT EXISTS parent_id text COLLATE "C" '
-        "REFERENCES sessions (id) ON DELETE SET NULL"
-    )
-    conn.execute(
-        "UPDATE sessions s SET parent_id = p.id FROM sessions p "
-        "WHERE s.parent_id IS NULL AND p.id <> s.id AND p.id = (COALESCE("
-        "s.metadata -> 'forked_from' ->> 'session', s.metadata ->> 'parent_session'"
-        ') COLLATE "C")'
-    )
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS sessions_top ON sessions (updated_at DESC, id) "
-        "WHERE parent_id IS NULL"
-    )
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS sessions_top_by_agent ON sessions "
-        "(agent, updated_at DESC, id) WHERE parent_id IS NULL"
-    )
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (parent_id, updated_at DESC, id)"
-    )
-
-
-def m004_session_counts(conn: Conn) -> None:
-    """A listing's total is exact without counting every session: ``session_counts``
-    holds signed deltas per agent and top-level flag, written by a trigger in the same
-    transaction as the session row, so the sum over it is the count any snapshot sees
-    (``list_sql``). Deltas are only inserted, so writers never wait on a shared row;
-    every ``COUNT_ROLLUP``-th one folds the rest into one row per group, which keeps
-    the sum a read of a few rows (skipping rows another fold holds: folds never wait
-    on each other, so they cannot deadlock). The trigger skips appends (only ``agent`` and
-    ``parent_id`` matter). Existing sessions are counted afresh here, under the table
-    lock that creating the trigger takes, so no write slips between (and it may run
-    again, as the other migrations may)."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS session_counts (id bigint GENERATED ALWAYS AS IDENTITY "
-        'PRIMARY KEY, agent text COLLATE "C" NOT NULL, top boolean NOT NULL, n bigint NOT NULL)'
-    )
-    conn.execute(_COUNT_SESSIONS.replace("COUNT_ROLLUP", str(COUNT_ROLLUP)))
-    conn.execute("DROP TRIGGER IF EXISTS sessions_counted ON sessions")
-    conn.execute(
-        "CREATE TRIGGER sessions_counted AFTER INSERT OR DELETE OR UPDATE OF agent, parent_id "
-        "ON sessions FOR EACH ROW EXECUTE FUNCTION count_sessions()"
-    )
-    conn.execute("DELETE FROM session_counts")
-    conn.execute(
-        "INSERT INTO session_counts (agent, top, n) "
-        "SELECT agent, parent_id IS NULL, count(*) FROM sessions GROUP BY 1, 2"
-    )
-
-
-COUNT_ROLLUP = 1000
-"""Every this many deltas, ``session_counts`` is folded to one row per group."""
-_COUNT_SESSIONS = """
-CREATE OR REPLACE FUNCTION count_sessions() RETURNS trigger LANGUAGE plpgsql
-SET search_path FROM CURRENT AS $$
-DECLARE
-    added bigint;
-    fold boolean := false;
-BEGIN
-    IF TG_OP = 'UPDATE' AND OLD.agent = NEW.agent
-            AND (OLD.parent_id IS NULL) = (NEW.parent_id IS NULL) THEN
-        RETURN NULL;
-    END IF;
-    IF TG_OP <> 'INSERT' THEN
-        INSERT INTO session_counts (agent, top, n)
-        VALUES (OLD.agent, OLD.parent_id IS NULL, -1) RETURNING id INTO added;
-        fold := added % COUNT_ROLLUP = 0;
-    END IF;
-    IF TG_OP <> 'DELETE' THEN
-        INSERT INTO session_counts (agent, top, n)
-        VALUES (NEW.agent, NEW.parent_id IS NULL, 1) RETURNING id INTO added;
-        fold := fold OR added % COUNT_ROLLUP = 0;
-    END IF;
-    IF fold THEN
-        WITH gone AS (DELETE FROM session_counts WHERE id IN (
-            SELECT id FROM session_counts FOR UPDATE SKIP LOCKED) RETURNING agent, top, n)
-        INSERT INTO session_counts (agent, top, n)
-        SELECT agent, top, sum(n) FROM gone GROUP BY agent, top HAVING sum(n) <> 0;
-    END IF;
-    RETURN NULL;
-END $$"""
-
-
-MIGRATIONS: list[Callable[[Conn], None]] = [
-    m001_initial,
-    m002_index_decoded_text,
-    m003_session_parents,
-    m004_session_counts,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
 
 
 # -- the queries that indexes must serve (tests EXPLAIN these very strings) --------
@@ -1239,18 +1068,6 @@ def _search_condition(q: SearchQuery) -> tuple[str, dict[str, Any]]:
     return condition, args
 
 
-def _search_text(pieces: list[str]) -> str:
-    """What ``search`` indexes: the index text, cut at a token boundary to
-    ``SEARCH_TEXT_LIMIT`` characters (a tsvector is limited to 1 MB)."""
-    text = capped_index_text(pieces)
-    if len(text) > SEARCH_TEXT_LIMIT:
-        text = text[: SEARCH_TEXT_LIMIT + 1].rsplit(" ", 1)[0]
-    return text
-
-
-# -- rows -------------------------------------------------------------------------
-
-
 def _handing_over(first: Conn) -> type[Conn]:
     """The pool's connection class: its first connection is ``first`` (the one that
     checked the schema), so opening a store connects once, not twice."""
@@ -1293,7 +1110,7 @@ def _all(conn: Conn, record: type[R], query: str, args: Params) -> list[R]:
 
 def _message_row(m: Message, body: bytes, tokens: int) -> tuple[str, str, datetime, int, str, str]:
     """A message's columns but session and seq; search sees a bounded, NUL-free text."""
-    text = _search_text(message_pieces(m))
+    text = search_text(message_pieces(m))
     return (m.id, m.role, m.created_at, tokens, body.decode("utf-8"), text)
 
 
