@@ -482,7 +482,8 @@ def export(
     from threadline.interop.supyagent import summary_path
 
     checkpoints = numbered_checkpoints(session.checkpoints())
-    text, summary = render_export(fmt.value, info, session.iter_messages(), checkpoints)
+    written = list(session.iter_messages())  # what the view shows: the count said below
+    text, summary = render_export(fmt.value, info, written, checkpoints)
     if output == STDOUT_PATH:
         # Markdown may reach a terminal: control characters escaped (JSON escapes its own);
         # a file (-o FILE) keeps the exact text
@@ -501,7 +502,7 @@ def export(
     if summary is not None:
         write_atomically(summary_path(path), summary)
         typer.echo(str(summary_path(path)), err=True)
-    typer.echo(f"wrote {path} ({session.message_count} messages)", err=True)
+    typer.echo(f"wrote {path} ({len(written)} messages)", err=True)
     typer.echo(str(path))
 
 
