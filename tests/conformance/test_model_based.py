@@ -131,15 +131,17 @@ class _Procedures(Procedures):
 
 
 class StoreMachine(RuleBasedStateMachine):
-    backend: str
+    store: Store
+    """One store per backend for all examples, emptied as each begins (a schema or
+    directory per example would spend most of the run creating them)."""
     root: Path
 
     def __init__(self) -> None:
         super().__init__()
         self.dir = self.root / uuid.uuid4().hex[:12]
         self.dir.mkdir()
-        self.url = make_url(self.backend, self.dir)
-        self.store: Store = open_store(self.url)
+        self.store.delete_all(force=True)
+        assert self.store.list_sessions().total == 0
         self.model: dict[str, Model] = {}
         self.counter = 0
         self.touched: str | None = None
@@ -152,8 +154,6 @@ class StoreMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.runner.close()
-        self.store.close()
-        cleanup_url(self.backend, self.url)
 
     # -- helpers
     def _new_text(self) -> str:
@@ -504,9 +504,17 @@ def test_every_view_tells_the_models_story(
     backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)  # the built-in agent, whatever agents/ the caller's folder has
-    machine = type(
-        f"StoreMachine_{backend}", (StoreMachine,), {"backend": backend, "root": tmp_path}
-    )
+    url = make_url(backend, tmp_path)
+    store = open_store(url)
+    machine = type(f"StoreMachine_{backend}", (StoreMachine,), {"store": store, "root": tmp_path})
+    try:
+        _run(machine)
+    finally:
+        store.close()
+        cleanup_url(backend, url)
+
+
+def _run(machine: type[StoreMachine]) -> None:
     run_state_machine_as_test(
         machine,
         settings=settings(
