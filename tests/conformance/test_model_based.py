@@ -58,10 +58,11 @@ WORD = "msg"
 TITLES = (None, "plan", "Trip to Köln")
 
 MAX_EXAMPLES = int(os.environ.get("THREADLINE_MODEL_EXAMPLES", "12"))
+"""Per backend; ``THREADLINE_MODEL_EXAMPLES`` raises it for a longer hunt."""
 STEPS = 25
-"""Per backend: enough to find a fork of a fork read past its fork point in a few
-examples (it takes create, append, fork, fork), small enough for CI (see the README of
-tests: the figures of a run are in the commit that set these)."""
+"""Steps per example. 12 examples of 25 found a fork of a fork reading past its fork
+point (it takes create, append, fork, fork) for each of 8 seeds tried, and stay small
+enough for CI."""
 
 
 # -- the reference model ------------------------------------------------------------------
