@@ -57,7 +57,8 @@ from histories import batches
 from threadline import Message
 from threadline.errors import InvalidMessage
 from threadline.stamps import new_id
-from threadline.store.base import check_message, format_ts, prepare_messages, primary_tokens
+from threadline.store.checks import format_ts
+from threadline.store.encoding import check_message, prepare_messages, primary_tokens
 from threadline.store.search_query import fts_text, message_pieces
 from threadline.store.sqlite import FTS_OPTIONS, SQLiteStore
 

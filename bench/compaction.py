@@ -56,7 +56,7 @@ from threadline import ContextPolicy, Message, build_context, open_store
 from threadline.compaction.compactor import Compactor
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.demo.coding_run import Turn, coding_run
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 from threadline.tokens import counter_for
 
 MODEL = "gpt-4o"

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from threadline import Message, ToolCall
 from threadline.messages import new_id
-from threadline.store.base import prepare_messages
+from threadline.store.encoding import prepare_messages
 
 POOL_TURNS = 60
 MODEL = "gpt-4o"

@@ -40,7 +40,8 @@ from rich.console import Console
 from rich.table import Table
 
 from threadline import open_store
-from threadline.store.base import Store, format_ts
+from threadline.store.checks import format_ts
+from threadline.store.protocol import Store
 
 PAGE = 20
 CHILD_SHARE = 10

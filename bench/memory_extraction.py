@@ -45,7 +45,7 @@ from threadline import Message, open_store
 from threadline.memory import ExtractiveExtractor, Extractor, HybridExtractor, open_memory
 from threadline.memory.build import build_memory
 from threadline.memory.rules import STOPWORDS
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 WORD_RE = re.compile(r"[^\W\d_]{3,}")
 PREFIX = 6

@@ -77,7 +77,7 @@ from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.errors import ContextOverflow
 from threadline.interop.sync import Source, Syncer, SyncStatus, find_sources
 from threadline.requests import request_text
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 SIZES = (16_000, 32_000, 64_000)

@@ -42,7 +42,7 @@ from threadline.interop.importers import import_file, read_transcript_runs
 from threadline.interop.provider_rules import anthropic_problems, openai_problems
 from threadline.interop.sync import find_sources
 from threadline.requests import first_request, is_request, request_text
-from threadline.store.base import prepare_messages
+from threadline.store.encoding import prepare_messages
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 LIMIT = 32_000

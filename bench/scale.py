@@ -50,7 +50,8 @@ from rich.table import Table
 
 from threadline import open_store
 from threadline.messages import Message
-from threadline.store.base import Store, format_ts, parse_ts
+from threadline.store.checks import format_ts, parse_ts
+from threadline.store.protocol import Store
 
 TEMPLATE = 1_000
 """Sessions made through the API; the rest are copies of their rows."""

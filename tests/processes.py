@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from threadline.store.base import process_state
+from threadline.store.locks import process_state
 
 ZOMBIE_WAIT_STEPS = 1000
 ZOMBIE_WAIT_STEP_SECONDS = 0.01

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.conftest import TRANSCRIPTS
 from threadline.interop.sync import Syncer, find_sources
-from threadline.store.base import Session, Store
+from threadline.store.protocol import Session, Store
 
 
 def transcript_files() -> list[str]:

@@ -23,7 +23,7 @@ from threadline.errors import ModelError
 from threadline.llm.openai_provider import OpenAIChatModel
 from threadline.llm.scripted import ScriptedChatModel, tool_call, with_usage
 from threadline.messages import INTERRUPTED_RESULT
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 
 FIXED_NOW = datetime(2025, 1, 15, 14, 33, 7, tzinfo=ZoneInfo("Europe/Berlin"))
 

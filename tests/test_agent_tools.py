@@ -19,7 +19,7 @@ from threadline.agent.tools import (
     builtin_registry,
     schema_from_signature,
 )
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 
 
 def call(tool: str, **arguments: object) -> ToolCall:

@@ -22,13 +22,8 @@ from threadline import Message, ToolCall
 from threadline.errors import InvalidMessage
 from threadline.messages import FilePart, ImagePart, TextPart, Usage
 from threadline.store import sqlite as sqlite_store
-from threadline.store.base import (
-    encode_message,
-    format_ts,
-    parse_ts,
-    prepare_messages,
-    stored_times,
-)
+from threadline.store.checks import format_ts, parse_ts
+from threadline.store.encoding import encode_message, prepare_messages, stored_times
 from threadline.store.sqlite import SQLiteStore
 
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from threadline.integrations.binding import namespaced
-from threadline.store.base import validate_session_id
+from threadline.store.checks import validate_session_id
 
 PREFIXES = ["lg", "lc", "pa", "oa"]
 KEYS = st.one_of(

@@ -11,7 +11,8 @@ from tests.strategies import history
 from tests.windows import checked_window, raw_session
 from threadline import ContextOverflow, ContextPolicy, Message, build_context, open_store
 from threadline.messages import INTERRUPTED_RESULT
-from threadline.store.base import Session, primary_tokens
+from threadline.store.encoding import primary_tokens
+from threadline.store.protocol import Session
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -46,7 +46,7 @@ from threadline.cli.slash import (
 )
 from threadline.context.builder import ContextReport, Section
 from threadline.llm.scripted import ScriptedChatModel
-from threadline.store.base import LockHolder
+from threadline.store.locks import LockHolder
 
 MODEL = "compatible/gpt-4o"
 TOKENS_LINE = re.compile(

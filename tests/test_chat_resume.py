@@ -327,6 +327,24 @@ def test_rewind_and_fork_go_on_in_a_fork(
         assert root.title == rewound.title == "question one"
 
 
+def test_rewind_after_fork_sends_without_the_undone_turn(
+    fake: FakeOpenAI, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/fork`` then ``/rewind``: the rewound session is a fork of a fork, made before
+    the first fork's point; its next request held the undone turn (issue 32)."""
+    for text in ("answer one", "answer two", "answer two again"):
+        fake.reply_text(text)
+    lines = ["question one", "question two", "/fork", "/rewind", "question two, differently"]
+    result = repl(sqlite_url, ["-m", MODEL_A], lines, monkeypatch)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert "undone: question two" in result.stdout
+    assert [t for r, t in sent(fake.requests[2]) if r != "system"] == [
+        "question one",
+        "answer one",
+        "question two, differently",
+    ]
+
+
 def test_a_streamed_reply_stops_the_terminal_echoing_ctrl_c() -> None:
     """The live view redraws by moving up the lines it drew; a ``^C`` the terminal echoes
     moved the cursor on, so the partial reply showed twice after Ctrl-C. While a reply

@@ -23,7 +23,7 @@ from threadline.errors import (
     ThreadlineError,
 )
 from threadline.store import SessionInfo
-from threadline.store.base import LockHolder
+from threadline.store.locks import LockHolder
 
 runner = CliRunner()
 

@@ -20,7 +20,8 @@ from threadline.cli.app import app
 from threadline.cli.copy_cmd import redact
 from threadline.config import CONFIG_DIR_ENV, CONFIG_ENV
 from threadline.messages import utcnow
-from threadline.store.base import LockHolder, format_ts
+from threadline.store.checks import format_ts
+from threadline.store.locks import LockHolder
 from threadline.store.retention import session_bytes
 
 runner = CliRunner()

@@ -12,7 +12,7 @@ import pytest
 
 from tests.test_cli import js, ok
 from threadline import Message, open_store
-from threadline.store.base import dated
+from threadline.store.encoding import dated
 from threadline.store.fork import fork_session
 
 FEB = datetime(2025, 2, 3, 4, 5, 6, tzinfo=UTC)

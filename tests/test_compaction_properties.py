@@ -16,7 +16,7 @@ from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.snapshot import SummaryResult, words
 from threadline.compaction.triggers import is_user_turn
 from threadline.context.builder import window_cost
-from threadline.store.base import prepare_messages
+from threadline.store.encoding import prepare_messages
 from threadline.tokens import counter_for
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

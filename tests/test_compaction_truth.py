@@ -28,7 +28,7 @@ from threadline.compaction.snapshot import parse
 from threadline.compaction.trail import TRAIL_KEY, Trail
 from threadline.compaction.values import VALUE_LABELS, bullet_value, is_artefact
 from threadline.interop.sync import Source, Syncer
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 CWD = "/home/dev/shop"
 SUMMARY = (

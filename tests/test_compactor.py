@@ -37,7 +37,9 @@ from threadline.compaction.values import extract_values, retention
 from threadline.context.builder import window_cost
 from threadline.errors import CheckpointConflict, CompactionInProgress
 from threadline.messages import utcnow
-from threadline.store.base import Store, prepare_messages, this_host
+from threadline.store.encoding import prepare_messages
+from threadline.store.locks import this_host
+from threadline.store.protocol import Store
 from threadline.tokens import counter_for
 
 

@@ -13,8 +13,8 @@ from tests.conformance.backends import cleanup_url, make_url
 from threadline import Message, Store, ToolCall, open_store
 from threadline.errors import SessionNotFound, UsageError
 from threadline.messages import ImagePart, TextPart
-from threadline.store.base import LockHolder
 from threadline.store.copy import CopyProgress, CopyStatus, copy_sessions
+from threadline.store.locks import LockHolder
 from threadline.store.memory import MemoryStore
 
 OpenStore = Callable[[str], Store]
@@ -352,7 +352,7 @@ def test_copies_keep_dates_and_parents(
     parent before a child the source lists first (it was updated later)."""
     from datetime import UTC, datetime, timedelta
 
-    from threadline.store.base import dated
+    from threadline.store.encoding import dated
 
     feb = datetime(2025, 2, 3, 4, 5, 6, 7, tzinfo=UTC)
     src, dst = stores(src_backend), stores(dst_backend)

@@ -15,8 +15,8 @@ from tests.damage import overwrite_page_of, three_sessions
 from threadline import Message, UsageError, open_store
 from threadline.cli.app import app
 from threadline.compaction.compactor import MARK_KEY
-from threadline.store.base import LockHolder, this_host
 from threadline.store.doctor import check_store, salvage
+from threadline.store.locks import LockHolder, this_host
 
 runner = CliRunner()
 

@@ -167,3 +167,31 @@ def test_cleanup_keeps_a_parent_whose_forks_stay(sqlite_url: str) -> None:
         assert kept.victims == []
         (skipped,) = kept.skipped_locked
         assert skipped.info.id == parent and child.id in skipped.why
+
+
+def test_a_fork_of_a_fork_tells_one_story_in_every_command(sqlite_url: str, tmp_path: Path) -> None:
+    """Issue 32 as a user met it: F1 = fork S --at 40, F2 = fork F1 --at 20. ``show``
+    said 20 messages while ``history``, ``export`` and ``copy`` read 40; and ``export``
+    says how many messages it wrote, not how many the session stores (a retraction's
+    record and what it retracted are stored, not written)."""
+    parent = seeded(sqlite_url, turns=25)  # 50 messages
+    f1 = run(sqlite_url, "sessions", "fork", parent, "--at", "40").stdout.strip()
+    f2 = run(sqlite_url, "sessions", "fork", f1, "--at", "20").stdout.strip()
+    with open_store(sqlite_url) as store:
+        store.get_session(f2).retract([20])  # seq 21, a record: 19 messages in view
+    want = [f"{kind} {i}" for i in range(10) for kind in ("question", "answer")][:19]
+
+    shown = json.loads(run(sqlite_url, "sessions", "show", f2, "--json").stdout)
+    assert shown["session"]["visible_count"] == 19
+    history = run(sqlite_url, "sessions", "history", f2, "-n", "100", "--json")
+    assert [m["content"] for m in json.loads(history.stdout)["items"]] == want
+    out = tmp_path / "f2.json"
+    exported = run(sqlite_url, "sessions", "export", f2, "-f", "json", "-o", str(out))
+    assert exported.exit_code == 0, exported.output
+    assert "(19 messages)" in exported.stderr
+    assert [m["content"] for m in json.loads(out.read_text())["messages"]] == want
+    to = f"sqlite://{tmp_path / 'to.db'}"
+    copied = run(sqlite_url, "sessions", "copy", "--to", to, "--session", f2)
+    assert copied.exit_code == 0, copied.output
+    with open_store(to) as store:
+        assert [m.text for m in store.get_session(f2).messages()] == want

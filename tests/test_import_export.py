@@ -100,6 +100,35 @@ def test_json_export_round_trip_property(tmp_path: Path, ms: list[Message]) -> N
     assert [_without_identity(m) for m in got] == [_without_identity(m) for m in ms]
 
 
+def test_an_exported_checkpoint_covers_the_same_messages_imported(tmp_path: Path) -> None:
+    """An export leaves out what its view hides (retracted messages, their records), so
+    a checkpoint's seq is not a count of the exported messages: imported, it covers the
+    same messages it covered (it was refused as "outside the imported messages", or
+    covered later ones; issue 32's model-based test found it)."""
+    from threadline import open_store
+    from threadline.interop.export import render_export
+    from threadline.interop.sync import Syncer, SyncStatus, find_sources
+    from threadline.store.checkpoints import numbered_checkpoints
+
+    with open_store("memory://") as store:
+        session = store.create_session(model="simulated/gpt-4o")
+        session.append([Message.user(f"m{i}") for i in range(1, 5)])  # seqs 1-4
+        session.retract([1, 2])  # the record is seq 5
+        session.append([Message.user("m6"), Message.user("m7")])  # seqs 6-7
+        session.add_checkpoint(covers_up_to=6, summary="through m6")
+        checkpoints = numbered_checkpoints(session.checkpoints())
+        text, _ = render_export("json", session.info.to_dict(), session.messages(), checkpoints)
+        path = tmp_path / "s.json"
+        path.write_text(text, encoding="utf-8")
+        (result,) = Syncer(store).sync(find_sources([str(path)])).results
+        assert result.status is SyncStatus.NEW, result
+        assert result.session_id is not None
+        imported = store.get_session(result.session_id)
+        covered = imported.latest_checkpoint()
+        assert covered is not None and covered.covers_up_to == 3
+        assert [m.text for m in imported.messages()][: covered.covers_up_to] == ["m3", "m4", "m6"]
+
+
 def test_newer_export_version_is_refused(tmp_path: Path) -> None:
     doc = json.loads(to_json({}, []))
     doc["version"] = 99

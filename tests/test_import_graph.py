@@ -48,7 +48,7 @@ both faces (``cli`` and ``server``) show; nothing imports ``cli``."""
 STORE_BACKENDS = {
     "sqlite": ("sqlite", "sqlite_files"),
     "jsonl": ("jsonl", "jsonl_file"),
-    "postgres": ("postgres",),
+    "postgres": ("postgres", "postgres_schema"),
     "redis": ("redis", "redis_scripts"),
     "memory": ("memory",),
 }
@@ -148,7 +148,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_is_read_whole() -> None:
     """The reading sees lazy and type-only imports (so the checks below can fail)."""
     graph = import_graph()
-    assert "threadline.store.base" in graph["threadline.store.fork"]
+    assert "threadline.store.lineage" in graph["threadline.store.fork"]
     assert "threadline.cli.root" in graph["threadline.cli.app"]  # imported inside main()
     assert "threadline.catalog" in graph["threadline.tokens"]  # from threadline import catalog
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

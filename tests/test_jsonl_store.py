@@ -39,7 +39,7 @@ from threadline import (
     UsageError,
     open_store,
 )
-from threadline.store.base import prepare_messages
+from threadline.store.encoding import prepare_messages
 from threadline.store.jsonl import CorruptRecordWarning, JSONLStore, parse_jsonl_url
 
 CUT_SAMPLE = 40

@@ -23,7 +23,7 @@ from langgraph.checkpoint.base.id import uuid6
 from tests.store_calls import sizes_returned
 from threadline import open_store
 from threadline.integrations.langgraph import KNOWN_SESSIONS, ThreadlineSaver
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 from threadline.store.sqlite import SQLiteStore
 
 

@@ -23,7 +23,8 @@ from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.triggers import choose_cut
 from threadline.interop.provider_rules import anthropic_problems, openai_problems
 from threadline.messages import group_units
-from threadline.store.base import Session, prepare_messages
+from threadline.store.encoding import prepare_messages
+from threadline.store.protocol import Session
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -21,7 +21,7 @@ from threadline import open_store
 from threadline.compaction.ledger import Ledger
 from threadline.compaction.trail import TRAIL_KEY, Trail, build_trail, error_lines
 from threadline.messages import Message, ToolCall
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 __all__ = ["store"]  # the fixture, shared with test_compaction_truth
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.processes import zombie
-from threadline.store import base
-from threadline.store.base import LockHolder, pid_alive, process_state, this_host
+from threadline.store import locks
+from threadline.store.locks import LockHolder, pid_alive, process_state, this_host
 
 
 def test_a_zombie_is_not_alive_though_kill_0_succeeds() -> None:
@@ -23,7 +23,7 @@ def test_a_zombie_is_not_alive_though_kill_0_succeeds() -> None:
 
 
 def test_without_proc_ps_tells_a_zombie(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(base, "PROC_ROOT", str(tmp_path / "no-proc"))
+    monkeypatch.setattr(locks, "PROC_ROOT", str(tmp_path / "no-proc"))
     with zombie() as pid:
         assert process_state(pid) == "Z"
         assert not pid_alive(pid)
@@ -61,7 +61,7 @@ def test_a_killed_holder_still_freeing_its_memory_is_dead(
     it (a second or more); its lock is taken over in that window, not after it."""
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        monkeypatch.setattr(base, "PROC_ROOT", str(tmp_path))
+        monkeypatch.setattr(locks, "PROC_ROOT", str(tmp_path))
         fake_proc(tmp_path, sleeper.pid, state="R", flags=flags, pending=pending)
         assert not pid_alive(sleeper.pid)
         assert LockHolder(pid=sleeper.pid, host=this_host()).is_stale()

@@ -34,7 +34,7 @@ from threadline import open_store
 from threadline.mcp import views
 from threadline.memory import open_memory
 from threadline.messages import Message, ToolCall
-from threadline.store.base import prepare_messages
+from threadline.store.encoding import prepare_messages
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 TOKEN = "mcp-test-token-0123456789"

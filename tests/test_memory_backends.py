@@ -12,7 +12,7 @@ from threadline import open_store
 from threadline.errors import SchemaTooNew, StoreUnavailable, UsageError
 from threadline.memory import Entity, Extraction, Fact, open_memory
 from threadline.memory.jsonl import DIRECTORY, FILENAME
-from threadline.store.base import CorruptRecordWarning
+from threadline.store.checks import CorruptRecordWarning
 
 SCOPE = "agent:a"
 

@@ -21,7 +21,7 @@ from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.snapshot import SummaryResult
 from threadline.llm.scripted import ScriptedChatModel
 from threadline.memory import is_signal
-from threadline.store.base import Session, Store
+from threadline.store.protocol import Session, Store
 
 FACTS = (
     "I'm Dana Whitfield and I work at Acme on the Orbit billing service.",

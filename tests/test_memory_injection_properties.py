@@ -18,7 +18,8 @@ from tests.strategies import WORDS, history
 from tests.windows import check_units
 from threadline import ContextOverflow, ContextPolicy, Message, build_context, open_store
 from threadline.context.builder import MEMORY_HEADER, MEMORY_METADATA_KEY, ContextWindow
-from threadline.store.base import Session, prepare_messages
+from threadline.store.encoding import prepare_messages
+from threadline.store.protocol import Session
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SYSTEM = "You are a careful agent with a long memory."

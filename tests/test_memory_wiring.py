@@ -18,7 +18,7 @@ from threadline.context.builder import MEMORY_HEADER, MEMORY_METADATA_KEY
 from threadline.demo.memory_run import SESSION_ONE, SESSION_TWO, run_memory_demo
 from threadline.llm.scripted import ScriptedChatModel, tool_call
 from threadline.memory import MemoryHit
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 MEMORY_TOOLS = {"memory_search", "memory_recall", "memory_write"}
 FACTS = (

@@ -21,7 +21,7 @@ from threadline.compaction.compactor import Compactor
 from threadline.context.builder import ContextWindow
 from threadline.llm.base import ChatRequest
 from threadline.llm.scripted import ScriptedChatModel, tool_call
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 
 REQUEST = "Work on bead spotter-dov: make the transcript renderer stream large results"
 

@@ -14,7 +14,7 @@ from threadline.cli.app import app
 from threadline.compaction.compactor import Compactor
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.triggers import plan_compaction
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 
 REQUEST = "Port the invoice exporter to streaming writes and keep the CSV header stable"
 runner = CliRunner()

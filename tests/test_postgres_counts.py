@@ -16,9 +16,9 @@ import psycopg
 from tests.conftest import require_postgres
 from tests.test_postgres_store import _admin, fresh_schema
 from threadline import Message, open_store
-from threadline.store.base import Store
 from threadline.store.fork import fork_session
-from threadline.store.postgres import COUNT_ROLLUP, SCHEMA_VERSION
+from threadline.store.postgres_schema import COUNT_ROLLUP, SCHEMA_VERSION
+from threadline.store.protocol import Store
 
 AGENTS = ("a1", "a2")
 

@@ -22,7 +22,8 @@ from tests.test_cli_startup import MODELS, loaded_after
 from tests.test_postgres_store import _admin, fresh_schema
 from threadline import Message, open_store
 from threadline.errors import NotAThreadlineStore, SchemaTooNew, StoreError, StoreNotFound
-from threadline.store.postgres import MIGRATION_LOCK_KEY, SCHEMA_VERSION, PostgresStore
+from threadline.store.postgres import MIGRATION_LOCK_KEY, PostgresStore
+from threadline.store.postgres_schema import SCHEMA_VERSION
 
 LOCK_TIMEOUT = "options=-c%20lock_timeout%3D200"
 """libpq option: the store's statements give up waiting for a lock after 200 ms."""

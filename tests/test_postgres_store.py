@@ -39,12 +39,9 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.messages import Message
-from threadline.store.base import (
-    CorruptRecordWarning,
-    LockHolder,
-    encode_message,
-    prepare_messages,
-)
+from threadline.store.checks import CorruptRecordWarning
+from threadline.store.encoding import encode_message, prepare_messages
+from threadline.store.locks import LockHolder
 from threadline.store.postgres import (
     LIST_BY_AGENT_SQL,
     LIST_SQL,
@@ -52,12 +49,12 @@ from threadline.store.postgres import (
     LIST_TOP_SQL,
     READ_SQL,
     RESOLVE_PREFIX_SQL,
-    SCHEMA_VERSION,
     TAIL_SQL,
     PostgresStore,
     redact_url,
     split_postgres_url,
 )
+from threadline.store.postgres_schema import SCHEMA_VERSION
 
 WAIT_FOR_SERVER_STATE = 30.0
 """Seconds a test polls pg_stat_activity for a state it is waiting for before failing."""

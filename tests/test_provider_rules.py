@@ -29,7 +29,8 @@ from threadline.interop import (
     to_openai,
 )
 from threadline.messages import ImagePart, Message, TextPart, ToolCall, flatten, group_units
-from threadline.store.base import Session, prepare_messages
+from threadline.store.encoding import prepare_messages
+from threadline.store.protocol import Session
 
 SIG = "EqQBCkYIBxgCKkDkoj34" + "Ab9+/" * 20  # shaped like a real signature
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from threadline import ContextPolicy, Message, ToolCall, build_context, open_store
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 from threadline.tokens import counter_for
 
 BIG = 60_000  # characters per tool result: over the seed's 50,000 eligibility line

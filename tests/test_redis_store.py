@@ -29,7 +29,8 @@ from threadline.errors import (
     StoreUnavailable,
     UsageError,
 )
-from threadline.store.base import LockHolder, prepare_messages
+from threadline.store.encoding import prepare_messages
+from threadline.store.locks import LockHolder
 from threadline.store.redis import SCRIPTS, CorruptRecordWarning, RedisStore, parse_redis_url
 
 WORKERS = 8

@@ -20,7 +20,8 @@ from threadline import ContextPolicy, open_store
 from threadline.compaction.compactor import Compactor, prepare_context
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.context.builder import ContextWindow
-from threadline.store.base import Session, prepare_messages
+from threadline.store.encoding import prepare_messages
+from threadline.store.protocol import Session
 
 LIMIT = 32_000
 LONG = 100

@@ -25,7 +25,7 @@ from threadline.config import (
     parse_settings,
 )
 from threadline.errors import ConfigError, StoreUnavailable, UsageError
-from threadline.store.base import LockHolder, SessionInfo
+from threadline.store.locks import LockHolder
 from threadline.store.memory import MemoryStore
 from threadline.store.retention import (
     CHANGED,
@@ -41,6 +41,7 @@ from threadline.store.retention import (
     plan_cleanup,
     session_bytes,
 )
+from threadline.store.session_info import SessionInfo
 
 # -- parsing -----------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from threadline.context.policy import ContextPolicy
 from threadline.errors import UsageError
 from threadline.interop.export import to_json
 from threadline.store import retraction
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 from threadline.store.retraction import (
     MEMO_KEY,
     Retractions,

@@ -174,7 +174,7 @@ def test_a_prepared_batch_is_what_model_copy_and_model_dump_would_make(
     """``prepare_messages`` copies and encodes without pydantic's generic paths: its
     copies and bodies must be exactly ``model_copy``'s and ``model_dump_json``'s, and the
     caller's messages are left as they were."""
-    from threadline.store.base import (
+    from threadline.store.encoding import (
         numbered,
         prepare_messages,
         primary_tokens,
@@ -223,7 +223,7 @@ def test_a_sessions_dates_and_parent_travel(
     a threadline JSON export of a child is listed under its parent's import again."""
     from threadline.interop.sync import Syncer, find_sources
     from threadline.store import open_store
-    from threadline.store.base import dated
+    from threadline.store.encoding import dated
 
     updated = created + timedelta(days=days, microseconds=days)
     src, dst = open_store("memory://"), open_store("memory://")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from threadline.store.base import prefix_bounds
+from threadline.store.checks import prefix_bounds
 
 TEXT = st.text(
     st.characters(exclude_categories=("Cs",), max_codepoint=0x10FFFF)

@@ -23,13 +23,15 @@ from hypothesis import strategies as st
 from tests.conformance.backends import clean_store
 from threadline import Message, open_store
 from threadline.errors import StoreUnavailable
-from threadline.store.base import SearchPage, SessionInfo, Store
+from threadline.store.protocol import Store
 from threadline.store.search_query import (
     SCAN_CHUNK,
     order_key,
     scan_search,
     search_request,
 )
+from threadline.store.search_records import SearchPage
+from threadline.store.session_info import SessionInfo
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 BIG_TEXT = "error " + "x" * 2000

@@ -19,7 +19,8 @@ from threadline import Message, ToolCall
 from threadline.errors import UsageError
 from threadline.messages import TextPart
 from threadline.store import sqlite as sqlite_store
-from threadline.store.base import encode_message, format_ts, prepare_messages
+from threadline.store.checks import format_ts
+from threadline.store.encoding import encode_message, prepare_messages
 from threadline.store.search_query import marked_snippet, parse_query, snippet
 from threadline.store.sqlite import SQLiteStore
 

@@ -789,7 +789,7 @@ def test_a_failed_turn_is_an_error_event_and_frees_the_session() -> None:
 
 def test_a_session_held_elsewhere_is_a_conflict() -> None:
     from threadline.server.procedures import Procedures, PromptInput, classify
-    from threadline.store.base import LockHolder
+    from threadline.store.locks import LockHolder
 
     store = open_store("memory://")
     runner = AgentRunner(store, ServerConfig(token=TOKEN))

@@ -21,7 +21,8 @@ import pytest
 from tests.conformance.backends import clean_store
 from tests.conftest import require_postgres, require_redis
 from threadline import Message, open_store
-from threadline.store.base import ListRequest, Store
+from threadline.store.listing import ListRequest
+from threadline.store.protocol import Store
 
 LEGACY = [  # id, metadata as an old store kept it
     ("root-0001", {}),
@@ -125,7 +126,7 @@ def test_postgres_migration_moves_links_out_of_metadata() -> None:
     from psycopg.types.json import Json
 
     from tests.test_postgres_store import _admin, fresh_schema
-    from threadline.store.postgres import MIGRATIONS
+    from threadline.store.postgres_schema import MIGRATIONS
 
     url = require_postgres()
     with fresh_schema(url) as (store_url, schema), _admin(url) as admin:

@@ -28,7 +28,8 @@ from threadline import (
     StoreUnavailable,
     open_store,
 )
-from threadline.store.base import MAX_MESSAGE_BYTES, LockHolder
+from threadline.store.checks import MAX_MESSAGE_BYTES
+from threadline.store.locks import LockHolder
 from threadline.store.sqlite import SCHEMA_VERSION, SQLiteStore
 
 

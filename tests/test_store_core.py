@@ -19,8 +19,8 @@ from threadline.errors import (
     StoreUnavailable,
     ThreadlineError,
 )
-from threadline.store.base import LockHolder
 from threadline.store.core import StoreCore
+from threadline.store.locks import LockHolder
 
 _MARKS = {"postgres": [pytest.mark.postgres], "redis": [pytest.mark.redis]}
 

@@ -31,11 +31,7 @@ from threadline import (
 )
 from threadline.cli.app import app
 from threadline.store import jsonl as jsonl_module
-from threadline.store.base import (
-    MAX_SEARCH_QUERY_LENGTH,
-    MAX_SEARCH_WORDS,
-    CorruptRecordWarning,
-)
+from threadline.store.checks import MAX_SEARCH_QUERY_LENGTH, MAX_SEARCH_WORDS, CorruptRecordWarning
 
 runner = CliRunner()
 

@@ -13,17 +13,13 @@ import pytest
 
 from threadline import Message, open_store
 from threadline.errors import CorruptRecord
-from threadline.store.base import (
-    Checkpoint,
-    CorruptRecordWarning,
-    LockHolder,
-    ScratchpadEntry,
-    SearchHit,
-    SessionInfo,
-    SessionPage,
-    SessionStart,
-)
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.checks import CorruptRecordWarning
+from threadline.store.listing import SessionPage
+from threadline.store.locks import LockHolder
 from threadline.store.records import format_time
+from threadline.store.search_records import SearchHit
+from threadline.store.session_info import ScratchpadEntry, SessionInfo, SessionStart
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
 STORED_LOCK = (

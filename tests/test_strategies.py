@@ -20,7 +20,7 @@ from threadline.context.strategies import (
     default_registry,
     text_length,
 )
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 
 @pytest.fixture(params=BACKENDS)

@@ -20,7 +20,8 @@ from threadline.context.builder import build_context
 from threadline.errors import ConfigError
 from threadline.llm.openai_provider import OpenAIChatModel
 from threadline.report.lineage import forest, relation
-from threadline.store.base import Session, SessionInfo
+from threadline.store.protocol import Session
+from threadline.store.session_info import SessionInfo
 
 Events = list[tuple[str, dict[str, Any]]]
 

@@ -523,7 +523,7 @@ def test_a_tiktoken_panic_counts_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("tiktoken_data")
 def test_batch_and_single_appends_count_the_same() -> None:
-    from threadline.store.base import prepare_messages
+    from threadline.store.encoding import prepare_messages
 
     call = ToolCall(id="c1", name="grep", arguments={"q": "needle", "n": 3})
     batch = [
@@ -550,7 +550,7 @@ def test_batch_and_single_appends_count_the_same() -> None:
 def test_a_count_a_message_carries_for_the_session_family_is_recounted() -> None:
     """An edited message keeps its old counts: the session's family is always counted
     again (exact or estimated key alike); other families' counts ride along after it."""
-    from threadline.store.base import prepare_messages, primary_tokens
+    from threadline.store.encoding import prepare_messages, primary_tokens
 
     m = Message.user(
         "counted before an edit " * 50,

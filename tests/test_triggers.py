@@ -13,7 +13,7 @@ from threadline.compaction.triggers import (
     check_triggers,
     tokens_since_checkpoint,
 )
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 
 @pytest.fixture

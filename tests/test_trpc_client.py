@@ -30,7 +30,7 @@ from tests.conftest import require
 from tests.serve_cli import ServeProcess, start_serve
 from threadline import open_store
 from threadline.server.procedures import TRPC_ERROR_CODES
-from threadline.store.base import LockHolder
+from threadline.store.locks import LockHolder
 
 HERE = Path(__file__).parent / "trpc_client"
 TOKEN = "trpc-client-token-0123456789"

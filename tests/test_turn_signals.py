@@ -19,7 +19,7 @@ from threadline.server.turn_signals import (
     requested,
     turn_id,
 )
-from threadline.store.base import LockHolder
+from threadline.store.locks import LockHolder
 
 HOLDERS = [LockHolder(pid=100 + n, host="worker-host") for n in range(3)]
 OPS = st.lists(

@@ -21,7 +21,7 @@ from tests import test_web_browser
 from tests.web_live import LiveServer, start
 from threadline import Message, open_store
 from threadline.cli.render import fmt_time
-from threadline.store.base import dated
+from threadline.store.encoding import dated
 
 pytest.importorskip("fastapi")
 pytest.importorskip("jinja2")

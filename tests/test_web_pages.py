@@ -368,7 +368,7 @@ def test_any_stored_text_renders_as_text(title: str, text: str, result: str) -> 
     elements are only the templates' own."""
     from threadline.messages import Message, ToolCall
     from threadline.server.web import ContextView, Row, _environment, conversation, tool_names
-    from threadline.store.base import SessionInfo
+    from threadline.store.session_info import SessionInfo
 
     messages = [
         Message.user(text, seq=1),

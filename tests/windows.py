@@ -11,7 +11,7 @@ from threadline import (
     build_context,
     open_store,
 )
-from threadline.store.base import prepare_messages
+from threadline.store.encoding import prepare_messages
 
 
 def raw_session(msgs: list[Message], *, batch: int = 7) -> Session:

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from threadline.errors import ConfigError, ThreadlineError, UsageError
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 from threadline.store.retention import (
     CleanupResult,
     apply_cleanup,

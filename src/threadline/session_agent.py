@@ -31,7 +31,8 @@ from threadline.compaction.compactor import Compactor
 from threadline.context.policy import ContextPolicy
 from threadline.errors import ConfigError, UsageError, validation_problems
 from threadline.llm.registry import parse_model
-from threadline.store.base import SessionInfo, Store
+from threadline.store.protocol import Store
+from threadline.store.session_info import SessionInfo
 
 CHAT_KEY = "chat"
 """Session metadata the chat keeps: ``{"agent": name or file, "tokens": bool}``."""

@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 
 from threadline.errors import UsageError
 from threadline.messages import ToolCall
-from threadline.store.base import Session, Store
+from threadline.store.protocol import Session, Store
 
 PYTHON_TO_JSON: Mapping[type, str] = {
     str: "string",

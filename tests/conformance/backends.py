@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.conftest import require_postgres, require_redis
 from threadline import Message, Store, open_store
-from threadline.store.base import prepare_messages
+from threadline.store.encoding import prepare_messages
 
 BACKENDS = ["memory", "sqlite", "jsonl", "postgres", "redis"]
 

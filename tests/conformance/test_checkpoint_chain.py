@@ -31,7 +31,8 @@ from threadline import (
 from threadline.compaction.compactor import current_mark
 from threadline.compaction.snapshot import Snapshot, SummaryResult
 from threadline.errors import SessionNotFound, UsageError
-from threadline.store.base import Checkpoint, Store
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.protocol import Store
 
 WAIT_SECONDS = 60.0
 """How long a step waits for the other side of a forced interleaving before failing."""

@@ -8,7 +8,7 @@ session made without dates is dated now. Parents: ``create_session(parent=...)``
 fork's start, or one later ``update_session(parent=...)`` list a session under another;
 ``list_sessions(top_level=True)`` and ``list_sessions(parent=...)`` filter on it,
 ``count_children`` counts it, search hits name it, and deleting the parent makes its
-children top-level. The rules live once in ``store/base.py``; these tests hold every
+children top-level. The rules live once in ``store/session_info.py``; these tests hold every
 backend to them.
 """
 
@@ -23,14 +23,10 @@ from hypothesis import strategies as st
 from threadline import Message, open_store
 from threadline.errors import InvalidSessionId, SessionNotFound, UsageError
 from threadline.stamps import utcnow
-from threadline.store.base import (
-    MAX_PAGE_SIZE,
-    Store,
-    dated,
-    later,
-    prepare_messages,
-)
+from threadline.store.checks import MAX_PAGE_SIZE
+from threadline.store.encoding import dated, later, prepare_messages
 from threadline.store.fork import fork_session
+from threadline.store.protocol import Store
 
 FEB = datetime(2025, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
 MAY = datetime(2025, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)

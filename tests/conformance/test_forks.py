@@ -4,7 +4,7 @@ A fork's view is the parent's messages up to the fork seq, then its own; its own
 messages get seqs after the fork seq; its counters cover the view; a parent
 checkpoint that covers only shared history applies to it; the parent never sees
 the fork's messages, nor the fork the parent's later ones. The rule lives once in
-``store/base.py`` and ``store/fork.py``; each backend supplies only the starting
+``store/lineage.py`` and ``store/fork.py``; each backend supplies only the starting
 counters at create time, which is what these tests hold every backend to.
 """
 
@@ -19,9 +19,13 @@ from hypothesis import strategies as st
 from tests.conformance.backends import IN_PROCESS
 from threadline import ContextPolicy, Message, Session, build_context, open_store
 from threadline.errors import SessionHasForks, SessionNotFound, UsageError
-from threadline.store.base import FORK_KEY, Store, fork_point, primary_tokens
+from threadline.store import retraction
+from threadline.store.encoding import primary_tokens
 from threadline.store.fork import delete_session as delete_with_forks
 from threadline.store.fork import deletion_order, fork_session, user_turn_seq
+from threadline.store.lineage import fork_point
+from threadline.store.protocol import Store
+from threadline.store.session_info import FORK_KEY
 
 MODEL = "openai/gpt-4o"
 
@@ -93,6 +97,26 @@ def test_fork_of_a_fork_chains_through_every_generation(store: Store) -> None:
     assert texts(leaf.messages()) == expected
     assert texts(leaf.tail(10)) == expected[::-1]
     assert [s.session_id for s in leaf.segments()] == [leaf.id, middle.id, root.id]
+
+
+def test_a_fork_of_a_fork_ends_at_the_smallest_fork_point(store: Store) -> None:
+    """F2 forks F1 before F1's own fork point: its view is the root's first 4 messages,
+    never the root's messages between F2's and F1's fork points (issue 32). Records
+    and checkpoints of the root past F2's point are not its either."""
+    root = parent_with(store, 5)  # seqs 1-10
+    root.add_checkpoint(covers_up_to=6, summary="up to 6")
+    f1 = fork_session(root, at=8)
+    f2 = fork_session(f1, at=4)
+    f2.append(Message.user("own"))
+    root.retract([2])  # seq 11: after both fork points, no fork's business
+    view = [m.text for m in f2.messages()]
+    assert view == [m.text for m in root.messages(include_retracted=True)[:4]] + ["own"]
+    assert [m.seq for m in f2.tail(10)] == [5, 4, 3, 2, 1]
+    assert (f2.message_count, f2.last_seq) == (5, 5)
+    assert retraction.visible_count(f2) == 5
+    assert f2.checkpoints() == [] and f2.latest_checkpoint() is None
+    rewound = fork_session(f1, at=user_turn_seq(f1, 2))  # /fork, then /rewind 2
+    assert [m.seq for m in rewound.messages()] == [1, 2, 3, 4]
 
 
 def test_fork_at_zero_and_out_of_range(store: Store) -> None:

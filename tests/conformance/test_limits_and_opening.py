@@ -8,7 +8,7 @@ import pytest
 
 from tests.conformance.backends import SEARCH_UNSUPPORTED
 from threadline import Message, Store, StoreNotFound, UsageError, open_store
-from threadline.store.base import MAX_SEARCH_QUERY_LENGTH, MAX_SEARCH_WORDS
+from threadline.store.checks import MAX_SEARCH_QUERY_LENGTH, MAX_SEARCH_WORDS
 
 CREATES_NOTHING = frozenset({"memory", "redis"})
 """Backends with no place that could be missing: a memory store is new by definition,

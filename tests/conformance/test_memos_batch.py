@@ -16,8 +16,8 @@ import pytest
 from threadline import Message, Session
 from threadline.errors import InvalidSessionId, UsageError
 from threadline.store import retraction
-from threadline.store.base import Store
 from threadline.store.fork import fork_session
+from threadline.store.protocol import Store
 
 
 def chat(n: int, tag: str) -> list[Message]:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from threadline.errors import SessionNotFound, UsageError
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 NAMES = st.text(alphabet="ab~=é/-\U0001f600", min_size=1, max_size=6)
 

@@ -40,14 +40,9 @@ from threadline import (
     UsageError,
 )
 from threadline.messages import utcnow
-from threadline.store.base import (
-    MAX_PAGE_SIZE,
-    LockHolder,
-    pid_alive,
-    prepare_messages,
-    primary_tokens,
-    this_host,
-)
+from threadline.store.checks import MAX_PAGE_SIZE
+from threadline.store.encoding import prepare_messages, primary_tokens
+from threadline.store.locks import LockHolder, pid_alive, this_host
 
 TICK = 0.002
 """Pause between steps whose order must show in timestamps (microsecond resolution)."""

@@ -36,7 +36,8 @@ from threadline.catalog import lookup
 from threadline.context.policy import ContextPolicy
 from threadline.messages import Usage
 from threadline.stamps import utcnow
-from threadline.store.base import Session, format_ts
+from threadline.store.checks import format_ts
+from threadline.store.protocol import Session
 from threadline.tokens import CALIBRATION_MAX, CALIBRATION_MIN, Calibration
 
 MEMO_KEY = "calibration"

@@ -43,7 +43,7 @@ from threadline.context.builder import DEFAULT_MEMORY_SHARE
 from threadline.context.policy import ContextPolicy
 from threadline.errors import ConfigError, InvalidSessionId, ThreadlineError, UsageError
 from threadline.llm.base import DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_TIMEOUT
-from threadline.store.base import DEFAULT_AGENT, validate_agent
+from threadline.store.checks import DEFAULT_AGENT, validate_agent
 from threadline.yaml_limits import load_yaml
 
 APP_NAME = "threadline"

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from threadline.messages import Message, ToolCall
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 
 IDENTICAL_THRESHOLD = 3
 """Identical consecutive calls that count as a loop."""

@@ -75,7 +75,8 @@ from threadline.llm.base import ChatModel, ChatRequest, ChatResponse
 from threadline.llm.cancel import CallCancelled
 from threadline.llm.registry import resolve_model
 from threadline.messages import ImagePart, Message, ToolCall, Usage
-from threadline.store.base import LockHolder, Session, Store
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import Session, Store
 
 if TYPE_CHECKING:
     from threadline.agent.memory_link import AgentMemory

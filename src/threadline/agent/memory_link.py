@@ -40,7 +40,8 @@ from threadline.memory import (
 )
 from threadline.messages import Message
 from threadline.requests import request_text
-from threadline.store.base import DEFAULT_AGENT, Session, Store
+from threadline.store.checks import DEFAULT_AGENT
+from threadline.store.protocol import Session, Store
 
 logger = logging.getLogger(__name__)
 

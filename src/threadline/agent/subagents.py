@@ -33,7 +33,8 @@ from typing import Any, Final, Protocol
 
 from threadline.agent.config import AgentConfig, load_agent
 from threadline.agent.tools import Tool, ToolContext, ToolOutput, make_tool
-from threadline.store.base import CHILD_KIND_KEY, SUBAGENT_CHILD, Session, SessionInfo
+from threadline.store.protocol import Session
+from threadline.store.session_info import CHILD_KIND_KEY, SUBAGENT_CHILD, SessionInfo
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from threadline.errors import UsageError
 from threadline.messages import Message, ToolCall
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 from threadline.tooling import Tool as Tool
 from threadline.tooling import ToolContext as ToolContext
 from threadline.tooling import ToolError as ToolError

@@ -68,14 +68,11 @@ from threadline.errors import (
 from threadline.llm import ChatModel, parse_model, resolve_model
 from threadline.messages import Message, ToolCall
 from threadline.session_agent import ChatSetup, settings_metadata, setup_for
-from threadline.store.base import (
-    Checkpoint,
-    LockHolder,
-    Session,
-    SessionInfo,
-    Store,
-    encode_message,
-)
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.encoding import encode_message
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import Session, Store
+from threadline.store.session_info import SessionInfo
 
 logger = logging.getLogger(__name__)
 

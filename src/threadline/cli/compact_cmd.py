@@ -49,7 +49,7 @@ from threadline.llm import ChatModel, resolve_model
 from threadline.report.context import checkpoint_number
 from threadline.session_agent import session_agent
 from threadline.store import Session
-from threadline.store.base import MAX_INT
+from threadline.store.checks import MAX_INT
 
 MISSING_SHOWN = 10
 """Values missing from the snapshot listed by name in the report."""

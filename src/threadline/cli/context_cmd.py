@@ -25,7 +25,7 @@ from threadline.errors import UsageError
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.report.context import session_context
 from threadline.session_agent import session_agent
-from threadline.store.base import MAX_INT
+from threadline.store.checks import MAX_INT
 
 
 class Strategy(StrEnum):

@@ -56,7 +56,7 @@ from threadline.interop.export import to_markdown
 from threadline.report.context import checkpoint_number, session_context
 from threadline.report.lineage import forest
 from threadline.store import Store
-from threadline.store.base import MAX_INT
+from threadline.store.checks import MAX_INT
 
 DEMO_LIST_SIZE = 10
 MAX_TURNS = 100_000

@@ -11,7 +11,7 @@ from rich.tree import Tree
 
 from threadline.cli.render import fmt_int, fmt_time, printable, session_preview, shorten
 from threadline.report.lineage import Node, fork_note, relation
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 PREVIEW_CHARS = 44
 

@@ -48,7 +48,7 @@ from threadline.cli.state import store_of
 from threadline.errors import ImportFormatError, ThreadlineError, UsageError
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.store import sqlite_files
-from threadline.store.base import DEFAULT_AGENT
+from threadline.store.checks import DEFAULT_AGENT
 
 if TYPE_CHECKING:
     from threadline.memory import EntityReport, Fact, MemoryHit, MemoryStore

@@ -8,7 +8,8 @@ server share).
 from __future__ import annotations
 
 from threadline.agent import load_agent
-from threadline.store.base import SessionInfo, Store
+from threadline.store.protocol import Store
+from threadline.store.session_info import SessionInfo
 
 
 def resume_target(

@@ -42,16 +42,11 @@ from threadline.cli.render import (
 from threadline.cli.state import stdin_is_interactive, store_of
 from threadline.errors import ThreadlineError, UsageError
 from threadline.store import retraction, sqlite_files
-from threadline.store.base import (
-    DEFAULT_PAGE_SIZE,
-    MAX_INT,
-    MAX_PAGE_SIZE,
-    Session,
-    SessionInfo,
-    Store,
-    numbered_checkpoints,
-)
+from threadline.store.checkpoints import numbered_checkpoints
+from threadline.store.checks import DEFAULT_PAGE_SIZE, MAX_INT, MAX_PAGE_SIZE
+from threadline.store.protocol import Session, Store
 from threadline.store.search_query import parse_when
+from threadline.store.session_info import SessionInfo
 
 if TYPE_CHECKING:  # the importers load only for ``sessions import``
     from threadline.interop.sync import Source, SyncReport, SyncResult
@@ -493,7 +488,8 @@ def export(
     from threadline.interop.supyagent import summary_path
 
     checkpoints = numbered_checkpoints(session.checkpoints())
-    text, summary = render_export(fmt.value, info, session.iter_messages(), checkpoints)
+    written = list(session.iter_messages())  # what the view shows: the count said below
+    text, summary = render_export(fmt.value, info, written, checkpoints)
     if output == STDOUT_PATH:
         # Markdown may reach a terminal: control characters escaped (JSON escapes its own);
         # a file (-o FILE) keeps the exact text
@@ -512,7 +508,7 @@ def export(
     if summary is not None:
         write_atomically(summary_path(path), summary)
         typer.echo(str(summary_path(path)), err=True)
-    typer.echo(f"wrote {path} ({session.message_count} messages)", err=True)
+    typer.echo(f"wrote {path} ({len(written)} messages)", err=True)
     typer.echo(str(path))
 
 

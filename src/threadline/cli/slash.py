@@ -47,13 +47,9 @@ from threadline.errors import ThreadlineError, UsageError
 from threadline.interop.export import to_json, to_markdown
 from threadline.report.context import session_context
 from threadline.report.text import fmt_pct
-from threadline.store.base import (
-    DEFAULT_PAGE_SIZE,
-    Session,
-    Store,
-    check_title,
-    numbered_checkpoints,
-)
+from threadline.store.checkpoints import numbered_checkpoints
+from threadline.store.checks import DEFAULT_PAGE_SIZE, check_title
+from threadline.store.protocol import Session, Store
 
 COMMAND_RE = re.compile(r"^/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<args>.*))?$", re.DOTALL)
 JSON_SUFFIX = ".json"

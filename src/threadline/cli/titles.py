@@ -20,7 +20,7 @@ from collections.abc import Callable
 from threadline.llm import ChatModel
 from threadline.llm.base import ChatRequest
 from threadline.messages import Message
-from threadline.store.base import Session, Store
+from threadline.store.protocol import Session, Store
 
 logger = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ first and builds again.
 
 Two compactions of one session must not run at once, and must never both write
 a checkpoint on the same predecessor. Both rest on compare-and-set steps every
-backend supplies (``threadline.store.base``):
+backend supplies (``threadline.store.protocol``):
 
 * The *mark* is a record in the session memo (holder, token, start time), taken
   and cleared with ``Session.update_memo``, so of two compactors that find no
@@ -77,7 +77,10 @@ from threadline.context.builder import ContextReport, ContextWindow, build_conte
 from threadline.context.policy import ContextPolicy
 from threadline.errors import CheckpointConflict, CompactionInProgress, ThreadlineError
 from threadline.messages import Message
-from threadline.store.base import COMPACTION_MARK_KEY, Checkpoint, LockHolder, Session, format_ts
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.checks import format_ts
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import COMPACTION_MARK_KEY, Session
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from threadline.compaction.trail import Trail
 from threadline.context.builder import ORIENTATION_KEY
 from threadline.messages import Message
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 
 ORIENTATION_HEADER = (
     "## Orientation\n"

@@ -29,7 +29,8 @@ from threadline.compaction.snapshot import (
 )
 from threadline.messages import Message
 from threadline.requests import request_text
-from threadline.store.base import Checkpoint, Session
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.protocol import Session
 
 FIRST_KEY = "first_request"
 LATEST_KEY = "latest_request"

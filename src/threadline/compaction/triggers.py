@@ -46,7 +46,9 @@ from threadline.catalog import lookup
 from threadline.context.builder import ContextReport, window_cost
 from threadline.context.policy import ContextPolicy
 from threadline.messages import Message, group_units
-from threadline.store.base import Checkpoint, Session, primary_tokens
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.encoding import primary_tokens
+from threadline.store.protocol import Session
 from threadline.tokens import counter_for
 
 TriggerName = Literal["messages", "tokens", "context", "window"]

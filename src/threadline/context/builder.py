@@ -36,7 +36,8 @@ from threadline.context.truncation import emergency_truncate
 from threadline.errors import ContextOverflow, UsageError
 from threadline.messages import Message, RepairReport, Unit, flatten, group_units
 from threadline.requests import is_request
-from threadline.store.base import Checkpoint, Session
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.protocol import Session
 from threadline.tokens import TokenCounter, counter_for
 
 FIRST_PAGE = 64

@@ -37,7 +37,7 @@ from typing import Any, overload
 from threadline.context.builder import ContextWindow
 from threadline.errors import UsageError
 from threadline.messages import Message, flatten, group_units
-from threadline.store.base import RESERVED_MEMO_PREFIX, Session
+from threadline.store.protocol import RESERVED_MEMO_PREFIX, Session
 from threadline.tokens import counter_for
 
 """Memo keys threadline owns; executors cannot change or remove them."""

@@ -30,7 +30,7 @@ from threadline.context.policy import ContextPolicy
 from threadline.llm.base import ChatRequest
 from threadline.llm.scripted import ScriptedChatModel, tool_call
 from threadline.memory import Fact, MemoryHit
-from threadline.store.base import Session, Store
+from threadline.store.protocol import Session, Store
 
 MEMORY_DEMO_AGENT = "memory-demo"
 MEMORY_DEMO_MODEL_SPEC = "simulated/gpt-4o"

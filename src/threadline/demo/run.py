@@ -38,7 +38,8 @@ from threadline.demo.simulated import (
 from threadline.demo.skill_step import demo_skills, with_skill_step
 from threadline.errors import UsageError
 from threadline.messages import SKILL_KEY
-from threadline.store.base import LockHolder, Session, Store
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import Session, Store
 
 DEFAULT_TURNS = 300
 DEFAULT_SEED = 0

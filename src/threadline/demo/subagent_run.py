@@ -25,7 +25,7 @@ from threadline.errors import ThreadlineError
 from threadline.llm.base import ChatRequest
 from threadline.llm.scripted import ScriptedChatModel, tool_call
 from threadline.messages import Message
-from threadline.store.base import Session, Store
+from threadline.store.protocol import Session, Store
 
 REVIEW_QUERY: Final = "InvalidOperation"
 """What the reviewer looks for: the error the scripted run hit and fixed."""

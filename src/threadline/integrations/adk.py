@@ -55,15 +55,10 @@ from threadline.integrations.binding import (
 )
 from threadline.messages import Message, ToolCall
 from threadline.store import Store
-from threadline.store.base import (
-    MAX_PAGE_SIZE,
-    RESULT_LOOKBACK,
-    TAIL_BATCH,
-    Session,
-    SessionInfo,
-    dated,
-    validate_agent,
-)
+from threadline.store.checks import MAX_PAGE_SIZE, RESULT_LOOKBACK, TAIL_BATCH, validate_agent
+from threadline.store.encoding import dated
+from threadline.store.protocol import Session
+from threadline.store.session_info import SessionInfo
 
 try:
     from google.adk.errors import StaleSessionError

@@ -27,7 +27,9 @@ from typing import Any
 
 from threadline.errors import NotOwned, SessionExists, SessionNotFound, UsageError
 from threadline.store import Store, open_store
-from threadline.store.base import DEFAULT_AGENT, Session, SessionInfo, validate_session_id
+from threadline.store.checks import DEFAULT_AGENT, validate_session_id
+from threadline.store.protocol import Session
+from threadline.store.session_info import SessionInfo
 
 OWNER = "face"
 """Session metadata of a session a framework face created: ``{"name", "key"}``."""

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from threadline.store import Store
-from threadline.store.base import ScratchpadEntry
+from threadline.store.session_info import ScratchpadEntry
 
 PREFIX = "lg/"
 PLAIN_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")

@@ -39,7 +39,8 @@ from threadline.context.policy import ContextPolicy
 from threadline.errors import InvalidMessage, UsageError
 from threadline.integrations.binding import Bound, Face, bare_key
 from threadline.messages import Message, Role, ToolCall
-from threadline.store.base import RESULT_LOOKBACK, Session
+from threadline.store.checks import RESULT_LOOKBACK
+from threadline.store.protocol import Session
 
 FACE = Face("langchain", "lc", legacy_id=bare_key)
 """A history ``KEY`` is session ``lc-KEY`` (``integrations/binding.py``)."""

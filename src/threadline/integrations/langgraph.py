@@ -93,12 +93,9 @@ from threadline.integrations.checkpoint_records import (
     write_name,
 )
 from threadline.store import Store
-from threadline.store.base import (
-    MAX_PAGE_SIZE,
-    Session,
-    SessionInfo,
-    validate_session_id,
-)
+from threadline.store.checks import MAX_PAGE_SIZE, validate_session_id
+from threadline.store.protocol import Session
+from threadline.store.session_info import SessionInfo
 
 try:
     from langchain_core.messages import BaseMessage

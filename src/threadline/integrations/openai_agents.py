@@ -39,7 +39,8 @@ from threadline.integrations.binding import Binding, Face, bare_key
 from threadline.interop.responses_format import items_to_messages, messages_to_items
 from threadline.messages import Message
 from threadline.store import Store
-from threadline.store.base import DEFAULT_AGENT, Session
+from threadline.store.checks import DEFAULT_AGENT
+from threadline.store.protocol import Session
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem

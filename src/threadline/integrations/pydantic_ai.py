@@ -32,7 +32,7 @@ from threadline.errors import InvalidMessage
 from threadline.integrations.binding import Bound, Face, bare_key, missing_extra
 from threadline.messages import Message, Role, ToolCall
 from threadline.stamps import new_id
-from threadline.store.base import RESULT_LOOKBACK
+from threadline.store.checks import RESULT_LOOKBACK
 
 try:
     from pydantic_ai.messages import (

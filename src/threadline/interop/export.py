@@ -294,11 +294,13 @@ def from_json_export(
     if not isinstance(session, dict) or not isinstance(raw_messages, list):
         raise ImportFormatError("'session' must be an object and 'messages' a list", path=path)
     messages: list[Message] = []
+    seqs: list[int | None] = []
     for i, raw in enumerate(raw_messages):
         try:
             m = Message.model_validate(raw)
         except ValidationError as exc:
             raise ImportFormatError(f"messages[{i}]: {exc.errors()[0]['msg']}", path=path) from exc
+        seqs.append(m.seq)
         m.seq = None
         if fresh_ids:
             m.metadata["imported_id"] = m.id
@@ -315,12 +317,29 @@ def from_json_export(
         agent=session.get("agent"),
         model=session.get("model"),
         metadata=metadata,
-        checkpoints=list(data.get("checkpoints") or []),
+        checkpoints=_counted(list(data.get("checkpoints") or []), seqs),
         source_id=exported_id if isinstance(exported_id, str) and exported_id else None,
         source_format="threadline",
         created_at=exported_time(session.get("created_at")),
         updated_at=exported_time(session.get("updated_at")),
     )
+
+
+def _counted(checkpoints: list[Any], seqs: list[int | None]) -> list[Any]:
+    """An export's checkpoints cover seqs of the view, and its messages leave out what
+    the view hides (retracted messages, their records): imported, a checkpoint covers
+    the exported messages up to its seq, counted from 1. Messages without seqs (written
+    by hand) are counted already."""
+    known = [s for s in seqs if s is not None]
+    if len(known) != len(seqs):
+        return checkpoints
+    out = []
+    for c in checkpoints:
+        covers = c.get("covers_up_to") if isinstance(c, dict) else None
+        if type(covers) is int:
+            c = {**c, "covers_up_to": sum(1 for s in known if s <= covers)}
+        out.append(c)
+    return out
 
 
 def exported_time(value: object) -> datetime | None:

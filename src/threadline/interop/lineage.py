@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from threadline.store.base import CHILD_KIND_KEY as KIND_KEY
-from threadline.store.base import COMPACTION_CHILD as COMPACTION
+from threadline.store.session_info import CHILD_KIND_KEY as KIND_KEY
+from threadline.store.session_info import COMPACTION_CHILD as COMPACTION
 
 __all__ = [
     "COMPACTION",

@@ -73,16 +73,10 @@ from threadline.interop.lineage import (
     unlinked_compaction_title,
 )
 from threadline.messages import Message, TextPart
-from threadline.store.base import (
-    DEFAULT_AGENT,
-    EPOCH,
-    MAX_PAGE_SIZE,
-    SessionInfo,
-    Store,
-    check_title,
-    prepare_messages,
-    validate_agent,
-)
+from threadline.store.checks import DEFAULT_AGENT, MAX_PAGE_SIZE, check_title, validate_agent
+from threadline.store.encoding import prepare_messages
+from threadline.store.protocol import Store
+from threadline.store.session_info import EPOCH, SessionInfo
 
 STDIN = "-"
 """The path argument that means standard input."""

@@ -22,7 +22,7 @@ from pydantic import Field
 from threadline.errors import ThreadlineError
 from threadline.mcp import views
 from threadline.memory import MemoryStore, open_memory
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 NAME = "threadline"
 DATA_NOTE = (

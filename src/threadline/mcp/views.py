@@ -21,8 +21,10 @@ from threadline.errors import UsageError
 from threadline.memory import MemoryStore
 from threadline.messages import Message
 from threadline.report.text import shorten
-from threadline.store.base import MAX_PAGE_SIZE, SessionInfo, Store
+from threadline.store.checks import MAX_PAGE_SIZE
+from threadline.store.protocol import Store
 from threadline.store.search_query import parse_when
+from threadline.store.session_info import SessionInfo
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100

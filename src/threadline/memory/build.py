@@ -22,7 +22,8 @@ from threadline.memory.base import Extractor, MemoryStore, check_scope, scope_fo
 from threadline.memory.extract import ExtractiveExtractor
 from threadline.memory.recorder import read_watermark, save_watermark
 from threadline.messages import Message
-from threadline.store.base import Session, SessionInfo, Store
+from threadline.store.protocol import Session, Store
+from threadline.store.session_info import SessionInfo
 
 BUILD_BATCH = 200
 """Messages extracted and stored together before the watermark moves."""

@@ -27,7 +27,7 @@ import filelock
 from threadline.errors import StoreUnavailable
 from threadline.memory.inmemory import DictRecords
 from threadline.memory.records import ANYWHERE, Row, Where
-from threadline.store.base import CorruptRecordWarning
+from threadline.store.checks import CorruptRecordWarning
 from threadline.store.jsonl_file import fsync_dir
 
 DIRECTORY = "memory"

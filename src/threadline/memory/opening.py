@@ -6,7 +6,7 @@ from pathlib import Path
 
 from threadline.errors import NotSupported, UsageError
 from threadline.memory.core import Memory
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 
 def open_memory(store: Store) -> Memory:

@@ -16,7 +16,7 @@ from threadline.errors import UsageError
 from threadline.memory.base import Extractor, MemoryStore, check_scope
 from threadline.memory.extract import ExtractiveExtractor, is_signal
 from threadline.messages import Message
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 
 __all__ = ["MemoryRecorder", "is_signal", "read_watermark", "save_watermark"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from threadline.errors import UsageError
 from threadline.memory.base import MemoryHit, MemoryStore, check_scope, check_scopes
-from threadline.store.base import Session
+from threadline.store.protocol import Session
 from threadline.tooling import Tool, ToolError, make_tool
 
 DEFAULT_K = 10

@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from threadline.store.base import (
+from threadline.store.checks import MAX_PAGE_SIZE
+from threadline.store.lineage import fork_point
+from threadline.store.protocol import Store
+from threadline.store.session_info import (
     CHILD_KIND_KEY,
     COMPACTION_CHILD,
-    MAX_PAGE_SIZE,
     SUBAGENT_CHILD,
     SessionInfo,
-    Store,
-    fork_point,
 )
 
 MAX_DEPTH = 8

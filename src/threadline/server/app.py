@@ -68,7 +68,8 @@ from threadline.server.procedures import (
 from threadline.server.runner import HELD_ELSEWHERE, AgentRunner, holder_name
 from threadline.server.throttle import Throttle
 from threadline.server.web import mount_web
-from threadline.store.base import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_SEARCH_QUERY_LENGTH, Store
+from threadline.store.checks import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_SEARCH_QUERY_LENGTH
+from threadline.store.protocol import Store
 
 logger = logging.getLogger(__name__)
 

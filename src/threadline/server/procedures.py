@@ -46,7 +46,7 @@ from threadline.server.runner import AgentRunner, SessionBusy, TurnInProgress, h
 from threadline.server.search_gate import SearchGate, TooManySearches
 from threadline.session_agent import session_agent
 from threadline.store import fork
-from threadline.store.base import (
+from threadline.store.checks import (
     DEFAULT_AGENT,
     DEFAULT_PAGE_SIZE,
     MAX_BOUND,
@@ -54,10 +54,9 @@ from threadline.store.base import (
     MAX_PAGE_SIZE,
     MAX_SEARCH_QUERY_LENGTH,
     SESSION_ID_PATTERN,
-    Session,
-    SessionInfo,
-    Store,
 )
+from threadline.store.protocol import Session, Store
+from threadline.store.session_info import SessionInfo
 
 logger = logging.getLogger(__name__)
 
@@ -233,7 +232,7 @@ class ListInput(_Input):
 
 class SearchInput(_Input):
     q: str = Field(min_length=1, max_length=MAX_SEARCH_QUERY_LENGTH)
-    """Words to find (full-text, every backend's rule: ``store.base.search_words``)."""
+    """Words to find (full-text, every backend's rule: ``store.checks.search_words``)."""
     sessionId: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=128)
     agent: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=128)
     role: Literal["system", "user", "assistant", "tool"] | None = None

@@ -62,16 +62,11 @@ from threadline.server.turn_signals import (
     turn_id,
 )
 from threadline.session_agent import session_agent
-from threadline.store.base import (
-    Checkpoint,
-    LockHolder,
-    Session,
-    SessionInfo,
-    Store,
-    format_ts,
-    pid_alive,
-    this_host,
-)
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.checks import format_ts
+from threadline.store.locks import LockHolder, pid_alive, this_host
+from threadline.store.protocol import Session, Store
+from threadline.store.session_info import SessionInfo
 
 logger = logging.getLogger(__name__)
 

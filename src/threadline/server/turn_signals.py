@@ -17,7 +17,8 @@ import time
 from typing import Any
 
 from threadline.errors import SessionNotFound
-from threadline.store.base import RESERVED_MEMO_PREFIX, LockHolder, Store, update_memo
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import RESERVED_MEMO_PREFIX, Store, update_memo
 
 CANCEL_KEY = f"{RESERVED_MEMO_PREFIX}cancel"
 WATCH_SECONDS = 0.2

@@ -65,15 +65,11 @@ from threadline.server.procedures import (
     classify,
 )
 from threadline.server.search_gate import TooManySearches
-from threadline.store.base import (
-    MAX_BOUND,
-    MAX_PAGE_SIZE,
-    Checkpoint,
-    SearchHit,
-    SearchPage,
-    Session,
-    SessionInfo,
-)
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.checks import MAX_BOUND, MAX_PAGE_SIZE
+from threadline.store.protocol import Session
+from threadline.store.search_records import SearchHit, SearchPage
+from threadline.store.session_info import SessionInfo
 
 HERE = Path(__file__).parent
 SESSIONS_PER_PAGE = 50

@@ -13,16 +13,12 @@ import os
 from pathlib import Path
 
 from threadline.errors import UsageError
-from threadline.store.base import (
-    Checkpoint,
-    LockHolder,
-    ScratchpadEntry,
-    SearchHit,
-    Session,
-    SessionInfo,
-    SessionPage,
-    Store,
-)
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.listing import SessionPage
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import Session, Store
+from threadline.store.search_records import SearchHit
+from threadline.store.session_info import ScratchpadEntry, SessionInfo
 
 STORE_ENV = "THREADLINE_STORE"
 APP_NAME = "threadline"

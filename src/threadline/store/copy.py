@@ -61,18 +61,13 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.store import retraction
-from threadline.store.base import (
-    DEFAULT_LOCK_LEASE,
-    MAX_PAGE_SIZE,
-    Checkpoint,
-    LockHolder,
-    Session,
-    SessionInfo,
-    Store,
-    check_message,
-    dated,
-)
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.checks import MAX_PAGE_SIZE
+from threadline.store.encoding import check_message, dated
 from threadline.store.fork import materialized_metadata
+from threadline.store.locks import DEFAULT_LOCK_LEASE, LockHolder
+from threadline.store.protocol import Session, Store
+from threadline.store.session_info import SessionInfo
 
 DEFAULT_BATCH = 500
 """Messages per append at the destination (one transaction each)."""

@@ -9,43 +9,43 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
-from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError
+from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError, UsageError
 from threadline.stamps import utcnow
-from threadline.store.base import (
-    ANY_PREVIOUS,
+from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, new_checkpoint
+from threadline.store.checks import (
     MIN_PREFIX_LENGTH,
-    Appending,
-    Checkpoint,
-    ExpectPrevious,
-    ListOptions,
-    ListRequest,
-    LockHolder,
-    NewSession,
-    ScratchpadEntry,
-    Session,
-    SessionChange,
-    SessionChangeFields,
-    SessionFields,
-    SessionInfo,
-    SessionPage,
-    Store,
     bounded,
     bounded_or_none,
     check_scratchpad_entry,
     check_scratchpad_prefix,
     check_title,
+    pick_unique,
+    prefix_bounds,
+    validate_agent,
+    validate_session_id,
+)
+from threadline.store.encoding import Appending, numbered
+from threadline.store.listing import (
+    ListOptions,
+    ListRequest,
+    SessionPage,
     children_request,
     list_request,
     memo_request,
-    new_checkpoint,
+)
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import Session, Store, same_memo
+from threadline.store.session_info import (
+    NewSession,
+    ScratchpadEntry,
+    SessionChange,
+    SessionChangeFields,
+    SessionFields,
+    SessionInfo,
+    check_session_fields,
+    checked_parent_id,
     new_session,
-    numbered,
-    pick_unique,
-    prefix_bounds,
-    same_memo,
-    session_change,
-    validate_agent,
-    validate_session_id,
+    refuse_unknown,
 )
 
 if TYPE_CHECKING:
@@ -392,3 +392,28 @@ class StoreCore:
             with contextlib.suppress(SessionNotFound):
                 memos[session_id] = cast(Store, self).get_memo(session_id)
         return memos
+
+
+def session_change(store: Store, session_id: str, fields: SessionChangeFields) -> SessionChange:
+    """``update_session``'s arguments checked: the fields as ``check_session_fields`` and
+    ``check_title`` have them, and a parent that exists and would not put the session
+    under its own descendant (a loop would take both out of every listing)."""
+    refuse_unknown("update_session", fields, SessionChangeFields)
+    model, metadata = fields.get("model"), fields.get("metadata")
+    title, parent = fields.get("title"), fields.get("parent")
+    check_session_fields(model, metadata)
+    if title is not None:
+        title = check_title(title)
+    if parent is not None:
+        parent = checked_parent_id(session_id, parent)
+        seen = {session_id}
+        up: str | None = parent
+        while up is not None:
+            if up in seen:
+                raise UsageError(
+                    f"session {session_id} cannot be listed under {parent}: {parent} is "
+                    f"listed under {session_id}"
+                )
+            seen.add(up)
+            up = store.session_info(up).parent_id
+    return SessionChange(model=model, metadata=metadata, title=title, parent=parent)

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from threadline.store.base import CorruptRecordWarning
+from threadline.store.checks import CorruptRecordWarning
 
 if TYPE_CHECKING:
     from pydantic import ValidationError

@@ -36,15 +36,10 @@ from typing import Any
 from urllib.parse import quote
 
 from threadline.errors import StoreDamaged, ThreadlineError, UsageError
-from threadline.store.base import (
-    COMPACTION_MARK_KEY,
-    MAX_PAGE_SIZE,
-    SESSION_ID_PATTERN,
-    CorruptRecordWarning,
-    LockHolder,
-    Store,
-)
+from threadline.store.checks import MAX_PAGE_SIZE, SESSION_ID_PATTERN, CorruptRecordWarning
 from threadline.store.copy import CopyReport, copy_sessions
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import COMPACTION_MARK_KEY, Store
 
 READ_BATCH = 1000
 """Messages read per call while checking a session."""

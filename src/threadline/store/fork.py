@@ -25,24 +25,19 @@ from typing import Any
 
 from threadline.errors import UsageError
 from threadline.requests import is_request
-from threadline.store.base import (
-    FORK_KEY,
-    TAIL_BATCH,
-    LockHolder,
-    Session,
-    SessionInfo,
-    SessionStart,
-    bounded,
-    primary_tokens,
-)
+from threadline.store.checks import TAIL_BATCH, bounded
+from threadline.store.encoding import primary_tokens
 
 # the deletion rule (forks first) lives in the store core, for Session.delete; its
 # names stay importable from here
-from threadline.store.base import all_sessions as all_sessions
-from threadline.store.base import children_of as children_of
-from threadline.store.base import delete_session as delete_session
-from threadline.store.base import deletion_order as deletion_order
-from threadline.store.base import descendants as descendants
+from threadline.store.lineage import all_sessions as all_sessions
+from threadline.store.lineage import children_of as children_of
+from threadline.store.lineage import delete_session as delete_session
+from threadline.store.lineage import deletion_order as deletion_order
+from threadline.store.lineage import descendants as descendants
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import Session
+from threadline.store.session_info import FORK_KEY, SessionInfo, SessionStart
 
 MATERIALIZED_KEY = "materialized_fork_of"
 """Metadata of a plain session made from a fork's whole view (a copy to another store,

@@ -86,17 +86,10 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
-from threadline.store import base, core
-from threadline.store.base import (
-    FORK_KEY,
-    SESSION_ID_PATTERN,
-    CorruptRecordWarning,
-    check_checkpoint,
-    children_counts,
-    format_ts,
-    parse_ts,
-    primary_tokens,
-)
+from threadline.store import core
+from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
+from threadline.store.checks import SESSION_ID_PATTERN, CorruptRecordWarning, format_ts, parse_ts
+from threadline.store.encoding import Appending, primary_tokens
 from threadline.store.jsonl_file import (
     FORMAT_VERSION,
     Index,
@@ -112,10 +105,15 @@ from threadline.store.jsonl_file import (
     loads_object,
     tail_state,
 )
-from threadline.store.search_query import (
-    SearchOptions,
-    SearchPage,
-    scan_store,
+from threadline.store.listing import ListRequest, SessionPage, children_counts
+from threadline.store.locks import LockHolder
+from threadline.store.search_query import SearchOptions, SearchPage, scan_store
+from threadline.store.session_info import (
+    FORK_KEY,
+    NewSession,
+    ScratchpadEntry,
+    SessionChange,
+    SessionInfo,
 )
 
 APP_ID = "threadline"
@@ -378,9 +376,7 @@ class JSONLStore(core.StoreCore):
 
     # -- sessions -----------------------------------------------------------------------
 
-    def _insert_session(
-        self, new: base.NewSession, lock: base.LockHolder | None
-    ) -> base.SessionInfo:
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         sid = new.id
         with self._store_locked(), self._hold(f"{sid}.lock"):
             with contextlib.suppress(SessionNotFound):
@@ -445,7 +441,7 @@ class JSONLStore(core.StoreCore):
         if paths.media.is_dir():
             shutil.rmtree(paths.media)
 
-    def _info(self, paths: SessionPaths) -> base.SessionInfo:
+    def _info(self, paths: SessionPaths) -> SessionInfo:
         with open(paths.jsonl, "rb") as f:
             sf = SessionFile(paths, f, self._set_aside)
             header, header_end = sf.header()
@@ -454,7 +450,7 @@ class JSONLStore(core.StoreCore):
         created = str(header.get("created_at") or meta.get("created_at"))
         updated = max(str(meta.get("updated_at") or created), state.stored_at or "")
         try:
-            return base.SessionInfo(
+            return SessionInfo(
                 id=paths.sid,
                 agent=paths.agent,
                 model=meta.get("model"),
@@ -510,11 +506,11 @@ class JSONLStore(core.StoreCore):
                 if sid.startswith(id_or_prefix)
             )
 
-    def session_info(self, session_id: str) -> base.SessionInfo:
+    def session_info(self, session_id: str) -> SessionInfo:
         with self._locked(session_id) as paths:
             return self._info(paths)
 
-    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
+    def _list_page(self, request: ListRequest) -> SessionPage:
         """Reads each session's sidecar, first line and last lines, never a whole file
         (of every session: this backend keeps no index, see the module docstring)."""
         infos = self._all_infos(request.agent)
@@ -523,9 +519,9 @@ class JSONLStore(core.StoreCore):
     def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
         return children_counts(parent_ids, self._all_infos(None))
 
-    def _all_infos(self, agent: str | None) -> list[base.SessionInfo]:
+    def _all_infos(self, agent: str | None) -> list[SessionInfo]:
         """Every readable session, newest updated first; unreadable ones are reported."""
-        infos: list[base.SessionInfo] = []
+        infos: list[SessionInfo] = []
         with self._translate(), self._mutex:
             for name in [agent] if agent is not None else self._agent_names():
                 for sid in self._agent_session_ids(name):
@@ -544,14 +540,14 @@ class JSONLStore(core.StoreCore):
         infos.sort(key=lambda i: i.updated_at, reverse=True)
         return infos
 
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
             meta.update(title=title, updated_at=format_ts(now))
             self._write_meta(paths, meta)
             return self._info(paths)
 
-    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._locked(session_id) as paths:
             header, meta = self._with_meta(paths)
             new_parent = change.new_parent(session_id, self._parent(session_id, header, meta))
@@ -607,7 +603,7 @@ class JSONLStore(core.StoreCore):
 
     # -- messages -----------------------------------------------------------------------
 
-    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
+    def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
         messages = batch.messages
         with self._locked(session_id) as paths, self._open(paths, "r+b") as (sf, header_end):
             index = self._index(sf, header_end)
@@ -652,7 +648,7 @@ class JSONLStore(core.StoreCore):
             index.lines += len(chunks)
             return [m.model_copy(deep=True) for m in stored]
 
-    def _stored_copies(self, sf: SessionFile, index: Index, batch: base.Appending) -> list[Message]:
+    def _stored_copies(self, sf: SessionFile, index: Index, batch: Appending) -> list[Message]:
         """A retried batch: the stored messages, or an error if only part of it is stored."""
         out: list[Message] = []
         for mid in batch.ids:
@@ -697,7 +693,7 @@ class JSONLStore(core.StoreCore):
 
     # -- checkpoints --------------------------------------------------------------------
 
-    def _checkpoints(self, paths: SessionPaths) -> list[base.Checkpoint]:
+    def _checkpoints(self, paths: SessionPaths) -> list[Checkpoint]:
         try:
             raw = paths.summary.read_bytes()
         except FileNotFoundError:
@@ -706,13 +702,11 @@ class JSONLStore(core.StoreCore):
         try:
             if data is None:
                 raise ValueError("not a JSON object")
-            return [base.Checkpoint.from_dict(c) for c in data.get("checkpoints", [])]
+            return [Checkpoint.from_dict(c) for c in data.get("checkpoints", [])]
         except ValueError as exc:
             raise CorruptRecord(f"unreadable checkpoints: {exc}", where=str(paths.summary)) from exc
 
-    def _add_checkpoint(
-        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
-    ) -> base.Checkpoint:
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         session_id = new.session_id
         with self._locked(session_id) as paths:  # the session's file lock: one atomic step
             last = self._info(paths).last_seq
@@ -732,11 +726,11 @@ class JSONLStore(core.StoreCore):
             )
             return cp
 
-    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         checkpoints = self.list_checkpoints(session_id)
         return checkpoints[-1] if checkpoints else None
 
-    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         with self._locked(session_id) as paths:
             return self._checkpoints(paths)
 
@@ -753,13 +747,13 @@ class JSONLStore(core.StoreCore):
         entries: dict[str, dict[str, Any]] = data["entries"]
         return entries
 
-    def _entry(self, paths: SessionPaths, name: str, value: dict[str, Any]) -> base.ScratchpadEntry:
+    def _entry(self, paths: SessionPaths, name: str, value: dict[str, Any]) -> ScratchpadEntry:
         try:
-            return base.ScratchpadEntry.from_dict({"name": name, **value})
+            return ScratchpadEntry.from_dict({"name": name, **value})
         except (TypeError, ValueError) as exc:
             raise CorruptRecord(f"unreadable entry {name!r}", where=str(paths.scratchpad)) from exc
 
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         with self._locked(session_id) as paths:
             pad = self._pad(paths)
             now = format_ts(utcnow())
@@ -772,12 +766,12 @@ class JSONLStore(core.StoreCore):
             atomic_write(paths.scratchpad, json_bytes({"entries": pad}))
             return self._entry(paths, name, pad[name])
 
-    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         with self._locked(session_id) as paths:
             value = self._pad(paths).get(name)
             return None if value is None else self._entry(paths, name, value)
 
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         with self._locked(session_id) as paths:
             pad = self._pad(paths)
             return [self._entry(paths, k, pad[k]) for k in sorted(pad) if k.startswith(prefix)]
@@ -816,8 +810,8 @@ class JSONLStore(core.StoreCore):
     # -- locks ------------------------------------------------------------------------
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
-    ) -> base.LockHolder | None:
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._locked(session_id) as paths:
             _, meta = self._with_meta(paths)
             current = _holder(meta)
@@ -827,7 +821,7 @@ class JSONLStore(core.StoreCore):
                 self._write_meta(paths, meta)
             return new
 
-    def lock_holder(self, session_id: str) -> base.LockHolder | None:
+    def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._locked(session_id) as paths:
             return _holder(self._with_meta(paths)[1])
 
@@ -839,6 +833,6 @@ class JSONLStore(core.StoreCore):
         return scan_store(self, query, options, self._all_infos, (SessionNotFound, CorruptRecord))
 
 
-def _holder(meta: dict[str, Any]) -> base.LockHolder | None:
+def _holder(meta: dict[str, Any]) -> LockHolder | None:
     """The session's attach lock from its sidecar."""
-    return base.LockHolder.stored(meta.get("lock"), where=f"session {meta.get('id')}")
+    return LockHolder.stored(meta.get("lock"), where=f"session {meta.get('id')}")

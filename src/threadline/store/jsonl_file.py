@@ -38,7 +38,8 @@ from pydantic import ValidationError
 from threadline.errors import CorruptRecord, InvalidMessage
 from threadline.messages import ImagePart, Message, Part
 from threadline.stamps import utcnow
-from threadline.store.base import CorruptRecordWarning, encode_message, format_ts
+from threadline.store.checks import CorruptRecordWarning, format_ts
+from threadline.store.encoding import encode_message
 
 FORMAT_VERSION = 1
 FIRST_READ_BLOCK = 4 * 1024

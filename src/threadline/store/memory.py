@@ -21,14 +21,11 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
-from threadline.store import base, core
-from threadline.store.base import (
-    check_checkpoint,
-    children_counts,
-    encode_message,
-    later,
-    primary_tokens,
-)
+from threadline.store import core
+from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
+from threadline.store.encoding import Appending, encode_message, later, primary_tokens
+from threadline.store.listing import ListRequest, SessionPage, children_counts
+from threadline.store.locks import LockHolder
 from threadline.store.retraction import own_index
 from threadline.store.search_query import (
     SearchOptions,
@@ -36,17 +33,18 @@ from threadline.store.search_query import (
     scan_search,
     search_request,
 )
+from threadline.store.session_info import NewSession, ScratchpadEntry, SessionChange, SessionInfo
 
 
 @dataclass
 class _Entry:
-    info: base.SessionInfo
+    info: SessionInfo
     messages: list[Message] = field(default_factory=list)
     ids: dict[str, int] = field(default_factory=dict)
-    checkpoints: list[base.Checkpoint] = field(default_factory=list)
-    scratchpad: dict[str, base.ScratchpadEntry] = field(default_factory=dict)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    scratchpad: dict[str, ScratchpadEntry] = field(default_factory=dict)
     memo: dict[str, Any] = field(default_factory=dict)
-    lock: base.LockHolder | None = None
+    lock: LockHolder | None = None
     fork_seq: int = 0
     """``messages[seq - 1 - fork_seq]``: a fork's own messages start after its fork seq."""
 
@@ -79,9 +77,7 @@ class MemoryStore(core.StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def _insert_session(
-        self, new: base.NewSession, lock: base.LockHolder | None
-    ) -> base.SessionInfo:
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         info = new.info()
         with self._lock:
             if new.id in self._sessions:
@@ -97,11 +93,11 @@ class MemoryStore(core.StoreCore):
                 return [id_or_prefix]
             return sorted(s for s in self._sessions if prefix and s.startswith(id_or_prefix))
 
-    def session_info(self, session_id: str) -> base.SessionInfo:
+    def session_info(self, session_id: str) -> SessionInfo:
         with self._lock:
             return copy.copy(self._get(session_id).info)
 
-    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
+    def _list_page(self, request: ListRequest) -> SessionPage:
         with self._lock:
             infos = [copy.copy(e.info) for e in self._sessions.values() if request.admits(e.info)]
         return request.page(infos)
@@ -111,14 +107,14 @@ class MemoryStore(core.StoreCore):
             infos = [e.info for e in self._sessions.values()]
         return children_counts(parent_ids, infos)
 
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._lock:
             e = self._get(session_id)
             e.info.title = title
             e.info.updated_at = now
             return copy.copy(e.info)
 
-    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._lock:
             e = self._get(session_id)
             new_parent = change.new_parent(session_id, e.info.parent_id)
@@ -150,7 +146,7 @@ class MemoryStore(core.StoreCore):
 
     # -- messages ---------------------------------------------------------------
 
-    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
+    def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
         with self._lock:
             e = self._get(session_id)
             if batch.ids[0] in e.ids:
@@ -199,9 +195,7 @@ class MemoryStore(core.StoreCore):
 
     # -- checkpoints ------------------------------------------------------------
 
-    def _add_checkpoint(
-        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
-    ) -> base.Checkpoint:
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         session_id = new.session_id
         with self._lock:  # the atomic step: the store's lock
             e = self._get(session_id)
@@ -216,23 +210,23 @@ class MemoryStore(core.StoreCore):
             e.checkpoints.append(cp)
             return copy.deepcopy(cp)
 
-    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         with self._lock:
             cps = self._get(session_id).checkpoints
             return copy.deepcopy(cps[-1]) if cps else None
 
-    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         with self._lock:
             return copy.deepcopy(self._get(session_id).checkpoints)
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         with self._lock:
             e = self._get(session_id)
             now = utcnow()
             old = e.scratchpad.get(name)
-            entry = base.ScratchpadEntry(
+            entry = ScratchpadEntry(
                 name=name,
                 content=content,
                 created_at=old.created_at if old else now,
@@ -241,12 +235,12 @@ class MemoryStore(core.StoreCore):
             e.scratchpad[name] = entry
             return copy.copy(entry)
 
-    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         with self._lock:
             entry = self._get(session_id).scratchpad.get(name)
             return copy.copy(entry) if entry else None
 
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         with self._lock:
             pad = self._get(session_id).scratchpad
             return [copy.copy(pad[k]) for k in sorted(pad) if k.startswith(prefix)]
@@ -277,8 +271,8 @@ class MemoryStore(core.StoreCore):
     # -- locks ------------------------------------------------------------------
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
-    ) -> base.LockHolder | None:
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._lock:
             e = self._get(session_id)
             new = decide(e.lock)
@@ -286,7 +280,7 @@ class MemoryStore(core.StoreCore):
                 e.lock = copy.copy(new)
             return new
 
-    def lock_holder(self, session_id: str) -> base.LockHolder | None:
+    def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._lock:
             lock = self._get(session_id).lock
             return copy.copy(lock) if lock else None

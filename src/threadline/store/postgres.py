@@ -8,7 +8,7 @@ Appends are idempotent on client message ids (unique ``(session_id, id)``): a
 retry after a dropped connection returns the stored copies instead of writing
 twice. So the store resends idempotent calls itself when their connection drops
 (``pg_terminate_backend``, a server restart, a network cut), with the policy the
-Redis store uses (``base.CONNECTION_RETRY``); only a loss that outlasts the
+Redis store uses (``CONNECTION_RETRY``); only a loss that outlasts the
 resends reaches the caller, as ``StoreUnavailable``. The warnings psycopg and
 its pool log while a dead connection is replaced are filtered out
 (``QuietConnectionLoss``) unless the application configures those loggers.
@@ -65,36 +65,38 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.stamps import utcnow
-from threadline.store import base, core, retraction
-from threadline.store.base import (
-    CONNECTION_RETRY,
+from threadline.store import core, retraction
+from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
+from threadline.store.checks import (
     DEFAULT_PAGE_SIZE,
-    check_checkpoint,
     id_prefix_range,
     prefix_bounds,
     split_url_options,
 )
 from threadline.store.decode import decode_rows
+from threadline.store.encoding import Appending
+from threadline.store.listing import ListRequest, SessionPage
+from threadline.store.locks import LockHolder
+from threadline.store.postgres_schema import MIGRATIONS, SCHEMA_VERSION, Conn, search_text
 from threadline.store.records import Record
+from threadline.store.retry import CONNECTION_RETRY
 from threadline.store.search_query import (
     DEFAULT_SEARCH_TIMEOUT,
     Atom,
     SearchOptions,
     SearchPage,
     SearchQuery,
-    body_pieces,
-    capped_index_text,
     hit_from_body,
     message_pieces,
     search_request,
     search_timed_out,
 )
 from threadline.store.search_query import search_timeout as search_timeout_checked
+from threadline.store.session_info import NewSession, ScratchpadEntry, SessionChange, SessionInfo
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
 
-Conn = psycopg.Connection[tuple[Any, ...]]
 R = TypeVar("R", bound=Record)
 T = TypeVar("T", int, float)
 P = ParamSpec("P")
@@ -118,11 +120,6 @@ DIAGNOSE_CONNECT_TIMEOUT = 3
 """Seconds for the probe connection that explains a pool timeout."""
 MIGRATION_LOCK_KEY = 0x74686C6E
 """First half of the advisory lock key that serialises migrations (second: the schema)."""
-MIGRATION_BATCH = 1000
-"""Rows a migration rewrites per round trip."""
-SEARCH_TEXT_LIMIT = 100_000
-"""Characters of a message indexed for search; a tsvector is limited to 1 MB."""
-"""``ts_headline`` options: mark hits like the SQLite backend's snippet does."""
 STORE_OPTIONS = ("schema", "pool_size", "pool_timeout", "search_timeout")
 """URL query options that are ours; every other option goes to libpq (which refuses
 what it does not know)."""
@@ -214,170 +211,6 @@ def quiet_connection_loss() -> None:
             logger.addFilter(QuietConnectionLoss())
 
 
-# -- migrations: one ordered list, applied in one place when the store opens ------
-
-
-def m001_initial(conn: Conn) -> None:
-    conn.execute(_M001)
-
-
-_M001 = """
-CREATE TABLE threadline_meta (key text PRIMARY KEY, value text NOT NULL);
-CREATE TABLE sessions (
-    id text COLLATE "C" PRIMARY KEY, agent text COLLATE "C" NOT NULL, model text, title text,
-    created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
-    message_count bigint NOT NULL DEFAULT 0, total_tokens bigint NOT NULL DEFAULT 0,
-    last_seq bigint NOT NULL DEFAULT 0,
-    metadata json NOT NULL DEFAULT '{}', memo json NOT NULL DEFAULT '{}', lock json);
-CREATE INDEX sessions_by_updated ON sessions (updated_at DESC, id);
-CREATE INDEX sessions_by_agent ON sessions (agent, updated_at DESC, id);
-CREATE TABLE messages (
-    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    seq bigint NOT NULL, id text NOT NULL, role text NOT NULL, created_at timestamptz NOT NULL,
-    tokens bigint NOT NULL, body text NOT NULL, search_text text NOT NULL,
-    search tsvector GENERATED ALWAYS AS (to_tsvector('simple', search_text)) STORED,
-    CONSTRAINT messages_by_seq PRIMARY KEY (session_id, seq),
-    CONSTRAINT messages_by_id UNIQUE (session_id, id));
-CREATE INDEX messages_search ON messages USING gin (search);
-CREATE TABLE checkpoints (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    covers_up_to bigint NOT NULL, summary json NOT NULL, created_at timestamptz NOT NULL,
-    metadata json NOT NULL DEFAULT '{}');
-CREATE INDEX checkpoints_by_session ON checkpoints (session_id, id);
-CREATE TABLE scratchpad (
-    session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    name text COLLATE "C" NOT NULL, content json NOT NULL,
-    created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
-    PRIMARY KEY (session_id, name))
-"""
-
-
-def m002_index_decoded_text(conn: Conn) -> None:
-    """Search what a message says, decoded (``search_query.index_text``: text, tool
-    names, tool arguments' keys and values, CJK split by character): ``search_text``
-    holds those tokens joined by spaces and ``search`` is their ``array_to_tsvector``,
-    taken as they are, so PostgreSQL's parser never splits words differently from the
-    other backends. Existing rows get their new text from their stored bodies."""
-    conn.execute("DROP INDEX IF EXISTS messages_search")
-    conn.execute("ALTER TABLE messages DROP COLUMN IF EXISTS search")
-    with conn.cursor(name="threadline_m002") as rows:
-        rows.itersize = MIGRATION_BATCH
-        rows.execute("SELECT session_id, seq, body FROM messages")
-        while batch := rows.fetchmany(MIGRATION_BATCH):
-            with conn.cursor() as update:
-                update.executemany(
-                    "UPDATE messages SET search_text = %s WHERE session_id = %s AND seq = %s",
-                    [(_search_text(body_pieces(body)), sid, seq) for sid, seq, body in batch],
-                )
-    conn.execute(
-        "ALTER TABLE messages ADD COLUMN search tsvector GENERATED ALWAYS AS "
-        "(array_to_tsvector(array_remove(string_to_array(search_text, ' '), ''))) STORED"
-    )
-    conn.execute("CREATE INDEX messages_search ON messages USING gin (search)")
-
-
-def m003_session_parents(conn: Conn) -> None:
-    """A session names the session it is listed under in ``parent_id`` (a subagent's
-    parent, a fork's), which listing filters on by index: ``sessions_by_parent`` serves
-    a parent's children, partial indexes the top-level sessions (all, and of one
-    agent), so a page of top-level sessions reads that page, never every session's
-    metadata. Deleting a parent makes its children top-level (``ON DELETE SET NULL``).
-    Existing links move out of the metadata: a fork's point and an imported subagent's
-    ``parent_session``, when that session exists."""
-    conn.execute(
-        'ALTER TABLE sessions ADD COLUMN IF NOT EXISTS parent_id text COLLATE "C" '
-        "REFERENCES sessions (id) ON DELETE SET NULL"
-    )
-    conn.execute(
-        "UPDATE sessions s SET parent_id = p.id FROM sessions p "
-        "WHERE s.parent_id IS NULL AND p.id <> s.id AND p.id = (COALESCE("
-        "s.metadata -> 'forked_from' ->> 'session', s.metadata ->> 'parent_session'"
-        ') COLLATE "C")'
-    )
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS sessions_top ON sessions (updated_at DESC, id) "
-        "WHERE parent_id IS NULL"
-    )
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS sessions_top_by_agent ON sessions "
-        "(agent, updated_at DESC, id) WHERE parent_id IS NULL"
-    )
-    conn.execute(
-        "CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (parent_id, updated_at DESC, id)"
-    )
-
-
-def m004_session_counts(conn: Conn) -> None:
-    """A listing's total is exact without counting every session: ``session_counts``
-    holds signed deltas per agent and top-level flag, written by a trigger in the same
-    transaction as the session row, so the sum over it is the count any snapshot sees
-    (``list_sql``). Deltas are only inserted, so writers never wait on a shared row;
-    every ``COUNT_ROLLUP``-th one folds the rest into one row per group, which keeps
-    the sum a read of a few rows (skipping rows another fold holds: folds never wait
-    on each other, so they cannot deadlock). The trigger skips appends (only ``agent`` and
-    ``parent_id`` matter). Existing sessions are counted afresh here, under the table
-    lock that creating the trigger takes, so no write slips between (and it may run
-    again, as the other migrations may)."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS session_counts (id bigint GENERATED ALWAYS AS IDENTITY "
-        'PRIMARY KEY, agent text COLLATE "C" NOT NULL, top boolean NOT NULL, n bigint NOT NULL)'
-    )
-    conn.execute(_COUNT_SESSIONS.replace("COUNT_ROLLUP", str(COUNT_ROLLUP)))
-    conn.execute("DROP TRIGGER IF EXISTS sessions_counted ON sessions")
-    conn.execute(
-        "CREATE TRIGGER sessions_counted AFTER INSERT OR DELETE OR UPDATE OF agent, parent_id "
-        "ON sessions FOR EACH ROW EXECUTE FUNCTION count_sessions()"
-    )
-    conn.execute("DELETE FROM session_counts")
-    conn.execute(
-        "INSERT INTO session_counts (agent, top, n) "
-        "SELECT agent, parent_id IS NULL, count(*) FROM sessions GROUP BY 1, 2"
-    )
-
-
-COUNT_ROLLUP = 1000
-"""Every this many deltas, ``session_counts`` is folded to one row per group."""
-_COUNT_SESSIONS = """
-CREATE OR REPLACE FUNCTION count_sessions() RETURNS trigger LANGUAGE plpgsql
-SET search_path FROM CURRENT AS $$
-DECLARE
-    added bigint;
-    fold boolean := false;
-BEGIN
-    IF TG_OP = 'UPDATE' AND OLD.agent = NEW.agent
-            AND (OLD.parent_id IS NULL) = (NEW.parent_id IS NULL) THEN
-        RETURN NULL;
-    END IF;
-    IF TG_OP <> 'INSERT' THEN
-        INSERT INTO session_counts (agent, top, n)
-        VALUES (OLD.agent, OLD.parent_id IS NULL, -1) RETURNING id INTO added;
-        fold := added % COUNT_ROLLUP = 0;
-    END IF;
-    IF TG_OP <> 'DELETE' THEN
-        INSERT INTO session_counts (agent, top, n)
-        VALUES (NEW.agent, NEW.parent_id IS NULL, 1) RETURNING id INTO added;
-        fold := fold OR added % COUNT_ROLLUP = 0;
-    END IF;
-    IF fold THEN
-        WITH gone AS (DELETE FROM session_counts WHERE id IN (
-            SELECT id FROM session_counts FOR UPDATE SKIP LOCKED) RETURNING agent, top, n)
-        INSERT INTO session_counts (agent, top, n)
-        SELECT agent, top, sum(n) FROM gone GROUP BY agent, top HAVING sum(n) <> 0;
-    END IF;
-    RETURN NULL;
-END $$"""
-
-
-MIGRATIONS: list[Callable[[Conn], None]] = [
-    m001_initial,
-    m002_index_decoded_text,
-    m003_session_parents,
-    m004_session_counts,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
 # -- the queries that indexes must serve (tests EXPLAIN these very strings) --------
 
 SESSION_COLUMNS = (
@@ -386,7 +219,7 @@ SESSION_COLUMNS = (
 )
 
 
-def list_sql(request: base.ListRequest) -> tuple[str, str, dict[str, Any]]:
+def list_sql(request: ListRequest) -> tuple[str, str, dict[str, Any]]:
     """A listing's count query, page query and parameters (``ListRequest.where``)."""
     where, args = request.where("%({})s")
     count = f"SELECT count(*) FROM sessions{where}"
@@ -407,7 +240,7 @@ def list_sql(request: base.ListRequest) -> tuple[str, str, dict[str, Any]]:
 
 
 def _listing(agent: str | None = None, *, top_level: bool = False) -> str:
-    return list_sql(base.ListRequest(agent, DEFAULT_PAGE_SIZE, 0, top_level, None))[1]
+    return list_sql(ListRequest(agent, DEFAULT_PAGE_SIZE, 0, top_level, None))[1]
 
 
 LIST_SQL = _listing()
@@ -741,16 +574,14 @@ class PostgresStore(core.StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def _insert_session(
-        self, new: base.NewSession, lock: base.LockHolder | None
-    ) -> base.SessionInfo:
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         with self._write() as conn:
             if new.parent is not None:
                 _require(conn, new.parent)
             try:
                 info = _one(
                     conn,
-                    base.SessionInfo,
+                    SessionInfo,
                     "INSERT INTO sessions (id, agent, model, title, created_at, updated_at, "
                     "metadata, lock, parent_id, last_seq, message_count, total_tokens) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
@@ -789,23 +620,21 @@ class PostgresStore(core.StoreCore):
             return [r[0] for r in rows.fetchall()]
 
     @_resent
-    def session_info(self, session_id: str) -> base.SessionInfo:
+    def session_info(self, session_id: str) -> SessionInfo:
         with self._read() as conn:
-            info = _one(conn, base.SessionInfo, _SESSION_SQL, (session_id,))
+            info = _one(conn, SessionInfo, _SESSION_SQL, (session_id,))
         if info is None:
             raise SessionNotFound(session_id)
         return info
 
     @_resent
-    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
+    def _list_page(self, request: ListRequest) -> SessionPage:
         count, page, args = list_sql(request)
         with self._read() as conn:
             total_row = conn.execute(count, args).fetchone()
-            items = _all(conn, base.SessionInfo, page, args)
+            items = _all(conn, SessionInfo, page, args)
         total = total_row[0] if total_row else 0
-        return base.SessionPage(
-            items=items, total=total, offset=request.offset, limit=request.limit
-        )
+        return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
 
     @_resent
     def _count_children(self, parent_ids: list[str]) -> dict[str, int]:
@@ -818,11 +647,11 @@ class PostgresStore(core.StoreCore):
         return {r[0]: int(r[1]) for r in rows}
 
     @_resent
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._write() as conn:
             info = _one(
                 conn,
-                base.SessionInfo,
+                SessionInfo,
                 f"UPDATE sessions SET title = %s, updated_at = %s WHERE id = %s "
                 f"RETURNING {SESSION_COLUMNS}",
                 (title, now, session_id),
@@ -832,7 +661,7 @@ class PostgresStore(core.StoreCore):
         return info
 
     @_resent
-    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._write() as conn:
             head = conn.execute(
                 "SELECT metadata, parent_id FROM sessions WHERE id = %s FOR NO KEY UPDATE",
@@ -845,7 +674,7 @@ class PostgresStore(core.StoreCore):
                 _require(conn, new_parent)
             info = _one(
                 conn,
-                base.SessionInfo,
+                SessionInfo,
                 "UPDATE sessions SET model = COALESCE(%s, model), title = COALESCE(%s, title), "
                 "parent_id = COALESCE(%s, parent_id), metadata = %s WHERE id = %s "
                 f"RETURNING {SESSION_COLUMNS}",
@@ -881,7 +710,7 @@ class PostgresStore(core.StoreCore):
     # -- messages ---------------------------------------------------------------
 
     @_resent
-    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
+    def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
         prepared = [  # before the session is locked
             _message_row(m, b, t)
             for m, b, t in zip(batch.messages, batch.bodies, batch.tokens, strict=True)
@@ -902,7 +731,7 @@ class PostgresStore(core.StoreCore):
     def _append_in(
         self,
         conn: Conn,
-        batch: base.Appending,
+        batch: Appending,
         prepared: Sequence[tuple[str, str, datetime, int, str, str]],
     ) -> int | list[Message]:
         """The first seq given to the batch, or the stored copies of a batch already stored."""
@@ -958,17 +787,13 @@ class PostgresStore(core.StoreCore):
 
     # -- checkpoints ------------------------------------------------------------
 
-    def _add_checkpoint(
-        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
-    ) -> base.Checkpoint:
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         # ``new`` is stamped once (store core): a resend is recognised as the same checkpoint
         return CONNECTION_RETRY.call(
             lambda: self._add_checkpoint_once(new, expect_previous), retry_on=ConnectionLost
         )
 
-    def _add_checkpoint_once(
-        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
-    ) -> base.Checkpoint:
+    def _add_checkpoint_once(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         """One transaction: the session's row lock orders checkpoint writers, so the
         latest checkpoint read here is still the latest when the insert commits."""
         with self._write() as conn:
@@ -979,7 +804,7 @@ class PostgresStore(core.StoreCore):
                 raise SessionNotFound(new.session_id)
             latest = _one(
                 conn,
-                base.Checkpoint,
+                Checkpoint,
                 _CHECKPOINT_SQL + " ORDER BY id DESC LIMIT 1",
                 (new.session_id,),
             )
@@ -990,7 +815,7 @@ class PostgresStore(core.StoreCore):
                 return stored
             checkpoint = _one(
                 conn,
-                base.Checkpoint,
+                Checkpoint,
                 "INSERT INTO checkpoints (session_id, covers_up_to, summary, created_at, "
                 f"metadata) VALUES (%s, %s, %s, %s, %s) RETURNING {_CHECKPOINT_COLUMNS}",
                 (
@@ -1005,18 +830,18 @@ class PostgresStore(core.StoreCore):
         return checkpoint
 
     @_resent
-    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         with self._read() as conn:
             sql_text = _CHECKPOINT_SQL + " ORDER BY id DESC LIMIT 1"
-            latest = _one(conn, base.Checkpoint, sql_text, (session_id,))
+            latest = _one(conn, Checkpoint, sql_text, (session_id,))
             if latest is None:
                 _require(conn, session_id)
         return latest
 
     @_resent
-    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         with self._read() as conn:
-            found = _all(conn, base.Checkpoint, _CHECKPOINT_SQL + " ORDER BY id", (session_id,))
+            found = _all(conn, Checkpoint, _CHECKPOINT_SQL + " ORDER BY id", (session_id,))
             if not found:
                 _require(conn, session_id)
         return found
@@ -1024,13 +849,13 @@ class PostgresStore(core.StoreCore):
     # -- scratchpad and memo ----------------------------------------------------
 
     @_resent
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         now = utcnow()
         with self._write() as conn:
             try:
                 entry = _one(
                     conn,
-                    base.ScratchpadEntry,
+                    ScratchpadEntry,
                     "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
                     "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id, name) DO UPDATE SET "
                     f"content = excluded.content, updated_at = excluded.updated_at "
@@ -1043,23 +868,21 @@ class PostgresStore(core.StoreCore):
         return entry
 
     @_resent
-    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         with self._read() as conn:
-            entry = _one(
-                conn, base.ScratchpadEntry, _ENTRY_SQL + " AND name = %s", (session_id, name)
-            )
+            entry = _one(conn, ScratchpadEntry, _ENTRY_SQL + " AND name = %s", (session_id, name))
             if entry is None:
                 _require(conn, session_id)
         return entry
 
     @_resent
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         low, high = prefix_bounds(prefix)
         below = "" if high is None else " AND name < %s"
         args = (session_id, low) if high is None else (session_id, low, high)
         with self._read() as conn:
             sql = f"{_ENTRY_SQL} AND name >= %s{below} ORDER BY name"
-            entries = _all(conn, base.ScratchpadEntry, sql, args)
+            entries = _all(conn, ScratchpadEntry, sql, args)
             if not entries:
                 _require(conn, session_id)
         return entries
@@ -1067,13 +890,13 @@ class PostgresStore(core.StoreCore):
     @_resent
     def _scratchpad_page(
         self, session_id: str, prefix: str, limit: int, before: str | None
-    ) -> list[base.ScratchpadEntry]:
+    ) -> list[ScratchpadEntry]:
         low, high = core.page_range(prefix, before)
         below = "" if high is None else " AND name < %s"
         args = (session_id, low) if high is None else (session_id, low, high)
         with self._read() as conn:
             sql = f"{_ENTRY_SQL} AND name >= %s{below} ORDER BY name DESC LIMIT %s"
-            entries = _all(conn, base.ScratchpadEntry, sql, (*args, limit))
+            entries = _all(conn, ScratchpadEntry, sql, (*args, limit))
             if not entries:
                 _require(conn, session_id)
         return entries
@@ -1162,8 +985,8 @@ class PostgresStore(core.StoreCore):
     """Resent after a lost connection: the same holder renews (``LockHolder.claim``)."""
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
-    ) -> base.LockHolder | None:
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._write() as conn:
             current = _holder_for_update(conn, session_id)
             new = decide(current)
@@ -1175,7 +998,7 @@ class PostgresStore(core.StoreCore):
         return new
 
     @_resent
-    def lock_holder(self, session_id: str) -> base.LockHolder | None:
+    def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._read() as conn:
             row = conn.execute("SELECT lock FROM sessions WHERE id = %s", (session_id,)).fetchone()
         if row is None:
@@ -1270,18 +1093,6 @@ def _search_condition(q: SearchQuery) -> tuple[str, dict[str, Any]]:
     return condition, args
 
 
-def _search_text(pieces: list[str]) -> str:
-    """What ``search`` indexes: the index text, cut at a token boundary to
-    ``SEARCH_TEXT_LIMIT`` characters (a tsvector is limited to 1 MB)."""
-    text = capped_index_text(pieces)
-    if len(text) > SEARCH_TEXT_LIMIT:
-        text = text[: SEARCH_TEXT_LIMIT + 1].rsplit(" ", 1)[0]
-    return text
-
-
-# -- rows -------------------------------------------------------------------------
-
-
 def _handing_over(first: Conn) -> type[Conn]:
     """The pool's connection class: its first connection is ``first`` (the one that
     checked the schema), so opening a store connects once, not twice."""
@@ -1324,11 +1135,11 @@ def _all(conn: Conn, record: type[R], query: str, args: Params) -> list[R]:
 
 def _message_row(m: Message, body: bytes, tokens: int) -> tuple[str, str, datetime, int, str, str]:
     """A message's columns but session and seq; search sees a bounded, NUL-free text."""
-    text = _search_text(message_pieces(m))
+    text = search_text(message_pieces(m))
     return (m.id, m.role, m.created_at, tokens, body.decode("utf-8"), text)
 
 
-def _holder_for_update(conn: Conn, session_id: str) -> base.LockHolder | None:
+def _holder_for_update(conn: Conn, session_id: str) -> LockHolder | None:
     """The attach lock's holder, the session's row locked until the transaction ends."""
     row = conn.execute(
         "SELECT lock FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
@@ -1338,9 +1149,9 @@ def _holder_for_update(conn: Conn, session_id: str) -> base.LockHolder | None:
     return _holder(session_id, row[0])
 
 
-def _holder(session_id: str, lock: object) -> base.LockHolder | None:
+def _holder(session_id: str, lock: object) -> LockHolder | None:
     """The session's attach lock from its ``lock`` column."""
-    return base.LockHolder.stored(lock, where=f"session {session_id}")
+    return LockHolder.stored(lock, where=f"session {session_id}")
 
 
 def _require(conn: Conn, session_id: str) -> None:

@@ -1,12 +1,13 @@
 """The base of the store's records: plain dataclasses that check their fields and read
 and write the JSON shapes the stores keep, so a session listing loads no pydantic.
 
-Every record (``SessionInfo``, ``Checkpoint``, ``LockHolder``, ... in ``store/base.py``)
-is a ``@dataclass`` subclass of ``Record``. Constructing one checks each field against
-its annotation and takes the lax forms stored data holds: a number as text (Redis hash
-fields), a time as RFC 3339 text, an ``int`` for a ``float``. Anything else raises
-``ValueError`` naming the record and the field, which the backends report as a
-``CorruptRecord`` or skip with a ``CorruptRecordWarning``.
+Every record (``SessionInfo`` in ``store/session_info.py``, ``Checkpoint`` in
+``checkpoints.py``, ``LockHolder`` in ``locks.py``, ...) is a ``@dataclass`` subclass of
+``Record``. Constructing one checks each field against its annotation and takes the lax
+forms stored data holds: a number as text (Redis hash fields), a time as RFC 3339 text,
+an ``int`` for a ``float``. Anything else raises ``ValueError`` naming the record and
+the field, which the backends report as a ``CorruptRecord`` or skip with a
+``CorruptRecordWarning``.
 
 ``to_dict`` gives the JSON data the CLI's ``--json`` and the stores have always written
 (times as RFC 3339 text, ``Z`` for UTC, microseconds only when there are some);

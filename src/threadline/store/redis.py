@@ -77,27 +77,31 @@ from threadline.errors import (
 )
 from threadline.messages import Message
 from threadline.stamps import utcnow
-from threadline.store import base, core
-from threadline.store.base import (
-    ANY_PREVIOUS,
-    CONNECTION_RETRY,
-    FORK_KEY,
+from threadline.store import core
+from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, check_checkpoint
+from threadline.store.checks import (
     MAX_BOUND,
     MAX_PAGE_SIZE,
     CorruptRecordWarning,
-    check_checkpoint,
     format_ts,
     refuse_unknown_options,
-    same_memo,
     split_url_options,
     validate_session_id,
 )
 from threadline.store.decode import decode_message
+from threadline.store.encoding import Appending
+from threadline.store.listing import ListRequest, SessionPage
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import same_memo
 from threadline.store.redis_scripts import SCRIPTS
-from threadline.store.search_query import (
-    SearchOptions,
-    SearchPage,
-    scan_store,
+from threadline.store.retry import CONNECTION_RETRY
+from threadline.store.search_query import SearchOptions, SearchPage, scan_store
+from threadline.store.session_info import (
+    FORK_KEY,
+    NewSession,
+    ScratchpadEntry,
+    SessionChange,
+    SessionInfo,
 )
 
 DEFAULT_PREFIX = "threadline:"
@@ -374,9 +378,7 @@ class RedisStore(core.StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def _insert_session(
-        self, new: base.NewSession, lock: base.LockHolder | None
-    ) -> base.SessionInfo:
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         if new.start is not None and self.ttl(new.start.parent) is not None:
             # a write to the fork refreshes only the fork's keys: the shared history
             # would expire under it
@@ -433,7 +435,7 @@ class RedisStore(core.StoreCore):
             self._run("forget", *dead)
         return [s for s, ok in zip(ids, alive, strict=True) if ok]
 
-    def session_info(self, session_id: str) -> base.SessionInfo:
+    def session_info(self, session_id: str) -> SessionInfo:
         key = self._session_key(session_id)
         with self._translate():
             raw = self._r.hgetall(key)
@@ -449,16 +451,16 @@ class RedisStore(core.StoreCore):
             raise SessionNotFound(str(session_id)) from None
         return self._key("s", session_id)
 
-    def _info(self, key: str, raw: dict[Any, Any]) -> base.SessionInfo:
+    def _info(self, key: str, raw: dict[Any, Any]) -> SessionInfo:
         """Hash fields are strings; the record reads the numbers and times back."""
         try:
             f = {_text(k): _text(v) for k, v in raw.items()}
             f["metadata"] = json.loads(f.get("metadata") or "{}")
-            return base.SessionInfo.from_dict(f)
+            return SessionInfo.from_dict(f)
         except ValueError as exc:
             raise CorruptRecord(f"unreadable session record: {exc}", where=key) from exc
 
-    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
+    def _list_page(self, request: ListRequest) -> SessionPage:
         if request.parent is not None:
             index = f"kids:{request.parent}"
             if request.agent is not None:  # children of one agent: few, filtered here
@@ -469,11 +471,9 @@ class RedisStore(core.StoreCore):
         else:
             index = "top" if request.top_level else "sessions"
         total, items = self._page(index, request.offset, request.limit)
-        return base.SessionPage(
-            items=items, total=total, offset=request.offset, limit=request.limit
-        )
+        return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
 
-    def _page(self, index: str, offset: int, limit: int) -> tuple[int, list[base.SessionInfo]]:
+    def _page(self, index: str, offset: int, limit: int) -> tuple[int, list[SessionInfo]]:
         """The total and one page of an index (``redis_scripts._LIST``)."""
         while True:
             res = self._run("list", index, offset, limit)
@@ -504,7 +504,7 @@ class RedisStore(core.StoreCore):
                 break
         return {sid: int(n) for sid, n in zip(parent_ids, res, strict=True)}
 
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         self._session_key(session_id)
         if title is None:
             args: list[str | int] = [1, "updated_at", format_ts(now), "title"]
@@ -514,7 +514,7 @@ class RedisStore(core.StoreCore):
             raise SessionNotFound(session_id)
         return self.session_info(session_id)
 
-    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         key = self._session_key(session_id)
         if change.parent is not None:
             linked = self._run("link", session_id, change.parent)
@@ -597,7 +597,7 @@ class RedisStore(core.StoreCore):
 
     # -- messages ---------------------------------------------------------------
 
-    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
+    def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
         self._session_key(session_id)
         with self._translate():
             res = self._scripts["append"](
@@ -652,9 +652,7 @@ class RedisStore(core.StoreCore):
 
     # -- checkpoints ------------------------------------------------------------
 
-    def _add_checkpoint(
-        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
-    ) -> base.Checkpoint:
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         """Read, decide (``check_checkpoint``), then one script appends the checkpoint only
         if the session still has as many checkpoints as were read: a compare-and-set."""
         session_id, covers_up_to = new.session_id, new.covers_up_to
@@ -700,9 +698,9 @@ class RedisStore(core.StoreCore):
             latest=None,
         )
 
-    def _checkpoint(self, session_id: str, cid: int, body: bytes | str) -> base.Checkpoint | None:
+    def _checkpoint(self, session_id: str, cid: int, body: bytes | str) -> Checkpoint | None:
         try:
-            cp = base.Checkpoint.from_json(body)
+            cp = Checkpoint.from_json(body)
         except ValueError as exc:
             warnings.warn(
                 f"skipping unreadable checkpoint {session_id} #{cid}: {exc}",
@@ -712,7 +710,7 @@ class RedisStore(core.StoreCore):
             return None
         return cp.replace(id=cid, session_id=session_id)
 
-    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         key = self._key("c", session_id)
 
         def queue(pipe: Pipeline) -> None:
@@ -728,7 +726,7 @@ class RedisStore(core.StoreCore):
             return good[-1] if good else None
         return latest
 
-    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         key = self._key("c", session_id)
         (rows,) = self._read(session_id, lambda p: p.lrange(key, 0, -1))
         out = [self._checkpoint(session_id, k + 1, body) for k, body in enumerate(rows)]
@@ -736,20 +734,18 @@ class RedisStore(core.StoreCore):
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         key = self._session_key(session_id)
         pad = self._key("p", session_id)
         now = utcnow()
 
-        def write(pipe: Pipeline) -> base.ScratchpadEntry:
+        def write(pipe: Pipeline) -> ScratchpadEntry:
             if not pipe.exists(key):
                 raise SessionNotFound(session_id)
             raw = pipe.hget(pad, name)
             old = None if raw is None else self._pad_entry(session_id, name, raw)
             created = now if old is None else old.created_at
-            entry = base.ScratchpadEntry(
-                name=name, content=content, created_at=created, updated_at=now
-            )
+            entry = ScratchpadEntry(name=name, content=content, created_at=created, updated_at=now)
             pipe.multi()
             pipe.hset(pad, name, entry.to_json())
             self._queue_touch(pipe, session_id)
@@ -757,12 +753,12 @@ class RedisStore(core.StoreCore):
 
         return self._atomic(write, key, pad)
 
-    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         pad = self._key("p", session_id)
         (raw,) = self._read(session_id, lambda p: p.hget(pad, name))
         return None if raw is None else self._pad_entry(session_id, name, raw)
 
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         pad = self._key("p", session_id)
         if prefix:  # the names, then the values of those that match
             (names,) = self._read(session_id, lambda p: p.hkeys(pad))
@@ -775,11 +771,9 @@ class RedisStore(core.StoreCore):
         entries = [self._pad_entry(session_id, _text(k), v) for k, v in raw.items()]
         return sorted((e for e in entries if e is not None), key=lambda e: e.name)
 
-    def _pad_entry(
-        self, session_id: str, name: str, raw: bytes | str
-    ) -> base.ScratchpadEntry | None:
+    def _pad_entry(self, session_id: str, name: str, raw: bytes | str) -> ScratchpadEntry | None:
         try:
-            return base.ScratchpadEntry.from_json(raw).replace(name=name)
+            return ScratchpadEntry.from_json(raw).replace(name=name)
         except ValueError as exc:
             warnings.warn(
                 f"skipping unreadable scratchpad entry {session_id} {name!r}: {exc}",
@@ -846,15 +840,15 @@ class RedisStore(core.StoreCore):
 
     # -- locks ------------------------------------------------------------------
 
-    def _holder(self, session_id: str, raw: bytes | str | None) -> base.LockHolder | None:
-        return base.LockHolder.stored(raw, where=self._key("s", session_id))
+    def _holder(self, session_id: str, raw: bytes | str | None) -> LockHolder | None:
+        return LockHolder.stored(raw, where=self._key("s", session_id))
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
-    ) -> base.LockHolder | None:
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         key = self._session_key(session_id)
 
-        def swap(pipe: Pipeline) -> base.LockHolder | None:
+        def swap(pipe: Pipeline) -> LockHolder | None:
             found, raw = pipe.hmget(key, ["id", "lock"])
             if found is None:
                 raise SessionNotFound(session_id)
@@ -871,7 +865,7 @@ class RedisStore(core.StoreCore):
 
         return self._atomic(swap, key)
 
-    def lock_holder(self, session_id: str) -> base.LockHolder | None:
+    def lock_holder(self, session_id: str) -> LockHolder | None:
         key = self._session_key(session_id)
         with self._translate():
             found, raw = self._r.hmget(key, ["id", "lock"])
@@ -887,7 +881,7 @@ class RedisStore(core.StoreCore):
         sessions this store is for; copy large histories to sqlite:// or postgresql://."""
         return scan_store(self, query, options, self._every_session)
 
-    def _every_session(self, agent: str | None) -> Iterator[base.SessionInfo]:
+    def _every_session(self, agent: str | None) -> Iterator[SessionInfo]:
         offset = 0
         while True:
             page = self.list_sessions(agent=agent, limit=MAX_PAGE_SIZE, offset=offset)

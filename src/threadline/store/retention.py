@@ -36,15 +36,11 @@ from typing import Any
 from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError, UsageError
 from threadline.messages import Message
 from threadline.stamps import utcnow
-from threadline.store.base import (
-    MAX_PAGE_SIZE,
-    TAIL_BATCH,
-    LockHolder,
-    SessionInfo,
-    Store,
-    validate_agent,
-)
+from threadline.store.checks import MAX_PAGE_SIZE, TAIL_BATCH, validate_agent
 from threadline.store.fork import children_of, descendants
+from threadline.store.locks import LockHolder
+from threadline.store.protocol import Store
+from threadline.store.session_info import SessionInfo
 
 SIZE_METHOD = "session_bytes"
 """The optional backend method ``session_bytes(session_id) -> int`` used when present."""

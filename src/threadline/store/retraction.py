@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (i
 
 
 class CheckpointView(Protocol):
-    """What retraction reads of a ``store.base.Checkpoint``."""
+    """What retraction reads of a ``store.checkpoints.Checkpoint``."""
 
     @property
     def id(self) -> int: ...
@@ -46,7 +46,7 @@ class CheckpointView(Protocol):
 
 
 class MessageReader(Protocol):
-    """What retraction reads of a ``store.base.Store``: the raw history."""
+    """What retraction reads of a ``store.protocol.Store``: the raw history."""
 
     def read_messages(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
@@ -54,8 +54,8 @@ class MessageReader(Protocol):
 
 
 class SessionView(Protocol):
-    """What retraction uses of a ``store.base.Session``. Named here, not imported, so
-    the handle in ``store/base.py`` builds on this module and not the other way round."""
+    """What retraction uses of a ``store.protocol.Session``. Named here, not imported, so
+    the handle in ``store/protocol.py`` builds on this module and not the other way round."""
 
     @property
     def id(self) -> str: ...

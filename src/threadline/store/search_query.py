@@ -43,23 +43,20 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
 from threadline.errors import SessionNotFound, StoreUnavailable, UsageError
-from threadline.store.base import (
+from threadline.store.checks import (
     DEFAULT_PAGE_SIZE,
-    Mark,
-    SearchHit,
-    SearchOptions,
-    SearchPage,
-    SessionInfo,
-    Store,
     search_words,
     validate_agent,
     validate_offset,
     validate_page_size,
 )
 from threadline.store.retraction import Retractions
+from threadline.store.search_records import Mark, SearchHit, SearchOptions, SearchPage
+from threadline.store.session_info import SessionInfo
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
+    from threadline.store.protocol import Store
 
 MAX_TOKEN_CHARS = 100
 """A query word this long or longer matches every word starting with its first this

@@ -41,10 +41,10 @@ from threadline.errors import (
     UsageError,
 )
 from threadline.stamps import utcnow
-from threadline.store import base, core, retraction, sqlite_files
-from threadline.store.base import (
+from threadline.store import core, retraction, sqlite_files
+from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
+from threadline.store.checks import (
     MAX_BOUND,
-    check_checkpoint,
     format_ts,
     id_prefix_range,
     parse_ts,
@@ -53,6 +53,9 @@ from threadline.store.base import (
     split_url_options,
 )
 from threadline.store.decode import decode_message, decode_rows
+from threadline.store.encoding import Appending
+from threadline.store.listing import ListRequest, SessionPage
+from threadline.store.locks import LockHolder
 from threadline.store.search_query import (
     DEFAULT_SEARCH_TIMEOUT,
     Atom,
@@ -66,6 +69,7 @@ from threadline.store.search_query import (
     search_timed_out,
 )
 from threadline.store.search_query import search_timeout as search_timeout_checked
+from threadline.store.session_info import NewSession, ScratchpadEntry, SessionChange, SessionInfo
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
@@ -683,9 +687,7 @@ class SQLiteStore(core.StoreCore):
 
     # -- sessions ---------------------------------------------------------------
 
-    def _insert_session(
-        self, new: base.NewSession, lock: base.LockHolder | None
-    ) -> base.SessionInfo:
+    def _insert_session(self, new: NewSession, lock: LockHolder | None) -> SessionInfo:
         with self._write() as con:
             if new.parent is not None:
                 self._require(con, new.parent)
@@ -726,14 +728,14 @@ class SQLiteStore(core.StoreCore):
                 )
             return [r[0] for r in rows]
 
-    def session_info(self, session_id: str) -> base.SessionInfo:
+    def session_info(self, session_id: str) -> SessionInfo:
         with self._read() as con:
             row = con.execute(_SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
         return _session_from_row(row)
 
-    def _list_page(self, request: base.ListRequest) -> base.SessionPage:
+    def _list_page(self, request: ListRequest) -> SessionPage:
         where, args = request.where(":{}")
         with self._read() as con:
             total = con.execute("SELECT count(*) FROM sessions" + where, args).fetchone()[0]
@@ -742,7 +744,7 @@ class SQLiteStore(core.StoreCore):
                 "LIMIT :limit OFFSET :offset",
                 {**args, "limit": request.limit, "offset": request.offset},
             ).fetchall()
-        return base.SessionPage(
+        return SessionPage(
             items=[_session_from_row(r) for r in rows],
             total=total,
             offset=request.offset,
@@ -759,7 +761,7 @@ class SQLiteStore(core.StoreCore):
             ).fetchall()
         return dict(rows)
 
-    def _set_title(self, session_id: str, title: str | None, now: datetime) -> base.SessionInfo:
+    def _set_title(self, session_id: str, title: str | None, now: datetime) -> SessionInfo:
         with self._write() as con:
             cur = con.execute(
                 "UPDATE sessions SET title = ?, updated_at = ? WHERE id = ?",
@@ -769,7 +771,7 @@ class SQLiteStore(core.StoreCore):
                 raise SessionNotFound(session_id)
         return self.session_info(session_id)
 
-    def _update_session(self, session_id: str, change: base.SessionChange) -> base.SessionInfo:
+    def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         with self._write() as con:
             row = con.execute(
                 "SELECT metadata, parent_id FROM sessions WHERE id = ?", (session_id,)
@@ -811,7 +813,7 @@ class SQLiteStore(core.StoreCore):
 
     # -- messages ---------------------------------------------------------------
 
-    def _append(self, session_id: str, batch: base.Appending) -> int | list[Message]:
+    def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
         """One transaction of plain inserts: the full-text index catches up before a
         search answers and on close (``update_search_index``), never row by row here,
         and here only when ``MAX_INDEX_BACKLOG`` messages wait."""
@@ -864,7 +866,7 @@ class SQLiteStore(core.StoreCore):
                 self._index_pending(con)
         return int(seq) + 1
 
-    def _stored_copies(self, con: sqlite3.Connection, batch: base.Appending) -> list[Message]:
+    def _stored_copies(self, con: sqlite3.Connection, batch: Appending) -> list[Message]:
         out = []
         for mid in batch.ids:
             row = con.execute(
@@ -917,9 +919,7 @@ class SQLiteStore(core.StoreCore):
 
     # -- checkpoints ------------------------------------------------------------
 
-    def _add_checkpoint(
-        self, new: base.Checkpoint, expect_previous: base.ExpectPrevious
-    ) -> base.Checkpoint:
+    def _add_checkpoint(self, new: Checkpoint, expect_previous: ExpectPrevious) -> Checkpoint:
         session_id = new.session_id
         with self._write() as con:  # BEGIN IMMEDIATE: the check and the insert are one step
             head = con.execute(
@@ -950,7 +950,7 @@ class SQLiteStore(core.StoreCore):
             cid = int(cur.lastrowid or 0)
         return new.replace(id=cid)
 
-    def latest_checkpoint(self, session_id: str) -> base.Checkpoint | None:
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         with self._read() as con:
             row = con.execute(
                 _CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
@@ -960,7 +960,7 @@ class SQLiteStore(core.StoreCore):
                 return None
         return _checkpoint_from_row(row)
 
-    def list_checkpoints(self, session_id: str) -> list[base.Checkpoint]:
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         with self._read() as con:
             rows = con.execute(
                 _CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id", (session_id,)
@@ -971,7 +971,7 @@ class SQLiteStore(core.StoreCore):
 
     # -- scratchpad and memo ----------------------------------------------------
 
-    def _scratchpad_write(self, session_id: str, name: str, content: str) -> base.ScratchpadEntry:
+    def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         now = format_ts(utcnow())
         with self._write() as con:
             self._require(con, session_id)
@@ -985,7 +985,7 @@ class SQLiteStore(core.StoreCore):
         assert entry is not None
         return entry
 
-    def scratchpad_read(self, session_id: str, name: str) -> base.ScratchpadEntry | None:
+    def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         with self._read() as con:
             row = con.execute(
                 "SELECT name, content, created_at, updated_at FROM scratchpad "
@@ -997,7 +997,7 @@ class SQLiteStore(core.StoreCore):
                 return None
         return _entry_from_row(row)
 
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[base.ScratchpadEntry]:
+    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         low, high = prefix_bounds(prefix)
         below = "" if high is None else " AND name < ?"
         with self._read() as con:
@@ -1011,7 +1011,7 @@ class SQLiteStore(core.StoreCore):
 
     def _scratchpad_page(
         self, session_id: str, prefix: str, limit: int, before: str | None
-    ) -> list[base.ScratchpadEntry]:
+    ) -> list[ScratchpadEntry]:
         low, high = core.page_range(prefix, before)
         below = "" if high is None else " AND name < ?"
         args = (session_id, low) if high is None else (session_id, low, high)
@@ -1088,8 +1088,8 @@ class SQLiteStore(core.StoreCore):
     # -- locks ------------------------------------------------------------------
 
     def _swap_lock(
-        self, session_id: str, decide: Callable[[base.LockHolder | None], base.LockHolder | None]
-    ) -> base.LockHolder | None:
+        self, session_id: str, decide: Callable[[LockHolder | None], LockHolder | None]
+    ) -> LockHolder | None:
         with self._write() as con:
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
@@ -1103,7 +1103,7 @@ class SQLiteStore(core.StoreCore):
                 )
         return new
 
-    def lock_holder(self, session_id: str) -> base.LockHolder | None:
+    def lock_holder(self, session_id: str) -> LockHolder | None:
         with self._read() as con:
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
@@ -1269,8 +1269,8 @@ _CHECKPOINT_SELECT = (
 )
 
 
-def _session_from_row(row: Any) -> base.SessionInfo:
-    return base.SessionInfo(
+def _session_from_row(row: Any) -> SessionInfo:
+    return SessionInfo(
         id=row[0],
         agent=row[1],
         model=row[2],
@@ -1285,8 +1285,8 @@ def _session_from_row(row: Any) -> base.SessionInfo:
     )
 
 
-def _checkpoint_from_row(row: Any) -> base.Checkpoint:
-    return base.Checkpoint(
+def _checkpoint_from_row(row: Any) -> Checkpoint:
+    return Checkpoint(
         id=row[0],
         session_id=row[1],
         covers_up_to=row[2],
@@ -1296,12 +1296,12 @@ def _checkpoint_from_row(row: Any) -> base.Checkpoint:
     )
 
 
-def _entry_from_row(row: Any) -> base.ScratchpadEntry:
-    return base.ScratchpadEntry(
+def _entry_from_row(row: Any) -> ScratchpadEntry:
+    return ScratchpadEntry(
         name=row[0], content=row[1], created_at=parse_ts(row[2]), updated_at=parse_ts(row[3])
     )
 
 
-def _holder(session_id: str, lock_json: str | None) -> base.LockHolder | None:
+def _holder(session_id: str, lock_json: str | None) -> LockHolder | None:
     """The session's attach lock from its ``lock`` column."""
-    return base.LockHolder.stored(lock_json, where=f"session {session_id}")
+    return LockHolder.stored(lock_json, where=f"session {session_id}")
