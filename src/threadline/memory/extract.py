@@ -270,19 +270,6 @@ def _opening_name(sentence: str) -> str | None:
     return None
 
 
-def _lower_first(sentence: str, names: tuple[str, ...] = ()) -> str:
-    """A sentence to follow "Ana said": its first word lower-cased unless it is a name (it
-    is capitalised again later, or is one of the names found in it)."""
-    first = sentence.split(" ", 1)[0].strip(",.!'’")
-    if first in {n.split()[0] for n in names if n}:
-        return sentence
-    if not first or first == "I" or re.search(rf"(?<=[a-z,] ){re.escape(first)}\b", sentence):
-        return sentence
-    if any(name.split()[0] == first for name, _ in find_entities(sentence)):
-        return sentence
-    return sentence[:1].lower() + sentence[1:]
-
-
 def _dated(statement: str, when: datetime) -> str:
     """The statement with the dates its relative time words stand for ("yesterday" said on
     8 May 2023 -> "(2023-05-07)"), so the event keeps its time out of context."""
@@ -293,12 +280,10 @@ def _dated(statement: str, when: datetime) -> str:
     return f"{body} ({', '.join(labels)}){statement[len(body) :] or '.'}"
 
 
-def write_statement(unit: Unit, speaker: str, addressee: str | None, named: bool) -> str:
-    """One standalone third-person sentence for a unit a speaker said."""
-    text = third_person(unit.text, speaker, addressee)
-    if named and not unit.first_person and name_key(speaker) not in name_key(text):
-        text = f"{speaker} said {_lower_first(text, (speaker, addressee or ''))}"
-    return text
+def write_statement(unit: Unit, speaker: str, addressee: str | None) -> str:
+    """One standalone third-person sentence for a unit a speaker said: what it says,
+    not that it was said (no "Ana said ..."; the fact's subject and source keep who)."""
+    return third_person(unit.text, speaker, addressee)
 
 
 class ExtractiveExtractor(Extractor):
@@ -406,9 +391,7 @@ class ExtractiveExtractor(Extractor):
         first = next((u for u in found if u.first_person), found[0])
         named = _opening_name(first.text)
         subject = named or (speaker_of(m) if first.first_person or m.name else None)
-        statement = " ".join(
-            _dated(write_statement(u, speaker, addressee, bool(m.name)), when) for u in found
-        )
+        statement = " ".join(_dated(write_statement(u, speaker, addressee), when) for u in found)
         whole = " ".join(u.text for u in found)
         kind = _fact_kind(whole) or ("event" if date_labels(whole, when) else "fact")
         return [(statement, subject, kind)]
@@ -435,10 +418,9 @@ _NUMBER_RE = re.compile(r"\d")
 
 
 def _addressee(m: Message, last_speaker: dict[bool, str]) -> str | None:
-    """Who "you" is in ``m``: the latest other named speaker, else the other party."""
+    """Who "you" is in ``m``: the latest other named speaker in a conversation between
+    people; else no one (a user's "you" in an instruction or spec is not the assistant)."""
     if m.name:
         other = last_speaker.get(True)
         return other if other and other != m.name else None
-    if m.role == "user":
-        return "the assistant"
     return None
