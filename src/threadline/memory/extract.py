@@ -29,6 +29,7 @@ from threadline.memory.rules import STOPWORDS, derive_slot, name_key
 from threadline.memory.statements import Unit, content_words, third_person, units
 from threadline.memory.timeexpr import date_labels
 from threadline.messages import Message
+from threadline.requests import request_text
 
 OBJECT_KINDS = frozenset({"place", "person", "organization", "project", "tool"})
 """Entities a fact may point at (its object): not paths, ids or dates."""
@@ -154,8 +155,11 @@ _HARNESS_RE = re.compile(r"<([a-z][\w-]*)>.*?</\1>", re.S)
 def said(message: Message) -> str:
     """What a message says, less an assistant's acknowledgements ("Noted. I'll remember
     that.": a receipt repeats the user, it is no signal, fact or entity of its own) and
-    less the blocks a coding tool adds to a user's turn."""
+    less the blocks a coding tool adds to a user's turn; nothing of a user-role message no
+    person typed (a tool's caveat, a command's output: ``requests.request_text``)."""
     if message.role != "assistant":
+        if message.role == "user" and request_text(message) is None:
+            return ""
         return _HARNESS_RE.sub(" ", message.text).strip()
     return " ".join(s for s in sentences(message.text) if not ACKNOWLEDGEMENT_RE.match(s))
 
