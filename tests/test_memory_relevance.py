@@ -7,12 +7,13 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.test_memory_wiring import tell
 from threadline import open_store
 from threadline.agent import Agent, AgentConfig, MemoryConfig
 from threadline.llm.scripted import ScriptedChatModel
 from threadline.memory.project import PROJECT_KEY, project_root, session_project
 from threadline.memory.relevance import relevance
-from threadline.store.base import Store
+from threadline.store.base import Session, Store
 
 CHESS = (
     "The exporter changelog for the chess board now lists the PGN builds.",
@@ -32,23 +33,19 @@ def _agent(store: Store, model: ScriptedChatModel | None = None, **memory: Any) 
     return Agent(config, store=store, model=model or ScriptedChatModel(default="ok"))
 
 
-def _tell(a: Agent, project: str, texts: tuple[str, ...]) -> str:
+def _asked(project: str, request: str, **memory: Any) -> tuple[Agent, Session]:
+    """An agent told ``CHESS`` in the chess project, asked ``request`` in ``project``."""
+    a = _agent(open_store("memory://"), **memory)
+    tell(a, CHESS, "/src/chess")
     session = a.new_session(metadata={PROJECT_KEY: project})
-    for text in texts:
-        a.run_turn(session, text)
-    assert a.memory is not None
-    a.memory.flush(session)
-    return session.id
+    a.run_turn(session, request)
+    return a, session
 
 
 def test_a_session_in_one_project_gets_nothing_from_another_projects_sessions() -> None:
-    store = open_store("memory://")
-    a = _agent(store)
-    _tell(a, "/src/chess", CHESS)
-    assert a.memory is not None and a.memory.memory.list_facts(a.memory.scope)
     ask = "Which database do I prefer, and do I run pytest?"
-    in_chess = a.new_session(metadata={PROJECT_KEY: "/src/chess"})
-    a.run_turn(in_chess, ask)
+    a, in_chess = _asked("/src/chess", ask)
+    assert a.memory is not None and a.memory.memory.list_facts(a.memory.scope)
     assert any("PostgreSQL" in line for line in a.memory.lines(in_chess))  # its own project
     elsewhere = a.new_session(metadata={PROJECT_KEY: "/src/payments"})
     a.run_turn(elsewhere, ask)
@@ -57,22 +54,13 @@ def test_a_session_in_one_project_gets_nothing_from_another_projects_sessions() 
 
 
 def test_a_user_scope_is_for_every_project() -> None:
-    store = open_store("memory://")
-    a = _agent(store, scope="user:dana")
-    _tell(a, "/src/chess", CHESS)
-    elsewhere = a.new_session(metadata={PROJECT_KEY: "/src/payments"})
-    a.run_turn(elsewhere, "Which database do I prefer?")
+    a, elsewhere = _asked("/src/payments", "Which database do I prefer?", scope="user:dana")
     assert a.memory is not None
     assert any("PostgreSQL" in line for line in a.memory.lines(elsewhere))
 
 
 def test_a_request_no_memory_bears_on_injects_nothing() -> None:
-    store = open_store("memory://")
-    model = ScriptedChatModel(default="ok")
-    a = _agent(store, model)
-    _tell(a, "/src/payments", CHESS)  # same project: only relevance can keep them out
-    session = a.new_session(metadata={PROJECT_KEY: "/src/payments"})
-    a.run_turn(session, CI_REQUEST)
+    a, session = _asked("/src/chess", CI_REQUEST)  # same project: only relevance keeps out
     assert a.memory is not None
     assert a.memory.memory.search(CI_REQUEST, scopes=a.memory.scopes, k=10)  # search finds some
     assert a.memory.lines(session) == []
@@ -81,11 +69,7 @@ def test_a_request_no_memory_bears_on_injects_nothing() -> None:
 
 
 def test_the_injected_memories_say_why_and_no_entity_card_takes_a_slot() -> None:
-    store = open_store("memory://")
-    a = _agent(store)
-    _tell(a, "/src/chess", CHESS)
-    session = a.new_session(metadata={PROJECT_KEY: "/src/chess"})
-    a.run_turn(session, "Which database do I prefer?")
+    a, session = _asked("/src/chess", "Which database do I prefer?")
     assert a.memory is not None
     injected = a.memory.injected(session)
     assert injected and all(i.hit.kind != "entity" for i in injected)
@@ -119,11 +103,7 @@ def test_relevance_is_a_share_and_an_unrelated_text_scores_zero(request: str, te
 def test_the_context_report_lists_what_was_injected_and_why() -> None:
     from threadline.report.context import session_context
 
-    store = open_store("memory://")
-    a = _agent(store)
-    _tell(a, "/src/chess", CHESS)
-    session = a.new_session(metadata={PROJECT_KEY: "/src/chess"})
-    a.run_turn(session, "Which database do I prefer?")
+    a, session = _asked("/src/chess", "Which database do I prefer?")
     report = session_context(session.refresh(), a)
     r = report.window.report
     assert r.memories and len(r.memory_reasons) == len(r.memories)
