@@ -75,6 +75,25 @@ CASES = [
         "Maria thinks Gina and others deserve the trip to Lisbon after running the Boston "
         "marathon.",
     ),
+    # an adverb between "I" and the verb is no verb; a vocative name is not said twice
+    (
+        "Jon",
+        "Gina",
+        "I already started doing the social media plan and posted some of my dance videos.",
+        "Jon already started doing the social media plan and posted some of Jon's dance videos.",
+    ),
+    (
+        "Melanie",
+        "Caroline",
+        "That must have been tough for you, Caroline. I know the adoption process takes months.",
+        "That must have been tough for Caroline. Melanie knows the adoption process takes months.",
+    ),
+    (
+        "Gina",
+        "Jon",
+        "Jon, you must be so excited about opening the dance studio downtown tomorrow!",
+        "Jon must be so excited about opening the dance studio downtown tomorrow!",
+    ),
     # "makes you feel": generic again
     (
         "Nate",
@@ -84,7 +103,8 @@ CASES = [
     ),
 ]
 GARBLED = re.compile(
-    r"twoes|\w[`´‘ʼ]m\b|\w+ings\b|\bsaid\b|the assistant (?:play|plays)|\b\w+ guyses\b"
+    r"\b(\w+), \1\b|alreadies|twoes|\w[`´‘ʼ]m\b|\w+ings\b|\bsaid\b"
+    r"|the assistant (?:play|plays)|\b\w+ guyses\b"
 )
 
 

@@ -80,7 +80,10 @@ _YOU_RULES: list[tuple[re.Pattern[str], str]] = [
 ]
 _SUBJECT_VERB_RE = re.compile(
     r"\b(I|you)((?:\s+(?:really|usually|always|never|mostly|also|still|often|just|only|"
-    r"sometimes|rarely|actually|now|totally|finally|even|recently|definitely))*)\s+"
+    r"sometimes|rarely|actually|now|totally|finally|even|recently|definitely|already|"
+    r"probably|kinda|sorta|almost|barely|hardly|ever|once|truly|honestly|literally|"
+    r"seriously|generally|personally|basically|currently|mainly|genuinely|slowly|"
+    r"constantly|occasionally|especially|absolutely|certainly|simply|def))*)\s+"
     r"([a-z]+?(?:n['’]t)?)\b",
     re.I,
 )
@@ -152,6 +155,9 @@ def third_person(sentence: str, subject: str, addressee: str | None = None) -> s
         return f"{who}{m[2]} {third_person_verb(m[3])}"
 
     out = _APOSTROPHE_RE.sub("'", sentence)
+    if addressee is not None:  # "tough for you, Caroline" -> not "for Caroline, Caroline"
+        out = re.sub(rf",\s*{re.escape(addressee)}(?=\s*[.!?,;]|\s*$)", "", out)
+        out = re.sub(rf"^{re.escape(addressee)},\s*(?=you)", "", out, flags=re.I)
     if addressee is not None and _GENERIC_YOU_RE.search(out):
         addressee = None  # "you could hear birds": anyone, not the person spoken to
     rules = [(p, r.format(s=subject)) for p, r in _RULES]
