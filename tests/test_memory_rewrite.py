@@ -167,3 +167,11 @@ def test_harness_text_is_never_a_fact() -> None:
     assert not any(is_signal(m) for m in messages)
     person = Message.user("Always put the plans in /specs and never commit before the final step.")
     assert is_signal(person)
+
+
+def test_a_word_in_capitals_is_no_entity_but_names_and_paths_are() -> None:
+    from threadline.memory.extract import find_entities
+
+    found = dict(find_entities("A NEW task with HIGH priority: Priya Raman edits src/app/main.py."))
+    assert "NEW" not in found and "HIGH" not in found
+    assert {"Priya Raman", "src/app/main.py"} <= set(found)

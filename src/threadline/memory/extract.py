@@ -187,6 +187,11 @@ def _kind_of(name: str, before: str) -> str:
     return "thing"
 
 
+_SHOUTED_RE = re.compile(r"[A-Z]{2,}")
+"""One word in capitals, no digit or dot: emphasis ("NEW", "HIGH") or a label; a real
+identifier with digits or a path is found by ``_ID_RE`` / ``_PATH_RE``, a tool by name."""
+
+
 def find_entities(text: str) -> list[tuple[str, str]]:
     """``(name, kind)`` for each entity mentioned in ``text``, in order, without repeats."""
     found: dict[str, tuple[str, str]] = {}
@@ -220,6 +225,8 @@ def find_entities(text: str) -> list[tuple[str, str]]:
                 name, at_start = " ".join(parts), False
             if name.casefold() in KNOWN_TOOLS or name.casefold() in COMMON_CAPITALISED:
                 continue
+            if _SHOUTED_RE.fullmatch(name):
+                continue  # "NEW", "HIGH": emphasis or a label, not a name
             opener = at_start and " " not in name
             if opener and len(re.findall(rf"\b{re.escape(name)}\b", text)) < 2:
                 continue  # a capitalised sentence opener is a name only if it recurs
