@@ -243,8 +243,8 @@ def test_pronouns_resolve_to_the_speaker_and_the_person_spoken_to() -> None:
     )
     assert fact == (
         "Caroline's friends mean the world to Caroline. They've been there through "
-        "everything, Caroline has known these friends for 4 years. Caroline said Melanie "
-        "should meet them at the lake house."
+        "everything, Caroline has known these friends for 4 years. Melanie should meet them "
+        "at the lake house."
     )
 
 
@@ -254,11 +254,19 @@ def test_names_are_kept_whole() -> None:
     assert "Paulo" not in found
 
 
-def test_a_statement_said_about_others_names_its_speaker() -> None:
-    (fact,) = facts_of(
-        Message.user("The new bakery on Main Street opens on Friday at eight.", name="Tom", seq=1)
+def test_a_statement_about_others_says_what_not_who_said_it() -> None:
+    out = ExtractiveExtractor().extract(
+        [
+            Message.user(
+                "The new bakery on Main Street opens on Friday at eight.", name="Tom", seq=1
+            )
+        ],
+        scope="agent:a",
+        session_id="s",
     )
-    assert fact.startswith("Tom said the new bakery on Main Street opens")
+    (fact,) = out.facts
+    assert fact.statement.startswith("The new bakery on Main Street opens")  # no "Tom said"
+    assert fact.subject == "Tom"  # who said it is the fact's subject and source
 
 
 def test_a_note_to_remember_is_a_fact_though_not_in_the_first_person() -> None:

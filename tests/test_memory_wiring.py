@@ -18,6 +18,7 @@ from threadline.context.builder import MEMORY_HEADER, MEMORY_METADATA_KEY
 from threadline.demo.memory_run import SESSION_ONE, SESSION_TWO, run_memory_demo
 from threadline.llm.scripted import ScriptedChatModel, tool_call
 from threadline.memory import MemoryHit
+from threadline.memory.project import PROJECT_KEY
 from threadline.store.protocol import Store
 
 MEMORY_TOOLS = {"memory_search", "memory_recall", "memory_write"}
@@ -54,8 +55,9 @@ def block_of(request: Any) -> Message | None:
     return next((m for m in request.messages if MEMORY_METADATA_KEY in m.metadata), None)
 
 
-def tell(a: Agent, texts: tuple[str, ...] = FACTS) -> str:
-    session = a.new_session()
+def tell(a: Agent, texts: tuple[str, ...] = FACTS, project: str | None = None) -> str:
+    """Say ``texts`` in a new session (in ``project`` when given) and extract them."""
+    session = a.new_session(metadata={PROJECT_KEY: project} if project else None)
     for text in texts:
         a.run_turn(session, text)
     assert a.memory is not None

@@ -123,6 +123,9 @@ class MemoryConfig(_Config):
     ``project:NAME`` scope several agents share (a bare name is a project scope)."""
     share: float = Field(default=DEFAULT_MEMORY_SHARE, ge=0.0, le=MAX_MEMORY_SHARE)
     """The share of the context budget kept for injected memories."""
+    relevance_floor: float = Field(default=0.15, ge=0.0, le=1.0)
+    """The share of the request's terms a memory must contain (and at least two) to be
+    injected: when none clears it, nothing is injected."""
 
     @field_validator("scope")
     @classmethod

@@ -424,7 +424,10 @@ class Agent:
         lock: LockHolder | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Session:
-        """A new session of this agent on this agent's model."""
+        """A new session of this agent on this agent's model (with memory on, recording
+        the project it works in, so its memories stay with that project)."""
+        if self.memory is not None:
+            metadata = self.memory.session_metadata(metadata)
         return self.store.create_session(
             agent=self.config.name,
             model=self.model_spec,
@@ -506,6 +509,9 @@ class Agent:
         )
         if sections is not None:
             window.report.prompt_sections = _section_costs(sections, window.model)
+        if self.memory is not None and memories is None:
+            reasons = [i.reason() for i in self.memory.injected(session)]
+            window.report.memory_reasons = reasons[: len(window.report.memories)]
         window.report.notes.extend(self.notes)
         for problem in self.skills.problems:
             window.report.notes.append(f"skill left out: {problem}")

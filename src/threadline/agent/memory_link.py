@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -38,6 +39,8 @@ from threadline.memory import (
     open_memory,
     scope_for,
 )
+from threadline.memory.project import PROJECT_KEY, project_root, session_project
+from threadline.memory.relevance import relevance
 from threadline.messages import Message
 from threadline.requests import request_text
 from threadline.store.checks import DEFAULT_AGENT
@@ -57,6 +60,26 @@ QUERY_TAIL_CHARS = 400
 """A long request (a pasted log) is searched by its head and tail, where the ask is."""
 RECALLED_SESSIONS = 64
 """Sessions whose latest recall is kept (an agent server's agent sees many)."""
+PROJECTS_KEPT = 256
+"""Source sessions whose project is remembered between recalls."""
+EVERY_PROJECT_PREFIX = "user:"
+"""A user scope holds what the user means for every project: it is never project-bound."""
+
+
+@dataclass(frozen=True, slots=True)
+class Injected:
+    """One memory placed in the window, and why: its relevance to the request
+    (the share of the request's terms it holds), its search score and its scope."""
+
+    hit: MemoryHit
+    relevance: float
+
+    def reason(self) -> str:
+        return (
+            f"relevance {self.relevance:.2f}, score {self.hit.score:.2f}, "
+            f"scope {self.hit.scope or '?'}, {self.hit.kind}"
+        )
+
 
 MemoryEvent = Literal["memory_recalled", "memory_flushed", "memory_failed"]
 MemoryEventHandler = Callable[[MemoryEvent, dict[str, Any]], None]
@@ -145,6 +168,20 @@ class AgentMemory:
         self._session: Session | None = None
         self._recalled: dict[str, tuple[int, list[MemoryHit]]] = {}
         """Per session: the request seq the hits were fetched for, and the hits."""
+        self._injected: dict[str, list[Injected]] = {}
+        self._projects: dict[str, str | None] = {}
+        """Per source session id: its project (None: none recorded)."""
+
+    def session_metadata(self, metadata: dict[str, Any] | None) -> dict[str, Any]:
+        """A new session's metadata with the project it works in recorded (the git
+        root, else the working directory), unless the caller recorded one."""
+        out = dict(metadata or {})
+        out.setdefault(PROJECT_KEY, project_root())
+        return out
+
+    def injected(self, session: Session) -> list[Injected]:
+        """What the latest recall for ``session`` injected, with why (the context report)."""
+        return list(self._injected.get(session.id, []))
 
     @property
     def scopes(self) -> list[str]:
@@ -260,13 +297,53 @@ class AgentMemory:
         except Exception as exc:
             self._failed("search", session, exc)
             return []
-        hits = _not_in_view(hits, session)[: self.config.retrieval_limit]
-        self._recalled.pop(session.id, None)
-        if len(self._recalled) >= RECALLED_SESSIONS:
-            self._recalled.pop(next(iter(self._recalled)))
+        chosen = self._helpful(query, _not_in_view(hits, session), session)
+        chosen = chosen[: self.config.retrieval_limit]
+        hits = [c.hit for c in chosen]
+        for kept in (self._recalled, self._injected):
+            kept.pop(session.id, None)
+            if len(kept) >= RECALLED_SESSIONS:
+                kept.pop(next(iter(kept)))
         self._recalled[session.id] = (found.seq, hits)
+        self._injected[session.id] = chosen
         self._emit("memory_recalled", session_id=session.id, seq=found.seq, hits=hits)
         return hits
+
+    def _helpful(self, query: str, hits: list[MemoryHit], session: Session) -> list[Injected]:
+        """The hits worth injecting: facts and turns (an entity's card never takes a
+        fact's slot) that clear the relevance floor and belong to this session's project
+        (a user scope's facts are for every project)."""
+        here = self._project_of(session.id, session)
+        out = []
+        for hit in hits:
+            if hit.kind == "entity":
+                continue
+            score = relevance(query, hit.text)
+            if score <= 0 or score < self.config.relevance_floor:
+                continue
+            if not (hit.scope or "").startswith(EVERY_PROJECT_PREFIX) and not self._same_project(
+                hit, here
+            ):
+                continue
+            out.append(Injected(hit, score))
+        return out
+
+    def _same_project(self, hit: MemoryHit, here: str | None) -> bool:
+        """Whether every session the hit stands for is in project ``here`` (a hit with
+        no session, written by hand, is the agent's own and goes everywhere)."""
+        ids = {s.session_id for s in hit.sources} | ({hit.session_id} if hit.session_id else set())
+        return all(self._project_of(sid) == here for sid in ids)
+
+    def _project_of(self, session_id: str, session: Session | None = None) -> str | None:
+        if session_id not in self._projects:
+            try:
+                found = session_project(session or self.store.get_session(session_id))
+            except Exception:  # deleted since: no project to match
+                found = None
+            if len(self._projects) >= PROJECTS_KEPT:
+                self._projects.pop(next(iter(self._projects)))
+            self._projects[session_id] = found
+        return self._projects[session_id]
 
     def lines(self, session: Session, request: Message | None = None) -> list[str]:
         """``recall`` as the lines ``build_context(memories=...)`` places in the window."""

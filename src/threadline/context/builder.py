@@ -125,6 +125,9 @@ class ContextReport(BaseModel):
     retrimmed: bool = False
     memories: list[str] = Field(default_factory=list)
     """The memory lines placed in the window (the ``memory`` section), best first."""
+    memory_reasons: list[str] = Field(default_factory=list)
+    """Why each of ``memories`` was injected (relevance, score, scope), in the same order;
+    filled by the agent that recalled them."""
     memory_reserve: int = 0
     """Tokens kept for memories whatever they hold (0: memory is off); not in ``budget``."""
     prompt_sections: list[Section] = Field(default_factory=list)

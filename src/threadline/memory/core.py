@@ -119,7 +119,10 @@ def alias_rows(e: Entity, aliases: Sequence[str]) -> list[Row]:
 
 
 def fact_row(f: Fact) -> Row:
-    text = f"{f.subject or ''} {f.statement}"
+    # the subject weighs the same whether or not the statement names it ("The bakery
+    # opens on Friday" said by Tom is as much Tom's as "Tom moved to Porto")
+    named = f.subject is None or name_key(f.subject) in name_key(f.statement)
+    text = f"{f.subject or ''} {'' if named else f.subject} {f.statement}"
     return Row(
         "fact",
         f.id,

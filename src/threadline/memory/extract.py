@@ -29,6 +29,7 @@ from threadline.memory.rules import STOPWORDS, derive_slot, name_key
 from threadline.memory.statements import Unit, content_words, third_person, units
 from threadline.memory.timeexpr import date_labels
 from threadline.messages import Message
+from threadline.requests import request_text
 
 OBJECT_KINDS = frozenset({"place", "person", "organization", "project", "tool"})
 """Entities a fact may point at (its object): not paths, ids or dates."""
@@ -154,8 +155,11 @@ _HARNESS_RE = re.compile(r"<([a-z][\w-]*)>.*?</\1>", re.S)
 def said(message: Message) -> str:
     """What a message says, less an assistant's acknowledgements ("Noted. I'll remember
     that.": a receipt repeats the user, it is no signal, fact or entity of its own) and
-    less the blocks a coding tool adds to a user's turn."""
+    less the blocks a coding tool adds to a user's turn; nothing of a user-role message no
+    person typed (a tool's caveat, a command's output: ``requests.request_text``)."""
     if message.role != "assistant":
+        if message.role == "user" and request_text(message) is None:
+            return ""
         return _HARNESS_RE.sub(" ", message.text).strip()
     return " ".join(s for s in sentences(message.text) if not ACKNOWLEDGEMENT_RE.match(s))
 
@@ -181,6 +185,11 @@ def _kind_of(name: str, before: str) -> str:
     if _PLACE_CUE.search(before):
         return "place"
     return "thing"
+
+
+_SHOUTED_RE = re.compile(r"[A-Z]{2,}")
+"""One word in capitals, no digit or dot: emphasis ("NEW", "HIGH") or a label; a real
+identifier with digits or a path is found by ``_ID_RE`` / ``_PATH_RE``, a tool by name."""
 
 
 def find_entities(text: str) -> list[tuple[str, str]]:
@@ -216,6 +225,8 @@ def find_entities(text: str) -> list[tuple[str, str]]:
                 name, at_start = " ".join(parts), False
             if name.casefold() in KNOWN_TOOLS or name.casefold() in COMMON_CAPITALISED:
                 continue
+            if _SHOUTED_RE.fullmatch(name):
+                continue  # "NEW", "HIGH": emphasis or a label, not a name
             opener = at_start and " " not in name
             if opener and len(re.findall(rf"\b{re.escape(name)}\b", text)) < 2:
                 continue  # a capitalised sentence opener is a name only if it recurs
@@ -270,19 +281,6 @@ def _opening_name(sentence: str) -> str | None:
     return None
 
 
-def _lower_first(sentence: str, names: tuple[str, ...] = ()) -> str:
-    """A sentence to follow "Ana said": its first word lower-cased unless it is a name (it
-    is capitalised again later, or is one of the names found in it)."""
-    first = sentence.split(" ", 1)[0].strip(",.!'’")
-    if first in {n.split()[0] for n in names if n}:
-        return sentence
-    if not first or first == "I" or re.search(rf"(?<=[a-z,] ){re.escape(first)}\b", sentence):
-        return sentence
-    if any(name.split()[0] == first for name, _ in find_entities(sentence)):
-        return sentence
-    return sentence[:1].lower() + sentence[1:]
-
-
 def _dated(statement: str, when: datetime) -> str:
     """The statement with the dates its relative time words stand for ("yesterday" said on
     8 May 2023 -> "(2023-05-07)"), so the event keeps its time out of context."""
@@ -293,12 +291,10 @@ def _dated(statement: str, when: datetime) -> str:
     return f"{body} ({', '.join(labels)}){statement[len(body) :] or '.'}"
 
 
-def write_statement(unit: Unit, speaker: str, addressee: str | None, named: bool) -> str:
-    """One standalone third-person sentence for a unit a speaker said."""
-    text = third_person(unit.text, speaker, addressee)
-    if named and not unit.first_person and name_key(speaker) not in name_key(text):
-        text = f"{speaker} said {_lower_first(text, (speaker, addressee or ''))}"
-    return text
+def write_statement(unit: Unit, speaker: str, addressee: str | None) -> str:
+    """One standalone third-person sentence for a unit a speaker said: what it says,
+    not that it was said (no "Ana said ..."; the fact's subject and source keep who)."""
+    return third_person(unit.text, speaker, addressee)
 
 
 class ExtractiveExtractor(Extractor):
@@ -406,9 +402,7 @@ class ExtractiveExtractor(Extractor):
         first = next((u for u in found if u.first_person), found[0])
         named = _opening_name(first.text)
         subject = named or (speaker_of(m) if first.first_person or m.name else None)
-        statement = " ".join(
-            _dated(write_statement(u, speaker, addressee, bool(m.name)), when) for u in found
-        )
+        statement = " ".join(_dated(write_statement(u, speaker, addressee), when) for u in found)
         whole = " ".join(u.text for u in found)
         kind = _fact_kind(whole) or ("event" if date_labels(whole, when) else "fact")
         return [(statement, subject, kind)]
@@ -435,10 +429,9 @@ _NUMBER_RE = re.compile(r"\d")
 
 
 def _addressee(m: Message, last_speaker: dict[bool, str]) -> str | None:
-    """Who "you" is in ``m``: the latest other named speaker, else the other party."""
+    """Who "you" is in ``m``: the latest other named speaker in a conversation between
+    people; else no one (a user's "you" in an instruction or spec is not the assistant)."""
     if m.name:
         other = last_speaker.get(True)
         return other if other and other != m.name else None
-    if m.role == "user":
-        return "the assistant"
     return None

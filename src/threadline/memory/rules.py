@@ -134,8 +134,12 @@ _SLOT_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bprefers? (?:\S+ )+?(?:over|to|instead of) (\w+)"), "prefers over {0}"),
     (re.compile(r"\bprefers? (?:\S+ )*?for (\w+(?: \w+)?)"), "prefers for {0}"),
     (re.compile(r"\buses? (?:\S+ )*?for (\w+(?: \w+)?)"), "uses for {0}"),
-    (re.compile(r"(?:'s|\bthe|\bmy|\bour|\bits) (\w+(?: \w+)?) (?:is|are|was|=)\b"), "{0}"),
+    (re.compile(r"(?:'s|\bmy|\bour) (\w+(?: \w+)?) (?:is|are|was|=)\b"), "{0}"),
 ]
+"""Patterns of single-valued attributes. The last is an attribute of someone's ("Ana's
+editor is vim"), never of "the" thing a clause names: "the weather was nice" and "the
+dogs are outside" are no attribute of the speaker, and one must not supersede another
+fact of theirs for sharing that word."""
 
 
 def derive_slot(statement: str) -> str | None:

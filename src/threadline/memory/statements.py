@@ -69,6 +69,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
 ]
 """First-person forms and what they become (``{s}``: the speaker)."""
 _YOU_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\byou\s+(?:two|both|guys|all|three)\b|\by['’]all\b", re.I), "{a} and others"),
     (re.compile(r"\byou\s*['’]re\b|\byou are\b", re.I), "{a} is"),
     (re.compile(r"\byou\s*['’]ve\b|\byou have\b", re.I), "{a} has"),
     (re.compile(r"\byou\s*['’]ll\b", re.I), "{a} will"),
@@ -79,7 +80,10 @@ _YOU_RULES: list[tuple[re.Pattern[str], str]] = [
 ]
 _SUBJECT_VERB_RE = re.compile(
     r"\b(I|you)((?:\s+(?:really|usually|always|never|mostly|also|still|often|just|only|"
-    r"sometimes|rarely|actually|now|totally|finally|even|recently|definitely))*)\s+"
+    r"sometimes|rarely|actually|now|totally|finally|even|recently|definitely|already|"
+    r"probably|kinda|sorta|almost|barely|hardly|ever|once|truly|honestly|literally|"
+    r"seriously|generally|personally|basically|currently|mainly|genuinely|slowly|"
+    r"constantly|occasionally|especially|absolutely|certainly|simply|def))*)\s+"
     r"([a-z]+?(?:n['’]t)?)\b",
     re.I,
 )
@@ -113,17 +117,31 @@ KEEP_VERB = frozenset(
 
 
 def third_person_verb(verb: str) -> str:
-    """``prefer`` -> ``prefers``, ``watch`` -> ``watches``; past forms and modals as they are."""
+    """``prefer`` -> ``prefers``, ``watch`` -> ``watches``; past forms, modals and "-ing"
+    forms ("I remember you mentioning it") as they are."""
     low = verb.lower()
     if low in _THIRD_PERSON:
         return _THIRD_PERSON[low]
     if low in KEEP_VERB or low.endswith(("ed", "n't", "n’t")) or low in _NOT_VERBS:
+        return verb
+    if len(low) > 4 and low.endswith("ing"):
         return verb
     if low.endswith(("s", "sh", "ch", "x", "z", "o")):
         return verb + "es"
     if len(low) > 2 and low.endswith("y") and low[-2] not in "aeiou":
         return verb[:-1] + "ies"
     return verb + "s"
+
+
+_APOSTROPHE_RE = re.compile(r"(?<=[^\W\d_])[`´‘ʼ](?=[^\W\d_])")
+"""Apostrophes typed as a backtick, an acute accent or an opening quote ("I`m")."""
+_GENERIC_YOU_RE = re.compile(
+    r"\byou\s+(?:could|can|can't|would|might|'d)\s+(?:\w+\s+)?"
+    r"(?:hear|see|smell|feel|taste|tell|sense|spot)\b"
+    r"|\byou\s+(?:never|just|always)\s+know\b|\bmakes?\s+you\s+(?:feel|realize|think|want|appreciate)\b",
+    re.I,
+)
+"""Sentences whose "you" means anyone ("you could hear birds", "it makes you feel alive")."""
 
 
 def third_person(sentence: str, subject: str, addressee: str | None = None) -> str:
@@ -136,7 +154,12 @@ def third_person(sentence: str, subject: str, addressee: str | None = None) -> s
             return m[0]
         return f"{who}{m[2]} {third_person_verb(m[3])}"
 
-    out = sentence
+    out = _APOSTROPHE_RE.sub("'", sentence)
+    if addressee is not None:  # "tough for you, Caroline" -> not "for Caroline, Caroline"
+        out = re.sub(rf",\s*{re.escape(addressee)}(?=\s*[.!?,;]|\s*$)", "", out)
+        out = re.sub(rf"^{re.escape(addressee)},\s*(?=you)", "", out, flags=re.I)
+    if addressee is not None and _GENERIC_YOU_RE.search(out):
+        addressee = None  # "you could hear birds": anyone, not the person spoken to
     rules = [(p, r.format(s=subject)) for p, r in _RULES]
     if addressee is not None:
         rules += [(p, r.format(a=addressee)) for p, r in _YOU_RULES]

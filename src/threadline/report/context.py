@@ -54,6 +54,8 @@ PROMPT_DETAIL_CHARS = 60
 PROMPT_LABEL_WIDTH = len("  Agent instructions")
 LABEL_WIDTH = 18
 PRUNED_SHOWN = 4
+MEMORY_LINE_SHOWN = 90
+"""Characters of an injected memory shown in the report."""
 """Pruned tool results listed one by one before the rest are counted."""
 TRIGGER_LABELS = {
     "messages": "Messages",
@@ -231,9 +233,21 @@ def render_context_report(window: ContextWindow, session: Session) -> list[Rende
     lines.append(_kv("Repaired", "; ".join(repaired) if repaired else "nothing"))
     lines.append(_kv("Prefix", _prefix_text(window)))
     blocks.append(Text("\n").join(lines))
+    if r.memory_reasons:
+        blocks.append(_injected_block(r.memories, r.memory_reasons))
     if r.notes:
         blocks.append(Text("\n").join(_kv("Note", n) for n in r.notes))
     return blocks
+
+
+def _injected_block(memories: Sequence[str], reasons: Sequence[str]) -> RenderableType:
+    """``Injected memories``: each memory line placed in the window, and why."""
+    rows = [Text("Injected memories", style="bold")]
+    for line, why in zip(memories, reasons, strict=False):
+        row = Text(f"  - {line[:MEMORY_LINE_SHOWN]}{'…' if len(line) > MEMORY_LINE_SHOWN else ''}")
+        row.append(f"  ({why})", style="dim")
+        rows.append(row)
+    return Text("\n").join(rows)
 
 
 def _subagent_lines(session: Session) -> list[Text]:

@@ -1,0 +1,37 @@
+"""Supersession by meaning (issue 37): the same attribute of the same subject, not a word
+two facts share."""
+
+from __future__ import annotations
+
+from threadline.memory import open_memory
+from threadline.memory.rules import derive_slot
+from threadline.store import open_store
+
+SCOPE = "agent:a"
+
+
+def _current(statements: list[tuple[str, str]]) -> list[str]:
+    memory = open_memory(open_store("memory://"))
+    for subject, statement in statements:
+        memory.write_fact(SCOPE, statement, subject=subject)
+    return [f.statement for f in memory.list_facts(SCOPE) if f.current]
+
+
+def test_a_shared_word_supersedes_nothing() -> None:
+    course = "Audrey is taking a dog training course at the shelter."
+    safety = "After all safety is top priority when the dogs are outside."
+    assert set(_current([("Audrey", course), ("Audrey", safety)])) == {course, safety}
+    past = "Andrew hiked Mount Tam last weekend and the weather was perfect."
+    planned = "Andrew plans a hike at Point Reyes next month if the weather is good."
+    assert set(_current([("Andrew", past), ("Andrew", planned)])) == {past, planned}
+
+
+def test_a_new_value_of_the_same_attribute_supersedes_the_old() -> None:
+    assert _current([("Ana", "Ana lives in Lisbon."), ("Ana", "Ana moved to Porto.")]) == [
+        "Ana moved to Porto."
+    ]
+    assert _current(
+        [("Ana", "Ana's favorite editor is vim."), ("Ana", "Ana's favorite editor is Helix.")]
+    ) == ["Ana's favorite editor is Helix."]
+    assert derive_slot("Ana's editor is vim") == "editor"
+    assert derive_slot("the weather was nice") is None
