@@ -38,7 +38,7 @@ them (the agent stack, the server). A command missing here is imported to list i
 ``tests/test_cli_startup.py`` checks each line against the command's own help."""
 
 SUBCOMMANDS: dict[str, dict[str, str]] = {
-    "sessions": {"copy": "threadline.cli.copy_cmd"},
+    "sessions": {"copy": "threadline.cli.copy_cmd", "sync": "threadline.cli.sync_cmd"},
 }
 """Subcommands a module adds to another command's group (its ``register`` adds them),
 by group: the module is imported only when such a subcommand runs or is listed."""

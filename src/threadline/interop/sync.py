@@ -221,8 +221,7 @@ def find_sources(args: Sequence[str]) -> list[Source]:
                     f"and {AIDER_HISTORY})"
                 )
         elif path.exists():
-            events = openhands_v1.conversation_files(path)  # one event of a conversation
-            found = [Source(events[0].parent if events else path)]
+            found = [source_of(path)]
         else:
             raise UsageError(f"no such file or directory: {arg}")
         for source in found:
@@ -232,6 +231,24 @@ def find_sources(args: Sequence[str]) -> list[Source]:
                     seen.add(key)
                 sources.append(source)
     return sorted(sources, key=lambda s: s.path is not None and s.path.parent.name == "subagents")
+
+
+def source_of(path: Path, *, found: bool = False) -> Source:
+    """The source a file belongs to: an OpenHands V1 event file's conversation
+    directory, else the file itself."""
+    events = openhands_v1.conversation_files(path)
+    return Source(events[0].parent if events else path, found=found)
+
+
+def sources_under(top: Path) -> list[Source]:
+    """Every candidate under the directory ``top``, as a directory argument finds them
+    (none is no error here: a watched folder may still be empty)."""
+    return list(_walk(top))
+
+
+def is_candidate(name: str) -> bool:
+    """A file name a directory walk considers."""
+    return name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY)
 
 
 def _resolved(path: Path) -> Path | None:
@@ -259,7 +276,7 @@ def _walk(top: Path) -> Iterator[Source]:
         for name in sorted(files):
             if events and openhands_v1.EVENT_FILE.match(name):
                 continue
-            if not (name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY)):
+            if not is_candidate(name):
                 continue
             path = Path(root) / name
             refused = None
