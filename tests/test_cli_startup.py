@@ -87,8 +87,15 @@ def test_the_probe_sees_what_chat_loads(store_url: tuple[str, str]) -> None:
     assert "threadline.cli.chat" in result["loaded"]  # type: ignore[operator]
 
 
-LISTING_EXTRAS = ("threadline.cli.copy_cmd", "threadline.store.copy", "threadline.interop")
-"""What a listing needs none of: ``sessions copy`` and the importers and exporters."""
+LISTING_EXTRAS = (
+    "threadline.cli.copy_cmd",
+    "threadline.store.copy",
+    "threadline.interop",
+    "threadline.cli.sync_cmd",
+    "watchfiles",
+)
+"""What a listing needs none of: ``sessions copy``, ``sessions sync`` and its file
+watcher, the importers and exporters."""
 
 
 def test_sessions_list_builds_only_what_it_runs(store_url: tuple[str, str]) -> None:

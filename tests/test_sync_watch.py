@@ -28,6 +28,9 @@ from threadline.interop.watch import Follower, agent_folders, unfinished
 TRANSCRIPT = TRANSCRIPTS / "claude-code/spotter-tool_heavy.jsonl"
 FIRST = 17
 """Lines there at the start: up to a tool result; line 18 is the user's next request."""
+NEXT_REPLY = 26
+"""The index of line 27, which begins the assistant's next reply (so the one before it,
+held while it could grow, is complete)."""
 GUARD = 120.0
 """Seconds before a missing status line fails the test (a hang, not a timing)."""
 
@@ -90,53 +93,47 @@ def test_a_growing_transcript_is_followed(watched: tuple[Path, list[str]], tmp_p
     url = f"sqlite://{tmp_path / 'store.db'}"
     watcher = Watcher(url, folder, "--settle", "600")
     try:
-        sid = watcher.expect(r"new (\S+): (\d+) messages from .*session\.jsonl").group(1)
+        new = r"new (\S+): \d+ messages from .*session\.jsonl \(its last reply waits"
+        sid = watcher.expect(new).group(1)
         watcher.expect(r"^synced: ")
-        store = open_store(url)
-        before = store.session_info(sid).message_count
-        store.close()
 
         request = lines[FIRST]
         half = len(request) // 2
         with live.open("a", encoding="utf-8") as agent:
             agent.write(request[:half])  # the agent is mid-line
         watcher.expect(r"waiting: .*session\.jsonl \(its last line is still being written\)")
-        with live.open("a", encoding="utf-8") as agent:
-            agent.write(request[half:])
-        watcher.expect(rf"updated {sid}: 1 new message from .*session\.jsonl")
+        with live.open("a", encoding="utf-8") as agent:  # the line, up to the next reply
+            agent.write(request[half:] + "".join(lines[FIRST + 1 : NEXT_REPLY + 1]))
+        watcher.expect(rf"updated {sid}: \d+ new messages from .*session\.jsonl")
 
-        new = folder / "-home-me-app" / "second.jsonl"
+        second = folder / "-home-me-app" / "second.jsonl"
         other = require_shared(TRANSCRIPTS / "claude-code/spotter-subagent-task.jsonl")
-        new.write_text(other.read_text(encoding="utf-8"), encoding="utf-8")
-        second = watcher.expect(r"new (\S+): \d+ messages from .*second\.jsonl").group(1)
+        second.write_text(other.read_text(encoding="utf-8"), encoding="utf-8")
+        watcher.expect(r"new (\S+): \d+ messages from .*second\.jsonl")
     finally:
         code = watcher.stop()
     assert code == 0, watcher.seen
-    summary = watcher.expect(r"^stopped: 1 new, 1 updated, 0 failed; (\d+) messages added")
+    watcher.expect(r"^stopped: 1 new, 1 updated, 0 failed; \d+ messages added while watching")
 
-    store = open_store(url)
-    try:
-        info = store.session_info(sid)
-        assert info.message_count == before + 1
-        last = store.get_session(sid).messages()[-1]
-        (part,) = json.loads(request)["message"]["content"]
-        assert last.text == part["text"]
-        assert int(summary.group(1)) == 1 + store.session_info(second).message_count
-    finally:
-        store.close()
-
-    # idempotent: following again, or syncing once, changes nothing
-    sync_again = ["sessions", "sync", str(folder)]
-    again = subprocess.run(
-        [sys.executable, "-m", "threadline.cli.app", "--store", url, *sync_again],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    assert again.returncode == 0, again.stderr
+    # a one-off sync stores what the watch still held (last replies); then it is idempotent
+    sync_again = [sys.executable, "-m", "threadline.cli.app", "--store", url, "sessions"]
+    for _ in range(2):
+        again = subprocess.run(
+            [*sync_again, "sync", str(folder)],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        assert again.returncode == 0, again.stderr
     assert "new " not in again.stdout and "updated " not in again.stdout
     assert "2 unchanged" in again.stdout
+
+    # what was followed is what one import of the finished file gives: nothing lost or torn
+    once = imported_once(live, tmp_path / "once.db")
+    assert _shape(url, sid) == _shape(once)
+    (part,) = json.loads(request)["message"]["content"]
+    assert part["text"] in [text for _, text, _, _ in _shape(url, sid)]
 
 
 def test_an_unfinished_line_settles(watched: tuple[Path, list[str]], tmp_path: Path) -> None:
@@ -148,7 +145,7 @@ def test_an_unfinished_line_settles(watched: tuple[Path, list[str]], tmp_path: P
     store = open_store(f"sqlite://{tmp_path / 'store.db'}")
     try:
         follower = Follower(Syncer(store), [folder], settle=5.0, clock=lambda: now[0])
-        (created,) = follower.catch_up()
+        (created,) = follower.catch_up(hold=False)
         sid = created.results[0].session_id
         assert sid is not None
         count = store.session_info(sid).message_count
@@ -167,9 +164,11 @@ def test_an_unfinished_line_settles(watched: tuple[Path, list[str]], tmp_path: P
         assert store.session_info(sid).message_count == count  # the torn line is not a message
         with live.open("a", encoding="utf-8") as agent:
             agent.write(request[10:])
-        (finished,) = follower.changed([live])
-        assert finished.results[0].messages_added == 1
+        (finished,) = follower.changed([live])  # the reply it follows is stored: not held
+        assert finished.results[0].messages_added == 1 and not finished.results[0].held
         assert store.session_info(sid).message_count == count + 1
+        now[0] = 20.0
+        assert follower.due() == []
     finally:
         store.close()
 
@@ -214,3 +213,57 @@ def test_default_folders_are_the_agents_that_exist(
         f"syncing {tmp_path / '.claude' / 'projects'} (Claude Code)",
         f"syncing {tmp_path / '.codex' / 'sessions'} (Codex)",
     ]
+
+
+def imported_once(path: Path, db: Path) -> str:
+    """A store holding one plain import of ``path`` (what following must end as)."""
+    url = f"sqlite://{db}"
+    store = open_store(url)
+    try:
+        Syncer(store).sync_source(Source(path))
+    finally:
+        store.close()
+    return url
+
+
+def _shape(store_url: str, sid: str | None = None) -> list[tuple[object, ...]]:
+    store = open_store(store_url)
+    try:
+        if sid is None:
+            (info,) = store.list_sessions().items
+            sid = info.id
+        return [
+            (m.role, m.text, [c.model_dump(mode="json") for c in m.tool_calls], m.tool_call_id)
+            for m in store.get_session(sid).messages()
+        ]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "name", ["claude-code/spotter-tool_heavy.jsonl", "claude-code/spotter-subagent-task.jsonl"]
+)
+def test_followed_line_by_line_is_imported_whole(name: str, tmp_path: Path) -> None:
+    """A transcript synced after every line it gains, as the watch does, ends as a
+    one-off import of the finished file does: a reply whose blocks arrive as separate
+    lines (text, then tool calls) is held until it is complete, not stored half."""
+    lines = require_shared(TRANSCRIPTS / name).read_text(encoding="utf-8").splitlines(True)
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    live = folder / "session.jsonl"
+    live.write_text("", encoding="utf-8")
+    now = [0.0]
+    followed = f"sqlite://{tmp_path / 'followed.db'}"
+    store = open_store(followed)
+    try:
+        follower = Follower(Syncer(store), [folder], settle=5.0, clock=lambda: now[0])
+        for line in lines:
+            with live.open("a", encoding="utf-8") as agent:
+                agent.write(line)
+            follower.changed([live])
+        now[0] = 60.0
+        follower.due()
+    finally:
+        store.close()
+    once = imported_once(live, tmp_path / "once.db")
+    assert _shape(followed) == _shape(once)

@@ -76,12 +76,16 @@ def sync(
         echo(f"{'watching' if watch else 'syncing'} {shown}")
     follower = Follower(Syncer(store_of(ctx)), [path for _, path in found], settle=settle)
     report = SyncReport()
-    for change in follower.catch_up():
-        report.results.extend(change.results)
-        _status(change)
-    summary = sessions._import_summary(report) if report.results else "no sessions yet"
-    echo(f"synced: {summary}", one_line=True)
+
+    def caught_up(changes: list[Change]) -> None:
+        for change in changes:
+            report.results.extend(change.results)
+            _status(change)
+        summary = sessions._import_summary(report) if report.results else "no sessions yet"
+        echo(f"synced: {summary}", one_line=True)
+
     if not watch:
+        caught_up(follower.catch_up(hold=False))
         failures = report.failures
         if failures and failures[0].exception is not None:
             raise typer.Exit(exit_code_for(failures[0].exception))
@@ -93,7 +97,7 @@ def sync(
         _status(change)
 
     with contextlib.suppress(KeyboardInterrupt):  # the way to stop watching
-        follower.follow(told)
+        follower.follow(told, caught_up=caught_up)
     counts = followed.counts()
     done = ", ".join(f"{counts[s.value]} {s.value}" for s in _SHOWN)
     added = plural(followed.messages_added, "message")
@@ -120,7 +124,8 @@ def _status(change: Change) -> None:
             line = f"failed: {r.source}: {r.error}"
         else:
             continue
-        echo(f"{now} {line}", one_line=True)
+        held = " (its last reply waits: it may still grow)" if r.held else ""
+        echo(f"{now} {line}{held}", one_line=True)
 
 
 def register(root: typer.Typer) -> None:

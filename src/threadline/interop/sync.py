@@ -32,6 +32,7 @@ source's time, so re-importing leaves the dates as they are and a grown source m
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -131,6 +132,9 @@ class SyncResult:
     """Repairs flagged on the messages this sync stored, by kind."""
     error: str | None = None
     exception: BaseException | None = field(default=None, repr=False, compare=False)
+    held: bool = False
+    """The conversation's last reply (its last assistant message and what follows), which
+    may still grow, was left for a later sync (``Syncer.sync_source(hold_reply=True)``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -429,8 +433,14 @@ class Syncer:
             raise SyncInterrupted(report) from exc
         return report
 
-    def sync_source(self, source: Source) -> list[SyncResult]:
+    def sync_source(self, source: Source, *, hold_reply: bool = False) -> list[SyncResult]:
         """One file or stdin: a result per conversation, or one failure for the file.
+
+        With ``hold_reply`` a conversation's last reply (its last assistant message and
+        what follows it) is left for a later sync: an agent writing its transcript may
+        still add text or calls to it (Claude Code writes a reply's blocks as lines of
+        their own, with tool results between them), and a stored message is not grown
+        (see ``_grew``).
 
         Errors a file's content or the store raise become ``failed`` results (the CLI
         shows them); an interrupt or an unexpected bug propagates.
@@ -466,7 +476,7 @@ class Syncer:
         results = []
         for imported in sessions:
             try:
-                results.append(self._sync_one(source, text, base, imported))
+                results.append(self._sync_one(source, text, base, imported, hold_reply))
             except (ThreadlineError, OSError) as exc:
                 skip = source.found and not imported.messages
                 results.append(_failed(source, exc, skip=skip, imported=imported))
@@ -594,7 +604,12 @@ class Syncer:
     # -- writing
 
     def _sync_one(
-        self, source: Source, text: SourceText, base: str, imported: ImportedSession
+        self,
+        source: Source,
+        text: SourceText,
+        base: str,
+        imported: ImportedSession,
+        hold_reply: bool = False,
     ) -> SyncResult:
         fmt = imported.source_format or "threadline"
         key = imported.source_id or (
@@ -611,6 +626,15 @@ class Syncer:
         }
         if imported.runs > 1:
             facts["source_run"] = imported.run
+        existing = self._index().get((fmt, key))
+        held = False
+        if hold_reply:
+            stored = existing.metadata.get("source_messages", 0) if existing is not None else 0
+            cut = self._reply_start(imported, stored if isinstance(stored, int) else 0)
+            if cut is not None:
+                imported = dataclasses.replace(imported, messages=imported.messages[:cut])
+                held = True
+                facts["source_sha256"] = None  # so this text is read again, not "unchanged"
         result = SyncResult(
             source=source.name,
             status=SyncStatus.NEW,
@@ -618,8 +642,8 @@ class Syncer:
             format=fmt,
             source_id=key,
             title=imported.title,
+            held=held,
         )
-        existing = self._index().get((fmt, key))
         if existing is None:
             self._create(imported, facts, key, result, where=text.name)
             return result
@@ -632,6 +656,18 @@ class Syncer:
             facts["source_previous_version"] = existing.id
             self._create(imported, facts, key, result, where=text.name)
         return result
+
+    @staticmethod
+    def _reply_start(imported: ImportedSession, stored: int) -> int | None:
+        """Where the last reply (the last assistant message and what follows) begins,
+        when it can be held: past what is stored already, after the first message, and
+        no compaction covers it."""
+        messages = imported.messages
+        reply = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=0)
+        covered = [c.get("covers_up_to") for c in imported.checkpoints if isinstance(c, dict)]
+        if reply < max(stored, 1) or any(not isinstance(c, int) or c > reply for c in covered):
+            return None
+        return reply
 
     def _retire(self, info: SessionInfo, fmt: str, key: str) -> None:
         """An import replaced by a new version: it keeps its messages, but no longer

@@ -8,7 +8,12 @@ as idempotent as importing). Changes come from ``watchfiles`` in debounced batch
 A JSON Lines file whose last line has no newline yet is being written: it waits
 until the line is finished (the next change), or until it has been still for
 ``settle`` seconds, when it is imported as it stands (the reader keeps what is whole
-of a torn last line, and the rest arrives with the file's next change).
+of a torn last line, and the rest arrives with the file's next change). Likewise a
+conversation's last reply (its last assistant message and what follows) is held
+(``hold_reply``): an agent may still add text or tool calls to it (Claude Code writes
+a reply's blocks as lines of their own, results between them), and a stored message
+is not grown. It is stored when the next reply begins, or when the file has been
+still for ``settle`` seconds.
 """
 
 from __future__ import annotations
@@ -96,11 +101,15 @@ class Follower:
     ) -> None:
         self.syncer, self.folders, self.settle, self.clock = syncer, list(folders), settle, clock
         self._waiting: dict[Path, float] = {}
-        """Unfinished files, by when they last changed."""
+        """Unfinished files and held replies, by when their file last changed."""
+        self._torn: set[Path] = set()
+        """Files whose unfinished last line has been reported."""
 
-    def catch_up(self) -> list[Change]:
-        """Every source under the folders, synced now (what changed while not watching)."""
-        return [self._sync(s) for folder in self.folders for s in sources_under(folder)]
+    def catch_up(self, *, hold: bool = True) -> list[Change]:
+        """Every source under the folders, synced now (what changed while not watching);
+        without ``hold``, last lines and replies are imported as they stand (a one-off
+        sync that will not come back for them)."""
+        return [self._sync(s, wait=hold) for folder in self.folders for s in sources_under(folder)]
 
     def changed(self, paths: Iterable[Path]) -> list[Change]:
         """The sources of the files that changed, each once; an unfinished file waits."""
@@ -111,7 +120,7 @@ class Follower:
             source = source_of(path, found=True)
             if source.path is not None:
                 sources.setdefault(source.path, source)
-        return [self._sync(source, changed=True) for source in sources.values()]
+        return [self._sync(source) for source in sources.values()]
 
     def due(self) -> list[Change]:
         """Waiting files that have been still for ``settle`` seconds, synced as they are."""
@@ -121,26 +130,36 @@ class Follower:
             del self._waiting[path]
         return [self._sync(Source(path, found=True), wait=False) for path in settled]
 
-    def _sync(self, source: Source, *, changed: bool = False, wait: bool = True) -> Change:
+    def _sync(self, source: Source, *, wait: bool = True) -> Change:
         path = source.path
         if path is not None and wait and unfinished(path):
-            was_waiting = path in self._waiting
+            said = path in self._torn
+            self._torn.add(path)
             self._waiting[path] = self.clock()
-            return Change(source, waiting=not was_waiting)
+            return Change(source, waiting=not said)
+        results = self.syncer.sync_source(source, hold_reply=wait)
         if path is not None:
-            self._waiting.pop(path, None)
-        return Change(source, self.syncer.sync_source(source))
+            self._torn.discard(path)
+            if any(r.held for r in results):
+                self._waiting[path] = self.clock()
+            else:
+                self._waiting.pop(path, None)
+        return Change(source, results)
 
     def follow(
         self,
         report: Callable[[Change], None],
         *,
+        caught_up: Callable[[list[Change]], None] | None = None,
         stop: Event | None = None,
         debounce_ms: int = DEBOUNCE_MS,
     ) -> None:
         """Watch the folders until ``stop`` is set (or Ctrl-C, which propagates), telling
-        ``report`` of each change worth a line."""
+        ``report`` of each change worth a line. Once the watch is in place it catches up
+        (``caught_up`` is given what that did), so nothing written meanwhile is missed."""
         import watchfiles
+
+        behind = True
 
         def wanted(change: watchfiles.Change, path: str) -> bool:
             return change != watchfiles.Change.deleted and is_candidate(Path(path).name)
@@ -153,6 +172,11 @@ class Follower:
             rust_timeout=TICK_MS,
             yield_on_timeout=True,
         ):
+            if behind:  # the watch is in place once it yields (a change, or a first tick)
+                behind = False
+                done = self.catch_up()
+                if caught_up is not None:
+                    caught_up(done)
             for change in [*self.changed(Path(p) for _, p in batch), *self.due()]:
                 if change.changed:
                     report(change)
