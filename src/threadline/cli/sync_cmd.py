@@ -59,9 +59,10 @@ def sync(
 
     Syncing is importing (see `sessions import`): new transcripts become sessions,
     grown ones get their new messages, unchanged ones are left alone. With --watch each
-    change is imported within seconds and printed as one line; a transcript whose last
-    line is still being written waits for it. Ctrl-C stops watching (exit 0) with a
-    summary of what was imported meanwhile.
+    change is imported within seconds and printed as one line; a line still being
+    written waits for its end, and a session's last reply for the next one (or, each,
+    until the file has been still --settle seconds). Ctrl-C stops watching (exit 0)
+    with a summary of what was imported meanwhile.
     """
     named = [(str(f), f.expanduser()) for f in folders or []]
     for given, path in named:
