@@ -267,3 +267,26 @@ def test_followed_line_by_line_is_imported_whole(name: str, tmp_path: Path) -> N
         store.close()
     once = imported_once(live, tmp_path / "once.db")
     assert _shape(followed) == _shape(once)
+
+
+def test_bad_folders_are_refused_before_anything_is_imported(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'store.db'}"
+    command = [sys.executable, "-m", "threadline.cli.app", "--store", url, "sessions", "sync"]
+    (tmp_path / "real").mkdir()
+    missing = str(tmp_path / "missing")
+    cases = {
+        f"not a directory: {missing}": [str(tmp_path / "real"), missing],
+        "no agent session folders here": [],
+    }
+    for message, args in cases.items():
+        done = subprocess.run(
+            [*command, *args],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env=dict(os.environ, HOME=str(tmp_path / "home")),
+            check=False,
+        )
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+        assert done.stdout == ""
+    assert not (tmp_path / "store.db").exists()

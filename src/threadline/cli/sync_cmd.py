@@ -50,8 +50,8 @@ def sync(
             "--settle",
             min=0.0,
             metavar="SECONDS",
-            help="How long a transcript whose last line is unfinished waits before it is "
-            "imported as it stands.",
+            help="How long a file must be still before a line or a reply still being "
+            "written is imported as it stands.",
         ),
     ] = SETTLE_SECONDS,
 ) -> None:
