@@ -7,6 +7,7 @@ a timing (``bench/startup.py`` times the processes).
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from threadline import Message, open_store
+from threadline.cli.commands import COMMANDS, SUMMARIES
 from threadline.store.fork import fork_session
 
 HEAVY = (
@@ -85,8 +87,15 @@ def test_the_probe_sees_what_chat_loads(store_url: tuple[str, str]) -> None:
     assert "threadline.cli.chat" in result["loaded"]  # type: ignore[operator]
 
 
-LISTING_EXTRAS = ("threadline.cli.copy_cmd", "threadline.store.copy", "threadline.interop")
-"""What a listing needs none of: ``sessions copy`` and the importers and exporters."""
+LISTING_EXTRAS = (
+    "threadline.cli.copy_cmd",
+    "threadline.store.copy",
+    "threadline.interop",
+    "threadline.cli.sync_cmd",
+    "watchfiles",
+)
+"""What a listing needs none of: ``sessions copy``, ``sessions sync`` and its file
+watcher, the importers and exporters."""
 
 
 def test_sessions_list_builds_only_what_it_runs(store_url: tuple[str, str]) -> None:
@@ -166,3 +175,50 @@ def test_the_probe_sees_message_models_when_messages_are_read(
     result = loaded_after(["--store", url, "sessions", "history", sid], MODELS)
     assert result["code"] == 0
     assert {"pydantic", "threadline.messages"} <= set(result["loaded"])  # type: ignore[arg-type]
+
+
+COMMAND_MODULES = tuple(
+    dict.fromkeys(m for modules in COMMANDS.values() for m in modules if m != "threadline.cli.root")
+)
+HELP_LOADS_NONE = (
+    *HEAVY,
+    *MODELS,
+    *COMMAND_MODULES,
+    "threadline.agent",
+    "threadline.store",
+    "threadline.server",
+    "threadline.interop",
+    "threadline.memory",
+)
+"""``threadline --help`` lists the commands and imports none of them (issue 36): no
+agent stack, no store, no pydantic."""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], []], ids=["--help", "-h", "no-args"])
+def test_help_imports_no_command(args: list[str]) -> None:
+    result = loaded_after(args, HELP_LOADS_NONE)
+    assert result["loaded"] == []
+    assert result["code"] == (0 if args else 2)
+
+
+def test_help_lines_are_the_commands_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The help written from ``SUMMARIES`` is the help the built commands write: every
+    command has a line, and each line is the first paragraph of the command's own help."""
+    from typer.testing import CliRunner
+
+    import threadline.cli.root as root
+
+    assert set(SUMMARIES) == set(COMMANDS)
+    monkeypatch.setattr(root, "_loaded", {})
+    runner = CliRunner()
+    listed = runner.invoke(root.app, ["--help"], terminal_width=200)
+    assert listed.exit_code == 0 and not root._loaded
+    for name in COMMANDS:
+        root.load_command(name)
+    built = runner.invoke(root.app, ["--help"], terminal_width=200)
+    assert set(root._loaded) == set(COMMANDS)
+    assert listed.output == built.output
+    for name in COMMANDS:
+        own = root._loaded[name]
+        first = inspect.cleandoc(own.short_help or own.help or "").split("\n\n")[0]
+        assert " ".join(first.split()) == SUMMARIES[name]

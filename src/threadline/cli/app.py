@@ -33,6 +33,7 @@ Exit codes
       ``threadline doctor``); ``doctor`` exits 8 when it finds damage
 130   interrupted (Ctrl-C); ``compact`` and ``sessions import`` first say what
       was committed (the checkpoint written, the sessions imported so far)
+      (``sessions sync --watch`` stops on Ctrl-C with a summary and exit 0)
 ====  ==============================================================
 
 Errors are printed as one line: ``threadline: error: <message>``. Library

@@ -28,8 +28,8 @@ import typer
 from typer._click import ClickException, Context
 from typer.core import TyperGroup
 
-from threadline.cli.render import printable
 from threadline.errors import ThreadlineError
+from threadline.report.text import printable
 
 EXIT_OK = 0
 EXIT_ERROR = 1

@@ -13,11 +13,11 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Annotated
 
 import typer
-from typer._click import Command, Context
-from typer.core import TyperGroup
+from typer._click import Command, Context, HelpFormatter
+from typer.core import TyperCommand, TyperGroup
 from typer.models import CommandInfo
 
-from threadline.cli.commands import COMMANDS, SUBCOMMANDS
+from threadline.cli.commands import COMMANDS, SUBCOMMANDS, SUMMARIES
 from threadline.cli.errors import ErrorMappingGroup
 
 STORE_ENV = "THREADLINE_STORE"
@@ -114,14 +114,28 @@ class LazyCommands(MutableMapping[str, Command]):
 
 
 class LazyGroup(ErrorMappingGroup):
-    """The root group: commands listed from ``COMMANDS``, imported when asked for."""
+    """The root group: commands listed from ``COMMANDS``, imported when asked for. Its
+    ``--help`` lists them from ``SUMMARIES`` without importing any."""
+
+    listing = False
+    """True while ``--help`` is being written: commands not yet built answer with their
+    line from ``SUMMARIES`` (a command that has no line there is built)."""
 
     def list_commands(self, ctx: Context) -> list[str]:
         return [*self.commands, *(n for n in COMMANDS if n not in self.commands)]
 
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
-        found = self.commands.get(cmd_name)
+        found = self.commands.get(cmd_name) or _loaded.get(cmd_name)
+        if found is None and self.listing and cmd_name in SUMMARIES and cmd_name in COMMANDS:
+            return TyperCommand(cmd_name, help=SUMMARIES[cmd_name])
         return found if found is not None else load_command(cmd_name)
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
 
 
 app = typer.Typer(

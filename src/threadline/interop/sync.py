@@ -32,6 +32,7 @@ source's time, so re-importing leaves the dates as they are and a grown source m
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -125,6 +126,9 @@ class SyncResult:
     """Repairs flagged on the messages this sync stored, by kind."""
     error: str | None = None
     exception: BaseException | None = field(default=None, repr=False, compare=False)
+    held: bool = False
+    """The conversation's last reply (its last assistant message and what follows), which
+    may still grow, was left for a later sync (``Syncer.sync_source(hold_reply=True)``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -215,8 +219,7 @@ def find_sources(args: Sequence[str]) -> list[Source]:
                     f"and {AIDER_HISTORY})"
                 )
         elif path.exists():
-            events = openhands_v1.conversation_files(path)  # one event of a conversation
-            found = [Source(events[0].parent if events else path)]
+            found = [source_of(path)]
         else:
             raise UsageError(f"no such file or directory: {arg}")
         for source in found:
@@ -226,6 +229,24 @@ def find_sources(args: Sequence[str]) -> list[Source]:
                     seen.add(key)
                 sources.append(source)
     return sorted(sources, key=lambda s: s.path is not None and s.path.parent.name == "subagents")
+
+
+def source_of(path: Path, *, found: bool = False) -> Source:
+    """The source a file belongs to: an OpenHands V1 event file's conversation
+    directory, else the file itself."""
+    events = openhands_v1.conversation_files(path)
+    return Source(events[0].parent if events else path, found=found)
+
+
+def sources_under(top: Path) -> list[Source]:
+    """Every candidate under the directory ``top``, as a directory argument finds them
+    (none is no error here: a watched folder may still be empty)."""
+    return list(_walk(top))
+
+
+def is_candidate(name: str) -> bool:
+    """A file name a directory walk considers."""
+    return name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY)
 
 
 def _resolved(path: Path) -> Path | None:
@@ -253,7 +274,7 @@ def _walk(top: Path) -> Iterator[Source]:
         for name in sorted(files):
             if events and openhands_v1.EVENT_FILE.match(name):
                 continue
-            if not (name.endswith(SUFFIXES) or name.endswith(AIDER_HISTORY)):
+            if not is_candidate(name):
                 continue
             path = Path(root) / name
             refused = None
@@ -406,8 +427,14 @@ class Syncer:
             raise SyncInterrupted(report) from exc
         return report
 
-    def sync_source(self, source: Source) -> list[SyncResult]:
+    def sync_source(self, source: Source, *, hold_reply: bool = False) -> list[SyncResult]:
         """One file or stdin: a result per conversation, or one failure for the file.
+
+        With ``hold_reply`` a conversation's last reply (its last assistant message and
+        what follows it) is left for a later sync: an agent writing its transcript may
+        still add text or calls to it (Claude Code writes a reply's blocks as lines of
+        their own, with tool results between them), and a stored message is not grown
+        (see ``_grew``).
 
         Errors a file's content or the store raise become ``failed`` results (the CLI
         shows them); an interrupt or an unexpected bug propagates.
@@ -443,7 +470,7 @@ class Syncer:
         results = []
         for imported in sessions:
             try:
-                results.append(self._sync_one(source, text, base, imported))
+                results.append(self._sync_one(source, text, base, imported, hold_reply))
             except (ThreadlineError, OSError) as exc:
                 skip = source.found and not imported.messages
                 results.append(_failed(source, exc, skip=skip, imported=imported))
@@ -571,7 +598,12 @@ class Syncer:
     # -- writing
 
     def _sync_one(
-        self, source: Source, text: SourceText, base: str, imported: ImportedSession
+        self,
+        source: Source,
+        text: SourceText,
+        base: str,
+        imported: ImportedSession,
+        hold_reply: bool = False,
     ) -> SyncResult:
         fmt = imported.source_format or "threadline"
         key = imported.source_id or (
@@ -588,6 +620,15 @@ class Syncer:
         }
         if imported.runs > 1:
             facts["source_run"] = imported.run
+        existing = self._index().get((fmt, key))
+        held = False
+        if hold_reply:
+            stored = existing.metadata.get("source_messages", 0) if existing is not None else 0
+            cut = self._reply_start(imported, stored if isinstance(stored, int) else 0)
+            if cut is not None:
+                imported = dataclasses.replace(imported, messages=imported.messages[:cut])
+                held = True
+                facts["source_sha256"] = None  # so this text is read again, not "unchanged"
         result = SyncResult(
             source=source.name,
             status=SyncStatus.NEW,
@@ -595,8 +636,8 @@ class Syncer:
             format=fmt,
             source_id=key,
             title=imported.title,
+            held=held,
         )
-        existing = self._index().get((fmt, key))
         if existing is None:
             self._create(imported, facts, key, result, where=text.name)
             return result
@@ -609,6 +650,18 @@ class Syncer:
             facts["source_previous_version"] = existing.id
             self._create(imported, facts, key, result, where=text.name)
         return result
+
+    @staticmethod
+    def _reply_start(imported: ImportedSession, stored: int) -> int | None:
+        """Where the last reply (the last assistant message and what follows) begins,
+        when it can be held: past what is stored already, after the first message, and
+        no compaction covers it."""
+        messages = imported.messages
+        reply = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=0)
+        covered = [c.get("covers_up_to") for c in imported.checkpoints if isinstance(c, dict)]
+        if reply < max(stored, 1) or any(not isinstance(c, int) or c > reply for c in covered):
+            return None
+        return reply
 
     def _retire(self, info: SessionInfo, fmt: str, key: str) -> None:
         """An import replaced by a new version: it keeps its messages, but no longer

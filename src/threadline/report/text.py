@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
-from threadline.store import SessionInfo, Store
+if TYPE_CHECKING:  # types only: the error lines of every command print through this module
+    from threadline.store import SessionInfo, Store
 
 BAR_WIDTH = 20
 """Cells in a usage bar, as in the reference ``/context`` output."""
