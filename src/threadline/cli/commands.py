@@ -33,6 +33,7 @@ SUMMARIES: dict[str, str] = {
     "cleanup": "Delete old sessions, or the oldest ones beyond a size cap; never a locked one.",
     "doctor": "Check the store: every session readable, storage intact, no stale locks.",
     "serve": "Serve sessions and agent turns over HTTP (tRPC-style /trpc and REST /v1).",
+    "mcp": "Serve sessions, search and memory to other agents over MCP (read-only by default).",
 }
 """Each command's line in ``threadline --help``, so listing the commands imports none of
 them (the agent stack, the server). A command missing here is imported to list it;
