@@ -54,10 +54,10 @@ so a stream waiting for that (``until=turn_finished``) ends with this instead.""
 
 def frame(name: str, data: dict[str, Any], id: int | None = None) -> str:
     """One SSE frame; without an id for a notice that is not in the log."""
-    return _frame(name, json.dumps(data, default=str, separators=(",", ":")), id)
+    return body_frame(name, json.dumps(data, default=str, separators=(",", ":")), id)
 
 
-def _frame(name: str, body: str, id: int | None) -> str:
+def body_frame(name: str, body: str, id: int | None) -> str:
     head = "" if id is None else f"id: {id}\n"
     return f"{head}event: {name}\ndata: {body}\n\n"
 
@@ -162,7 +162,7 @@ class EventLog:
     def publish(self, name: str, data: dict[str, Any]) -> Event:
         body = bounded_body(data, self.max_event_bytes)
         with self._lock:
-            event = Event(self._next_id, name, _frame(name, body, self._next_id))
+            event = Event(self._next_id, name, body_frame(name, body, self._next_id))
             self._next_id += 1
             self._events.append(event)
             grown = event.size

@@ -51,6 +51,7 @@ from threadline.report.context import checkpoint_number
 from threadline.server.config import ServerConfig
 from threadline.server.events import ENDS_STREAM, INTERRUPTED, EventHub
 from threadline.server.hooks import HookDispatcher
+from threadline.server.shared_events import SharedHub
 from threadline.server.turn_signals import (
     WATCH_SECONDS,
     acknowledge,
@@ -166,14 +167,14 @@ class AgentRunner:
         config: ServerConfig,
         *,
         hooks: HookDispatcher | None = None,
-        hub: EventHub | None = None,
+        hub: EventHub | SharedHub | None = None,
         clock: Callable[[], float] | None = None,
         agent_factory: Callable[[Store, SessionInfo, str], Agent] | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.hooks = hooks or HookDispatcher()
-        self.hub = hub or EventHub(1000)
+        self.hub: EventHub | SharedHub = hub or EventHub(1000)
         self.clock = clock or config.clock or time.monotonic
         self.holder = LockHolder.current(lease=TURN_LEASE)
         self._factory = agent_factory or (
@@ -363,6 +364,8 @@ class AgentRunner:
                 {"sessionId": session_id, "holder": holder_name(holder), "reason": reason},
             )
             return
+        if isinstance(self.hub, SharedHub):
+            return  # the turn's own turn_finished reached every worker through the engine
         try:
             last_seq = self.store.session_info(session_id).last_seq
         except Exception:
