@@ -13,11 +13,14 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -27,10 +30,11 @@ from tests.conformance.backends import cleanup_url, make_url
 from tests.test_server import TURNS, data, read_sse, trpc_call
 from tests.test_server_multiprocess import Server, create, two_servers
 from threadline import open_store
+from threadline.errors import StoreUnavailable
 from threadline.server.config import ServerConfig
 from threadline.server.event_hubs import hub_for
-from threadline.server.events import EventHub
-from threadline.server.shared_events import SharedHub
+from threadline.server.events import EventHub, EventLog
+from threadline.server.shared_events import Bounds, EventEngine, SharedHub
 from threadline.store.base import Store
 
 BACKENDS = ["postgres", "redis"]
@@ -219,3 +223,44 @@ def test_postgres_holds_all_sessions_to_the_byte_budget(store: Store) -> None:
         assert newest and newest[-1].id == 5  # the newest event of all is kept
     finally:
         hub.close()
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    capacity=st.integers(1, 6),
+    count=st.integers(0, 14),
+    asked=st.lists(st.integers(0, 20), max_size=4),
+)
+def test_the_engine_answers_as_the_in_process_log_does(
+    store: Store, capacity: int, count: int, asked: list[int]
+) -> None:
+    """Same ids, same events kept, same ``lost`` for any resume point."""
+    hub = shared_hub(store, event_buffer=capacity)
+    sid = f"p{uuid.uuid4().hex[:8]}"
+    here = EventLog(capacity)
+    try:
+        for n in range(count):
+            assert hub.log(sid).publish("e", {"n": n}).id == here.publish("e", {"n": n}).id
+        assert hub.log(sid).last_id == here.last_id
+        for last_id in asked:
+            theirs, lost = hub.log(sid).after(last_id)
+            ours, our_lost = here.after(last_id)
+            assert [(e.id, e.text) for e in theirs] == [(e.id, e.text) for e in ours]
+            assert lost == our_lost
+    finally:
+        hub.close()
+
+
+class AwayEngine:
+    """An engine whose connections are gone."""
+
+    def append(self, session_id: str, name: str, body: str) -> int:
+        raise StoreUnavailable("the engine is away")
+
+
+def test_an_engine_that_is_away_costs_the_event_not_the_turn() -> None:
+    bounds = Bounds(capacity=10, max_event_bytes=1000, max_bytes=10_000, expire_seconds=60)
+    hub = SharedHub(cast(EventEngine, AwayEngine()), bounds)
+    assert hub.log("s").publish("text_delta", {"text": "hi"}).id == 0

@@ -18,6 +18,7 @@ where the engine can count bytes).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from threadline.server.events import (
     bounded_body,
     frame,
 )
+
+logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 """A follower reads again this often even without a wake-up."""
@@ -85,8 +88,14 @@ class SharedLog:
         return self._engine.read(self.session_id, 2**62)[2]
 
     def publish(self, name: str, data: dict[str, Any]) -> Event:
+        """Append the event; an engine that is away costs the event (id 0), not the turn
+        that publishes it (the store keeps the turn itself)."""
         body = bounded_body(data, self._bounds.max_event_bytes)
-        id = self._engine.append(self.session_id, name, body)
+        try:
+            id = self._engine.append(self.session_id, name, body)
+        except Exception as exc:
+            logger.warning("event %s of %s not published: %s", name, self.session_id, exc)
+            id = 0
         return Event(id, name, body_frame(name, body, id))
 
     def after(self, last_id: int) -> tuple[list[Event], bool]:
