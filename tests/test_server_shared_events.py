@@ -26,7 +26,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 
-from tests.conformance.backends import cleanup_url, make_url
+from tests.conformance.backends import clean_store, cleanup_url, make_url
 from tests.test_server import TURNS, data, read_sse, trpc_call
 from tests.test_server_multiprocess import Server, create, two_servers
 from threadline import open_store
@@ -59,13 +59,7 @@ def pair(
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     backend = request.param
     pytest.importorskip("psycopg" if backend == "postgres" else "redis")
-    url = make_url(backend, tmp_path)
-    opened = open_store(url)
-    try:
-        yield opened
-    finally:
-        opened.close()
-        cleanup_url(backend, url)
+    yield from clean_store(backend, tmp_path)
 
 
 def shared_hub(store: Store, **config: Any) -> SharedHub:

@@ -96,6 +96,11 @@ def _cut_strings(value: Any, limit: int) -> Any:
     return value
 
 
+def closes(event: Event, until: str | None) -> bool:
+    """Whether a stream following through ``until`` ends with ``event``."""
+    return event.name in (ENDS_STREAM, INTERRUPTED) or event.name == until
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     id: int
@@ -216,7 +221,7 @@ class EventLog:
                 for event in events:
                     yield event.sse()
                     last_id = event.id
-                    if event.name in (ENDS_STREAM, INTERRUPTED) or event.name == until:
+                    if closes(event, until):
                         return
                 flag.clear()
                 events, _ = self.after(last_id)

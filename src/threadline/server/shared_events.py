@@ -25,12 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from threadline.server.events import (
-    ENDS_STREAM,
-    INTERRUPTED,
     KEEPALIVE_SECONDS,
     Event,
     body_frame,
     bounded_body,
+    closes,
     frame,
 )
 
@@ -113,22 +112,21 @@ class SharedLog:
         events, lost = await loop.run_in_executor(_POOL, self.after, last_id)
         if lost:
             yield frame("events_lost", {"after": last_id})
+            last_id = 0
         quiet = 0.0
         while True:
+            quiet = 0.0 if events else quiet + POLL_SECONDS
             for event in events:
                 yield event.sse()
                 last_id = event.id
-                if event.name in (ENDS_STREAM, INTERRUPTED) or event.name == until:
+                if closes(event, until):
                     return
-            if not events:
+            if quiet >= KEEPALIVE_SECONDS:
+                quiet = 0.0
+                yield ": keep-alive\n\n"
+            if not events:  # the engine's wake-up, or POLL_SECONDS
                 wait = self._engine.wait
                 await loop.run_in_executor(_POOL, wait, self.session_id, last_id, POLL_SECONDS)
-                quiet += POLL_SECONDS
-                if quiet >= KEEPALIVE_SECONDS:
-                    quiet = 0.0
-                    yield ": keep-alive\n\n"
-            else:
-                quiet = 0.0
             events, _ = await loop.run_in_executor(_POOL, self.after, last_id)
 
 
