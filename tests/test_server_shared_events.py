@@ -10,6 +10,7 @@ event, and expiry (and, on PostgreSQL, the byte budget of all sessions).
 
 from __future__ import annotations
 
+import json
 import statistics
 import threading
 import time
@@ -26,10 +27,13 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 
+from typer.testing import CliRunner
+
 from tests.conformance.backends import clean_store, cleanup_url, make_url
 from tests.test_server import TURNS, data, read_sse, trpc_call
 from tests.test_server_multiprocess import Server, create, two_servers
 from threadline import open_store
+from threadline.cli.app import app
 from threadline.errors import StoreUnavailable
 from threadline.server.config import ServerConfig
 from threadline.server.event_hubs import hub_for
@@ -258,3 +262,38 @@ def test_an_engine_that_is_away_costs_the_event_not_the_turn() -> None:
     bounds = Bounds(capacity=10, max_event_bytes=1000, max_bytes=10_000, expire_seconds=60)
     hub = SharedHub(cast(EventEngine, AwayEngine()), bounds)
     assert hub.log("s").publish("text_delta", {"text": "hi"}).id == 0
+
+
+def test_doctor_reports_event_streams_nobody_trims(store: Store) -> None:
+    hub = shared_hub(store)
+    try:
+        for n in range(3):
+            hub.log(f"s{n}").publish("e", {})
+    finally:
+        hub.close()
+    kept = doctor_events(store.url)
+    assert kept == [("note", "3 events of 3 sessions kept for event streams")]
+    if store.url.startswith("postgres"):  # no server swept them for a day
+        with psycopg_connection(store) as conn:
+            conn.execute("UPDATE threadline_events SET at = now() - interval '1 day'")
+    else:  # a stream that lost its TTL never expires
+        redis = cast(Any, store)._r
+        redis.persist(f"{cast(Any, store).prefix}events:s0")
+    (finding,) = doctor_events(store.url)
+    assert finding[0] == "warning" and "no server trims them, so they grow" in finding[1]
+
+
+def doctor_events(url: str) -> list[tuple[str, str]]:
+    result = CliRunner().invoke(app, ["--store", url, "doctor", "--json"])
+    assert result.exit_code == 0, result.output  # a warning, not damage
+    found = json.loads(result.stdout)["findings"]
+    return [(f["severity"], f["message"]) for f in found if f["kind"] == "events"]
+
+
+def psycopg_connection(store: Store) -> Any:
+    import psycopg
+    from psycopg import sql
+
+    conn = psycopg.connect(cast(Any, store)._conninfo, autocommit=True)
+    conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(cast(Any, store).schema)))
+    return conn

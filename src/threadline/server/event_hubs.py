@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from threadline.server.config import ServerConfig
-from threadline.server.events import EventHub
+from threadline.server.config import DEFAULT_IDLE_SECONDS, ServerConfig
+from threadline.server.events import DEFAULT_MAX_BYTES, EventHub
 from threadline.server.shared_events import Bounds, SharedHub
 from threadline.store.base import Store
 
@@ -38,3 +38,46 @@ def hub_for(store: Store, config: ServerConfig) -> EventHub | SharedHub:
         max_bytes=config.event_buffer_bytes,
         max_event_bytes=config.max_event_bytes,
     )
+
+
+def event_findings(store: Store) -> list[tuple[bool, str]]:
+    """What ``doctor`` says of the store's event table or streams, each (a warning?,
+    the text): events past their expiry or over the byte budget mean no server trims
+    them (its sweep does), so the table grows."""
+    engine = cast(Any, store)
+    kind = scheme(store)
+    if kind in ("postgresql", "postgres"):
+        from threadline.server import events_postgres
+
+        seen = events_postgres.survey(engine._conninfo, engine.schema)
+    elif kind in ("redis", "rediss"):
+        from threadline.server import events_redis
+
+        seen = events_redis.survey(engine._r, engine.prefix)
+    else:
+        return []
+    if seen is None:
+        return []
+    events, sessions, size, age = seen
+    told = f"{events:,} events of {sessions:,} sessions kept for event streams"
+    if age > DEFAULT_IDLE_SECONDS * 2:
+        return [
+            (
+                True,
+                f"{told}, some {_age(age)} old (they expire after "
+                f"{DEFAULT_IDLE_SECONDS // 60:.0f} minutes): no server trims them, so they grow",
+            )
+        ]
+    if size > DEFAULT_MAX_BYTES:
+        return [
+            (
+                True,
+                f"{told}, {size:,} bytes, over the {DEFAULT_MAX_BYTES:,}-byte budget: "
+                "no server trims them, so they grow",
+            )
+        ]
+    return [(False, told)]
+
+
+def _age(seconds: float) -> str:
+    return "never expiring" if seconds == float("inf") else f"{seconds / 3600:.1f} hours"

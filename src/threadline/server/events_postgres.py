@@ -153,3 +153,20 @@ class PostgresEvents:
     def close(self) -> None:
         self._closing.set()
         self._pool.close()
+
+
+def survey(conninfo: str, schema: str) -> tuple[int, int, int, float] | None:
+    """Events, sessions, bytes and the oldest event's age in seconds, read only; None
+    when no server made the table."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        row = conn.execute("SELECT to_regclass('threadline_events')").fetchone()
+        if row is None or row[0] is None:
+            return None
+        events, sessions, size, age = conn.execute(
+            "SELECT count(*), count(DISTINCT session_id), "
+            "coalesce(sum(octet_length(body) + %s), 0), "
+            "coalesce(extract(epoch FROM now() - min(at)), 0) FROM threadline_events",
+            (EVENT_OVERHEAD,),
+        ).fetchone() or (0, 0, 0, 0)
+    return int(events), int(sessions), int(size), float(age)
