@@ -66,6 +66,7 @@ def doctor(
     with progress_bar("Checking", _count(store), show=not as_json) as bar:
         task = bar.task_ids[0]
         report = check_store(store, progress=lambda done, _: bar.update(task, completed=done))
+    _check_events(store, report)
     if salvage_url is not None:
         destination = open_store(salvage_url)
         try:
@@ -78,6 +79,24 @@ def doctor(
         _print_report(report)
     if report.damaged:
         raise typer.Exit(EXIT_STORE)
+
+
+def _check_events(store: Store, report: DoctorReport) -> None:
+    """The event streams servers keep in the store's engine (``server.event_hubs``);
+    only PostgreSQL and Redis have them, so no other store loads the server."""
+    if not store.url.partition("://")[0].lower().startswith(("postgres", "redis")):
+        return
+    try:
+        from threadline.server.event_hubs import event_findings
+
+        found = event_findings(store)
+    except ImportError:  # the server's extra is not installed: it keeps no events
+        return
+    except Exception as exc:  # they are not the store's data: say so, lose nothing
+        report.add(Severity.NOTE, "events", f"could not read the event streams: {exc}")
+        return
+    for warning, text in found:
+        report.add(Severity.WARNING if warning else Severity.NOTE, "events", text)
 
 
 def _count(store: Store) -> int:

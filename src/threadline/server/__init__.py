@@ -1,9 +1,11 @@
 """The agent server: sessions and agent turns over HTTP (``threadline serve``).
 
 Needs the ``server`` extra (``pip install 'threadline[server]'``: FastAPI and
-uvicorn); nothing outside this package imports it, so the library and the other
-commands work without them. ``create_app`` builds the ASGI app; see ``app`` for
-the wire formats and ``runner`` for how agents are cached per session.
+uvicorn); nothing outside this package imports it (but ``doctor``, for the event
+streams servers keep in a PostgreSQL or Redis store, and it does without them), so the
+library and the other commands work without them. ``create_app`` builds the ASGI
+app; see ``app`` for the wire formats and ``runner`` for how agents are cached per
+session.
 """
 
 from threadline.server.app import create_app

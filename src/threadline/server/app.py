@@ -46,7 +46,8 @@ from threadline.errors import ThreadlineError
 from threadline.server import trpc
 from threadline.server.auth import Access
 from threadline.server.config import DEFAULT_MESSAGE_PAGE, ServerConfig
-from threadline.server.events import EventHub, frame
+from threadline.server.event_hubs import hub_for
+from threadline.server.events import frame
 from threadline.server.guard import Guard
 from threadline.server.hooks import Hook, HookDispatcher, Webhook
 from threadline.server.hosts import HostRule
@@ -66,6 +67,7 @@ from threadline.server.procedures import (
     validation_message,
 )
 from threadline.server.runner import HELD_ELSEWHERE, AgentRunner, holder_name
+from threadline.server.shared_events import SharedHub
 from threadline.server.throttle import Throttle
 from threadline.server.web import mount_web
 from threadline.store.checks import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_SEARCH_QUERY_LENGTH
@@ -86,11 +88,7 @@ def create_app(
 
     ``owns_store`` closes the store when the app shuts down (the CLI's case)."""
     dispatcher = HookDispatcher(hooks, webhooks)
-    hub = EventHub(
-        config.event_buffer,
-        max_bytes=config.event_buffer_bytes,
-        max_event_bytes=config.max_event_bytes,
-    )
+    hub = hub_for(store, config)
     runner = AgentRunner(store, config, hooks=dispatcher, hub=hub, clock=config.clock)
     procs = Procedures(store, config, runner, dispatcher, hub)
 
@@ -102,7 +100,7 @@ def create_app(
                 evicted = await run_in_threadpool(runner.evict_idle)
                 if evicted:
                     logger.info("evicted idle agents: %s", ", ".join(evicted))
-                hub.sweep(runner.cached())  # the evicted sessions' events go with them
+                await run_in_threadpool(hub.sweep, runner.cached())  # evicted: events go too
             except Exception as exc:
                 logger.warning("sweep failed: %s", exc, exc_info=exc)
 
@@ -116,6 +114,8 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await run_in_threadpool(runner.close)
+            if isinstance(hub, SharedHub):
+                hub.close()
             dispatcher.close()
             if owns_store:
                 store.close()
@@ -259,8 +259,8 @@ def create_app(
         sid = (await run_in_threadpool(procs.info, GetInput(sessionId=session_id).sessionId)).id
         log = hub.log(sid)
         start = after if after is not None else _event_id(last_event_id)
-        if start is None:
-            start = log.last_id  # a new subscriber sees what happens from now on
+        if start is None:  # a new subscriber sees what happens from now on
+            start = await run_in_threadpool(lambda: log.last_id)
         stream = log.follow(start, until=until)
         elsewhere = await run_in_threadpool(runner.held_elsewhere, sid)
         if elsewhere is not None:  # another worker runs the turn: say which, then follow

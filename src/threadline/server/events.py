@@ -54,10 +54,10 @@ so a stream waiting for that (``until=turn_finished``) ends with this instead.""
 
 def frame(name: str, data: dict[str, Any], id: int | None = None) -> str:
     """One SSE frame; without an id for a notice that is not in the log."""
-    return _frame(name, json.dumps(data, default=str, separators=(",", ":")), id)
+    return body_frame(name, json.dumps(data, default=str, separators=(",", ":")), id)
 
 
-def _frame(name: str, body: str, id: int | None) -> str:
+def body_frame(name: str, body: str, id: int | None) -> str:
     head = "" if id is None else f"id: {id}\n"
     return f"{head}event: {name}\ndata: {body}\n\n"
 
@@ -94,6 +94,11 @@ def _cut_strings(value: Any, limit: int) -> Any:
     if isinstance(value, list | tuple):
         return [_cut_strings(v, limit) for v in value]
     return value
+
+
+def closes(event: Event, until: str | None) -> bool:
+    """Whether a stream following through ``until`` ends with ``event``."""
+    return event.name in (ENDS_STREAM, INTERRUPTED) or event.name == until
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +167,7 @@ class EventLog:
     def publish(self, name: str, data: dict[str, Any]) -> Event:
         body = bounded_body(data, self.max_event_bytes)
         with self._lock:
-            event = Event(self._next_id, name, _frame(name, body, self._next_id))
+            event = Event(self._next_id, name, body_frame(name, body, self._next_id))
             self._next_id += 1
             self._events.append(event)
             grown = event.size
@@ -216,7 +221,7 @@ class EventLog:
                 for event in events:
                     yield event.sse()
                     last_id = event.id
-                    if event.name in (ENDS_STREAM, INTERRUPTED) or event.name == until:
+                    if closes(event, until):
                         return
                 flag.clear()
                 events, _ = self.after(last_id)

@@ -44,6 +44,7 @@ from threadline.server.events import ENDS_STREAM, EventHub
 from threadline.server.hooks import HookDispatcher
 from threadline.server.runner import AgentRunner, SessionBusy, TurnInProgress, holder_name
 from threadline.server.search_gate import SearchGate, TooManySearches
+from threadline.server.shared_events import SharedHub
 from threadline.session_agent import session_agent
 from threadline.store import fork
 from threadline.store.checks import (
@@ -301,7 +302,7 @@ class Procedures:
     config: ServerConfig
     runner: AgentRunner
     hooks: HookDispatcher
-    hub: EventHub
+    hub: EventHub | SharedHub
     searches: SearchGate = field(init=False)
 
     def __post_init__(self) -> None:

@@ -14,7 +14,9 @@ each running turn's lock, every ``RENEW_SECONDS`` while turns run (and from the 
 sweeper, with ``evict_idle``).
 
 A turn runs in a worker thread (the agent loop is synchronous); its events go
-to the session's ``EventLog``; one turn per session at a time. Its cancel token is
+to the session's log in the hub (``EventHub`` in this process; ``SharedHub`` in the
+store's engine on PostgreSQL and Redis, where every worker reads them); one turn per
+session at a time. Its cancel token is
 shared with every subagent under it: cancelling closes each model request in flight,
 so ``turn_finished`` follows at once even when a model sends nothing. ``close``
 (shutdown, SIGTERM) cancels every running turn at once, then waits for all of them
@@ -51,6 +53,7 @@ from threadline.report.context import checkpoint_number
 from threadline.server.config import ServerConfig
 from threadline.server.events import ENDS_STREAM, INTERRUPTED, EventHub
 from threadline.server.hooks import HookDispatcher
+from threadline.server.shared_events import SharedHub
 from threadline.server.turn_signals import (
     WATCH_SECONDS,
     acknowledge,
@@ -82,7 +85,7 @@ RENEW_SECONDS = 15.0
 """How often a running turn's lock is renewed."""
 HELD_ELSEWHERE = "held_elsewhere"
 """First event of a stream opened on a server while another one holds the session: that
-server runs its turns, so this stream sees none of their events."""
+server runs its turn (whose events reach this stream only through a ``SharedHub``)."""
 
 
 class TurnInProgress(ThreadlineError):
@@ -161,14 +164,14 @@ class AgentRunner:
         config: ServerConfig,
         *,
         hooks: HookDispatcher | None = None,
-        hub: EventHub | None = None,
+        hub: EventHub | SharedHub | None = None,
         clock: Callable[[], float] | None = None,
         agent_factory: Callable[[Store, SessionInfo, str], Agent] | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.hooks = hooks or HookDispatcher()
-        self.hub = hub or EventHub(1000)
+        self.hub: EventHub | SharedHub = hub or EventHub(1000)
         self.clock = clock or config.clock or time.monotonic
         self.holder = LockHolder.current(lease=TURN_LEASE)
         self._factory = agent_factory or (
@@ -358,6 +361,8 @@ class AgentRunner:
                 {"sessionId": session_id, "holder": holder_name(holder), "reason": reason},
             )
             return
+        if isinstance(self.hub, SharedHub):
+            return  # the turn's own turn_finished reached every worker through the engine
         try:
             last_seq = self.store.session_info(session_id).last_seq
         except Exception:
@@ -423,10 +428,11 @@ class AgentRunner:
 
     def follow_elsewhere(self, session_id: str, holder: LockHolder) -> None:
         """A follower here waits on the turn ``holder`` runs on another server, whose
-        events this server does not see: when that turn is over, publish what the store
+        events this server may not see: when that turn is over, publish what the store
         tells of its end, ``interrupted`` when its server died (its process gone, or its
-        lease lapsed), else ``turn_finished`` with ``ranOn`` (its server) and the
-        session's last ``seq``; so no follower waits on silence."""
+        lease lapsed), else (with an in-process hub only: a shared one carried the
+        turn's own) ``turn_finished`` with ``ranOn`` (its server) and the session's last
+        ``seq``; so no follower waits on silence."""
         with self._lock:
             if session_id not in self._elsewhere:
                 self._elsewhere[session_id] = holder
