@@ -39,7 +39,7 @@ from threadline.server.config import ServerConfig
 from threadline.server.event_hubs import hub_for
 from threadline.server.events import EventHub, EventLog
 from threadline.server.shared_events import Bounds, EventEngine, SharedHub
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 BACKENDS = ["postgres", "redis"]
 

@@ -9,7 +9,7 @@ from typing import Any, cast
 from threadline.server.config import DEFAULT_IDLE_SECONDS, ServerConfig
 from threadline.server.events import DEFAULT_MAX_BYTES, EventHub
 from threadline.server.shared_events import Bounds, SharedHub
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 
 def scheme(store: Store) -> str:
