@@ -94,6 +94,8 @@ LEDGER_SCORE = 3.4
 REQUEST_SCORE = 3.0
 """A follow-up request the agent has not answered yet, after the items trackers show open."""
 """An item a tracker shows open outranks every other pending line (``ledger.py``)."""
+TAIL_NOTE = "opened after #{seq}, in the messages kept below"
+"""An item the kept tail opened: still open, but not as of the summary's end."""
 EARLIER_SCORE = 0.3
 """An "Earlier result" line only fills the words left over: open items, failures, decisions
 and the current request come first (issue 31)."""
@@ -511,8 +513,14 @@ def _tasks(
     if asked is not None and asked != evidence.first_request:  # the first is the whole task
         text = f"Answer the latest request (user, #{asked[0]}): {clip_words(asked[1], 30)}"
         snapshot.add("pending_tasks", text, REQUEST_SCORE)
-    for rank, item in enumerate(open_items(trail, evidence)):
+    at_end = open_items(trail, evidence)
+    for rank, item in enumerate(at_end):
         snapshot.add("pending_tasks", clip_words(item.line(), 40), LEDGER_SCORE - rank * 0.05)
+        listed.append(_norm(item.title or item.key))
+    known = {i.key for i in at_end}
+    for rank, item in enumerate(i for i in evidence.ledger.open_items() if i.key not in known):
+        line = f"{clip_words(item.line(), 36)}: {TAIL_NOTE.format(seq=trail.through)}"
+        snapshot.add("pending_tasks", line, LEDGER_SCORE - 0.5 - rank * 0.05)
         listed.append(_norm(item.title or item.key))
     for rank, (text, status) in enumerate(_open_todos(evidence, done)):
         mark = "" if status == "pending" else f"[{status.replace('_', ' ')}] "

@@ -16,19 +16,21 @@ import re
 
 from threadline.messages import ToolCall
 
-QUESTION_TOOL = re.compile(
-    r"(?i)^(?:ask_?user(?:_?questions?)?|askuserquestion|request_user_input|ask_?followup_?question)$"
-)
-PLAN_TOOL = re.compile(r"(?i)^(?:exit_?plan_?mode|exitplanmode)$")
+_TOOL_NAMES = {
+    "question": "ask_?user(?:_?questions?)?|askuserquestion|request_user_input|ask_?followup\\w*",
+    "plan": "exit_?plan_?mode",
+}
+QUESTION_TOOL, PLAN_TOOL = (re.compile(f"(?i)^(?:{names})$") for names in _TOOL_NAMES.values())
 _ANSWER = re.compile(r'"(?P<q>[^"\n]{3,300})"\s*=\s*"(?P<a>[^"\n]{1,300})"')
 _APPROVED = re.compile(r"(?i)\buser\s+(?:has\s+)?approved\b")
-_REJECTION = re.compile(
-    r"(?ix)^\W*(?:no\b(?!\s+(?:problem|worries|need|rush))|nope\b|"
-    r"not\s+(?:like\s+)?(?:that|this)\b|wrong\b|"
-    r"(?:it|that|this)['\u2019]?s\s+(?:not|wrong|a\s+bad|bad)\b|"
-    r"(?:it|that|this)\s+is\s+(?:not|wrong|a\s+bad|bad)\b|i\s+don['\u2019]?t\s+(?:like|want|agree))"
-    r"|\b(?:bad\s+idea|not\s+what\s+i\s+(?:asked|meant|want(?:ed)?)|that['\u2019]?s\s+wrong)\b"
+_IT_IS = r"(?:it|that|this)(?:['\u2019]?s|\s+is)\s+(?:not|wrong|a\s+bad|bad)\b"
+_OPENINGS = (r"no\b(?!\s+(?:problem|worries|need|rush))", r"nope\b", r"wrong\b", _IT_IS)
+_ANYWHERE = (
+    r"bad\s+idea",
+    r"not\s+what\s+i\s+(?:asked|meant|want(?:ed)?)",
+    r"i\s+don['\u2019]?t\s+like",
 )
+_REJECTION = re.compile(rf"(?i)^\W*(?:{'|'.join(_OPENINGS)})|\b(?:{'|'.join(_ANYWHERE)})\b")
 _WORD = re.compile(r"[a-z]{4,}")
 _COMMON = frozenset(
     [
