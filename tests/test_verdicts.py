@@ -227,3 +227,20 @@ def test_a_file_created_then_edited_is_said_created(store: Store, tmp_path: Path
     assert "`lib/computers.ex`" in files
     (line,) = [f for f in files.splitlines() if "`lib/computers.ex`" in f]
     assert line.startswith("Also created:"), line
+
+
+def test_a_chore_the_work_requires_is_no_decision() -> None:
+    """Judge, run A: "Also need to update `recompute_and_push_sync` since it references
+    `rendered_lines`." was the only Key Decision: a step the agent then simply did."""
+    messages = [
+        Message.user("Work on bead spotter-dov."),
+        Message.assistant(
+            "Also need to update `recompute_and_push_sync` since it references `rendered_lines`."
+        ),
+        Message.assistant(
+            "I'll use a shared AshComputer for both views because they render the same data."
+        ),
+    ]
+    said = decisions(ExtractiveSummarizer().summarize(numbered(messages)).text)
+    assert "recompute_and_push_sync" not in said
+    assert "shared AshComputer" in said

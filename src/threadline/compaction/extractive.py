@@ -262,6 +262,8 @@ _RATIONALE = re.compile(r"\b(?:because|since|so\s+that|to\s+avoid|as\s+it|which\
 _INTENT = re.compile(
     rf"\b(?:needs?\s+to|should|must|will|{_APOSTROPHE}ll|going\s+to|has\s+to|have\s+to)\b", re.I
 )
+_CHORE = re.compile(r"(?:(?:also|still|then)\s+)?(?:needs?|have|has)\s+to\b", re.I)
+"""A step the work requires, which the agent will simply do: a chore, not a decision."""
 _LOOKING = re.compile(
     r"(?:check|look|see|read|view|examine|explore|find|search|open|inspect|investigate|verify|"
     r"review|understand|run|try|test|confirm|debug|figure)\b",
@@ -428,6 +430,8 @@ def _decision_strength(sentence: str, speaker: str) -> float:
         step = _NOTE_LEAD.sub("", sentence, count=1)
         if _LOOKING.match(step):
             return 0.0
+        if _CHORE.match(step):
+            return 0.0  # "Also need to update X since it references Y": a step, not a choice
         if _INTENT.search(sentence) or (step is not sentence and _NOTE_VERB.match(step)):
             return RATIONALE_FACTOR
     return 0.0
