@@ -244,3 +244,25 @@ def test_a_chore_the_work_requires_is_no_decision() -> None:
     said = decisions(ExtractiveSummarizer().summarize(numbered(messages)).text)
     assert "recompute_and_push_sync" not in said
     assert "shared AshComputer" in said
+
+
+def test_a_choice_a_later_request_turned_away_from_is_marked_superseded() -> None:
+    """Judge, run E: the fallback to ``history.jsonl`` stood as a decision after the user
+    asked to go back to reading only ``exported-session.jsonl``."""
+    messages = [
+        Message.user("Write export_development_history.py."),
+        Message.assistant(
+            "Prefer parsing `exported-session.jsonl` (with role-tagged messages); fallback to "
+            "Codex `history.jsonl`."
+        ),
+        Message.assistant("I'll use black for the board because it matches lichess."),
+        Message.user(
+            "Let's go back to the version where export_development_history.py reads from an "
+            "existing exported-session.jsonl file."
+        ),
+    ]
+    said = decisions(ExtractiveSummarizer().summarize(numbered(messages)).text).splitlines()
+    (fallback,) = [d for d in said if "fallback" in d]
+    assert fallback.endswith("(superseded later)")
+    (board,) = [d for d in said if "lichess" in d]
+    assert "superseded" not in board  # another topic: it stands

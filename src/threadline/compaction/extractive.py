@@ -100,7 +100,14 @@ from threadline.compaction.values import (
     value_bullet,
     worth_keeping,
 )
-from threadline.compaction.verdicts import answer_decision, is_question_tool, rejects, topic_words
+from threadline.compaction.verdicts import (
+    SHARED_TOPIC,
+    answer_decision,
+    is_question_tool,
+    redirects,
+    rejects,
+    topic_words,
+)
 from threadline.messages import FilePart, ImagePart, Message, ToolCall
 from threadline.requests import request_text
 
@@ -534,6 +541,8 @@ class _Pass:
     agent_tasks: set[str] = field(default_factory=set)
     """Keys of the next steps the agent set itself: they lapse at the user's next request
     (the user asked for something else, or asked for them and is the request)."""
+    agent_chose: dict[str, set[str]] = field(default_factory=dict)
+    """Topic words of each of the agent's decisions, for a later redirect to supersede."""
     user_said: list[tuple[str, set[str]]] = field(default_factory=list)
     """Keys and topic words of the previous request's decisions, for a correction to mark."""
 
@@ -655,6 +664,12 @@ class _Pass:
                     said, score = self.decisions.pop(key)
                     self.add_ranked(self.decisions, f"{said} (corrected later)", score * 0.5)
             self.rejecting = True
+        elif redirects(text):
+            topics = topic_words(text)
+            for key, words_of in self.agent_chose.items():
+                if key in self.decisions and len(topics & words_of) >= SHARED_TOPIC:
+                    said, score = self.decisions.pop(key)
+                    self.add_ranked(self.decisions, f"{said} (superseded later)", score * 0.5)
         self.proposed = []
         self.user_said = []
 
@@ -700,6 +715,7 @@ class _Pass:
                         self.user_said.append((key, topic_words(sentence)))
                     else:
                         self.proposed.append(key)
+                        self.agent_chose[key] = topic_words(sentence)
             if not user and _CHANGE_CLAIM.search(sentence):
                 for v in extract_values(sentence):
                     if v.kind != "path" or not _MENTIONED_FILE.search(v.text):

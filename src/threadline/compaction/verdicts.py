@@ -31,6 +31,12 @@ _ANYWHERE = (
     r"i\s+don['\u2019]?t\s+like",
 )
 _REJECTION = re.compile(rf"(?i)^\W*(?:{'|'.join(_OPENINGS)})|\b(?:{'|'.join(_ANYWHERE)})\b")
+_REDIRECT = re.compile(
+    r"(?i)\b(?:go(?:ing)?\s+back|revert|roll\s*back|no\s+longer|replace|get\s+rid\s+of|"
+    r"switch\s+back|undo)\b"
+)
+SHARED_TOPIC = 2
+"""Topic words a later redirect must share with an earlier choice to supersede it."""
 _WORD = re.compile(r"[a-z]{4,}")
 _COMMON = frozenset(
     [
@@ -100,10 +106,16 @@ def rejects(text: str) -> bool:
     return _REJECTION.search(text[:600]) is not None
 
 
+def redirects(text: str) -> bool:
+    """Whether a request turns the work away from an earlier way ("go back to the version
+    where ...", "revert", "no longer", "replace X with Y")."""
+    return _REDIRECT.search(text[:600]) is not None
+
+
 def topic_words(text: str) -> set[str]:
     """Content words (letters only, so ``phase1`` and ``phase 1`` meet) for telling which
     earlier statement a correction is about."""
     return {w for w in _WORD.findall(text.lower()) if w not in _COMMON}
 
 
-__all__ = ["answer_decision", "is_question_tool", "rejects", "topic_words"]
+__all__ = ["answer_decision", "is_question_tool", "redirects", "rejects", "topic_words"]
