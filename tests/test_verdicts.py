@@ -266,3 +266,27 @@ def test_a_choice_a_later_request_turned_away_from_is_marked_superseded() -> Non
     assert fallback.endswith("(superseded later)")
     (board,) = [d for d in said if "lichess" in d]
     assert "superseded" not in board  # another topic: it stands
+
+
+def test_a_path_only_tool_output_printed_outside_the_session_is_no_value() -> None:
+    """Judge, run F: another project's session file, printed by ``find``, was kept as a
+    value; a path the agent then used stays."""
+    other = (
+        "/Users/michael/.pi/agent/sessions/--Users-michael-code-vibes-api--/2026-08-16_01a.jsonl"
+    )
+    mine = "/Users/michael/.pi/agent/sessions/--Users-michael-herdr--/2026-08-16_891.jsonl"
+    find = ToolCall(
+        id="f1", name="bash", arguments={"command": "find ~/.pi/agent/sessions -mmin -10"}
+    )
+    read = ToolCall(id="r1", name="read", arguments={"path": mine})
+    messages = [
+        Message.user("Check the QA child's session.", metadata={"cwd": "/Users/michael/herdr"}),
+        Message.assistant("", tool_calls=[find]),
+        Message.tool(f"{other}\n{mine}\n", tool_call_id="f1"),
+        Message.assistant("", tool_calls=[read]),
+        Message.tool('{"type":"session"}', tool_call_id="r1"),
+        Message.assistant("The QA child passed."),
+    ]
+    kept = values(ExtractiveSummarizer().summarize(numbered(messages)).text)
+    assert "vibes-api" not in kept
+    assert mine in kept

@@ -840,6 +840,19 @@ def _only_said(stat: _ValueStat) -> bool:
     return stat.value.kind in ("path", "error") and stat.sources <= {"assistant"}
 
 
+TOOL_OUTPUT = frozenset({"tool_short", "bulk"})
+
+
+def _elsewhere(stat: _ValueStat, root: str | None) -> bool:
+    """An absolute path outside the session's directory that only tool output printed (a
+    ``find`` hit in another project, a shell profile's warning, a background task's log
+    file): nothing the participants handle."""
+    text = stat.value.text
+    if stat.value.kind != "path" or not root or not stat.sources <= TOOL_OUTPUT:
+        return False
+    return text.startswith("/") and not text.startswith(root.rstrip("/") + "/")
+
+
 def _previous_weight(position: int, count: int) -> float:
     return PREVIOUS_FACTOR * (1.0 - PREVIOUS_POSITION_DECAY * position / max(1, count))
 
@@ -1107,7 +1120,7 @@ class ExtractiveSummarizer:
                 sum(s.count for s in members),
                 set().union(*(s.sources for s in members)),
             )
-            if _only_said(stat):
+            if _only_said(stat) or _elsewhere(stat, p.tracker.root):
                 continue
             if stat.source >= IMPORTANT_SOURCE_WEIGHT or stat.count >= IMPORTANT_MIN_COUNT:
                 merged.append((key, stat))
