@@ -290,3 +290,20 @@ def test_a_path_only_tool_output_printed_outside_the_session_is_no_value() -> No
     kept = values(ExtractiveSummarizer().summarize(numbered(messages)).text)
     assert "vibes-api" not in kept
     assert mine in kept
+
+
+def test_a_go_ahead_is_no_decision_but_what_it_approves_can_be() -> None:
+    """Judge, run E: "Let's implement it" and "Make sure this is all implemented and
+    functional" stood as Key Decisions; they only approve what came before."""
+    messages = [
+        Message.user("Let's break down app.js into multiple files."),
+        Message.assistant("Proposed: rules.js, ai.js, state.js, ui.js."),
+        Message.user("Let's implement it"),
+        Message.assistant("Done."),
+        Message.user("Make sure this is all implemented and functional"),
+        Message.assistant("All wired."),
+        Message.user("Keep it short."),
+    ]
+    said = decisions(ExtractiveSummarizer().summarize(numbered(messages)).text)
+    assert "break down app.js" in said and "Keep it short" in said
+    assert "implement it" not in said and "implemented and functional" not in said

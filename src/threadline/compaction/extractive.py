@@ -269,6 +269,14 @@ _RATIONALE = re.compile(r"\b(?:because|since|so\s+that|to\s+avoid|as\s+it|which\
 _INTENT = re.compile(
     rf"\b(?:needs?\s+to|should|must|will|{_APOSTROPHE}ll|going\s+to|has\s+to|have\s+to)\b", re.I
 )
+_GO_AHEAD = re.compile(
+    r"(?i)^(?:(?:ok(?:ay)?|yes|great|good|please|then|now|so)\W+)*(?:let['\u2019]?s\s+)?"
+    r"(?:implement|do|build|proceed\s+with|continue\s+with|go\s+(?:ahead\s+)?with|finish|"
+    r"make\s+sure)\b(?:\s+(?:it|this|that|these|them|all|is|are|everything|and|"
+    r"implemented|functional|working|done|complete|now|then|please))*\s*[.!]?$"
+)
+"""A go-ahead whose object is only a pronoun: it approves what came before."""
+GO_AHEAD_WORDS = 10
 _CHORE = re.compile(r"(?:(?:also|still|then)\s+)?(?:needs?|have|has)\s+to\b", re.I)
 """A step the work requires, which the agent will simply do: a chore, not a decision."""
 _LOOKING = re.compile(
@@ -420,6 +428,8 @@ def _decision_strength(sentence: str, speaker: str) -> float:
     against another ("let's install X instead of Y").
     """
     if speaker == "user":
+        if _GO_AHEAD.match(sentence) and words(sentence) <= GO_AHEAD_WORDS:
+            return 0.0  # "Let's implement it": a go-ahead; what it approves is the decision
         if _DECISION.search(sentence) or _CONTRAST.search(sentence):
             return USER_DECISION_FACTOR
         if _IMPERATIVE.match(sentence) or _OBLIGATION.search(sentence):
