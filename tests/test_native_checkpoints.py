@@ -1,11 +1,13 @@
 """Imported native checkpoints are shown as what they are: another tool's text (issue 31.4).
 
-A Codex ``compacted`` record's replacement history becomes the checkpoint's text with
-the user's messages first and whole, the developer and permission instructions (and
-Codex's AGENTS.md / environment blocks) out; a Claude Code ``isCompactSummary`` stays
-Claude's text. Neither is parsed as a threadline snapshot: when one does not fit a
-window it is cut at its end with a note, never thinned section by section (a user's
-plan headings are not snapshot sections "left out to fit this window").
+A Codex ``compacted`` record's replacement history becomes the checkpoint's text in its
+own order (user and assistant items interleaved, the user's whole), the developer and
+permission instructions (and Codex's AGENTS.md / environment blocks) out, headed as
+Codex's text, not threadline's; a window too small for it drops assistant items first;
+a Claude Code ``isCompactSummary`` stays Claude's text. Neither is parsed as a threadline
+snapshot: when one does not fit a window it is cut at its end with a note, never thinned
+section by section (a user's plan headings are not snapshot sections "left out to fit this
+window").
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import pytest
 from tests.conftest import TRANSCRIPTS, require_shared
 from tests.real_runs import import_into
 from threadline import ContextPolicy, Message, build_context, open_store
-from threadline.context.builder import NATIVE_KEY
+from threadline.context.builder import NATIVE_KEY, SUMMARY_HEADER
 from threadline.interop.codex_echoes import CONTEXT_PREFIXES
 
 CODEX_RUNS = (
@@ -77,9 +79,15 @@ def test_a_codex_compaction_shows_the_users_messages_whole_and_no_instructions(
             assert f"user: {said}" in text  # whole
         for instruction in given:
             assert instruction.strip()[:200] not in text
-        first_assistant = text.find("\n\nassistant: ")
-        if first_assistant >= 0:  # the user's messages come first
-            assert all(text.index(f"user: {said}") < first_assistant for said in users)
+        shown = [
+            f"{i['role']}: {text_of(i)}"
+            for i in history
+            if i.get("type") == "message"
+            and i.get("role") in ("user", "assistant")
+            and not text_of(i).lstrip().startswith(CONTEXT_PREFIXES)
+        ]
+        at = [text.index(block) for block in shown]
+        assert at == sorted(at)  # the replacement history's own order
         if given:
             assert f"[{len(given)} instruction message(s)" in text
 
@@ -133,3 +141,90 @@ def test_a_threadline_snapshot_is_still_thinned_by_section() -> None:
     (summary,) = [m.text for m in window.messages if m.summary]
     assert "## Pending Tasks\n- finish" in summary and "- value 0 " in summary
     assert "- value 59 " not in summary and "left out to fit this window" not in summary
+
+
+def rollout(tmp_path: Path, history: list[dict[str, Any]]) -> Path:
+    """A Codex rollout shaped like the shared ones: meta, a developer block, turns, then a
+    ``compacted`` record whose replacement history is ``history``, then one more turn."""
+
+    def line(kind: str, payload: dict[str, Any]) -> str:
+        return json.dumps(
+            {"timestamp": "2026-02-23T11:54:52.353Z", "type": kind, "payload": payload}
+        )
+
+    def message(role: str, text: str) -> dict[str, Any]:
+        part = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+
+    meta = {"id": "019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "cwd": "/repo", "git": {"branch": "main"}}
+    lines = [line("session_meta", meta), line("response_item", message("developer", "rules"))]
+    for item in history:
+        if item.get("role") in ("user", "assistant"):
+            lines.append(line("response_item", item))
+    lines.append(line("compacted", {"message": "", "replacement_history": history}))
+    lines.append(line("response_item", message("user", "and now the tests")))
+    path = tmp_path / "rollout-2026-02-23T12-54-34-019c8a59.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def interleaved(turns: int, size: int, asked: int = 0) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [{"type": "input_text", "text": "DEV " * 50}],
+        }
+    ]
+    for i in range(turns):
+        out.append(
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": f"ask{i} " + "u " * (asked or size)}],
+            }
+        )
+        out.append(
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": f"did{i} " + "a " * size}],
+            }
+        )
+    out.append({"type": "compaction", "encrypted_content": "x" * 51})
+    return out
+
+
+def test_a_codex_compaction_keeps_its_order_and_is_headed_as_codex_text(tmp_path: Path) -> None:
+    """Judge, run G: the replacement history was shown as every user item, then every
+    assistant item, under "written by threadline's compaction"."""
+    (session,) = import_into(open_store("memory://"), rollout(tmp_path, interleaved(3, 5)))
+    (checkpoint,) = session.checkpoints()
+    text = checkpoint.summary
+    at = [text.index(f"{who}{i} ") for i in range(3) for who in ("ask", "did")]
+    assert at == sorted(at)
+    assert "DEV" not in text
+    window = build_context(session, policy=ContextPolicy(context_limit=32_000))
+    (summary,) = [m.text for m in window.messages if m.summary]
+    assert "written by Codex" in summary
+    assert SUMMARY_HEADER.split("(")[0] + "(messages up to #" in summary
+    assert "written by threadline's compaction" not in summary
+
+
+def test_a_codex_compaction_too_long_for_the_window_drops_assistant_items_first(
+    tmp_path: Path,
+) -> None:
+    """Clipped, the user's messages stay whole and in order; the assistant's go (the
+    oldest first), with a note saying how many."""
+    (session,) = import_into(
+        open_store("memory://"), rollout(tmp_path, interleaved(6, 300, asked=40))
+    )
+    policy = ContextPolicy(context_limit=6_000, response_reserve=500)
+    window = build_context(session, policy=policy)
+    (summary,) = [m.text for m in window.messages if m.summary]
+    for i in range(6):
+        assert f"user: ask{i} " + "u " * 39 + "u" in summary  # whole
+    assert "did0 " not in summary and "assistant message(s) are left out" in summary
+    users = [summary.index(f"ask{i} ") for i in range(6)]
+    assert users == sorted(users)
+    assert window.report.total_tokens <= 6_000

@@ -455,6 +455,7 @@ class Agent:
             subagents=self.subagent_hints,
             media=session is not None and self._has_media(session),
             now=when,
+            session=session.info.metadata if session is not None else None,
         )
 
     def system_prompt(self, now: datetime | None = None, *, session: Session | None = None) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -130,8 +130,11 @@ def runtime_context(
     *,
     now: datetime | None = None,
     tz: tzinfo | None = None,
+    process: bool = False,
 ) -> str:
-    """The runtime section (date, timezone, operating system); empty when turned off."""
+    """The runtime section (date, timezone, operating system); empty when turned off.
+    ``process``: the session ran elsewhere and earlier, so each line says it is this
+    process's."""
     settings = settings or RuntimeContextConfig()
     current = now or datetime.now(tz).astimezone(tz)
     if current.tzinfo is None:
@@ -140,22 +143,52 @@ def runtime_context(
     when = format_time(current, settings.time, timezone_name(tz or _given_zone(now), now=current))
     if when is not None:
         label = "Current date" if settings.time == "date" else "Current date and hour"
-        lines.append(f"- {label}: {when}")
+        lines.append(f"- {label}{PROCESS_NOTE if process else ''}: {when}")
     if settings.os:
-        lines.append(f"- Operating system: {platform.system() or 'unknown'} {platform.release()}")
+        system = f"{platform.system() or 'unknown'} {platform.release()}"
+        lines.append(f"- Operating system{PROCESS_NOTE if process else ''}: {system}")
     if not lines:
         return ""
     return RUNTIME_HEADER + "\n" + "\n".join(lines)
 
 
+PROCESS_NOTE = " (of this process, not of the session)"
+
+
+def session_place(facts: Mapping[str, Any] | None) -> str:
+    """Where and when the session ran, as its own records say (an imported session's
+    ``cwd``, ``git_branch``, ``source_updated_at``); empty when it records no directory."""
+    facts = facts or {}
+    cwd = facts.get("cwd")
+    if not isinstance(cwd, str) or not cwd.strip():
+        return ""
+    text = f"The session ran in {cwd.strip()}"
+    branch = facts.get("git_branch")
+    if isinstance(branch, str) and branch.strip():
+        text += f" on git branch {branch.strip()}"
+    updated = facts.get("source_updated_at")
+    if isinstance(updated, str) and len(updated) >= 10:
+        text += f"; its latest record is from {updated[:10]}"
+    return text + " (as its own records say)."
+
+
 def working_directory(
-    settings: RuntimeContextConfig | None = None, cwd: Path | str | None = None
+    settings: RuntimeContextConfig | None = None,
+    cwd: Path | str | None = None,
+    *,
+    session: Mapping[str, Any] | None = None,
 ) -> str:
-    """The working-directory section; empty when the agent turns it off."""
+    """The working-directory section; empty when the agent turns it off. When the session
+    records where it ran, that comes first and this process's directory is labelled so
+    (DESIGN invariant 11: the context describes the session, not the process)."""
     settings = settings or RuntimeContextConfig()
     if not settings.working_directory:
         return ""
-    return f"{WORKDIR_HEADER}\n{cwd if cwd is not None else os.getcwd()}"
+    here = cwd if cwd is not None else os.getcwd()
+    place = session_place(session)
+    if place:
+        return f"{WORKDIR_HEADER}\n{place}\nThis process runs in {here}."
+    return f"{WORKDIR_HEADER}\n{here}"
 
 
 def one_line_hint(description: str) -> str:
@@ -183,15 +216,17 @@ def prompt_sections(
     now: datetime | None = None,
     cwd: Path | str | None = None,
     tz: tzinfo | None = None,
+    session: Mapping[str, Any] | None = None,
 ) -> list[PromptSection]:
-    """The system prompt's non-empty sections, in ``SECTION_ORDER``."""
+    """The system prompt's non-empty sections, in ``SECTION_ORDER``; ``session`` is the
+    session's metadata (where an imported one ran)."""
     texts: dict[SectionName, str] = {
         "instructions": base.strip(),
         "skills": hint_list(SKILLS_HEADER, SKILLS_INTRO, skills),
         "subagents": hint_list(SUBAGENTS_HEADER, SUBAGENTS_INTRO, subagents),
-        "working_directory": working_directory(settings, cwd),
+        "working_directory": working_directory(settings, cwd, session=session),
         "media": f"{MEDIA_HEADER}\n{MEDIA_TEXT}" if media else "",
-        "runtime": runtime_context(settings, now=now, tz=tz),
+        "runtime": runtime_context(settings, now=now, tz=tz, process=bool(session_place(session))),
     }
     return [PromptSection(name, texts[name]) for name in SECTION_ORDER if texts[name]]
 

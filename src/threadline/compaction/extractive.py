@@ -100,6 +100,14 @@ from threadline.compaction.values import (
     value_bullet,
     worth_keeping,
 )
+from threadline.compaction.verdicts import (
+    SHARED_TOPIC,
+    answer_decision,
+    is_question_tool,
+    redirects,
+    rejects,
+    topic_words,
+)
 from threadline.messages import FilePart, ImagePart, Message, ToolCall
 from threadline.requests import request_text
 
@@ -261,6 +269,16 @@ _RATIONALE = re.compile(r"\b(?:because|since|so\s+that|to\s+avoid|as\s+it|which\
 _INTENT = re.compile(
     rf"\b(?:needs?\s+to|should|must|will|{_APOSTROPHE}ll|going\s+to|has\s+to|have\s+to)\b", re.I
 )
+_GO_AHEAD = re.compile(
+    r"(?i)^(?:(?:ok(?:ay)?|yes|great|good|please|then|now|so)\W+)*(?:let['\u2019]?s\s+)?"
+    r"(?:implement|do|build|proceed\s+with|continue\s+with|go\s+(?:ahead\s+)?with|finish|"
+    r"make\s+sure)\b(?:\s+(?:it|this|that|these|them|all|is|are|everything|and|"
+    r"implemented|functional|working|done|complete|now|then|please))*\s*[.!]?$"
+)
+"""A go-ahead whose object is only a pronoun: it approves what came before."""
+GO_AHEAD_WORDS = 10
+_CHORE = re.compile(r"(?:(?:also|still|then)\s+)?(?:needs?|have|has)\s+to\b", re.I)
+"""A step the work requires, which the agent will simply do: a chore, not a decision."""
 _LOOKING = re.compile(
     r"(?:check|look|see|read|view|examine|explore|find|search|open|inspect|investigate|verify|"
     r"review|understand|run|try|test|confirm|debug|figure)\b",
@@ -410,6 +428,8 @@ def _decision_strength(sentence: str, speaker: str) -> float:
     against another ("let's install X instead of Y").
     """
     if speaker == "user":
+        if _GO_AHEAD.match(sentence) and words(sentence) <= GO_AHEAD_WORDS:
+            return 0.0  # "Let's implement it": a go-ahead; what it approves is the decision
         if _DECISION.search(sentence) or _CONTRAST.search(sentence):
             return USER_DECISION_FACTOR
         if _IMPERATIVE.match(sentence) or _OBLIGATION.search(sentence):
@@ -427,6 +447,8 @@ def _decision_strength(sentence: str, speaker: str) -> float:
         step = _NOTE_LEAD.sub("", sentence, count=1)
         if _LOOKING.match(step):
             return 0.0
+        if _CHORE.match(step):
+            return 0.0  # "Also need to update X since it references Y": a step, not a choice
         if _INTENT.search(sentence) or (step is not sentence and _NOTE_VERB.match(step)):
             return RATIONALE_FACTOR
     return 0.0
@@ -524,6 +546,15 @@ class _Pass:
     last_observation: bool = False
     turn_note: str | None = None
     """What the edits of this turn do, in the assistant's words."""
+    proposed: list[str] = field(default_factory=list)
+    """Keys of the agent's decisions since the last request: void if the user turns them down."""
+    agent_tasks: set[str] = field(default_factory=set)
+    """Keys of the next steps the agent set itself: they lapse at the user's next request
+    (the user asked for something else, or asked for them and is the request)."""
+    agent_chose: dict[str, set[str]] = field(default_factory=dict)
+    """Topic words of each of the agent's decisions, for a later redirect to supersede."""
+    user_said: list[tuple[str, set[str]]] = field(default_factory=list)
+    """Keys and topic words of the previous request's decisions, for a correction to mark."""
 
     def read(self, messages: Sequence[Message]) -> _Pass:
         for index, m in enumerate(messages):
@@ -620,18 +651,48 @@ class _Pass:
             cleaned = _prose(text).strip()
             if cleaned and not injected and not _SKIP_REQUEST.match(cleaned):
                 self.last_request = clip_words(cleaned, REQUEST_MAX_WORDS)
+                self.new_request(cleaned)
         else:
             self.last_text, self.calls_after_text = text, False
             self.turn_note = edit_note(text)
         led = m.tool_calls[0] if m.role == "assistant" and m.tool_calls else None
         self.sentences(text, speaker, recency, index, led_to=led)
-        self.lists(text, recency)
+        self.lists(text, recency, agent=speaker != "user")
+
+    def new_request(self, text: str) -> None:
+        """A request: the agent's own next steps lapse; a rejection voids the proposal it
+        answers and marks the earlier statement it corrects."""
+        for key in self.agent_tasks:
+            self.tasks.pop(key, None)
+        self.agent_tasks.clear()
+        if rejects(text):
+            for key in self.proposed:
+                self.decisions.pop(key, None)
+            topics = topic_words(text)
+            for key, words_of in self.user_said:
+                if key in self.decisions and topics & words_of:
+                    said, score = self.decisions.pop(key)
+                    self.add_ranked(self.decisions, f"{said} (corrected later)", score * 0.5)
+            self.rejecting = True
+        elif redirects(text):
+            topics = topic_words(text)
+            for key, words_of in self.agent_chose.items():
+                if key in self.decisions and len(topics & words_of) >= SHARED_TOPIC:
+                    said, score = self.decisions.pop(key)
+                    self.add_ranked(self.decisions, f"{said} (superseded later)", score * 0.5)
+        self.proposed = []
+        self.user_said = []
+
+    rejecting: bool = False
+    """The request being read turns down what came before: each of its sentences is a
+    constraint."""
 
     def sentences(
         self, text: str, speaker: str, recency: float, index: int, led_to: ToolCall | None = None
     ) -> None:
         """Tasks and decisions in ``text``; an agent's decision names the call it led to."""
         user = speaker == "user"
+        rejecting, self.rejecting = self.rejecting and user, False
         decisions = 0
         length = words(text)
         template = 1.0 if length <= TEMPLATE_WORDS else TEMPLATE_WORDS / (2.0 * length)
@@ -643,7 +704,15 @@ class _Pass:
                 if not _NARRATION.match(sentence) or "TODO" in sentence or "FIXME" in sentence:
                     clipped = clip_words(sentence, MAX_BULLET_WORDS)
                     self.add_ranked(self.tasks, clipped, TASK_SCORE * recency)
-            elif statement and (strength := _decision_strength(sentence, speaker)):
+                    if not user:
+                        self.agent_tasks.add(_norm(clipped))
+            elif statement and led_to is not None and is_question_tool(led_to.name):
+                continue  # the agent asking: the answer is the decision (``result``)
+            elif statement and (
+                strength := USER_DECISION_FACTOR
+                if rejecting
+                else _decision_strength(sentence, speaker)
+            ):
                 decisions += 1
                 if decisions <= MAX_DECISIONS_PER_MESSAGE:
                     clipped = ("User: " if user else "") + clip_words(sentence, MAX_BULLET_WORDS)
@@ -651,6 +720,12 @@ class _Pass:
                         clipped += f" (then {clip_words(describe_call(led_to), LED_TO_WORDS)})"
                     score = DECISION_SCORE * strength * recency * (template if user else 1.0)
                     self.add_ranked(self.decisions, clipped, score)
+                    key = _norm(clipped)
+                    if user:
+                        self.user_said.append((key, topic_words(sentence)))
+                    else:
+                        self.proposed.append(key)
+                        self.agent_chose[key] = topic_words(sentence)
             if not user and _CHANGE_CLAIM.search(sentence):
                 for v in extract_values(sentence):
                     if v.kind != "path" or not _MENTIONED_FILE.search(v.text):
@@ -659,23 +734,26 @@ class _Pass:
                     if rec is not None:
                         rec.note = clip_words(sentence, NOTE_MAX_WORDS)
 
-    def lists(self, text: str, recency: float) -> None:
-        """Checkboxes, and list items under a "Remaining:" / "Next steps:" heading."""
+    def lists(self, text: str, recency: float, *, agent: bool) -> None:
+        """Checkboxes, and list items under a "Remaining:" / "Next steps:" heading; the
+        agent's own lapse at the next request (``new_request``)."""
         prose = _FENCED.sub("\n", text)
         self.done.update(_norm(m.group("text")) for m in _CHECKED.finditer(prose))
+        found: list[str] = []
         for m in _UNCHECKED.finditer(prose):
-            self.add_ranked(
-                self.tasks, clip_words(m.group("text"), MAX_BULLET_WORDS), TASK_SCORE * recency
-            )
+            found.append(clip_words(m.group("text"), MAX_BULLET_WORDS))
         in_list = False
         for line in prose.splitlines():
             if _TASK_HEADER.match(line):
                 in_list = True
             elif in_list and (item := _LIST_ITEM.match(line)):
-                task = clip_words(_EMPHASIS.sub("", item.group("text")), MAX_BULLET_WORDS)
-                self.add_ranked(self.tasks, task, TASK_SCORE * recency)
+                found.append(clip_words(_EMPHASIS.sub("", item.group("text")), MAX_BULLET_WORDS))
             elif line.strip():
                 in_list = False
+        for task in found:
+            self.add_ranked(self.tasks, task, TASK_SCORE * recency)
+            if agent:
+                self.agent_tasks.add(_norm(task))
 
     # -- tool calls and results
 
@@ -714,6 +792,12 @@ class _Pass:
         source = "tool_short" if len(text) <= SHORT_RESULT_CHARS else "bulk"
         self.add_values(text, "code" if read else source, recency, index)
         error = bool(m.metadata.get("is_error") or m.metadata.get("error"))
+        verdict = answer_decision(call, text) if call is not None and not error else None
+        if verdict is not None:
+            clipped = clip_words(verdict, MAX_BULLET_WORDS)
+            self.add_ranked(
+                self.decisions, clipped, DECISION_SCORE * USER_DECISION_FACTOR * recency
+            )
         name = call.name if call is not None else (command or m.name or "tool")
         self.results.append(_Result(call, name, text, error, read))
 
@@ -758,6 +842,25 @@ class _Pass:
 
 
 # -- building the snapshot -----------------------------------------------------------
+
+
+def _only_said(stat: _ValueStat) -> bool:
+    """A path or an error only the agent's prose names: a file it proposed but no call
+    touched, a heading of its own report ("CRITICAL ISSUE FOUND"), not the run's values."""
+    return stat.value.kind in ("path", "error") and stat.sources <= {"assistant"}
+
+
+TOOL_OUTPUT = frozenset({"tool_short", "bulk"})
+
+
+def _elsewhere(stat: _ValueStat, root: str | None) -> bool:
+    """An absolute path outside the session's directory that only tool output printed (a
+    ``find`` hit in another project, a shell profile's warning, a background task's log
+    file): nothing the participants handle."""
+    text = stat.value.text
+    if stat.value.kind != "path" or not root or not stat.sources <= TOOL_OUTPUT:
+        return False
+    return text.startswith("/") and not text.startswith(root.rstrip("/") + "/")
 
 
 def _previous_weight(position: int, count: int) -> float:
@@ -1027,6 +1130,8 @@ class ExtractiveSummarizer:
                 sum(s.count for s in members),
                 set().union(*(s.sources for s in members)),
             )
+            if _only_said(stat) or _elsewhere(stat, p.tracker.root):
+                continue
             if stat.source >= IMPORTANT_SOURCE_WEIGHT or stat.count >= IMPORTANT_MIN_COUNT:
                 merged.append((key, stat))
         merged.sort(key=lambda ks: (-ks[1].ranked, ks[1].first))

@@ -35,6 +35,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet, is_narration
+from threadline.compaction.ledger import ACTIVE, WorkItem
 from threadline.compaction.snapshot import (
     Bullet,
     SectionName,
@@ -93,6 +94,8 @@ LEDGER_SCORE = 3.4
 REQUEST_SCORE = 3.0
 """A follow-up request the agent has not answered yet, after the items trackers show open."""
 """An item a tracker shows open outranks every other pending line (``ledger.py``)."""
+TAIL_NOTE = "opened after #{seq}, in the messages kept below"
+"""An item the kept tail opened: still open, but not as of the summary's end."""
 EARLIER_SCORE = 0.3
 """An "Earlier result" line only fills the words left over: open items, failures, decisions
 and the current request come first (issue 31)."""
@@ -146,6 +149,7 @@ _FOLD_TITLES = {
     "created": "Also created",
     "moved": "Also moved",
     "copied": "Also copied",
+    "written": "Also written",
 }
 _PATH_SPAN = re.compile(r"`([^`]+)`")
 _PATHLIKE = re.compile(r"[/\\]|\.\w{1,10}$")
@@ -206,6 +210,17 @@ def _summarizer_notes(bullets: Sequence[Bullet], paths: Iterable[str]) -> dict[s
     return notes
 
 
+def _fold_group(rec: FileEdit) -> str:
+    """Which folded line names a file: what happened to it last when that ended it (deleted,
+    moved, copied), else created when the run created it (then edited or not), else
+    written when a whole-file write is all it had, else edited."""
+    if rec.last_action in ("deleted", "moved", "copied"):
+        return rec.last_action
+    if rec.actions.get("created"):
+        return "created"
+    return "written" if set(rec.actions) == {"written"} else "edited"
+
+
 def _files(trail: Trail, old: Sequence[Bullet], snapshot: Snapshot) -> list[str]:
     """Files Modified from the trail; returns every path named."""
     files = trail.tracker.files(mentioned=False)
@@ -219,7 +234,7 @@ def _files(trail: Trail, old: Sequence[Bullet], snapshot: Snapshot) -> list[str]
             text = clip_words(file_bullet(rec, noted=True), FILE_BULLET_WORDS)
             snapshot.add("files_modified", text, FILE_SCORE - rank * 0.01)
             continue
-        group = rec.last_action if rec.last_action in _FOLD_TITLES else "edited"
+        group = _fold_group(rec)
         folded.setdefault(group, []).append(rec)
     rank = 0
     for group, recs in folded.items():
@@ -379,6 +394,17 @@ def _open_todos(trail: Trail, done: Sequence[str]) -> list[tuple[str, str]]:
     return [(t, s) for t, s in items if s not in DONE_STATUSES and _norm(t) not in done]
 
 
+def open_items(trail: Trail, evidence: Trail) -> list[WorkItem]:
+    """The items open at the end of the covered range (as it left them), less those the
+    kept tail closed: an item the tail opened is the tail's to show."""
+    later = evidence.ledger.items
+    return [i for i in trail.ledger.open_items() if (i.key not in later or later[i.key].open)]
+
+
+def _in_progress(trail: Trail, evidence: Trail) -> WorkItem | None:
+    return next((i for i in open_items(trail, evidence) if i.status == ACTIVE), None)
+
+
 def _next_step(trail: Trail, done: Sequence[str], evidence: Trail | None = None) -> str | None:
     """A concrete next step: the todo item in progress, the failure to fix, the first open
     item; None when the trail shows none."""
@@ -386,7 +412,7 @@ def _next_step(trail: Trail, done: Sequence[str], evidence: Trail | None = None)
     active = [t for t, s in items if s.replace("-", "_") == "in_progress"]
     if active:
         return f"Next step: {active[0]} (in progress in the todo list)"
-    item = (evidence or trail).ledger.in_progress()  # one the kept tail closed is done
+    item = _in_progress(trail, evidence or trail)  # one the kept tail closed is done
     if item is not None:
         return f"Next step: finish {code_span(item.key)}" + (
             f": {item.title}" if item.title else ""
@@ -436,6 +462,7 @@ def _state(
         if claims_open and _names_done(b.text, evidence, done):
             continue  # says an item closed since is still to do
         rebuilt = label in (SKILLS_LABEL.lower(), ANSWER_LABEL.lower(), "in progress")
+        rebuilt = rebuilt or label.startswith("in progress")
         if _WRAPPER.match(b.text) or rebuilt or label.startswith(("subagent ", "last commit")):
             continue  # a wrapper; the skills and answer lines are rebuilt from the trail below
         had_next = had_next or label == "next step"
@@ -450,10 +477,16 @@ def _state(
     for outcome in evidence.ledger.outcomes:
         if outcome.seq <= trail.through:  # a later report is in the kept tail
             kept.insert(min(3, len(kept)), outcome.line())
-    item = evidence.ledger.in_progress()
+    item = _in_progress(trail, evidence)
     if item is not None:
         kept.insert(min(1, len(kept)), f"In progress: {item.line().removeprefix('[in progress] ')}")
-    commit = evidence.ledger.commit_line()
+    elif (ended := trail.ledger.in_progress()) is not None:  # the kept tail closed it
+        what = ended.line().removeprefix("[in progress] ")
+        kept.insert(
+            min(1, len(kept)),
+            f"In progress at #{trail.through}: {what}, closed later (in the messages kept below)",
+        )
+    commit = trail.ledger.commit_line()  # as the covered range left it
     if commit is not None:
         kept.insert(min(2, len(kept)), commit)
     skills = evidence.skills_in_use()
@@ -480,8 +513,14 @@ def _tasks(
     if asked is not None and asked != evidence.first_request:  # the first is the whole task
         text = f"Answer the latest request (user, #{asked[0]}): {clip_words(asked[1], 30)}"
         snapshot.add("pending_tasks", text, REQUEST_SCORE)
-    for rank, item in enumerate(evidence.ledger.open_items()):
+    at_end = open_items(trail, evidence)
+    for rank, item in enumerate(at_end):
         snapshot.add("pending_tasks", clip_words(item.line(), 40), LEDGER_SCORE - rank * 0.05)
+        listed.append(_norm(item.title or item.key))
+    known = {i.key for i in at_end}
+    for rank, item in enumerate(i for i in evidence.ledger.open_items() if i.key not in known):
+        line = f"{clip_words(item.line(), 36)}: {TAIL_NOTE.format(seq=trail.through)}"
+        snapshot.add("pending_tasks", line, LEDGER_SCORE - 0.5 - rank * 0.05)
         listed.append(_norm(item.title or item.key))
     for rank, (text, status) in enumerate(_open_todos(evidence, done)):
         mark = "" if status == "pending" else f"[{status.replace('_', ' ')}] "

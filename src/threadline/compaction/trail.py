@@ -98,8 +98,12 @@ _ERROR_WORD = re.compile(
 )
 """A word that names a failure: the line holding the last one is the failure's summary
 ("1 failed, 3 passed", "Found 2 errors") when no line has an error's own shape."""
-_EXIT_LINE = re.compile(r"(?i)^\W*(?:exit(?:ed\s+with)?\s+(?:code|status)|process exited)\b")
-"""A line that only reports the exit status: it says a command failed, not how."""
+_EXIT_LINE = re.compile(
+    r"(?i)^\W*(?:exit(?:ed\s+with)?\s+(?:code|status)|process exited|wall time:|chunk id:|"
+    r"original token count:|output:\s*$)"
+)
+"""A line of the wrapper around a command's output (its exit status, timing, chunk id): it
+says a command ran or failed, never how."""
 _ISSUE_NUMBER = re.compile(r"(?<![\w&])#(\d{1,7})\b")
 """``Closes #41`` in a commit message."""
 _DIGITS = re.compile(r"^#?\d{1,7}$")
@@ -108,7 +112,8 @@ _MARKUP = re.compile(r"<[^<>\n]{0,200}>")
 _COMMIT = re.compile(r"\bgit\b[^\n;&|]*?\bcommit\b")
 _RUN_HEADER = re.compile(
     r"\A\s*(?:Chunk ID: \S+\s*\n)?(?:Wall time: [^\n]*\n)?(?:Process exited with code -?\d+\s*\n)?"
-    r"(?:Original token count: [^\n]*\n)?(?:Output:\s*\n?)?|\A\s*(?:Error: )?Exit code -?\d+\s*\n"
+    r"(?:Original token count: [^\n]*\n)?(?:Output:\s*\n?)?"
+    r"|\A\s*(?:Error: )?Exit code:? -?\d+\s*\n(?:Wall time: [^\n]*\n)?(?:Output:\s*\n?)?"
 )
 """The header a tool wraps a command's output in (Codex's chunk id, wall time and exit line;
 Claude Code's "Exit code 1"): no error line is in it."""
@@ -151,13 +156,12 @@ def _covers(success: str, failure: str) -> bool:
 
 
 def _no_match(command: str | None, text: str) -> bool:
-    """``grep`` / ``rg`` exit 1 with no output: nothing matched, which is an answer, not a
-    failure."""
+    """A search whose status is 1 (``grep`` / ``rg`` exit 1 when nothing matched, 2 on an
+    error): an answer, not a failure, whatever a shell profile printed around it."""
     if not command or exit_status(text) != 1:
         return False
-    argv = next(iter(simple_commands(command)), [])
-    body = _RUN_HEADER.sub("", text, count=1).strip()
-    return bool(argv) and argv[0].rsplit("/", 1)[-1] in _SEARCHERS and not body
+    argv = (list(simple_commands(command)) or [[]])[-1]  # the status is the last command's
+    return bool(argv) and argv[0].rsplit("/", 1)[-1] in _SEARCHERS
 
 
 def exit_status(text: str) -> int | None:
@@ -402,6 +406,8 @@ class Trail:
                 self.answered = False
                 self.produced_wanted = self.produced is not None and bool(_REFERS.search(asked))
                 self.first_request = self.first_request or self.latest_request
+        if touched and m.role != "user":
+            self.answered = True  # it acted on the request: changed files for it
         if m.role == "assistant":
             self._assistant(m, seq)
         elif m.role == "user" or (m.role == "tool" and len(m.text) <= SHORT_RESULT_CHARS):
@@ -505,7 +511,8 @@ class Trail:
         return [f for f in self.failures if (f.seq, f.command) in still]
 
     def unanswered(self) -> tuple[int, str] | None:
-        """The latest request, while the agent has not replied to it in prose."""
+        """The latest request, while the agent has neither replied to it in prose nor acted on
+        it (changed a file since)."""
         return None if self.answered else self.latest_request
 
     def wanted_answer(self) -> tuple[int, str] | None:

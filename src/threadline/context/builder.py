@@ -51,6 +51,20 @@ SUMMARY_HEADER = (
     "Summary of the earlier conversation (messages up to #{seq}), written by threadline's "
     "compaction. It replaces those messages in this context; they remain stored."
 )
+NATIVE_HEADER = (
+    "Summary of the earlier conversation (messages up to #{seq}), written by {tool} when it "
+    "compacted the session (imported by threadline, not threadline's own snapshot). It "
+    "replaces those messages in this context; they remain stored."
+)
+NATIVE_TOOLS = {
+    "claude-code": "Claude Code",
+    "codex": "Codex",
+    "pi": "Pi",
+    "opencode": "OpenCode",
+    "openhands": "OpenHands",
+    "supyagent": "Supyagent",
+}
+"""How a source tool is called in a header (``NATIVE_KEY`` values)."""
 MEMORY_HEADER = (
     "[threadline memory: facts recalled from earlier sessions that may bear on the next "
     "message, with where each was said. Inserted by threadline, not written by the user; "
@@ -680,32 +694,90 @@ NATIVE_CLIPPED = (
 )
 
 
+NATIVE_DROPPED = (
+    "[{count} of the {tool} summary's assistant message(s) are left out to fit this window; "
+    "the user's messages are kept]"
+)
+DROPPABLE_KEY = "native_droppable"
+"""Checkpoint metadata: ``[start, end]`` spans of a native summary a window may drop before
+cutting its end (Codex's assistant items; the user's are kept whole)."""
+
+
+def _native_tool(checkpoint: Checkpoint) -> str:
+    tool = str(checkpoint.metadata.get(NATIVE_KEY))
+    return NATIVE_TOOLS.get(tool, tool)
+
+
+def _without_spans(text: str, spans: list[tuple[int, int]], tool: str) -> str:
+    """``text`` without ``spans`` (and the blank line after each), noting how many went."""
+    out, at = [], 0
+    for start, end in spans:
+        out.append(text[at:start])
+        at = end + 2 if text[end : end + 2] == "\n\n" else end
+    out.append(text[at:])
+    kept = "".join(out).rstrip()
+    note = NATIVE_DROPPED.format(count=len(spans), tool=tool)
+    return f"{kept}\n\n{note}" if spans else kept
+
+
+def _droppable(checkpoint: Checkpoint, text: str) -> list[tuple[int, int]]:
+    raw = checkpoint.metadata.get(DROPPABLE_KEY)
+    spans: list[tuple[int, int]] = []
+    for span in raw if isinstance(raw, list) else []:
+        if isinstance(span, list) and len(span) == 2 and all(isinstance(n, int) for n in span):
+            start, end = span
+            if 0 <= start < end <= len(text) and (not spans or start >= spans[-1][1]):
+                spans.append((start, end))
+    return spans
+
+
 def _native_clipped(
     checkpoint: Checkpoint, policy: ContextPolicy, cap: int, cost: Any
 ) -> tuple[list[Message], bool, bool]:
-    """Another tool's summary, too long for ``cap``, as its longest opening that fits: its
-    text is not a snapshot, so its headings (a plan's, a user's) are not sections to
-    thin out. Imports put what matters first (Codex: the user's messages, whole)."""
+    """Another tool's summary, too long for ``cap``: first without its droppable spans
+    (the oldest first: Codex's assistant items, so the user's stay whole and in order),
+    then as its longest opening that fits. Its text is not a snapshot, so its headings
+    (a plan's, a user's) are not sections to thin out."""
     text = checkpoint.summary.strip()
-    tool = str(checkpoint.metadata.get(NATIVE_KEY))
+    tool = _native_tool(checkpoint)
+    spans = _droppable(checkpoint, text)
 
-    def opening(n: int) -> list[Message]:
+    def fits(t: str) -> bool:
+        return bool(sum(cost(m) for m in _wrap_summary(checkpoint, t, policy)) <= cap)
+
+    if spans:
+        lo, hi = 1, len(spans)  # the fewest dropped spans that fit
+        if fits(_without_spans(text, spans, tool)):
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if fits(_without_spans(text, spans[:mid], tool)):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return (
+                _wrap_summary(checkpoint, _without_spans(text, spans[:lo], tool), policy),
+                True,
+                False,
+            )
+        text = _without_spans(text, spans, tool)
+
+    def opening(n: int) -> str:
         head = text[:n]
         cut = max(head.rfind("\n"), head.rfind(" "))
         head = head[:cut] if n < len(text) and cut > 0 else head
         note = NATIVE_CLIPPED.format(tool=tool, chars=len(text) - len(head))
-        return _wrap_summary(checkpoint, f"{head.rstrip()}\n\n{note}", policy)
+        return f"{head.rstrip()}\n\n{note}"
 
-    if sum(cost(m) for m in opening(0)) > cap:
+    if not fits(opening(0)):
         return [], False, True
     lo, hi = 0, len(text)  # the longest opening that fits
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if sum(cost(m) for m in opening(mid)) <= cap:
+        if fits(opening(mid)):
             lo = mid
         else:
             hi = mid - 1
-    return opening(lo), True, False
+    return _wrap_summary(checkpoint, opening(lo), policy), True, False
 
 
 SUMMARY_DROP_ORDER = (
@@ -759,7 +831,10 @@ def _render_kept(sections: list[tuple[str, list[str]]], gone: set[tuple[int, int
 
 
 def _wrap_summary(checkpoint: Checkpoint, text: str, policy: ContextPolicy) -> list[Message]:
-    header = SUMMARY_HEADER.format(seq=checkpoint.covers_up_to)
+    if checkpoint.metadata.get(NATIVE_KEY):
+        header = NATIVE_HEADER.format(seq=checkpoint.covers_up_to, tool=_native_tool(checkpoint))
+    else:
+        header = SUMMARY_HEADER.format(seq=checkpoint.covers_up_to)
     meta = {"checkpoint_id": checkpoint.id, "covers_up_to": checkpoint.covers_up_to}
     orientation = checkpoint.metadata.get(ORIENTATION_KEY)
     if isinstance(orientation, str) and orientation.strip():

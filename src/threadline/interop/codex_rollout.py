@@ -56,19 +56,21 @@ def _item_text(item: Mapping[str, Any]) -> str:
     )
 
 
-def _codex_compaction_text(payload: Mapping[str, Any]) -> str:
-    """What the model went on from after a Codex compaction, as checkpoint text: the
-    summary message (older versions), then the user's messages of the replacement
-    history, whole and in order, then the assistant's; an encrypted summary item is
-    named, since only the provider can read it. Developer and permission instructions
-    and Codex's own context blocks (AGENTS.md, environment) are left out and counted:
-    they are what Codex told the model, not the conversation."""
+def _codex_compaction_text(payload: Mapping[str, Any]) -> tuple[str, list[list[int]]]:
+    """What the model went on from after a Codex compaction, as checkpoint text, and the
+    spans of it a window too small for it may drop first (the assistant's items).
+
+    The summary message (older versions), then the replacement history in its own
+    order, user and assistant items interleaved as the model saw them, the user's
+    whole; an encrypted summary item is named, since only the provider can read it.
+    Developer and permission instructions and Codex's own context blocks (AGENTS.md,
+    environment) are left out and counted: they are what Codex told the model, not
+    the conversation."""
     blocks = [COMPACTED_HEADER]
     message = payload.get("message")
     if isinstance(message, str) and message.strip():
         blocks.append(message.strip())
-    said: dict[str, list[str]] = {"user": [], "assistant": []}
-    other: list[str] = []
+    assistant: set[int] = set()
     left_out = 0
     for item in payload.get("replacement_history") or []:
         if not isinstance(item, Mapping):
@@ -79,22 +81,27 @@ def _codex_compaction_text(payload: Mapping[str, Any]) -> str:
             role in INSTRUCTION_ROLES or text.lstrip().startswith(codex_echoes.CONTEXT_PREFIXES)
         ):
             left_out += 1
-        elif kind == "message" and role in said:
-            said[str(role)].append(f"{role}: {text}")
         elif kind == "message":
-            other.append(f"{role or 'message'}: {text}")
+            if role == "assistant":
+                assistant.add(len(blocks))
+            blocks.append(f"{role or 'message'}: {text}")
         elif isinstance(item.get("encrypted_content"), str):
             size = len(item["encrypted_content"])
-            other.append(f"[{kind}: encrypted by the provider, {size} characters]")
+            blocks.append(f"[{kind}: encrypted by the provider, {size} characters]")
         else:
-            other.append(f"[{kind}]")
-    blocks += said["user"] + said["assistant"] + other
+            blocks.append(f"[{kind}]")
     if left_out:
         blocks.append(
             f"[{left_out} instruction message(s) Codex gave the model (developer, permission "
             "and context blocks) are left out: they are not the conversation]"
         )
-    return "\n\n".join(blocks)
+    spans: list[list[int]] = []
+    at = 0
+    for i, block in enumerate(blocks):
+        if i in assistant:
+            spans.append([at, at + len(block)])
+        at += len(block) + 2
+    return "\n\n".join(blocks), spans
 
 
 def parse(text: str, path: Path) -> Parsed:
@@ -144,12 +151,14 @@ def parse(text: str, path: Path) -> Parsed:
                     "at": rec.get("timestamp"),
                     "replacement_items": len(history),
                 }
+                summary, droppable = _codex_compaction_text(payload)
                 extra.setdefault("compactions", []).append(
                     {
                         "before": len(out) + len(deferred),
-                        "summary": _codex_compaction_text(payload),
+                        "summary": summary,
                         "metadata": {
                             "native": "codex",
+                            "native_droppable": droppable,
                             "replacement_items": len(history),
                             "source_created_at": rec.get("timestamp"),
                         },
