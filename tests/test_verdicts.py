@@ -17,7 +17,7 @@ from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.trail import Trail, error_lines
 from threadline.compaction.verdicts import rejects
 from threadline.messages import Message, ToolCall
-from threadline.store.base import Store
+from threadline.store.protocol import Store
 
 __all__ = ["store"]
 
