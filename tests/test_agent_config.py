@@ -102,6 +102,7 @@ def test_memory_block_defaults_are_kept() -> None:
         "auto_extract": True,
         "scope": None,
         "share": 0.1,
+        "relevance_floor": 0.15,
     }
 
 

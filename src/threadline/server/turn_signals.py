@@ -23,7 +23,7 @@ from threadline.store.protocol import RESERVED_MEMO_PREFIX, Store, update_memo
 CANCEL_KEY = f"{RESERVED_MEMO_PREFIX}cancel"
 WATCH_SECONDS = 0.2
 """How often a server with running turns reads their cancel requests."""
-REACH_SECONDS = 3.0
+REACH_SECONDS = 5.0
 """How long an asker waits for the running server to mark its request reached."""
 
 
