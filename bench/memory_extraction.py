@@ -198,6 +198,10 @@ def make_extractor(args: argparse.Namespace) -> Extractor:
     return HybridExtractor(resolve_model(args.model, **overrides))
 
 
+FIGURES = ("turns", "observations", "coverage", "facts", "per turn", "noise", "ceil")
+"""The columns of the table after the sample's name."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo-shaped JSON file")
@@ -237,12 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(extractor, HybridExtractor):
         overall["model_requests"] = extractor.llm.requests
         overall["model_failures"] = extractor.failures
-    table = json_or_table(
-        overall,
-        args.json,
-        f"LoCoMo observation coverage ({path.name}, {args.extractor})",
-        ("turns", "observations", "coverage", "facts", "per turn", "noise", "ceil"),
-    )
+    title = f"LoCoMo observation coverage ({path.name}, {args.extractor})"
+    table = json_or_table(overall, args.json, title, FIGURES)
     if table is None:
         return 0
     for s in [*scores, None]:

@@ -203,6 +203,10 @@ def json_or_table(
     return table
 
 
+FIGURES = ("questions", "mem@5", "mem@10", "bm25@5", "bm25@10", "ingest s", "median ms")
+"""The columns of the table after the sample's name."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo-shaped JSON file")
@@ -243,12 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         "search_p95_ms": round(percentile(latencies, 0.95) * 1000, 3),
         "turns_covered_at_10": sum(r.turns_at_10 for r in results) / total,
     }
-    table = json_or_table(
-        overall,
-        args.json,
-        f"LoCoMo evidence recall, categories 1-4 ({path.name}, {args.backend})",
-        ("questions", "mem@5", "mem@10", "bm25@5", "bm25@10", "ingest s", "median ms"),
-    )
+    title = f"LoCoMo evidence recall, categories 1-4 ({path.name}, {args.backend})"
+    table = json_or_table(overall, args.json, title, FIGURES)
     if table is None:
         return 0
     for r in results:
