@@ -14,36 +14,18 @@ every store of a run lives in schemas of its own, dropped at the end.
 import argparse
 import asyncio
 import os
-import statistics
 import tempfile
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from timing import amedian_ms, median_ms
+
 POSTGRES = os.environ.get("THREADLINE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 Row = tuple[str, str, str, float, float]
 """face, operation, engine, threadline ms, native ms"""
-
-
-def median_ms(call: Callable[[], Any], rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
-
-
-async def amedian_ms(call: Callable[[], Awaitable[Any]], rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        await call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
 
 
 # -- engines: a threadline URL and the native side's, in schemas of their own

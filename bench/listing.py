@@ -26,10 +26,8 @@ import argparse
 import json
 import os
 import sqlite3
-import statistics
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -42,6 +40,7 @@ from rich.table import Table
 from threadline import open_store
 from threadline.store.checks import format_ts
 from threadline.store.protocol import Store
+from timing import median_ms
 
 PAGE = 20
 CHILD_SHARE = 10
@@ -71,12 +70,7 @@ def rows(n: int) -> list[tuple[str, str, str, str | None]]:
 
 def timed(fn: Callable[[], Any], rounds: int) -> float:
     fn()  # warm
-    samples = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1000
+    return median_ms(fn, rounds)
 
 
 def threadline_page(store: Store, offset: int) -> Callable[[], Any]:

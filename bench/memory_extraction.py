@@ -38,9 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from memory_locomo import DEFAULT_DATA, sessions_of, turn_text
+from memory_locomo import DEFAULT_DATA, json_or_table, sessions_of, turn_text
 from threadline import Message, open_store
 from threadline.memory import ExtractiveExtractor, Extractor, HybridExtractor, open_memory
 from threadline.memory.build import build_memory
@@ -199,6 +198,10 @@ def make_extractor(args: argparse.Namespace) -> Extractor:
     return HybridExtractor(resolve_model(args.model, **overrides))
 
 
+FIGURES = ("turns", "observations", "coverage", "facts", "per turn", "noise", "ceil")
+"""The columns of the table after the sample's name."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo-shaped JSON file")
@@ -238,21 +241,10 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(extractor, HybridExtractor):
         overall["model_requests"] = extractor.llm.requests
         overall["model_failures"] = extractor.failures
-    if args.json:
-        print(json.dumps(overall))
+    title = f"LoCoMo observation coverage ({path.name}, {args.extractor})"
+    table = json_or_table(overall, args.json, title, FIGURES)
+    if table is None:
         return 0
-    table = Table(title=f"LoCoMo observation coverage ({path.name}, {args.extractor})")
-    for col in (
-        "sample",
-        "turns",
-        "observations",
-        "coverage",
-        "facts",
-        "per turn",
-        "noise",
-        "ceil",
-    ):
-        table.add_column(col, justify="left" if col == "sample" else "right", no_wrap=True)
     for s in [*scores, None]:
         f = figures([s]) if s is not None else overall
         table.add_row(

@@ -188,6 +188,25 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
+def json_or_table(
+    overall: dict[str, Any], as_json: bool, title: str, figures: tuple[str, ...]
+) -> Table | None:
+    """``overall`` printed as one JSON line (``None``), or the empty table its samples
+    fill: their name left, their ``figures`` right."""
+    if as_json:
+        print(json.dumps(overall))
+        return None
+    table = Table(title=title)
+    table.add_column("sample", justify="left", no_wrap=True)
+    for col in figures:
+        table.add_column(col, justify="right", no_wrap=True)
+    return table
+
+
+FIGURES = ("questions", "mem@5", "mem@10", "bm25@5", "bm25@10", "ingest s", "median ms")
+"""The columns of the table after the sample's name."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo-shaped JSON file")
@@ -228,21 +247,10 @@ def main(argv: list[str] | None = None) -> int:
         "search_p95_ms": round(percentile(latencies, 0.95) * 1000, 3),
         "turns_covered_at_10": sum(r.turns_at_10 for r in results) / total,
     }
-    if args.json:
-        print(json.dumps(overall))
+    title = f"LoCoMo evidence recall, categories 1-4 ({path.name}, {args.backend})"
+    table = json_or_table(overall, args.json, title, FIGURES)
+    if table is None:
         return 0
-    table = Table(title=f"LoCoMo evidence recall, categories 1-4 ({path.name}, {args.backend})")
-    for col in (
-        "sample",
-        "questions",
-        "mem@5",
-        "mem@10",
-        "bm25@5",
-        "bm25@10",
-        "ingest s",
-        "median ms",
-    ):
-        table.add_column(col, justify="left" if col == "sample" else "right", no_wrap=True)
     for r in results:
         n = r.questions or 1
         table.add_row(

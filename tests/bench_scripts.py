@@ -4,8 +4,13 @@ so tests can call its functions on small data."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
+from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -23,3 +28,27 @@ def load_bench(name: str) -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def locomo_conversation(*sessions: tuple[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """A LoCoMo ``conversation`` between Rosa and Tom: ``sessions`` as (date, turns)."""
+    conversation: dict[str, Any] = {"speaker_a": "Rosa", "speaker_b": "Tom"}
+    for number, (date, turns) in enumerate(sessions, 1):
+        conversation[f"session_{number}_date_time"] = date
+        conversation[f"session_{number}"] = turns
+    return conversation
+
+
+def run_json(
+    bench: ModuleType,
+    samples: list[Any],
+    tmp_path: Path,
+    out: pytest.CaptureFixture[str],
+    *extra: str,
+) -> dict[str, Any]:
+    """``bench.main`` over ``samples`` written as a data file, its ``--json`` figures."""
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps(samples))
+    assert bench.main(["--data", str(data), "--json", *extra]) == 0
+    figures: dict[str, Any] = json.loads(out.readouterr().out)
+    return figures

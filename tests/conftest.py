@@ -70,6 +70,18 @@ def require_shared(path: Path = SHARED) -> Path:
     return path
 
 
+def transcript_files() -> list[str]:
+    """Every shared transcript, relative to ``TRANSCRIPTS`` (none when they are absent:
+    the tests parametrized over them then skip or fail through ``require_shared``)."""
+    if not TRANSCRIPTS.is_dir():
+        return []
+    return sorted(
+        str(p.relative_to(TRANSCRIPTS))
+        for p in TRANSCRIPTS.rglob("*")
+        if p.is_file() and p.name != "README.md"
+    )
+
+
 @pytest.fixture
 def openai_server() -> Iterator[Any]:
     """A local server speaking OpenAI Chat Completions (``tests.fakes.FakeOpenAI``)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TRANSCRIPTS, require_shared
+from tests.conftest import TRANSCRIPTS, require_shared, transcript_files
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.snapshot import SECTION_NAMES, SECTION_TITLES, code_span, parse, words
 from threadline.compaction.toolcalls import edited_files
@@ -151,18 +151,7 @@ WINDOW = 100
 """Messages per compaction round, about what the compactor folds in at a time."""
 
 
-def all_transcripts() -> list[str]:
-    """Every transcript in the shared directory (several subagent files among them)."""
-    if not TRANSCRIPTS.exists():
-        return []
-    return sorted(
-        str(p.relative_to(TRANSCRIPTS))
-        for p in TRANSCRIPTS.rglob("*")
-        if p.is_file() and p.name != "README.md"
-    )
-
-
-@pytest.mark.parametrize("relative", all_transcripts() or ["(shared transcripts absent)"])
+@pytest.mark.parametrize("relative", transcript_files() or ["(shared transcripts absent)"])
 def test_the_final_snapshot_names_the_files_the_run_changed(relative: str) -> None:
     """Edited-file recall >= 90% per conversation, in rounds of 100 messages, within 600 words.
 

@@ -7,40 +7,46 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench_scripts import load_bench
+from tests.bench_scripts import load_bench, locomo_conversation, run_json
 
 bench = load_bench("memory_locomo")
 
 SAMPLE = {
     "sample_id": "tiny-1",
-    "conversation": {
-        "speaker_a": "Rosa",
-        "speaker_b": "Tom",
-        "session_1_date_time": "9:15 am on 3 March, 2021",
-        "session_1": [
-            {
-                "speaker": "Rosa",
-                "dia_id": "D1:1",
-                "text": "Hi Tom! I adopted a grey cat called Pixel.",
-            },
-            {"speaker": "Tom", "dia_id": "D1:2", "text": "Lovely! I started learning the banjo."},
-            {
-                "speaker": "Rosa",
-                "dia_id": "D1:3",
-                "text": "We went to Vienna for a concert last week.",
-                "blip_caption": "a photo of an opera house",
-            },
-        ],
-        "session_2_date_time": "6:40 pm on 12 June, 2022",
-        "session_2": [
-            {
-                "speaker": "Tom",
-                "dia_id": "D2:1",
-                "text": "I moved to Leeds in May, new job at a bakery.",
-            },
-            {"speaker": "Rosa", "dia_id": "D2:2", "text": "Congrats! Pixel says hi."},
-        ],
-    },
+    "conversation": locomo_conversation(
+        (
+            "9:15 am on 3 March, 2021",
+            [
+                {
+                    "speaker": "Rosa",
+                    "dia_id": "D1:1",
+                    "text": "Hi Tom! I adopted a grey cat called Pixel.",
+                },
+                {
+                    "speaker": "Tom",
+                    "dia_id": "D1:2",
+                    "text": "Lovely! I started learning the banjo.",
+                },
+                {
+                    "speaker": "Rosa",
+                    "dia_id": "D1:3",
+                    "text": "We went to Vienna for a concert last week.",
+                    "blip_caption": "a photo of an opera house",
+                },
+            ],
+        ),
+        (
+            "6:40 pm on 12 June, 2022",
+            [
+                {
+                    "speaker": "Tom",
+                    "dia_id": "D2:1",
+                    "text": "I moved to Leeds in May, new job at a bakery.",
+                },
+                {"speaker": "Rosa", "dia_id": "D2:2", "text": "Congrats! Pixel says hi."},
+            ],
+        ),
+    ),
     "qa": [
         {
             "question": "What is the name of Rosa's cat?",
@@ -71,10 +77,7 @@ SAMPLE = {
 
 
 def test_json_figures_on_unseen_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    data = tmp_path / "tiny.json"
-    data.write_text(json.dumps([SAMPLE]))
-    assert bench.main(["--data", str(data), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = run_json(bench, [SAMPLE], tmp_path, capsys)
     assert out["questions"] == 3  # category 5 is left out
     for key in ("recall_at_5", "recall_at_10", "bm25_recall_at_5", "bm25_recall_at_10"):
         assert 0.0 <= out[key] <= 1.0

@@ -8,33 +8,37 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench_scripts import load_bench
+from tests.bench_scripts import load_bench, locomo_conversation, run_json
 from tests.fakes import FakeOpenAI
 
 bench = load_bench("memory_extraction")
 
 SAMPLE = {
     "sample_id": "tiny-2",
-    "conversation": {
-        "speaker_a": "Rosa",
-        "speaker_b": "Tom",
-        "session_1_date_time": "9:15 am on 3 March, 2021",
-        "session_1": [
-            {"speaker": "Rosa", "dia_id": "D1:1", "text": "Hi Tom! I adopted a grey cat, Pixel."},
-            {"speaker": "Tom", "dia_id": "D1:2", "text": "Lovely! Thanks for telling me!"},
-            {
-                "speaker": "Tom",
-                "dia_id": "D1:3",
-                "text": "I started learning the banjo with my uncle in Leeds.",
-            },
-            {
-                "speaker": "Rosa",
-                "dia_id": "D1:4",
-                "text": "The weather here has been grey and rainy for weeks, the garden is "
-                "flooded and muddy.",
-            },
-        ],
-    },
+    "conversation": locomo_conversation(
+        (
+            "9:15 am on 3 March, 2021",
+            [
+                {
+                    "speaker": "Rosa",
+                    "dia_id": "D1:1",
+                    "text": "Hi Tom! I adopted a grey cat, Pixel.",
+                },
+                {"speaker": "Tom", "dia_id": "D1:2", "text": "Lovely! Thanks for telling me!"},
+                {
+                    "speaker": "Tom",
+                    "dia_id": "D1:3",
+                    "text": "I started learning the banjo with my uncle in Leeds.",
+                },
+                {
+                    "speaker": "Rosa",
+                    "dia_id": "D1:4",
+                    "text": "The weather here has been grey and rainy for weeks, the garden is "
+                    "flooded and muddy.",
+                },
+            ],
+        )
+    ),
     "observation": {
         "session_1_observation": {
             "Rosa": [
@@ -48,10 +52,7 @@ SAMPLE = {
 
 
 def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, float]:
-    data = tmp_path / "tiny.json"
-    data.write_text(json.dumps([SAMPLE]))
-    assert bench.main(["--data", str(data), "--json", *extra]) == 0
-    return json.loads(capsys.readouterr().out)
+    return run_json(bench, [SAMPLE], tmp_path, capsys, *extra)
 
 
 def test_coverage_noise_and_ceiling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

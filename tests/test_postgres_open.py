@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import require_postgres
 from tests.test_cli_startup import MODELS, loaded_after
-from tests.test_postgres_store import _admin, fresh_schema
+from tests.test_postgres_store import _admin, _set_version, admin_sql, fresh_schema
 from threadline import Message, open_store
 from threadline.errors import NotAThreadlineStore, SchemaTooNew, StoreError, StoreNotFound
 from threadline.store.postgres import MIGRATION_LOCK_KEY, PostgresStore
@@ -33,14 +33,6 @@ def _hold_migration_lock(url: str, schema: str) -> psycopg.Connection[Any]:
     admin = _admin(url)
     admin.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (MIGRATION_LOCK_KEY, schema))
     return admin
-
-
-def _set_version(url: str, schema: str, version: int) -> None:
-    with _admin(url) as admin:
-        admin.execute(
-            f"UPDATE \"{schema}\".threadline_meta SET value = %s WHERE key = 'schema_version'",
-            (str(version),),
-        )
 
 
 def _version(url: str, schema: str) -> str:
@@ -104,10 +96,12 @@ def test_too_new_foreign_and_missing_stores_are_still_refused() -> None:
         with pytest.raises(NotAThreadlineStore, match="not a threadline store"):
             open_store(store_url)
     with fresh_schema(url) as (store_url, schema):
-        with _admin(url) as admin:
-            admin.execute(f'CREATE SCHEMA "{schema}"')
-            admin.execute(f'CREATE TABLE "{schema}".threadline_meta (name text)')
-            admin.execute(f'CREATE TABLE "{schema}".invoices (id int)')
+        admin_sql(
+            url,
+            f'CREATE SCHEMA "{schema}"',
+            f'CREATE TABLE "{schema}".threadline_meta (name text)',
+            f'CREATE TABLE "{schema}".invoices (id int)',
+        )
         with pytest.raises(StoreError):
             open_store(store_url)
         with _admin(url) as admin:

@@ -72,6 +72,21 @@ def _admin(url: str) -> psycopg.Connection[Any]:
     return psycopg.connect(conninfo, autocommit=True)
 
 
+def admin_sql(url: str, *statements: str) -> None:
+    """Run ``statements`` as the administrator, outside any store."""
+    with _admin(url) as admin:
+        for statement in statements:
+            admin.execute(statement)
+
+
+def _set_version(url: str, schema: str, version: int) -> None:
+    with _admin(url) as admin:
+        admin.execute(
+            f"UPDATE \"{schema}\".threadline_meta SET value = %s WHERE key = 'schema_version'",
+            (str(version),),
+        )
+
+
 @contextlib.contextmanager
 def fresh_schema(url: str, **options: str) -> Iterator[tuple[str, str]]:
     """A store URL with a schema of its own (and ``options``); the schema is dropped after."""
@@ -676,17 +691,11 @@ def test_schema_too_new_and_foreign_schemas_are_refused() -> None:
     url = require_postgres()
     with fresh_schema(url) as (store_url, schema):
         open_store(store_url).close()
-        with _admin(url) as admin:
-            admin.execute(
-                f"UPDATE \"{schema}\".threadline_meta SET value = %s WHERE key = 'schema_version'",
-                (str(SCHEMA_VERSION + 1),),
-            )
+        _set_version(url, schema, SCHEMA_VERSION + 1)
         with pytest.raises(SchemaTooNew, match="upgrade threadline"):
             open_store(store_url)
     with fresh_schema(url) as (store_url, schema):
-        with _admin(url) as admin:
-            admin.execute(f'CREATE SCHEMA "{schema}"')
-            admin.execute(f'CREATE TABLE "{schema}".invoices (id int)')
+        admin_sql(url, f'CREATE SCHEMA "{schema}"', f'CREATE TABLE "{schema}".invoices (id int)')
         with pytest.raises(NotAThreadlineStore, match="invoices"):
             open_store(store_url)
         with _admin(url) as admin:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import TRANSCRIPTS, transcript_files
 from tests.gen_sessions import coding_session
 from tests.strategies import history
 from threadline import ContextOverflow, ContextPolicy, build_context, open_store
@@ -33,7 +33,6 @@ from threadline.store.encoding import prepare_messages
 from threadline.store.protocol import Session
 
 SIG = "EqQBCkYIBxgCKkDkoj34" + "Ab9+/" * 20  # shaped like a real signature
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 LIMITS = (8_000, 32_000, 1_000_000)
 
 
@@ -334,16 +333,6 @@ def test_openai_rule_is_caught(case: str) -> None:
 # -- real transcripts ------------------------------------------------------------
 
 
-def _transcript_files() -> list[str]:
-    if not TRANSCRIPTS.is_dir():
-        return []
-    return sorted(
-        str(p.relative_to(TRANSCRIPTS))
-        for p in TRANSCRIPTS.rglob("*")
-        if p.is_file() and p.name != "README.md"
-    )
-
-
 def _session(messages: list[Message]) -> Session:
     """Stored through the low-level append, so imported chains get in as they are."""
     store = open_store("memory://")
@@ -363,7 +352,7 @@ def _windows(messages: list[Message], limits: tuple[int, ...] = LIMITS) -> list[
 
 
 @pytest.mark.transcripts
-@pytest.mark.parametrize("name", _transcript_files() or ["(none)"])
+@pytest.mark.parametrize("name", transcript_files() or ["(none)"])
 def test_real_transcripts_convert_to_valid_requests(name: str) -> None:
     if not TRANSCRIPTS.is_dir():
         if os.environ.get("CI", "").lower() == "true":

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conformance.backends import BACKENDS, clean_store
-from threadline import Message, Session, ToolCall, UsageError, build_context
+from threadline import Message, Session, ToolCall, UsageError, build_context, open_store
 from threadline.context.strategies import (
     MAX_LENGTH_SETTING,
     PAGE_SIZE,
@@ -245,3 +247,29 @@ def test_plus_operator_appends_lazily(store: Store) -> None:
     both = full + [Message.user("x")]  # noqa: RUF005 - the lazy form is the point
     assert len(both) == 5 and both[-1].text == "x" and both[0].text == "q0"
     assert full.messages_read == 4  # one short page: the first and only
+
+
+_INDEXES = st.integers(-12, 12)
+_SLICES = st.builds(
+    slice, st.none() | _INDEXES, st.none() | _INDEXES, st.none() | st.sampled_from([-2, -1, 1, 3])
+)
+
+
+@given(stored=st.integers(1, 5), extra=st.integers(0, 3), index=_INDEXES | _SLICES)
+def test_lazy_contexts_index_like_a_list(stored: int, extra: int, index: int | slice) -> None:
+    """FullContext and FullContext + extra answer any index or slice as the same list."""
+    store = open_store("memory://")
+    full = FullContext(make_session(store, stored))
+    both = full + [Message.user(f"x{i}") for i in range(extra)]
+    for lazy in (full, both):
+        texts = [m.text for m in lazy]
+        try:
+            expected: Any = texts[index]
+        except IndexError:
+            with pytest.raises(IndexError, match="index out of range"):
+                lazy[index]
+            continue
+        got = lazy[index]
+        assert (
+            [m.text for m in got] if isinstance(got, list) else got.text  # type: ignore[union-attr]
+        ) == expected

@@ -38,6 +38,7 @@ from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
 from threadline.cli.errors import exit_interrupted
+from threadline.cli.params import IdArg
 from threadline.cli.render import make_console, print_json
 from threadline.cli.state import store_of
 from threadline.compaction.compactor import CompactionResult, Compactor
@@ -213,9 +214,7 @@ def render_result(result: CompactionResult, number: int | None = None) -> list[R
 
 def compact(
     ctx: typer.Context,
-    session_id: Annotated[
-        str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")
-    ],
+    session_id: IdArg,
     summarizer: Annotated[
         SummarizerChoice | None,
         typer.Option(

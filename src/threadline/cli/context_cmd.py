@@ -19,6 +19,7 @@ import typer
 
 from threadline.agent import Calibrator
 from threadline.cli.compact_cmd import AgentOpt, print_blocks
+from threadline.cli.params import IdArg
 from threadline.cli.render import print_json
 from threadline.cli.state import store_of
 from threadline.errors import UsageError
@@ -73,9 +74,7 @@ def context_overrides(
 
 def context(
     ctx: typer.Context,
-    session_id: Annotated[
-        str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")
-    ],
+    session_id: IdArg,
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="Model to fit (default: the session's).")
     ] = None,

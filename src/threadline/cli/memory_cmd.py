@@ -36,6 +36,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from threadline.cli.params import JsonOpt
 from threadline.cli.render import (
     fmt_time,
     make_console,
@@ -75,7 +76,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable shape) instead.")]
 ScopeOpt = Annotated[
     str | None,
     typer.Option(

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from threadline.cli.errors import exit_code_for, exit_interrupted
 from threadline.cli.errors import report as report_error
+from threadline.cli.params import IdArg, JsonOpt
 from threadline.cli.render import (
     echo,
     fmt_time,
@@ -77,8 +78,6 @@ class ExportFormat(StrEnum):
     supyagent = "supyagent"
 
 
-IdArg = Annotated[str, typer.Argument(metavar="ID", help="Session id or a unique prefix (4+).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable shape) instead.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.")]
 
 

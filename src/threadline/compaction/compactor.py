@@ -46,7 +46,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 from threadline.compaction.events import CompactionHooks, EventName, Hook, HookError
 from threadline.compaction.extractive import ExtractiveSummarizer
@@ -245,6 +245,18 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+class _PlanOptions(TypedDict, total=False):
+    """What ``compact`` passes on to ``plan_compaction``."""
+
+    force: bool
+    model: str | None
+    context_tokens: int | None
+    budget: int | None
+    window: ContextReport | None
+    keep_recent: int | None
+    keep_turns: int | None
+
+
 class Compactor:
     """Compacts sessions with one summarizer under one policy.
 
@@ -417,33 +429,18 @@ class Compactor:
         self,
         session: Session,
         *,
-        force: bool = False,
         dry_run: bool = False,
-        model: str | None = None,
-        context_tokens: int | None = None,
-        budget: int | None = None,
-        window: ContextReport | None = None,
-        keep_recent: int | None = None,
-        keep_turns: int | None = None,
         focus: str | None = None,
         trigger_only: TriggerName | None = None,
+        **options: Unpack[_PlanOptions],
     ) -> tuple[CompactionResult, Exception | None]:
+        force = options.get("force", False)
         started = time.perf_counter()
         result = CompactionResult(session_id=session.id, status="noop")
         mark: _Mark | None = None
         try:
             session.refresh()
-            plan = plan_compaction(
-                session,
-                self.policy,
-                model=model,
-                budget=budget,
-                context_tokens=context_tokens,
-                window=window,
-                force=force,
-                keep_recent=keep_recent,
-                keep_turns=keep_turns,
-            )
+            plan = plan_compaction(session, self.policy, **options)
             result.trigger = plan.decision
             if not force:
                 fired = plan.decision.fire and (

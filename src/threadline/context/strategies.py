@@ -54,7 +54,30 @@ ExecutorResult = tuple[Sequence[Message] | None, Sequence[Message] | None, Memo 
 Executor = Callable[["FullContext", list[Message], Memo, Settings], ExecutorResult]
 
 
-class FullContext(Sequence[Message]):
+class _Indexed(Sequence[Message]):
+    """Indexing and slicing written once over ``_at``, which gets positions in range."""
+
+    _WHAT = ""
+
+    def _at(self, index: int) -> Message:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        length = len(self)
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(length))]
+        if index < 0:
+            index += length
+        if not 0 <= index < length:
+            raise IndexError(f"{self._WHAT} index out of range")
+        return self._at(index)
+
+
+class FullContext(_Indexed):
     """A session's stored history as a read-only, lazily read sequence.
 
     Its length is fixed when it is made (the session's ``last_seq``), so
@@ -62,6 +85,8 @@ class FullContext(Sequence[Message]):
     ``0 .. len-1`` for seqs ``1 .. len``: the store assigns seqs consecutively
     and never deletes single messages.
     """
+
+    _WHAT = "full context"
 
     def __init__(self, session: Session, *, length: int | None = None) -> None:
         self.session = session
@@ -90,19 +115,6 @@ class FullContext(Sequence[Message]):
             raise IndexError(f"message {index + 1} of session {self.session.id} is not stored")
         return page[offset]
 
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Message]: ...
-    def __getitem__(self, index: int | slice) -> Message | list[Message]:
-        if isinstance(index, slice):
-            return [self._at(i) for i in range(*index.indices(self._length))]
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("full context index out of range")
-        return self._at(index)
-
     def __iter__(self) -> Iterator[Message]:
         for number in range((self._length + PAGE_SIZE - 1) // PAGE_SIZE):
             yield from self._page(number)
@@ -119,8 +131,10 @@ class FullContext(Sequence[Message]):
         return f"FullContext(session={self.session.id!r}, messages={self._length})"
 
 
-class AppendedContext(Sequence[Message]):
+class AppendedContext(_Indexed):
     """A full context plus messages to append; checking it costs only the new part."""
+
+    _WHAT = "context"
 
     def __init__(self, base: FullContext, extra: list[Message]) -> None:
         self.base = base
@@ -129,17 +143,7 @@ class AppendedContext(Sequence[Message]):
     def __len__(self) -> int:
         return len(self.base) + len(self.extra)
 
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Message]: ...
-    def __getitem__(self, index: int | slice) -> Message | list[Message]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("context index out of range")
+    def _at(self, index: int) -> Message:
         n = len(self.base)
         return self.base[index] if index < n else self.extra[index - n]
 

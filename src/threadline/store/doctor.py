@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 from threadline.errors import StoreDamaged, ThreadlineError, UsageError
@@ -40,6 +40,9 @@ from threadline.store.checks import MAX_PAGE_SIZE, SESSION_ID_PATTERN, CorruptRe
 from threadline.store.copy import CopyReport, copy_sessions
 from threadline.store.locks import LockHolder
 from threadline.store.protocol import COMPACTION_MARK_KEY, Store
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 READ_BATCH = 1000
 """Messages read per call while checking a session."""
@@ -57,6 +60,15 @@ class Severity(StrEnum):
     WARNING = "warning"
     """Harmless leftovers (a stale lock, an orphan file); worth knowing, nothing lost."""
     NOTE = "note"
+
+
+class _AsFields:
+    """A report whose JSON is its fields as they are."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(cast("DataclassInstance", self))
 
 
 @dataclass(slots=True)
@@ -114,7 +126,7 @@ class SessionHealth:
 
 
 @dataclass(slots=True)
-class SalvagedSession:
+class SalvagedSession(_AsFields):
     session_id: str
     status: str
     """``salvaged``, ``partly salvaged`` (records the source could not read are missing)
@@ -123,19 +135,13 @@ class SalvagedSession:
     checkpoints: int = 0
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(slots=True)
-class SalvageReport:
+class SalvageReport(_AsFields):
     destination: str
     sessions: list[SalvagedSession] = field(default_factory=list)
     left_behind: list[str] = field(default_factory=list)
     """Sessions not copied because they could not be read."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(slots=True)

@@ -70,7 +70,6 @@ from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_check
 from threadline.store.checks import (
     DEFAULT_PAGE_SIZE,
     id_prefix_range,
-    prefix_bounds,
     split_url_options,
 )
 from threadline.store.decode import decode_rows
@@ -93,6 +92,7 @@ from threadline.store.search_query import (
 )
 from threadline.store.search_query import search_timeout as search_timeout_checked
 from threadline.store.session_info import NewSession, ScratchpadEntry, SessionChange, SessionInfo
+from threadline.store.sql_entries import SQLEntries
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
@@ -315,8 +315,10 @@ def _positive(options: dict[str, str], key: str, default: T, kind: Callable[[str
 # -- the store ---------------------------------------------------------------------
 
 
-class PostgresStore(core.StoreCore):
+class PostgresStore(SQLEntries, core.StoreCore):
     """Sessions in one PostgreSQL schema, shared safely by any number of processes."""
+
+    MARK = "%s"
 
     def __init__(
         self,
@@ -876,27 +878,12 @@ class PostgresStore(core.StoreCore):
         return entry
 
     @_resent
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
-        low, high = prefix_bounds(prefix)
-        below = "" if high is None else " AND name < %s"
-        args = (session_id, low) if high is None else (session_id, low, high)
-        with self._read() as conn:
-            sql = f"{_ENTRY_SQL} AND name >= %s{below} ORDER BY name"
-            entries = _all(conn, ScratchpadEntry, sql, args)
-            if not entries:
-                _require(conn, session_id)
-        return entries
-
-    @_resent
-    def _scratchpad_page(
-        self, session_id: str, prefix: str, limit: int, before: str | None
+    def _select_entries(
+        self, session_id: str, condition: str, args: tuple[str | int, ...]
     ) -> list[ScratchpadEntry]:
-        low, high = core.page_range(prefix, before)
-        below = "" if high is None else " AND name < %s"
-        args = (session_id, low) if high is None else (session_id, low, high)
         with self._read() as conn:
-            sql = f"{_ENTRY_SQL} AND name >= %s{below} ORDER BY name DESC LIMIT %s"
-            entries = _all(conn, ScratchpadEntry, sql, (*args, limit))
+            sql = _ENTRY_SQL + condition
+            entries = _all(conn, ScratchpadEntry, sql, (session_id, *args))
             if not entries:
                 _require(conn, session_id)
         return entries

@@ -47,8 +47,6 @@ from threadline.store.checks import (
     MAX_BOUND,
     format_ts,
     id_prefix_range,
-    parse_ts,
-    prefix_bounds,
     refuse_unknown_options,
     split_url_options,
 )
@@ -70,6 +68,16 @@ from threadline.store.search_query import (
 )
 from threadline.store.search_query import search_timeout as search_timeout_checked
 from threadline.store.session_info import NewSession, ScratchpadEntry, SessionChange, SessionInfo
+from threadline.store.sql_entries import SQLEntries
+from threadline.store.sqlite_rows import (
+    CHECKPOINT_SELECT,
+    ENTRY_SELECT,
+    SESSION_SELECT,
+    checkpoint_from_row,
+    entry_from_row,
+    session_from_row,
+)
+from threadline.store.sqlite_rows import holder as stored_holder
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
@@ -417,8 +425,10 @@ def is_damage(exc: sqlite3.Error) -> bool:
     return "malformed" in msg or "not a database" in msg
 
 
-class SQLiteStore(core.StoreCore):
+class SQLiteStore(SQLEntries, core.StoreCore):
     """Sessions in one SQLite file. Safe to share across threads and processes."""
+
+    MARK = "?"
 
     def __init__(
         self,
@@ -730,22 +740,21 @@ class SQLiteStore(core.StoreCore):
 
     def session_info(self, session_id: str) -> SessionInfo:
         with self._read() as con:
-            row = con.execute(_SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
+            row = con.execute(SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
-        return _session_from_row(row)
+        return session_from_row(row)
 
     def _list_page(self, request: ListRequest) -> SessionPage:
         where, args = request.where(":{}")
         with self._read() as con:
             total = con.execute("SELECT count(*) FROM sessions" + where, args).fetchone()[0]
             rows = con.execute(
-                f"{_SESSION_SELECT}{where} ORDER BY updated_at DESC, id "
-                "LIMIT :limit OFFSET :offset",
+                f"{SESSION_SELECT}{where} ORDER BY updated_at DESC, id LIMIT :limit OFFSET :offset",
                 {**args, "limit": request.limit, "offset": request.offset},
             ).fetchall()
         return SessionPage(
-            items=[_session_from_row(r) for r in rows],
+            items=[session_from_row(r) for r in rows],
             total=total,
             offset=request.offset,
             limit=request.limit,
@@ -928,9 +937,9 @@ class SQLiteStore(core.StoreCore):
             if head is None:
                 raise SessionNotFound(session_id)
             row = con.execute(
-                _CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+                CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
             ).fetchone()
-            latest = _checkpoint_from_row(row) if row is not None else None
+            latest = checkpoint_from_row(row) if row is not None else None
             stored = check_checkpoint(
                 new, last_seq=head[0], latest=latest, expect_previous=expect_previous
             )
@@ -953,21 +962,21 @@ class SQLiteStore(core.StoreCore):
     def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
         with self._read() as con:
             row = con.execute(
-                _CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+                CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
             ).fetchone()
             if row is None:
                 self._require(con, session_id)
                 return None
-        return _checkpoint_from_row(row)
+        return checkpoint_from_row(row)
 
     def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         with self._read() as con:
             rows = con.execute(
-                _CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id", (session_id,)
+                CHECKPOINT_SELECT + " WHERE session_id = ? ORDER BY id", (session_id,)
             ).fetchall()
             if not rows:
                 self._require(con, session_id)
-        return [_checkpoint_from_row(r) for r in rows]
+        return [checkpoint_from_row(r) for r in rows]
 
     # -- scratchpad and memo ----------------------------------------------------
 
@@ -988,41 +997,23 @@ class SQLiteStore(core.StoreCore):
     def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         with self._read() as con:
             row = con.execute(
-                "SELECT name, content, created_at, updated_at FROM scratchpad "
-                "WHERE session_id = ? AND name = ?",
+                ENTRY_SELECT + " WHERE session_id = ? AND name = ?",
                 (session_id, name),
             ).fetchone()
             if row is None:
                 self._require(con, session_id)
                 return None
-        return _entry_from_row(row)
+        return entry_from_row(row)
 
-    def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
-        low, high = prefix_bounds(prefix)
-        below = "" if high is None else " AND name < ?"
-        with self._read() as con:
-            self._require(con, session_id)
-            rows = con.execute(
-                "SELECT name, content, created_at, updated_at FROM scratchpad "
-                f"WHERE session_id = ? AND name >= ?{below} ORDER BY name",
-                (session_id, low) if high is None else (session_id, low, high),
-            ).fetchall()
-        return [_entry_from_row(r) for r in rows]
-
-    def _scratchpad_page(
-        self, session_id: str, prefix: str, limit: int, before: str | None
+    def _select_entries(
+        self, session_id: str, condition: str, args: tuple[str | int, ...]
     ) -> list[ScratchpadEntry]:
-        low, high = core.page_range(prefix, before)
-        below = "" if high is None else " AND name < ?"
-        args = (session_id, low) if high is None else (session_id, low, high)
         with self._read() as con:
             self._require(con, session_id)
             rows = con.execute(
-                "SELECT name, content, created_at, updated_at FROM scratchpad "
-                f"WHERE session_id = ? AND name >= ?{below} ORDER BY name DESC LIMIT ?",
-                (*args, limit),
+                f"{ENTRY_SELECT} WHERE session_id = ?{condition}", (session_id, *args)
             ).fetchall()
-        return [_entry_from_row(r) for r in rows]
+        return [entry_from_row(r) for r in rows]
 
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
@@ -1094,7 +1085,7 @@ class SQLiteStore(core.StoreCore):
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(session_id)
-            current = _holder(session_id, row[0])
+            current = stored_holder(session_id, row[0])
             new = decide(current)
             if new is not current:
                 con.execute(
@@ -1108,7 +1099,7 @@ class SQLiteStore(core.StoreCore):
             row = con.execute("SELECT lock FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
-        return _holder(session_id, row[0])
+        return stored_holder(session_id, row[0])
 
     # -- search -----------------------------------------------------------------
 
@@ -1252,10 +1243,6 @@ def _search_where(f: SearchFilters) -> tuple[str, list[Any]]:
     return where, args
 
 
-_SESSION_SELECT = (
-    "SELECT id, agent, model, title, created_at, updated_at, message_count, total_tokens, "
-    "last_seq, metadata, parent_id FROM sessions"
-)
 _INDEX_STATE = (
     "SELECT indexed_upto, (SELECT COALESCE(MAX(rowid), 0) FROM messages) FROM search_index"
 )
@@ -1264,44 +1251,3 @@ _INDEX_FROM_BODIES = (
     "FROM messages"
 )
 _HITS = "SELECT rowid FROM {schema}.{table} WHERE {table} MATCH ?"
-_CHECKPOINT_SELECT = (
-    "SELECT id, session_id, covers_up_to, summary, created_at, metadata FROM checkpoints"
-)
-
-
-def _session_from_row(row: Any) -> SessionInfo:
-    return SessionInfo(
-        id=row[0],
-        agent=row[1],
-        model=row[2],
-        title=row[3],
-        created_at=parse_ts(row[4]),
-        updated_at=parse_ts(row[5]),
-        message_count=row[6],
-        total_tokens=row[7],
-        last_seq=row[8],
-        metadata=json.loads(row[9]),
-        parent_id=row[10],
-    )
-
-
-def _checkpoint_from_row(row: Any) -> Checkpoint:
-    return Checkpoint(
-        id=row[0],
-        session_id=row[1],
-        covers_up_to=row[2],
-        summary=row[3],
-        created_at=parse_ts(row[4]),
-        metadata=json.loads(row[5]),
-    )
-
-
-def _entry_from_row(row: Any) -> ScratchpadEntry:
-    return ScratchpadEntry(
-        name=row[0], content=row[1], created_at=parse_ts(row[2]), updated_at=parse_ts(row[3])
-    )
-
-
-def _holder(session_id: str, lock_json: str | None) -> LockHolder | None:
-    """The session's attach lock from its ``lock`` column."""
-    return LockHolder.stored(lock_json, where=f"session {session_id}")

@@ -1,0 +1,64 @@
+"""SQLite rows back into records: a table's columns are its record's fields, so the
+SELECT and the decoding are both built from the dataclass and cannot drift apart."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import fields
+from typing import Any, TypeVar
+
+from threadline.store.checkpoints import Checkpoint
+from threadline.store.checks import parse_ts
+from threadline.store.locks import LockHolder
+from threadline.store.session_info import ScratchpadEntry, SessionInfo
+
+R = TypeVar("R")
+
+_DECODE: dict[str, Callable[[Any], Any]] = {
+    "created_at": parse_ts,
+    "updated_at": parse_ts,
+    "metadata": json.loads,
+}
+"""Columns stored as text that the records hold decoded; the rest are taken as they are."""
+
+
+def columns(kind: type[Any]) -> tuple[str, ...]:
+    """A record's columns: its table's columns are named and ordered as its fields."""
+    return tuple(f.name for f in fields(kind))
+
+
+def select(kind: type[Any], table: str) -> str:
+    return f"SELECT {', '.join(columns(kind))} FROM {table}"
+
+
+SESSION_SELECT = select(SessionInfo, "sessions")
+CHECKPOINT_SELECT = select(Checkpoint, "checkpoints")
+ENTRY_SELECT = select(ScratchpadEntry, "scratchpad")
+
+
+def record(kind: type[R], row: Sequence[Any]) -> R:
+    """``kind`` built from a row read with ``select(kind, ...)``."""
+    named = zip(columns(kind), row, strict=True)
+    return kind(**{name: _DECODE.get(name, _same)(value) for name, value in named})
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def session_from_row(row: Sequence[Any]) -> SessionInfo:
+    return record(SessionInfo, row)
+
+
+def checkpoint_from_row(row: Sequence[Any]) -> Checkpoint:
+    return record(Checkpoint, row)
+
+
+def entry_from_row(row: Sequence[Any]) -> ScratchpadEntry:
+    return record(ScratchpadEntry, row)
+
+
+def holder(session_id: str, lock_json: str | None) -> LockHolder | None:
+    """The session's attach lock from its ``lock`` column."""
+    return LockHolder.stored(lock_json, where=f"session {session_id}")
