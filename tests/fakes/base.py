@@ -160,6 +160,15 @@ def pieces(text: str, size: int = ARGUMENT_PIECE) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def retry_after(failure: Failure) -> list[tuple[str, str]]:
+    """The ``retry-after`` header a scripted failure asks for, if any (whole seconds
+    without a fraction, as providers send them)."""
+    value = failure.retry_after
+    if value is None:
+        return []
+    return [("retry-after", str(int(value)) if float(value).is_integer() else str(value))]
+
+
 def estimate_tokens(data: bytes | str) -> int:
     return max(1, len(data) // CHARS_PER_TOKEN)
 
