@@ -378,17 +378,10 @@ class FakeServer:
         """``reply``, once ``wait()`` returns (it runs when the request arrives)."""
         self.enqueue(Held(reply, wait))
 
-    def fail(
-        self,
-        status: int,
-        *,
-        message: str | None = None,
-        error_type: str | None = None,
-        code: str | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        """An error status with the provider's error body (and ``Retry-After`` when given)."""
-        self.enqueue(Failure(status, message, error_type, code, retry_after))
+    def fail(self, status: int, **fields: Any) -> None:
+        """An error status with the provider's error body; ``fields`` are ``Failure``'s
+        (``message``, ``error_type``, ``code``, ``retry_after``), named once there."""
+        self.enqueue(Failure(status, **fields))
 
     def disconnect(self) -> None:
         self.enqueue(Disconnect())
