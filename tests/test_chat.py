@@ -36,9 +36,11 @@ from threadline.cli import chat as chat_module
 from threadline.cli.app import app
 from threadline.cli.chat import ChatController, LockKeeper, run_repl
 from threadline.cli.slash import (
+    COMMANDS,
     Outcome,
     ParsedCommand,
     SlashCompleter,
+    command_names,
     dispatch,
     parse_command,
     tokens_line,
@@ -83,6 +85,16 @@ def chat_repl(url: str, args: list[str], lines: list[str], monkeypatch: pytest.M
 
 
 # -- the conversation -----------------------------------------------------------------
+
+
+def test_each_command_is_named_by_its_usage() -> None:
+    """A command's name is its usage's first word, so /help and dispatch agree."""
+    assert " ".join(command_names()) == (
+        "help sessions session new delete rename export history context memory "
+        "tokens fork rewind summarize compact quit exit"
+    )
+    for spec in COMMANDS:
+        assert parse_command(spec.usage.split()[0] + " x") == ParsedCommand(spec.name, "x")
 
 
 def test_conversation_with_slash_commands(

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.openai_chat import CHAT
 from threadline import Message, ToolCall, open_store
 from threadline.cli import errors as cli_errors
 from threadline.cli.app import app
@@ -300,24 +301,7 @@ def test_json_export_imports_back_losslessly(url: str, tmp_path: Path) -> None:
 
 def test_import_openai_jsonl_with_agent_and_title(url: str, tmp_path: Path) -> None:
     path = tmp_path / "chat.jsonl"
-    lines = [
-        {"role": "system", "content": "be brief"},
-        {"role": "user", "content": "what is 2+2?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "t1",
-                    "type": "function",
-                    "function": {"name": "calc", "arguments": '{"expr": "2+2"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "t1", "content": "4"},
-        {"role": "assistant", "content": "4"},
-    ]
-    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(json.dumps(line) for line in CHAT) + "\n", encoding="utf-8")
     new_id = ok(url, "sessions", "import", str(path), "--agent", "calc-bot", "--title", "Sums")
     sid = new_id.stdout.strip()
     info = js(url, "sessions", "show", sid)["session"]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.openai_chat import CHAT
 from threadline.errors import ImportFormatError
 from threadline.interop import detect_format, import_file, to_json, to_markdown
 from threadline.messages import FilePart, ImagePart, Message, TextPart, ToolCall, Usage
@@ -144,20 +145,6 @@ def test_bad_message_in_export_names_it(tmp_path: Path) -> None:
 
 
 # -- OpenAI chat files -------------------------------------------------------------
-
-CHAT = [
-    {"role": "system", "content": "s"},
-    {"role": "user", "content": "hi"},
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-        ],
-    },
-    {"role": "tool", "tool_call_id": "c", "name": "f", "content": "ok"},
-    {"role": "assistant", "content": "done"},
-]
 
 
 def test_openai_json_array_and_jsonl(tmp_path: Path) -> None:

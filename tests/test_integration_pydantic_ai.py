@@ -14,18 +14,7 @@ from hypothesis import strategies as st
 pytest.importorskip("pydantic_ai")
 
 from pydantic_ai import Agent
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelMessagesTypeAdapter,
-    ModelRequest,
-    ModelResponse,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from pydantic_ai import messages as pm
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.usage import RequestUsage
@@ -52,8 +41,8 @@ def agent_for(server: FakeOpenAI) -> Agent[None, str]:
     return agent
 
 
-def dumped(messages: list[ModelMessage]) -> Any:
-    return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+def dumped(messages: list[pm.ModelMessage]) -> Any:
+    return pm.ModelMessagesTypeAdapter.dump_python(messages, mode="json")
 
 
 def test_agent_runs_store_and_continue(openai_server: FakeOpenAI, sqlite_url: str) -> None:
@@ -96,8 +85,8 @@ def test_budgeted_window_feeds_the_next_run(openai_server: FakeOpenAI, sqlite_ur
     everything = history.messages()
     assert len(window) < len(everything)
     assert "Summary" in dumped(window[:2]).__repr__()
-    returns = [p for m in window for p in m.parts if isinstance(p, ToolReturnPart)]
-    calls = {p.tool_call_id for m in window for p in m.parts if isinstance(p, ToolCallPart)}
+    returns = [p for m in window for p in m.parts if isinstance(p, pm.ToolReturnPart)]
+    calls = {p.tool_call_id for m in window for p in m.parts if isinstance(p, pm.ToolCallPart)}
     assert all(p.tool_call_id in calls for p in returns)  # no return without its call
     openai_server.reply_text("City11 was the last one.")
     agent.run_sync("Which city was last?", message_history=window)
@@ -119,59 +108,61 @@ TIMES = st.datetimes(
 
 
 @st.composite
-def histories(draw: st.DrawFn) -> list[ModelMessage]:
+def histories(draw: st.DrawFn) -> list[pm.ModelMessage]:
     """Requests and responses in a plausible order: a response's tool calls answered by
     the next request's tool returns (some left unanswered, some returns answering
     nothing), with thinking parts, system prompts and usage."""
-    out: list[ModelMessage] = []
+    out: list[pm.ModelMessage] = []
     open_calls: list[str] = []
     start = draw(TIMES)
     for turn in range(draw(st.integers(min_value=1, max_value=6))):
         when = start + timedelta(seconds=turn)
         parts: list[Any] = []
         if turn == 0 and draw(st.booleans()):
-            parts.append(SystemPromptPart(draw(WORDS)))
+            parts.append(pm.SystemPromptPart(draw(WORDS)))
         for call_id in open_calls:
             if draw(st.integers(0, 3)) > 0:
                 content = draw(st.one_of(WORDS, st.dictionaries(WORDS, st.integers(), max_size=3)))
                 parts.append(
-                    ToolReturnPart(
+                    pm.ToolReturnPart(
                         tool_name="t", content=content, tool_call_id=call_id, timestamp=when
                     )
                 )
         if draw(st.integers(0, 3)) == 0:
-            parts.append(ToolReturnPart(tool_name="t", content="stray", tool_call_id=f"x{turn}"))
-        parts.append(UserPromptPart(draw(WORDS), timestamp=when))
-        out.append(ModelRequest(parts=parts, timestamp=when, instructions=draw(st.none() | WORDS)))
+            parts.append(pm.ToolReturnPart(tool_name="t", content="stray", tool_call_id=f"x{turn}"))
+        parts.append(pm.UserPromptPart(draw(WORDS), timestamp=when))
+        out.append(
+            pm.ModelRequest(parts=parts, timestamp=when, instructions=draw(st.none() | WORDS))
+        )
         reply: list[Any] = []
         if draw(st.booleans()):
-            reply.append(ThinkingPart(draw(WORDS), signature=draw(st.none() | WORDS)))
+            reply.append(pm.ThinkingPart(draw(WORDS), signature=draw(st.none() | WORDS)))
         if draw(st.booleans()):
-            reply.append(TextPart(draw(WORDS)))
+            reply.append(pm.TextPart(draw(WORDS)))
         open_calls = [f"c{turn}_{k}" for k in range(draw(st.integers(min_value=0, max_value=2)))]
         reply += [
-            ToolCallPart(tool_name="t", args={"n": k, "w": draw(WORDS)}, tool_call_id=c)
+            pm.ToolCallPart(tool_name="t", args={"n": k, "w": draw(WORDS)}, tool_call_id=c)
             for k, c in enumerate(open_calls)
         ]
         usage = RequestUsage(input_tokens=draw(st.integers(0, 999)), output_tokens=3)
         out.append(
-            ModelResponse(
-                parts=reply or [TextPart("")], usage=usage, model_name="gpt-4o", timestamp=when
+            pm.ModelResponse(
+                parts=reply or [pm.TextPart("")], usage=usage, model_name="gpt-4o", timestamp=when
             )
         )
     return out
 
 
-def complete(history: list[ModelMessage]) -> bool:
+def complete(history: list[pm.ModelMessage]) -> bool:
     """Every tool call answered, every tool return answering a call."""
-    calls = {p.tool_call_id for m in history for p in m.parts if isinstance(p, ToolCallPart)}
-    returns = {p.tool_call_id for m in history for p in m.parts if isinstance(p, ToolReturnPart)}
+    calls = {p.tool_call_id for m in history for p in m.parts if isinstance(p, pm.ToolCallPart)}
+    returns = {p.tool_call_id for m in history for p in m.parts if isinstance(p, pm.ToolReturnPart)}
     return calls == returns
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories(), cut=st.integers(min_value=0, max_value=12))
-def test_round_trip_property(history: list[ModelMessage], cut: int) -> None:
+def test_round_trip_property(history: list[pm.ModelMessage], cut: int) -> None:
     """Whatever is added (in one batch or two) reads back exactly. The window of a
     history that fits holds no tool return without its call before it and no call
     without its return (an unanswered one gets an "interrupted" return), and is the
@@ -185,9 +176,9 @@ def test_round_trip_property(history: list[ModelMessage], cut: int) -> None:
     called: set[str] = set()
     for message in window:
         for part in message.parts:
-            if isinstance(part, ToolCallPart):
+            if isinstance(part, pm.ToolCallPart):
                 called.add(part.tool_call_id)
-            if isinstance(part, ToolReturnPart):
+            if isinstance(part, pm.ToolReturnPart):
                 assert part.tool_call_id in called, part
     assert complete(window)
     if complete(history):
@@ -209,18 +200,18 @@ def test_a_retry_answering_a_call_is_that_calls_result(sqlite_url: str) -> None:
 
         retry_1x = RetryPromptPart(content="a must be 2", tool_name="add", tool_call_id="c1")
         feedback = RetryPromptPart(content="answer in JSON")  # answers no call
-    retry_2x = ToolReturnPart(tool_name="add", content="a must be 2", tool_call_id="d1")
+    retry_2x = pm.ToolReturnPart(tool_name="add", content="a must be 2", tool_call_id="d1")
     retry_2x.outcome = "retried"
     history = ThreadlineHistory("retries", store=sqlite_url, model="gpt-4o")
     for call, retry, again in (("c1", retry_1x, "c2"), ("d1", retry_2x, "d2")):
         history.add(
             [
-                ModelRequest(parts=[UserPromptPart("add")]),
-                ModelResponse(parts=[ToolCallPart("add", {"a": 1}, tool_call_id=call)]),
-                ModelRequest(parts=[retry]),
-                ModelResponse(parts=[ToolCallPart("add", {"a": 2}, tool_call_id=again)]),
-                ModelRequest(parts=[ToolReturnPart("add", 2, tool_call_id=again), feedback]),
-                ModelResponse(parts=[TextPart("2")]),
+                pm.ModelRequest(parts=[pm.UserPromptPart("add")]),
+                pm.ModelResponse(parts=[pm.ToolCallPart("add", {"a": 1}, tool_call_id=call)]),
+                pm.ModelRequest(parts=[retry]),
+                pm.ModelResponse(parts=[pm.ToolCallPart("add", {"a": 2}, tool_call_id=again)]),
+                pm.ModelRequest(parts=[pm.ToolReturnPart("add", 2, tool_call_id=again), feedback]),
+                pm.ModelResponse(parts=[pm.TextPart("2")]),
             ]
         )
     session = history.threadline_session()
@@ -232,9 +223,9 @@ def test_a_retry_answering_a_call_is_that_calls_result(sqlite_url: str) -> None:
     returns = [
         p.tool_call_id
         for m in window
-        if isinstance(m, ModelRequest)
+        if isinstance(m, pm.ModelRequest)
         for p in m.parts
-        if isinstance(p, ToolReturnPart)
+        if isinstance(p, pm.ToolReturnPart)
     ]
     assert returns == ["c1", "c2", "d1", "d2"]  # one result per call, none invented
     assert "interrupted" not in str(window)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -63,24 +63,6 @@ def test_parse_duration(text: str, expected: timedelta) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("90", "has no unit; use e.g. 90d"),
-        ("5y", "unknown unit 'y'"),
-        ("3mo", "unknown unit 'mo'"),
-        ("0d", "longer than zero"),
-        ("", "empty duration"),
-        ("d5", "cannot read duration"),
-        ("-3d", "cannot read duration"),
-        ("ten days", "cannot read duration"),
-    ],
-)
-def test_parse_duration_errors(text: str, message: str) -> None:
-    with pytest.raises(UsageError, match=message):
-        parse_duration(text)
-
-
-@pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("50MB", 50_000_000),
@@ -98,18 +80,38 @@ def test_parse_size(text: str, expected: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
+    ("parse", "text", "message"),
     [
-        ("5XB", "unknown unit 'xb'"),
-        ("-1MB", "cannot read size"),
-        ("0", "more than zero"),
-        ("MB", "cannot read size"),
-        ("", "cannot read size"),
+        (parse_duration, "90", "has no unit; use e.g. 90d"),
+        (parse_duration, "5y", "unknown unit 'y'"),
+        (parse_duration, "3mo", "unknown unit 'mo'"),
+        (parse_duration, "0d", "longer than zero"),
+        (parse_duration, "", "empty duration"),
+        (parse_size, "5XB", "unknown unit 'xb'"),
+        (parse_size, "0", "more than zero"),
     ],
 )
-def test_parse_size_errors(text: str, message: str) -> None:
+def test_parse_errors(parse: Callable[[str], object], text: str, message: str) -> None:
+    """Both parsers refuse bad input with a UsageError that says what is wrong."""
     with pytest.raises(UsageError, match=message):
-        parse_size(text)
+        parse(text)
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [
+        (parse_duration, "d5"),
+        (parse_duration, "-3d"),
+        (parse_duration, "ten days"),
+        (parse_size, "-1MB"),
+        (parse_size, "MB"),
+        (parse_size, ""),
+    ],
+)
+def test_unreadable(parse: Callable[[str], object], text: str) -> None:
+    what = "duration" if parse is parse_duration else "size"
+    with pytest.raises(UsageError, match=f"cannot read {what}"):
+        parse(text)
 
 
 @given(st.integers(min_value=1, max_value=10_000), st.sampled_from(["s", "m", "h", "d", "w"]))

@@ -7,21 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from threadline.interop import (
-    detect_format,
-    import_file,
-    read_aider,
-    read_claude_code,
-    read_codex,
-    read_gemini,
-    read_openai_chat,
-    read_openai_runs,
-    read_openhands,
-    read_openhands_runs,
-    read_swe_agent,
-    read_transcript,
-    read_transcript_runs,
-)
+from threadline import interop
 from threadline.messages import Message, group_units
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
@@ -102,8 +88,8 @@ def test_every_file_is_covered() -> None:
 def test_reader_yields_messages_with_stated_counts(name: str) -> None:
     fmt, n_runs, n_calls, n_results = EXPECTED[name]
     path = TRANSCRIPTS / name
-    assert detect_format(path) == fmt
-    runs = read_transcript_runs(path)
+    assert interop.detect_format(path) == fmt
+    runs = interop.read_transcript_runs(path)
     assert len(runs) == n_runs
     assert all(runs), "every conversation has messages"
     messages = [m for run in runs for m in run]
@@ -118,7 +104,7 @@ def test_reader_yields_messages_with_stated_counts(name: str) -> None:
 
 
 def test_openhands_unanswered_finish_is_repaired_in_view() -> None:
-    runs = read_openhands_runs(
+    runs = interop.read_openhands_runs(
         TRANSCRIPTS / "openhands/multi-swe-bench-llama4-maverick-output.jsonl"
     )
     assert [len(r) for r in runs] == [47, 68, 101]
@@ -127,11 +113,13 @@ def test_openhands_unanswered_finish_is_repaired_in_view() -> None:
     finishes = [m.tool_calls[-1].name for r in runs[:2] for m in r[-1:]]
     assert finishes == ["finish", "finish"]
     with pytest.raises(Exception, match="3 conversations"):
-        read_openhands(TRANSCRIPTS / "openhands/multi-swe-bench-llama4-maverick-output.jsonl")
+        interop.read_openhands(
+            TRANSCRIPTS / "openhands/multi-swe-bench-llama4-maverick-output.jsonl"
+        )
 
 
 def test_tau_bench_reuses_ids_and_pairs_positionally() -> None:
-    runs = read_openai_runs(TRANSCRIPTS / "openai-chat/tau-bench-gpt-4o-airline.json")
+    runs = interop.read_openai_runs(TRANSCRIPTS / "openai-chat/tau-bench-gpt-4o-airline.json")
     assert sum(len(r) for r in runs) == 5308 and max(len(r) for r in runs) == 62
     reused = 0
     for run in runs:
@@ -147,7 +135,9 @@ def test_tau_bench_reuses_ids_and_pairs_positionally() -> None:
 
 
 def test_claude_code_merges_streamed_lines_and_keeps_compaction() -> None:
-    ms = read_claude_code(TRANSCRIPTS / "claude-code/codemie-session-624a4a58-compacted.jsonl")
+    ms = interop.read_claude_code(
+        TRANSCRIPTS / "claude-code/codemie-session-624a4a58-compacted.jsonl"
+    )
     summary = [m for m in ms if m.metadata.get("compact_summary")]
     assert len(summary) == 1 and summary[0].role == "user"
     boundary = summary[0].metadata["compact_boundary"]
@@ -156,15 +146,17 @@ def test_claude_code_merges_streamed_lines_and_keeps_compaction() -> None:
     thinking = [m for m in ms if m.metadata.get("thinking")]
     assert thinking and all(m.role == "assistant" for m in thinking)
     assert all(isinstance(t, dict) for m in thinking for t in m.metadata["thinking"])
-    errors = read_claude_code(TRANSCRIPTS / "claude-code/codemie-session-196820da.jsonl")
+    errors = interop.read_claude_code(TRANSCRIPTS / "claude-code/codemie-session-196820da.jsonl")
     assert sum(bool(m.metadata.get("is_error")) for m in errors) == 2
-    heavy = read_claude_code(TRANSCRIPTS / "claude-code/spotter-tool_heavy.jsonl")
+    heavy = interop.read_claude_code(TRANSCRIPTS / "claude-code/spotter-tool_heavy.jsonl")
     assert max(len(m.tool_calls) for m in heavy) == 2  # two streamed lines, one response
     assert all(m.model for m in heavy if m.role == "assistant")
 
 
 def test_claude_code_summary_lines_are_kept_and_the_title_is_the_request() -> None:
-    got = import_file(TRANSCRIPTS / "claude-code/codemie-session-9eda1058-summary-lines.jsonl")
+    got = interop.import_file(
+        TRANSCRIPTS / "claude-code/codemie-session-9eda1058-summary-lines.jsonl"
+    )
     # the summary lines describe other sessions (their leafUuids are not in this file)
     assert got.agent == "claude-code" and got.title == "show tools and store response in file"
     assert len(got.metadata["summaries"]) == 16
@@ -172,7 +164,7 @@ def test_claude_code_summary_lines_are_kept_and_the_title_is_the_request() -> No
 
 
 def test_codex_roles_usage_and_compaction() -> None:
-    ms = read_codex(
+    ms = interop.read_codex(
         TRANSCRIPTS / "codex/localpush-redacted-rollout-2026-02-23T12-54-34-compacted.jsonl"
     )
     roles = [m.role for m in ms]
@@ -181,13 +173,17 @@ def test_codex_roles_usage_and_compaction() -> None:
     assert sum("codex_compacted" in m.metadata for m in ms) == 1
     assert any(m.usage and m.usage.input_tokens for m in ms if m.role == "assistant")
     assert all(m.model for m in ms if m.role == "assistant")
-    imported = import_file(TRANSCRIPTS / "codex/codemie-rollout-2026-05-11T11-26-55-019e1625.jsonl")
+    imported = interop.import_file(
+        TRANSCRIPTS / "codex/codemie-rollout-2026-05-11T11-26-55-019e1625.jsonl"
+    )
     assert imported.metadata["skipped"]["response_item:reasoning"] == 25
     assert imported.model
 
 
 def test_gemini_results_follow_their_calls() -> None:
-    ms = read_gemini(TRANSCRIPTS / "other/gemini-cli-session-2025-12-01T21-45-5b959dae.json")
+    ms = interop.read_gemini(
+        TRANSCRIPTS / "other/gemini-cli-session-2025-12-01T21-45-5b959dae.json"
+    )
     assert [m.role for m in ms].count("user") == 3
     assert sum(m.role == "assistant" for m in ms) == 11
     for i, m in enumerate(ms):
@@ -197,17 +193,17 @@ def test_gemini_results_follow_their_calls() -> None:
 
 
 def test_swe_agent_text_runs_and_function_calling() -> None:
-    text_only = read_swe_agent(TRANSCRIPTS / "swe-agent/gpt4-swe-agent__test-repo-i1.traj")
+    text_only = interop.read_swe_agent(TRANSCRIPTS / "swe-agent/gpt4-swe-agent__test-repo-i1.traj")
     assert [m.role for m in text_only][:3] == ["system", "user", "user"]
     assert any(m.metadata.get("is_demo") for m in text_only)
-    fc = read_swe_agent(
+    fc = interop.read_swe_agent(
         TRANSCRIPTS / "swe-agent/function-calling-marshmallow-code__marshmallow-1867.traj"
     )
     assert len(fc) == 28 and not group_units(fc)[1].changed
 
 
 def test_aider_replies_and_notes() -> None:
-    ms = read_aider(TRANSCRIPTS / "aider/pocketflow-text2sql-gui.aider.chat.history.md")
+    ms = interop.read_aider(TRANSCRIPTS / "aider/pocketflow-text2sql-gui.aider.chat.history.md")
     assert {m.role for m in ms} == {"user", "assistant"}
     assert sum(m.role == "assistant" for m in ms) >= 62  # 62 replies report token use
     notes = [n for m in ms for n in m.metadata.get("aider_notes", [])]
@@ -219,13 +215,13 @@ def test_aider_replies_and_notes() -> None:
 def test_single_conversation_readers_refuse_many() -> None:
     tau = TRANSCRIPTS / "openai-chat/tau-bench-gpt-4o-airline.json"
     with pytest.raises(Exception, match="200 conversations"):
-        read_openai_chat(tau)
+        interop.read_openai_chat(tau)
     with pytest.raises(Exception, match="200 conversations"):
-        read_transcript(tau)
+        interop.read_transcript(tau)
 
 
 def test_all_messages_are_valid_values() -> None:
     for name in EXPECTED:
-        for run in read_transcript_runs(TRANSCRIPTS / name):
+        for run in interop.read_transcript_runs(TRANSCRIPTS / name):
             for m in run:
                 assert Message.model_validate(m.model_dump()) == m

@@ -29,6 +29,7 @@ from tests.fakes.base import (
     Reply,
     StreamFailure,
     pieces,
+    retry_after,
 )
 
 REJECTED_PARAMETERS = ("temperature", "top_p", "top_k")
@@ -253,12 +254,7 @@ class FakeAnthropic(FakeServer):
             "error": {"type": failure.error_type or kind, "message": failure.message or message},
             "request_id": "req_fake",
         }
-        headers = [("request-id", "req_fake")]
-        if failure.retry_after is not None:
-            value = failure.retry_after
-            headers.append(
-                ("retry-after", str(int(value)) if float(value).is_integer() else str(value))
-            )
+        headers = [("request-id", "req_fake"), *retry_after(failure)]
         if failure.status == 429:
             headers.append(("anthropic-ratelimit-input-tokens-remaining", "0"))
         return self.json_body(failure.status, body, headers)

@@ -160,6 +160,15 @@ def pieces(text: str, size: int = ARGUMENT_PIECE) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def retry_after(failure: Failure) -> list[tuple[str, str]]:
+    """The ``retry-after`` header a scripted failure asks for, if any (whole seconds
+    without a fraction, as providers send them)."""
+    value = failure.retry_after
+    if value is None:
+        return []
+    return [("retry-after", str(int(value)) if float(value).is_integer() else str(value))]
+
+
 def estimate_tokens(data: bytes | str) -> int:
     return max(1, len(data) // CHARS_PER_TOKEN)
 
@@ -369,17 +378,10 @@ class FakeServer:
         """``reply``, once ``wait()`` returns (it runs when the request arrives)."""
         self.enqueue(Held(reply, wait))
 
-    def fail(
-        self,
-        status: int,
-        *,
-        message: str | None = None,
-        error_type: str | None = None,
-        code: str | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        """An error status with the provider's error body (and ``Retry-After`` when given)."""
-        self.enqueue(Failure(status, message, error_type, code, retry_after))
+    def fail(self, status: int, **fields: Any) -> None:
+        """An error status with the provider's error body; ``fields`` are ``Failure``'s
+        (``message``, ``error_type``, ``code``, ``retry_after``), named once there."""
+        self.enqueue(Failure(status, **fields))
 
     def disconnect(self) -> None:
         self.enqueue(Disconnect())

@@ -27,6 +27,7 @@ from tests.fakes.base import (
     StreamFailure,
     arguments_json,
     pieces,
+    retry_after,
 )
 
 DEFAULT_ERRORS: dict[int, tuple[str, str, str | None]] = {
@@ -233,9 +234,7 @@ class FakeOpenAI(FakeServer):
             "param": "messages" if failure.code == "context_length_exceeded" else None,
             "code": failure.code if failure.code is not None else code,
         }
-        headers = [("x-request-id", "req_fake")]
-        if failure.retry_after is not None:
-            headers.append(("retry-after", _seconds(failure.retry_after)))
+        headers = [("x-request-id", "req_fake"), *retry_after(failure)]
         if failure.status == 429:
             headers.append(("x-ratelimit-remaining-tokens", "0"))
         return self.json_body(failure.status, {"error": error}, headers)
@@ -244,7 +243,3 @@ class FakeOpenAI(FakeServer):
 def sse(payload: Any) -> bytes:
     """One ``data:`` event as OpenAI frames it (no ``event:`` line)."""
     return f"data: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
-
-
-def _seconds(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)

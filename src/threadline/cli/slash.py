@@ -117,11 +117,15 @@ Handler = Callable[[ChatHost, str], Outcome | None]
 
 @dataclass(frozen=True, slots=True)
 class CommandSpec:
-    name: str
     usage: str
+    """``/name ARGS``: the name is its first word, so it is written once."""
     help: str
     handler: Handler
     aliases: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.usage.split()[0].removeprefix("/")
 
 
 def parse_command(text: str) -> ParsedCommand | None:
@@ -387,57 +391,50 @@ def cmd_quit(host: ChatHost, args: str) -> Outcome:
 
 
 COMMANDS: tuple[CommandSpec, ...] = (
-    CommandSpec("help", "/help", "List the commands.", cmd_help),
-    CommandSpec("sessions", "/sessions", "This agent's sessions, newest first.", cmd_sessions),
+    CommandSpec("/help", "List the commands.", cmd_help),
+    CommandSpec("/sessions", "This agent's sessions, newest first.", cmd_sessions),
     CommandSpec(
-        "session",
         "/session [ID]",
         "Switch to a session (id or prefix); without ID, show the current one.",
         cmd_session,
     ),
-    CommandSpec("new", "/new [TITLE]", "Start a new session at the next message.", cmd_new),
+    CommandSpec("/new [TITLE]", "Start a new session at the next message.", cmd_new),
     CommandSpec(
-        "delete",
         "/delete [ID]",
         "Delete a session (default: the current one, after asking).",
         cmd_delete,
     ),
-    CommandSpec("rename", "/rename TITLE", "Set the current session's title.", cmd_rename),
+    CommandSpec("/rename TITLE", "Set the current session's title.", cmd_rename),
     CommandSpec(
-        "export",
         "/export [FILE]",
         "Write the session as Markdown (FILE.json: re-importable JSON).",
         cmd_export,
     ),
-    CommandSpec("history", "/history [N]", "Show the last N messages (default 10).", cmd_history),
+    CommandSpec("/history [N]", "Show the last N messages (default 10).", cmd_history),
     CommandSpec(
-        "context",
         "/context",
         "What the next model call gets, and how close compaction is.",
         cmd_context,
     ),
     CommandSpec(
-        "memory",
         "/memory [--json] [QUERY]",
         "Search this agent's long-term memory; without QUERY, its newest facts.",
         cmd_memory,
     ),
-    CommandSpec("tokens", "/tokens", "Toggle the per-turn token usage line.", cmd_tokens),
-    CommandSpec("fork", "/fork", "Go on in a new session sharing this one's history.", cmd_fork),
+    CommandSpec("/tokens", "Toggle the per-turn token usage line.", cmd_tokens),
+    CommandSpec("/fork", "Go on in a new session sharing this one's history.", cmd_fork),
     CommandSpec(
-        "rewind",
         "/rewind [N]",
         "Go back before the N-th last request (default 1), in a new session.",
         cmd_rewind,
     ),
     CommandSpec(
-        "summarize",
         "/summarize [FOCUS]",
         "Compact now: summarize older messages into a checkpoint (FOCUS: what to keep most of).",
         cmd_summarize,
         ("compact",),
     ),
-    CommandSpec("quit", "/quit", "Leave (Ctrl-D too); prints the session id.", cmd_quit, ("exit",)),
+    CommandSpec("/quit", "Leave (Ctrl-D too); prints the session id.", cmd_quit, ("exit",)),
 )
 
 _BY_NAME: dict[str, CommandSpec] = {

@@ -96,6 +96,7 @@ from threadline.compaction.values import (
     bullet_value,
     extract_error_lines,
     extract_values,
+    split_words,
     unique_values,
     value_bullet,
     worth_keeping,
@@ -110,12 +111,6 @@ from threadline.compaction.verdicts import (
 )
 from threadline.messages import FilePart, ImagePart, Message, ToolCall
 from threadline.requests import request_text
-
-
-def _split(text: str) -> tuple[str, ...]:
-    """The words of ``text``: long word lists stay readable as one string."""
-    return tuple(text.split())
-
 
 SUMMARIZER_NAME = "extractive"
 
@@ -224,7 +219,7 @@ MAX_DECISIONS_PER_MESSAGE = 5
 FOCUS_BOOST = 2.5
 """A bullet that names a word of the user's focus text scores this many times more."""
 _FOCUS_STOPWORDS = frozenset(
-    _split("the and for with from that this into about focus focusing keep on of to in a an")
+    split_words("the and for with from that this into about focus focusing keep on of to in a an")
 )
 MAX_BULLET_WORDS = 40
 LED_TO_WORDS = 6

@@ -32,14 +32,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from threadline.compaction.snapshot import clip_words, code_span
-from threadline.compaction.values import extract_error_lines
+from threadline.compaction.values import extract_error_lines, split_words
 from threadline.messages import Message, ToolCall
-
-
-def _split(text: str) -> tuple[str, ...]:
-    """The words of ``text``: long word lists stay readable as one string."""
-    return tuple(text.split())
-
 
 BRIEF_MAX_WORDS = 30
 ARG_HINT_MAX_WORDS = 12
@@ -65,40 +59,42 @@ _WRITE_ACTIONS: dict[str, str] = {
     )
     for word in names.split()
 }
-_READ_ACTIONS = frozenset(_split("read view cat open head tail"))
+_READ_ACTIONS = frozenset(split_words("read view cat open head tail"))
 """File reads: their results are file contents, mined only for error lines."""
-_SEARCH_ACTIONS = frozenset(_split("glob grep search find ls list"))
+_SEARCH_ACTIONS = frozenset(split_words("glob grep search find ls list"))
 """Searches and listings: their results are data (which files match), mined like any result."""
 _SHELL_NAMES = frozenset(
-    _split(
+    split_words(
         "bash shell sh zsh exec execute run terminal command cmd powershell local_shell "
         "exec_command run_command run_shell"
     )
 )
-_VERB_ARG_KEYS = _split("command action operation op mode")
-PATH_ARG_KEYS = _split(
+_VERB_ARG_KEYS = split_words("command action operation op mode")
+PATH_ARG_KEYS = split_words(
     "path file_path filepath filename file target_file target_path notebook_path paths files "
     "file_paths"
 )
-SOURCE_ARG_KEYS = _split("old_path source src from from_path")
-DEST_ARG_KEYS = _split("new_path destination dest target to to_path")
-SHELL_ARG_KEYS = _split("command cmd script commands")
-_HINT_ARG_KEYS = _split("command cmd pattern query q url path file_path filename target_file args")
+SOURCE_ARG_KEYS = split_words("old_path source src from from_path")
+DEST_ARG_KEYS = split_words("new_path destination dest target to to_path")
+SHELL_ARG_KEYS = split_words("command cmd script commands")
+_HINT_ARG_KEYS = split_words(
+    "command cmd pattern query q url path file_path filename target_file args"
+)
 CODE_ARG_KEYS = frozenset(
-    _split(
+    split_words(
         "content contents new_string old_string new_str old_str old new old_text new_text "
         "replacement search file_text text code body data patch diff input edits patch_text"
     )
 )
-_TODO_TEXT_KEYS = _split("content step task title description text name")
-DONE_STATUSES = frozenset(_split("completed complete done finished cancelled canceled"))
+_TODO_TEXT_KEYS = split_words("content step task title description text name")
+DONE_STATUSES = frozenset(split_words("completed complete done finished cancelled canceled"))
 _CONFIRMATIONS = frozenset(
-    _split(
+    split_words(
         "ok okay success successful succeeded done true completed complete saved updated "
         "written null none applied accepted"
     )
 )
-_CONFIRMATION_KEYS = frozenset(_split("ok success status result done error errors"))
+_CONFIRMATION_KEYS = frozenset(split_words("ok success status result done error errors"))
 
 
 _NAME_TOKENS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -125,7 +121,7 @@ _RUNNER_HEADER = re.compile(
 """Codex wraps command output in a header; the status line is the part worth keeping."""
 _CODEX_FILE = re.compile(r"^\*\*\*\s+(?P<op>Add|Update|Delete)\s+File:\s*(?P<path>\S.*?)\s*$")
 _PATCH_OPS = {"Add": "created", "Update": "edited", "Delete": "deleted"}
-_PATCH_KEYS = _split("input patch diff patch_text")
+_PATCH_KEYS = split_words("input patch diff patch_text")
 _PATCH_COMMAND = re.compile(r"\b(?:apply_patch|applypatch|git\s+apply|patch)\b")
 _HEREDOC = re.compile(r"(?<!<)<<-?(?!<)\s*['\"]?(\w+)['\"]?")
 _REDIRECT_OP = re.compile(r"\d*(?:>>|>\||>&|>)|&>>?|\d*(?:<<<|<<-?|<&|<>|<)")
@@ -133,7 +129,7 @@ _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@#?*$!-]")
 _SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "(", ")", "\n"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PREFIX_COMMANDS = frozenset(
-    _split("sudo command exec env time nohup nice xargs builtin then do else")
+    split_words("sudo command exec env time nohup nice xargs builtin then do else")
 )
 """Words before the command proper (``if ...; then rm x; fi`` runs ``rm x``)."""
 _GIT_VALUE_OPTIONS = frozenset({"-s", "--source"})
@@ -141,7 +137,7 @@ _SUFFIX = re.compile(r"^\.\w+$")
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _PATHISH = re.compile(r"[/.]|^[A-Z][a-z]+file$")
 _BUILD_OUTPUTS = frozenset(
-    _split(
+    split_words(
         "build dist out target node_modules __pycache__ .pytest_cache .mypy_cache .ruff_cache "
         ".cache .next coverage htmlcov _build deps"
     )
@@ -150,7 +146,7 @@ _BUILD_OUTPUTS = frozenset(
 _SCRATCH_PREFIXES = ("/dev/", "/proc/", "/tmp/", "/var/tmp/", "/private/tmp/")
 """Where a command's throw-away output goes; not files of the project."""
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:\\")
-_EDIT_TEXT_KEYS = _split(
+_EDIT_TEXT_KEYS = split_words(
     "old_string new_string old_str new_str old new old_text new_text search replace "
     "replacement text"
 )
@@ -172,11 +168,11 @@ _PROSE_FILE = re.compile(
     re.I,
 )
 """Files whose changes name no definitions."""
-_SWE_EDITS = frozenset(_split("edit insert append edit_file"))
+_SWE_EDITS = frozenset(split_words("edit insert append edit_file"))
 _SWE_VIEWS = frozenset(
-    _split("open goto scroll_up scroll_down search_file search_dir find_file submit view")
+    split_words("open goto scroll_up scroll_down search_file search_dir find_file submit view")
 )
-_SWE_OPENERS = frozenset(_split("open create open_file"))
+_SWE_OPENERS = frozenset(split_words("open create open_file"))
 _OPEN_FILE = re.compile(r"\(Open file: (?P<path>[^)\n]+)\)")
 _AIDER_APPLIED = re.compile(r"^Applied edit to (?P<path>\S.*?)\s*$")
 _AIDER_CREATE = re.compile(r"^Create new file\?.*:\s*y(?:es)?\s*$", re.I)

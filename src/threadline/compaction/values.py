@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 
-def _split(text: str) -> tuple[str, ...]:
+def split_words(text: str) -> tuple[str, ...]:
     """The words of ``text``: long word lists stay readable as one string."""
     return tuple(text.split())
 
@@ -56,22 +56,22 @@ MIN_VALUE_CHARS = 2
 # File extensions accepted on a bare file name (no slash). Names that are also
 # common attribute names in code (``self.log``, ``process.env``, ``self.db``,
 # ``self.lock``) are left out on purpose; with a slash any extension is fine.
-BARE_EXTENSIONS = _split(
+BARE_EXTENSIONS = split_words(
     "py pyi pyx ipynb js jsx ts tsx mjs cjs json jsonl ndjson yaml yml toml ini md mdx rst "
     "txt csv tsv html htm css scss sass less sql sh bash zsh fish ps1 bat go rs rb java kt "
     "kts scala c h cc cpp cxx hpp cs swift php exs erl hrl lua dart vue svelte xml proto "
     "graphql gql tf tfvars hcl gradle patch diff pem crt traj parquet sqlite sqlite3 wasm zip "
     "tgz gz bz2 xz tar whl png jpg jpeg gif svg webp pdf mp4 mp3 wav lockb"
 )
-KNOWN_FILE_NAMES = _split(
+KNOWN_FILE_NAMES = split_words(
     "Makefile Dockerfile Containerfile Jenkinsfile Procfile Gemfile Rakefile Justfile "
     "Vagrantfile CODEOWNERS"
 )
-KNOWN_DOTFILES = _split(
+KNOWN_DOTFILES = split_words(
     ".env .gitignore .gitattributes .dockerignore .bashrc .zshrc .profile .npmrc .nvmrc "
     ".editorconfig .prettierrc .eslintrc .babelrc .python-version .tool-versions"
 )
-RUNTIME_NAMES = _split(
+RUNTIME_NAMES = split_words(
     "python node nodejs go golang ruby java rust rustc postgres postgresql redis ubuntu "
     "debian django flask fastapi react vue angular npm pip elixir erlang phoenix "
     "kubernetes docker sqlite mysql pydantic typescript version release"
@@ -160,7 +160,7 @@ _QUOTED = _rx(r"(?<![\w\\])[\"'](?P<inner>[A-Za-z_][\w.:/-]{2,63})[\"'](?!\s*:)"
 _PRIORITY = {
     name: i
     for i, name in enumerate(
-        _split(
+        split_words(
             "url windows rooted relative file dotfile name email setting setting_line uuid "
             "hex_literal hex prefixed ticket code host_port port_phrase address pinned runtime "
             "v_version semver exception backticked quoted"
@@ -203,7 +203,7 @@ _TRAILING_PUNCT = ".,;:!?*"
 _LETTER = re.compile(r"[A-Za-z]")
 _HAS_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}$")
 _NOT_PATHS = frozenset(
-    _split(
+    split_words(
         "and/or w/o i/o n/a tcp/ip input/output read/write true/false yes/no on/off client/server "
         "either/or he/she him/her his/her km/h"
     )
@@ -224,7 +224,7 @@ _NOISE_PATHS = frozenset(
     ]
 )
 _DIRECTORY_NAMES = frozenset(
-    _split(
+    split_words(
         "src lib libs test tests spec specs docs doc app apps bin cmd pkg internal config configs "
         "scripts assets public static dist build node_modules vendor packages examples tools "
         "fixtures migrations templates home usr etc var tmp opt .github .git"
@@ -633,7 +633,7 @@ _LABELS = {label.lower() for label in [*VALUE_LABELS.values(), COMMAND_LABEL]}
 _LABELLED = re.compile(r"^(?P<label>[A-Za-z][A-Za-z ]{0,20}):\s+(?P<rest>\S.*)$")
 
 ARTEFACT_DIRECTORIES = frozenset(
-    _split(
+    split_words(
         "_build node_modules dist build target __pycache__ .pytest_cache .mypy_cache "
         ".ruff_cache .next .nuxt coverage htmlcov .venv venv site-packages .tox .gradle deps "
         ".eggs"
@@ -641,7 +641,9 @@ ARTEFACT_DIRECTORIES = frozenset(
 )
 """Directories of build output and installed dependencies: what lies in them is made, not
 written, and no agent resumes work there."""
-ARTEFACT_SUFFIXES = _split(".beam .pyc .pyo .class .o .so .dylib .dll .exe .map .min.js .min.css")
+ARTEFACT_SUFFIXES = split_words(
+    ".beam .pyc .pyo .class .o .so .dylib .dll .exe .map .min.js .min.css"
+)
 _ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|0\d{2}|[ntr])|[\x00-\x08\x0b-\x1f\x7f]")
 """An escape sequence (``\\x1b``, ``\\n`` written out) or a control character: text torn
 out of a JSON string or a terminal, not a value."""

@@ -366,6 +366,26 @@ def checkpoint_args(
     return covers, summary, metadata
 
 
+@dataclass(slots=True)
+class _Incoming:
+    """One conversation read from a source on its way in: creating and updating
+    a session take the same three things, so they travel together."""
+
+    imported: ImportedSession
+    facts: dict[str, Any]
+    """The ``source_*`` metadata the session is stamped with (its id and format among them)."""
+    where: str
+    """The source's name, for errors."""
+
+    @property
+    def fmt(self) -> str:
+        return str(self.facts["source_format"])
+
+    @property
+    def key(self) -> str:
+        return str(self.facts["source_id"])
+
+
 class SyncInterrupted(KeyboardInterrupt):
     """Ctrl-C during ``Syncer.sync``: still an interrupt, carrying what was committed."""
 
@@ -638,17 +658,18 @@ class Syncer:
             title=imported.title,
             held=held,
         )
+        job = _Incoming(imported, facts, where=text.name)
         if existing is None:
-            self._create(imported, facts, key, result, where=text.name)
+            self._create(job, result)
             return result
         try:
-            self._update(existing, imported, facts, key, result, where=text.name)
+            self._update(existing, job, result)
         except SourceChanged:
             if not self.new_version:
                 raise
             self._retire(existing, fmt, key)  # first: a crash then leaves a plain new import
             facts["source_previous_version"] = existing.id
-            self._create(imported, facts, key, result, where=text.name)
+            self._create(job, result)
         return result
 
     @staticmethod
@@ -675,19 +696,11 @@ class Syncer:
         for same in self._by_file.values():
             same[:] = [i for i in same if i.id != info.id]
 
-    def _create(
-        self,
-        imported: ImportedSession,
-        facts: dict[str, Any],
-        key: str,
-        result: SyncResult,
-        *,
-        where: str,
-    ) -> None:
+    def _create(self, job: _Incoming, result: SyncResult) -> None:
+        imported, facts, where, fmt, key = job.imported, job.facts, job.where, job.fmt, job.key
         messages = imported.messages
         if not messages:
             raise ImportFormatError("no messages to import", path=where)
-        fmt = facts["source_format"]
         for i, m in enumerate(messages):
             m.id = _message_id(fmt, key, i)
         agent = self.agent or validate_agent(imported.agent or DEFAULT_AGENT)
@@ -740,20 +753,11 @@ class Syncer:
         result.messages_added, result.checkpoints_added = len(prepared), len(checkpoints)
         result.repairs = dict(imported.repairs)
 
-    def _update(
-        self,
-        info: SessionInfo,
-        imported: ImportedSession,
-        facts: dict[str, Any],
-        key: str,
-        result: SyncResult,
-        *,
-        where: str,
-    ) -> None:
+    def _update(self, info: SessionInfo, job: _Incoming, result: SyncResult) -> None:
+        imported, facts, where, fmt, key = job.imported, job.facts, job.where, job.fmt, job.key
         meta = info.metadata
         result.session_id, result.title = info.id, info.title
         messages = imported.messages
-        fmt = facts["source_format"]
         done = self._imported_count(info, messages, fmt, key, where)
         complete = done == meta.get("source_messages") and self._holds_its_counts(info)
         fresh = messages[done:]

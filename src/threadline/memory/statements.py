@@ -48,36 +48,46 @@ _LEANS_ON_BEFORE = re.compile(
 )
 _WORD_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 
-_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bI\s*['’]?m\b|\bI am\b", re.I), "{s} is"),
-    (re.compile(r"\bI\s*['’]ve\b", re.I), "{s} has"),
-    (re.compile(r"\bI\s*['’]ll\b", re.I), "{s} will"),
-    (re.compile(r"\bI\s*['’]d\b", re.I), "{s} would"),
-    (re.compile(r"\bmyself\b", re.I), "{s}"),
-    (re.compile(r"\bmy\b", re.I), "{s}'s"),
-    (re.compile(r"\bmine\b", re.I), "{s}'s"),
-    (re.compile(r"\bme\b", re.I), "{s}"),
-    (re.compile(r"\bwe\s*['’]re\b|\bwe are\b", re.I), "{s} and others are"),
-    (re.compile(r"\bwe\s*['’]ve\b", re.I), "{s} and others have"),
-    (re.compile(r"\bwe\s*['’]ll\b", re.I), "{s} and others will"),
-    (re.compile(r"\bwe\s*['’]d\b", re.I), "{s} and others would"),
-    (re.compile(r"\bwe\b", re.I), "{s} and others"),
-    (re.compile(r"\bours\b", re.I), "{s}'s"),
-    (re.compile(r"\bour\b", re.I), "{s}'s"),
-    (re.compile(r"\bourselves\b", re.I), "{s} and others"),
-    (re.compile(r"(?<=\w\s)us\b(?!\s*[A-Z])"), "{s} and others"),
-]
+
+def _rules(table: list[tuple[str, str]]) -> list[tuple[re.Pattern[str], str]]:
+    """Compile a rewrite table; person words match in any case unless a rule says ``(?-i:``."""
+    return [(re.compile(pattern, re.I), replacement) for pattern, replacement in table]
+
+
+_RULES = _rules(
+    [
+        (r"\bI\s*['’]?m\b|\bI am\b", "{s} is"),
+        (r"\bI\s*['’]ve\b", "{s} has"),
+        (r"\bI\s*['’]ll\b", "{s} will"),
+        (r"\bI\s*['’]d\b", "{s} would"),
+        (r"\bmyself\b", "{s}"),
+        (r"\bmy\b", "{s}'s"),
+        (r"\bmine\b", "{s}'s"),
+        (r"\bme\b", "{s}"),
+        (r"\bwe\s*['’]re\b|\bwe are\b", "{s} and others are"),
+        (r"\bwe\s*['’]ve\b", "{s} and others have"),
+        (r"\bwe\s*['’]ll\b", "{s} and others will"),
+        (r"\bwe\s*['’]d\b", "{s} and others would"),
+        (r"\bwe\b", "{s} and others"),
+        (r"\bours\b", "{s}'s"),
+        (r"\bour\b", "{s}'s"),
+        (r"\bourselves\b", "{s} and others"),
+        (r"(?-i:(?<=\w\s)us\b(?!\s*[A-Z]))", "{s} and others"),
+    ]
+)
 """First-person forms and what they become (``{s}``: the speaker)."""
-_YOU_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\byou\s+(?:two|both|guys|all|three)\b|\by['’]all\b", re.I), "{a} and others"),
-    (re.compile(r"\byou\s*['’]re\b|\byou are\b", re.I), "{a} is"),
-    (re.compile(r"\byou\s*['’]ve\b|\byou have\b", re.I), "{a} has"),
-    (re.compile(r"\byou\s*['’]ll\b", re.I), "{a} will"),
-    (re.compile(r"\byou\s*['’]d\b", re.I), "{a} would"),
-    (re.compile(r"\byourself\b", re.I), "{a}"),
-    (re.compile(r"\byours\b", re.I), "{a}'s"),
-    (re.compile(r"\byour\b", re.I), "{a}'s"),
-]
+_YOU_RULES = _rules(
+    [
+        (r"\byou\s+(?:two|both|guys|all|three)\b|\by['’]all\b", "{a} and others"),
+        (r"\byou\s*['’]re\b|\byou are\b", "{a} is"),
+        (r"\byou\s*['’]ve\b|\byou have\b", "{a} has"),
+        (r"\byou\s*['’]ll\b", "{a} will"),
+        (r"\byou\s*['’]d\b", "{a} would"),
+        (r"\byourself\b", "{a}"),
+        (r"\byours\b", "{a}'s"),
+        (r"\byour\b", "{a}'s"),
+    ]
+)
 _SUBJECT_VERB_RE = re.compile(
     r"\b(I|you)((?:\s+(?:really|usually|always|never|mostly|also|still|often|just|only|"
     r"sometimes|rarely|actually|now|totally|finally|even|recently|definitely|already|"
