@@ -161,7 +161,7 @@ def test_the_models_prose_is_stored_with_every_edited_file_named(
         ],
     )
     assert out.exit_code == 0, out.output
-    doc = json.loads(out.output)
+    doc = json.loads(out.stdout)  # stdout alone: a warning under pytest goes to stderr
     assert openai_server.request_count >= 1
     assert doc["fallback"] is None, doc["fallback"]
     assert doc["summarizer"] == kind

@@ -306,6 +306,16 @@ def compact(
         print_blocks(render_result(result, number))
     except KeyboardInterrupt:
         _interrupted(session, before.id if before is not None else None)
+    finally:
+        _close(chat_model)
+
+
+def _close(model: ChatModel | None) -> None:
+    """Close the summarizer's HTTP connections now: an SDK client left to the garbage
+    collector keeps its socket open until then (and warns of it)."""
+    close = getattr(model, "close", None)
+    if callable(close):
+        close()
 
 
 def _interrupted(session: Session, before: int | None) -> NoReturn:
