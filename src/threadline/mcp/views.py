@@ -19,6 +19,7 @@ from threadline.agent.memory_link import memory_scope, search_scopes
 from threadline.context.truncation import cut_middle
 from threadline.errors import UsageError
 from threadline.memory import MemoryStore
+from threadline.memory.build import SOURCE_FORMAT_KEY
 from threadline.messages import Message
 from threadline.report.text import shorten
 from threadline.store.checks import MAX_PAGE_SIZE
@@ -42,8 +43,6 @@ SCAN_BUDGET = 20_000
 """Sessions one filtered ``list_sessions`` call reads at most before it hands back a
 cursor: a filter the store cannot apply (source, dates) costs at most this much."""
 SESSION_FACTS = 50
-SOURCE_KEY = "source_format"
-"""The session metadata an import sets: the format it came from (``claude-code``, ...)."""
 
 
 def page_size(limit: int) -> int:
@@ -59,7 +58,7 @@ def non_negative(value: int, what: str) -> int:
 
 
 def session_item(info: SessionInfo) -> dict[str, Any]:
-    source = info.metadata.get(SOURCE_KEY)
+    source = info.metadata.get(SOURCE_FORMAT_KEY)
     return {
         "id": info.id,
         "title": shorten(info.title, TITLE_CHARS) if info.title else None,
@@ -86,7 +85,7 @@ class SessionFilter:
         return self.source is None and self.since is None and self.until is None
 
     def admits(self, info: SessionInfo) -> bool:
-        if self.source is not None and info.metadata.get(SOURCE_KEY) != self.source:
+        if self.source is not None and info.metadata.get(SOURCE_FORMAT_KEY) != self.source:
             return False
         if self.since is not None and info.updated_at < self.since:
             return False
