@@ -98,6 +98,23 @@ def test_a_directory_of_no_conversations_counts_files_not_conversations(
     assert "conversation:" not in line and "conversations:" not in line
 
 
+def test_a_directory_of_conversations_names_skipped_files_only_when_there_are_some(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for name in ("a.json", "b.json"):
+        (folder / name).write_text(json.dumps([{"role": "user", "content": name}]), "utf-8")
+    result = cli(sqlite_url, str(folder))
+    assert result.exit_code == 0, result.output
+    assert "2 conversations: 2 new; 2 messages added" in result.output
+    assert "skipped" not in result.output
+    (folder / "package.json").write_text('{"name": "x"}', encoding="utf-8")
+    result = cli(sqlite_url, str(folder))
+    assert "2 conversations: 2 unchanged" in result.output
+    assert "1 file skipped (no conversation in it)" in result.output
+
+
 def test_title_with_several_sources_is_refused_before_anything_is_imported(
     sqlite_url: str, tmp_path: Path
 ) -> None:

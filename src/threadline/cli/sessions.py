@@ -693,7 +693,7 @@ def _import_summary(report: SyncReport) -> str:
     counts = ", ".join(f"{n} {status}" for status, n in found.items() if n)
     added = plural(report.messages_added, "message")
     done = plural(len(results) - skipped, "conversation")
-    more = f"; {passed}" if passed else ""
+    more = f"; {passed}" if skipped else ""
     return f"{done}: {counts or 'nothing to do'}; {added} added{tail}{more}"
 
 
