@@ -175,6 +175,29 @@ def test_history_shortens_long_messages_unless_full(sqlite_url: str) -> None:
     assert "truncated" not in full
 
 
+def test_history_marks_a_failed_tool_result(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    s = store.create_session(id="err-0001")
+    call = ToolCall(id="c9", name="bash", arguments={"cmd": "make"})
+    s.append([Message.assistant("", tool_calls=[call])])
+    s.append(
+        [
+            Message.tool(
+                "make: *** [all] Error 2",
+                tool_call_id="c9",
+                name="bash",
+                metadata={"is_error": True},
+            )
+        ]
+    )
+    s.append([Message.tool("ok", tool_call_id="c9", name="bash")])
+    store.close()
+    out = ok(sqlite_url, "sessions", "history", "err-0001").stdout
+    failed, passed = out.split("#3")
+    assert "bash ← [c9] error" in failed and "Error 2" in failed
+    assert "error" not in passed
+
+
 def test_rename_sets_and_clears_the_title(url: str) -> None:
     assert "renamed beta-0002: Rivers" in ok(url, "sessions", "rename", "beta", "Rivers").stdout
     assert js(url, "sessions", "show", "beta-0002")["session"]["title"] == "Rivers"

@@ -264,6 +264,8 @@ def message_header(m: Message) -> Text:
     if m.role == "tool":
         name, call_id = m.name or "?", m.tool_call_id or ""
         head.append(printable(f" {name} ← [{call_id}]", one_line=True), style="yellow")
+        if m.metadata.get("is_error"):
+            head.append(" error", style="bold red")
     extras = [fmt_time(m.created_at)]
     if m.model:
         extras.append(printable(m.model, one_line=True))
