@@ -81,6 +81,21 @@ def request_text(m: Message) -> str | None:
     return text
 
 
+def is_harness_text(m: Message) -> bool:
+    """True for a user-role message the agent's tool wrote rather than a person (a caveat,
+    a slash-command wrapper, a skill prompt): views label it so it is not read as a turn."""
+    if m.role != "user" or m.synthetic or m.summary:
+        return False
+    if request_text(m) is not None:
+        return False
+    meta = m.metadata
+    if any(meta.get(key) for key in _SKIP_METADATA):
+        return True
+    if meta.get("message_type") in _OBSERVATION_TYPES:
+        return True
+    return bool(_REMINDER.sub("", m.text).strip())  # text that is no request: a wrapper
+
+
 def is_request(m: Message) -> bool:
     return request_text(m) is not None
 
@@ -90,4 +105,4 @@ def first_request(messages: Iterable[Message]) -> Message | None:
     return next((m for m in messages if is_request(m)), None)
 
 
-__all__ = ["first_request", "is_request", "request_text"]
+__all__ = ["first_request", "is_harness_text", "is_request", "request_text"]

@@ -32,6 +32,7 @@ from threadline.report.text import (
     session_preview,
     shorten,
 )
+from threadline.requests import is_harness_text
 from threadline.store import SearchHit, SessionInfo, SessionPage, Store
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
@@ -276,6 +277,8 @@ def message_header(m: Message) -> Text:
         extras.append("synthetic")
     if m.summary:
         extras.append("summary")
+    if is_harness_text(m):
+        extras.append("written by the agent's tool, not typed")
     head.append("  " + " · ".join(extras), style="dim")
     return head
 
