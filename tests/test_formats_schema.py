@@ -13,6 +13,7 @@ from threadline import open_store
 from threadline.interop.importers import import_sessions, read_transcript_runs
 from threadline.interop.sync import Syncer, find_sources
 from threadline.messages import group_units
+from threadline.report.lineage import relation
 
 CODEX = "codex/communique-parallel-019efb65.jsonl"
 
@@ -222,6 +223,16 @@ def test_pi_branch_left_behind_is_a_linked_conversation() -> None:
     assert branch.title == "can you tell me the cost of this session?"
     texts = {m.text for m in main.messages}
     assert not any(m.text in texts for m in branch.messages if m.role == "user")
+
+
+def test_a_pi_branch_left_behind_is_listed_as_a_side_branch_not_a_child(tmp_path: Path) -> None:
+    path = require_shared(TRANSCRIPTS / "other/pi-session-herdr-subagents-01a00acb.jsonl")
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    Syncer(store).sync(find_sources([str(path)]))
+    (top,) = store.list_sessions().items
+    (branch,) = store.list_sessions(parent_id=top.id).items
+    assert relation(top) == "" and relation(branch) == "side branch"
+    store.close()
 
 
 def test_aider_replies_keep_every_edit_block_whole() -> None:

@@ -37,7 +37,8 @@ def fork_note(info: SessionInfo) -> str:
 def relation(info: SessionInfo) -> str:
     """What a session is to the one it is listed under: ``fork at seq N``, ``compaction
     summary``, ``subagent`` (an imported agent's run, or one threadline's ``task`` tool
-    started), else ``child``; empty when it is listed under none."""
+    started), ``side branch`` (a branch of the conversation the user left, as Pi's
+    ``/tree`` keeps), else ``child``; empty when it is listed under none."""
     fork = fork_point(info)
     if fork is not None:
         return f"fork at seq {fork.seq:,}"
@@ -46,6 +47,8 @@ def relation(info: SessionInfo) -> str:
     kind = info.metadata.get(CHILD_KIND_KEY)
     if kind == COMPACTION_CHILD:
         return "compaction summary"
+    if info.metadata.get("branch_from") is not None:
+        return "side branch"
     return "subagent" if kind == SUBAGENT_CHILD or info.metadata.get("agent_id") else "child"
 
 
