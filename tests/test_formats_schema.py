@@ -229,8 +229,9 @@ def test_a_pi_branch_left_behind_is_listed_as_a_side_branch_not_a_child(tmp_path
     path = require_shared(TRANSCRIPTS / "other/pi-session-herdr-subagents-01a00acb.jsonl")
     store = open_store(f"sqlite:///{tmp_path / 's.db'}")
     Syncer(store).sync(find_sources([str(path)]))
-    (top,) = store.list_sessions().items
-    (branch,) = store.list_sessions(parent_id=top.id).items
+    infos = store.list_sessions().items
+    (top,) = [i for i in infos if i.parent_id is None]
+    (branch,) = [i for i in infos if i.parent_id == top.id]
     assert relation(top) == "" and relation(branch) == "side branch"
     store.close()
 
