@@ -57,12 +57,7 @@ _OBSERVATION_TYPES = frozenset({"observation", "tool_output"})
 
 def request_text(m: Message) -> str | None:
     """The request ``m`` carries, or None when it is not a person's request."""
-    if m.role != "user" or m.synthetic or m.summary:
-        return None
-    meta = m.metadata
-    if any(meta.get(key) for key in _SKIP_METADATA):
-        return None
-    if meta.get("message_type") in _OBSERVATION_TYPES:
+    if m.role != "user" or m.synthetic or m.summary or _flagged(m):
         return None
     text = _REMINDER.sub("", m.text).strip()
     unwrapped = _UPLOADED_FILES.sub("", text, count=1)
@@ -86,14 +81,18 @@ def is_harness_text(m: Message) -> bool:
     a slash-command wrapper, a skill prompt): views label it so it is not read as a turn."""
     if m.role != "user" or m.synthetic or m.summary:
         return False
-    if request_text(m) is not None:
-        return False
+    if _flagged(m):
+        return True
+    # text that is no request is a wrapper; an empty (image-only) turn is the person's
+    return request_text(m) is None and bool(_REMINDER.sub("", m.text).strip())
+
+
+def _flagged(m: Message) -> bool:
+    """Marked by its importer as written by the agent's tool, not typed."""
     meta = m.metadata
-    if any(meta.get(key) for key in _SKIP_METADATA):
-        return True
-    if meta.get("message_type") in _OBSERVATION_TYPES:
-        return True
-    return bool(_REMINDER.sub("", m.text).strip())  # text that is no request: a wrapper
+    return any(meta.get(key) for key in _SKIP_METADATA) or (
+        meta.get("message_type") in _OBSERVATION_TYPES
+    )
 
 
 def is_request(m: Message) -> bool:
