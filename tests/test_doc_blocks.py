@@ -67,6 +67,7 @@ FRAMEWORKS = {
     "google.adk": "adk",
     "pydantic_ai": "pydantic-ai",
     "mcp": "mcp",
+    "fastapi": "server",
 }
 """Module a block imports -> the extra that installs it."""
 EXAMPLE_LINES = 17
