@@ -6,14 +6,14 @@ SHARED_TIKTOKEN := $(abspath ../shared/tiktoken)
 # Machines without internet use tiktoken's files from ../shared when present.
 export TIKTOKEN_CACHE_DIR ?= $(if $(wildcard $(SHARED_TIKTOKEN)/*),$(SHARED_TIKTOKEN),)
 
-.PHONY: install demo test lint format bench clean
+.PHONY: install demo test lint docs format bench clean
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,bench]'
+	$(PY) -m pip install -q -e '.[dev,bench,docs]'
 	touch $@
 
 demo: install
@@ -26,6 +26,11 @@ lint: install
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy src
+
+# The docs site from docs/ (mkdocs.yml) into site/; warnings fail the build. Offline: no
+# plugin fetches anything.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 format: install
 	$(VENV)/bin/ruff check --fix src tests bench
@@ -41,4 +46,4 @@ bench: install
 	$(PY) bench/listing.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -13,7 +13,7 @@ cuts it itself; PostgreSQL indexes the tokens joined by spaces
 (``array_to_tsvector``, taken as they are); the scanning backends (JSONL,
 memory, Redis) match the same joined tokens with ``SearchQuery.matches``.
 
-Syntax (the same text is in ``threadline sessions search --help`` and the README):
+Syntax (the same text is in ``threadline sessions search --help`` and docs/stores.md):
 
 * words are ANDed: ``parser error`` finds messages holding both;
 * ``"exact phrase"``: the words next to each other, in that order;
