@@ -159,7 +159,7 @@ class ThreadlineMemoryService(BaseMemoryService):
                 "order": old["order"] if old else base + i,
             }
             values[name] = encode(doc, "an event")
-        docs.put_many(values)
+        docs.put_many(values, keep_existing=not replace)  # a concurrent add keeps its copy
         if replace:
             docs.delete_many(n for n in stored if n not in values)
 
