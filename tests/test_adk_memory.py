@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,20 +15,14 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from tests.conformance.backends import clean_store
+from tests.store_calls import threads_calling
 from threadline.integrations.adk_memory import MAX_RESULTS, ThreadlineMemoryService
 from threadline.store import Store
 
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
-    pytest.param("redis", id="redis", marks=pytest.mark.redis),
-]
 
-
-@pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    yield from clean_store(request.param, tmp_path)
+@pytest.fixture
+def store(face_store: Store) -> Store:
+    return face_store
 
 
 def event(eid: str, text: str | None, author: str = "user") -> Event:
@@ -116,14 +107,7 @@ def test_a_search_returns_the_best_ten(store: Store) -> None:
 
 def test_calls_run_off_the_event_loop(store: Store) -> None:
     service = ThreadlineMemoryService(store)
-    threads: set[int] = set()
-    real = store.scratchpad_list
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        threads.add(threading.get_ident())
-        return real(*args, **kwargs)
-
-    store.scratchpad_list = spy  # type: ignore[method-assign]
+    threads = threads_calling(store, "scratchpad_list")
 
     async def scenario() -> int:
         await service.add_session_to_memory(session("s", event("e", "hello there")))

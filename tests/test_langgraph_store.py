@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,22 +17,16 @@ pytest.importorskip("langgraph.store.base")
 
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
-from tests.conformance.backends import clean_store
+from tests.store_calls import threads_calling
 from threadline import open_store
 from threadline.errors import UsageError
 from threadline.integrations.langgraph_store import ThreadlineStore
 from threadline.store import Store
 
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
-    pytest.param("redis", id="redis", marks=pytest.mark.redis),
-]
 
-
-@pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    yield from clean_store(request.param, tmp_path)
+@pytest.fixture
+def store(face_store: Store) -> Store:
+    return face_store
 
 
 def test_items_persist_with_their_dates(sqlite_url: str) -> None:
@@ -109,14 +101,7 @@ def test_a_batch_runs_in_order(store: Store) -> None:
 
 def test_abatch_never_runs_the_store_on_the_event_loop(store: Store) -> None:
     face = ThreadlineStore(store)
-    threads: set[int] = set()
-    real = store.scratchpad_write_many
-
-    def spy(*args: Any, **kwargs: Any) -> None:
-        threads.add(threading.get_ident())
-        real(*args, **kwargs)
-
-    store.scratchpad_write_many = spy  # type: ignore[method-assign]
+    threads = threads_calling(store, "scratchpad_write_many")
 
     async def scenario() -> int:
         await face.aput(("ns",), "k", {"v": 1})

@@ -11,21 +11,13 @@ that makes it pass turns the run red until the entry is removed.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conformance.backends import clean_store
 from threadline.store import Store
-
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
-    pytest.param("redis", id="redis", marks=pytest.mark.redis),
-]
 
 _EMBEDDINGS = (
     "LangGraph's InMemoryStore scores by the test's character embeddings; "
@@ -92,13 +84,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
 
 
-@pytest.fixture(autouse=True, params=BACKENDS)
-def threadline_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+@pytest.fixture(autouse=True)
+def threadline_backend(face_store: Store) -> Iterator[Store]:
+    """Every test here on each backend (``tests/conftest.face_store``)."""
     from tests.third_party import faces
 
-    with contextlib.contextmanager(clean_store)(request.param, tmp_path) as store:
-        faces._STORES.append(store)
-        try:
-            yield store
-        finally:
-            faces._STORES.pop()
+    faces._STORES.append(face_store)
+    try:
+        yield face_store
+    finally:
+        faces._STORES.pop()

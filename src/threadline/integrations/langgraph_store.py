@@ -40,18 +40,7 @@ from threadline.integrations.documents import Document, Documents, check_name, e
 from threadline.store import Store
 
 try:
-    from langgraph.store.base import (
-        BaseStore,
-        GetOp,
-        Item,
-        ListNamespacesOp,
-        MatchCondition,
-        Op,
-        PutOp,
-        Result,
-        SearchItem,
-        SearchOp,
-    )
+    from langgraph.store import base as lg
     from langgraph.store.base.embed import get_text_at_path
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise missing_extra("LangGraph", "langgraph", exc) from exc
@@ -128,7 +117,7 @@ def _label_matches(labels: tuple[str, ...], path: tuple[str, ...]) -> bool:
     )
 
 
-def _namespace_matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
+def _namespace_matches(namespace: tuple[str, ...], condition: lg.MatchCondition) -> bool:
     path = tuple(condition.path)
     if condition.match_type == "prefix":
         return _label_matches(namespace, path)
@@ -137,7 +126,7 @@ def _namespace_matches(namespace: tuple[str, ...], condition: MatchCondition) ->
     raise UsageError(f"unknown namespace match type {condition.match_type!r}")
 
 
-class ThreadlineStore(BaseStore):
+class ThreadlineStore(lg.BaseStore):
     """LangGraph's ``BaseStore`` kept in a threadline store (see the module doc)."""
 
     supports_ttl = False
@@ -163,11 +152,11 @@ class ThreadlineStore(BaseStore):
 
     # -- the one implementation ---------------------------------------------
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        results: list[Result] = []
-        pending: dict[tuple[tuple[str, ...], str], PutOp] = {}
+    def batch(self, ops: Iterable[lg.Op]) -> list[lg.Result]:
+        results: list[lg.Result] = []
+        pending: dict[tuple[tuple[str, ...], str], lg.PutOp] = {}
         for op in ops:
-            if isinstance(op, PutOp):
+            if isinstance(op, lg.PutOp):
                 if op.ttl is not None:
                     raise NotImplementedError(
                         "ThreadlineStore does not support TTL: put with ttl=None"
@@ -180,12 +169,12 @@ class ThreadlineStore(BaseStore):
         self._write(pending)
         return results
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+    async def abatch(self, ops: Iterable[lg.Op]) -> list[lg.Result]:
         return await asyncio.to_thread(self.batch, list(ops))
 
     # -- writes ---------------------------------------------------------------
 
-    def _write(self, pending: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
+    def _write(self, pending: dict[tuple[tuple[str, ...], str], lg.PutOp]) -> None:
         """Store the puts (last one per item wins) and deletes gathered so far."""
         if not pending:
             return
@@ -207,18 +196,18 @@ class ThreadlineStore(BaseStore):
 
     # -- reads ----------------------------------------------------------------
 
-    def _read(self, op: Op) -> Result:
-        if isinstance(op, GetOp):
+    def _read(self, op: lg.Op) -> lg.Result:
+        if isinstance(op, lg.GetOp):
             doc = self._docs.get(item_name(tuple(op.namespace), op.key))
             return None if doc is None else self._item(doc)
-        if isinstance(op, SearchOp):
+        if isinstance(op, lg.SearchOp):
             return self._search(op)
-        if isinstance(op, ListNamespacesOp):
+        if isinstance(op, lg.ListNamespacesOp):
             return self._namespaces(op)
         raise UsageError(f"unknown store operation {type(op).__name__}")
 
     @staticmethod
-    def _item(doc: Document, score: float | None = None, *, found: bool = False) -> Item:
+    def _item(doc: Document, score: float | None = None, *, found: bool = False) -> lg.Item:
         """The item a document holds: a ``SearchItem`` (with its score) for a search."""
         namespace, key = _parts(doc)
         fields = {
@@ -228,9 +217,9 @@ class ThreadlineStore(BaseStore):
             "created_at": doc.created_at,
             "updated_at": doc.updated_at,
         }
-        return SearchItem(**fields, score=score) if found else Item(**fields)
+        return lg.SearchItem(**fields, score=score) if found else lg.Item(**fields)
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(self, op: lg.SearchOp) -> list[lg.SearchItem]:
         docs = [
             d
             for d in self._docs.under(prefix_name(tuple(op.namespace_prefix)))
@@ -243,7 +232,7 @@ class ThreadlineStore(BaseStore):
             found = scores(op.query, [self._text(d) for d in docs])
             order = best_first(found)
         page = order[op.offset : op.offset + op.limit]
-        return [cast(SearchItem, self._item(docs[i], found[i], found=True)) for i in page]
+        return [cast(lg.SearchItem, self._item(docs[i], found[i], found=True)) for i in page]
 
     def _text(self, doc: Document) -> str | None:
         """What a query is matched on: the item's indexed fields, None if not indexed."""
@@ -255,7 +244,7 @@ class ThreadlineStore(BaseStore):
             return "\n".join(_texts(value))
         return "\n".join(t for path in fields for t in get_text_at_path(value, path))
 
-    def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    def _namespaces(self, op: lg.ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())
         literal: tuple[str, ...] = ()
         for c in conditions:  # the labels before a wildcard narrow what is read
