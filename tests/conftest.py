@@ -133,3 +133,20 @@ def read_only(tmp_path: Path) -> Iterator[Callable[..., subprocess.CompletedProc
     finally:
         for path, mode in modes.items():
             path.chmod(mode)
+
+
+SERVER_BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+    pytest.param("redis", id="redis", marks=pytest.mark.redis),
+]
+"""The backends a framework face is run on: SQLite and the two servers."""
+
+
+@pytest.fixture(params=SERVER_BACKENDS)
+def face_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A clean store on each of ``SERVER_BACKENDS`` (skipped, or failed under CI, when
+    its server is absent), closed and dropped afterwards."""
+    from tests.conformance.backends import clean_store
+
+    yield from clean_store(request.param, tmp_path)

@@ -18,3 +18,19 @@ def sizes_returned(store: Any, method: str) -> list[int]:
 
     setattr(store, method, counted)
     return sizes
+
+
+def threads_calling(store: Any, method: str) -> set[int]:
+    """Replace ``store.<method>`` on the instance by one that records the thread of
+    each call (to show that an async face runs the store off the event loop)."""
+    import threading
+
+    original = getattr(store, method)
+    threads: set[int] = set()
+
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        threads.add(threading.get_ident())
+        return original(*args, **kwargs)
+
+    setattr(store, method, traced)
+    return threads

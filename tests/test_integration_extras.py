@@ -9,7 +9,9 @@ import pytest
 
 INTEGRATIONS = [
     ("threadline.integrations.langgraph", "langgraph", "langgraph"),
+    ("threadline.integrations.langgraph_store", "langgraph", "langgraph"),
     ("threadline.integrations.adk", "google.adk", "adk"),
+    ("threadline.integrations.adk_memory", "google.adk", "adk"),
     ("threadline.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
 ]
 

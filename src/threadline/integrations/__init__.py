@@ -7,8 +7,12 @@ needs only that framework's package:
   LangChain chat message history (``pip install 'threadline[langchain]'``).
 - ``threadline.integrations.langgraph``: ``ThreadlineSaver``, a LangGraph
   checkpointer (``pip install 'threadline[langgraph]'``).
+- ``threadline.integrations.langgraph_store``: ``ThreadlineStore``, a LangGraph
+  long-term memory store, ``BaseStore`` (``pip install 'threadline[langgraph]'``).
 - ``threadline.integrations.adk``: ``ThreadlineSessionService``, a Google ADK session
   service (``pip install 'threadline[adk]'``).
+- ``threadline.integrations.adk_memory``: ``ThreadlineMemoryService``, a Google ADK
+  memory service, ``BaseMemoryService`` (``pip install 'threadline[adk]'``).
 - ``threadline.integrations.pydantic_ai``: ``ThreadlineHistory``, Pydantic AI message
   histories (``pip install 'threadline[pydantic-ai]'``).
 """

@@ -15,6 +15,12 @@ holds) in ``metadata["langchain"]``, so every message type comes back exactly:
 ids, names, ``additional_kwargs``, ``response_metadata``, ``usage_metadata``,
 content blocks, artifacts. A message some other face wrote (the CLI, the Agents
 SDK adapter, a window's summary) is read as the nearest LangChain type.
+
+LangChain deprecates the interface this face implements (``BaseChatMessageHistory``
+since langchain-core 1.6.4, ``RunnableWithMessageHistory`` since 1.3.3, both to go
+in 2.0) in favour of LangGraph persistence: new code should use
+``integrations.langgraph`` (``ThreadlineSaver``) and, for long-term memory,
+``integrations.langgraph_store`` (``ThreadlineStore``).
 """
 
 from __future__ import annotations

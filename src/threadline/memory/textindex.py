@@ -56,13 +56,20 @@ class TextIndex:
     def search(
         self, words: Sequence[str], scopes: Sequence[str], limit: int
     ) -> list[tuple[str, str, float]]:
+        """The best ``limit`` documents for query words (stemmed here)."""
+        return self.search_terms([stem(w) for w in words], scopes, limit)
+
+    def search_terms(
+        self, query: Sequence[str], scopes: Sequence[str], limit: int
+    ) -> list[tuple[str, str, float]]:
+        """The best ``limit`` documents for index terms (``rules.terms``), best first."""
         if not self._docs:
             return []
         wanted = set(scopes)
         n = len(self._docs)
         average = self._total_length / n
         scores: defaultdict[DocKey, float] = defaultdict(float)
-        for term in dict.fromkeys(stem(w) for w in words):
+        for term in dict.fromkeys(query):
             posting = self._postings.get(term)
             if not posting:
                 continue
