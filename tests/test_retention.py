@@ -167,6 +167,25 @@ def test_age_rule_selects_sessions_not_updated_since_the_cut(store: Store) -> No
     assert old1.id not in {i.id for i in store.list_sessions().items}
 
 
+def test_age_rule_keeps_a_session_whose_scratchpad_was_written_since_the_cut(
+    store: Store,
+) -> None:
+    """A LangGraph thread or ADK state lives in the scratchpad: writing it is activity."""
+    idle = make(store, "idle-0001", 100)
+    face = make(store, "face-0001", 100)
+    time.sleep(0.002)
+    store.scratchpad_write(face.id, "cp:latest", "{}")
+    written = store.scratchpad_read(face.id, "cp:latest")
+    assert written is not None
+    now = written.updated_at + timedelta(days=90) - timedelta(microseconds=1)
+    plan = plan_cleanup(store, older_than=timedelta(days=90), max_storage_bytes=None, now=now)
+    assert ids(plan.victims) == ["idle-0001"]
+    later = written.updated_at + timedelta(days=90, seconds=1)
+    plan = plan_cleanup(store, older_than=timedelta(days=90), max_storage_bytes=None, now=later)
+    assert ids(plan.victims) == ["idle-0001", "face-0001"]
+    assert idle.updated_at < face.updated_at
+
+
 def test_storage_rule_deletes_oldest_until_under_the_cap(store: Store) -> None:
     for i in range(4):
         make(store, f"s-000{i}", 1000)

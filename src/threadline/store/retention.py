@@ -273,6 +273,18 @@ def _age_cut(now: datetime, older_than: timedelta | None) -> datetime | None:
         return datetime.min.replace(tzinfo=now.tzinfo)
 
 
+def _scratchpad_written_since(store: Store, session_id: str, cut: datetime) -> bool:
+    """Framework faces (LangGraph checkpoints and stores, ADK state and memory) keep
+    their state in the scratchpad, which does not move ``updated_at``: a write there
+    since ``cut`` makes the session recent, or age-based cleanup would delete a thread
+    in daily use."""
+    try:
+        entries = store.scratchpad_list(session_id)
+    except SessionNotFound:
+        return False
+    return any(e.updated_at >= cut for e in entries)
+
+
 def plan_cleanup(
     store: Store,
     *,
@@ -284,7 +296,8 @@ def plan_cleanup(
 ) -> CleanupPlan:
     """The sessions the rules select, oldest updated first; reads, never writes.
 
-    Age: every session whose ``updated_at`` is before ``now - older_than``.
+    Age: every session whose ``updated_at`` is before ``now - older_than`` and whose
+    scratchpad was not written since.
     Storage: if the sessions left after the age rule hold more than
     ``max_storage_bytes``, the least recently updated go until the rest fit;
     a locked session cannot go, so it stays in the total and the next one goes.
@@ -307,7 +320,11 @@ def plan_cleanup(
     plan.sessions_seen = len(sessions)
     cut = _age_cut(now, older_than)
     by_age = [i for i in sessions if cut is not None and i.updated_at < cut]
-    rest = [i for i in sessions if cut is None or i.updated_at >= cut]
+    if cut is not None:  # a stale-looking session may be live through its scratchpad
+        live = {i.id for i in by_age if _scratchpad_written_since(store, i.id, cut)}
+        by_age = [i for i in by_age if i.id not in live]
+    by_age_ids = {i.id for i in by_age}
+    rest = [i for i in sessions if i.id not in by_age_ids]
 
     measure = sessions if max_storage_bytes is not None else by_age
     sizes: dict[str, int] = {}
