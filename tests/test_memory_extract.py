@@ -225,10 +225,10 @@ def test_every_statement_of_a_person_becomes_a_third_person_fact() -> None:
 def test_greetings_questions_and_acknowledgements_are_no_facts() -> None:
     for said in ("Hey Caroline! We got this!", "Thanks!", "How are the kids doing?", "Wow, cool!"):
         assert facts_of(Message.user(said, name="Melanie", seq=1)) == [], said
-    (fact,) = facts_of(
+    # a coding user's turn: one fact per clause (issue 37: distil, do not restate)
+    assert facts_of(
         Message.user("Hi, my name is Dana Whitfield. I lead the Orbit billing service.", seq=1)
-    )
-    assert fact == ("The user's name is Dana Whitfield. The user leads the Orbit billing service.")
+    ) == ["The user's name is Dana Whitfield.", "The user leads the Orbit billing service."]
 
 
 def test_pronouns_resolve_to_the_speaker_and_the_person_spoken_to() -> None:

@@ -25,6 +25,7 @@ from threadline.memory.base import (
     Origin,
     Source,
 )
+from threadline.memory.instructions import RequestLog
 from threadline.memory.rules import STOPWORDS, derive_slot, name_key
 from threadline.memory.statements import Unit, content_words, third_person, units
 from threadline.memory.timeexpr import date_labels
@@ -158,8 +159,10 @@ def said(message: Message) -> str:
     less the blocks a coding tool adds to a user's turn; nothing of a user-role message no
     person typed (a tool's caveat, a command's output: ``requests.request_text``)."""
     if message.role != "assistant":
-        if message.role == "user" and request_text(message) is None:
-            return ""
+        if message.role == "user" and (
+            request_text(message) is None or message.metadata.get("sidechain")
+        ):
+            return ""  # a subagent's prompt is its parent model's words, not a person's
         return _HARNESS_RE.sub(" ", message.text).strip()
     return " ".join(s for s in sentences(message.text) if not ACKNOWLEDGEMENT_RE.match(s))
 
@@ -208,7 +211,8 @@ def find_entities(text: str) -> list[tuple[str, str]]:
     for m in _ID_RE.finditer(text):
         add(m.group(0), "id")
     for m in _PROJECT_RE.finditer(text):
-        add(m.group(1), "project")
+        if m.group(1).casefold() not in STOPWORDS:  # "the repository or the app": no project
+            add(m.group(1), "project")
     for m in _TOOL_RE.finditer(text):
         if m.group(1) != "go":  # the verb; the language is written "Go"
             add(m.group(1).lower(), "tool")
@@ -232,6 +236,53 @@ def find_entities(text: str) -> list[tuple[str, str]]:
                 continue  # a capitalised sentence opener is a name only if it recurs
             add(name, _kind_of(name, chunk[: m.start()]))
     return list(found.values())
+
+
+_FILE_RE = re.compile(
+    r"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:py|js|mjs|ts|tsx|jsx|json|jsonl|md|toml|ya?ml|css|"
+    r"scss|html|rs|go|java|kt|rb|sh|sql|txt|cfg|ini|lock|svg|c|h|cpp|swift)\b"
+)
+_IDENTIFIER_RE = re.compile(
+    r"(?<![\w.])(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|"
+    r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w])"
+)
+"""``SessionOrchestrator``, ``lastSyncedMessageUuid``, ``export_codex_session``."""
+_CODE_SPAN_RE = re.compile(r"`([^`\n]{1,120})`")
+
+
+def find_code_entities(text: str) -> list[tuple[str, str]]:
+    """The entities of a coding session's turn: paths, files, ids, known tools and code
+    identifiers, never capitalised words (``New``, ``Phase``, ``Promise``)."""
+    found: dict[str, tuple[str, str]] = {}
+    rules = (
+        (_PATH_RE, "path"),
+        (_FILE_RE, "path"),
+        (_ID_RE, "id"),
+        (_IDENTIFIER_RE, "thing"),
+    )
+    for pattern, kind in rules:
+        for m in pattern.finditer(text):
+            name = m.group(0).rstrip(".,:;)")
+            key = name_key(name)
+            if key and len(name) > 2 and key not in found:
+                found[key] = (name, kind)
+    for m in _TOOL_RE.finditer(text):
+        if m.group(1) != "go":
+            found.setdefault(name_key(m.group(1)), (m.group(1).lower(), "tool"))
+    return list(found.values())
+
+
+def _merged(*found: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    for name, kind in (e for entities in found for e in entities):
+        out.setdefault(name_key(name), (name, kind))
+    return list(out.values())
+
+
+def _code_spans(text: str) -> str:
+    """What an assistant's reply quotes as code (`app.js`): the names it cites, not
+    the headings and bold words of its drafts."""
+    return " \n".join(_CODE_SPAN_RE.findall(text))
 
 
 def subject_of(sentence: str, speaker: str) -> tuple[str | None, bool]:
@@ -308,17 +359,70 @@ class ExtractiveExtractor(Extractor):
         out = Extraction()
         last_speaker: dict[bool, str] = {}
         """The latest speaker of each kind (named person or not): who "you" is."""
+        requests = RequestLog.resumed(origin.session_id, origin.known)
         for m in messages:
             if m.seq is None or m.role not in ("user", "assistant") or m.synthetic or m.summary:
                 continue
             text = said(m).strip()
             if text:
                 when = origin.observed_at or m.created_at
-                addressee = _addressee(m, last_speaker)
-                out.extend(self._one(m, text, origin, when, addressee))
+                if m.name:
+                    addressee = _addressee(m, last_speaker)
+                    out.extend(self._one(m, text, origin, when, addressee))
+                else:
+                    out.extend(self._coding(m, text, origin, when, requests))
             if m.name:
                 last_speaker[True] = m.name
             last_speaker[False] = _referent(m)
+        return out
+
+    def _coding(
+        self, m: Message, text: str, origin: Origin, when: datetime, requests: RequestLog
+    ) -> Extraction:
+        """A turn of a session with an unnamed user and assistant (a coding agent's): the
+        user's standing instructions (``instructions``), the fix the assistant found for
+        an error the user reported; entities only of real names (paths, files, ids)."""
+        assert m.seq is not None
+        source = Source(session_id=origin.session_id, seq=m.seq)
+        out = Extraction()
+        mentions = (
+            _merged(find_entities(text), find_code_entities(text))
+            if m.role == "user"
+            else find_code_entities(_code_spans(text))
+        )
+        for name, kind in mentions:
+            out.entities.append(
+                Entity(scope=origin.scope, name=name, kind=kind, sources=[source], last_seen=when)
+            )
+        if self.episodes and len(text) >= MIN_EPISODE_CHARS:
+            out.episodes.append(
+                Episode(
+                    scope=origin.scope,
+                    session_id=origin.session_id,
+                    seq=m.seq,
+                    speaker=speaker_of(m),
+                    text=text[:MAX_EPISODE_CHARS],
+                    observed_at=when,
+                    entities=[name for name, _ in mentions],
+                    dates=date_labels(text, when),
+                )
+            )
+        stated = requests.user_turn(text, m.seq) if m.role == "user" else requests.reply(text, m.seq)
+        for statement, kind, slot in stated:
+            out.facts.append(
+                Fact(
+                    scope=origin.scope,
+                    subject=(_opening_name(statement) or speaker_of(m)) if slot else None,
+                    statement=_dated(statement, when)[:MAX_STATEMENT_CHARS],
+                    kind=kind,
+                    slot=slot,
+                    session_id=origin.session_id,
+                    seq=m.seq,
+                    sources=[source],
+                    observed_at=when,
+                    confidence=0.7,
+                )
+            )
         return out
 
     def _one(

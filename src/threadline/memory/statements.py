@@ -71,7 +71,7 @@ _RULES = _rules(
         (r"\bwe\b", "{s} and others"),
         (r"\bours\b", "{s}'s"),
         (r"\bour\b", "{s}'s"),
-        (r"\bourselves\b", "{s} and others"),
+        (r"\bourselves\b", "themselves"),
         (r"(?-i:(?<=\w\s)us\b(?!\s*[A-Z]))", "{s} and others"),
     ]
 )
@@ -136,6 +136,8 @@ def third_person_verb(verb: str) -> str:
         return verb
     if len(low) > 4 and low.endswith("ing"):
         return verb
+    if low.endswith("s") and not low.endswith(("ss", "us", "is", "as", "os")):
+        return verb  # already the third person ("i looks like"): no "lookses"
     if low.endswith(("s", "sh", "ch", "x", "z", "o")):
         return verb + "es"
     if len(low) > 2 and low.endswith("y") and low[-2] not in "aeiou":
