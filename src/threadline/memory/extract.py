@@ -407,7 +407,9 @@ class ExtractiveExtractor(Extractor):
                     dates=date_labels(text, when),
                 )
             )
-        stated = requests.user_turn(text, m.seq) if m.role == "user" else requests.reply(text, m.seq)
+        stated = (
+            requests.user_turn(text, m.seq) if m.role == "user" else requests.reply(text, m.seq)
+        )
         for statement, kind, slot in stated:
             out.facts.append(
                 Fact(

@@ -46,7 +46,7 @@ _BACK_RE = re.compile(r"\b(?:go|goes|going|went)\s+back\s+to\b|\brestore\s+the\s
 _REVISE_RE = re.compile(
     r"^\s*(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost|nearly|not\s+quite|close)\b"
     r"|^\s*(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b.*\bdifferently\b"
-    r"|^\s*(?:actually|instead)\b",
+    r"|^\s*actually\b",
     re.I,
 )
 _FRAME_RE = re.compile(
@@ -120,7 +120,7 @@ def is_template(text: str) -> bool:
     if re.match(r"\s*#{1,3}\s+\S", text):
         return True
     marks = len(_TEMPLATE_RE.findall(text))
-    return len(text) > MAX_TEMPLATE_FREE_CHARS and marks >= 3
+    return len(text) > MAX_TEMPLATE_FREE_CHARS / 2 and marks >= 3
 
 
 def reports_error(text: str) -> bool:
@@ -239,6 +239,9 @@ restatement of an earlier one (the same spec said again, revised)."""
 
 REQUEST_SLOT = "request"
 """The slot prefix of a user's instruction: each its own chain until revised."""
+REVISED_OVERLAP = 0.15
+"""The least share of shared terms by which a revising turn's clause continues a clause
+of the turn it revises ("That's almost right. But the highlight ..." -> the highlight)."""
 Stated = tuple[str, str, str | None]
 """``(statement, kind, slot)``: what a coding turn states, and the chain it belongs to."""
 
@@ -248,10 +251,13 @@ def _overlap(a: str, b: str) -> float:
     return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
 
 
+_GETTING_RE = re.compile(r"^\s*(?:i'?m\s+(?:still\s+)?getting|i\s+get|error)\s*:?\s*", re.I)
+
+
 def error_gist(text: str) -> str:
     """The first words of what a user reported as failing (the frame "I'm getting:" off)."""
     for line in text.splitlines():
-        line = re.sub(r"^\s*(?:i'?m\s+(?:still\s+)?getting|i\s+get|error)\s*:?\s*", "", line, flags=re.I)
+        line = _GETTING_RE.sub("", line)
         if len(line.split()) >= 3:
             words = line.split()
             gist = " ".join(words[:MAX_GIST_WORDS]).rstrip(".:,;")
@@ -300,7 +306,7 @@ class RequestLog:
         pool = self.last if how == "revise" else self.kept
         scored = [(_overlap(clause, old), slot) for old, slot in pool if slot not in taken]
         score, slot = max(scored, default=(0.0, ""))
-        bar = REVISION_OVERLAP if how is None else 1e-9
+        bar = REVISION_OVERLAP if how is None else REVISED_OVERLAP
         return slot if score >= bar else None
 
     def user_turn(self, text: str, seq: int) -> list[Stated]:
@@ -345,7 +351,7 @@ class RequestLog:
             return []
         words = " ".join(found[:2]).split()
         fix = " ".join(words[:MAX_FIX_WORDS]) + (" ..." if len(words) > MAX_FIX_WORDS else "")
-        statement = f"Fix for \"{self.error}\": {fix}"
+        statement = f'Fix for "{self.error}": {fix}'
         slot = self._slot("fix", seq, 0)
         self.fix, self.error = (statement, slot), None
         return [(statement, "event", slot)]

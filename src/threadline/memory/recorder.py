@@ -113,4 +113,4 @@ class MemoryRecorder:
 def session_facts(memory: MemoryStore, scope: str, session_id: str) -> list[Fact]:
     """The current facts ``scope`` holds from ``session_id``'s turns, oldest turn first."""
     found = [f for f in memory.list_facts(scope) if f.session_id == session_id]
-    return sorted(found, key=lambda f: (f.seq or 0))
+    return sorted(found, key=lambda f: f.seq or 0)
