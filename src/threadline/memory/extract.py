@@ -487,31 +487,31 @@ class ExtractiveExtractor(Extractor):
     def _statements(
         self, m: Message, text: str, addressee: str | None, when: datetime
     ) -> list[tuple[str, str | None, str]]:
-        """``(statement, subject, kind)`` for each thing the turn states."""
-        out: list[tuple[str, str | None, str]] = []
-        if not is_person(m):
-            # the model's own replies: only what it states as a decision, preference or fact
-            for sentence in sentences(text):
-                kind = _fact_kind(sentence)
-                if kind is None or len(sentence) > MAX_FACT_CHARS or len(sentence.split()) < 3:
-                    continue
-                subject, first_person = subject_of(sentence, speaker_of(m))
-                statement = third_person(sentence, _referent(m)) if first_person else sentence
-                out.append((statement, subject, kind))
-            return out
+        """``(statement, subject, kind)`` of what a person's turn states: its statements
+        in one fact (together they keep each other's context, and what is worth keeping
+        from a conversation often spans two of them), less commentary with nothing of
+        its own ("It's awesome to see it all coming together!")."""
         speaker = _referent(m)
         names = tuple(n for n in (m.name, addressee) if n)
         found = [u for u in units(sentences(text), names) if len(u.text) <= MAX_FACT_CHARS * 2]
+        found = [u for u in found if u.first_person or not _COMMENTARY_RE.match(u.text)]
         if not found or not _substantial(found, names):
-            return out
-        # one fact per turn: its statements together keep each other's context
+            return []
         first = next((u for u in found if u.first_person), found[0])
-        named = _opening_name(first.text)
-        subject = named or (speaker_of(m) if first.first_person or m.name else None)
+        subject = _opening_name(first.text) or speaker_of(m)
         statement = " ".join(_dated(write_statement(u, speaker, addressee), when) for u in found)
         whole = " ".join(u.text for u in found)
         kind = _fact_kind(whole) or ("event" if date_labels(whole, when) else "fact")
         return [(statement, subject, kind)]
+
+
+_COMMENTARY_RE = re.compile(
+    r"^(?:it'?s|it’s|that'?s|that’s|this\s+is|what\s+a|how|such|so)\s+(?:\w+\s+)?"
+    r"(?:awesome|amazing|great|wonderful|cool|nice|empowering|inspiring|incredible|"
+    r"beautiful|lovely|fantastic|rewarding|important|tough|hard|crazy|good|fun|sweet)\b",
+    re.I,
+)
+"""A statement that only rates something ("That's great news", "It's empowering to ...")."""
 
 
 def _substantial(group: list[Unit], names: tuple[str, ...]) -> bool:
