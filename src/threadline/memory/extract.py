@@ -25,7 +25,7 @@ from threadline.memory.base import (
     Origin,
     Source,
 )
-from threadline.memory.instructions import RequestLog
+from threadline.memory.instructions import FIX_SLOT, RequestLog, own_words
 from threadline.memory.rules import STOPWORDS, derive_slot, name_key
 from threadline.memory.statements import Unit, content_words, third_person, units
 from threadline.memory.timeexpr import date_labels
@@ -272,6 +272,22 @@ def find_code_entities(text: str) -> list[tuple[str, str]]:
     return list(found.values())
 
 
+def _coding_subject(statement: str, slot: str | None, m: Message) -> str | None:
+    """Whose chain a coding fact continues: a fix is the assistant's (the user saying it
+    did not work continues it), an instruction its speaker's unless it opens with a name."""
+    if slot is None:
+        return None
+    if slot.startswith(FIX_SLOT):
+        return "assistant"
+    return _opening_name(statement) or speaker_of(m)
+
+
+def _mid_sentence(name: str, text: str) -> bool:
+    """Whether ``name`` is written capitalised inside a sentence ("deploy Orbit on ..."),
+    not only where any word is (after a colon or a stop: "rules.js: Pure game logic")."""
+    return re.search(rf"(?<=[\w,)] ){re.escape(name)}\b", text) is not None
+
+
 def _merged(*found: list[tuple[str, str]]) -> list[tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for name, kind in (e for entities in found for e in entities):
@@ -385,11 +401,12 @@ class ExtractiveExtractor(Extractor):
         assert m.seq is not None
         source = Source(session_id=origin.session_id, seq=m.seq)
         out = Extraction()
-        mentions = (
-            _merged(find_entities(text), find_code_entities(text))
-            if m.role == "user"
-            else find_code_entities(_code_spans(text))
-        )
+        if m.role == "user":
+            typed = own_words(text)
+            named = [(n, k) for n, k in find_entities(typed) if _mid_sentence(n, typed)]
+            mentions = _merged(named, find_code_entities(typed))
+        else:
+            mentions = find_code_entities(_code_spans(text))
         for name, kind in mentions:
             out.entities.append(
                 Entity(scope=origin.scope, name=name, kind=kind, sources=[source], last_seen=when)
@@ -414,7 +431,7 @@ class ExtractiveExtractor(Extractor):
             out.facts.append(
                 Fact(
                     scope=origin.scope,
-                    subject=(_opening_name(statement) or speaker_of(m)) if slot else None,
+                    subject=_coding_subject(statement, slot, m),
                     statement=_dated(statement, when)[:MAX_STATEMENT_CHARS],
                     kind=kind,
                     slot=slot,

@@ -55,7 +55,8 @@ _FRAME_RE = re.compile(
     r"(?:hi|hello|hey|great|good|ok(?:ay)?|perfect|nice|cool|thanks|yes|no|now|so|also|and|"
     r"but|however|"
     r"then|first|finally|ultrathink|please|more\s+context|in\s+addition|the\s+main\s+idea\s+"
-    r"is\s+fine|i\s+just\s+want\s+to|let'?s|let\s+us|make\s+it\s+so(?:\s+that)?|"
+    r"is\s+fine|try\s+to\s+make\s+it\s+so(?:\s+that)?|i\s+just\s+want\s+to|let'?s|let\s+us|"
+    r"make\s+it\s+so(?:\s+that)?|"
     r"make\s+sure(?:\s+that)?(?=\s+(?:the|a|an|each|every|all|this|it)\b)|"
     r"change\s+the\s+rule\s+such\s+that|for\s+now|"
     r"go\s+back\s+to\s+(?:the\s+)?(?:version|state|way)\s+(?:where|in\s+which|that))\b)"
@@ -64,7 +65,7 @@ _FRAME_RE = re.compile(
 )
 """The conversational frame around what is asked: acknowledgements, "Make it so"."""
 _ONE_OFF_RE = re.compile(
-    r"^(?:try\s+again|undo|revert|implement|count|show|launch|run|give|explain|tell|"
+    r"^(?:try\s+(?:again|to\s+fix)|undo|revert|implement|count|show|launch|run|give|explain|tell|"
     r"continue|proceed|go\s+ahead|do\s+it|add\s+that|update\s+the\s+\S+\s+document|"
     r"update\s+phase|review|describe|make\s+a\s+(?:new\s+)?proposal|have\s+another\s+go|"
     r"carefully\s+review|search\s+for|analy[sz]e|check|fix|rewrite|go\s+forward)\b",
@@ -102,6 +103,14 @@ the next blank line."""
 _NAMED_RE = re.compile(r"(?<![\w/])[~.]?/?(?:[\w.-]+/)*[\w-]+\.[a-z]{1,6}\b")
 _THERE_RE = re.compile(r"\bthere(?=\s*[.!]?$)")
 _WORD_RE = re.compile(r"[^\W_]+")
+_LEANING_RE = re.compile(
+    r"^(?:this|that|it|they|these|those|them|currently|change\s+the\s+\w+\s+to\s+this)\b"
+    r"|\b(?:this|that|it)\.$",
+    re.I,
+)
+MAX_LEANING_WORDS = 8
+"""A clause this short that opens with a pronoun (or says "currently") leans on what came
+before it: not standalone, so no fact."""
 _LIST_MARK_RE = re.compile(r"^\s*(?:\d{1,2}\s*[.:)]|[-*•])\s+")
 _DESCRIBE_RE = re.compile(r"^(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b[^:]*:\s*", re.I)
 
@@ -172,7 +181,7 @@ def _pieces(text: str) -> list[str]:
             pasting = False
         if _EXAMPLE_INTRO_RE.search(line):
             pasting = opening = True
-            line = line.rsplit(":", 1)[0] + "."
+            continue  # "Example of the current file:": it introduces the paste
         if _PASTE_RE.match(line):
             continue
         wrapped = lines and lines[-1] and not lines[-1].rstrip().endswith((".", "!", "?", ":"))
@@ -181,6 +190,11 @@ def _pieces(text: str) -> list[str]:
         else:
             lines.append(line.strip())
     return [p for p in _PIECE_BREAK_RE.split("\n".join(lines)) if p and p.strip()]
+
+
+def own_words(text: str) -> str:
+    """What the user typed in a turn, less pastes, output and templates."""
+    return "" if is_template(text) else "\n".join(_pieces(text))
 
 
 def clauses(text: str) -> list[Clause]:
@@ -203,6 +217,8 @@ def clauses(text: str) -> list[Clause]:
                 continue
             if len(content_words(clause)) < 2:
                 continue
+            if n <= MAX_LEANING_WORDS and _LEANING_RE.match(clause):
+                continue  # "This is all implemented": short, and about what came before
             keep = _KEEP_RE.search(clause) is not None
             if _ONE_OFF_RE.match(clause) and not keep:
                 continue
@@ -244,6 +260,9 @@ REVISED_OVERLAP = 0.15
 of the turn it revises ("That's almost right. But the highlight ..." -> the highlight)."""
 Stated = tuple[str, str, str | None]
 """``(statement, kind, slot)``: what a coding turn states, and the chain it belongs to."""
+FIX_SLOT = "fix"
+"""The slot prefix of a fix the assistant gave: its chain is the assistant's, whoever
+says later that it did not work."""
 
 
 def _overlap(a: str, b: str) -> float:
@@ -352,6 +371,6 @@ class RequestLog:
         words = " ".join(found[:2]).split()
         fix = " ".join(words[:MAX_FIX_WORDS]) + (" ..." if len(words) > MAX_FIX_WORDS else "")
         statement = f'Fix for "{self.error}": {fix}'
-        slot = self._slot("fix", seq, 0)
+        slot = self._slot(FIX_SLOT, seq, 0)
         self.fix, self.error = (statement, slot), None
         return [(statement, "event", slot)]
