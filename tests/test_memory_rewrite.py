@@ -175,3 +175,28 @@ def test_a_word_in_capitals_is_no_entity_but_names_and_paths_are() -> None:
     found = dict(find_entities("A NEW task with HIGH priority: Priya Raman edits src/app/main.py."))
     assert "NEW" not in found and "HIGH" not in found
     assert {"Priya Raman", "src/app/main.py"} <= set(found)
+
+
+def test_a_long_turn_becomes_short_facts_without_its_commentary() -> None:
+    """Distil, do not restate (issue 37, point 2): statements of one turn share a fact up
+    to about 30 words; a rating with nothing of the speaker's in it is no fact."""
+    text = (
+        "Yeah, I have a few plans. I'm thinking of working with some fashion bloggers and "
+        "influencers in the next few months to get more attention for my store. Plus, I'm "
+        "going to do more ads so I can reach more people. I'm really focused on building my "
+        "customer base and making my store a top destination for fashion fans. It's awesome "
+        "to see it all coming together! You, Jon? What do you have going for your dance studio?"
+    )
+    out = ExtractiveExtractor(episodes=False).extract(
+        [Message.user(QUESTION, name="Jon", seq=1), Message.user(text, name="Gina", seq=2)],
+        scope="agent:a",
+        session_id="s",
+    )
+    assert [f.statement for f in out.facts] == [
+        "Gina is thinking of working with some fashion bloggers and influencers in the next few "
+        "months to get more attention for Gina's store. Plus, Gina is going to do more ads so "
+        "Gina can reach more people.",
+        "Gina is really focused on building Gina's customer base and making Gina's store a top "
+        "destination for fashion fans.",
+    ]
+    assert all(f.subject == "Gina" for f in out.facts)

@@ -27,7 +27,14 @@ from threadline.memory.base import (
 )
 from threadline.memory.instructions import FIX_SLOT, RequestLog, own_words
 from threadline.memory.rules import STOPWORDS, derive_slot, name_key
-from threadline.memory.statements import Unit, content_words, third_person, units
+from threadline.memory.statements import (
+    FIRST_PERSON_RE,
+    Unit,
+    content_words,
+    strip_opener,
+    third_person,
+    units,
+)
 from threadline.memory.timeexpr import date_labels
 from threadline.messages import Message
 from threadline.requests import request_text
@@ -510,16 +517,40 @@ class ExtractiveExtractor(Extractor):
         its own ("It's awesome to see it all coming together!")."""
         speaker = _referent(m)
         names = tuple(n for n in (m.name, addressee) if n)
-        found = [u for u in units(sentences(text), names) if len(u.text) <= MAX_FACT_CHARS * 2]
-        found = [u for u in found if u.first_person or not _COMMENTARY_RE.match(u.text)]
+        said_ = [s for s in sentences(text) if not _commentary(s)]
+        found = [u for u in units(said_, names) if len(u.text) <= MAX_FACT_CHARS * 2]
         if not found or not _substantial(found, names):
             return []
-        first = next((u for u in found if u.first_person), found[0])
-        subject = _opening_name(first.text) or speaker_of(m)
-        statement = " ".join(_dated(write_statement(u, speaker, addressee), when) for u in found)
-        whole = " ".join(u.text for u in found)
-        kind = _fact_kind(whole) or ("event" if date_labels(whole, when) else "fact")
-        return [(statement, subject, kind)]
+        out = []
+        for group in _groups(found):
+            first = next((u for u in group if u.first_person), group[0])
+            subject = _opening_name(first.text) or speaker_of(m)
+            statement = " ".join(
+                _dated(write_statement(u, speaker, addressee), when) for u in group
+            )
+            whole = " ".join(u.text for u in group)
+            kind = _fact_kind(whole) or ("event" if date_labels(whole, when) else "fact")
+            out.append((statement, subject, kind))
+        return out
+
+
+MAX_GROUP_WORDS = 30
+"""Statements of one turn share a fact up to about this many words; a longer turn is cut
+into several facts, each a whole statement (with the ones leaning on it)."""
+
+
+def _groups(found: list[Unit]) -> list[list[Unit]]:
+    out: list[list[Unit]] = []
+    size = 0
+    for u in found:
+        n = len(u.text.split())
+        if out and size + n <= MAX_GROUP_WORDS:
+            out[-1].append(u)
+            size += n
+        else:
+            out.append([u])
+            size = n
+    return out
 
 
 _COMMENTARY_RE = re.compile(
@@ -529,6 +560,12 @@ _COMMENTARY_RE = re.compile(
     re.I,
 )
 """A statement that only rates something ("That's great news", "It's empowering to ...")."""
+
+
+def _commentary(sentence: str) -> bool:
+    """Whether a sentence only rates something, with nothing of the speaker's in it."""
+    bare = strip_opener(sentence)
+    return bool(_COMMENTARY_RE.match(bare)) and FIRST_PERSON_RE.search(bare) is None
 
 
 def _substantial(group: list[Unit], names: tuple[str, ...]) -> bool:

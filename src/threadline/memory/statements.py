@@ -226,7 +226,7 @@ class Unit:
     """Whether the speaker speaks of themself (``I``, ``my``, ``we``)."""
 
 
-_FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I’m|my|me|mine|myself|we|our|us)\b", re.I)
+FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I’m|my|me|mine|myself|we|our|us)\b", re.I)
 
 
 _SHARED_RE = re.compile(r"\[shares? an? (?:image|photo|picture)[^\]]*\]")
@@ -248,4 +248,4 @@ def units(sentences: list[str], names: tuple[str, ...] = ()) -> list[Unit]:
         else:
             out.append(sentence)
         joinable = True
-    return [Unit(u, _FIRST_PERSON_RE.search(u) is not None) for u in out]
+    return [Unit(u, FIRST_PERSON_RE.search(u) is not None) for u in out]
