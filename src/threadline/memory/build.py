@@ -105,7 +105,7 @@ def build_memory(
         scope = check_scope(scope_of(info.agent))
         session = store.get_session(info.id)
         read = False
-        known = session_facts(memory, scope, info.id)
+        known = session_facts(memory, scope, info.id) if done > 0 else []  # resumed only
         for batch in _batches(session, done):
             extraction = extractor.extract(batch, scope=scope, session_id=info.id, known=known)
             known = [*known, *extraction.facts]

@@ -99,8 +99,8 @@ class MemoryRecorder:
                 break
             if m.seq in wanted:
                 messages.append(m)
-        coding = any(m.role == "user" and not m.name for m in messages)
-        known = session_facts(self.memory, self.scope, session.id) if coding else []
+        resumed = done > 0 and any(m.role == "user" and not m.name for m in messages)
+        known = session_facts(self.memory, self.scope, session.id) if resumed else []
         extraction = self.extractor.extract(
             messages, scope=self.scope, session_id=session.id, known=known
         )
