@@ -521,7 +521,7 @@ class ExtractiveExtractor(Extractor):
         found = [u for u in units(said_, names) if len(u.text) <= MAX_FACT_CHARS * 2]
         if not found or not _substantial(found, names):
             return []
-        out = []
+        out: list[tuple[str, str | None, str]] = []
         for group in _groups(found):
             first = next((u for u in group if u.first_person), group[0])
             subject = _opening_name(first.text) or speaker_of(m)
