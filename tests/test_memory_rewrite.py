@@ -94,6 +94,33 @@ CASES = [
         "Jon, you must be so excited about opening the dance studio downtown tomorrow!",
         "Jon must be so excited about opening the dance studio downtown tomorrow!",
     ),
+    # found in the judge sample: "need" is no past form, "help you reach" takes no
+    # conjugation, "I wanna" is "wants to", "our lives" is not one person's
+    (
+        "Melanie",
+        "Caroline",
+        "After the accident, I've thought a lot about how much I need my family.",
+        "After the accident, Melanie has thought a lot about how much Melanie needs Melanie's "
+        "family.",
+    ),
+    (
+        "Gina",
+        "Jon",
+        "Instagram and TikTok can help you reach a younger crowd for the studio.",
+        "Instagram and TikTok can help Jon reach a younger crowd for the studio.",
+    ),
+    (
+        "Caroline",
+        "Melanie",
+        "I wanna help make a difference for trans youth in the city.",
+        "Caroline wants to help make a difference for trans youth in the city.",
+    ),
+    (
+        "Caroline",
+        "Melanie",
+        "The stained glass window I made shows time changing our lives.",
+        "The stained glass window Caroline made shows time changing Caroline and others' lives.",
+    ),
     # "makes you feel": generic again
     (
         "Nate",
@@ -103,7 +130,8 @@ CASES = [
     ),
 ]
 GARBLED = re.compile(
-    r"\b(\w+), \1\b|alreadies|twoes|\w[`´‘ʼ]m\b|\w+ings\b|\bsaid\b"
+    r"\b(\w+), \1\b|alreadies|twoes|\w[`´‘ʼ]m\b|\w+ings\b|\bsaid\b|wannas|lookses"
+    r"|\b(?:Melanie|Jon) need\b|help \w+ reaches"
     r"|the assistant (?:play|plays)|\b\w+ guyses\b"
 )
 

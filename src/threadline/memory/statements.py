@@ -60,6 +60,8 @@ _RULES = _rules(
         (r"\bI\s*['’]ve\b", "{s} has"),
         (r"\bI\s*['’]ll\b", "{s} will"),
         (r"\bI\s*['’]d\b", "{s} would"),
+        (r"\bI\s+wanna\b", "{s} wants to"),
+        (r"\bI\s+gotta\b", "{s} has to"),
         (r"\bmyself\b", "{s}"),
         (r"\bmy\b", "{s}'s"),
         (r"\bmine\b", "{s}'s"),
@@ -70,6 +72,7 @@ _RULES = _rules(
         (r"\bwe\s*['’]d\b", "{s} and others would"),
         (r"\bwe\b", "{s} and others"),
         (r"\bours\b", "{s}'s"),
+        (r"\bour\b(?=\s+(?:lives|hearts|souls|minds|bodies|selves)\b)", "{s} and others'"),
         (r"\bour\b", "{s}'s"),
         (r"\bourselves\b", "themselves"),
         (r"(?-i:(?<=\w\s)us\b(?!\s*[A-Z]))", "{s} and others"),
@@ -121,9 +124,15 @@ KEEP_VERB = frozenset(
     let meant set met ran paid sat spoke led read grew lost fell sent built understood drew
     broke spent cut drove bought wore chose taught caught sold fought won slept swam sang
     ate drank flew forgot knew threw hung hid rode shot shut put hit quit hurt cost said
-    moved""".split()  # noqa: SIM905
+    moved wanna gonna gotta""".split()  # noqa: SIM905
 )
 """Modals and past forms: the same after "she" as after "I"."""
+
+
+_PRESENT_IN_ED = frozenset(
+    "need feed bleed breed speed proceed succeed exceed seed heed embed shred wed".split()
+)
+"""Verbs in the present that end like a past form: "I need" -> "Ana needs"."""
 
 
 def third_person_verb(verb: str) -> str:
@@ -132,7 +141,8 @@ def third_person_verb(verb: str) -> str:
     low = verb.lower()
     if low in _THIRD_PERSON:
         return _THIRD_PERSON[low]
-    if low in KEEP_VERB or low.endswith(("ed", "n't", "n’t")) or low in _NOT_VERBS:
+    past = low.endswith("ed") and low not in _PRESENT_IN_ED
+    if low in KEEP_VERB or past or low.endswith(("n't", "n’t")) or low in _NOT_VERBS:
         return verb
     if len(low) > 4 and low.endswith("ing"):
         return verb
@@ -156,6 +166,14 @@ _GENERIC_YOU_RE = re.compile(
 """Sentences whose "you" means anyone ("you could hear birds", "it makes you feel alive")."""
 
 
+_BARE_INFINITIVE_RE = re.compile(
+    r"\b(?:help|helps|helped|helping|let|lets|make|makes|made|making|watch|watched|see|saw|"
+    r"hear|heard|have|has|had|bid)\s+$",
+    re.I,
+)
+"""Verbs after which "you"/"me" is followed by a bare infinitive, never conjugated."""
+
+
 def third_person(sentence: str, subject: str, addressee: str | None = None) -> str:
     """ "I moved to Porto" said by Ana -> "Ana moved to Porto"; "I always use pytest" ->
     "Ana always uses pytest"; "you" becomes ``addressee`` when one is known."""
@@ -164,6 +182,8 @@ def third_person(sentence: str, subject: str, addressee: str | None = None) -> s
         who = subject if m[1] in ("I", "i") else addressee
         if who is None:
             return m[0]
+        if _BARE_INFINITIVE_RE.search(m.string, 0, m.start()):
+            return f"{who}{m[2]} {m[3]}"  # "help you reach": no "help Gina reaches"
         return f"{who}{m[2]} {third_person_verb(m[3])}"
 
     out = _APOSTROPHE_RE.sub("'", sentence)
