@@ -130,7 +130,21 @@ KEEP_VERB = frozenset(
 
 
 _PRESENT_IN_ED = frozenset(
-    ["need", "feed", "bleed", "breed", "speed", "proceed", "succeed", "exceed", "seed", "heed", "embed", "shred", "wed"]
+    [
+        "need",
+        "feed",
+        "bleed",
+        "breed",
+        "speed",
+        "proceed",
+        "succeed",
+        "exceed",
+        "seed",
+        "heed",
+        "embed",
+        "shred",
+        "wed",
+    ]
 )
 """Verbs in the present that end like a past form: "I need" -> "Ana needs"."""
 
