@@ -228,3 +228,16 @@ def test_a_long_turn_becomes_short_facts_without_its_commentary() -> None:
         "destination for fashion fans.",
     ]
     assert all(f.subject == "Gina" for f in out.facts)
+
+
+def test_a_rating_or_a_cheer_is_no_fact_but_what_was_done_is() -> None:
+    turn = (
+        "That bowl is gorgeous! Let's keep going and chase your dreams! "
+        "I glazed it in my studio in Lisbon."
+    )
+    out = ExtractiveExtractor(episodes=False).extract(
+        [Message.user(QUESTION, name="Jon", seq=1), Message.user(turn, name="Gina", seq=2)],
+        scope="agent:a",
+        session_id="s",
+    )
+    assert [f.statement for f in out.facts] == ["Gina glazed it in Gina's studio in Lisbon."]

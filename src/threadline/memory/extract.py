@@ -553,10 +553,17 @@ def _groups(found: list[Unit]) -> list[list[Unit]]:
     return out
 
 
+_RATING = (
+    r"(?:so\s+|really\s+|very\s+|super\s+|totally\s+|just\s+)?(?:awesome|amazing|great|"
+    r"wonderful|cool|nice|empowering|inspiring|incredible|beautiful|lovely|fantastic|"
+    r"rewarding|important|tough|hard|crazy|good|fun|sweet|gorgeous|stunning|cute|adorable|"
+    r"impressive|perfect|neat|fancy|special|breathtaking|magical|unreal)\b"
+)
 _COMMENTARY_RE = re.compile(
-    r"^(?:it'?s|it’s|that'?s|that’s|this\s+is|what\s+a|how|such|so)\s+(?:\w+\s+)?"
-    r"(?:awesome|amazing|great|wonderful|cool|nice|empowering|inspiring|incredible|"
-    r"beautiful|lovely|fantastic|rewarding|important|tough|hard|crazy|good|fun|sweet)\b",
+    rf"^(?:it'?s|it’s|that'?s|that’s|this\s+is|what\s+a|how|such|so)\s+(?:\w+\s+)?{_RATING}"
+    rf"|^(?:that|this|these|those|the|your)\s+(?:\w+\s+){{0,3}}(?:is|are|was|were|looks?|"
+    rf"sounds?|seems?)\s+{_RATING}[.!]*$"
+    r"|^let'?s\s+(?:keep|do|make|go|chase|never|always|hope)\b",
     re.I,
 )
 """A statement that only rates something ("That's great news", "It's empowering to ...")."""
