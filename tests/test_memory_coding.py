@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from threadline.memory import ExtractiveExtractor, open_memory
 from threadline.memory.instructions import MAX_CLAUSE_WORDS, clauses, is_template, revision
+from threadline.memory.statements import third_person
 from threadline.messages import Message
 from threadline.store import open_store
 
@@ -131,8 +132,8 @@ def test_going_back_and_restating_supersede_the_earlier_versions() -> None:
     )
     assert sorted(facts) == [
         "Each piece has a cooldown of 10 seconds as soon as you move it.",
-        "Reverted at the user's request: It's a standalone script and the user and others "
-        "don't need export_codex_session.py anymore.",
+        "Reverted at the user's request: It's a standalone script and we don't need "
+        "export_codex_session.py anymore.",
         "There is no AI and all pieces are moved by the user.",
         "export_development_history.py reads from an existing exported-session.jsonl file.",
     ]
@@ -176,15 +177,18 @@ def test_the_fix_for_a_reported_error_is_an_event_and_change_logs_are_no_prefere
     assert not {"Implementation Plan", "New", "Implementation"} & names
 
 
-def test_ourselves_and_a_typed_third_person_verb_are_not_garbled() -> None:
+def test_we_ourselves_and_a_typed_third_person_verb_are_not_garbled() -> None:
     facts = _current(
         "i think we can simplify our linting setup and use https://www.ultracite.ai/ it should "
         "also include the anti-slop oxlint plugins so we don't have to vendor them ourselves",
         "When i run the export script, i looks like the response is a followup prompt.",
     )
     joined = " ".join(facts)
-    assert "vendor them themselves" in joined
-    assert "the user and others don't have to vendor them the user" not in joined
+    assert "so we don't have to vendor them ourselves" in joined  # a team's "we", as said
+    assert "vendor them the user" not in joined
+    assert third_person("so we don't have to vendor them ourselves", "Ana") == (
+        "So Ana and others don't have to vendor them themselves"
+    )
     assert "lookses" not in joined and "the user looks like" in joined
 
 
@@ -216,3 +220,10 @@ def test_every_clause_is_short_and_no_question(parts: list[str]) -> None:
         assert 4 <= len(words) <= MAX_CLAUSE_WORDS
         assert not clause.text.rstrip().endswith("?")
         assert not clause.text.startswith(("That's almost", "Make it so", "Prompt"))
+
+
+def test_a_url_is_one_entity_and_no_path() -> None:
+    from threadline.memory.extract import find_code_entities
+
+    found = dict(find_code_entities("use https://www.ultracite.ai/ and keep oxlint.config.ts"))
+    assert found == {"https://www.ultracite.ai/": "thing", "oxlint.config.ts": "path"}

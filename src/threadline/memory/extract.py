@@ -254,6 +254,7 @@ _IDENTIFIER_RE = re.compile(
     r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w])"
 )
 """``SessionOrchestrator``, ``lastSyncedMessageUuid``, ``export_codex_session``."""
+_URL_RE = re.compile(r"\bhttps?://[^\s)>\]\"'`]+")
 _CODE_SPAN_RE = re.compile(r"`([^`\n]{1,120})`")
 
 
@@ -261,6 +262,9 @@ def find_code_entities(text: str) -> list[tuple[str, str]]:
     """The entities of a coding session's turn: paths, files, ids, known tools and code
     identifiers, never capitalised words (``New``, ``Phase``, ``Promise``)."""
     found: dict[str, tuple[str, str]] = {}
+    for m in _URL_RE.finditer(text):
+        found.setdefault(name_key(m.group(0)), (m.group(0).rstrip(".,:;"), "thing"))
+    text = _URL_RE.sub(" ", text)  # no path or file inside a URL
     rules = (
         (_PATH_RE, "path"),
         (_FILE_RE, "path"),

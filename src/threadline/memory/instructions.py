@@ -339,7 +339,7 @@ class RequestLog:
         mine: list[tuple[str, str]] = []
         taken: set[str] = set()
         for i, c in enumerate(clauses(text)):
-            statement = third_person(c.text, "the user")
+            statement = third_person(c.text, "the user", keep_we=True)
             if not c.text.split()[0].isalpha():  # "rules.js: ..." stays as written
                 statement = c.text[:1] + statement[1:]
             slot = (

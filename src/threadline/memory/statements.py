@@ -66,6 +66,11 @@ _RULES = _rules(
         (r"\bmy\b", "{s}'s"),
         (r"\bmine\b", "{s}'s"),
         (r"\bme\b", "{s}"),
+    ]
+)
+"""First-person singular forms and what they become (``{s}``: the speaker)."""
+_WE_RULES = _rules(
+    [
         (r"\bwe\s*['’]re\b|\bwe are\b", "{s} and others are"),
         (r"\bwe\s*['’]ve\b", "{s} and others have"),
         (r"\bwe\s*['’]ll\b", "{s} and others will"),
@@ -78,7 +83,7 @@ _RULES = _rules(
         (r"(?-i:(?<=\w\s)us\b(?!\s*[A-Z]))", "{s} and others"),
     ]
 )
-"""First-person forms and what they become (``{s}``: the speaker)."""
+"""First-person plural forms: the speaker and others."""
 _YOU_RULES = _rules(
     [
         (r"\byou\s+(?:two|both|guys|all|three)\b|\by['’]all\b", "{a} and others"),
@@ -188,9 +193,13 @@ _BARE_INFINITIVE_RE = re.compile(
 """Verbs after which "you"/"me" is followed by a bare infinitive, never conjugated."""
 
 
-def third_person(sentence: str, subject: str, addressee: str | None = None) -> str:
+def third_person(
+    sentence: str, subject: str, addressee: str | None = None, *, keep_we: bool = False
+) -> str:
     """ "I moved to Porto" said by Ana -> "Ana moved to Porto"; "I always use pytest" ->
-    "Ana always uses pytest"; "you" becomes ``addressee`` when one is known."""
+    "Ana always uses pytest"; "you" becomes ``addressee`` when one is known. With
+    ``keep_we`` "we"/"our" stay as said (a coding user's team: "we use pnpm", not "the
+    user and others use pnpm")."""
 
     def subject_verb(m: re.Match[str]) -> str:
         who = subject if m[1] in ("I", "i") else addressee
@@ -206,7 +215,7 @@ def third_person(sentence: str, subject: str, addressee: str | None = None) -> s
         out = re.sub(rf"^{re.escape(addressee)},\s*(?=you)", "", out, flags=re.I)
     if addressee is not None and _GENERIC_YOU_RE.search(out):
         addressee = None  # "you could hear birds": anyone, not the person spoken to
-    rules = [(p, r.format(s=subject)) for p, r in _RULES]
+    rules = [(p, r.format(s=subject)) for p, r in (_RULES if keep_we else _RULES + _WE_RULES)]
     if addressee is not None:
         rules += [(p, r.format(a=addressee)) for p, r in _YOU_RULES]
     for pattern, replacement in rules:
