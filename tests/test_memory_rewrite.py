@@ -241,3 +241,20 @@ def test_a_rating_or_a_cheer_is_no_fact_but_what_was_done_is() -> None:
         session_id="s",
     )
     assert [f.statement for f in out.facts] == ["Gina glazed it in Gina's studio in Lisbon."]
+
+
+def test_a_pronoun_that_points_at_an_earlier_turn_is_no_fact() -> None:
+    """Issue 37: "He loves checking out new hiking trails", where he is the dog of the
+    turn before: out of context the fact names no one, so it is left out."""
+    turn = "He loves checking out new hiking trails. I take him to the lake every Sunday morning."
+    out = ExtractiveExtractor(episodes=False).extract(
+        [
+            Message.user("How is your dog Max doing?", name="Andrew", seq=1),
+            Message.user(turn, name="Audrey", seq=2),
+        ],
+        scope="agent:a",
+        session_id="s",
+    )
+    assert [f.statement for f in out.facts] == [
+        "Audrey takes him to the lake every Sunday morning."
+    ]

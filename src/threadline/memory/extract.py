@@ -525,6 +525,8 @@ class ExtractiveExtractor(Extractor):
         found = [u for u in units(said_, names) if len(u.text) <= MAX_FACT_CHARS * 2]
         if not found or not _substantial(found, names):
             return []
+        if _DANGLING_RE.match(found[0].text) and not found[0].first_person:
+            found = found[1:]  # "He loves the new trails": who "he" is was said before
         out: list[tuple[str, str | None, str]] = []
         for group in _groups(found):
             first = next((u for u in group if u.first_person), group[0])
@@ -538,6 +540,9 @@ class ExtractiveExtractor(Extractor):
         return out
 
 
+_DANGLING_RE = re.compile(r"^(?:he|she|they|him|her|his|their|them)\b", re.I)
+"""A turn's first statement opening with a pronoun points at someone named in an earlier
+turn: out of context the fact would name no one (issue 37: "he" was the dog)."""
 MAX_GROUP_WORDS = 30
 """Statements of one turn share a fact up to about this many words; a longer turn is cut
 into several facts, each a whole statement (with the ones leaning on it)."""
