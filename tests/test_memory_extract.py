@@ -117,9 +117,8 @@ def test_sentences_do_not_split_inside_names_domains_versions_or_paths() -> None
     out = ExtractiveExtractor().extract(
         [Message.user(text.splitlines()[0], seq=1)], scope="agent:a", session_id="s"
     )
-    assert out.facts[0].statement.startswith(
-        "The user and others decided to deploy Orbit on Fly.io in the"
-    )
+    # a coding user's "we" is their team, kept as said (issue 37: no "the user and others")
+    assert out.facts[0].statement.startswith("We decided to deploy Orbit on Fly.io in the")
     assert "Fly.io" in {e.name for e in out.entities}
 
 
@@ -143,10 +142,7 @@ def test_a_fact_about_a_named_person_has_that_person_as_subject() -> None:
     out = ExtractiveExtractor().extract([said], scope="agent:a", session_id="s")
     (fact,) = out.facts
     assert fact.subject == "Priya Raman"
-    written = (
-        "Priya Raman owns the invoices module, and the user and others never page Priya "
-        "on weekends."
-    )
+    written = "Priya Raman owns the invoices module, and we never page Priya on weekends."
     assert fact.statement == written
     memory = open_memory(open_store("memory://"))
     memory.store_extraction("agent:a", out)
@@ -225,10 +221,10 @@ def test_every_statement_of_a_person_becomes_a_third_person_fact() -> None:
 def test_greetings_questions_and_acknowledgements_are_no_facts() -> None:
     for said in ("Hey Caroline! We got this!", "Thanks!", "How are the kids doing?", "Wow, cool!"):
         assert facts_of(Message.user(said, name="Melanie", seq=1)) == [], said
-    (fact,) = facts_of(
+    # a coding user's turn: one fact per clause (issue 37: distil, do not restate)
+    assert facts_of(
         Message.user("Hi, my name is Dana Whitfield. I lead the Orbit billing service.", seq=1)
-    )
-    assert fact == ("The user's name is Dana Whitfield. The user leads the Orbit billing service.")
+    ) == ["The user's name is Dana Whitfield.", "The user leads the Orbit billing service."]
 
 
 def test_pronouns_resolve_to_the_speaker_and_the_person_spoken_to() -> None:

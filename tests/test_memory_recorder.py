@@ -104,3 +104,37 @@ def test_tools_search_recall_and_write_with_provenance() -> None:
     assert missing.metadata.get("is_error") and "nothing is remembered" in missing.text
     bad = run(tools, "memory_search", query="", k=3)
     assert bad.metadata.get("is_error") and "non-empty query" in bad.text
+
+
+def test_a_revision_flushed_later_supersedes_the_instruction_flushed_before(
+    tmp_path: Path,
+) -> None:
+    """Issue 37, point 3: the recorder extracts a turn at a time, and a revision in a later
+    flush still continues the chain of the instruction it revises."""
+    store = open_store(f"sqlite://{tmp_path / 's.db'}")
+    memory = open_memory(store)
+    s = store.create_session(agent="ana")
+    rec = MemoryRecorder(memory, scope=SCOPE, threshold=1)
+    rec.observe(
+        s,
+        s.append(
+            [
+                Message.user("Always write the plans to the /docs/plans folder of the repo."),
+                Message.assistant("OK."),
+            ]
+        ),
+    )
+    rec.observe(
+        s,
+        s.append(
+            [
+                Message.user(
+                    "That's almost right. But always write the plans to the /specs folder."
+                ),
+                Message.assistant("OK."),
+            ]
+        ),
+    )
+    assert [f.statement for f in memory.list_facts(SCOPE)] == [
+        "Always write the plans to the /specs folder."
+    ]

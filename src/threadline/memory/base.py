@@ -252,6 +252,10 @@ class Origin:
     scope: str
     session_id: str
     observed_at: datetime | None = None
+    known: tuple[Fact, ...] = ()
+    """Current facts already stored from this session's earlier turns: what a later turn
+    may revise, undo or repeat, so extracting a session in parts equals extracting it
+    whole."""
 
 
 class Extractor:
@@ -264,8 +268,10 @@ class Extractor:
         scope: str,
         session_id: str,
         observed_at: datetime | None = None,
+        known: Sequence[Fact] = (),
     ) -> Extraction:
-        return self.extract_from(list(messages), Origin(scope, session_id, observed_at))
+        origin = Origin(scope, session_id, observed_at, tuple(known))
+        return self.extract_from(list(messages), origin)
 
     def extract_from(self, messages: list[Message], origin: Origin) -> Extraction:
         raise NotImplementedError

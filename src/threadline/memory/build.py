@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from threadline.memory.base import Extractor, MemoryStore, check_scope, scope_for
 from threadline.memory.extract import ExtractiveExtractor
-from threadline.memory.recorder import read_watermark, save_watermark
+from threadline.memory.recorder import read_watermark, save_watermark, session_facts
 from threadline.messages import Message
 from threadline.store.protocol import Session, Store
 from threadline.store.session_info import SessionInfo
@@ -105,8 +105,10 @@ def build_memory(
         scope = check_scope(scope_of(info.agent))
         session = store.get_session(info.id)
         read = False
+        known = session_facts(memory, scope, info.id) if done > 0 else []  # resumed only
         for batch in _batches(session, done):
-            extraction = extractor.extract(batch, scope=scope, session_id=info.id)
+            extraction = extractor.extract(batch, scope=scope, session_id=info.id, known=known)
+            known = [*known, *extraction.facts]
             written = memory.store_extraction(scope, extraction)
             last = max(m.seq for m in batch if m.seq is not None)
             flagged, _ = read_watermark(memory, info.id)

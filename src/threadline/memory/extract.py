@@ -25,8 +25,16 @@ from threadline.memory.base import (
     Origin,
     Source,
 )
+from threadline.memory.instructions import FIX_SLOT, RequestLog, own_words
 from threadline.memory.rules import STOPWORDS, derive_slot, name_key
-from threadline.memory.statements import Unit, content_words, third_person, units
+from threadline.memory.statements import (
+    FIRST_PERSON_RE,
+    Unit,
+    content_words,
+    strip_opener,
+    third_person,
+    units,
+)
 from threadline.memory.timeexpr import date_labels
 from threadline.messages import Message
 from threadline.requests import request_text
@@ -158,8 +166,10 @@ def said(message: Message) -> str:
     less the blocks a coding tool adds to a user's turn; nothing of a user-role message no
     person typed (a tool's caveat, a command's output: ``requests.request_text``)."""
     if message.role != "assistant":
-        if message.role == "user" and request_text(message) is None:
-            return ""
+        if message.role == "user" and (
+            request_text(message) is None or message.metadata.get("sidechain")
+        ):
+            return ""  # a subagent's prompt is its parent model's words, not a person's
         return _HARNESS_RE.sub(" ", message.text).strip()
     return " ".join(s for s in sentences(message.text) if not ACKNOWLEDGEMENT_RE.match(s))
 
@@ -208,7 +218,8 @@ def find_entities(text: str) -> list[tuple[str, str]]:
     for m in _ID_RE.finditer(text):
         add(m.group(0), "id")
     for m in _PROJECT_RE.finditer(text):
-        add(m.group(1), "project")
+        if m.group(1).casefold() not in STOPWORDS:  # "the repository or the app": no project
+            add(m.group(1), "project")
     for m in _TOOL_RE.finditer(text):
         if m.group(1) != "go":  # the verb; the language is written "Go"
             add(m.group(1).lower(), "tool")
@@ -232,6 +243,73 @@ def find_entities(text: str) -> list[tuple[str, str]]:
                 continue  # a capitalised sentence opener is a name only if it recurs
             add(name, _kind_of(name, chunk[: m.start()]))
     return list(found.values())
+
+
+_FILE_RE = re.compile(
+    r"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:py|js|mjs|ts|tsx|jsx|json|jsonl|md|toml|ya?ml|css|"
+    r"scss|html|rs|go|java|kt|rb|sh|sql|txt|cfg|ini|lock|svg|c|h|cpp|swift)\b"
+)
+_IDENTIFIER_RE = re.compile(
+    r"(?<![\w.])(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|"
+    r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w])"
+)
+"""``SessionOrchestrator``, ``lastSyncedMessageUuid``, ``export_codex_session``."""
+_URL_RE = re.compile(r"\bhttps?://[^\s)>\]\"'`]+")
+_CODE_SPAN_RE = re.compile(r"`([^`\n]{1,120})`")
+
+
+def find_code_entities(text: str) -> list[tuple[str, str]]:
+    """The entities of a coding session's turn: paths, files, ids, known tools and code
+    identifiers, never capitalised words (``New``, ``Phase``, ``Promise``)."""
+    found: dict[str, tuple[str, str]] = {}
+    for m in _URL_RE.finditer(text):
+        found.setdefault(name_key(m.group(0)), (m.group(0).rstrip(".,:;"), "thing"))
+    text = _URL_RE.sub(" ", text)  # no path or file inside a URL
+    rules = (
+        (_PATH_RE, "path"),
+        (_FILE_RE, "path"),
+        (_ID_RE, "id"),
+        (_IDENTIFIER_RE, "thing"),
+    )
+    for pattern, kind in rules:
+        for m in pattern.finditer(text):
+            name = m.group(0).rstrip(".,:;)")
+            key = name_key(name)
+            if key and len(name) > 2 and key not in found:
+                found[key] = (name, kind)
+    for m in _TOOL_RE.finditer(text):
+        if m.group(1) != "go":
+            found.setdefault(name_key(m.group(1)), (m.group(1).lower(), "tool"))
+    return list(found.values())
+
+
+def _coding_subject(statement: str, slot: str | None, m: Message) -> str | None:
+    """Whose chain a coding fact continues: a fix is the assistant's (the user saying it
+    did not work continues it), an instruction its speaker's unless it opens with a name."""
+    if slot is None:
+        return None
+    if slot.startswith(FIX_SLOT):
+        return "assistant"
+    return _opening_name(statement) or speaker_of(m)
+
+
+def _mid_sentence(name: str, text: str) -> bool:
+    """Whether ``name`` is written capitalised inside a sentence ("deploy Orbit on ..."),
+    not only where any word is (after a colon or a stop: "rules.js: Pure game logic")."""
+    return re.search(rf"(?<=[\w,)] ){re.escape(name)}\b", text) is not None
+
+
+def _merged(*found: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    for name, kind in (e for entities in found for e in entities):
+        out.setdefault(name_key(name), (name, kind))
+    return list(out.values())
+
+
+def _code_spans(text: str) -> str:
+    """What an assistant's reply quotes as code (`app.js`): the names it cites, not
+    the headings and bold words of its drafts."""
+    return " \n".join(_CODE_SPAN_RE.findall(text))
 
 
 def subject_of(sentence: str, speaker: str) -> tuple[str | None, bool]:
@@ -308,17 +386,73 @@ class ExtractiveExtractor(Extractor):
         out = Extraction()
         last_speaker: dict[bool, str] = {}
         """The latest speaker of each kind (named person or not): who "you" is."""
+        requests = RequestLog.resumed(origin.session_id, origin.known)
         for m in messages:
             if m.seq is None or m.role not in ("user", "assistant") or m.synthetic or m.summary:
                 continue
             text = said(m).strip()
             if text:
                 when = origin.observed_at or m.created_at
-                addressee = _addressee(m, last_speaker)
-                out.extend(self._one(m, text, origin, when, addressee))
+                if m.name:
+                    addressee = _addressee(m, last_speaker)
+                    out.extend(self._one(m, text, origin, when, addressee))
+                else:
+                    out.extend(self._coding(m, text, origin, when, requests))
             if m.name:
                 last_speaker[True] = m.name
             last_speaker[False] = _referent(m)
+        return out
+
+    def _coding(
+        self, m: Message, text: str, origin: Origin, when: datetime, requests: RequestLog
+    ) -> Extraction:
+        """A turn of a session with an unnamed user and assistant (a coding agent's): the
+        user's standing instructions (``instructions``), the fix the assistant found for
+        an error the user reported; entities only of real names (paths, files, ids)."""
+        assert m.seq is not None
+        source = Source(session_id=origin.session_id, seq=m.seq)
+        out = Extraction()
+        if m.role == "user":
+            typed = own_words(text)
+            named = [(n, k) for n, k in find_entities(typed) if _mid_sentence(n, typed)]
+            mentions = _merged(named, find_code_entities(typed))
+        else:
+            mentions = find_code_entities(_code_spans(text))
+        for name, kind in mentions:
+            out.entities.append(
+                Entity(scope=origin.scope, name=name, kind=kind, sources=[source], last_seen=when)
+            )
+        if self.episodes and len(text) >= MIN_EPISODE_CHARS:
+            out.episodes.append(
+                Episode(
+                    scope=origin.scope,
+                    session_id=origin.session_id,
+                    seq=m.seq,
+                    speaker=speaker_of(m),
+                    text=text[:MAX_EPISODE_CHARS],
+                    observed_at=when,
+                    entities=[name for name, _ in mentions],
+                    dates=date_labels(text, when),
+                )
+            )
+        stated = (
+            requests.user_turn(text, m.seq) if m.role == "user" else requests.reply(text, m.seq)
+        )
+        for statement, kind, slot in stated:
+            out.facts.append(
+                Fact(
+                    scope=origin.scope,
+                    subject=_coding_subject(statement, slot, m),
+                    statement=_dated(statement, when)[:MAX_STATEMENT_CHARS],
+                    kind=kind,
+                    slot=slot,
+                    session_id=origin.session_id,
+                    seq=m.seq,
+                    sources=[source],
+                    observed_at=when,
+                    confidence=0.7,
+                )
+            )
         return out
 
     def _one(
@@ -381,31 +515,73 @@ class ExtractiveExtractor(Extractor):
     def _statements(
         self, m: Message, text: str, addressee: str | None, when: datetime
     ) -> list[tuple[str, str | None, str]]:
-        """``(statement, subject, kind)`` for each thing the turn states."""
-        out: list[tuple[str, str | None, str]] = []
-        if not is_person(m):
-            # the model's own replies: only what it states as a decision, preference or fact
-            for sentence in sentences(text):
-                kind = _fact_kind(sentence)
-                if kind is None or len(sentence) > MAX_FACT_CHARS or len(sentence.split()) < 3:
-                    continue
-                subject, first_person = subject_of(sentence, speaker_of(m))
-                statement = third_person(sentence, _referent(m)) if first_person else sentence
-                out.append((statement, subject, kind))
-            return out
+        """``(statement, subject, kind)`` of what a person's turn states: its statements
+        in one fact (together they keep each other's context, and what is worth keeping
+        from a conversation often spans two of them), less commentary with nothing of
+        its own ("It's awesome to see it all coming together!")."""
         speaker = _referent(m)
         names = tuple(n for n in (m.name, addressee) if n)
-        found = [u for u in units(sentences(text), names) if len(u.text) <= MAX_FACT_CHARS * 2]
+        said_ = [s for s in sentences(text) if not _commentary(s)]
+        found = [u for u in units(said_, names) if len(u.text) <= MAX_FACT_CHARS * 2]
         if not found or not _substantial(found, names):
-            return out
-        # one fact per turn: its statements together keep each other's context
-        first = next((u for u in found if u.first_person), found[0])
-        named = _opening_name(first.text)
-        subject = named or (speaker_of(m) if first.first_person or m.name else None)
-        statement = " ".join(_dated(write_statement(u, speaker, addressee), when) for u in found)
-        whole = " ".join(u.text for u in found)
-        kind = _fact_kind(whole) or ("event" if date_labels(whole, when) else "fact")
-        return [(statement, subject, kind)]
+            return []
+        if _DANGLING_RE.match(found[0].text) and not found[0].first_person:
+            found = found[1:]  # "He loves the new trails": who "he" is was said before
+        out: list[tuple[str, str | None, str]] = []
+        for group in _groups(found):
+            first = next((u for u in group if u.first_person), group[0])
+            subject = _opening_name(first.text) or speaker_of(m)
+            statement = " ".join(
+                _dated(write_statement(u, speaker, addressee), when) for u in group
+            )
+            whole = " ".join(u.text for u in group)
+            kind = _fact_kind(whole) or ("event" if date_labels(whole, when) else "fact")
+            out.append((statement, subject, kind))
+        return out
+
+
+_DANGLING_RE = re.compile(r"^(?:he|she|they|him|her|his|their|them)\b", re.I)
+"""A turn's first statement opening with a pronoun points at someone named in an earlier
+turn: out of context the fact would name no one (issue 37: "he" was the dog)."""
+MAX_GROUP_WORDS = 30
+"""Statements of one turn share a fact up to about this many words; a longer turn is cut
+into several facts, each a whole statement (with the ones leaning on it)."""
+
+
+def _groups(found: list[Unit]) -> list[list[Unit]]:
+    out: list[list[Unit]] = []
+    size = 0
+    for u in found:
+        n = len(u.text.split())
+        if out and size + n <= MAX_GROUP_WORDS:
+            out[-1].append(u)
+            size += n
+        else:
+            out.append([u])
+            size = n
+    return out
+
+
+_RATING = (
+    r"(?:so\s+|really\s+|very\s+|super\s+|totally\s+|just\s+)?(?:awesome|amazing|great|"
+    r"wonderful|cool|nice|empowering|inspiring|incredible|beautiful|lovely|fantastic|"
+    r"rewarding|important|tough|hard|crazy|good|fun|sweet|gorgeous|stunning|cute|adorable|"
+    r"impressive|perfect|neat|fancy|special|breathtaking|magical|unreal)\b"
+)
+_COMMENTARY_RE = re.compile(
+    rf"^(?:it'?s|it’s|that'?s|that’s|this\s+is|what\s+a|how|such|so)\s+(?:\w+\s+)?{_RATING}"
+    rf"|^(?:that|this|these|those|the|your)\s+(?:\w+\s+){{0,3}}(?:is|are|was|were|looks?|"
+    rf"sounds?|seems?)\s+{_RATING}[.!]*$"
+    r"|^let'?s\s+(?:keep|do|make|go|chase|never|always|hope)\b",
+    re.I,
+)
+"""A statement that only rates something ("That's great news", "It's empowering to ...")."""
+
+
+def _commentary(sentence: str) -> bool:
+    """Whether a sentence only rates something, with nothing of the speaker's in it."""
+    bare = strip_opener(sentence)
+    return bool(_COMMENTARY_RE.match(bare)) and FIRST_PERSON_RE.search(bare) is None
 
 
 def _substantial(group: list[Unit], names: tuple[str, ...]) -> bool:

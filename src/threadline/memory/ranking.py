@@ -51,7 +51,9 @@ W_GRAPH = 0.1
 W_TIME = 0.4
 W_RECENCY = 0.05
 W_FACT = 0.5
-W_NEIGHBOUR = 0.25
+W_NEIGHBOUR = 0.4
+"""A strong turn lifts the turns beside it by this share of its score: an answer often
+spans a question and its reply (LoCoMo dev recall@10 0.682 at 0.25, 0.691 at 0.4)."""
 SUPERSEDED_FACTOR = 0.6
 RECENCY_DAYS = 180.0
 HIT_TEXT_CHARS = 400

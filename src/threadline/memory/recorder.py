@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from threadline.errors import UsageError
-from threadline.memory.base import Extractor, MemoryStore, check_scope
+from threadline.memory.base import Extractor, Fact, MemoryStore, check_scope
 from threadline.memory.extract import ExtractiveExtractor, is_signal
 from threadline.messages import Message
 from threadline.store.protocol import Session
@@ -99,8 +99,18 @@ class MemoryRecorder:
                 break
             if m.seq in wanted:
                 messages.append(m)
-        extraction = self.extractor.extract(messages, scope=self.scope, session_id=session.id)
+        resumed = done > 0 and any(m.role == "user" and not m.name for m in messages)
+        known = session_facts(self.memory, self.scope, session.id) if resumed else []
+        extraction = self.extractor.extract(
+            messages, scope=self.scope, session_id=session.id, known=known
+        )
         written = self.memory.store_extraction(self.scope, extraction)
         rest = [s for s in flagged if s not in take]
         self._save(session, rest, max(done, *take))
         return written
+
+
+def session_facts(memory: MemoryStore, scope: str, session_id: str) -> list[Fact]:
+    """The current facts ``scope`` holds from ``session_id``'s turns, oldest turn first."""
+    found = [f for f in memory.list_facts(scope) if f.session_id == session_id]
+    return sorted(found, key=lambda f: f.seq or 0)

@@ -60,22 +60,30 @@ _RULES = _rules(
         (r"\bI\s*['’]ve\b", "{s} has"),
         (r"\bI\s*['’]ll\b", "{s} will"),
         (r"\bI\s*['’]d\b", "{s} would"),
+        (r"\bI\s+wanna\b", "{s} wants to"),
+        (r"\bI\s+gotta\b", "{s} has to"),
         (r"\bmyself\b", "{s}"),
         (r"\bmy\b", "{s}'s"),
         (r"\bmine\b", "{s}'s"),
         (r"\bme\b", "{s}"),
+    ]
+)
+"""First-person singular forms and what they become (``{s}``: the speaker)."""
+_WE_RULES = _rules(
+    [
         (r"\bwe\s*['’]re\b|\bwe are\b", "{s} and others are"),
         (r"\bwe\s*['’]ve\b", "{s} and others have"),
         (r"\bwe\s*['’]ll\b", "{s} and others will"),
         (r"\bwe\s*['’]d\b", "{s} and others would"),
         (r"\bwe\b", "{s} and others"),
         (r"\bours\b", "{s}'s"),
+        (r"\bour\b(?=\s+(?:lives|hearts|souls|minds|bodies|selves)\b)", "{s} and others'"),
         (r"\bour\b", "{s}'s"),
-        (r"\bourselves\b", "{s} and others"),
+        (r"\bourselves\b", "themselves"),
         (r"(?-i:(?<=\w\s)us\b(?!\s*[A-Z]))", "{s} and others"),
     ]
 )
-"""First-person forms and what they become (``{s}``: the speaker)."""
+"""First-person plural forms: the speaker and others."""
 _YOU_RULES = _rules(
     [
         (r"\byou\s+(?:two|both|guys|all|three)\b|\by['’]all\b", "{a} and others"),
@@ -121,9 +129,29 @@ KEEP_VERB = frozenset(
     let meant set met ran paid sat spoke led read grew lost fell sent built understood drew
     broke spent cut drove bought wore chose taught caught sold fought won slept swam sang
     ate drank flew forgot knew threw hung hid rode shot shut put hit quit hurt cost said
-    moved""".split()  # noqa: SIM905
+    moved wanna gonna gotta""".split()  # noqa: SIM905
 )
 """Modals and past forms: the same after "she" as after "I"."""
+
+
+_PRESENT_IN_ED = frozenset(
+    [
+        "need",
+        "feed",
+        "bleed",
+        "breed",
+        "speed",
+        "proceed",
+        "succeed",
+        "exceed",
+        "seed",
+        "heed",
+        "embed",
+        "shred",
+        "wed",
+    ]
+)
+"""Verbs in the present that end like a past form: "I need" -> "Ana needs"."""
 
 
 def third_person_verb(verb: str) -> str:
@@ -132,10 +160,13 @@ def third_person_verb(verb: str) -> str:
     low = verb.lower()
     if low in _THIRD_PERSON:
         return _THIRD_PERSON[low]
-    if low in KEEP_VERB or low.endswith(("ed", "n't", "n’t")) or low in _NOT_VERBS:
+    past = low.endswith("ed") and low not in _PRESENT_IN_ED
+    if low in KEEP_VERB or past or low.endswith(("n't", "n’t")) or low in _NOT_VERBS:
         return verb
     if len(low) > 4 and low.endswith("ing"):
         return verb
+    if low.endswith("s") and not low.endswith(("ss", "us", "is", "as", "os")):
+        return verb  # already the third person ("i looks like"): no "lookses"
     if low.endswith(("s", "sh", "ch", "x", "z", "o")):
         return verb + "es"
     if len(low) > 2 and low.endswith("y") and low[-2] not in "aeiou":
@@ -154,14 +185,28 @@ _GENERIC_YOU_RE = re.compile(
 """Sentences whose "you" means anyone ("you could hear birds", "it makes you feel alive")."""
 
 
-def third_person(sentence: str, subject: str, addressee: str | None = None) -> str:
+_BARE_INFINITIVE_RE = re.compile(
+    r"\b(?:help|helps|helped|helping|let|lets|make|makes|made|making|watch|watched|see|saw|"
+    r"hear|heard|have|has|had|bid)\s+$",
+    re.I,
+)
+"""Verbs after which "you"/"me" is followed by a bare infinitive, never conjugated."""
+
+
+def third_person(
+    sentence: str, subject: str, addressee: str | None = None, *, keep_we: bool = False
+) -> str:
     """ "I moved to Porto" said by Ana -> "Ana moved to Porto"; "I always use pytest" ->
-    "Ana always uses pytest"; "you" becomes ``addressee`` when one is known."""
+    "Ana always uses pytest"; "you" becomes ``addressee`` when one is known. With
+    ``keep_we`` "we"/"our" stay as said (a coding user's team: "we use pnpm", not "the
+    user and others use pnpm")."""
 
     def subject_verb(m: re.Match[str]) -> str:
         who = subject if m[1] in ("I", "i") else addressee
         if who is None:
             return m[0]
+        if _BARE_INFINITIVE_RE.search(m.string, 0, m.start()):
+            return f"{who}{m[2]} {m[3]}"  # "help you reach": no "help Gina reaches"
         return f"{who}{m[2]} {third_person_verb(m[3])}"
 
     out = _APOSTROPHE_RE.sub("'", sentence)
@@ -170,7 +215,7 @@ def third_person(sentence: str, subject: str, addressee: str | None = None) -> s
         out = re.sub(rf"^{re.escape(addressee)},\s*(?=you)", "", out, flags=re.I)
     if addressee is not None and _GENERIC_YOU_RE.search(out):
         addressee = None  # "you could hear birds": anyone, not the person spoken to
-    rules = [(p, r.format(s=subject)) for p, r in _RULES]
+    rules = [(p, r.format(s=subject)) for p, r in (_RULES if keep_we else _RULES + _WE_RULES)]
     if addressee is not None:
         rules += [(p, r.format(a=addressee)) for p, r in _YOU_RULES]
     for pattern, replacement in rules:
@@ -224,7 +269,7 @@ class Unit:
     """Whether the speaker speaks of themself (``I``, ``my``, ``we``)."""
 
 
-_FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I’m|my|me|mine|myself|we|our|us)\b", re.I)
+FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I’m|my|me|mine|myself|we|our|us)\b", re.I)
 
 
 _SHARED_RE = re.compile(r"\[shares? an? (?:image|photo|picture)[^\]]*\]")
@@ -246,4 +291,4 @@ def units(sentences: list[str], names: tuple[str, ...] = ()) -> list[Unit]:
         else:
             out.append(sentence)
         joinable = True
-    return [Unit(u, _FIRST_PERSON_RE.search(u) is not None) for u in out]
+    return [Unit(u, FIRST_PERSON_RE.search(u) is not None) for u in out]

@@ -1,0 +1,231 @@
+"""A sample of memory for a person to judge (issue 37, point 5): one Markdown file.
+
+Memory is built, as ``threadline memory build`` builds it, from two LoCoMo
+conversations of ``../shared/benchmarks/locomo`` (ingested as
+``bench/memory_extraction.py`` does) and from two coding transcripts of
+``../shared/transcripts`` (imported as ``sessions import`` does, built with
+``--include-imported``). The file then holds, for a reader who has not seen the code:
+
+1. a seeded random sample of LoCoMo facts (default 60), each beside the turn it came
+   from, with a blank label (true and useful / true but trivial / wrong / noise, and
+   whether its person rewriting is garbled);
+2. a seeded random sample of LoCoMo's annotated observations (default 40), each with
+   its evidence turn and the facts nearest to it (those from its evidence turns, then
+   the closest by shared words), with a blank "captured in meaning" label;
+3. every current fact of the two coding transcripts beside its source turn, for the
+   reader to label and to compare with what they would remember from the transcript.
+
+    python bench/memory_judge_sample.py [--out /tmp/memory_judge_sample.md] [--seed 37]
+        [--facts 60] [--observations 40] [--conversations conv-26 conv-30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory_extraction import content_words, ingest, observations_of
+from memory_locomo import DEFAULT_DATA, sessions_of, turn_text
+from threadline import open_store
+from threadline.interop.sync import Syncer, find_sources
+from threadline.memory import Fact, open_memory
+from threadline.memory.build import build_memory
+
+HERE = Path(__file__).resolve().parent
+ITEMS = HERE / "memory_coding_items.json"
+TRANSCRIPTS = HERE.parents[0] / ".." / "shared" / "transcripts"
+NEAREST = 3
+"""Facts shown beside an observation besides those of its evidence turns."""
+TURN_CHARS = 700
+
+
+@dataclass
+class Sourced:
+    fact: Fact
+    where: str
+    """The source turn's label (dia_id, or session and seq)."""
+    turn: str
+    """The source turn's text, as said."""
+
+
+def _clip(text: str, n: int = TURN_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _quote(text: str) -> str:
+    return "> " + _clip(text).replace("\n", "\n> ")
+
+
+def locomo(sample: dict[str, Any], workdir: Path) -> tuple[list[Sourced], dict[str, str]]:
+    """Every fact of one conversation with its source turn, and each turn's text by dia_id."""
+    store = open_store(f"sqlite://{workdir}/{sample['sample_id']}.db?synchronous=normal")
+    memory = open_memory(store)
+    try:
+        dia_of = ingest(sample, store)
+        agent = next(iter({info.agent for info in store.list_sessions(limit=1)}))
+        build_memory(store, memory, agent=agent)
+        facts = memory.list_facts(f"agent:{agent}", include_superseded=True)
+    finally:
+        memory.close()
+        store.close()
+    text_of = {
+        t["dia_id"]: f"{t['speaker']}: {turn_text(t)}"
+        for _, _, turns in sessions_of(sample["conversation"])
+        for t in turns
+    }
+    out = []
+    for f in facts:
+        dia = dia_of.get((f.session_id or "", f.seq or 0), "?")
+        out.append(Sourced(f, f"{sample['sample_id']} {dia}", text_of.get(dia, "")))
+    return out, text_of
+
+
+def coding(path: Path, workdir: Path) -> list[Sourced]:
+    """The current facts built from one imported transcript, each with its source turn."""
+    store = open_store(f"sqlite://{workdir}/{path.stem}.db?synchronous=normal")
+    memory = open_memory(store)
+    try:
+        Syncer(store).sync(find_sources([str(path)]))
+        build_memory(store, memory, include_imported=True)
+        facts = [f for scope in memory.scopes() for f in memory.list_facts(scope)]
+        turns = {
+            (info.id, m.seq): f"{m.role}: {m.text}"
+            for info in store.list_sessions(limit=100)
+            for m in store.get_session(info.id).iter_messages()
+        }
+    finally:
+        memory.close()
+        store.close()
+    facts.sort(key=lambda f: (f.session_id or "", f.seq or 0))
+    return [
+        Sourced(f, f"{(f.session_id or '')[:8]} #{f.seq}", turns.get((f.session_id, f.seq), ""))
+        for f in facts
+    ]
+
+
+def _fact_line(f: Fact) -> str:
+    state = "" if f.current else " (superseded)"
+    return f"`{f.kind}`{state} **{f.statement}**"
+
+
+def render(
+    facts: list[Sourced],
+    observations: list[tuple[str, Any, str, list[Sourced]]],
+    coded: list[tuple[str, list[Sourced]]],
+    args: argparse.Namespace,
+) -> str:
+    lines = [
+        "# Memory judge sample",
+        "",
+        f"Seed {args.seed}; LoCoMo conversations {', '.join(args.conversations)} of "
+        f"`{args.data.name}`; coding transcripts {', '.join(f'`{n}`' for n, _ in coded)}. "
+        "Generated by `bench/memory_judge_sample.py`.",
+        "",
+        "Label each fact **U** (true and useful to inject), **T** (true but trivial or not "
+        "standalone), **W** (wrong), **N** (noise); add **G** if the person rewriting is "
+        "garbled. Label each observation **Y** (captured in meaning by a fact shown) or **N**.",
+        "",
+        f"## 1. LoCoMo facts ({len(facts)} sampled)",
+        "",
+    ]
+    for i, s in enumerate(facts, start=1):
+        lines += [
+            f"### F{i} · {s.where}",
+            "",
+            f"Fact: {_fact_line(s.fact)}",
+            "",
+            _quote(s.turn),
+            "",
+            "Label: ____",
+            "",
+        ]
+    lines += [f"## 2. LoCoMo observations ({len(observations)} sampled)", ""]
+    for i, (conv, obs, evidence, near) in enumerate(observations, start=1):
+        lines += [
+            f"### O{i} · {conv} {', '.join(obs.evidence)} ({obs.speaker})",
+            "",
+            f"Observation: **{obs.text}**",
+            "",
+            _quote(evidence),
+            "",
+            "Nearest facts:",
+            "",
+            *([f"- {_fact_line(s.fact)} ({s.where})" for s in near] or ["- (none)"]),
+            "",
+            "Captured: ____",
+            "",
+        ]
+    for name, found in coded:
+        lines += [
+            f"## 3. Coding transcript `{name}`: {len(found)} current facts",
+            "",
+            f"Read the transcript (`../shared/transcripts/{name}`), list what a person would "
+            "remember, then mark which of these facts hold each item.",
+            "",
+        ]
+        for i, s in enumerate(found, start=1):
+            lines += [f"{i}. {_fact_line(s.fact)} ({s.where}) — label: ____", ""]
+            lines += [_quote(s.turn), ""]
+    return "\n".join(lines) + "\n"
+
+
+def _nearest(obs: Any, conv: str, facts: list[Sourced]) -> list[Sourced]:
+    """The facts of the observation's evidence turns, then the closest by shared words."""
+    mine = [s for s in facts if s.where.startswith(conv + " ")]
+    own = [s for s in mine if s.where.split(" ", 1)[1] in obs.evidence]
+    rest = sorted(
+        (s for s in mine if s not in own),
+        key=lambda s: -len(content_words(s.fact.statement) & obs.words),
+    )
+    return own + rest[:NEAREST]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/memory_judge_sample.md"))
+    parser.add_argument("--seed", type=int, default=37)
+    parser.add_argument("--facts", type=int, default=60)
+    parser.add_argument("--observations", type=int, default=40)
+    parser.add_argument("--conversations", nargs=2, default=["conv-26", "conv-30"])
+    args = parser.parse_args(argv)
+    samples = {s["sample_id"]: s for s in json.loads(args.data.read_text())}
+    missing = [c for c in args.conversations if c not in samples]
+    if missing:
+        parser.error(f"no conversation {', '.join(missing)} in {args.data}")
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        facts: list[Sourced] = []
+        observations: list[tuple[str, Any, str, list[Sourced]]] = []
+        texts: dict[str, dict[str, str]] = {}
+        for conv in args.conversations:
+            found, texts[conv] = locomo(samples[conv], work)
+            facts += found
+        pool = [(c, o) for c in args.conversations for o in observations_of(samples[c])]
+        for conv, obs in rng.sample(pool, min(args.observations, len(pool))):
+            evidence = " / ".join(texts[conv].get(d, "") for d in obs.evidence)
+            observations.append((conv, obs, evidence, _nearest(obs, conv, facts)))
+        chosen = rng.sample(facts, min(args.facts, len(facts)))
+        paths = [t["path"] for t in json.loads(ITEMS.read_text())["transcripts"]]
+        coded = [(p, coding(TRANSCRIPTS / p, work)) for p in paths]
+    args.out.write_text(render(chosen, observations, coded, args))
+    words = [len(re.findall(r"\w+", s.fact.statement)) for s in facts]
+    print(
+        f"wrote {args.out}: {len(chosen)} of {len(facts)} LoCoMo facts (median "
+        f"{sorted(words)[len(words) // 2]} words), {len(observations)} observations, "
+        + ", ".join(f"{len(found)} facts of {name}" for name, found in coded)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

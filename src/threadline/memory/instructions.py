@@ -1,0 +1,376 @@
+"""What a coding agent's user said that stays true: the clauses worth remembering.
+
+A coding session's user turn is a request. Most of it is the task of the moment
+("count the lines", "try again", "undo the last change"); what a person working
+with that user would write down is smaller: standing constraints and preferences
+("don't produce code, design first", "don't commit until the final step"), where
+things go ("create the document in /specs"), project conventions and environment
+facts ("the new file is in the same folder as the old one"), and the spec as it
+stands ("each piece has a cooldown of 10 seconds"). ``clauses`` cuts a request
+into such clauses, each one short sentence without its conversational frame
+("That's almost right. But ...", "Make it so ..."), and leaves out questions,
+one-off commands, pasted output and prompt templates.
+
+``revision`` says how a turn relates to the instruction before it: it undoes it
+("undo the last change"), goes back ("go back to the version where ..."), or
+revises it ("That's almost right. But ...", "Let me describe X differently"); the
+extractor makes such a turn supersede the earlier instruction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from threadline.memory.base import Fact
+from threadline.memory.rules import derive_slot, terms
+from threadline.memory.statements import content_words, is_question, third_person
+
+MAX_CLAUSE_WORDS = 30
+"""A clause longer than this is a task description or a paste, not a thing to remember."""
+MIN_CLAUSE_WORDS = 4
+MAX_TEMPLATE_FREE_CHARS = 600
+"""A user turn longer than this with Markdown structure is a prompt template."""
+
+Revision = Literal["undo", "back", "revise"]
+
+_UNDO_RE = re.compile(
+    r"^\s*(?:please\s+)?(?:undo|revert|roll\s*back)\b(?:\s+(?:the|that|this|your|my))?"
+    r"(?:\s+last)?(?:\s+(?:change|changes|edit|edits|commit|one|it|that))?\b",
+    re.I,
+)
+_BACK_RE = re.compile(r"\b(?:go|goes|going|went)\s+back\s+to\b|\brestore\s+the\s+previous\b", re.I)
+_REVISE_RE = re.compile(
+    r"^\s*(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost|nearly|not\s+quite|close)\b"
+    r"|^\s*(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b.*\bdifferently\b"
+    r"|^\s*actually\b",
+    re.I,
+)
+_FRAME_RE = re.compile(
+    r"^(?:(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost\s+|nearly\s+|much\s+|a\s+lot\s+)?"
+    r"(?:right|good|better|great|fine|ok(?:ay)?|correct|close|it)\b|"
+    r"(?:hi|hello|hey|great|good|ok(?:ay)?|perfect|nice|cool|thanks|yes|no|now|so|also|and|"
+    r"but|however|"
+    r"then|first|finally|ultrathink|please|more\s+context|in\s+addition|the\s+main\s+idea\s+"
+    r"is\s+fine|try\s+to\s+make\s+it\s+so(?:\s+that)?|i\s+just\s+want\s+to|let'?s|let\s+us|"
+    r"make\s+it\s+so(?:\s+that)?|"
+    r"make\s+sure(?:\s+that)?(?=\s+(?:the|a|an|each|every|all|this|it)\b)|"
+    r"change\s+the\s+rule\s+such\s+that|for\s+now|"
+    r"go\s+back\s+to\s+(?:the\s+)?(?:version|state|way)\s+(?:where|in\s+which|that))\b)"
+    r"[\s,.:;!-]*",
+    re.I,
+)
+"""The conversational frame around what is asked: acknowledgements, "Make it so"."""
+_ONE_OFF_RE = re.compile(
+    r"^(?:try\s+(?:again|to\s+fix)|undo|revert|implement|count|show|launch|run|give|explain|tell|"
+    r"continue|proceed|go\s+ahead|do\s+it|add\s+that|update\s+the\s+\S+\s+document|"
+    r"update\s+phase|review|describe|make\s+a\s+(?:new\s+)?proposal|have\s+another\s+go|"
+    r"carefully\s+review|search\s+for|analy[sz]e|check|fix|rewrite|go\s+forward)\b",
+    re.I,
+)
+"""Commands for the moment: done once, nothing to keep."""
+_KEEP_RE = re.compile(
+    r"\b(?:don'?t|do\s+not|never|always|must|mustn'?t|should|shouldn'?t|only|no\s+longer|"
+    r"instead|important|keep\s+in\s+mind|make\s+sure|avoid|prefer|not|no)\b"
+    r"|(?:^|\s)(?:in|into|under|to)\s+(?:the\s+)?[~.]?/\S+|\bput\b",
+    re.I,
+)
+"""Signs of a standing constraint or convention: a one-off verb with one of these stays."""
+_PASTE_RE = re.compile(
+    r"^\s*(?:[>$#|`]|\d+\s*\||at\s+\S+\(|Traceback|Error:|\w+Error\b|[-=_]{3,}|"
+    r"(?:Prompt|Response|Timestamp)\s*(?:#\d+)?:)"
+)
+"""A line of pasted output, code or a log, not the user's own words."""
+_TEMPLATE_RE = re.compile(r"^\s*#{1,3}\s+\S|\$ARGUMENTS|^Arguments:\s*$|\*\*[^*\n]+\*\*", re.M)
+_QUOTED_BLOCK_RE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_ERROR_RE = re.compile(
+    r"\b(?:error|errors|exception|traceback|blocked|fails?|failing|failed|broken|crash(?:es|ed)?|"
+    r"(?:doesn'?t|does\s+not)\s+(?:seem\s+to\s+)?(?:be\s+)?work(?:ing)?|"
+    r"(?:doesn'?t|does\s+not|didn'?t|did\s+not)\s+(?:create|write|generate|show|start|load)|not\s+working|isn'?t\s+working|nothing\s+happens|"
+    r"i'?m\s+getting|didn'?t\s+(?:work|write|create)|still\s+getting|"
+    r"(?:don'?t|doesn'?t|can'?t)\s+see)\b",
+    re.I,
+)
+_PIECE_BREAK_RE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*|;\s+|:\s+(?=[\"“])")
+_EXAMPLE_INTRO_RE = re.compile(
+    r"(?:\beg|e\.g\.|example|getting|output|looks\s+like|response|current\b.*):\s*$", re.I
+)
+"""A line that introduces pasted text ("Example of the current file:"); the paste runs to
+the next blank line."""
+_NAMED_RE = re.compile(r"(?<![\w/])[~.]?/?(?:[\w.-]+/)*[\w-]+\.[a-z]{1,6}\b")
+_THERE_RE = re.compile(r"\bthere(?=\s*[.!]?$)")
+_WORD_RE = re.compile(r"[^\W_]+")
+_LEANING_RE = re.compile(
+    r"^(?:this|that|it|they|these|those|them|currently|change\s+the\s+\w+\s+to\s+this)\b"
+    r"|\b(?:this|that|it)\.$",
+    re.I,
+)
+MAX_LEANING_WORDS = 8
+"""A clause this short that opens with a pronoun (or says "currently") leans on what came
+before it: not standalone, so no fact."""
+_LIST_MARK_RE = re.compile(r"^\s*(?:\d{1,2}\s*[.:)]|[-*•])\s+")
+_DESCRIBE_RE = re.compile(r"^(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b[^:]*:\s*", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Clause:
+    text: str
+    """Distilled: frame off, first letter upper case, ending with a full stop."""
+    kind: str
+    """``preference`` for a constraint or preference, else ``fact``."""
+
+
+def is_template(text: str) -> bool:
+    """A prompt template or a bot's notice pasted as the user's turn (a PR recipe with
+    bold numbered steps, "# Code Review ..."): no person's words to remember."""
+    if re.match(r"\s*#{1,3}\s+\S", text):
+        return True
+    marks = len(_TEMPLATE_RE.findall(text))
+    return len(text) > MAX_TEMPLATE_FREE_CHARS / 2 and marks >= 3
+
+
+def reports_error(text: str) -> bool:
+    """Whether a user's turn says something failed (so the reply is the fix to keep)."""
+    return _ERROR_RE.search(text) is not None
+
+
+def revision(text: str) -> Revision | None:
+    """How a turn changes the instruction before it, if it does."""
+    if _UNDO_RE.match(text):
+        return "undo"
+    if _BACK_RE.search(text):
+        return "back"
+    if _REVISE_RE.match(text):
+        return "revise"
+    return None
+
+
+def distil(piece: str) -> str:
+    """``"That's almost right. But make it so the cooldown starts at the top"`` ->
+    ``"The cooldown starts at the top."``: the frame off, one clean sentence."""
+    out = _DESCRIBE_RE.sub("", _LIST_MARK_RE.sub("", piece.strip())).strip().strip("\"'“”")
+    while True:
+        cut = _FRAME_RE.sub("", out, count=1).strip()
+        if cut == out:
+            break
+        out = cut
+    out = re.sub(r"\s+", " ", out).strip(" ,;:-")
+    if not out:
+        return ""
+    if re.fullmatch(r"[a-z]+(?:['’][a-z]+)?", out.split()[0]):
+        out = out[:1].upper() + out[1:]
+    return out if out[-1] in ".!" else out + "."
+
+
+def _pieces(text: str) -> list[str]:
+    """The user's own sentences: pasted blocks, output and examples off, hard-wrapped
+    lines joined."""
+    text = _QUOTED_BLOCK_RE.sub("\n", text)
+    lines: list[str] = []
+    pasting = opening = False
+    for line in text.splitlines():
+        if pasting:  # the paste: its blank lines at the start, then up to a blank line
+            if line.strip():
+                opening = False
+                continue
+            if opening:
+                continue
+            pasting = False
+        if _EXAMPLE_INTRO_RE.search(line):
+            pasting = opening = True
+            continue  # "Example of the current file:": it introduces the paste
+        if _PASTE_RE.match(line):
+            continue
+        wrapped = lines and lines[-1] and not lines[-1].rstrip().endswith((".", "!", "?", ":"))
+        if wrapped and line[:1].isspace() and line.strip()[:1].islower():
+            lines[-1] = f"{lines[-1].rstrip()} {line.strip()}"
+        else:
+            lines.append(line.strip())
+    return [p for p in _PIECE_BREAK_RE.split("\n".join(lines)) if p and p.strip()]
+
+
+def own_words(text: str) -> str:
+    """What the user typed in a turn, less pastes, output and templates."""
+    return "" if is_template(text) else "\n".join(_pieces(text))
+
+
+def clauses(text: str) -> list[Clause]:
+    """The clauses of a user's request worth remembering (see the module docstring)."""
+    if is_template(text) or revision(text) == "undo":
+        return []
+    out: list[Clause] = []
+    named = ""
+    """The file or path the turn named last: what a later "there" points at."""
+    for piece in _pieces(text):
+        before, files = named, _NAMED_RE.findall(piece)
+        named = files[-1] if files else named
+        if is_question(piece) or _ERROR_RE.search(piece):
+            continue
+        for clause in _run_on(distil(piece)):
+            if before:
+                clause = _THERE_RE.sub(f"in {before}", clause)
+            n = len(_WORD_RE.findall(clause))
+            if not clause or n < MIN_CLAUSE_WORDS or n > MAX_CLAUSE_WORDS:
+                continue
+            if len(content_words(clause)) < 2:
+                continue
+            if n <= MAX_LEANING_WORDS and _LEANING_RE.match(clause):
+                continue  # "This is all implemented": short, and about what came before
+            keep = _KEEP_RE.search(clause) is not None
+            if _ONE_OFF_RE.match(clause) and not keep:
+                continue
+            out.append(Clause(clause, "preference" if keep else "fact"))
+    return out
+
+
+_RUN_ON_RE = re.compile(
+    r"\s+(?=(?:it|this|that|we|they|you|i)\s+(?:should|must|will|can|needs?|has\s+to|"
+    r"have\s+to)\b)|,\s+(?=but\b|however\b)",
+    re.I,
+)
+
+
+def _run_on(clause: str) -> list[str]:
+    """A sentence typed without stops, cut where a new clause begins ("... use X it
+    should also include Y"), when it is too long to keep whole."""
+    if len(_WORD_RE.findall(clause)) <= MAX_CLAUSE_WORDS:
+        return [clause]
+    return [distil(p) for p in _RUN_ON_RE.split(clause) if p.strip()]
+
+
+FIX_RE = re.compile(
+    r"\b(?:because|caused\s+by|the\s+(?:cause|problem|issue|bug|error)\s+(?:was|is)|fixed|"
+    r"resolved|happens\s+(?:when|because)|instead\s+of|was\s+failing|root\s+cause)\b",
+    re.I,
+)
+"""A reply's sentence that says why something failed or what made it work."""
+MAX_GIST_WORDS = 15
+MAX_FIX_WORDS = 45
+REVISION_OVERLAP = 0.5
+"""Share of shared terms (of the two clauses' terms together) that makes a later clause a
+restatement of an earlier one (the same spec said again, revised)."""
+
+REQUEST_SLOT = "request"
+"""The slot prefix of a user's instruction: each its own chain until revised."""
+REVISED_OVERLAP = 0.15
+"""The least share of shared terms by which a revising turn's clause continues a clause
+of the turn it revises ("That's almost right. But the highlight ..." -> the highlight)."""
+Stated = tuple[str, str, str | None]
+"""``(statement, kind, slot)``: what a coding turn states, and the chain it belongs to."""
+FIX_SLOT = "fix"
+"""The slot prefix of a fix the assistant gave: its chain is the assistant's, whoever
+says later that it did not work."""
+
+
+def _overlap(a: str, b: str) -> float:
+    ta, tb = set(terms(a)), set(terms(b))
+    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+
+
+_GETTING_RE = re.compile(r"^\s*(?:i'?m\s+(?:still\s+)?getting|i\s+get|error)\s*:?\s*", re.I)
+
+
+def error_gist(text: str) -> str:
+    """The first words of what a user reported as failing (the frame "I'm getting:" off)."""
+    for line in text.splitlines():
+        line = _GETTING_RE.sub("", line)
+        if len(line.split()) >= 3:
+            words = line.split()
+            gist = " ".join(words[:MAX_GIST_WORDS]).rstrip(".:,;")
+            return gist + (" ..." if len(words) > MAX_GIST_WORDS else "")
+    return ""
+
+
+@dataclass
+class RequestLog:
+    """The instructions of one session so far, so that a later turn can revise, undo
+    or restate them: each clause is a chain of its own (a slot under the subject
+    "user"), and a turn that revises, undoes or restates it continues that chain, so
+    the earlier version is superseded instead of standing beside the new one."""
+
+    session_id: str
+    kept: list[tuple[str, str]] = field(default_factory=list)
+    """``(clause, slot)`` of every current clause, oldest first."""
+    last: list[tuple[str, str]] = field(default_factory=list)
+    """The clauses of the latest turn that stated any."""
+    error: str | None = None
+    """What the latest user turn reported as failing, until a reply says how it was fixed."""
+    fix: tuple[str, str] | None = None
+    """``(statement, slot)`` of the latest fix, until the user's next turn."""
+
+    @classmethod
+    def resumed(cls, session_id: str, known: Sequence[Fact]) -> RequestLog:
+        """The log as the session's stored facts left it (``known``: its current facts,
+        oldest first): its instructions, the latest turn's among them."""
+        log = cls(session_id)
+        mine = [f for f in known if f.slot and f.slot.startswith(REQUEST_SLOT)]
+        current = [
+            f for f in mine if f.superseded_by is None and not f.retracted and f.kind != "event"
+        ]
+        log.kept = [(f.statement, f.slot or "") for f in current]
+        last_seq = max((f.seq or 0 for f in current), default=None)
+        log.last = [(f.statement, f.slot or "") for f in current if f.seq == last_seq]
+        return log
+
+    def _slot(self, kind: str, seq: int, i: int) -> str:
+        digest = hashlib.sha1(f"{self.session_id}:{seq}:{i}".encode()).hexdigest()[:12]
+        return f"{kind} {digest}"
+
+    def _continues(self, clause: str, how: Revision | None, taken: set[str]) -> str | None:
+        """The slot of the earlier clause ``clause`` revises or restates, if any: the
+        closest clause of the turn it revises, else a clause it mostly repeats."""
+        pool = self.last if how == "revise" else self.kept
+        scored = [(_overlap(clause, old), slot) for old, slot in pool if slot not in taken]
+        score, slot = max(scored, default=(0.0, ""))
+        bar = REVISION_OVERLAP if how is None else REVISED_OVERLAP
+        return slot if score >= bar else None
+
+    def user_turn(self, text: str, seq: int) -> list[Stated]:
+        out: list[Stated] = []
+        if self.fix is not None and reports_error(text):
+            statement, slot = self.fix
+            out.append((f"A fix did not work: {statement}", "event", slot))
+        self.fix = None
+        self.error = error_gist(text) if reports_error(text) else None
+        how = revision(text)
+        mine: list[tuple[str, str]] = []
+        taken: set[str] = set()
+        for i, c in enumerate(clauses(text)):
+            statement = third_person(c.text, "the user", keep_we=True)
+            if not c.text.split()[0].isalpha():  # "rules.js: ..." stays as written
+                statement = c.text[:1] + statement[1:]
+            slot = (
+                self._continues(c.text, how, taken)
+                or derive_slot(statement)
+                or self._slot(REQUEST_SLOT, seq, i)
+            )
+            taken.add(slot)
+            mine.append((statement, slot))
+            out.append((statement, c.kind, slot))
+        if how in ("undo", "back"):
+            for clause, slot in self.last:
+                if slot not in taken:
+                    out.append((f"Reverted at the user's request: {clause}", "event", slot))
+                    taken.add(slot)
+        if mine or how in ("undo", "back"):
+            self.kept = [(c, s) for c, s in self.kept if s not in taken] + mine
+            self.last = mine
+        return out
+
+    def reply(self, text: str, seq: int) -> list[Stated]:
+        """The fix an assistant's reply gives for the error the user reported, if it
+        says one (why it failed, what made it work)."""
+        if not self.error:
+            return []
+        found = [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if FIX_RE.search(s)]
+        if not found:
+            return []
+        words = " ".join(found[:2]).split()
+        fix = " ".join(words[:MAX_FIX_WORDS]) + (" ..." if len(words) > MAX_FIX_WORDS else "")
+        statement = f'Fix for "{self.error}": {fix}'
+        slot = self._slot(FIX_SLOT, seq, 0)
+        self.fix, self.error = (statement, slot), None
+        return [(statement, "event", slot)]

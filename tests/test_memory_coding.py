@@ -1,0 +1,229 @@
+"""Memory of a coding session (issue 37, points 2-4): what a coding agent should remember.
+
+The user's standing constraints, conventions and the spec as it stands are facts, one
+short clause each; questions, one-off commands, pasted output, prompt templates, bot
+notices and a subagent's prompt are not; a revision, an undo or a "go back to" makes
+the earlier instruction stop being current; the assistant's change logs are no
+preference, and the fix it found for a reported error is an event."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from threadline.memory import ExtractiveExtractor, open_memory
+from threadline.memory.instructions import MAX_CLAUSE_WORDS, clauses, is_template, revision
+from threadline.memory.statements import third_person
+from threadline.messages import Message
+from threadline.store import open_store
+
+PR_TEMPLATE = (
+    "Package the current working-tree changes into a GitHub pull request. Follow these steps "
+    "in order:\n\n1. **Review the repository and changes** — run `git status`, `git diff`, "
+    "and `git branch --show-current` to understand what changed. Never assume it is `main`."
+    "\n\n2. **Choose a branch** — if the current branch is a non-default branch, use it as-is; "
+    "do not create or switch branches.\n\n3. **Commit with a conventional commit message** — "
+    "stage only the files relevant to this change.\n\n4. **Push and open a PR** — push the "
+    "selected branch with `git push -u origin <branch>`.\n\nArguments:\n"
+)
+
+
+def _turns(*texts: str, start: int = 1) -> list[Message]:
+    out = []
+    for i, text in enumerate(texts, start=start):
+        if text.startswith("A: "):
+            out.append(Message.assistant(text[3:], seq=i))
+        else:
+            out.append(Message.user(text, seq=i))
+    return out
+
+
+def _current(*texts: str) -> list[str]:
+    """The current facts after building memory from the turns, oldest turn first."""
+    memory = open_memory(open_store("memory://"))
+    extraction = ExtractiveExtractor(episodes=False).extract(
+        _turns(*texts), scope="agent:a", session_id="s"
+    )
+    memory.store_extraction("agent:a", extraction)
+    return [f.statement for f in sorted(memory.list_facts("agent:a"), key=lambda f: f.seq or 0)]
+
+
+def test_standing_constraints_are_kept_one_clause_each() -> None:
+    facts = _current(
+        "it's good, but the issue is that several processes of codemie-claude can be executed "
+        "from different tabs.",
+        "don't produce code, design solution first",
+        "great, prepare focused step by step plan with clear action items for tracking. "
+        "important not to commit changes until final step. start form abstractions->claude->gemini",
+        "create document in /specs folder",
+        "can ultracite handle typechecking for us?",
+        "count the total lines of js code",
+        "try again",
+    )
+    assert facts == [
+        "The issue is that several processes of codemie-claude can be executed from different "
+        "tabs.",
+        "Don't produce code, design solution first.",
+        "Prepare focused step by step plan with clear action items for tracking.",
+        "Important not to commit changes until final step.",
+        "Start form abstractions->claude->gemini.",
+        "Create document in /specs folder.",
+    ]
+
+
+def test_harness_text_templates_notices_and_subagent_prompts_are_no_facts() -> None:
+    assert is_template(PR_TEMPLATE)
+    assert is_template("# Code Review\n\nCode review completed — no changes requested.")
+    messages = [
+        Message.user(PR_TEMPLATE, seq=1),
+        Message.user("# Code Review\n\nCode review completed — no changes requested.", seq=2),
+        Message.user(
+            "Always run the formatter before you commit.", seq=3, metadata={"is_meta": True}
+        ),
+        Message.user(
+            "Very thorough exploration. Provide the FULL content of each file - don't summarize.",
+            seq=4,
+            metadata={"sidechain": True},
+        ),
+    ]
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    assert out.facts == []
+
+
+def test_undo_reverts_the_last_instruction() -> None:
+    assert revision("undo the last change it messed up the dark highlight") == "undo"
+    facts = _current(
+        "The darker highlight should still stay on as well when dragging onto a piece.",
+        "undo the last change it messed up the dark highlight",
+    )
+    assert facts == [
+        "Reverted at the user's request: The darker highlight should still stay on as well when "
+        "dragging onto a piece."
+    ]
+
+
+def test_a_revision_supersedes_the_version_it_revises() -> None:
+    facts = _current(
+        "Make it so each piece has a cooldown of 10 seconds as soon as you move it.",
+        "Instead of the green dot highlight for taking a piece, the square has its corners "
+        "highlighted.",
+        "That's almost right. But the highlight for the piece that can be taken should only have "
+        "a quarter-circle in each corner.",
+    )
+    assert facts == [
+        "Each piece has a cooldown of 10 seconds as soon as you move it.",
+        "The highlight for the piece that can be taken should only have a quarter-circle in each "
+        "corner.",
+    ]
+
+
+def test_going_back_and_restating_supersede_the_earlier_versions() -> None:
+    facts = _current(
+        "Make it so export_development_history.py reads from exported-session.jsonl and writes "
+        "prompt_history.md.",
+        "So it's a standalone script and we don't need export_codex_session.py anymore.",
+        "Let's go back to the version where export_development_history.py reads from an "
+        "existing exported-session.jsonl file.",
+        "Each piece has a cooldown of 10 seconds as soon as you move it.",
+        "Make it so each piece has a cooldown of 10 seconds as soon as you move it. For now, "
+        "there is no AI and all pieces are moved by the user.",
+    )
+    assert sorted(facts) == [
+        "Each piece has a cooldown of 10 seconds as soon as you move it.",
+        "Reverted at the user's request: It's a standalone script and we don't need "
+        "export_codex_session.py anymore.",
+        "There is no AI and all pieces are moved by the user.",
+        "export_development_history.py reads from an existing exported-session.jsonl file.",
+    ]
+
+
+def test_extracting_in_parts_continues_the_chains_of_the_earlier_part() -> None:
+    turns = _turns(
+        "The cooldown should start at the left of the circle.",
+        "That's almost right. But the cooldown should start at the top of the circle.",
+    )
+    memory = open_memory(open_store("memory://"))
+    extractor = ExtractiveExtractor(episodes=False)
+    first = extractor.extract(turns[:1], scope="agent:a", session_id="s")
+    memory.store_extraction("agent:a", first)
+    known = memory.list_facts("agent:a")
+    second = extractor.extract(turns[1:], scope="agent:a", session_id="s", known=known)
+    memory.store_extraction("agent:a", second)
+    assert [f.statement for f in memory.list_facts("agent:a")] == [
+        "The cooldown should start at the top of the circle."
+    ]
+
+
+def test_the_fix_for_a_reported_error_is_an_event_and_change_logs_are_no_preference() -> None:
+    messages = _turns(
+        "I'm getting:\n\nAccess to script at 'file:///Users/p/code/rtchess/app.js' from origin "
+        "'null' has been blocked by CORS policy.",
+        "A: That CORS error happens because the browser blocks ES modules loaded via `file://`. "
+        "Serve the folder over HTTP instead of opening the file directly.",
+        "Use images for the pieces, and take them from lichess.",
+        "A: I updated `app.js` so it always uses the cburnett piece images. I prefer SVG files "
+        "for pieces.\n\n## Implementation Plan\n\n**New** files: `pieces.js`.",
+    )
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    by_kind = {(f.kind, f.statement.split(":")[0]) for f in out.facts}
+    fix = next(f for f in out.facts if f.kind == "event")
+    assert fix.statement.startswith("Fix for \"Access to script at 'file:///Users/p/code")
+    assert "Serve the folder over HTTP" in fix.statement
+    assert all(f.seq != 4 for f in out.facts), by_kind  # the change log: no preference
+    names = {e.name for e in out.entities}
+    assert {"app.js", "pieces.js"} <= names
+    assert not {"Implementation Plan", "New", "Implementation"} & names
+
+
+def test_we_ourselves_and_a_typed_third_person_verb_are_not_garbled() -> None:
+    facts = _current(
+        "i think we can simplify our linting setup and use https://www.ultracite.ai/ it should "
+        "also include the anti-slop oxlint plugins so we don't have to vendor them ourselves",
+        "When i run the export script, i looks like the response is a followup prompt.",
+    )
+    joined = " ".join(facts)
+    assert "so we don't have to vendor them ourselves" in joined  # a team's "we", as said
+    assert "vendor them the user" not in joined
+    assert third_person("so we don't have to vendor them ourselves", "Ana") == (
+        "So Ana and others don't have to vendor them themselves"
+    )
+    assert "lookses" not in joined and "the user looks like" in joined
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "don't commit until the final step",
+                "That's almost right.",
+                "Make it so the board squares have an absolute size",
+                "can you tell me the cost?",
+                "try again",
+                "I'm getting:\n\nTypeError: x is undefined\n    at foo (app.js:3)",
+                "Example of the current file:\n\nPrompt #1:\nResponse: none",
+                "Put the plans in /specs and never push to main on a Friday afternoon when "
+                "the whole team is away at the offsite and nobody can review the change or "
+                "roll it back if it breaks production",
+                "",
+                "\n\n",
+                "ok",
+            ]
+        ),
+        max_size=6,
+    )
+)
+def test_every_clause_is_short_and_no_question(parts: list[str]) -> None:
+    for clause in clauses("\n".join(parts)):
+        words = re.findall(r"[^\W_]+", clause.text)
+        assert 4 <= len(words) <= MAX_CLAUSE_WORDS
+        assert not clause.text.rstrip().endswith("?")
+        assert not clause.text.startswith(("That's almost", "Make it so", "Prompt"))
+
+
+def test_a_url_is_one_entity_and_no_path() -> None:
+    from threadline.memory.extract import find_code_entities
+
+    found = dict(find_code_entities("use https://www.ultracite.ai/ and keep oxlint.config.ts"))
+    assert found == {"https://www.ultracite.ai/": "thing", "oxlint.config.ts": "path"}
