@@ -98,13 +98,14 @@ def assert_calls_whole(messages: list[pm.ModelMessage]) -> None:
 
 
 def converse(kind: str, turns: int = 10, last: str | None = None) -> tuple[Sent, int]:
-    """``turns`` runs of an agent whose history is ``kind``: the capability, the
-    processor, or (``whole``) the stored history passed in full. Returns what the
+    """``turns`` runs of an agent whose history is ``kind``: the capability (with the
+    stored history passed in too: ``capability+history``), the processor, or
+    (``whole``) the stored history passed in full and nothing else. Returns what the
     model got and how many messages the session stores."""
     store = open_store("memory://")
     history = ThreadlineHistory("trip", store, model=MODEL)
     extension: Any = None
-    if kind == "capability":
+    if kind in ("capability", "capability+history"):
         extension = WindowCapability(history.processor(POLICY))
     elif kind == "compacted":
         compactor = Compactor(ExtractiveSummarizer(), policy=POLICY)
@@ -121,7 +122,9 @@ def converse(kind: str, turns: int = 10, last: str | None = None) -> tuple[Sent,
         if last is not None:
             prompts.append(last)
         for prompt in prompts:
-            given = await history.amessages() if kind == "whole" else None
+            given = (
+                await history.amessages() if kind.endswith("history") or kind == "whole" else None
+            )
             result = await agent.run(prompt, message_history=given)
             await history.aadd(result.new_messages())
 
@@ -147,6 +150,15 @@ def test_the_model_gets_the_budgeted_window_with_tools_and_instructions() -> Non
     system = [p for m in messages for p in m.parts if isinstance(p, pm.SystemPromptPart)]
     assert [p.content for p in system] == ["You know cities."]  # once, first
     assert isinstance(messages[0].parts[0], pm.SystemPromptPart)
+
+
+def test_a_history_handed_to_the_run_is_replaced_by_the_window() -> None:
+    """Code that passes ``message_history=history.messages()`` gets the same window."""
+    sent, _ = converse("capability+history")
+    for messages, info in sent:
+        assert model_input_tokens(messages, info) <= BUDGET
+        assert_calls_whole(messages)
+    assert model_input_tokens(*sent[-1]) > BUDGET * 0.6
 
 
 def test_with_a_compactor_the_dropped_history_is_summarized() -> None:
