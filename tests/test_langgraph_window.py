@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from tests.fakes import FakeOpenAI
+from tests.test_langgraph_reads import entries_read, fill
 from threadline.compaction.compactor import Compactor
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.context.policy import ContextPolicy
@@ -161,3 +163,16 @@ def test_a_turn_that_cannot_fit_is_refused(openai_server: FakeOpenAI, sqlite_url
             )
     assert raised.value.budget == BUDGET
     assert not openai_server.requests  # refused before the model was called
+
+
+def test_the_thread_lookup_reads_the_same_however_long_the_thread(tmp_path: Path) -> None:
+    """The hook finds the thread's session on every model call: the latest checkpoint
+    is one small read, not the thread's whole list of checkpoints."""
+    with ThreadlineSaver(f"sqlite://{tmp_path / 't.db'}") as saver:
+        fill(saver, "small", 15)
+        fill(saver, "big", 150)
+        reads = {
+            name: entries_read(saver, lambda n=name: saver.thread_session(n))
+            for name in ("small", "big")
+        }
+        assert reads["small"] == reads["big"] <= 2
