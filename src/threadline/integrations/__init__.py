@@ -6,13 +6,9 @@ needs only that framework's package:
 - ``threadline.integrations.langchain``: ``ThreadlineChatMessageHistory``, a
   LangChain chat message history (``pip install 'threadline[langchain]'``).
 - ``threadline.integrations.langgraph``: ``ThreadlineSaver``, a LangGraph
-  checkpointer (``pip install 'threadline[langgraph]'``), and
-  ``threadline.integrations.langgraph_window``: ``window_hook``, a pre-model hook
-  giving the model the thread's budgeted window.
+  checkpointer (``pip install 'threadline[langgraph]'``).
 - ``threadline.integrations.adk``: ``ThreadlineSessionService``, a Google ADK session
   service (``pip install 'threadline[adk]'``).
 - ``threadline.integrations.pydantic_ai``: ``ThreadlineHistory``, Pydantic AI message
-  histories, with a history processor (``ThreadlineHistory.processor``,
-  ``WindowCapability``) giving a run the budgeted window
-  (``pip install 'threadline[pydantic-ai]'``).
+  histories (``pip install 'threadline[pydantic-ai]'``).
 """
