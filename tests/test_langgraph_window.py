@@ -141,7 +141,7 @@ def test_with_a_compactor_what_falls_out_is_summarized(
     openai_server: FakeOpenAI, sqlite_url: str
 ) -> None:
     # room for the extractive summary, which pins the requests and the latest results
-    policy = ContextPolicy(context_limit=6000, response_reserve=500, summary_share=0.6)
+    policy = ContextPolicy(context_limit=6000, response_reserve=500, summary_share=0.9)
     compactor = Compactor(ExtractiveSummarizer(), policy=policy)
     bodies = converse(openai_server, sqlite_url, {"compactor": compactor}, 16, policy)
     for body in bodies:
