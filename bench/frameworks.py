@@ -1,11 +1,14 @@
 """Each framework face beside that framework's own persistence, on the same engine,
 in one run (issue 35): the LangGraph saver against ``SqliteSaver`` / ``PostgresSaver``,
 the Agents SDK session against ``SQLiteSession`` / ``SQLAlchemySession``, the ADK
-service against ``DatabaseSessionService``. Each row prints both times and their
-ratio (threadline / native: below 1 means threadline is faster); the ratios are
-what to compare between runs, the milliseconds depend on the machine's load.
+service against ``DatabaseSessionService``, and 20 conversations at once through the
+LangGraph saver's async methods against ``AsyncSqliteSaver`` / ``AsyncPostgresSaver``.
+Each row prints both times and their ratio (threadline / native: below 1 means
+threadline is faster); the ratios are what to compare between runs, the
+milliseconds depend on the machine's load.
 
-    python bench/frameworks.py [--quick] [--only sqlite,postgres] [--faces langgraph,agents,adk]
+    python bench/frameworks.py [--quick] [--only sqlite,postgres]
+        [--faces langgraph,langgraph-async,agents,adk]
 
 PostgreSQL is ``THREADLINE_BENCH_POSTGRES`` (default ``postgresql://postgres@127.0.0.1:5432/test``);
 every store of a run lives in schemas of its own, dropped at the end.
@@ -14,10 +17,11 @@ every store of a run lives in schemas of its own, dropped at the end.
 import argparse
 import asyncio
 import os
+import statistics
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -200,6 +204,59 @@ def bench_langgraph(engine: str, url: str, native: str, quick: bool) -> list[Row
     return rows
 
 
+async def bench_langgraph_async(engine: str, url: str, native: str, quick: bool) -> list[Row]:
+    """Conversations at once on one saver, each turn an ``ainvoke``: threadline's
+    saver (its async methods) against ``AsyncSqliteSaver`` / ``AsyncPostgresSaver``."""
+    from langchain_core.messages import HumanMessage
+
+    from threadline.integrations.langgraph import ThreadlineSaver
+
+    conversations, turns = 20, (5 if quick else 15)
+    async with AsyncExitStack() as stack:
+        ours = stack.enter_context(ThreadlineSaver(url))
+        if engine == "sqlite":
+            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+            theirs: Any = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(native))
+        else:
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+            theirs = await stack.enter_async_context(
+                AsyncPostgresSaver.from_conn_string(pg_native_url(native))
+            )
+        await theirs.setup()
+
+        async def talk(saver: Any, prefix: str) -> None:
+            graph = chat_graph(saver)
+
+            async def conversation(n: int) -> None:
+                cfg = {"configurable": {"thread_id": f"{prefix}-{n}"}}
+                for turn in range(turns):
+                    await graph.ainvoke({"messages": [HumanMessage(content=f"turn {turn}")]}, cfg)
+
+            await asyncio.gather(*(conversation(n) for n in range(conversations)))
+
+        pair = {"ours": ours, "theirs": theirs}
+        for key, saver in pair.items():  # warm up: imports, tables, first threads
+            await talk(saver, f"warm-{key}")
+        taken: dict[str, list[float]] = {"ours": [], "theirs": []}
+        for round in range(1 if quick else 5):  # alternating, so load falls on both
+            for key in sorted(pair, reverse=round % 2 == 1):
+                saver = pair[key]
+                taken[key].append(await amedian_ms(lambda s=saver, r=round: talk(s, f"c{r}"), 1))
+        times = {k: statistics.median(v) for k, v in taken.items()}
+    per_turn = conversations * turns
+    return [
+        (
+            "LangGraph async",
+            f"{conversations} conversations at once, {turns} turns (per turn)",
+            engine,
+            times["ours"] / per_turn,
+            times["theirs"] / per_turn,
+        )
+    ]
+
+
 # -- the Agents SDK
 def turn_items(i: int) -> list[dict[str, Any]]:
     return [
@@ -337,7 +394,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     parser.add_argument("--only", default="sqlite,postgres")
-    parser.add_argument("--faces", default="langgraph,agents,adk")
+    parser.add_argument("--faces", default="langgraph,langgraph-async,agents,adk")
     args = parser.parse_args()
     faces = args.faces.split(",")
     rows: list[Row] = []
@@ -346,6 +403,8 @@ def main() -> int:
             with tempfile.TemporaryDirectory() as tmp, engines(engine, Path(tmp)) as (url, nat):
                 if face == "langgraph":
                     rows += bench_langgraph(engine, url, nat, args.quick)
+                elif face == "langgraph-async":
+                    rows += asyncio.run(bench_langgraph_async(engine, url, nat, args.quick))
                 elif face == "agents":
                     rows += asyncio.run(bench_agents(engine, url, nat, args.quick))
                 elif face == "adk":

@@ -41,6 +41,17 @@ def agent_for(server: FakeOpenAI) -> Agent[None, str]:
     return agent
 
 
+def assert_returns_follow_calls(messages: list[pm.ModelMessage]) -> None:
+    """No tool return comes before, or without, its call."""
+    called: set[str] = set()
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, pm.ToolCallPart):
+                called.add(part.tool_call_id)
+            if isinstance(part, pm.ToolReturnPart):
+                assert part.tool_call_id in called, part
+
+
 def dumped(messages: list[pm.ModelMessage]) -> Any:
     return pm.ModelMessagesTypeAdapter.dump_python(messages, mode="json")
 
@@ -173,13 +184,7 @@ def test_round_trip_property(history: list[pm.ModelMessage], cut: int) -> None:
     kept.add(history[cut:])
     assert dumped(kept.messages()) == dumped(history)
     window = kept.window(ContextPolicy(context_limit=1_000_000), "gpt-4o")
-    called: set[str] = set()
-    for message in window:
-        for part in message.parts:
-            if isinstance(part, pm.ToolCallPart):
-                called.add(part.tool_call_id)
-            if isinstance(part, pm.ToolReturnPart):
-                assert part.tool_call_id in called, part
+    assert_returns_follow_calls(window)
     assert complete(window)
     if complete(history):
         assert dumped(window) == dumped(history)

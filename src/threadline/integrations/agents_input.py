@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from threadline.catalog import lookup
 from threadline.context.policy import ContextPolicy
 from threadline.errors import ContextOverflow
+from threadline.integrations.turn_window import budget_of
 from threadline.interop.responses_format import items_to_messages, messages_to_items
 from threadline.messages import Message
 from threadline.tokens import counter_for
@@ -59,11 +59,6 @@ def fit_model_input(
         )
     items = without_orphans(messages_to_items(messages[first:]))
     return ModelInputData(input=items, instructions=instructions)  # type: ignore[arg-type]
-
-
-def budget_of(policy: ContextPolicy, model: str | None) -> int:
-    limit = policy.context_limit or lookup(model).context_window
-    return max(0, limit - policy.response_reserve)
 
 
 def tool_schemas(agent: Any) -> list[Mapping[str, Any]]:

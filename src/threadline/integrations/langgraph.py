@@ -260,10 +260,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         root = self._root(thread_id)
         if root is None:
             return None
-        checkpoints = ThreadPad.namespace(self.store, root.id, "").checkpoints.get("", {})
-        if not checkpoints:
-            return root
-        return self._holder(checkpoints[max(checkpoints)].get("branch"), root)
+        latest = next(newest_checkpoints(self.store, root.id, ""), None)  # one small read
+        return root if latest is None else self._holder(latest.get("branch"), root)
 
     def _root(self, thread_id: str) -> Session | None:
         """The thread's own session (its checkpoints, its first branch)."""

@@ -17,24 +17,42 @@ as Pydantic AI serialises them, and the request's or response's own fields, in
 ``metadata["pydantic_ai"]``, so the history reads back exactly; a part a window
 shortened (a pruned tool return) or made (the summary, an interrupted call's
 result) reads back as the nearest Pydantic AI part holding the window's text.
+
+Inside a run, ``history.processor(policy)`` is a history processor
+(``Agent(capabilities=[ProcessHistory(history.processor(policy))])``, Pydantic AI's
+``history_processors``), and ``WindowCapability(history.processor(policy))`` the
+same as a capability that also counts the request's tool schemas: before each model
+request the run's own messages (its prompt, tool calls and returns) are kept whole
+and follow the session's budgeted window, given in place of any earlier history the
+run was handed (``integrations/turn_window.py``): what the model gets fits
+``context_limit - response_reserve``. The run's system prompts go first, once.
+
+``aadd``, ``amessages`` and ``awindow`` are the same methods run in a worker thread,
+one call at a time per history, so the event loop never waits on the store.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from threadline.context.builder import build_context
 from threadline.context.policy import ContextPolicy
 from threadline.errors import InvalidMessage
 from threadline.integrations.binding import Bound, Face, bare_key, missing_extra
+from threadline.integrations.turn_window import turn_window
 from threadline.messages import Message, Role, ToolCall
 from threadline.stamps import new_id
 from threadline.store.checks import RESULT_LOOKBACK
 
 try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.capabilities import ProcessHistory
     from pydantic_ai.messages import (
         ModelMessage,
         ModelMessagesTypeAdapter,
@@ -50,7 +68,13 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise missing_extra("Pydantic AI", "pydantic-ai", exc) from exc
 
 if TYPE_CHECKING:
+    from pydantic_ai.models import ModelRequestContext
+
     from threadline.compaction.compactor import Compactor
+
+T = TypeVar("T")
+MOVED_PROMPTS = "threadline_moved_prompts"
+"""Metadata of the request holding a run's system prompts before the window: the run id."""
 
 FACE = Face("pydantic_ai", "pa", legacy_id=bare_key)
 """A history ``KEY`` is session ``pa-KEY`` (``integrations/binding.py``)."""
@@ -68,6 +92,10 @@ class ThreadlineHistory(Bound):
     """
 
     face = FACE
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
 
     def add(self, messages: Sequence[ModelMessage]) -> None:
         """Append model messages (e.g. ``result.new_messages()``) as one atomic batch."""
@@ -105,6 +133,177 @@ class ThreadlineHistory(Bound):
         else:
             window = build_context(session, model=model, policy=policy)
         return to_pydantic_ai(window.messages, in_window=True)
+
+    # -- async: the same methods, off the event loop
+    async def aadd(self, messages: Sequence[ModelMessage]) -> None:
+        """``add`` in a worker thread."""
+        batch = list(messages)
+        await self._offload(lambda: self.add(batch))
+
+    async def amessages(self) -> list[ModelMessage]:
+        """``messages`` in a worker thread."""
+        return await self._offload(self.messages)
+
+    async def awindow(
+        self,
+        policy: ContextPolicy | None = None,
+        model: str | None = None,
+        *,
+        compactor: Compactor | None = None,
+    ) -> list[ModelMessage]:
+        """``window`` in a worker thread."""
+        return await self._offload(lambda: self.window(policy, model, compactor=compactor))
+
+    async def _offload(self, fn: Callable[[], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                return fn()
+
+        return await asyncio.to_thread(locked)
+
+    # -- inside a run
+    def processor(
+        self,
+        policy: ContextPolicy | None = None,
+        *,
+        model: str | None = None,
+        compactor: Compactor | None = None,
+    ) -> WindowProcessor:
+        """A history processor giving the model this history's budgeted window before
+        the run's own messages: ``ProcessHistory(history.processor(policy))``, or
+        ``WindowCapability(history.processor(policy))`` to count the tools too."""
+        return WindowProcessor(self, policy or ContextPolicy(), model, compactor)
+
+    def _fit(
+        self,
+        messages: list[ModelMessage],
+        run_id: str | None,
+        tools: list[dict[str, Any]],
+        processor: WindowProcessor,
+    ) -> list[ModelMessage]:
+        moved = _moved_prompts(messages, run_id)
+        turn = _this_run(messages, run_id)
+        converted = to_threadline([*moved, *turn], answerable=set())
+        window = turn_window(
+            self._binding.find(),
+            converted,
+            policy=processor.policy,
+            model=processor.model or self._binding.model,
+            compactor=processor.compactor,
+            instructions=_instructions(turn),
+            tools=tools,
+        )
+        if not window and not moved:
+            return turn
+        shown = {m.text for m in converted if m.role == "system"}
+        kept = []
+        for m in window:  # a system prompt each run repeats is shown once
+            if m.role == "system" and not m.synthetic:
+                if m.text in shown:
+                    continue
+                shown.add(m.text)
+            kept.append(m)
+        head, turn = _prompt_first(moved, turn, run_id)
+        return [*head, *to_pydantic_ai(kept, in_window=True), *turn]
+
+
+@dataclasses.dataclass
+class WindowProcessor:
+    """``ThreadlineHistory.processor``: a Pydantic AI history processor."""
+
+    history: ThreadlineHistory
+    policy: ContextPolicy
+    model: str | None
+    compactor: Compactor | None
+
+    async def __call__(
+        self, ctx: RunContext[Any], messages: list[ModelMessage]
+    ) -> list[ModelMessage]:
+        return await self.fit(ctx, messages, [])
+
+    async def fit(
+        self, ctx: RunContext[Any], messages: list[ModelMessage], tools: list[dict[str, Any]]
+    ) -> list[ModelMessage]:
+        """``messages`` as the model gets them: the window, then the run's own."""
+        given = list(messages)
+        return await self.history._offload(
+            lambda: self.history._fit(given, ctx.run_id, tools, self)
+        )
+
+
+@dataclasses.dataclass
+class WindowCapability(ProcessHistory[Any]):
+    """``ProcessHistory`` that counts the request's tool schemas in the budget too:
+    ``Agent(capabilities=[WindowCapability(history.processor(policy))])``."""
+
+    processor: WindowProcessor
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        parameters = request_context.model_request_parameters
+        tools = [
+            {
+                "name": t.name,
+                "description": t.description or "",
+                "parameters": t.parameters_json_schema,
+            }
+            for t in [*parameters.function_tools, *parameters.output_tools]
+        ]
+        messages = await self.processor.fit(ctx, request_context.messages, tools)
+        request_context.messages = list(messages)
+        ctx.messages[:] = messages
+        return request_context
+
+
+def _this_run(messages: list[ModelMessage], run_id: str | None) -> list[ModelMessage]:
+    """The messages the run made (its run id): from its first on, the earlier history
+    being what the window replaces; without a run id, from the latest prompt on."""
+    for index, message in enumerate(messages):
+        if run_id is not None and getattr(message, "run_id", None) == run_id:
+            return messages[index:]
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ModelRequest) and any(
+            isinstance(p, UserPromptPart) for p in message.parts
+        ):
+            return messages[index:]
+    return messages
+
+
+def _moved_prompts(messages: list[ModelMessage], run_id: str | None) -> list[ModelMessage]:
+    """The request of system prompts an earlier request of this run moved to the front
+    (``_prompt_first``), if any."""
+    first = messages[0] if messages else None
+    if isinstance(first, ModelRequest) and first.metadata == {MOVED_PROMPTS: run_id}:
+        return [first]
+    return []
+
+
+def _prompt_first(
+    moved: list[ModelMessage], turn: list[ModelMessage], run_id: str | None
+) -> tuple[list[ModelMessage], list[ModelMessage]]:
+    """The run's system prompts in a request of their own, which goes before the window
+    (Pydantic AI sends one found later in the history as a user message; the request
+    is marked so the run's next request finds it), and the run's messages without
+    them."""
+    first = turn[0] if turn else None
+    if isinstance(first, ModelRequest):
+        prompts = [p for p in first.parts if isinstance(p, SystemPromptPart)]
+        rest = [p for p in first.parts if not isinstance(p, SystemPromptPart)]
+        if prompts and rest:
+            marked = ModelRequest(parts=prompts, metadata={MOVED_PROMPTS: run_id})
+            return [marked], [dataclasses.replace(first, parts=rest), *turn[1:]]
+    return moved, turn
+
+
+def _instructions(turn: list[ModelMessage]) -> str | None:
+    """The instructions the request carries (Pydantic AI sends them apart from the
+    messages, the latest request's)."""
+    for message in reversed(turn):
+        if isinstance(message, ModelRequest):
+            return message.instructions or None
+    return None
 
 
 # -- Pydantic AI -> threadline ---------------------------------------------------------
