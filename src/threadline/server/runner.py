@@ -475,8 +475,7 @@ class AgentRunner:
                     entry = self._cache.get(sid)
                     if entry is None or entry.held is None or turn_id(entry.held) != turns[sid]:
                         continue
-                    entry.cancel.set()
-                acknowledge(self.store, sid, turns[sid])
+                    entry.cancel.set()  # the turn marks the request when it has stopped
         with self._lock:
             self._watcher = None
 
@@ -530,8 +529,10 @@ class AgentRunner:
                     usage=result.usage.model_dump(mode="json"),
                 )
             seen = self._saved(sid)
-            if entry.held is not None:
-                forget(self.store, sid, turn_id(entry.held))
+            if entry.held is not None:  # a cancel request is answered by how the turn ended
+                cancelled = result is not None and result.stopped == "cancelled"
+                settle = acknowledge if cancelled else forget
+                settle(self.store, sid, turn_id(entry.held))
             with self._lock:  # free for any server before anyone hears the turn ended
                 self._unlock(entry)
                 entry.seen_seq = seen

@@ -5,8 +5,11 @@ reaches a server not running the session's turn leaves a request in the session'
 memo under ``CANCEL_KEY``, naming the turn by its lock (host, pid and the time the
 lock was taken: a lock is taken afresh for every turn). The server running the turn
 polls the memos of its running turns (one ``get_memos`` read every
-``WATCH_SECONDS``), cancels the named turn and marks the request ``reached``; the
-asker waits for that mark, so its answer says whether the turn was stopped. Every
+``WATCH_SECONDS``) and cancels the named turn; the turn, as it stores its end, marks
+the request ``reached`` if it stopped cancelled and drops it otherwise (it ended on
+its own first), before it lets go of the lock. The asker waits for that mark, so its
+answer says whether the turn was stopped: ``bench/server_scale.py`` checks that every
+``cancelled: true`` turn ended ``stopped: cancelled`` and every ``false`` one did not. Every
 backend has the memo and its compare-and-set, so this works the same on each.
 """
 
@@ -57,7 +60,7 @@ def requested(store: Store, turns: dict[str, str]) -> list[str]:
 
 
 def acknowledge(store: Store, session_id: str, turn: str) -> None:
-    """Mark the request for ``turn`` reached (the turn's token is set)."""
+    """Mark the request for ``turn`` reached (the turn stopped cancelled)."""
 
     def mark(memo: dict[str, Any]) -> dict[str, Any] | None:
         request = _request(memo, turn)
@@ -71,7 +74,7 @@ def acknowledge(store: Store, session_id: str, turn: str) -> None:
 
 
 def forget(store: Store, session_id: str, turn: str) -> None:
-    """At the turn's end: drop a request for it nobody marked reached (it came too late)."""
+    """At the end of a turn that was not cancelled: drop a request for it (too late)."""
 
     def drop(memo: dict[str, Any]) -> dict[str, Any] | None:
         request = _request(memo, turn)
@@ -88,12 +91,17 @@ def await_reached(
     store: Store, session_id: str, turn: str, *, timeout: float = REACH_SECONDS
 ) -> bool:
     """Wait until the running server marks the request for ``turn`` reached (True, the
-    request then removed), or the turn ended without it, or ``timeout`` passed (False)."""
+    request then removed), or the turn ended without it, or ``timeout`` passed (False).
+
+    The lock is read before the memo: a server marks the request before its turn lets
+    go of the lock, so a memo read after a lock read that shows the turn over holds
+    the mark if there was one (read the other way round, a turn cancelled and ended
+    between the two reads looked like a turn that ended without it)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            request = _request(store.get_memo(session_id), turn)
             holder = store.lock_holder(session_id)
+            request = _request(store.get_memo(session_id), turn)
         except SessionNotFound:
             return False
         if request is not None and request["reached"]:
