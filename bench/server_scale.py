@@ -284,6 +284,19 @@ def drop(store: str, url: str, tag: str) -> None:
         client.close()
 
 
+COUNTED = (
+    "409 not in a race",
+    "409 in a true race",
+    "turns followed",
+    "turns with every event in order",
+    "follows on another worker",
+    "cancels sent",
+    "cancels honoured",
+    "cancels too late (turn already over)",
+    "histories intact",
+)
+
+
 @dataclass
 class Run:
     store: str
@@ -327,7 +340,7 @@ def run_one(store: str, workers: int, proxy: str, clients: int, seconds: float) 
 
 
 def report(runs: list[Run], clients: int, seconds: float, proxy: str) -> int:
-    console = Console()
+    console = Console(width=140)
     calls = ("session.list", "agent.prompt", "cancel", "turn (prompt to turn_finished)")
     table = Table(title=f"{clients} clients, {seconds:g} s per run, behind {proxy}")
     for column in ("store", "workers", *[f"{c} p50/p99 ms" for c in calls]):
@@ -344,42 +357,31 @@ def report(runs: list[Run], clients: int, seconds: float, proxy: str) -> int:
         table.add_row(run.store, str(run.workers), *cells)
     console.print(table)
 
-    table = Table(title="throughput and correctness")
-    heads = ("store", "workers", "turns/s", "calls/s", "gain vs 1", "gain per worker", "errors")
-    counted = (
-        "409 not in a race",
-        "409 in a true race",
-        "turns followed",
-        "turns with every event in order",
-        "follows on another worker",
-        "cancels sent",
-        "cancels honoured",
-        "cancels too late (turn already over)",
-        "histories intact",
-    )
-    for column in (*heads, *counted):
-        table.add_column(column, justify="right")
     one = {r.store: r for r in runs if r.workers == 1}
-    errors = 0
+    rows: dict[str, list[str]] = defaultdict(list)
     for run in runs:
         base = one.get(run.store)
         gain = run.turns_per_second / base.turns_per_second if base else float("nan")
         per = (gain - 1) / (run.workers - 1) if base and run.workers > 1 else float("nan")
-        errors += len(run.tally.errors)
-        table.add_row(
-            run.store,
-            str(run.workers),
-            f"{run.turns_per_second:,.1f}",
-            f"{run.calls_per_second:,.1f}",
-            f"{gain:.2f}x",
-            "-" if per != per else f"{per:+.0%}",
-            str(len(run.tally.errors)),
-            *[f"{run.tally.counts[c]:,}" for c in counted],
-        )
+        rows["turns/s"].append(f"{run.turns_per_second:,.1f}")
+        rows["calls/s"].append(f"{run.calls_per_second:,.1f}")
+        rows["gain vs 1 worker"].append(f"{gain:.2f}x")
+        rows["gain per added worker"].append("-" if per != per else f"{per:+.0%}")
+        rows["errors"].append(str(len(run.tally.errors)))
+        for name in COUNTED:
+            rows[name].append(f"{run.tally.counts[name]:,}")
+    table = Table(title="throughput and correctness")
+    table.add_column("")
+    for run in runs:
+        table.add_column(f"{run.store} x{run.workers}", justify="right")
+    for name, cells in rows.items():
+        table.add_row(name, *cells)
     console.print(table)
     console.print(
-        "gain per worker: the turns/s each worker past the first adds, in units of one worker's"
+        "gain per added worker: the turns/s each worker past the first adds, "
+        "in units of one worker's"
     )
+    errors = sum(len(run.tally.errors) for run in runs)
     for run in runs:
         for why in sorted(set(run.tally.errors))[:5]:
             console.print(f"{run.store}, {run.workers} workers: {why}", markup=False)
