@@ -70,7 +70,9 @@ def hub_for(store: Store, config: ServerConfig) -> EventHub | SharedHub:
 def event_findings(store: Store) -> list[tuple[bool, str]]:
     """What ``doctor`` says of the store's event table or streams, each (a warning?,
     the text): events past their expiry or over the byte budget mean no server trims
-    them (its sweep does), so the table grows."""
+    them (its sweep does), so the table grows; a PostgreSQL table far larger on disk
+    than the events it holds (and than the budget) grows with dead rows nothing
+    reclaims."""
     place = _place(store)
     if place is None:
         return []
@@ -85,25 +87,31 @@ def event_findings(store: Store) -> list[tuple[bool, str]]:
         seen = events_redis.survey(link, space)
     if seen is None:
         return []
-    events, sessions, size, age = seen
+    events, sessions, size, age, disk = seen
     told = f"{events:,} events of {sessions:,} sessions kept for event streams"
+    found = []
+    if disk > max(BLOAT_BYTES, size * BLOAT_RATIO):
+        found.append(
+            (
+                True,
+                f"the event table takes {disk:,} bytes on disk for {size:,} bytes of events: "
+                "dead rows are not reclaimed (is autovacuum off?), so it grows; "
+                "VACUUM threadline_events reclaims them",
+            )
+        )
     if age > DEFAULT_IDLE_SECONDS * 2:
-        return [
-            (
-                True,
-                f"{told}, some {_age(age)} old (they expire after "
-                f"{DEFAULT_IDLE_SECONDS // 60:.0f} minutes): no server trims them, so they grow",
-            )
-        ]
-    if size > DEFAULT_MAX_BYTES:
-        return [
-            (
-                True,
-                f"{told}, {size:,} bytes, over the {DEFAULT_MAX_BYTES:,}-byte budget: "
-                "no server trims them, so they grow",
-            )
-        ]
-    return [(False, told)]
+        why = f"some {_age(age)} old (they expire after {DEFAULT_IDLE_SECONDS // 60:.0f} minutes)"
+    elif size > DEFAULT_MAX_BYTES:
+        why = f"{size:,} bytes, over the {DEFAULT_MAX_BYTES:,}-byte budget"
+    else:
+        return [(False, told), *found]
+    return [(True, f"{told}, {why}: no server trims them, so they grow"), *found]
+
+
+BLOAT_BYTES = 4 * DEFAULT_MAX_BYTES
+"""An event table this large on disk, and ``BLOAT_RATIO`` times the events it holds,
+is warned of: a sweeping server keeps at most ``DEFAULT_MAX_BYTES`` of events."""
+BLOAT_RATIO = 4
 
 
 def _age(seconds: float) -> str:

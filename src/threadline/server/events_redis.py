@@ -71,10 +71,11 @@ def _row(raw_id: bytes | str, fields: dict[Any, Any]) -> tuple[int, str, str]:
     return _id(raw_id), as_text[0], as_text[1]
 
 
-def survey(client: Any, prefix: str) -> tuple[int, int, int, float] | None:
-    """Events and sessions (streams) kept, read only; bytes and age are not counted
-    (each stream has its own cap and TTL), except that a stream without a TTL, which
-    would never expire, counts as infinitely old."""
+def survey(client: Any, prefix: str) -> tuple[int, int, int, float, int] | None:
+    """Events and sessions (streams) kept, read only; bytes, age and room are not
+    counted (each stream has its own cap and TTL, and Redis frees what it trims),
+    except that a stream without a TTL, which would never expire, counts as
+    infinitely old."""
     events = sessions = 0
     age = 0.0
     for key in client.scan_iter(match=f"{prefix}events:*", count=500):
@@ -85,4 +86,4 @@ def survey(client: Any, prefix: str) -> tuple[int, int, int, float] | None:
         events += int(client.xlen(key))
         if int(client.ttl(key)) == -1:
             age = float("inf")
-    return (events, sessions, 0, age) if sessions else None
+    return (events, sessions, 0, age, 0) if sessions else None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from threadline.errors import SessionNotFound
@@ -26,6 +27,8 @@ from threadline.store.protocol import RESERVED_MEMO_PREFIX, Store, update_memo
 CANCEL_KEY = f"{RESERVED_MEMO_PREFIX}cancel"
 WATCH_SECONDS = 0.2
 """How often a server with running turns reads their cancel requests."""
+MEMO_BATCH = 500
+"""Memos read at once by ``left_behind``."""
 REACH_SECONDS = 5.0
 """How long an asker waits for the running server to mark its request reached."""
 
@@ -127,6 +130,26 @@ def released(store: Store, session_id: str, turn: str, *, timeout: float) -> boo
         if time.monotonic() >= deadline:
             return False
         time.sleep(WATCH_SECONDS / 2)
+
+
+def left_behind(store: Store, session_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """Cancel requests whose turn is over, as (session id, turn id): the asker or the
+    server running the turn died before taking it away. Harmless (the next cancel of
+    the session replaces it); ``doctor`` reports them."""
+    found = []
+    for start in range(0, len(session_ids), MEMO_BATCH):
+        for sid, memo in store.get_memos(session_ids[start : start + MEMO_BATCH]).items():
+            request = memo.get(CANCEL_KEY)
+            if request is None:
+                continue
+            turn = str(request.get("turn")) if isinstance(request, dict) else repr(request)
+            try:
+                holder = store.lock_holder(sid)
+            except SessionNotFound:  # deleted meanwhile: its memo went with it
+                continue
+            if holder is None or holder.is_stale() or turn_id(holder) != turn:
+                found.append((sid, turn))
+    return found
 
 
 def _take(store: Store, session_id: str, turn: str) -> None:
