@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -90,7 +91,9 @@ async def follow(
     headers = {"Last-Event-ID": str(after)}
     url = f"/v1/sessions/{sid}/events"
     async with client.stream("GET", url, headers=headers) as r:
-        r.raise_for_status()
+        if r.status_code != 200:
+            await r.aread()  # for the error's text
+            r.raise_for_status()
         fields: dict[str, str] = {}
         async for line in r.aiter_lines():
             if line == "" and "event" in fields:
@@ -383,8 +386,9 @@ def report(runs: list[Run], clients: int, seconds: float, proxy: str) -> int:
     )
     errors = sum(len(run.tally.errors) for run in runs)
     for run in runs:
-        for why in sorted(set(run.tally.errors))[:5]:
-            console.print(f"{run.store}, {run.workers} workers: {why}", markup=False)
+        kinds = Counter(re.sub(r"[0-9a-f-]{36}|\d+", "N", why)[:160] for why in run.tally.errors)
+        for why, count in kinds.most_common(8):
+            console.print(f"{run.store} x{run.workers}: {count} x {why}", markup=False)
     return 1 if errors else 0
 
 

@@ -17,6 +17,7 @@ from threadline.server.turn_signals import (
     acknowledge,
     await_reached,
     forget,
+    mark_seen,
     request_cancel,
     requested,
     turn_id,
@@ -105,3 +106,21 @@ def test_a_turn_cancelled_and_ended_between_the_askers_reads_is_heard_cancelled(
     racing = cast(Store, EndsTheTurnAfterAMemoRead(store, held))
     assert await_reached(racing, sid, turn, timeout=5) is True
     assert store.lock_holder(sid) is None and store.get_memo(sid) == {}
+
+
+def test_a_turn_told_to_stop_that_has_not_ended_is_answered_stopping() -> None:
+    """A model that does not close its request when cancelled keeps the turn running
+    for a while: once the server running it has seen the request (the turn was told),
+    the asker answers True after ``settle``; nobody seeing it is False."""
+    store = open_store("memory://")
+    sid = store.create_session().id
+    held = store.acquire_lock(sid, HOLDERS[0])
+    turn = request_cancel(store, sid, held)
+    assert await_reached(store, sid, turn, timeout=0.3, settle=0.1) is False  # not seen
+    turn = request_cancel(store, sid, held)
+    mark_seen(store, sid, turn)
+    assert requested(store, {sid: turn}) == []  # told once
+    assert await_reached(store, sid, turn, timeout=0.3, settle=0.1) is True
+    assert store.get_memo(sid) == {}  # the asker took it: the turn's end marks nothing
+    acknowledge(store, sid, turn)
+    assert store.get_memo(sid) == {}

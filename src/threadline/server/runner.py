@@ -55,10 +55,12 @@ from threadline.server.events import ENDS_STREAM, INTERRUPTED, EventHub
 from threadline.server.hooks import HookDispatcher
 from threadline.server.shared_events import SharedHub
 from threadline.server.turn_signals import (
+    SETTLE_SECONDS,
     WATCH_SECONDS,
     acknowledge,
     await_reached,
     forget,
+    mark_seen,
     released,
     request_cancel,
     requested,
@@ -153,6 +155,8 @@ class CachedAgent:
     """The session's lock, held while a turn runs (and only then)."""
     thread: threading.Thread | None = field(default=None, repr=False)
     cancel: CancelToken = field(default_factory=CancelToken, repr=False)
+    ended: tuple[CancelToken, str | None] | None = field(default=None, repr=False)
+    """The last turn's token (one per turn) and how it stopped (None: it failed)."""
 
 
 class AgentRunner:
@@ -322,17 +326,29 @@ class AgentRunner:
             entry.last_used = self.clock()
             return entry
 
-    def cancel_turn(self, session_id: str) -> bool:
+    def cancel_turn(self, session_id: str, settle: float = SETTLE_SECONDS) -> bool:
         """Stop the session's running turn (``agent.cancel``): the model requests in
         flight (its own and its subagents') are closed, the reply so far is stored once
         and marked interrupted, else the turn stops at its next step; ``turn_finished``
-        then says ``stopped: cancelled``. False when no turn of that session runs here."""
+        then says ``stopped: cancelled``. True once the turn ended so, or when it has
+        not ended within ``settle`` (it stops at its next step); False when no turn of
+        that session runs here, or it ended on its own first (a turn storing its end
+        still counts as running)."""
         with self._lock:
             entry = self._cache.get(session_id)
             if entry is None or not entry.running:
                 return False
             entry.cancel.set()
-            return True
+            token = entry.cancel
+        deadline = time.monotonic() + settle
+        while True:
+            with self._lock:
+                ended = entry.ended
+            if ended is not None and ended[0] is token:
+                return ended[1] == "cancelled"
+            if time.monotonic() >= deadline:
+                return True
+            time.sleep(WATCH_SECONDS / 4)
 
     def _check_elsewhere(self, session_id: str, holder: LockHolder) -> None:
         try:
@@ -476,6 +492,7 @@ class AgentRunner:
                     if entry is None or entry.held is None or turn_id(entry.held) != turns[sid]:
                         continue
                     entry.cancel.set()  # the turn marks the request when it has stopped
+                mark_seen(self.store, sid, turns[sid])
         with self._lock:
             self._watcher = None
 
@@ -534,6 +551,7 @@ class AgentRunner:
                 settle = acknowledge if cancelled else forget
                 settle(self.store, sid, turn_id(entry.held))
             with self._lock:  # free for any server before anyone hears the turn ended
+                entry.ended = (entry.cancel, None if result is None else result.stopped)
                 self._unlock(entry)
                 entry.seen_seq = seen
                 entry.thread = None
