@@ -241,17 +241,25 @@ class AgentRunner:
 
     def renew(self) -> None:
         """Renew the lease of each running turn's lock; a lock lost to someone else (the
-        lease lapsed) cancels that turn, which no longer owns the session."""
+        lease lapsed) cancels that turn, which no longer owns the session.
+
+        Each renewal is made with ``_lock`` held, after checking the turn still runs:
+        a turn that ended (and released the lock) between the list and its renewal
+        would otherwise have its lock taken again, by nobody, refusing every other
+        server's prompts (409) until the lease ran out."""
         with self._lock:
             entries = [e for e in self._cache.values() if e.running and e.held is not None]
         for entry in entries:
-            try:
-                self.store.acquire_lock(entry.session_id, self.holder)
-            except SessionLocked:
-                logger.warning("lost the lock of %s; cancelling its turn", entry.session_id)
-                entry.cancel.set()
-            except Exception as exc:
-                logger.warning("could not renew the lock of %s: %s", entry.session_id, exc)
+            with self._lock:
+                if not entry.running or entry.held is None:
+                    continue
+                try:
+                    self.store.acquire_lock(entry.session_id, self.holder)
+                except SessionLocked:
+                    logger.warning("lost the lock of %s; cancelling its turn", entry.session_id)
+                    entry.cancel.set()
+                except Exception as exc:
+                    logger.warning("could not renew the lock of %s: %s", entry.session_id, exc)
 
     def close(self) -> None:
         """Cancel every running turn at once, wait for them together (``JOIN_SECONDS`` in
