@@ -50,6 +50,7 @@ frontend threadline
 
 backend workers
     balance roundrobin
+    option forwardfor
     http-response set-header {WORKER_HEADER} %[srv_name]
 {servers}
 """
@@ -82,6 +83,7 @@ http {{
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_set_header Host $http_host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             proxy_buffering off;
             proxy_cache off;
             proxy_read_timeout 5m;

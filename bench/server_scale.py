@@ -140,8 +140,10 @@ async def prompt(
 async def one_turn(
     client: httpx.AsyncClient, sid: str, text: str, number: int, tally: Tally
 ) -> None:
-    race = number % RACE_EVERY == RACE_EVERY // 4  # the 5th turn of each client, the 25th...
-    cancel = number % CANCEL_EVERY == 0
+    # from early on, so that short runs race and cancel too: the 5th turn, the 25th...;
+    # the 3rd, the 13th...
+    race = number % RACE_EVERY == RACE_EVERY // 4
+    cancel = number % CANCEL_EVERY == 3
     t0 = time.perf_counter()
     tries = 2 if race else 1
     answers = await asyncio.gather(*(prompt(client, sid, text, tally) for _ in range(tries)))
