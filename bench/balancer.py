@@ -1,14 +1,16 @@
 """A round-robin proxy in front of ``threadline serve`` workers: HAProxy or nginx, as the
 distribution packages them, with a generated configuration on free ports.
 
-The configurations are the ones the documentation recommends (issue 34): no sticky
-routing, every request balanced on its own (HAProxy ``option http-server-close``,
-nginx's default round robin), SSE passed through as it comes (nginx
-``proxy_buffering off``; HAProxy does not buffer), timeouts longer than the server's
-15-second keep-alive frames so an idle event stream stays open, and a request whose
-worker refuses the connection (a dead worker) retried on the next. Each answer says
-which worker served it in ``X-Threadline-Worker`` (``host:port``), so a test can
-check where its calls land.
+The configurations are the ones the documentation recommends (issue 34), but for
+their files and the worker header: no sticky routing, every request balanced on its
+own (HAProxy ``option http-server-close``, nginx's round robin), SSE passed through as
+it comes (nginx ``proxy_buffering off``, though the server also says
+``X-Accel-Buffering: no``; HAProxy does not buffer), timeouts longer than the
+server's 15-second keep-alive frames so an idle event stream stays open, and a
+request whose worker refuses the connection (a dead worker) retried on the next
+(HAProxy ``retries``/``redispatch``, nginx's default ``proxy_next_upstream error``).
+Each answer says which worker served it in ``X-Threadline-Worker`` (``host:port``;
+nginx lists each worker it tried), so a test can check where its calls land.
 
 Used by ``bench/server_scale.py`` and ``tests/test_server_balancer.py``.
 """
@@ -34,23 +36,16 @@ def haproxy_config(port: int, workers: list[str]) -> str:
     return f"""global
     maxconn 4096
 
-defaults
+listen threadline
+    bind 127.0.0.1:{port}
     mode http
+    balance roundrobin
     option http-server-close
+    option forwardfor
+    option redispatch 1
     timeout connect 2s
     timeout client 5m
     timeout server 5m
-    timeout http-keep-alive 10s
-    retries 2
-    option redispatch 1
-
-frontend threadline
-    bind 127.0.0.1:{port}
-    default_backend workers
-
-backend workers
-    balance roundrobin
-    option forwardfor
     http-response set-header {WORKER_HEADER} %[srv_name]
 {servers}
 """
@@ -58,7 +53,7 @@ backend workers
 
 def nginx_config(port: int, workers: list[str], prefix: Path) -> str:
     """nginx, in the foreground, with every file under ``prefix``."""
-    servers = "\n".join(f"        server {w} max_fails=1 fail_timeout=2s;" for w in workers)
+    servers = " ".join(f"server {w};" for w in workers)
     temp = "\n".join(
         f"    {kind}_temp_path {prefix / kind};"
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -72,23 +67,15 @@ events {{ worker_connections 4096; }}
 http {{
     access_log off;
 {temp}
-    upstream threadline {{
-{servers}
-        keepalive 32;
-    }}
+    upstream threadline {{ {servers} keepalive 32; }}
     server {{
         listen 127.0.0.1:{port};
         location / {{
             proxy_pass http://threadline;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
+            proxy_http_version 1.1; proxy_set_header Connection "";
             proxy_set_header Host $http_host;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_buffering off;
-            proxy_cache off;
-            proxy_read_timeout 5m;
-            proxy_next_upstream error timeout;
-            client_max_body_size 64m;
+            proxy_buffering off; proxy_read_timeout 5m;
             add_header {WORKER_HEADER} $upstream_addr always;
         }}
     }}
