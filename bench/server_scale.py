@@ -370,7 +370,7 @@ def report(runs: list[Run], clients: int, seconds: float, proxy: str) -> int:
         per = (gain - 1) / (run.workers - 1) if base and run.workers > 1 else float("nan")
         rows["turns/s"].append(f"{run.turns_per_second:,.1f}")
         rows["calls/s"].append(f"{run.calls_per_second:,.1f}")
-        rows["gain vs 1 worker"].append(f"{gain:.2f}x")
+        rows["gain vs 1 worker"].append("-" if gain != gain else f"{gain:.2f}x")
         rows["gain per added worker"].append("-" if per != per else f"{per:+.0%}")
         rows["errors"].append(str(len(run.tally.errors)))
         for name in COUNTED:
