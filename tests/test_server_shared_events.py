@@ -277,8 +277,10 @@ def test_doctor_reports_event_streams_nobody_trims(store: Store) -> None:
         with psycopg_connection(store) as conn:
             conn.execute("UPDATE threadline_events SET at = now() - interval '1 day'")
     else:  # a stream that lost its TTL never expires
-        redis = cast(Any, store)._r
-        redis.persist(f"{cast(Any, store).prefix}events:s0")
+        from threadline.store.redis import RedisStore
+
+        assert isinstance(store, RedisStore)
+        store.client().persist(f"{store.prefix}events:s0")
     (finding,) = doctor_events(store.url)
     assert finding[0] == "warning" and "no server trims them, so they grow" in finding[1]
 
@@ -294,6 +296,9 @@ def psycopg_connection(store: Store) -> Any:
     import psycopg
     from psycopg import sql
 
-    conn = psycopg.connect(cast(Any, store)._conninfo, autocommit=True)
-    conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(cast(Any, store).schema)))
+    from threadline.store.postgres import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    conn = psycopg.connect(store.connection_string(), autocommit=True)
+    conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(store.schema)))
     return conn

@@ -66,7 +66,7 @@ def doctor(
     with progress_bar("Checking", _count(store), show=not as_json) as bar:
         task = bar.task_ids[0]
         report = check_store(store, progress=lambda done, _: bar.update(task, completed=done))
-    _check_events(store, report)
+    _check_workers(store, report)
     if salvage_url is not None:
         destination = open_store(salvage_url)
         try:
@@ -81,22 +81,33 @@ def doctor(
         raise typer.Exit(EXIT_STORE)
 
 
-def _check_events(store: Store, report: DoctorReport) -> None:
-    """The event streams servers keep in the store's engine (``server.event_hubs``);
-    only PostgreSQL and Redis have them, so no other store loads the server."""
+def _check_workers(store: Store, report: DoctorReport) -> None:
+    """What servers sharing a PostgreSQL or Redis store leave in it: the event streams
+    they keep in its engine (``server.event_hubs``) and cancel requests whose turn is
+    over (``server.turn_signals``); no other store loads the server."""
     if not store.url.partition("://")[0].lower().startswith(("postgres", "redis")):
         return
     try:
         from threadline.server.event_hubs import event_findings
-
-        found = event_findings(store)
-    except ImportError:  # the server's extra is not installed: it keeps no events
+        from threadline.server.turn_signals import left_behind
+    except ImportError:  # the server's extra is not installed: no server left anything
         return
+    try:
+        found = event_findings(store)
     except Exception as exc:  # they are not the store's data: say so, lose nothing
         report.add(Severity.NOTE, "events", f"could not read the event streams: {exc}")
+    else:
+        for warning, text in found:
+            report.add(Severity.WARNING if warning else Severity.NOTE, "events", text)
+    readable = [s.session_id for s in report.sessions if s.readable]
+    try:
+        stale = left_behind(store, readable)
+    except ThreadlineError as exc:
+        report.add(Severity.NOTE, "stale-cancel", f"could not read cancel requests: {exc}")
         return
-    for warning, text in found:
-        report.add(Severity.WARNING if warning else Severity.NOTE, "events", text)
+    for sid, turn in stale:
+        text = f"cancel request for turn {turn} left behind; that turn is over (harmless)"
+        report.add(Severity.WARNING, "stale-cancel", text, sid)
 
 
 def _count(store: Store) -> int:

@@ -65,11 +65,11 @@ class PostgresRecords:
     @classmethod
     def for_store(cls, store: object) -> PostgresRecords:
         """Same server, database and schema as a ``PostgresStore``."""
-        conninfo = getattr(store, "_conninfo", None)
-        schema = getattr(store, "schema", None)
-        if not isinstance(conninfo, str) or not isinstance(schema, str):
+        from threadline.store.postgres import PostgresStore
+
+        if not isinstance(store, PostgresStore):
             raise UsageError("this PostgreSQL store does not say how to connect to it")
-        return cls(conninfo, schema, where=str(getattr(store, "url", "PostgreSQL")))
+        return cls(store.connection_string(), store.schema, where=store.url)
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:

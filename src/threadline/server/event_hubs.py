@@ -4,16 +4,50 @@ worker)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from threadline.server.config import DEFAULT_IDLE_SECONDS, ServerConfig
 from threadline.server.events import DEFAULT_MAX_BYTES, EventHub
-from threadline.server.shared_events import Bounds, SharedHub
+from threadline.server.shared_events import Bounds, EventEngine, SharedHub
 from threadline.store.protocol import Store
 
 
 def scheme(store: Store) -> str:
     return str(getattr(store, "url", "")).partition("://")[0].lower()
+
+
+def _place(store: Store) -> tuple[str, Any, str] | None:
+    """Where a store other workers can share keeps events: its kind (``postgres``,
+    ``redis``), connection (libpq string, client) and namespace (schema, key prefix),
+    through the store's public accessors; None for a one-worker store. A backend's
+    module is imported only for its own scheme (each needs its driver)."""
+    kind = scheme(store)
+    if kind in ("postgresql", "postgres"):
+        from threadline.store.postgres import PostgresStore
+
+        if isinstance(store, PostgresStore):
+            return "postgres", store.connection_string(), store.schema
+    elif kind in ("redis", "rediss"):
+        from threadline.store.redis import RedisStore
+
+        if isinstance(store, RedisStore):
+            return "redis", store.client(), store.prefix
+    return None
+
+
+def engine_for(store: Store, bounds: Bounds) -> EventEngine | None:
+    """The store's engine for events, when other workers can share it."""
+    place = _place(store)
+    if place is None:
+        return None
+    kind, link, space = place
+    if kind == "postgres":
+        from threadline.server.events_postgres import PostgresEvents
+
+        return PostgresEvents(link, space, bounds)
+    from threadline.server.events_redis import RedisEvents
+
+    return RedisEvents(link, space, bounds)
 
 
 def hub_for(store: Store, config: ServerConfig) -> EventHub | SharedHub:
@@ -23,16 +57,9 @@ def hub_for(store: Store, config: ServerConfig) -> EventHub | SharedHub:
         max_bytes=config.event_buffer_bytes,
         expire_seconds=config.idle_seconds,
     )
-    engine = cast(Any, store)  # the backend's connection details, read without importing it
-    kind = scheme(store)
-    if kind in ("postgresql", "postgres"):
-        from threadline.server.events_postgres import PostgresEvents
-
-        return SharedHub(PostgresEvents(engine._conninfo, engine.schema, bounds), bounds)
-    if kind in ("redis", "rediss"):
-        from threadline.server.events_redis import RedisEvents
-
-        return SharedHub(RedisEvents(engine._r, engine.prefix, bounds), bounds)
+    engine = engine_for(store, bounds)
+    if engine is not None:
+        return SharedHub(engine, bounds)
     return EventHub(
         config.event_buffer,
         max_bytes=config.event_buffer_bytes,
@@ -43,40 +70,48 @@ def hub_for(store: Store, config: ServerConfig) -> EventHub | SharedHub:
 def event_findings(store: Store) -> list[tuple[bool, str]]:
     """What ``doctor`` says of the store's event table or streams, each (a warning?,
     the text): events past their expiry or over the byte budget mean no server trims
-    them (its sweep does), so the table grows."""
-    engine = cast(Any, store)
-    kind = scheme(store)
-    if kind in ("postgresql", "postgres"):
+    them (its sweep does), so the table grows; a PostgreSQL table far larger on disk
+    than the events it holds (and than the budget) grows with dead rows nothing
+    reclaims."""
+    place = _place(store)
+    if place is None:
+        return []
+    kind, link, space = place
+    if kind == "postgres":
         from threadline.server import events_postgres
 
-        seen = events_postgres.survey(engine._conninfo, engine.schema)
-    elif kind in ("redis", "rediss"):
+        seen = events_postgres.survey(link, space)
+    else:
         from threadline.server import events_redis
 
-        seen = events_redis.survey(engine._r, engine.prefix)
-    else:
-        return []
+        seen = events_redis.survey(link, space)
     if seen is None:
         return []
-    events, sessions, size, age = seen
+    events, sessions, size, age, disk = seen
     told = f"{events:,} events of {sessions:,} sessions kept for event streams"
+    found = []
+    if disk > max(BLOAT_BYTES, size * BLOAT_RATIO):
+        found.append(
+            (
+                True,
+                f"the event table takes {disk:,} bytes on disk for {size:,} bytes of events: "
+                "dead rows are not reclaimed (is autovacuum off?), so it grows; "
+                "VACUUM threadline_events reclaims them",
+            )
+        )
     if age > DEFAULT_IDLE_SECONDS * 2:
-        return [
-            (
-                True,
-                f"{told}, some {_age(age)} old (they expire after "
-                f"{DEFAULT_IDLE_SECONDS // 60:.0f} minutes): no server trims them, so they grow",
-            )
-        ]
-    if size > DEFAULT_MAX_BYTES:
-        return [
-            (
-                True,
-                f"{told}, {size:,} bytes, over the {DEFAULT_MAX_BYTES:,}-byte budget: "
-                "no server trims them, so they grow",
-            )
-        ]
-    return [(False, told)]
+        why = f"some {_age(age)} old (they expire after {DEFAULT_IDLE_SECONDS // 60:.0f} minutes)"
+    elif size > DEFAULT_MAX_BYTES:
+        why = f"{size:,} bytes, over the {DEFAULT_MAX_BYTES:,}-byte budget"
+    else:
+        return [(False, told), *found]
+    return [(True, f"{told}, {why}: no server trims them, so they grow"), *found]
+
+
+BLOAT_BYTES = 4 * DEFAULT_MAX_BYTES
+"""An event table this large on disk, and ``BLOAT_RATIO`` times the events it holds,
+is warned of: a sweeping server keeps at most ``DEFAULT_MAX_BYTES`` of events."""
+BLOAT_RATIO = 4
 
 
 def _age(seconds: float) -> str:

@@ -155,9 +155,10 @@ class PostgresEvents:
         self._pool.close()
 
 
-def survey(conninfo: str, schema: str) -> tuple[int, int, int, float] | None:
-    """Events, sessions, bytes and the oldest event's age in seconds, read only; None
-    when no server made the table."""
+def survey(conninfo: str, schema: str) -> tuple[int, int, int, float, int] | None:
+    """Events, sessions, bytes, the oldest event's age in seconds and the table's size
+    on disk (indexes and dead rows included), read only; None when no server made the
+    table."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         row = conn.execute("SELECT to_regclass('threadline_events')").fetchone()
@@ -169,4 +170,5 @@ def survey(conninfo: str, schema: str) -> tuple[int, int, int, float] | None:
             "coalesce(extract(epoch FROM now() - min(at)), 0) FROM threadline_events",
             (EVENT_OVERHEAD,),
         ).fetchone() or (0, 0, 0, 0)
-    return int(events), int(sessions), int(size), float(age)
+        disk = conn.execute("SELECT pg_total_relation_size('threadline_events')").fetchone()
+    return int(events), int(sessions), int(size), float(age), int(disk[0] if disk else 0)

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from threadline.server.shared_events import Bounds
+import redis
 
+from threadline.server.shared_events import FOLLOW_THREADS, Bounds
+
+APPENDERS = 64
+"""Connections beyond one per follower thread, for the turns publishing at once."""
 APPEND = """
 local n = redis.call('INCR', KEYS[2])
 redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[1], n .. '-0', 'name', ARGV[2], 'body', ARGV[3])
@@ -18,14 +22,29 @@ return n
 """
 
 
-class RedisEvents:
-    """``EventEngine`` over the Redis store's client and key prefix."""
+POOL_WAIT_SECONDS = 30.0
+"""How long an event call waits for a connection of the pool when all are in use."""
 
-    def __init__(self, client: Any, prefix: str, bounds: Bounds) -> None:
-        self._r = client
+
+class RedisEvents:
+    """``EventEngine`` under the Redis store's key prefix, on a pool of its own to the
+    store's server (the store's client's connection settings): every follower holds a
+    connection while it waits in ``XREAD BLOCK``, which would exhaust the store's pool
+    (100 connections, and then an error) under a few dozen followers. This pool has a
+    connection for each follower thread and makes a call wait for one, not fail."""
+
+    def __init__(self, client: redis.Redis, prefix: str, bounds: Bounds) -> None:
+        shared = client.connection_pool
+        pool = redis.BlockingConnectionPool(  # type: ignore[no-untyped-call]
+            connection_class=shared.connection_class,
+            max_connections=FOLLOW_THREADS + APPENDERS,
+            timeout=POOL_WAIT_SECONDS,
+            **shared.connection_kwargs,
+        )
+        self._r = redis.Redis(connection_pool=pool)
         self._prefix = prefix
         self._bounds = bounds
-        self._append = client.register_script(APPEND)
+        self._append = self._r.register_script(APPEND)
 
     def _keys(self, session_id: str) -> tuple[str, str]:
         stream = f"{self._prefix}events:{session_id}"
@@ -33,7 +52,7 @@ class RedisEvents:
 
     def append(self, session_id: str, name: str, body: str) -> int:
         ttl = max(int(self._bounds.expire_seconds * 1000), 1)
-        args = [self._bounds.capacity, name, body, ttl]
+        args: list[str | int] = [self._bounds.capacity, name, body, ttl]
         return int(self._append(keys=list(self._keys(session_id)), args=args))
 
     def read(self, session_id: str, after: int) -> tuple[list[tuple[int, str, str]], int, int]:
@@ -56,7 +75,8 @@ class RedisEvents:
         return 0
 
     def close(self) -> None:
-        """The client is the store's, closed with it."""
+        self._r.close()
+        self._r.connection_pool.disconnect()
 
 
 def _id(raw: bytes | str) -> int:
@@ -71,10 +91,11 @@ def _row(raw_id: bytes | str, fields: dict[Any, Any]) -> tuple[int, str, str]:
     return _id(raw_id), as_text[0], as_text[1]
 
 
-def survey(client: Any, prefix: str) -> tuple[int, int, int, float] | None:
-    """Events and sessions (streams) kept, read only; bytes and age are not counted
-    (each stream has its own cap and TTL), except that a stream without a TTL, which
-    would never expire, counts as infinitely old."""
+def survey(client: Any, prefix: str) -> tuple[int, int, int, float, int] | None:
+    """Events and sessions (streams) kept, read only; bytes, age and room are not
+    counted (each stream has its own cap and TTL, and Redis frees what it trims),
+    except that a stream without a TTL, which would never expire, counts as
+    infinitely old."""
     events = sessions = 0
     age = 0.0
     for key in client.scan_iter(match=f"{prefix}events:*", count=500):
@@ -85,4 +106,4 @@ def survey(client: Any, prefix: str) -> tuple[int, int, int, float] | None:
         events += int(client.xlen(key))
         if int(client.ttl(key)) == -1:
             age = float("inf")
-    return (events, sessions, 0, age) if sessions else None
+    return (events, sessions, 0, age, 0) if sessions else None

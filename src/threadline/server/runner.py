@@ -55,10 +55,12 @@ from threadline.server.events import ENDS_STREAM, INTERRUPTED, EventHub
 from threadline.server.hooks import HookDispatcher
 from threadline.server.shared_events import SharedHub
 from threadline.server.turn_signals import (
+    SETTLE_SECONDS,
     WATCH_SECONDS,
     acknowledge,
     await_reached,
     forget,
+    mark_seen,
     released,
     request_cancel,
     requested,
@@ -153,6 +155,8 @@ class CachedAgent:
     """The session's lock, held while a turn runs (and only then)."""
     thread: threading.Thread | None = field(default=None, repr=False)
     cancel: CancelToken = field(default_factory=CancelToken, repr=False)
+    ended: tuple[CancelToken, str | None] | None = field(default=None, repr=False)
+    """The last turn's token (one per turn) and how it stopped (None: it failed)."""
 
 
 class AgentRunner:
@@ -237,17 +241,25 @@ class AgentRunner:
 
     def renew(self) -> None:
         """Renew the lease of each running turn's lock; a lock lost to someone else (the
-        lease lapsed) cancels that turn, which no longer owns the session."""
+        lease lapsed) cancels that turn, which no longer owns the session.
+
+        Each renewal is made with ``_lock`` held, after checking the turn still runs:
+        a turn that ended (and released the lock) between the list and its renewal
+        would otherwise have its lock taken again, by nobody, refusing every other
+        server's prompts (409) until the lease ran out."""
         with self._lock:
             entries = [e for e in self._cache.values() if e.running and e.held is not None]
         for entry in entries:
-            try:
-                self.store.acquire_lock(entry.session_id, self.holder)
-            except SessionLocked:
-                logger.warning("lost the lock of %s; cancelling its turn", entry.session_id)
-                entry.cancel.set()
-            except Exception as exc:
-                logger.warning("could not renew the lock of %s: %s", entry.session_id, exc)
+            with self._lock:
+                if not entry.running or entry.held is None:
+                    continue
+                try:
+                    self.store.acquire_lock(entry.session_id, self.holder)
+                except SessionLocked:
+                    logger.warning("lost the lock of %s; cancelling its turn", entry.session_id)
+                    entry.cancel.set()
+                except Exception as exc:
+                    logger.warning("could not renew the lock of %s: %s", entry.session_id, exc)
 
     def close(self) -> None:
         """Cancel every running turn at once, wait for them together (``JOIN_SECONDS`` in
@@ -322,17 +334,29 @@ class AgentRunner:
             entry.last_used = self.clock()
             return entry
 
-    def cancel_turn(self, session_id: str) -> bool:
+    def cancel_turn(self, session_id: str, settle: float = SETTLE_SECONDS) -> bool:
         """Stop the session's running turn (``agent.cancel``): the model requests in
         flight (its own and its subagents') are closed, the reply so far is stored once
         and marked interrupted, else the turn stops at its next step; ``turn_finished``
-        then says ``stopped: cancelled``. False when no turn of that session runs here."""
+        then says ``stopped: cancelled``. True once the turn ended so, or when it has
+        not ended within ``settle`` (it stops at its next step); False when no turn of
+        that session runs here, or it ended on its own first (a turn storing its end
+        still counts as running)."""
         with self._lock:
             entry = self._cache.get(session_id)
             if entry is None or not entry.running:
                 return False
             entry.cancel.set()
-            return True
+            token = entry.cancel
+        deadline = time.monotonic() + settle
+        while True:
+            with self._lock:
+                ended = entry.ended
+            if ended is not None and ended[0] is token:
+                return ended[1] == "cancelled"
+            if time.monotonic() >= deadline:
+                return True
+            time.sleep(WATCH_SECONDS / 4)
 
     def _check_elsewhere(self, session_id: str, holder: LockHolder) -> None:
         try:
@@ -475,8 +499,8 @@ class AgentRunner:
                     entry = self._cache.get(sid)
                     if entry is None or entry.held is None or turn_id(entry.held) != turns[sid]:
                         continue
-                    entry.cancel.set()
-                acknowledge(self.store, sid, turns[sid])
+                    entry.cancel.set()  # the turn marks the request when it has stopped
+                mark_seen(self.store, sid, turns[sid])
         with self._lock:
             self._watcher = None
 
@@ -530,9 +554,12 @@ class AgentRunner:
                     usage=result.usage.model_dump(mode="json"),
                 )
             seen = self._saved(sid)
-            if entry.held is not None:
-                forget(self.store, sid, turn_id(entry.held))
+            if entry.held is not None:  # a cancel request is answered by how the turn ended
+                cancelled = result is not None and result.stopped == "cancelled"
+                settle = acknowledge if cancelled else forget
+                settle(self.store, sid, turn_id(entry.held))
             with self._lock:  # free for any server before anyone hears the turn ended
+                entry.ended = (entry.cancel, None if result is None else result.stopped)
                 self._unlock(entry)
                 entry.seen_seq = seen
                 entry.thread = None

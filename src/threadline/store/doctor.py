@@ -76,7 +76,8 @@ class Finding:
     severity: Severity
     kind: str
     """``integrity``, ``schema``, ``listing``, ``orphan``, ``stale-lock``, ``stale-mark``,
-    ``set-aside``, ``temp-file``."""
+    ``set-aside``, ``temp-file``; ``doctor`` adds ``events`` and ``stale-cancel`` of the
+    servers sharing a PostgreSQL or Redis store."""
     message: str
     session_id: str | None = None
 

@@ -571,6 +571,12 @@ class PostgresStore(SQLEntries, core.StoreCore):
         with self._read() as conn, conn.transaction():
             yield conn
 
+    def connection_string(self) -> str:
+        """The libpq connection string this store connects with (password included),
+        for what keeps its own connections to the same database and ``schema``: the
+        server's event table, memory records."""
+        return self._conninfo
+
     def close(self) -> None:
         self._pool.close()
 

@@ -371,6 +371,11 @@ class RedisStore(core.StoreCore):
         """Inside MULTI: EVAL, not EVALSHA, since a missing script would fail only at EXEC."""
         pipe.eval(SCRIPTS["touch"], 0, self.prefix, session_id)
 
+    def client(self) -> redis.Redis:
+        """The store's client, for what keeps its own keys under ``prefix`` in the same
+        database (the server's event streams); closed with the store, if it made it."""
+        return self._r
+
     def close(self) -> None:
         """Closes the client only if this store created it."""
         if self._owns_client:
