@@ -7,6 +7,8 @@ needs only that framework's package:
   LangChain chat message history (``pip install 'threadline[langchain]'``).
 - ``threadline.integrations.langgraph``: ``ThreadlineSaver``, a LangGraph
   checkpointer (``pip install 'threadline[langgraph]'``).
+- ``threadline.integrations.langgraph_window``: ``window_hook``, a pre-model hook
+  giving the model the thread's budgeted window (``pip install 'threadline[langgraph]'``).
 - ``threadline.integrations.langgraph_store``: ``ThreadlineStore``, a LangGraph
   long-term memory store, ``BaseStore`` (``pip install 'threadline[langgraph]'``).
 - ``threadline.integrations.adk``: ``ThreadlineSessionService``, a Google ADK session
@@ -14,5 +16,6 @@ needs only that framework's package:
 - ``threadline.integrations.adk_memory``: ``ThreadlineMemoryService``, a Google ADK
   memory service, ``BaseMemoryService`` (``pip install 'threadline[adk]'``).
 - ``threadline.integrations.pydantic_ai``: ``ThreadlineHistory``, Pydantic AI message
-  histories (``pip install 'threadline[pydantic-ai]'``).
+  histories, with ``ThreadlineHistory.processor`` and ``WindowCapability`` handing a
+  run's model the budgeted window (``pip install 'threadline[pydantic-ai]'``).
 """
