@@ -96,6 +96,8 @@ SUMMARY = (
     "This session is being continued from a previous conversation that ran out of context. "
     "The conversation is summarized below:\nSummary:\n1. Primary Request and Intent:\n"
     "   Fix checkpoint id reuse.\n\n"
+    "4. Errors and fixes:\n   - Fixed the import cycle by moving the position helper to agent.go\n"
+    "   - Still seeing compilation errors from the stashed changes in hooks_gemini.go\n\n"
     "7. Pending Tasks:\n   - Add Agent interface methods for transcript analysis\n\n"
     "8. Current Work:\n   Working on getting the code to compile after `git stash pop`: there "
     "are compilation errors in hooks_gemini.go.\n\n"
@@ -135,6 +137,9 @@ def test_the_newer_span_decides_the_present(store: Store, tmp_path: Path) -> Non
     assert not [s for s in state if re.search(r"compilation errors|Working on getting", s)], state
     assert not [s for s in state + tasks if "Add interface methods to Agent" in s], state
     assert not [t for t in tasks if "Add Agent interface methods" in t], tasks
+    decisions = section(text, "key_decisions")
+    assert not [d for d in decisions if "Still seeing compilation errors" in d], decisions
+    assert any("Fixed the import cycle" in d for d in decisions), decisions  # a fix stays true
 
 
 def test_an_earlier_state_nothing_overtook_is_dated_history(store: Store, tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ behind it. So a state line carried from the earlier summary is dropped when the
 newer span shows the present (a newer todo list, or a newer clean run for a line
 about a failure); otherwise it stays, marked with the point it dates from, below
 the newer state. A pending step carried from it is dropped when a newer todo
-list supersedes it.
+list supersedes it, and a decision or finding of it that reports a failure ("still
+seeing compilation errors") is dropped once a command ran clean after it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ _FAILURE = re.compile(
     r"won['\u2019]?t (?:compile|build)|conflicts?|panic(?:s|ked)?|crash(?:es|ed)?)\b"
 )
 """Words of a line that reports something failing."""
+_NOW = re.compile(
+    r"(?i)\b(?:still|currently|remains?|remaining|persists?|persisting|keeps?|"
+    r"there\s+(?:are|is)|(?:is|are)\s+(?:failing|broken))\b"
+)
+"""Words that say a failure holds at the time of writing."""
 
 
 def carried(flat: str, earlier: Iterable[str]) -> bool:
@@ -56,9 +62,19 @@ def stale_state(text: str, evidence: Trail, since: int | None) -> bool:
     newer todo list is the plan now, and a failure it reports had a clean run after it."""
     if since is None:
         return False
-    if superseded_step(text, evidence, since):
-        return True
-    return _FAILURE.search(text) is not None and evidence.last_clean > since
+    return superseded_step(text, evidence, since) or settled_failure(text, evidence, since)
+
+
+def settled_failure(
+    text: str, evidence: Trail, since: int | None, *, present: bool = False
+) -> bool:
+    """A line of the summary written at ``since`` that reports something failing ("compilation
+    errors"), after which a command ran clean: no longer the case. With ``present``, only a
+    line that says the failure holds now ("still seeing ...") counts: a decision's record of
+    an error fixed ("Fixed the compile error by ...") stays true."""
+    if since is None or evidence.last_clean <= since or _FAILURE.search(text) is None:
+        return False
+    return not present or _NOW.search(text) is not None
 
 
 def as_history(text: str, since: int | None) -> str:
@@ -67,4 +83,4 @@ def as_history(text: str, since: int | None) -> str:
     return quoted if since is None else f"As of #{since} (earlier summary): {quoted}"
 
 
-__all__ = ["as_history", "carried", "stale_state", "superseded_step"]
+__all__ = ["as_history", "carried", "settled_failure", "stale_state", "superseded_step"]

@@ -35,7 +35,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet, is_narration
-from threadline.compaction.history import as_history, carried, stale_state, superseded_step
+from threadline.compaction.history import (
+    as_history,
+    carried,
+    settled_failure,
+    stale_state,
+    superseded_step,
+)
 from threadline.compaction.ledger import ACTIVE, WorkItem
 from threadline.compaction.snapshot import (
     Bullet,
@@ -580,7 +586,13 @@ def reconcile(
     old = parse(summary.text)
     snapshot = Snapshot()
     named = _files(trail, old.files_modified, snapshot)
+    earlier = parse(previous_text) if previous_text else None
+    reported = [bare(b.text) for b in earlier.key_decisions] if earlier else []
     for b in old.key_decisions:
+        if carried(bare(b.text), reported) and settled_failure(
+            b.text, evidence, previous_seq, present=True
+        ):
+            continue  # the earlier summary's failure, with a clean run since (``history``)
         if b.text.startswith("User:") or not is_narration(b.text):
             snapshot.add("key_decisions", b.text, DECISION_SCORE * b.score)
     shown = _values(
@@ -594,7 +606,6 @@ def reconcile(
     )
     done = _todo_done(evidence)
     before = _norm(previous_text or "")
-    earlier = parse(previous_text) if previous_text else None
     _state(
         trail,
         evidence,
