@@ -298,9 +298,11 @@ def script_targets(script: str) -> Iterator[str]:
 
 _TURNED_DOWN = re.compile(
     r"(?i)\A\W*(?:error:\s*)?(?:the user doesn't want to (?:proceed with this tool use|"
-    r"take this action)|user rejected (?:the )?tool use|(?:patch|exec command) rejected by user)"
+    r"take this action)|user rejected (?:the )?tool use|the user rejected permission to use this|"
+    r"(?:patch|exec command) rejected by user)"
 )
-"""A result that says the person turned the call down (Claude Code, Codex): nothing ran."""
+"""A result that says the person turned the call down (Claude Code, OpenCode, Codex): nothing
+ran."""
 _EDIT_FAILED = re.compile(r"(?i)\A\s*(?:<tool_use_error>|apply_patch verification failed)")
 """An editing tool's result that says nothing was written, where the importer did not flag it."""
 

@@ -39,6 +39,9 @@ def test_rejections_are_recognised_by_their_opening() -> None:
     assert rejection_words(said(words)) == words
     assert rejection_words("Error: " + said("keep it")) == "keep it"  # ``toolUseResult`` form
     assert rejected("patch rejected by user")  # Codex
+    opencode = "The user rejected permission to use this specific tool call"
+    assert rejected(opencode + ".") and rejection_words(opencode + ".") is None
+    assert rejection_words(opencode + " with the following feedback: use pnpm") == "use pnpm"
     quoted = "cat notes.md\n# Notes\n" + said("this is a quote in a file")
     assert not rejected(quoted) and rejection_words(quoted) is None
     result = Message.tool(said("use the registry"), tool_call_id="c", metadata={"is_error": True})
