@@ -15,8 +15,11 @@ this script, which never calls the summarizer or its recogniser:
   ``write`` / ``patch``, OpenHands and SWE-agent ``str_replace_editor``,
   Gemini CLI ``write_file`` / ``replace``, Pi ``edit`` / ``write``, Aider's
   "Applied edit to", and shell commands: redirections, ``tee``, ``sed -i``,
-  ``rm``, ``mv``, ``git rm`` / ``git mv``, patches fed to ``apply_patch``);
-* ``requests``: the opening words of the first and of the latest user request;
+  ``rm``, ``mv``, ``git rm`` / ``git mv``, patches fed to ``apply_patch``),
+  less the calls whose result shows they did nothing: turned down by the person,
+  or an editing tool that failed (a shell command that failed may have written);
+* ``requests``: the opening words of the first and of the latest user request
+  (the latest may be the words the person typed when turning a tool call down);
 * ``todos_open``: the items still open in the latest structured todo state
   (``TodoWrite``, ``update_plan`` also from a Codex ``exec`` script,
   ``todowrite``, ``write_todos``, ``task_tracker``) must be present;
@@ -76,7 +79,7 @@ from threadline.compaction.compactor import Compactor
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.errors import ContextOverflow
 from threadline.interop.sync import Source, Syncer, SyncStatus, find_sources
-from threadline.requests import request_text
+from threadline.requests import request_text, user_words
 from threadline.store.protocol import Session
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
@@ -293,10 +296,39 @@ def script_targets(script: str) -> Iterator[str]:
         start = script.find('"', end + 1)
 
 
-def edited_files(messages: Iterable[Message]) -> set[str]:
-    """Every file the run changed, by its tools' own schemas (see the module docstring)."""
+_TURNED_DOWN = re.compile(
+    r"(?i)\A\W*(?:error:\s*)?(?:the user doesn't want to (?:proceed with this tool use|"
+    r"take this action)|user rejected (?:the )?tool use|the user rejected permission to use this|"
+    r"(?:patch|exec command) rejected by user)"
+)
+"""A result that says the person turned the call down (Claude Code, OpenCode, Codex): nothing
+ran."""
+_EDIT_FAILED = re.compile(r"(?i)\A\s*(?:<tool_use_error>|apply_patch verification failed)")
+"""An editing tool's result that says nothing was written, where the importer did not flag it."""
+
+
+def undone_calls(messages: Iterable[Message]) -> tuple[set[str], set[str]]:
+    """Ids of the calls turned down, and of those whose result failed (flagged ``is_error``
+    or an editing tool's failure): an edit tool that failed wrote nothing, a shell command
+    that failed may have written before failing, a turned-down call did nothing."""
+    turned: set[str] = set()
+    failed: set[str] = set()
+    for m in messages:
+        if m.role != "tool" or not m.tool_call_id:
+            continue
+        if _TURNED_DOWN.match(m.text[:600]):
+            turned.add(m.tool_call_id)
+        elif m.metadata.get("is_error") or _EDIT_FAILED.match(m.text[:600]):
+            failed.add(m.tool_call_id)
+    return turned, failed
+
+
+def edited_files(messages: Sequence[Message]) -> set[str]:
+    """Every file the run changed, by its tools' own schemas (see the module docstring);
+    an edit whose result shows it did not happen (``undone_calls``) changed nothing."""
     out: set[str] = set()
     open_file: str | None = None  # SWE-agent's editor edits the file it has open
+    turned, failed = undone_calls(messages)
     for m in messages:
         notes = m.metadata.get("aider_notes")
         if isinstance(notes, list):
@@ -309,9 +341,16 @@ def edited_files(messages: Iterable[Message]) -> set[str]:
                 if head and head[0] in ("create", "edit", "insert") and open_file:
                     out.add(open_file)
         for call in m.tool_calls:
+            if call.id in turned:
+                continue
             args = call_args(call)
             path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), None)
             command = args.get("command")
+            editor = call.name in EDIT_TOOLS | PATCH_TOOLS | {"create", "edit", "insert"} or (
+                call.name in EDITOR_TOOLS and command in EDITOR_WRITES
+            )
+            if call.id in failed and editor:
+                continue  # an editing tool that failed wrote nothing
             if call.name in ("open", "create") and path:
                 open_file = path
                 if call.name == "create":
@@ -664,9 +703,10 @@ def derive(messages: Sequence[Message]) -> Probes:
     p = Probes(files=edited_files(messages))
     p.cwds = {c for m in messages if isinstance(c := m.metadata.get("cwd"), str) and c}
     asked = [t for m in messages if (t := request_text(m))]
+    said = [t for m in messages if (t := user_words(m))]  # words typed turning a call down too
     if asked:
         p.requests = list(dict.fromkeys([opening(asked[0], REQUEST_WORDS)]))
-        p.requests += [o for o in [opening(asked[-1], REQUEST_WORDS)] if o not in p.requests]
+        p.requests += [o for o in [opening(said[-1], REQUEST_WORDS)] if o not in p.requests]
     states = todo_states(messages)
     if states:
         latest = states[-1]

@@ -83,6 +83,8 @@ def native_summary(lines: list[str]) -> str:
 def threadline(home: Path, *args: str) -> str:
     env = dict(os.environ, THREADLINE_STORE=f"sqlite:///{home / 'store.db'}")
     env["THREADLINE_CONFIG_DIR"] = str(home / "config")
+    # the tree this script is in, not whatever ``PYTHONPATH=src`` means in ``home``
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
     done = subprocess.run(
         [
             sys.executable,

@@ -483,21 +483,30 @@ def test_last_result_may_be_a_bare_ok_and_says_so() -> None:
 
 
 def test_failed_edits_are_marked_and_errors_kept() -> None:
+    """A failed edit wrote nothing: a file only ever failed to be edited is not modified,
+    one edited before keeps its count and says its last attempt failed."""
+    edit = ToolCall(id="e", name="Edit", arguments={"file_path": "conf/app.toml"})
+    failure = Message.tool(
+        "Error: old_string not found in conf/app.toml",
+        tool_call_id="e",
+        name="Edit",
+        metadata={"is_error": True},
+    )
     msgs = [
         Message.user("Edit the config"),
-        Message.assistant(
-            "Updating it.",
-            tool_calls=[ToolCall(id="e", name="Edit", arguments={"file_path": "conf/app.toml"})],
-        ),
-        Message.tool(
-            "Error: old_string not found in conf/app.toml",
-            tool_call_id="e",
-            name="Edit",
-            metadata={"is_error": True},
-        ),
+        Message.assistant("Updating it.", tool_calls=[edit]),
+        failure,
     ]
     text = SUMMARIZER.summarize(msgs).text
-    (files,) = section(text, "files_modified")
+    assert "conf/app.toml" not in "\n".join(section(text, "files_modified"))
+    ok = ToolCall(id="o", name="Edit", arguments={"file_path": "conf/app.toml"})
+    first = [
+        Message.user("Edit the config"),
+        Message.assistant("Setting the port.", tool_calls=[ok]),
+        Message.tool("The file conf/app.toml has been updated.", tool_call_id="o", name="Edit"),
+    ]
+    (files,) = section(SUMMARIZER.summarize([*first, *msgs[1:]]).text, "files_modified")
+    assert files.startswith("`conf/app.toml`: edited: set")  # once, for the edit that happened
     assert "last attempt failed: Error: old_string not found in conf/app.toml" in files
     assert (
         "Next step: make `Edit` `conf/app.toml` succeed: Error: old_string not found in "

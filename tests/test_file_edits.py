@@ -191,14 +191,22 @@ def test_a_write_that_created_the_file_says_created() -> None:
     assert summary(edited_files(msgs)) == {"new.py": "created"}
 
 
-def test_a_failed_edit_is_marked_until_one_succeeds() -> None:
+def test_a_failed_edit_changes_nothing_and_is_marked_until_one_succeeds() -> None:
     edit = call("Edit", file_path="a.py", old_string="x", new_string="y")
     failed = Message.tool("Error: String to replace not found", tool_call_id=edit.id)
     failed.metadata["is_error"] = True
+
+    def ok() -> list[Message]:
+        return [Message.assistant("", tool_calls=[edit]), Message.tool("ok", tool_call_id=edit.id)]
+
     msgs = [Message.assistant("", tool_calls=[edit]), failed]
+    assert "a.py" not in edited_files(msgs)  # only ever failed: never changed
+    msgs = [*ok(), *msgs]
     assert edited_files(msgs)["a.py"].failed == "Error: String to replace not found"
-    msgs += [Message.assistant("", tool_calls=[edit]), Message.tool("ok", tool_call_id=edit.id)]
+    assert edited_files(msgs)["a.py"].count == 1
+    msgs += ok()
     assert edited_files(msgs)["a.py"].failed is None
+    assert edited_files(msgs)["a.py"].count == 2
 
 
 def test_str_replace_editor_commands() -> None:

@@ -15,6 +15,8 @@ they keep the wrapper and lose the task.
 ``request_text`` returns the request a message carries (reminder blocks
 removed, a slash command shown as ``/name args``), or None when it carries
 none. It reads only the message: cheap enough to call on every user message.
+``user_words`` also hears the person in a tool result: the words typed when
+turning a call down (``rejections``) are their turn too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+from threadline.rejections import rejection_words
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
@@ -76,6 +80,14 @@ def request_text(m: Message) -> str | None:
     return text
 
 
+def user_words(m: Message) -> str | None:
+    """What a person said in ``m``: the request of a user message, or the words typed when
+    turning a tool call down (a tool result, ``rejections``); None when neither."""
+    if m.role == "tool" and not m.synthetic:
+        return rejection_words(m.text)
+    return request_text(m)
+
+
 def is_harness_text(m: Message) -> bool:
     """True for a user-role message the agent's tool wrote rather than a person (a caveat,
     a slash-command wrapper, a skill prompt): views label it so it is not read as a turn."""
@@ -104,4 +116,4 @@ def first_request(messages: Iterable[Message]) -> Message | None:
     return next((m for m in messages if is_request(m)), None)
 
 
-__all__ = ["first_request", "is_harness_text", "is_request", "request_text"]
+__all__ = ["first_request", "is_harness_text", "is_request", "request_text", "user_words"]

@@ -110,6 +110,7 @@ from threadline.compaction.verdicts import (
     topic_words,
 )
 from threadline.messages import FilePart, ImagePart, Message, ToolCall
+from threadline.rejections import rejected, rejection_words
 from threadline.requests import request_text
 
 SUMMARIZER_NAME = "extractive"
@@ -517,6 +518,8 @@ class _Result:
 
 Ranked = dict[str, tuple[str, float]]
 """Normalised text -> (bullet text, score)."""
+TURNED_DOWN = "turned down by the user"
+"""What a call the person turned down did: nothing (its result as a brief)."""
 
 
 @dataclass(slots=True)
@@ -550,6 +553,9 @@ class _Pass:
     """Topic words of each of the agent's decisions, for a later redirect to supersede."""
     user_said: list[tuple[str, set[str]]] = field(default_factory=list)
     """Keys and topic words of the previous request's decisions, for a correction to mark."""
+    asked_by: Message | None = None
+    """The tool result whose turned-down call carried the person's words (``rejections``):
+    the last request, when nothing followed it."""
 
     def read(self, messages: Sequence[Message]) -> _Pass:
         for index, m in enumerate(messages):
@@ -654,15 +660,18 @@ class _Pass:
         self.sentences(text, speaker, recency, index, led_to=led)
         self.lists(text, recency, agent=speaker != "user")
 
-    def new_request(self, text: str) -> None:
-        """A request: the agent's own next steps lapse; a rejection voids the proposal it
-        answers and marks the earlier statement it corrects."""
+    def new_request(self, text: str, *, turned_down: bool = False) -> None:
+        """A request: the agent's own next steps lapse; a rejection (or words typed when
+        turning a call down, ``turned_down``) voids the proposal it answers, and a rejection
+        marks the earlier statement it corrects."""
         for key in self.agent_tasks:
             self.tasks.pop(key, None)
         self.agent_tasks.clear()
-        if rejects(text):
-            for key in self.proposed:
-                self.decisions.pop(key, None)
+        if turned_down and not rejects(text):
+            self.void_proposed()
+            self.rejecting = True
+        elif rejects(text):
+            self.void_proposed()
             topics = topic_words(text)
             for key, words_of in self.user_said:
                 if key in self.decisions and topics & words_of:
@@ -681,6 +690,28 @@ class _Pass:
     rejecting: bool = False
     """The request being read turns down what came before: each of its sentences is a
     constraint."""
+
+    def void_proposed(self) -> None:
+        """The agent's decisions since the last request were turned down: none stands."""
+        for key in self.proposed:
+            self.decisions.pop(key, None)
+            self.agent_chose.pop(key, None)
+        self.proposed = []
+
+    def turned_down(self, m: Message, call: ToolCall | None, recency: float, index: int) -> None:
+        """A call the person turned down (``rejections``): it did nothing, the approach it
+        carried out is no decision, and the words they typed are their turn, a correction."""
+        self.results.append(_Result(call, call.name if call else "tool", TURNED_DOWN, False, False))
+        words = rejection_words(m.text)
+        if words is None:
+            self.void_proposed()
+            return
+        self.asked_by = m
+        self.turn_note = None
+        self.add_values(words, "user", recency, index)
+        self.last_request = clip_words(_prose(words).strip(), REQUEST_MAX_WORDS)
+        self.new_request(words, turned_down=True)
+        self.sentences(words, "user", recency, index)
 
     def sentences(
         self, text: str, speaker: str, recency: float, index: int, led_to: ToolCall | None = None
@@ -780,6 +811,9 @@ class _Pass:
         self.add_values(text, "argument", recency, index, paths=paths)
 
     def result(self, m: Message, call: ToolCall | None, recency: float, index: int) -> None:
+        if m.role == "tool" and rejected(m.text):
+            self.turned_down(m, call, recency, index)
+            return
         text = _message_text(m)
         action = call_action(call) if call is not None else None
         command = self.last_command if m.role == "user" else None
@@ -813,7 +847,7 @@ class _Pass:
             return f"wait for the result of {names}."
         if last.role == "assistant" and self.last_command:
             return f"wait for the output of {code_span(clip_words(self.last_command, 8))}."
-        if last.role == "user" and not self.last_observation:
+        if (last.role == "user" and not self.last_observation) or last is self.asked_by:
             return "answer the last request."
         if last.role in ("tool", "user") and self.results and self.results[-1].error:
             r = self.results[-1]

@@ -16,7 +16,7 @@ it. Requests are told apart from tool wrappers and system reminders by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from threadline.compaction.snapshot import (
     words,
 )
 from threadline.messages import Message
-from threadline.requests import request_text
+from threadline.requests import request_text, user_words
 from threadline.store.checkpoints import Checkpoint
 from threadline.store.protocol import Session
 
@@ -66,8 +66,11 @@ class PinnedRequest:
         return None
 
 
-def _pin(m: Message, limit: int) -> PinnedRequest | None:
-    text = request_text(m)
+def _pin(
+    m: Message, limit: int, said: Callable[[Message], str | None] = request_text
+) -> PinnedRequest | None:
+    """``m`` pinned as a request (``said``: what counts as the person's words in it)."""
+    text = said(m)
     if text is None or m.seq is None:
         return None
     return PinnedRequest(m.seq, clip_words(text, limit))
@@ -115,9 +118,13 @@ def requests_to_pin(
             first = next((p for m in summarized if (p := _pin(m, first_limit))), None)
         if first is None:
             first = _scan_first(session, session.last_seq, first_limit)
-    latest = next((p for m in kept_newest_first if (p := _pin(m, latest_limit))), None)
+    latest = next(  # words typed when turning a call down are the person's turn too
+        (p for m in kept_newest_first if (p := _pin(m, latest_limit, user_words))), None
+    )
     if latest is None:
-        latest = next((p for m in reversed(summarized) if (p := _pin(m, latest_limit))), None)
+        latest = next(
+            (p for m in reversed(summarized) if (p := _pin(m, latest_limit, user_words))), None
+        )
     if latest is None and previous is not None:
         latest = PinnedRequest.from_metadata(previous.metadata.get(LATEST_KEY))
     if latest is None and found[1] is not None:

@@ -35,6 +35,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet, is_narration
+from threadline.compaction.history import (
+    as_history,
+    carried,
+    settled_failure,
+    stale_state,
+    superseded_step,
+)
 from threadline.compaction.ledger import ACTIVE, WorkItem
 from threadline.compaction.snapshot import (
     Bullet,
@@ -97,6 +104,9 @@ REQUEST_SCORE = 3.0
 TAIL_NOTE = "opened after #{seq}, in the messages kept below"
 """An item the kept tail opened: still open, but not as of the summary's end."""
 EARLIER_SCORE = 0.3
+HISTORY_SCORE = 0.35
+"""The earlier summary's state, as of its point: after the newer state, before "Earlier
+result" lines (``history``)."""
 """An "Earlier result" line only fills the words left over: open items, failures, decisions
 and the current request come first (issue 31)."""
 NOTE_WORDS = 14
@@ -449,9 +459,11 @@ def _state(
     *,
     before: str,
     previous_seq: int | None,
+    earlier: Sequence[str] = (),
 ) -> None:
     had_next = False
     kept: list[str] = []
+    history: list[str] = []  # the earlier summary's state, as of its point (``history``)
     for b in old:
         label = _label(b.text)
         if label == "next step" and (
@@ -465,8 +477,12 @@ def _state(
         rebuilt = rebuilt or label.startswith("in progress")
         if _WRAPPER.match(b.text) or rebuilt or label.startswith(("subagent ", "last commit")):
             continue  # a wrapper; the skills and answer lines are rebuilt from the trail below
-        had_next = had_next or label == "next step"
         fact = label in _FACT_LABELS or label.startswith(("primary request", "latest request"))
+        if not fact and carried(bare(b.text), earlier):
+            if not stale_state(b.text, evidence, previous_seq):
+                history.append(as_history(_CARRIED.sub("", b.text), previous_seq))
+            continue
+        had_next = had_next or label == "next step"
         kept.append(b.text if fact else _carried(b.text, before, previous_seq))
     if not had_next and (step := _next_step(trail, done, evidence)):
         at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
@@ -494,8 +510,11 @@ def _state(
         named = ", ".join(code_span(name) for name in skills)
         kept.insert(min(2, len(kept)), f"{SKILLS_LABEL}: {named} ({SKILLS_NOTE})")
     for i, text in enumerate(kept):
-        earlier = _label(text) == "earlier result"
-        snapshot.add("current_state", text, (EARLIER_SCORE if earlier else STATE_SCORE) - i * 0.01)
+        earlier_result = _label(text) == "earlier result"
+        score = EARLIER_SCORE if earlier_result else STATE_SCORE
+        snapshot.add("current_state", text, score - i * 0.01)
+    for i, text in enumerate(history):
+        snapshot.add("current_state", text, HISTORY_SCORE - i * 0.01)
 
 
 def _tasks(
@@ -507,6 +526,7 @@ def _tasks(
     *,
     previous_text: str,
     previous_seq: int | None,
+    earlier: Sequence[str] = (),
 ) -> None:
     listed: list[str] = []
     asked = evidence.unanswered()
@@ -533,6 +553,8 @@ def _tasks(
             continue  # an instruction to the model, or work already done
         if _names_done(b.text, evidence, done):
             continue  # an item closed since
+        if carried(flat, earlier) and superseded_step(b.text, evidence, previous_seq):
+            continue  # the earlier summary's step: the todo list written since is the plan now
         if any(flat and (flat in t or t in flat) for t in listed):
             continue
         text = _carried(b.text, before, previous_seq)
@@ -564,7 +586,13 @@ def reconcile(
     old = parse(summary.text)
     snapshot = Snapshot()
     named = _files(trail, old.files_modified, snapshot)
+    earlier = parse(previous_text) if previous_text else None
+    reported = [bare(b.text) for b in earlier.key_decisions] if earlier else []
     for b in old.key_decisions:
+        if carried(bare(b.text), reported) and settled_failure(
+            b.text, evidence, previous_seq, present=True
+        ):
+            continue  # the earlier summary's failure, with a clean run since (``history``)
         if b.text.startswith("User:") or not is_narration(b.text):
             snapshot.add("key_decisions", b.text, DECISION_SCORE * b.score)
     shown = _values(
@@ -579,7 +607,14 @@ def reconcile(
     done = _todo_done(evidence)
     before = _norm(previous_text or "")
     _state(
-        trail, evidence, old.current_state, snapshot, done, before=before, previous_seq=previous_seq
+        trail,
+        evidence,
+        old.current_state,
+        snapshot,
+        done,
+        before=before,
+        previous_seq=previous_seq,
+        earlier=[bare(b.text) for b in earlier.current_state] if earlier else (),
     )
     _tasks(
         trail,
@@ -589,6 +624,7 @@ def reconcile(
         done,
         previous_text=previous_text or "",
         previous_seq=previous_seq,
+        earlier=[bare(b.text) for b in earlier.pending_tasks] if earlier else (),
     )
     values = unique_values([*summary.values, *shown, *(Value("path", p) for p in named)])
     return summary.rewritten(snapshot.render(max_words, shares=shares or SHARES), values)

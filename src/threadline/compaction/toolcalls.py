@@ -31,9 +31,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from threadline.compaction.applied import Undo, not_applied
 from threadline.compaction.snapshot import clip_words, code_span
 from threadline.compaction.values import extract_error_lines, split_words
 from threadline.messages import Message, ToolCall
+from threadline.rejections import rejected
 
 BRIEF_MAX_WORDS = 30
 ARG_HINT_MAX_WORDS = 12
@@ -946,6 +948,9 @@ class FileTracker:
         self.open_file: str | None = None
         self.records: dict[str, FileEdit] = {}
         self._open: list[tuple[ToolCall, list[FileEdit]]] = []
+        self._undo: dict[int, list[Undo]] = {}
+        """The changes each open call recorded (by ``id`` of the call), for taking back the
+        ones its result shows did not happen (``applied``)."""
         self.after_action = False
         """The last assistant message gave a SWE-agent text command: the next user message is
         its output, not the user speaking."""
@@ -1059,7 +1064,11 @@ class FileTracker:
             return None
         return self.touch(path, "changed", index, base=self.root, mentioned=True)
 
-    def apply(self, op: FileOp, index: int) -> FileEdit | None:
+    def apply(self, op: FileOp, index: int, undo: list[Undo] | None = None) -> FileEdit | None:
+        """Record ``op``; with ``undo``, how to take it back goes there."""
+        key = self.key(op.path, op.base)
+        if undo is not None and key is not None:
+            undo.append(Undo.before(key, self.records.get(key), op.action, index))
         rec = self.touch(op.path, op.action, index, base=op.base)
         if rec is not None:
             if op.other:
@@ -1095,7 +1104,8 @@ class FileTracker:
                 ops += [(None, op) for op in swe_agent_ops(str(action), open_file=self.open_file)]
                 self._opened_by_text(str(action))
             for call in m.tool_calls:
-                recs = [r for c, op in ops if c is call if (r := self.apply(op, index))]
+                undo = self._undo.setdefault(id(call), [])
+                recs = [r for c, op in ops if c is call if (r := self.apply(op, index, undo))]
                 self._open.append((call, recs))
                 touched += recs
             touched += [r for c, op in ops if c is None if (r := self.apply(op, index))]
@@ -1106,6 +1116,10 @@ class FileTracker:
         if m.role != "tool":
             return None, touched
         answered, recs = self._pair(m)
+        undo = self._undo.pop(id(answered), []) if answered is not None else []
+        if answered is not None and undo and not_applied(m, shell=call_action(answered) == "shell"):
+            self._take_back(undo, m)
+            return answered, touched
         error = m.metadata.get("is_error") or m.metadata.get("error")
         if error and recs:
             brief = brief_result(m.text) or "error"
@@ -1120,6 +1134,16 @@ class FileTracker:
                     if rec.last_action == "written":
                         rec.last_action = "created"
         return answered, touched
+
+    def _take_back(self, undo: Sequence[Undo], m: Message) -> list[FileEdit]:
+        """Changes the result ``m`` shows did not happen, taken back (newest first); a failed
+        edit of a file changed before says so on it (a turned-down one changed nothing)."""
+        left = [rec for u in reversed(undo) if (rec := u.revert(self.records)) is not None]
+        if not rejected(m.text):
+            brief = brief_result(m.text) or "error"
+            for rec in left:
+                rec.failed = brief
+        return left
 
     def _pair(self, m: Message) -> tuple[ToolCall | None, list[FileEdit]]:
         """The call a result answers: the first open call with its id, else the oldest open."""

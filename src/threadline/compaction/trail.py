@@ -52,7 +52,8 @@ from threadline.compaction.toolcalls import (
 )
 from threadline.compaction.values import Value, extract_error_lines, extract_values, ids_within
 from threadline.messages import SKILL_KEY, Message, ToolCall
-from threadline.requests import request_text
+from threadline.rejections import rejected
+from threadline.requests import user_words
 
 TRAIL_KEY = "trail"
 """Checkpoint metadata key of the trail."""
@@ -61,9 +62,11 @@ TRAIL_VERSION = 2
 
 
 MAX_FAILURES = 3
+"""Failed commands remembered (the newest); older failures were most likely dealt with."""
 MAX_SKILLS = 20
 """Skills remembered as in use (the most recently loaded)."""
-"""Failed commands remembered (the newest); older failures were most likely dealt with."""
+MAX_RUNS = 20
+"""Shell calls remembered while they wait for their results (parallel calls, a cut between)."""
 MAX_REMEMBERED = 300
 """URLs and ids counted, and closed items: beyond twice this many the least used (and the
 oldest) are forgotten, so the trail each checkpoint carries stays small."""
@@ -174,7 +177,8 @@ def exit_status(text: str) -> int | None:
 
 
 def failed(m: Message) -> bool:
-    """A tool result that reports failure: flagged as an error, or a non-zero exit status."""
+    """A tool result that reports failure: flagged as an error, or a non-zero exit status.
+    (A call the person turned down did not fail: it did not run, ``rejections``.)"""
     if m.metadata.get("is_error") or m.metadata.get("error"):
         return True
     status = exit_status(m.text)
@@ -370,6 +374,12 @@ class Trail:
         """Skills loaded, by name, with the seq of the latest load."""
         self.last_result = 0
         """The seq of the last tool result (a failure there is the one to fix next)."""
+        self.last_clean = 0
+        """The seq of the last shell command that ran clean: state a summary reported before
+        it (a build broken, a step to take) may have moved on (``history``)."""
+        self.runs: list[str] = []
+        """Ids of the shell calls still waiting for their results (``last_clean``), kept by
+        id so a result read by a later compaction still finds its call."""
         self.ledger = Ledger()
         """Work items and commit outcomes (``ledger.py``)."""
         self.produced: tuple[int, str] | None = None
@@ -400,7 +410,8 @@ class Trail:
             return
         if m.role == "user" and not m.summary:
             self._note = None
-            asked = request_text(m)
+        if (m.role == "user" and not m.summary) or m.role == "tool":
+            asked = user_words(m)  # a tool result: the words typed when turning a call down
             if asked is not None:
                 self.latest_request = (seq, asked[: CLIP_CHARS["request"]])
                 self.answered = False
@@ -416,6 +427,7 @@ class Trail:
             rec.note = self._note or rec.note
         if m.role == "tool":
             self.last_result = seq
+            self._ran(m, seq)
             skill = m.metadata.get(SKILL_KEY)
             if isinstance(skill, str) and skill and not m.metadata.get("is_error"):
                 self.skills.pop(skill, None)
@@ -435,9 +447,20 @@ class Trail:
                 self.produced, self.produced_wanted = (seq, quote), False
         self._count([v for t in _agent_texts(m) for v in extract_values(t)], seq, agent=True)
         for call in m.tool_calls:
+            if call.id and shell_text(call) is not None:
+                self.runs = [*self.runs, call.id][-MAX_RUNS:]
             items = todo_items(call)
             if items is not None:
                 self.todos = TodoState(seq, items)
+
+    def _ran(self, m: Message, seq: int) -> None:
+        """A shell call's result: a clean one moves ``last_clean`` (a turned-down call did
+        not run)."""
+        if m.tool_call_id not in self.runs:
+            return
+        self.runs.remove(m.tool_call_id)
+        if not failed(m) and not rejected(m.text):
+            self.last_clean = seq
 
     def _count(self, values: Iterable[Value], seq: int, *, agent: bool) -> None:
         """Count each URL or id once for this message (an id inside a path or URL too)."""
@@ -469,6 +492,8 @@ class Trail:
     def _result(self, m: Message, call: ToolCall, seq: int) -> None:
         command = shell_text(call)
         shown = _clip(command, CLIP_CHARS["command"]) if command else describe_call(call)
+        if rejected(m.text):
+            return  # turned down: it did not run, so it neither failed nor settled anything
         broke = failed(m) and not _no_match(command, m.text)
         self.ledger.observe(call, m, seq, failed=broke)
         if self.ledger.outcomes and self.ledger.outcomes[-1].seq == seq:
@@ -559,6 +584,8 @@ class Trail:
             "answered": self.answered,
             "note": self._note,
             "last_result": self.last_result,
+            "last_clean": self.last_clean,
+            "runs": list(self.runs),
             "first_request": list(self.first_request) if self.first_request else None,
             "latest_request": list(self.latest_request) if self.latest_request else None,
         }
@@ -604,6 +631,8 @@ class Trail:
         note = data.get("note")
         trail._note = note if isinstance(note, str) else None
         trail.last_result = int(data.get("last_result") or 0)
+        trail.last_clean = int(data.get("last_clean") or 0)
+        trail.runs = [str(r) for r in data.get("runs") or []]
         for name in ("first_request", "latest_request"):
             found = data.get(name)
             if found is not None:
