@@ -32,10 +32,16 @@ the stored messages show (invariant 11):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet, is_narration
 from threadline.compaction.ledger import ACTIVE, WorkItem
+from threadline.compaction.progress import (
+    PROGRESS_HEADS,
+    account,
+    current_line,
+    unresolved,
+)
 from threadline.compaction.snapshot import (
     Bullet,
     SectionName,
@@ -109,6 +115,8 @@ _OPEN_CLAIM = re.compile(
     r"wip|ready)\b"
 )
 """Words that claim an item is still to be done."""
+PROGRESS_LABELS = ("in progress", "unresolved error", "earlier work")
+"""Current State lines the progress account rebuilds from the trail each time."""
 SKILLS_LABEL = "Skills in use"
 ANSWER_LABEL = "Assistant's answer the latest request refers to"
 SKILLS_NOTE = "load one again with the skill tool to read its instructions"
@@ -462,7 +470,7 @@ def _state(
         if claims_open and _names_done(b.text, evidence, done):
             continue  # says an item closed since is still to do
         rebuilt = label in (SKILLS_LABEL.lower(), ANSWER_LABEL.lower(), "in progress")
-        rebuilt = rebuilt or label.startswith("in progress")
+        rebuilt = rebuilt or label.startswith(PROGRESS_LABELS) or b.text.startswith(PROGRESS_HEADS)
         if _WRAPPER.match(b.text) or rebuilt or label.startswith(("subagent ", "last commit")):
             continue  # a wrapper; the skills and answer lines are rebuilt from the trail below
         had_next = had_next or label == "next step"
@@ -477,15 +485,13 @@ def _state(
     for outcome in evidence.ledger.outcomes:
         if outcome.seq <= trail.through:  # a later report is in the kept tail
             kept.insert(min(3, len(kept)), outcome.line())
-    item = _in_progress(trail, evidence)
-    if item is not None:
-        kept.insert(min(1, len(kept)), f"In progress: {item.line().removeprefix('[in progress] ')}")
-    elif (ended := trail.ledger.in_progress()) is not None:  # the kept tail closed it
+    at = next((i + 1 for i, t in enumerate(kept) if _is_request_line(t)), 0)
+    progress = progress_lines(trail, evidence)
+    if progress:
+        kept[at:at] = progress
+    elif (ended := trail.ledger.in_progress()) is not None:  # as the covered range left it
         what = ended.line().removeprefix("[in progress] ")
-        kept.insert(
-            min(1, len(kept)),
-            f"In progress at #{trail.through}: {what}, closed later (in the messages kept below)",
-        )
+        kept.insert(min(at, len(kept)), f"In progress at #{trail.through}: {what}")
     commit = trail.ledger.commit_line()  # as the covered range left it
     if commit is not None:
         kept.insert(min(2, len(kept)), commit)
@@ -496,6 +502,34 @@ def _state(
     for i, text in enumerate(kept):
         earlier = _label(text) == "earlier result"
         snapshot.add("current_state", text, (EARLIER_SCORE if earlier else STATE_SCORE) - i * 0.01)
+
+
+def _is_request_line(text: str) -> bool:
+    return _label(text).startswith(("primary request", "latest request"))
+
+
+def _shown_path(trail: Trail) -> Callable[[str], str]:
+    tracker = trail.tracker
+
+    def shown(path: str) -> str:
+        key = tracker.key(path)
+        return tracker.shown(key) if key else path
+
+    return shown
+
+
+def progress_lines(trail: Trail, evidence: Trail | None = None) -> list[str]:
+    """Current State's account of the work (``progress.py``): each finished stretch of work
+    in order, then the one in progress where the covered range ends, with the error still
+    open on it verbatim and what the run says remains."""
+    shown = _shown_path(trail)
+    later = (evidence or trail).progress
+    lines, active = account(trail.progress, trail.through, shown, later=later)
+    if active is not None:
+        lines.append(current_line(active, trail.through, shown))
+        for check in unresolved(active, later)[:2]:
+            lines.append(f"Unresolved error (latest run failed, none passed since): {check.said()}")
+    return lines
 
 
 def _tasks(
