@@ -61,7 +61,7 @@ _HEADER = re.compile(
 _COUNT = (
     r"\d[\d,]*\s+(?:tests?|doctests?|examples?|specs?|assertions?|passed|passing|failed|"
     r"failing|failures?|errors?|skipped|pending|problems?|warnings?|issues?|suggestions?)\b"
-    r"(?![/.\w-])"
+    r"(?![/\w-]|\.\w)"
 )
 _SUMMARY = re.compile(rf"(?i)(?:^|[\s(,;:|])(?:{_COUNT})")
 """A test runner's or a checker's count line: "59 tests, 0 failures", "5 passed, 1 failed",
@@ -78,12 +78,12 @@ _NONZERO_FAIL = re.compile(
     r"(?i)(?:^|[^\d])(?:[1-9][\d,]*)\s+(?:failed|failing|failures?|errors?)\b|\bfailed\b(?!\s*:?\s*0)"
 )
 _ERROR_START = re.compile(
-    r"(?i)(?:^|\s)(?:error(?:\[\w+\])?:|\*\* \(\w+\)|\w*(?:Error|Exception):|fatal:|"
+    r"(?i)(?:^|\s)(?:error(?:\[\w+\]|\s+[A-Z]+\d+)?:|\*\* \(\w+\)|\w*(?:Error|Exception):|fatal:|"
     r"panic(?:ked)?\b|FAILED\b|FAIL:|E\s{2,}\S)"
 )
 """The line a compiler or test runner opens a failure with."""
-_LOCATION = re.compile(r"(?<![\w/.-])(?P<loc>[\w./~-]*[\w-]\.\w{1,8}:\d+(?::\d+)?)")
-"""``lib/a.ex:171``, ``src/x.ts:12:5``: where an error is."""
+_LOCATION = re.compile(r"(?<![\w/.-])(?P<loc>[\w./~-]*[\w-]\.\w{1,8}(?::\d+(?::\d+)?|\(\d+,\d+\)))")
+"""``lib/a.ex:171``, ``src/x.ts:12:5``, ``src/x.ts(12,5)``: where an error is."""
 _READERS = frozenset(
     {
         "cat",
@@ -190,11 +190,15 @@ def located_error(text: str) -> str | None:
 
 
 def is_check(command: str) -> bool:
-    """Whether a shell command runs a check whose result line counts: one of its commands
-    is not a program that shows or searches text."""
-    return any(
-        argv and argv[0].rsplit("/", 1)[-1] not in _READERS for argv in simple_commands(command)
-    )
+    """Whether a shell command runs a check whose result line counts: its first program
+    (after ``cd``) is not one that shows or searches text (``head x | python3 -c ...``
+    inspects a file; ``mix test | tail`` runs the tests)."""
+    for argv in simple_commands(command):
+        prog = argv[0].rsplit("/", 1)[-1] if argv else ""
+        if prog in ("cd", "export", "set", "source", ".", "sleep"):
+            continue
+        return bool(prog) and prog not in _READERS
+    return False
 
 
 def close_reason(command: str) -> str:
@@ -311,11 +315,15 @@ class Segment:
         if passed is not None:
             out.append(f"last passing check {passed.said()}")
         for target, c in self.checks.items():
-            if not c.ok and (still is None or still.get(target) is c):
+            if not c.ok and (still is None or _same_run(still.get(target), c)):
                 out.append(f"failing: {c.said()}")
         if self.commits:
             out.append("committed " + ", ".join(code_span(c) for c in self.commits[-3:]))
         return out
+
+
+def _same_run(a: Check | None, b: Check) -> bool:
+    return a is not None and (a.seq, a.ok) == (b.seq, b.ok)
 
 
 class Progress:
@@ -394,13 +402,18 @@ class Progress:
         passing run drops the failures ``settles(target)`` says it settles (a wider run)."""
         seg = self._here(seq)
         if ok and settles is not None:  # a wider run passing settles the narrower failures
-            for other in self.segments:
-                for old in [t for t, c in other.checks.items() if not c.ok and settles(t)]:
-                    del other.checks[old]
+            self.settle(settles)
         seg.checks.pop(target, None)
         seg.checks[target] = Check(seq, _clip(command, 120), _clip(line), ok)
         while len(seg.checks) > MAX_CHECKS:
             seg.checks.pop(next(iter(seg.checks)))
+
+    def settle(self, settles: Callable[[str], bool]) -> None:
+        """A clean run (with or without a result line) settles the failed runs of the
+        commands ``settles`` names, in every segment."""
+        for seg in self.segments:
+            for old in [t for t, c in seg.checks.items() if not c.ok and settles(t)]:
+                del seg.checks[old]
 
     def committed(self, made: str, seq: int) -> None:
         seg = self._here(seq)
@@ -453,12 +466,17 @@ def segment_line(
     return "; ".join(parts)
 
 
-def current_line(seg: Segment, through: int, shown: Shown = _as_is) -> str:
-    """The segment in progress where the summary ends: what it is, what was last done, the
-    error still open (verbatim, file:line), what the run says remains."""
-    parts = [
-        f"In progress: {seg.name()}, since #{seg.start}, still at #{through} (this summary's end)"
-    ]
+def current_line(
+    seg: Segment, through: int, shown: Shown = _as_is, *, continued: bool = False
+) -> str:
+    """The segment in progress where the summary ends: what it is, what was last done, what
+    the run says remains. ``continued``: the messages kept after the summary go on with it
+    (and close it), so it is not called in progress."""
+    if continued:
+        head = f"Worked on up to #{through} (this summary's end; the messages kept below go on"
+        parts = [f"{head} with it): {seg.name()}, since #{seg.start}"]
+    else:
+        parts = [f"In progress: {seg.name()}, since #{seg.start}, still so at #{through} (the end)"]
     parts += seg.facts(shown, files=SHOWN_FILES + 3, still={})  # its failures: lines of their own
     if seg.note:
         parts.append(f"last change: {seg.note}")
@@ -480,13 +498,9 @@ def latest_runs(progress: Progress) -> dict[str, Check]:
 def unresolved(seg: Segment, later: Progress | None = None) -> list[Check]:
     """The segment's checks whose latest run failed and that no later run (in ``later``,
     the account extended by the messages kept after the cut) passed; newest first."""
-    still = latest_runs(later) if later is not None else None
-    found = [
-        c
-        for t, c in seg.checks.items()
-        if not c.ok and (still is None or t not in still or not still[t].ok)
-    ]
-    return sorted(found, key=lambda c: -c.seq)
+    if later is not None:  # the same segment as the later messages left it
+        seg = next((s for s in later.segments if (s.start, s.key) == (seg.start, seg.key)), seg)
+    return sorted(seg.failing(), key=lambda c: -c.seq)
 
 
 def account(

@@ -526,7 +526,12 @@ def progress_lines(trail: Trail, evidence: Trail | None = None) -> list[str]:
     later = (evidence or trail).progress
     lines, active = account(trail.progress, trail.through, shown, later=later)
     if active is not None:
-        lines.append(current_line(active, trail.through, shown))
+        ended = bool(active.key) and any(
+            s.key == active.key and s.closed is not None
+            for s in later.segments
+            if s.start >= active.start
+        )
+        lines.append(current_line(active, trail.through, shown, continued=ended))
         for check in unresolved(active, later)[:2]:
             lines.append(f"Unresolved error (latest run failed, none passed since): {check.said()}")
     return lines

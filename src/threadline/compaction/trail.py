@@ -131,6 +131,8 @@ _REDIRECTS = re.compile(r"\s+(?:\d?>&\d|\d?>\s*/dev/null)")
 _PIPE_TAIL = re.compile(r"\s*\|\s*(?:tail|head|grep|rg|less|cat|tee|sort|uniq|wc)\b[^|]*$")
 _CD_PREFIX = re.compile(r"^\s*(?:(?:cd|sleep)\s+\S+\s*(?:&&|;)\s*)+")
 """``cd dir &&`` and ``sleep 30 &&`` before a command change where and when it runs, not what."""
+_NOT_RUN = re.compile(r"^\s*<tool_use_error>")
+"""Claude Code's answer for a call it did not run."""
 _SEARCHERS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "git-grep"})
 
 
@@ -551,6 +553,8 @@ class Trail:
     def _check(self, target: str, text: str, broke: bool, seq: int) -> None:
         """A check's result line (a test summary, a verdict, a located compiler error) for
         the current segment; an output with none of them is no check's."""
+        if _NOT_RUN.search(text[:300]):
+            return  # the harness did not run it (a sibling call failed, no permission)
         line = result_line(text)
         if broke:
             if line is not None and verdict_ok(line):
@@ -567,6 +571,8 @@ class Trail:
             self.progress.checked(
                 target, target, line, ok, seq, settles=lambda t: _covers(target, t)
             )
+        else:  # ran clean with nothing to quote: its earlier failures are settled all the same
+            self.progress.settle(lambda t: _covers(target, t))
 
     # -- what it found
 
