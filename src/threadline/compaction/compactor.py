@@ -591,7 +591,7 @@ class Compactor:
             **request_metadata(first, latest),
             TRAIL_KEY: trail.to_metadata(),
             **orientation_metadata(
-                session, later, cut.kept[-1] if cut.kept else (messages[-1] if messages else None)
+                session, later, cut.kept[0] if cut.kept else (messages[-1] if messages else None)
             ),
         }
         if fallback is not None:
