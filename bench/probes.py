@@ -648,6 +648,9 @@ def session_facts(session: Session, messages: Sequence[Message]) -> dict[str, st
         if isinstance(value, str) and value.strip():
             facts[name] = value.strip()
     dates = [m.created_at for m in messages if m.created_at is not None]
+    meta = session.info.metadata
+    if "format" in meta and not meta.get("source_updated_at"):
+        dates = []  # an import whose records hold no times: its messages bear the import's
     if dates:
         facts["date"] = max(dates).date().isoformat()
     return facts
@@ -767,7 +770,13 @@ def answer(p: Probes, session: Session, size: int) -> tuple[dict[str, int], dict
     text = "\n".join(visible(m) for m in messages)
     flat_text = flat(text)
     summary = "\n".join(m.text for m in messages if m.summary)
-    orienting = "\n".join(m.text for m in messages if m.summary or m.role == "system")
+    orienting = "\n".join(  # what the process says of itself (its date, its directory) is no
+        line  # statement about the session
+        for m in messages
+        if m.summary or m.role == "system"
+        for line in m.text.splitlines()
+        if "of this process" not in line and not line.startswith("This process runs in")
+    )
     said = flat(summary) if summary else flat_text  # the snapshot must say what is open
     misses: dict[str, list[str]] = {
         "open_items": [

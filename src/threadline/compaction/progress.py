@@ -289,7 +289,7 @@ class Segment:
         if not self.key:
             return f'request #{self.start} ("{self.title}")' if self.title else "work"
         if self.source == TODO_SOURCE:
-            return f'todo item "{self.title}"'
+            return f'plan step "{self.title}"'
         title = f": {self.title}" if self.title and self.title != self.key else ""
         return f"{code_span(self.key)}{title} ({self.source})"
 
@@ -302,28 +302,36 @@ class Segment:
         return max(passed, key=lambda c: c.seq) if passed else None
 
     def facts(
-        self, shown: Shown, *, files: int = SHOWN_FILES, still: Mapping[str, Check] | None = None
+        self,
+        shown: Shown,
+        *,
+        files: int = SHOWN_FILES,
+        current: bool = False,
+        detail: Shown | None = None,
     ) -> list[str]:
-        """What the segment did, clause by clause (paths as ``shown`` gives them); a failure
-        is said only while ``still`` (each command's latest run) shows it failing."""
+        """What the segment did, clause by clause (paths as ``shown`` gives them, each with
+        what ``detail`` says of it, such as the definitions changed): for a finished one
+        its last check as it went then, for the ``current`` one its latest passing check
+        (its failures are said apart, while no later run passed)."""
         out: list[str] = []
         if self.files:
-            names = ", ".join(code_span(shown(f)) for f in self.files[-files:])
+            names = ", ".join(
+                code_span(shown(f)) + (f" ({d})" if detail and (d := detail(f)) else "")
+                for f in self.files[-files:]
+            )
             more = len(self.files) - files
             out.append(f"changed {names}" + (f" (+{more} more)" if more > 0 else ""))
-        passed = self.latest_pass()
-        if passed is not None:
-            out.append(f"last passing check {passed.said()}")
-        for target, c in self.checks.items():
-            if not c.ok and (still is None or _same_run(still.get(target), c)):
-                out.append(f"failing: {c.said()}")
+        if not current:  # a finished stretch: how its last check went then
+            last = max(self.checks.values(), key=lambda c: c.seq, default=None)
+            if last is not None:
+                out.append(f"last check {last.said()}" + ("" if last.ok else " (failed)"))
+        else:
+            passed = self.latest_pass()
+            if passed is not None:
+                out.append(f"last passing check {passed.said()}")
         if self.commits:
             out.append("committed " + ", ".join(code_span(c) for c in self.commits[-3:]))
         return out
-
-
-def _same_run(a: Check | None, b: Check) -> bool:
-    return a is not None and (a.seq, a.ok) == (b.seq, b.ok)
 
 
 class Progress:
@@ -453,21 +461,24 @@ def _as_is(path: str) -> str:
     return path
 
 
-def segment_line(
-    seg: Segment, shown: Shown = _as_is, *, still: Mapping[str, Check] | None = None
-) -> str:
+def segment_line(seg: Segment, shown: Shown = _as_is) -> str:
     """A finished (or paused) segment in one line."""
     head = f"Done: {seg.name()}" if seg.closed is not None else f"Worked on {seg.name()}"
     span = f"#{seg.start}" + (f"-#{seg.closed}" if seg.closed is not None else f"-#{seg.last}")
     parts = [f"{head}, {span}"]
-    parts += seg.facts(shown, still=still)
+    parts += seg.facts(shown)
     if seg.closed is not None:
         parts.append("closed" + (f": {seg.reason}" if seg.reason else ""))
     return "; ".join(parts)
 
 
 def current_line(
-    seg: Segment, through: int, shown: Shown = _as_is, *, continued: bool = False
+    seg: Segment,
+    through: int,
+    shown: Shown = _as_is,
+    *,
+    continued: bool = False,
+    detail: Shown | None = None,
 ) -> str:
     """The segment in progress where the summary ends: what it is, what was last done, what
     the run says remains. ``continued``: the messages kept after the summary go on with it
@@ -477,7 +488,7 @@ def current_line(
         parts = [f"{head} with it): {seg.name()}, since #{seg.start}"]
     else:
         parts = [f"In progress: {seg.name()}, since #{seg.start}, still so at #{through} (the end)"]
-    parts += seg.facts(shown, files=SHOWN_FILES + 3, still={})  # its failures: lines of their own
+    parts += seg.facts(shown, files=SHOWN_FILES + 3, current=True, detail=detail)
     if seg.note:
         parts.append(f"last change: {seg.note}")
     if seg.remains:
@@ -504,10 +515,10 @@ def unresolved(seg: Segment, later: Progress | None = None) -> list[Check]:
 
 
 def account(
-    progress: Progress, through: int, shown: Shown = _as_is, *, later: Progress | None = None
+    progress: Progress, through: int, shown: Shown = _as_is, *, budget: int = ACCOUNT_WORDS
 ) -> tuple[list[str], Segment | None]:
     """The chronological account of the segments up to ``through`` (lines, oldest first,
-    within ``ACCOUNT_WORDS``: older segments beyond it folded into one "Earlier" line), and
+    within ``budget`` words: older segments beyond it folded into one "Earlier" line), and
     the segment still in progress there, if one is."""
     segs = [s for s in progress.segments if s.start <= through]
     if not segs:
@@ -515,13 +526,12 @@ def account(
     cur = segs[-1]
     active = cur if (cur.closed is None and (cur.key or cur.busy)) else None
     done = [s for s in (segs[:-1] if active is not None else segs) if s.busy or s.key]
-    latest = latest_runs(later or progress)
     lines: list[str] = []
     spent = 0
     cut = 0
     for i in range(len(done) - 1, -1, -1):
-        line = segment_line(done[i], shown, still=latest)
-        if spent + words(line) > ACCOUNT_WORDS:
+        line = segment_line(done[i], shown)
+        if spent + words(line) > budget:
             cut = i + 1
             break
         lines.insert(0, line)

@@ -37,12 +37,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet, is_narration
 from threadline.compaction.ledger import ACTIVE, WorkItem
 from threadline.compaction.progress import (
+    ACCOUNT_WORDS,
     PROGRESS_HEADS,
     account,
     current_line,
     unresolved,
 )
 from threadline.compaction.snapshot import (
+    DEFAULT_MAX_WORDS,
+    SKELETON_WORDS,
     Bullet,
     SectionName,
     Snapshot,
@@ -50,6 +53,7 @@ from threadline.compaction.snapshot import (
     clip_words,
     code_span,
     parse,
+    words,
 )
 from threadline.compaction.toolcalls import DONE_STATUSES, FileEdit
 from threadline.compaction.trail import Trail, Used, mentions
@@ -106,6 +110,14 @@ EARLIER_SCORE = 0.3
 """An "Earlier result" line only fills the words left over: open items, failures, decisions
 and the current request come first (issue 31)."""
 NOTE_WORDS = 14
+ACCOUNT_MIN_WORDS = 60
+PENDING_RESERVE = 90
+"""Words the account of the work leaves for Pending Tasks and the rest: it never crowds
+out Files Modified (every changed file named) nor the open items."""
+CARRIED_OPENING = 12
+"""A line this long whose opening words the previous snapshot holds comes from it."""
+SYMBOLS = 4
+"""Definitions named for each file the item in progress changed."""
 
 _CARRIED = re.compile(r"\s*\(as of #\d+\)\s*$")
 _OPEN_CLAIM = re.compile(
@@ -443,7 +455,10 @@ def _carried(text: str, before: str, seq: int | None) -> str:
     """``text`` marked with the point it dates from when it comes from the previous snapshot
     (``before``, normalised) and is not marked yet."""
     flat = bare(text)
-    if seq is None or not flat or flat not in before or _CARRIED.search(text):
+    opening = " ".join(flat.split()[:CARRIED_OPENING])  # a long one may join two of its lines
+    if seq is None or not flat or _CARRIED.search(text):
+        return text
+    if flat not in before and (len(flat.split()) < CARRIED_OPENING or opening not in before):
         return text
     return f"{text} (as of #{seq})"
 
@@ -457,7 +472,10 @@ def _state(
     *,
     before: str,
     previous_seq: int | None,
+    room: int = DEFAULT_MAX_WORDS,
 ) -> None:
+    """Current State; ``room``: the snapshot's word limit, of which the account of the work
+    takes what Files Modified, Key Decisions and the other state lines leave."""
     had_next = False
     kept: list[str] = []
     for b in old:
@@ -486,7 +504,16 @@ def _state(
         if outcome.seq <= trail.through:  # a later report is in the kept tail
             kept.insert(min(3, len(kept)), outcome.line())
     at = next((i + 1 for i, t in enumerate(kept) if _is_request_line(t)), 0)
-    progress = progress_lines(trail, evidence)
+    taken = sum(
+        words(b.text)
+        for name in ("files_modified", "key_decisions")
+        for b in snapshot.section(name)
+    )
+    taken += sum(words(t) for t in kept if _label(t) != "earlier result")
+    budget = max(
+        ACCOUNT_MIN_WORDS, min(ACCOUNT_WORDS, room - SKELETON_WORDS - taken - PENDING_RESERVE)
+    )
+    progress = progress_lines(trail, evidence, budget=budget)
     if progress:
         kept[at:at] = progress
     elif (ended := trail.ledger.in_progress()) is not None:  # as the covered range left it
@@ -518,20 +545,39 @@ def _shown_path(trail: Trail) -> Callable[[str], str]:
     return shown
 
 
-def progress_lines(trail: Trail, evidence: Trail | None = None) -> list[str]:
+def _symbols(trail: Trail, since: int) -> Callable[[str], str]:
+    """The definitions a file's edits touched (the tracker's), for the item in progress."""
+    tracker = trail.tracker
+
+    def detail(path: str) -> str:
+        key = tracker.key(path)
+        rec = tracker.records.get(key) if key else None
+        if rec is None or rec.last < since:
+            return ""
+        return ", ".join(code_span(s) for s in rec.symbols[-SYMBOLS:])
+
+    return detail
+
+
+def progress_lines(
+    trail: Trail, evidence: Trail | None = None, *, budget: int = ACCOUNT_WORDS
+) -> list[str]:
     """Current State's account of the work (``progress.py``): each finished stretch of work
     in order, then the one in progress where the covered range ends, with the error still
     open on it verbatim and what the run says remains."""
     shown = _shown_path(trail)
     later = (evidence or trail).progress
-    lines, active = account(trail.progress, trail.through, shown, later=later)
+    lines, active = account(trail.progress, trail.through, shown, budget=budget)
     if active is not None:
         ended = bool(active.key) and any(
             s.key == active.key and s.closed is not None
             for s in later.segments
             if s.start >= active.start
         )
-        lines.append(current_line(active, trail.through, shown, continued=ended))
+        line = current_line(
+            active, trail.through, shown, continued=ended, detail=_symbols(trail, active.start)
+        )
+        lines.append(line)
         for check in unresolved(active, later)[:2]:
             lines.append(f"Unresolved error (latest run failed, none passed since): {check.said()}")
     return lines
@@ -618,7 +664,14 @@ def reconcile(
     done = _todo_done(evidence)
     before = _norm(previous_text or "")
     _state(
-        trail, evidence, old.current_state, snapshot, done, before=before, previous_seq=previous_seq
+        trail,
+        evidence,
+        old.current_state,
+        snapshot,
+        done,
+        before=before,
+        previous_seq=previous_seq,
+        room=max_words,
     )
     _tasks(
         trail,

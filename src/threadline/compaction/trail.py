@@ -562,7 +562,10 @@ class Trail:
             located = located_error(text)
             if located and line and located not in line:
                 line = f"{line}; {located}"
-            line = line or located or next(iter(error_lines(text)), None)
+            shaped = extract_error_lines(_RUN_HEADER.sub("", text, count=1)[-ERROR_SCAN_CHARS:])
+            line = (
+                line or located or (_clip(shaped[-1].text, CLIP_CHARS["error"]) if shaped else None)
+            )
             if line is None:
                 return
             self.progress.checked(target, target, line, False, seq)
