@@ -184,6 +184,7 @@ def test_a_result_line_is_the_output_s_own_verdict() -> None:
     assert result_line("drwxr-xr-x  4 u  staff  755  test/\n-rw-r--r-- README.md") is None
     assert verdict_ok("59 tests, 0 failures") and verdict_ok("All checks passed!")
     assert not verdict_ok("12 tests, 12 failures") and not verdict_ok("1 failed, 4 passed")
+    assert verdict_ok("Summary: 6 passed, 0 warnings, 0 failed") and not verdict_ok("Build failed")
     assert located_error(COMPILE_ERROR) == (
         "error: cannot invoke remote function Access.get/2 inside a guard "
         "(lib/shop_web/components/cart.ex:171:45)"
