@@ -75,7 +75,8 @@ _VERDICT = re.compile(
 )
 """A verdict line without counts: "All checks passed!", "Build succeeded"."""
 _NONZERO_FAIL = re.compile(
-    r"(?i)(?:^|[^\d])(?:[1-9][\d,]*)\s+(?:failed|failing|failures?|errors?)\b|(?<!0 )\bfailed\b(?!\s*:?\s*0)"
+    r"(?i)(?:^|[^\d])(?:[1-9][\d,]*)\s+(?:failed|failing|failures?|errors?)\b|"
+    r"(?<!0 )\bfailed\b(?!\s*:?\s*0)"
 )
 _ERROR_START = re.compile(
     r"(?i)(?:^|\s)(?:error(?:\[\w+\]|\s+[A-Z]+\d+)?:|\*\* \(\w+\)|\w*(?:Error|Exception):|fatal:|"
