@@ -180,6 +180,8 @@ def test_a_result_line_is_the_output_s_own_verdict() -> None:
     )
     assert result_line("src/a.py:1:1: F401 unused\nFound 1 error.") == "Found 1 error."
     assert result_line("All checks passed!") == "All checks passed!"
+    credo = "876 mods/funs, found 5 software design suggestions."
+    assert result_line(f"Analysis took 0.4 seconds\n{credo}\nUse `mix credo explain`") == credo
     assert result_line("test result: ok. 10 passed; 0 failed; 0 ignored") is not None
     assert result_line("drwxr-xr-x  4 u  staff  755  test/\n-rw-r--r-- README.md") is None
     assert verdict_ok("59 tests, 0 failures") and verdict_ok("All checks passed!")

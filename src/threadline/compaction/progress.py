@@ -49,6 +49,8 @@ ACCOUNT_WORDS = 230
 """Words the account of finished segments may spend in a snapshot; older segments beyond
 it are named in one "Earlier" line."""
 SHOWN_FILES = 5
+FINISHED_CHECKS = 2
+"""A finished stretch says how its last this-many commands' checks went (tests, linter)."""
 TODO_SOURCE = "todo list"
 PROGRESS_HEADS = ("Done: ", "Worked on ")
 """How the account's lines for finished segments begin (a next compaction rebuilds them)."""
@@ -63,7 +65,12 @@ _COUNT = (
     r"failing|failures?|errors?|skipped|pending|problems?|warnings?|issues?|suggestions?)\b"
     r"(?![/\w-]|\.\w)"
 )
-_SUMMARY = re.compile(rf"(?i)(?:^|[\s(,;:|])(?:{_COUNT})")
+_FINDINGS = (
+    r"\d[\d,]*\s+(?:[a-z]+\s+){1,2}(?:problems?|warnings?|issues?|suggestions?|offen[cs]es?)"
+    r"\b(?![/\w-]|\.\w)"
+)
+"""A linter's tally with its kind of finding between: "found 5 software design suggestions"."""
+_SUMMARY = re.compile(rf"(?i)(?:^|[\s(,;:|])(?:{_COUNT}|{_FINDINGS})")
 """A test runner's or a checker's count line: "59 tests, 0 failures", "5 passed, 1 failed",
 "Found 2 errors", "found 5 software design suggestions"."""
 _VERDICT = re.compile(
@@ -322,10 +329,16 @@ class Segment:
             )
             more = len(self.files) - files
             out.append(f"changed {names}" + (f" (+{more} more)" if more > 0 else ""))
-        if not current:  # a finished stretch: how its last check went then
-            last = max(self.checks.values(), key=lambda c: c.seq, default=None)
-            if last is not None:
-                out.append(f"last check {last.said()}" + ("" if last.ok else " (failed)"))
+        if not current:  # a finished stretch: how its last checks went then
+            last: list[Check] = []
+            for c in sorted(self.checks.values(), key=lambda c: -c.seq):
+                if not any(c.command.startswith(k.command + " ") for k in last):  # narrower
+                    last.append(c)
+            said = [
+                c.said() + ("" if c.ok else " (failed)") for c in reversed(last[:FINISHED_CHECKS])
+            ]
+            if said:
+                out.append(("last checks " if len(said) > 1 else "last check ") + "; ".join(said))
         else:
             passed = self.latest_pass()
             if passed is not None:
