@@ -180,6 +180,7 @@ def test_a_result_line_is_the_output_s_own_verdict() -> None:
     )
     assert result_line("src/a.py:1:1: F401 unused\nFound 1 error.") == "Found 1 error."
     assert result_line("All checks passed!") == "All checks passed!"
+    assert result_line("71 mods/funs, found no issues.\nShowing priority issues") is not None
     credo = "876 mods/funs, found 5 software design suggestions."
     assert result_line(f"Analysis took 0.4 seconds\n{credo}\nUse `mix credo explain`") == credo
     assert result_line("test result: ok. 10 passed; 0 failed; 0 ignored") is not None
@@ -196,6 +197,19 @@ def test_a_result_line_is_the_output_s_own_verdict() -> None:
     assert is_check("cd app && mix test 2>&1 | tail -5")
     assert not is_check("head -c 500 a.jsonl | python3 -c 'import json'")
     assert not is_check("pwd && ls -la && find . -name '*.ts'")
+
+
+def test_a_failed_check_s_line_says_why_not_its_banner() -> None:
+    from threadline.compaction.trail import error_lines
+
+    out = (
+        "Checking formatting...\n\nspecs/child-roles.md (218ms)\n\n"
+        "Format issues found in above 1 files. Run without `--check` to fix.\n"
+        "Finished in 240ms on 1 files using 10 threads.\n\n\nCommand exited with code 1"
+    )
+    assert error_lines(out) == [
+        "Format issues found in above 1 files. Run without `--check` to fix."
+    ]
 
 
 def test_a_todo_step_does_not_take_over_the_tracked_item() -> None:

@@ -81,6 +81,11 @@ _VERDICT = re.compile(
     r"reformatted|already formatted))"
 )
 """A verdict line without counts: "All checks passed!", "Build succeeded"."""
+_NONE_FOUND = re.compile(
+    r"(?i)\b(?:found no (?:issues|errors|problems|offen[cs]es|warnings)|"
+    r"no (?:issues|errors|problems|offen[cs]es) (?:found|detected))\b"
+)
+"""A checker's clean verdict inside its tally line: "71 mods/funs, found no issues."."""
 _NONZERO_FAIL = re.compile(
     r"(?i)(?:^|[^\d])(?:[1-9][\d,]*)\s+(?:failed|failing|failures?|errors?)\b|"
     r"(?<!0 )\bfailed\b(?!\s*:?\s*0)"
@@ -169,7 +174,7 @@ def result_line(text: str) -> str | None:
         line = raw.strip()
         if not line or len(line) > LINE_CHARS or _HEADER.match(line):
             continue
-        if _SUMMARY.search(line) or _VERDICT.match(line):
+        if _SUMMARY.search(line) or _VERDICT.match(line) or _NONE_FOUND.search(line):
             found = line
     return found
 

@@ -104,7 +104,8 @@ _EXIT_CODE = re.compile(
 """How tools report a command's exit status (Claude Code, Codex, OpenHands)."""
 _ERROR_WORD = re.compile(
     r"(?i)\b(?:error|errors|fatal|fail|fails|failed|failure|exception|denied|not found|"
-    r"no such|cannot|unable|undefined|panic(?:ked)?)\b"
+    r"no such|cannot|unable|undefined|panic(?:ked)?|(?:issues?|problems?) found|"
+    r"not formatted|would (?:be )?reformat(?:ted)?)\b"
 )
 """A word that names a failure: the line holding the last one is the failure's summary
 ("1 failed, 3 passed", "Found 2 errors") when no line has an error's own shape."""
@@ -212,8 +213,10 @@ def error_lines(text: str) -> list[str]:
     ]
     if named and not any(named[-1] in o or o in named[-1] for o in out):
         out.append(named[-1])
-    if not out and lines:
-        first = next((ln for ln in lines if not _EXIT_LINE.match(ln)), "")
+    if not out and lines:  # a banner ("Checking formatting...") says what ran, not why
+        plain = [ln for ln in lines if not _EXIT_LINE.match(ln)]
+        first = next((ln for ln in plain if not ln.endswith(("...", "\u2026"))), "")
+        first = first or (plain[0] if plain else "")
         if first:
             out.append(first)
     return [_clip(line, CLIP_CHARS["error"]) for line in out]
