@@ -8,15 +8,22 @@ Code's Bash results with "Exit code 1", beads' "✓ Updated issue", ``mix test``
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.test_compaction_truth import CWD, ClaudeLog, compacted, section, store
 from tests.test_ledger import filler, imported_plain, numbered
 from threadline.compaction.progress import (
     Progress,
+    account,
     is_check,
     located_error,
     result_line,
+    unresolved,
     verdict_ok,
 )
 from threadline.compaction.reconcile import progress_lines
@@ -283,3 +290,55 @@ def test_files_a_pi_subagent_reports_changing_are_the_run_s() -> None:
     )
     files = build_trail(messages, cwd="/w").tracker.files(mentioned=False)
     assert {"src/tools.ts", "src/herdr/host.ts"} <= set(files)
+
+
+_EVENTS = st.lists(
+    st.one_of(
+        st.tuples(st.just("request"), st.sampled_from(["fix it", "add docs"])),
+        st.tuples(st.just("claim"), st.sampled_from(["a-1", "a-2", "a-3"])),
+        st.tuples(st.just("close"), st.sampled_from(["a-1", "a-2", "a-3"])),
+        st.tuples(st.just("touch"), st.sampled_from(["/w/x.py", "/w/y.py"])),
+        st.tuples(st.just("run"), st.tuples(st.sampled_from(["make", "pytest"]), st.booleans())),
+        st.tuples(st.just("commit"), st.sampled_from(["abc1234 feat", "def5678 fix"])),
+    ),
+    max_size=40,
+)
+
+
+@given(_EVENTS)
+@settings(max_examples=150, deadline=None)
+def test_an_error_is_unresolved_only_while_its_command_s_latest_run_failed(
+    events: list[tuple[str, Any]],
+) -> None:
+    """Whatever the order of claims, closures, edits and runs: a failure is said only while
+    no later run of the same command passed, and the account survives its metadata form."""
+    progress = Progress()
+    latest: dict[str, bool] = {}
+    for seq, (kind, arg) in enumerate(events, 1):
+        if kind == "request":
+            progress.request(seq, arg)
+        elif kind == "claim":
+            progress.claimed(arg, "", "beads", seq)
+        elif kind == "close":
+            progress.closed(arg, seq)
+        elif kind == "touch":
+            progress.touched([arg], seq)
+        elif kind == "commit":
+            progress.committed(arg, seq)
+        else:
+            command, ok = arg
+            progress.checked(
+                command,
+                command,
+                "1 failed" if not ok else "ok",
+                ok,
+                seq,
+                settles=lambda t, c=command: t == c,
+            )
+            latest[command] = ok
+    for seg in progress.segments:
+        for target in (c.command for c in unresolved(seg)):
+            assert latest[target] is False
+    again = Progress.from_json(json.loads(json.dumps(progress.to_json())))
+    assert again.to_json() == progress.to_json()
+    assert account(again, len(events)) == account(progress, len(events))

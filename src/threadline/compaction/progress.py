@@ -35,9 +35,9 @@ from threadline.compaction.toolcalls import simple_commands
 
 Shown = Callable[[str], str]
 """How a stored path is shown (relative to the session's working directory)."""
-MAX_SEGMENTS = 60
+MAX_SEGMENTS = 40
 """Segments remembered; the oldest go first."""
-MAX_FILES = 40
+MAX_FILES = 24
 MAX_CHECKS = 6
 """Commands whose latest result a segment remembers (the most recent)."""
 MAX_COMMITS = 6
