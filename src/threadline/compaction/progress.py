@@ -456,7 +456,8 @@ class Progress:
         prose = _FENCED.sub(" ", text)
         for sentence in reversed(_SENTENCE.split(prose)):
             if _REMAINS.search(sentence) and words(sentence) >= 4:
-                cur.remains = clip_words(sentence.strip(" -*#"), REMAINS_WORDS)
+                said = clip_words(sentence.strip(" -*#"), REMAINS_WORDS)
+                cur.remains = f"(#{seq}) {said}"  # dated: later work may have done it
                 return
 
     # -- carried in checkpoint metadata
@@ -511,7 +512,8 @@ def current_line(
     if seg.note:
         parts.append(f"last change: {seg.note}")
     if seg.remains:
-        parts.append(f"the assistant said: {seg.remains}")
+        at, _, said = seg.remains.partition(") ")
+        parts.append(f"the assistant said at {at.lstrip('(')}: {said}" if said else seg.remains)
     return "; ".join(parts)
 
 
