@@ -54,7 +54,11 @@ def beads_run() -> ClaudeLog:
     log = ClaudeLog()
     log.user("Work on bead shop-7q2. Start with the first ready task.")
     log.call("Bash", {"command": "bd update shop-7q2.1 --status in_progress"}, "✓ Updated")
-    log.call("Write", {"file_path": f"{CWD}/lib/shop/coupon.ex", "content": "defmodule C do\nend"})
+    log.call(
+        "Write",
+        {"file_path": f"{CWD}/lib/shop/coupon.ex", "content": "defmodule C do\nend"},
+        f"File created successfully at: {CWD}/lib/shop/coupon.ex",
+    )
     log.call(
         "Bash",
         {"command": "mix test 2>&1 | tail -5"},
@@ -95,7 +99,7 @@ def test_each_item_gets_its_account_in_order_with_the_open_error(
     done = next(i for i, line in enumerate(lines) if line.startswith("Done: `shop-7q2.1`"))
     now = next(i for i, line in enumerate(lines) if line.startswith("In progress: `shop-7q2.2`"))
     assert done < now  # chronological
-    assert "`lib/shop/coupon.ex`" in lines[done]
+    assert "created `lib/shop/coupon.ex`" in lines[done]  # Write of a new file
     assert "`mix test` -> `14 tests, 0 failures`" in lines[done]
     assert "`4c1d2e9 feat: coupons (shop-7q2.1)`" in lines[done]
     assert "closed: Coupons apply at checkout" in lines[done]

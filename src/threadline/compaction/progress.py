@@ -35,6 +35,8 @@ from threadline.compaction.toolcalls import simple_commands
 
 Shown = Callable[[str], str]
 """How a stored path is shown (relative to the session's working directory)."""
+Made = Callable[[str, int], bool]
+"""Whether the run created a file (it did not exist before) at or after a seq."""
 MAX_SEGMENTS = 40
 """Segments remembered; the oldest go first."""
 MAX_FILES = 24
@@ -321,6 +323,7 @@ class Segment:
         files: int = SHOWN_FILES,
         current: bool = False,
         detail: Shown | None = None,
+        made: Made | None = None,
     ) -> list[str]:
         """What the segment did, clause by clause (paths as ``shown`` gives them, each with
         what ``detail`` says of it, such as the definitions changed): for a finished one
@@ -328,12 +331,20 @@ class Segment:
         (its failures are said apart, while no later run passed)."""
         out: list[str] = []
         if self.files:
-            names = ", ".join(
-                code_span(shown(f)) + (f" ({d})" if detail and (d := detail(f)) else "")
-                for f in self.files[-files:]
-            )
+            listed = self.files[-files:]
+            for verb, group in (
+                ("created", [f for f in listed if made and made(f, self.start)]),
+                ("changed", [f for f in listed if not (made and made(f, self.start))]),
+            ):
+                if group:
+                    names = ", ".join(
+                        code_span(shown(f)) + (f" ({d})" if detail and (d := detail(f)) else "")
+                        for f in group
+                    )
+                    out.append(f"{verb} {names}")
             more = len(self.files) - files
-            out.append(f"changed {names}" + (f" (+{more} more)" if more > 0 else ""))
+            if more > 0:
+                out[-1] += f" (+{more} more files)"
         if not current:  # a finished stretch: how its last checks went then
             last: list[Check] = []
             for c in sorted(self.checks.values(), key=lambda c: -c.seq):
@@ -481,12 +492,12 @@ def _as_is(path: str) -> str:
     return path
 
 
-def segment_line(seg: Segment, shown: Shown = _as_is) -> str:
+def segment_line(seg: Segment, shown: Shown = _as_is, made: Made | None = None) -> str:
     """A finished (or paused) segment in one line."""
     head = f"Done: {seg.name()}" if seg.closed is not None else f"Worked on {seg.name()}"
     span = f"#{seg.start}" + (f"-#{seg.closed}" if seg.closed is not None else f"-#{seg.last}")
     parts = [f"{head}, {span}"]
-    parts += seg.facts(shown)
+    parts += seg.facts(shown, made=made)
     if seg.closed is not None:
         parts.append("closed" + (f": {seg.reason}" if seg.reason else ""))
     return "; ".join(parts)
@@ -499,6 +510,7 @@ def current_line(
     *,
     continued: bool = False,
     detail: Shown | None = None,
+    made: Made | None = None,
 ) -> str:
     """The segment in progress where the summary ends: what it is, what was last done, what
     the run says remains. ``continued``: the messages kept after the summary go on with it
@@ -508,7 +520,7 @@ def current_line(
         parts = [f"{head} with it): {seg.name()}, since #{seg.start}"]
     else:
         parts = [f"In progress: {seg.name()}, since #{seg.start}, still so at #{through} (the end)"]
-    parts += seg.facts(shown, files=SHOWN_FILES + 3, current=True, detail=detail)
+    parts += seg.facts(shown, files=SHOWN_FILES + 3, current=True, detail=detail, made=made)
     if seg.note:
         parts.append(f"last change: {seg.note}")
     if seg.remains:
@@ -536,7 +548,12 @@ def unresolved(seg: Segment, later: Progress | None = None) -> list[Check]:
 
 
 def account(
-    progress: Progress, through: int, shown: Shown = _as_is, *, budget: int = ACCOUNT_WORDS
+    progress: Progress,
+    through: int,
+    shown: Shown = _as_is,
+    *,
+    budget: int = ACCOUNT_WORDS,
+    made: Made | None = None,
 ) -> tuple[list[str], Segment | None]:
     """The chronological account of the segments up to ``through`` (lines, oldest first,
     within ``budget`` words: older segments beyond it folded into one "Earlier" line), and
@@ -551,7 +568,7 @@ def account(
     spent = 0
     cut = 0
     for i in range(len(done) - 1, -1, -1):
-        line = segment_line(done[i], shown)
+        line = segment_line(done[i], shown, made)
         if spent + words(line) > budget:
             cut = i + 1
             break

@@ -559,6 +559,18 @@ def _symbols(trail: Trail, since: int) -> Callable[[str], str]:
     return detail
 
 
+def _made(trail: Trail) -> Callable[[str, int], bool]:
+    """Whether the run created a file (the tracker's ``created``) at or after a seq."""
+    tracker = trail.tracker
+
+    def made(path: str, since: int) -> bool:
+        key = tracker.key(path)
+        rec = tracker.records.get(key) if key else None
+        return rec is not None and bool(rec.actions.get("created")) and rec.first >= since
+
+    return made
+
+
 def progress_lines(
     trail: Trail, evidence: Trail | None = None, *, budget: int = ACCOUNT_WORDS
 ) -> list[str]:
@@ -567,7 +579,8 @@ def progress_lines(
     open on it verbatim and what the run says remains."""
     shown = _shown_path(trail)
     later = (evidence or trail).progress
-    lines, active = account(trail.progress, trail.through, shown, budget=budget)
+    made = _made(trail)
+    lines, active = account(trail.progress, trail.through, shown, budget=budget, made=made)
     if active is not None:
         ended = bool(active.key) and any(
             s.key == active.key and s.closed is not None
@@ -575,7 +588,12 @@ def progress_lines(
             if s.start >= active.start
         )
         line = current_line(
-            active, trail.through, shown, continued=ended, detail=_symbols(trail, active.start)
+            active,
+            trail.through,
+            shown,
+            continued=ended,
+            detail=_symbols(trail, active.start),
+            made=made,
         )
         lines.append(line)
         for check in unresolved(active, later)[:2]:
