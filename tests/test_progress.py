@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_compaction_truth import CWD, ClaudeLog, compacted, section, store
-from tests.test_ledger import filler, imported_plain, numbered
+from tests.test_ledger import filler, imported_any, imported_plain, numbered
 from threadline.compaction.progress import (
     Progress,
     account,
@@ -294,6 +294,56 @@ def test_files_a_pi_subagent_reports_changing_are_the_run_s() -> None:
     )
     files = build_trail(messages, cwd="/w").tracker.files(mentioned=False)
     assert {"src/tools.ts", "src/herdr/host.ts"} <= set(files)
+
+
+def test_a_pi_session_s_subagent_reports_survive_import(store: Store, tmp_path: Path) -> None:
+    """Through ``sessions import`` of a Pi session file: the files the subagents report
+    changing are in Files Modified of the compaction."""
+    cwd = "/Users/dev/app"
+    stamp = "2026-08-16T13:38:24.455Z"
+    records: list[dict[str, Any]] = [
+        {"type": "session", "version": 3, "id": "01a0", "timestamp": stamp, "cwd": cwd}
+    ]
+
+    def entry(message: dict[str, Any]) -> None:
+        parent = records[-1].get("id") if len(records) > 1 else None
+        n = len(records)
+        records.append(
+            {
+                "type": "message",
+                "id": f"e{n}",
+                "parentId": parent,
+                "timestamp": stamp,
+                "message": {**message, "timestamp": 1},
+            }
+        )
+
+    entry({"role": "user", "content": [{"type": "text", "text": "Adopt the lint rules."}]})
+    call = {
+        "type": "toolCall",
+        "id": "c1",
+        "name": "spawn_pi",
+        "arguments": {"tasks": [{"role": "worker", "prompt": "fix src/tools.ts"}]},
+    }
+    entry({"role": "assistant", "content": [call], "provider": "x", "model": "y"})
+    report = "### Changes\n- Resolved all diagnostics in `src/tools.ts`.\n\n### Verification\n- ok"
+    entry(
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "spawn_pi",
+            "content": [{"type": "text", "text": "spawn_pi: \u2713 1 of 1 task complete"}],
+            "details": {"result": {"results": [{"status": "succeeded", "summary": report}]}},
+            "isError": False,
+        }
+    )
+    for i in range(8):
+        entry({"role": "user", "content": [{"type": "text", "text": f"and then step {i}"}]})
+        entry({"role": "assistant", "content": [{"type": "text", "text": f"Done step {i}."}]})
+    path = tmp_path / "pi.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    files = "\n".join(section(compacted(imported_any(store, path)), "files_modified"))
+    assert "`src/tools.ts`" in files
 
 
 _EVENTS = st.lists(
