@@ -114,6 +114,9 @@ ACCOUNT_MIN_WORDS = 60
 PENDING_RESERVE = 90
 """Words the account of the work leaves for Pending Tasks and the rest: it never crowds
 out Files Modified (every changed file named) nor the open items."""
+CARRIED_WORDS = 45
+"""A line carried from the previous snapshot keeps this many words: it dates from then, and
+the account of the work since says what followed."""
 CARRIED_OPENING = 12
 """A line this long whose opening words the previous snapshot holds comes from it."""
 SYMBOLS = 4
@@ -460,7 +463,7 @@ def _carried(text: str, before: str, seq: int | None) -> str:
         return text
     if flat not in before and (len(flat.split()) < CARRIED_OPENING or opening not in before):
         return text
-    return f"{text} (as of #{seq})"
+    return f"{clip_words(text, CARRIED_WORDS)} (as of #{seq})"
 
 
 def _state(
