@@ -84,7 +84,8 @@ def beads_run() -> ClaudeLog:
         },
     )
     log.say("The expand control is in. Still need to update the SessionLive template.")
-    log.call("Bash", {"command": "mix compile 2>&1 | head -30"}, COMPILE_ERROR, error=True)
+    piped = COMPILE_ERROR.removeprefix("Exit code 1\n")  # `| head`: the pipe's status is 0
+    log.call("Bash", {"command": "mix compile 2>&1 | head -30"}, piped)
     return log
 
 
@@ -111,6 +112,10 @@ def test_each_item_gets_its_account_in_order_with_the_open_error(
 
 
 def test_a_later_clean_run_settles_the_error_and_the_kept_tail_is_not_contradicted() -> None:
+    failed_run = beads_run()  # the same error reported by its exit status (no pipe)
+    failed_run.call("Bash", {"command": "mix compile"}, COMPILE_ERROR, error=True)
+    lines = progress_lines(build_trail(numbered(_messages(failed_run))))
+    assert any("`mix compile` -> `error: cannot invoke" in line for line in lines)
     log_messages = numbered(_messages(beads_run()))
     trail = build_trail(log_messages)
     assert any(line.startswith("Unresolved error") for line in progress_lines(trail))

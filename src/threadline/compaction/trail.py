@@ -577,6 +577,8 @@ class Trail:
             self.progress.checked(
                 target, target, line, ok, seq, settles=lambda t: _covers(target, t)
             )
+        elif (located := located_error(text)) is not None:  # `mix compile | head`: the pipe's
+            self.progress.checked(target, target, located, False, seq)  # status hides it
         else:  # ran clean with nothing to quote: its earlier failures are settled all the same
             self.progress.settle(lambda t: _covers(target, t))
 
