@@ -46,9 +46,15 @@ the window holds:
   given, not said: user records marked meta, ``<system-reminder>`` blocks, skill
   bodies, AGENTS.md / CLAUDE.md blocks, command templates, developer and system
   messages (a count: 0 expected);
-* ``orientation``: the checkpoint's orientation block states the session's own
-  working directory, git branch and the date of its latest message, where the
-  stored session knows them (1.0 expected).
+* ``orientation``: the window states the session's own working directory (where
+  it started: a later ``cd`` of the agent's shell moves one command, not the
+  session), git branch and the date of its latest message, where the stored
+  session knows them, in the text that orients the model: the checkpoint's
+  orientation block or the system prompt ``threadline context`` gives the
+  session's agent (its "Working directory" section says where an imported
+  session ran). A run with nothing compacted has no checkpoint; its window
+  still opens with that system prompt, so it is judged the same way (1.0
+  expected).
 
 A probe is answered by string match against the window's text (the summary,
 each message's text, and its tool calls' arguments), whitespace collapsed.
@@ -75,6 +81,7 @@ from pathlib import Path
 from typing import Any
 
 from threadline import ContextPolicy, Message, ToolCall, build_context, open_store
+from threadline.agent.prompt import build_system_prompt
 from threadline.compaction.compactor import Compactor
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.errors import ContextOverflow
@@ -83,6 +90,9 @@ from threadline.requests import request_text, user_words
 from threadline.store.protocol import Session
 
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
+BASE_PROMPT = "You are a helpful assistant."
+"""The instructions of the system prompt the window opens with (its sections say where and
+when the session ran, as ``threadline context`` shows them)."""
 SIZES = (16_000, 32_000, 64_000)
 CATEGORIES = (
     "files",
@@ -667,24 +677,27 @@ class Probes:
 
 
 def session_facts(session: Session, messages: Sequence[Message]) -> dict[str, str]:
+    """Where and when the session ran: the first working directory its messages report
+    (else the one stored with it), the latest git branch, the day of its latest message."""
     facts: dict[str, str] = {}
     for key, name in (("cwd", "cwd"), ("git_branch", "branch")):
         value = session.info.metadata.get(key)
-        latest = [c for m in messages if isinstance(c := m.metadata.get(key), str) and c]
-        value = latest[-1] if latest else value
+        seen = [c for m in messages if isinstance(c := m.metadata.get(key), str) and c]
+        value = (seen[0] if key == "cwd" else seen[-1]) if seen else value
         if isinstance(value, str) and value.strip():
             facts[name] = value.strip()
     dates = [m.created_at for m in messages if m.created_at is not None]
+    meta = session.info.metadata
+    if "format" in meta and not meta.get("source_updated_at"):
+        dates = []  # an import whose records hold no times: its messages bear the import's
     if dates:
         facts["date"] = max(dates).date().isoformat()
     return facts
 
 
-def oriented(facts: dict[str, str], summary: str) -> bool:
-    """The orientation block states every fact the session knows (a date also as
-    "February 23, 2026")."""
-    at = summary.find("## Orientation")
-    block = summary[at:] if at >= 0 else ""
+def oriented(facts: dict[str, str], block: str) -> bool:
+    """The orienting text (the system prompt, the checkpoint's orientation block) states
+    every fact the session knows (a date also as "February 23, 2026")."""
     for name, value in facts.items():
         if name == "date":
             from datetime import date
@@ -784,8 +797,11 @@ def answer(p: Probes, session: Session, size: int) -> tuple[dict[str, int], dict
     """How many probes of each category the window at ``size`` answers, and which not (a
     window that cannot be built answers none)."""
     fresh = session.store.get_session(session.id)  # as a new `threadline context` call: no
+    prompt = build_system_prompt(BASE_PROMPT, session=fresh.info.metadata)  # as it gives one
     try:  # view state (a stable trim point) carried over from the build at another size
-        window = build_context(fresh, policy=ContextPolicy(context_limit=size))
+        window = build_context(
+            fresh, policy=ContextPolicy(context_limit=size), system_prompt=prompt
+        )
     except ContextOverflow as exc:
         print(f"{session.id} @{size}: {exc}", file=sys.stderr)
         messages: list[Message] = []
@@ -794,6 +810,13 @@ def answer(p: Probes, session: Session, size: int) -> tuple[dict[str, int], dict
     text = "\n".join(visible(m) for m in messages)
     flat_text = flat(text)
     summary = "\n".join(m.text for m in messages if m.summary)
+    orienting = "\n".join(  # what the process says of itself (its date, its directory) is no
+        line  # statement about the session
+        for m in messages
+        if m.summary or m.role == "system"
+        for line in m.text.splitlines()
+        if "of this process" not in line and not line.startswith("This process runs in")
+    )
     said = flat(summary) if summary else flat_text  # the snapshot must say what is open
     misses: dict[str, list[str]] = {
         "open_items": [
@@ -803,7 +826,7 @@ def answer(p: Probes, session: Session, size: int) -> tuple[dict[str, int], dict
         ],
         "stale": stale_items(p.items_closed, summary),
         "injected": injected_decisions(p.given, p.said, summary),
-        "orientation": [] if not p.facts or oriented(p.facts, summary) else [str(p.facts)],
+        "orientation": [] if not p.facts or oriented(p.facts, orienting) else [str(p.facts)],
         "files": sorted(f for f in p.files if not recalled(f, text, p.cwds)),
         "requests": [r for r in p.requests if r not in flat_text],
         "todos_open": [t for t in p.todos_open if t not in flat_text],

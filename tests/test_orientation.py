@@ -173,9 +173,14 @@ def test_orientation_is_empty_with_nothing_to_say_and_lists_what_there_is() -> N
     assert "- Latest message: 2026-02-23 12:54 UTC (Monday)" in text  # in UTC, by its clock
     assert "- plan (1,234 characters)" in text
     assert "- [completed] step 0" not in text and "- [in progress] step 1" in text
-    # the directory the messages report last wins over the one the source recorded first
+    # the directory the source recorded wins over a later `cd` of the agent's shell
     moved = Message.user("go on", metadata={"cwd": "/w/sub"})
-    assert "- Working directory: /w/sub" in build_orientation(session, build_trail([moved]))
+    assert "- Working directory: /w" in build_orientation(session, build_trail([moved])).split("\n")
+    # with none recorded, the first directory the messages report
+    bare = store.create_session()
+    first = Message.user("start", metadata={"cwd": "/w"})
+    text = build_orientation(bare, build_trail([first, moved]))
+    assert "- Working directory: /w" in text.split("\n")
     # an import whose format records no times: its messages bear the import's, no date
     aider = store.create_session(metadata={"format": "aider"})
     assert "Latest message" not in build_orientation(aider, build_trail([moved]), moved)
@@ -272,7 +277,7 @@ def raw_facts(path: Path) -> tuple[str, str, datetime]:
             at = len(line) - len(line[at:].lstrip())
             payload = rec.get("payload") or {}
             if rec.get("type") in ("user", "assistant"):
-                cwd = rec.get("cwd") or cwd
+                cwd = cwd or rec.get("cwd")  # where it ran: a later `cd` moves the shell only
                 branch = rec.get("gitBranch") or branch
                 stamp = rec.get("timestamp") or stamp
             elif rec.get("type") == "session_meta":

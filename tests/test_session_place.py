@@ -45,3 +45,29 @@ def test_the_prompt_stays_byte_identical_for_one_session_within_a_day() -> None:
     later = NOW.replace(hour=18)
     again = join_sections(prompt_sections("You help.", now=later, cwd="/work", session=dict(FACTS)))
     assert first == again
+
+
+def test_a_session_that_records_only_its_day_says_that_day() -> None:
+    """An import with timed records but no directory (an OpenHands event log) still says
+    when it ran, and that its directory is not recorded; the process's lines are marked."""
+    facts = {"format": "openhands", "source_updated_at": "2026-02-18T09:00:00+00:00"}
+    text = join_sections(prompt_sections("You help.", now=NOW, cwd="/work", session=facts))
+    assert "its latest record is from 2026-02-18 (as its own records say)." in text
+    assert "The session ran in" not in text and "This process runs in /work." in text
+    assert f"Current date{PROCESS_NOTE}: 2026-12-07" in text
+
+
+def test_an_import_without_a_recorded_directory_takes_its_messages_first() -> None:
+    """A SWE-agent trajectory names its directory on its messages only: the session's is
+    the first of them, so the system prompt can say where it ran."""
+    from tests.conftest import TRANSCRIPTS, require_shared
+    from threadline.interop.importers import import_file
+
+    require_shared(TRANSCRIPTS)
+    imported = import_file(TRANSCRIPTS / "swe-agent/gpt4-swe-agent__test-repo-i1.traj")
+    said = [c for m in imported.messages if isinstance(c := m.metadata.get("cwd"), str) and c]
+    assert said and imported.metadata["cwd"] == said[0]
+    text = join_sections(
+        prompt_sections("You help.", now=NOW, cwd="/work", session=imported.metadata)
+    )
+    assert f"The session ran in {said[0]}" in text

@@ -146,7 +146,8 @@ def test_a_request_the_agent_acted_on_is_not_pending(store: Store, tmp_path: Pat
 
 def test_items_are_judged_at_the_end_of_the_covered_range(store: Store, tmp_path: Path) -> None:
     """An item claimed after the covered range is the kept tail's to show; the one in
-    progress at its end is named, and said to be closed later when the tail closed it."""
+    progress at its end is named as worked on up to there (the tail goes on with it and
+    closes it), neither called in progress nor said to be closed."""
     log = ClaudeLog()
     log.user("Work on bead shop-7q2.")
     log.call(
@@ -166,9 +167,9 @@ def test_items_are_judged_at_the_end_of_the_covered_range(store: Store, tmp_path
     (later,) = [t for t in section(text, "pending_tasks") if "shop-7q2.2" in t]
     assert ": opened after #" in later  # open, but dated: not as of the summary's end
     assert later.endswith("in the messages kept below")
-    assert "In progress at #" in state(text)
-    (line,) = [s for s in section(text, "current_state") if s.startswith("In progress at #")]
-    assert "`shop-7q2.1`" in line and line.endswith("closed later (in the messages kept below)")
+    (line,) = [s for s in section(text, "current_state") if "`shop-7q2.1`" in s]
+    assert line.startswith("Worked on up to #")
+    assert "the messages kept below go on with it" in line and "closed" not in line
 
 
 def test_report_headings_and_proposed_paths_are_no_values() -> None:

@@ -157,17 +157,22 @@ PROCESS_NOTE = " (of this process, not of the session)"
 
 def session_place(facts: Mapping[str, Any] | None) -> str:
     """Where and when the session ran, as its own records say (an imported session's
-    ``cwd``, ``git_branch``, ``source_updated_at``); empty when it records no directory."""
+    ``cwd``, ``git_branch``, ``source_updated_at``); empty when they say neither where
+    nor when."""
     facts = facts or {}
     cwd = facts.get("cwd")
-    if not isinstance(cwd, str) or not cwd.strip():
+    updated = facts.get("source_updated_at")
+    dated = isinstance(updated, str) and len(updated) >= 10
+    if isinstance(cwd, str) and cwd.strip():
+        text = f"The session ran in {cwd.strip()}"
+    elif dated:
+        text = "The session's directory is not recorded"
+    else:
         return ""
-    text = f"The session ran in {cwd.strip()}"
     branch = facts.get("git_branch")
     if isinstance(branch, str) and branch.strip():
         text += f" on git branch {branch.strip()}"
-    updated = facts.get("source_updated_at")
-    if isinstance(updated, str) and len(updated) >= 10:
+    if isinstance(updated, str) and dated:
         text += f"; its latest record is from {updated[:10]}"
     return text + " (as its own records say)."
 

@@ -113,7 +113,8 @@ MAX_OUTCOMES = 3
 OUTCOME_WORDS = 24
 _CHANGE = r"(?:changed|modified|created|edited|updated|wrote|written|added|deleted|removed|renamed)"
 _FILES_HEADING = re.compile(
-    rf"(?i)\bfiles?\b[^\n]{{0,40}}\b{_CHANGE}\b|\b{_CHANGE}\b[^\n]{{0,20}}\bfiles?\b"
+    rf"(?i)\bfiles?\b[^\n]{{0,40}}\b{_CHANGE}\b|\b{_CHANGE}\b[^\n]{{0,20}}\bfiles?\b|"
+    r"^\s*#{1,6}\s*(?:changes|changes made)\s*$"
 )
 _CHANGE_LINE = re.compile(rf"(?i)^\W*{_CHANGE}\b")
 _ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
@@ -214,6 +215,13 @@ class WorkItem:
         return f"{mark}{code_span(self.key)}{title} ({self.source})"
 
 
+def _reports(result: Message) -> list[str]:
+    """The subagents' own reports an importer kept beside a result's text (Pi's
+    ``spawn_pi`` gives only a tally in its text)."""
+    found = result.metadata.get("subagent_reports")
+    return [r for r in found if isinstance(r, str)] if isinstance(found, list) else []
+
+
 def _status(word: str | None) -> str | None:
     return _STATUS.get(word.strip().lower().replace(" ", "_")) if word else None
 
@@ -276,9 +284,8 @@ class Ledger:
         """Take in ``result``, the answer to ``call`` (``failed`` as the tool reported it)."""
         name = call.name
         if name in SUBAGENT_TOOLS and not failed and result.text.strip():
-            self.outcomes = [*self.outcomes, subagent_outcome(call, result.text, seq)][
-                -MAX_OUTCOMES:
-            ]
+            text = "\n\n".join([result.text, *_reports(result)])
+            self.outcomes = [*self.outcomes, subagent_outcome(call, text, seq)][-MAX_OUTCOMES:]
             return
         if name in ("TaskCreate", "TaskUpdate", "TaskList"):
             if not failed:

@@ -69,12 +69,15 @@ def _scratchpad_lines(session: Session) -> list[str]:
 
 
 def _session_lines(session: Session, trail: Trail, latest: Message | None) -> list[str]:
-    """The session's working directory (the latest its messages report, else the one
-    its source recorded), git branch and the date of its latest message (none for an
-    imported transcript that records no times: its messages bear the import's)."""
+    """The session's working directory (the one its source recorded, else the first its
+    messages report: a later ``cd`` of the agent's shell moves where one command ran, not
+    the session), git branch and the date of its latest message (none for an imported
+    transcript that records no times: its messages bear the import's)."""
     facts = session.info.metadata
     lines: list[str] = []
-    cwd = trail.tracker.cwd or facts.get("cwd")
+    recorded = facts.get("cwd")
+    cwd = recorded if isinstance(recorded, str) and recorded.strip() else None
+    cwd = cwd or trail.tracker.root or trail.tracker.cwd
     if isinstance(cwd, str) and cwd.strip():
         lines.append(f"- Working directory: {cwd.strip()}")
     branch = facts.get("git_branch")

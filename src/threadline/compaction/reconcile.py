@@ -32,7 +32,7 @@ the stored messages show (invariant 11):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet, is_narration
 from threadline.compaction.history import (
@@ -43,7 +43,16 @@ from threadline.compaction.history import (
     superseded_step,
 )
 from threadline.compaction.ledger import ACTIVE, WorkItem
+from threadline.compaction.progress import (
+    ACCOUNT_WORDS,
+    PROGRESS_HEADS,
+    account,
+    current_line,
+    unresolved,
+)
 from threadline.compaction.snapshot import (
+    DEFAULT_MAX_WORDS,
+    SKELETON_WORDS,
     Bullet,
     SectionName,
     Snapshot,
@@ -51,6 +60,7 @@ from threadline.compaction.snapshot import (
     clip_words,
     code_span,
     parse,
+    words,
 )
 from threadline.compaction.toolcalls import DONE_STATUSES, FileEdit
 from threadline.compaction.trail import Trail, Used, mentions
@@ -110,6 +120,17 @@ result" lines (``history``)."""
 """An "Earlier result" line only fills the words left over: open items, failures, decisions
 and the current request come first (issue 31)."""
 NOTE_WORDS = 14
+ACCOUNT_MIN_WORDS = 60
+PENDING_RESERVE = 90
+"""Words the account of the work leaves for Pending Tasks and the rest: it never crowds
+out Files Modified (every changed file named) nor the open items."""
+CARRIED_WORDS = 45
+"""A line carried from the previous snapshot keeps this many words: it dates from then, and
+the account of the work since says what followed."""
+CARRIED_OPENING = 12
+"""A line this long whose opening words the previous snapshot holds comes from it."""
+SYMBOLS = 4
+"""Definitions named for each file the item in progress changed."""
 
 _CARRIED = re.compile(r"\s*\(as of #\d+\)\s*$")
 _OPEN_CLAIM = re.compile(
@@ -119,6 +140,8 @@ _OPEN_CLAIM = re.compile(
     r"wip|ready)\b"
 )
 """Words that claim an item is still to be done."""
+PROGRESS_LABELS = ("in progress", "unresolved error", "earlier work")
+"""Current State lines the progress account rebuilds from the trail each time."""
 SKILLS_LABEL = "Skills in use"
 ANSWER_LABEL = "Assistant's answer the latest request refers to"
 SKILLS_NOTE = "load one again with the skill tool to read its instructions"
@@ -445,9 +468,12 @@ def _carried(text: str, before: str, seq: int | None) -> str:
     """``text`` marked with the point it dates from when it comes from the previous snapshot
     (``before``, normalised) and is not marked yet."""
     flat = bare(text)
-    if seq is None or not flat or flat not in before or _CARRIED.search(text):
+    opening = " ".join(flat.split()[:CARRIED_OPENING])  # a long one may join two of its lines
+    if seq is None or not flat or _CARRIED.search(text):
         return text
-    return f"{text} (as of #{seq})"
+    if flat not in before and (len(flat.split()) < CARRIED_OPENING or opening not in before):
+        return text
+    return f"{clip_words(text, CARRIED_WORDS)} (as of #{seq})"
 
 
 def _state(
@@ -460,7 +486,10 @@ def _state(
     before: str,
     previous_seq: int | None,
     earlier: Sequence[str] = (),
+    room: int = DEFAULT_MAX_WORDS,
 ) -> None:
+    """Current State; ``room``: the snapshot's word limit, of which the account of the work
+    takes what Files Modified, Key Decisions and the other state lines leave."""
     had_next = False
     kept: list[str] = []
     history: list[str] = []  # the earlier summary's state, as of its point (``history``)
@@ -474,7 +503,7 @@ def _state(
         if claims_open and _names_done(b.text, evidence, done):
             continue  # says an item closed since is still to do
         rebuilt = label in (SKILLS_LABEL.lower(), ANSWER_LABEL.lower(), "in progress")
-        rebuilt = rebuilt or label.startswith("in progress")
+        rebuilt = rebuilt or label.startswith(PROGRESS_LABELS) or b.text.startswith(PROGRESS_HEADS)
         if _WRAPPER.match(b.text) or rebuilt or label.startswith(("subagent ", "last commit")):
             continue  # a wrapper; the skills and answer lines are rebuilt from the trail below
         fact = label in _FACT_LABELS or label.startswith(("primary request", "latest request"))
@@ -493,15 +522,22 @@ def _state(
     for outcome in evidence.ledger.outcomes:
         if outcome.seq <= trail.through:  # a later report is in the kept tail
             kept.insert(min(3, len(kept)), outcome.line())
-    item = _in_progress(trail, evidence)
-    if item is not None:
-        kept.insert(min(1, len(kept)), f"In progress: {item.line().removeprefix('[in progress] ')}")
-    elif (ended := trail.ledger.in_progress()) is not None:  # the kept tail closed it
+    at = next((i + 1 for i, t in enumerate(kept) if _is_request_line(t)), 0)
+    taken = sum(
+        words(b.text)
+        for name in ("files_modified", "key_decisions")
+        for b in snapshot.section(name)
+    )
+    taken += sum(words(t) for t in kept if _label(t) != "earlier result")
+    budget = max(
+        ACCOUNT_MIN_WORDS, min(ACCOUNT_WORDS, room - SKELETON_WORDS - taken - PENDING_RESERVE)
+    )
+    progress = progress_lines(trail, evidence, budget=budget)
+    if progress:
+        kept[at:at] = progress
+    elif (ended := trail.ledger.in_progress()) is not None:  # as the covered range left it
         what = ended.line().removeprefix("[in progress] ")
-        kept.insert(
-            min(1, len(kept)),
-            f"In progress at #{trail.through}: {what}, closed later (in the messages kept below)",
-        )
+        kept.insert(min(at, len(kept)), f"In progress at #{trail.through}: {what}")
     commit = trail.ledger.commit_line()  # as the covered range left it
     if commit is not None:
         kept.insert(min(2, len(kept)), commit)
@@ -515,6 +551,76 @@ def _state(
         snapshot.add("current_state", text, score - i * 0.01)
     for i, text in enumerate(history):
         snapshot.add("current_state", text, HISTORY_SCORE - i * 0.01)
+
+
+def _is_request_line(text: str) -> bool:
+    return _label(text).startswith(("primary request", "latest request"))
+
+
+def _shown_path(trail: Trail) -> Callable[[str], str]:
+    tracker = trail.tracker
+
+    def shown(path: str) -> str:
+        key = tracker.key(path)
+        return tracker.shown(key) if key else path
+
+    return shown
+
+
+def _symbols(trail: Trail, since: int) -> Callable[[str], str]:
+    """The definitions a file's edits touched (the tracker's), for the item in progress."""
+    tracker = trail.tracker
+
+    def detail(path: str) -> str:
+        key = tracker.key(path)
+        rec = tracker.records.get(key) if key else None
+        if rec is None or rec.last < since:
+            return ""
+        return ", ".join(code_span(s) for s in rec.symbols[-SYMBOLS:])
+
+    return detail
+
+
+def _made(trail: Trail) -> Callable[[str, int], bool]:
+    """Whether the run created a file (the tracker's ``created``) at or after a seq."""
+    tracker = trail.tracker
+
+    def made(path: str, since: int) -> bool:
+        key = tracker.key(path)
+        rec = tracker.records.get(key) if key else None
+        return rec is not None and bool(rec.actions.get("created")) and rec.first >= since
+
+    return made
+
+
+def progress_lines(
+    trail: Trail, evidence: Trail | None = None, *, budget: int = ACCOUNT_WORDS
+) -> list[str]:
+    """Current State's account of the work (``progress.py``): each finished stretch of work
+    in order, then the one in progress where the covered range ends, with the error still
+    open on it verbatim and what the run says remains."""
+    shown = _shown_path(trail)
+    later = (evidence or trail).progress
+    made = _made(trail)
+    lines, active = account(trail.progress, trail.through, shown, budget=budget, made=made)
+    if active is not None:
+        ended = bool(active.key) and any(
+            s.key == active.key and s.closed is not None
+            for s in later.segments
+            if s.start >= active.start
+        )
+        line = current_line(
+            active,
+            trail.through,
+            shown,
+            continued=ended,
+            detail=_symbols(trail, active.start),
+            made=made,
+        )
+        lines.append(line)
+        for check in unresolved(active, later)[:2]:
+            lines.append(f"Unresolved error (latest run failed, none passed since): {check.said()}")
+    return lines
 
 
 def _tasks(
@@ -615,6 +721,7 @@ def reconcile(
         before=before,
         previous_seq=previous_seq,
         earlier=[bare(b.text) for b in earlier.current_state] if earlier else (),
+        room=max_words,
     )
     _tasks(
         trail,

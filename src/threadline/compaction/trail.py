@@ -37,7 +37,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
-from threadline.compaction.ledger import Ledger
+from threadline.compaction.ledger import ACTIVE, CLOSED, Ledger
+from threadline.compaction.progress import (
+    TODO_SOURCE,
+    Progress,
+    close_reason,
+    is_check,
+    located_error,
+    result_line,
+    verdict_ok,
+)
 from threadline.compaction.snapshot import clip_words, one_line
 from threadline.compaction.toolcalls import (
     DONE_STATUSES,
@@ -57,8 +66,9 @@ from threadline.requests import user_words
 
 TRAIL_KEY = "trail"
 """Checkpoint metadata key of the trail."""
-TRAIL_VERSION = 2
-"""2: the state ledger (``ledger.py``) rides along; a version-1 trail is read again."""
+TRAIL_VERSION = 3
+"""2: the state ledger (``ledger.py``) rides along; 3: the progress account
+(``progress.py``) too; an older trail is read again."""
 
 
 MAX_FAILURES = 3
@@ -97,7 +107,8 @@ _EXIT_CODE = re.compile(
 """How tools report a command's exit status (Claude Code, Codex, OpenHands)."""
 _ERROR_WORD = re.compile(
     r"(?i)\b(?:error|errors|fatal|fail|fails|failed|failure|exception|denied|not found|"
-    r"no such|cannot|unable|undefined|panic(?:ked)?)\b"
+    r"no such|cannot|unable|undefined|panic(?:ked)?|(?:issues?|problems?) found|"
+    r"not formatted|would (?:be )?reformat(?:ted)?)\b"
 )
 """A word that names a failure: the line holding the last one is the failure's summary
 ("1 failed, 3 passed", "Found 2 errors") when no line has an error's own shape."""
@@ -124,6 +135,8 @@ _REDIRECTS = re.compile(r"\s+(?:\d?>&\d|\d?>\s*/dev/null)")
 _PIPE_TAIL = re.compile(r"\s*\|\s*(?:tail|head|grep|rg|less|cat|tee|sort|uniq|wc)\b[^|]*$")
 _CD_PREFIX = re.compile(r"^\s*(?:(?:cd|sleep)\s+\S+\s*(?:&&|;)\s*)+")
 """``cd dir &&`` and ``sleep 30 &&`` before a command change where and when it runs, not what."""
+_NOT_RUN = re.compile(r"^\s*<tool_use_error>")
+"""Claude Code's answer for a call it did not run."""
 _SEARCHERS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "git-grep"})
 
 
@@ -204,8 +217,10 @@ def error_lines(text: str) -> list[str]:
     ]
     if named and not any(named[-1] in o or o in named[-1] for o in out):
         out.append(named[-1])
-    if not out and lines:
-        first = next((ln for ln in lines if not _EXIT_LINE.match(ln)), "")
+    if not out and lines:  # a banner ("Checking formatting...") says what ran, not why
+        plain = [ln for ln in lines if not _EXIT_LINE.match(ln)]
+        first = next((ln for ln in plain if not ln.endswith(("...", "\u2026"))), "")
+        first = first or (plain[0] if plain else "")
         if first:
             out.append(first)
     return [_clip(line, CLIP_CHARS["error"]) for line in out]
@@ -382,6 +397,8 @@ class Trail:
         id so a result read by a later compaction still finds its call."""
         self.ledger = Ledger()
         """Work items and commit outcomes (``ledger.py``)."""
+        self.progress = Progress()
+        """What the run did on each work item, in order (``progress.py``)."""
         self.produced: tuple[int, str] | None = None
         """(seq, quote) of the assistant's last structured answer (``produced_quote``)."""
         self.produced_wanted = False
@@ -417,6 +434,7 @@ class Trail:
                 self.answered = False
                 self.produced_wanted = self.produced is not None and bool(_REFERS.search(asked))
                 self.first_request = self.first_request or self.latest_request
+                self.progress.request(seq, asked)
         if touched and m.role != "user":
             self.answered = True  # it acted on the request: changed files for it
         if m.role == "assistant":
@@ -425,6 +443,8 @@ class Trail:
             self._count(extract_values(m.text), seq, agent=False)
         for rec in touched:
             rec.note = self._note or rec.note
+        if touched:
+            self.progress.touched([rec.path for rec in touched], seq, self._note)
         if m.role == "tool":
             self.last_result = seq
             self._ran(m, seq)
@@ -451,7 +471,21 @@ class Trail:
                 self.runs = [*self.runs, call.id][-MAX_RUNS:]
             items = todo_items(call)
             if items is not None:
+                self._todo_progress(items, seq)
                 self.todos = TodoState(seq, items)
+        if m.text.strip():
+            self.progress.said(m.text, seq)
+
+    def _todo_progress(self, items: list[tuple[str, str]], seq: int) -> None:
+        """A todo list written: its completed items end their segments, its item in
+        progress becomes the current one."""
+        for text, status in items:
+            if status in DONE_STATUSES:
+                self.progress.closed(f"todo: {text}", seq)
+        for text, status in items:
+            if status.replace("-", "_") == "in_progress":
+                self.progress.claimed(f"todo: {text}", text, TODO_SOURCE, seq)
+                break
 
     def _ran(self, m: Message, seq: int) -> None:
         """A shell call's result: a clean one moves ``last_clean`` (a turned-down call did
@@ -495,11 +529,22 @@ class Trail:
         if rejected(m.text):
             return  # turned down: it did not run, so it neither failed nor settled anything
         broke = failed(m) and not _no_match(command, m.text)
+        before = {k: i.status for k, i in self.ledger.items.items()}
+        commit = self.ledger.last_commit
         self.ledger.observe(call, m, seq, failed=broke)
+        self._item_progress(before, command, seq)
+        if self.ledger.last_commit is not None and self.ledger.last_commit != commit:
+            self.progress.committed(self.ledger.last_commit[1], seq)
         if self.ledger.outcomes and self.ledger.outcomes[-1].seq == seq:
+            changed = []
             for path in self.ledger.outcomes[-1].files:  # a subagent's changes are the run's
-                self.tracker.touch(path, "edited", seq, base=self.tracker.root)
+                rec = self.tracker.touch(path, "edited", seq, base=self.tracker.root)
+                changed += [rec.path] if rec is not None else []
+            if changed:
+                self.progress.touched(changed, seq)
         target = run_target(shown) if command else shown
+        if command is not None and is_check(command) and not _no_match(command, m.text):
+            self._check(target, m.text, broke, seq)
         if broke:
             self.failures = [f for f in self.failures if run_target(f.command) != target]
             self.failures.append(Failure(seq, shown, error_lines(m.text)))
@@ -522,6 +567,45 @@ class Trail:
         if len(self.closed) > MAX_REMEMBERED:
             newest = sorted(self.closed.items(), key=lambda kv: -kv[1].seq)[:MAX_REMEMBERED]
             self.closed = dict(newest)
+
+    def _item_progress(self, before: Mapping[str, str], command: str | None, seq: int) -> None:
+        """Items the ledger saw claimed or closed at ``seq``: segments of the account."""
+        for key, item in self.ledger.items.items():
+            if item.source == "git" or before.get(key) == item.status:
+                continue
+            if item.status == ACTIVE:
+                self.progress.claimed(key, item.title, item.source, seq)
+            elif item.status == CLOSED:
+                self.progress.closed(key, seq, close_reason(command) if command else "")
+
+    def _check(self, target: str, text: str, broke: bool, seq: int) -> None:
+        """A check's result line (a test summary, a verdict, a located compiler error) for
+        the current segment; an output with none of them is no check's."""
+        if _NOT_RUN.search(text[:300]):
+            return  # the harness did not run it (a sibling call failed, no permission)
+        line = result_line(text)
+        if broke:
+            if line is not None and verdict_ok(line):
+                line = None  # "0 failed" from a run that failed: its error says why
+            located = located_error(text)
+            if located and line and located not in line:
+                line = f"{line}; {located}"
+            shaped = extract_error_lines(_RUN_HEADER.sub("", text, count=1)[-ERROR_SCAN_CHARS:])
+            line = (
+                line or located or (_clip(shaped[-1].text, CLIP_CHARS["error"]) if shaped else None)
+            )
+            if line is None:
+                return
+            self.progress.checked(target, target, line, False, seq)
+        elif line is not None:
+            ok = verdict_ok(line)
+            self.progress.checked(
+                target, target, line, ok, seq, settles=lambda t: _covers(target, t)
+            )
+        elif (located := located_error(text)) is not None:  # `mix compile | head`: the pipe's
+            self.progress.checked(target, target, located, False, seq)  # status hides it
+        else:  # ran clean with nothing to quote: its earlier failures are settled all the same
+            self.progress.settle(lambda t: _covers(target, t))
 
     # -- what it found
 
@@ -580,6 +664,7 @@ class Trail:
             "closed": {k: [c.seq, c.how] for k, c in self.closed.items()},
             "skills": dict(self.skills),
             "ledger": self.ledger.to_json(),
+            "progress": self.progress.to_json(),
             "produced": [*self.produced, self.produced_wanted] if self.produced else None,
             "answered": self.answered,
             "note": self._note,
@@ -623,6 +708,7 @@ class Trail:
         for name, seq in (data.get("skills") or {}).items():
             trail.skills[str(name)] = int(seq)
         trail.ledger = Ledger.from_json(data.get("ledger"))
+        trail.progress = Progress.from_json(data.get("progress"))
         trail.answered = bool(data.get("answered", True))
         produced = data.get("produced")
         if produced:

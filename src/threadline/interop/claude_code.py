@@ -31,9 +31,11 @@ _CLAUDE_FACTS = {
     "git_branch": "gitBranch",
     "version": "version",
 }
-"""Session facts read from Claude Code records: ids from the first record that has
-them (a file opens with a snapshot that has none), the rest as last seen."""
-_FIRST_SEEN = frozenset({"session_id", "agent_id"})
+"""Session facts read from Claude Code records: ids and the working directory from the
+first record that has them (a file opens with a snapshot that has none; a record's ``cwd``
+follows the Bash tool's ``cd``, so only the first is where the session ran), the rest as
+last seen."""
+_FIRST_SEEN = frozenset({"session_id", "agent_id", "cwd"})
 
 
 def _claude_facts(info: dict[str, Any], rec: Mapping[str, Any]) -> None:

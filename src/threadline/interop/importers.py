@@ -627,6 +627,10 @@ def _session(fmt: str, parsed: _Parsed, index: int, began: datetime) -> Imported
     metadata: dict[str, Any] = {"format": fmt}
     metadata.update({k: info[k] for k in _SESSION_FACTS if info.get(k) is not None})
     metadata.update(extra.get("facts", {}))
+    if "cwd" not in metadata:  # where it ran: else the first directory its messages report
+        cwd = next((c for m in messages if isinstance(c := m.metadata.get("cwd"), str) and c), None)
+        if cwd:
+            metadata["cwd"] = cwd
     times = {k: extra[k] for k in ("started", "updated") if extra.get(k)}
     created, updated = _source_times(messages, {**info, **times}, began)
     metadata.update(

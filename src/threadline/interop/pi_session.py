@@ -18,7 +18,9 @@ version 1 to 3, and Oh My Pi's ``src/session/session-manager.ts``): JSON Lines.
   in ``metadata["thinking"]``, ``toolCall {id, name, arguments}``; ``provider``,
   ``model``, ``usage {input, output, cacheRead, cacheWrite}``, ``stopReason``,
   ``errorMessage``), ``toolResult`` (``toolCallId``, ``toolName``, ``content``,
-  ``isError``; ``details`` is the tool's UI data, left out), ``bashExecution`` (a
+  ``isError``; ``details`` is the tool's UI data, left out but for the reports of the
+  subagents a tool ran, ``details.result.results[].summary``: what each says it changed
+  and committed, in ``metadata["subagent_reports"]``), ``bashExecution`` (a
   command the user ran: ``command``, ``output``, ``exitCode``; a user message),
   ``custom`` / ``hookMessage`` (an extension's message: a user message, as Pi sends
   it), ``branchSummary`` (``summary``: a user message).
@@ -47,6 +49,24 @@ from typing import Any
 from threadline.errors import InvalidMessage
 from threadline.interop.records import Parsed, Where, jsonl, stamp
 from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall, Usage
+
+SUBAGENT_REPORTS_KEY = "subagent_reports"
+"""Tool result metadata: the final reports of the subagents the tool ran (``spawn_pi``)."""
+
+
+def subagent_reports(details: Any) -> list[str]:
+    """The subagents' own reports in a tool result's ``details`` (``{result: {results:
+    [{status, summary}, ...]}}``, as a subagent-spawning tool gives them), each a string."""
+    result = details.get("result") if isinstance(details, Mapping) else None
+    runs = result.get("results") if isinstance(result, Mapping) else None
+    if not isinstance(runs, list):
+        return []
+    return [
+        run["summary"]
+        for run in runs
+        if isinstance(run, Mapping) and isinstance(run.get("summary"), str) and run["summary"]
+    ]
+
 
 HEADERS = frozenset({"session", "title"})
 TITLE_SLOT_KEYS = frozenset({"type", "v", "title", "updatedAt", "source", "pad", "id", "timestamp"})
@@ -249,7 +269,10 @@ class _Run:
             call_id = msg.get("toolCallId")
             if not isinstance(call_id, str):
                 raise InvalidMessage("a toolResult needs 'toolCallId'")
-            meta = {"is_error": True} if msg.get("isError") else {}
+            meta: dict[str, Any] = {"is_error": True} if msg.get("isError") else {}
+            reports = subagent_reports(msg.get("details"))
+            if reports:
+                meta[SUBAGENT_REPORTS_KEY] = reports
             name = msg.get("toolName") if isinstance(msg.get("toolName"), str) else None
             body = _content(_blocks(msg.get("content")))
             return Message.tool(body, tool_call_id=call_id, name=name, metadata=meta)

@@ -1,0 +1,613 @@
+"""The progress account: what the run did on each work item, in order, from its evidence.
+
+A native compaction summary reads task by task: "spotter-dov.1: claimed, created
+X and Y, fixed the compile errors, all 397 tests passed, closed; spotter-dov.2:
+... 410 tests passed, closed; spotter-dov.3: changes so far, the current compile
+error (file:line), what is still to do". A snapshot that only lists files and
+open items leaves the next agent to guess which work is finished and where the
+current one stands. The account is one segment per stretch of work:
+
+* a work item becomes the current one when the run claims it (a tracker sets it
+  in progress: ``bd update X --status in_progress``, ``TaskUpdate`` in progress,
+  the todo list's in-progress item); it stays current, closed or not, until
+  another is claimed (a commit made right after ``bd close`` belongs to it);
+* where no item is in progress, each request a person makes opens a segment;
+* each segment gathers the files changed while it was current (the trail's file
+  tracker), the latest result line of each check it ran (a test runner's
+  summary, a linter's verdict, a compiler's error with its file:line: the
+  command output's own words, ``result_line`` / ``located_error``), the
+  commits made (a commit a hook rejected is none), the closure with its reason,
+  and the assistant's own word on what remains ("still need to ...").
+
+The trail (``trail.py``) feeds it as it reads; it travels in the trail's
+checkpoint metadata. ``reconcile`` renders it in Current State.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.compaction.snapshot import clip_words, code_span, one_line, words
+from threadline.compaction.toolcalls import simple_commands
+
+Shown = Callable[[str], str]
+"""How a stored path is shown (relative to the session's working directory)."""
+Made = Callable[[str, int], bool]
+"""Whether the run created a file (it did not exist before) at or after a seq."""
+MAX_SEGMENTS = 40
+"""Segments remembered; the oldest go first."""
+MAX_FILES = 24
+MAX_CHECKS = 6
+"""Commands whose latest result a segment remembers (the most recent)."""
+MAX_COMMITS = 6
+LINE_CHARS = 200
+TITLE_WORDS = 14
+REASON_WORDS = 18
+REMAINS_WORDS = 30
+ACCOUNT_WORDS = 230
+"""Words the account of finished segments may spend in a snapshot; older segments beyond
+it are named in one "Earlier" line."""
+SHOWN_FILES = 5
+FINISHED_CHECKS = 2
+"""A finished stretch says how its last this-many commands' checks went (tests, linter)."""
+TODO_SOURCE = "todo list"
+PROGRESS_HEADS = ("Done: ", "Worked on ")
+"""How the account's lines for finished segments begin (a next compaction rebuilds them)."""
+
+_HEADER = re.compile(
+    r"(?i)^\W*(?:exit(?:ed\s+with)?\s+(?:code|status)|process exited|wall time:|chunk id:|"
+    r"original token count:|output:\s*$|error: exit code)"
+)
+"""A line of the wrapper around a command's output: never its result."""
+_COUNT = (
+    r"\d[\d,]*\s+(?:tests?|doctests?|examples?|specs?|assertions?|passed|passing|failed|"
+    r"failing|failures?|errors?|skipped|pending|problems?|warnings?|issues?|suggestions?)\b"
+    r"(?![/\w-]|\.\w)"
+)
+_FINDINGS = (
+    r"\d[\d,]*\s+(?:[a-z]+\s+){1,2}(?:problems?|warnings?|issues?|suggestions?|offen[cs]es?)"
+    r"\b(?![/\w-]|\.\w)"
+)
+"""A linter's tally with its kind of finding between: "found 5 software design suggestions"."""
+_SUMMARY = re.compile(rf"(?i)(?:^|[\s(,;:|])(?:{_COUNT}|{_FINDINGS})")
+"""A test runner's or a checker's count line: "59 tests, 0 failures", "5 passed, 1 failed",
+"Found 2 errors", "found 5 software design suggestions"."""
+_VERDICT = re.compile(
+    r"(?i)^\W*(?:all (?:\d+ )?(?:checks|tests|specs) (?:passed|pass)|no (?:issues|errors|problems)"
+    r" found|success: no issues|build (?:succeeded|successful|failed)|compiled successfully|"
+    r"found no (?:issues|errors|problems|offenses)|test result: \w+|tests? passed|"
+    r"(?:ok|fail)\s+\S+\s+[\d.]+s\s*$|\d+ files? (?:left unchanged|would be reformatted|"
+    r"reformatted|already formatted))"
+)
+"""A verdict line without counts: "All checks passed!", "Build succeeded"."""
+_NONE_FOUND = re.compile(
+    r"(?i)\b(?:found no (?:issues|errors|problems|offen[cs]es|warnings)|"
+    r"no (?:issues|errors|problems|offen[cs]es) (?:found|detected))\b"
+)
+"""A checker's clean verdict inside its tally line: "71 mods/funs, found no issues."."""
+_NONZERO_FAIL = re.compile(
+    r"(?i)(?:^|[^\d])(?:[1-9][\d,]*)\s+(?:failed|failing|failures?|errors?)\b|"
+    r"(?<!0 )\bfailed\b(?!\s*:?\s*0)"
+)
+_ERROR_START = re.compile(
+    r"(?i)(?:^|\s)(?:error(?:\[\w+\]|\s+[A-Z]+\d+)?:|\*\* \(\w+\)|\w*(?:Error|Exception):|fatal:|"
+    r"panic(?:ked)?\b|FAILED\b|FAIL:|E\s{2,}\S)"
+)
+"""The line a compiler or test runner opens a failure with."""
+_LOCATION = re.compile(r"(?<![\w/.-])(?P<loc>[\w./~-]*[\w-]\.\w{1,8}(?::\d+(?::\d+)?|\(\d+,\d+\)))")
+"""``lib/a.ex:171``, ``src/x.ts:12:5``, ``src/x.ts(12,5)``: where an error is."""
+_READERS = frozenset(
+    {
+        "cat",
+        "head",
+        "tail",
+        "less",
+        "more",
+        "grep",
+        "egrep",
+        "rg",
+        "ag",
+        "sed",
+        "awk",
+        "ls",
+        "find",
+        "echo",
+        "printf",
+        "wc",
+        "jq",
+        "bd",
+        "gh",
+        "git",
+        "curl",
+        "which",
+        "diff",
+        "sleep",
+        "cd",
+        "pwd",
+        "stat",
+        "file",
+        "tree",
+        "du",
+        "df",
+        "env",
+        "date",
+        "ps",
+        "cp",
+        "mv",
+        "mkdir",
+        "rm",
+        "touch",
+        "chmod",
+        "open",
+        "kill",
+        "xargs",
+        "true",
+    }
+)
+"""Programs that show text rather than check anything: a count in their output is data."""
+_REMAINS = re.compile(
+    r"(?i)\b(?:still\s+(?:need|needs|have|has)\s+to|next,?\s+(?:I|we)(?:['\u2019]ll|\s+will|"
+    r"\s+need\s+to)|remaining(?:\s+(?:work|steps|tasks|items))?\s*:|left\s+to\s+do|"
+    r"yet\s+to\s+(?:be\s+)?\w+|not\s+yet\s+(?:done|implemented|fixed|wired|tested|updated))"
+)
+"""The assistant saying what is left ("Still need to update the template")."""
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(*])|\n+")
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
+
+
+def _clip(text: str, limit: int = LINE_CHARS) -> str:
+    line = one_line(text.strip())
+    if len(line) <= limit:
+        return line
+    cut = line[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut) + " \u2026"
+
+
+def result_line(text: str) -> str | None:
+    """The line of a command's output that says how the check went: the last test-runner or
+    checker summary ("14 doctests, 397 tests, 0 failures"), else the last verdict line
+    ("All checks passed!"); None when the output has neither."""
+    found: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or len(line) > LINE_CHARS or _HEADER.match(line):
+            continue
+        if _SUMMARY.search(line) or _VERDICT.match(line) or _NONE_FOUND.search(line):
+            found = line
+    return found
+
+
+def verdict_ok(line: str) -> bool:
+    """Whether a result line reports success: it counts no failure and no error."""
+    return _NONZERO_FAIL.search(line) is None and not re.search(r"(?i)\bbuild failed\b", line)
+
+
+def located_error(text: str) -> str | None:
+    """The first error line of a failed run with where it is (``file:line``) when the output
+    says: the error line itself when it holds the location, else the error line followed by
+    the first location in the lines after it ("error: cannot invoke ... (lib/a.ex:171:53)");
+    None when no error line names a location nearby."""
+    lines = [ln.strip() for ln in text.splitlines()]
+    for i, line in enumerate(lines):
+        if not line or _HEADER.match(line) or not _ERROR_START.search(line):
+            continue
+        if _LOCATION.search(line):
+            return _clip(line)
+        for after in lines[i + 1 : i + 9]:
+            m = _LOCATION.search(after)
+            if m:
+                return _clip(f"{line} ({m.group('loc')})")
+    return None
+
+
+def is_check(command: str) -> bool:
+    """Whether a shell command runs a check whose result line counts: its first program
+    (after ``cd``) is not one that shows or searches text (``head x | python3 -c ...``
+    inspects a file; ``mix test | tail`` runs the tests)."""
+    for argv in simple_commands(command):
+        prog = argv[0].rsplit("/", 1)[-1] if argv else ""
+        if prog in ("cd", "export", "set", "source", ".", "sleep"):
+            continue
+        return bool(prog) and prog not in _READERS
+    return False
+
+
+def close_reason(command: str) -> str:
+    """The reason a closing command gives (``bd close X --reason "..."``), if any."""
+    for argv in simple_commands(command):
+        for i, w in enumerate(argv):
+            for name in ("--reason", "-r", "--comment", "-c"):
+                if w == name and i + 1 < len(argv) and "\0" not in argv[i + 1]:
+                    return argv[i + 1]
+                if w.startswith(name + "=") and len(name) > 2:
+                    return w.split("=", 1)[1]
+    return ""
+
+
+@dataclass(slots=True)
+class Check:
+    """The latest run of one command within a segment."""
+
+    seq: int
+    command: str
+    line: str
+    ok: bool
+
+    def to_json(self) -> list[Any]:
+        return [self.seq, self.command, self.line, self.ok]
+
+    def said(self) -> str:
+        return f"{code_span(self.command)} -> {code_span(self.line)}"
+
+
+@dataclass(slots=True)
+class Segment:
+    """One stretch of work: on a tracked item (``key``) or after a request (``key`` empty)."""
+
+    key: str
+    title: str
+    source: str
+    start: int
+    files: list[str] = field(default_factory=list)
+    checks: dict[str, Check] = field(default_factory=dict)
+    commits: list[str] = field(default_factory=list)
+    closed: int | None = None
+    reason: str = ""
+    remains: str = ""
+    note: str = ""
+    """The assistant's words for the last change (``edit_note``)."""
+    last: int = 0
+    """The seq of the last thing it took in."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "title": self.title,
+            "source": self.source,
+            "start": self.start,
+            "files": list(self.files),
+            "checks": {t: c.to_json() for t, c in self.checks.items()},
+            "commits": list(self.commits),
+            "closed": self.closed,
+            "reason": self.reason,
+            "remains": self.remains,
+            "note": self.note,
+            "last": self.last,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Segment:
+        seg = cls(str(data["key"]), str(data["title"]), str(data["source"]), int(data["start"]))
+        seg.files = [str(f) for f in data.get("files") or []]
+        for target, (seq, command, line, ok) in (data.get("checks") or {}).items():
+            seg.checks[str(target)] = Check(int(seq), str(command), str(line), bool(ok))
+        seg.commits = [str(c) for c in data.get("commits") or []]
+        closed = data.get("closed")
+        seg.closed = int(closed) if closed is not None else None
+        seg.reason = str(data.get("reason") or "")
+        seg.remains = str(data.get("remains") or "")
+        seg.note = str(data.get("note") or "")
+        seg.last = int(data.get("last") or seg.start)
+        return seg
+
+    @property
+    def busy(self) -> bool:
+        """Whether anything happened in it (files, checks, commits, a closure)."""
+        return bool(self.files or self.checks or self.commits or self.closed is not None)
+
+    def name(self) -> str:
+        """``spotter-dov.1`` (beads: title), or request #12 ("opening words")."""
+        if not self.key:
+            return f'request #{self.start} ("{self.title}")' if self.title else "work"
+        if self.source == TODO_SOURCE:
+            return f'plan step "{self.title}"'
+        title = f": {self.title}" if self.title and self.title != self.key else ""
+        return f"{code_span(self.key)}{title} ({self.source})"
+
+    def failing(self) -> list[Check]:
+        """Checks whose latest run failed: no later run of the same command passed."""
+        return [c for c in self.checks.values() if not c.ok]
+
+    def latest_pass(self) -> Check | None:
+        passed = [c for c in self.checks.values() if c.ok]
+        return max(passed, key=lambda c: c.seq) if passed else None
+
+    def facts(
+        self,
+        shown: Shown,
+        *,
+        files: int = SHOWN_FILES,
+        current: bool = False,
+        detail: Shown | None = None,
+        made: Made | None = None,
+    ) -> list[str]:
+        """What the segment did, clause by clause (paths as ``shown`` gives them, each with
+        what ``detail`` says of it, such as the definitions changed): for a finished one
+        its last check as it went then, for the ``current`` one its latest passing check
+        (its failures are said apart, while no later run passed)."""
+        out: list[str] = []
+        if self.files:
+            listed = self.files[-files:]
+            for verb, group in (
+                ("created", [f for f in listed if made and made(f, self.start)]),
+                ("changed", [f for f in listed if not (made and made(f, self.start))]),
+            ):
+                if group:
+                    names = ", ".join(
+                        code_span(shown(f)) + (f" ({d})" if detail and (d := detail(f)) else "")
+                        for f in group
+                    )
+                    out.append(f"{verb} {names}")
+            more = len(self.files) - files
+            if more > 0:
+                out[-1] += f" (+{more} more files)"
+        if not current:  # a finished stretch: how its last checks went then
+            last: list[Check] = []
+            for c in sorted(self.checks.values(), key=lambda c: -c.seq):
+                if not any(c.command.startswith(k.command + " ") for k in last):  # narrower
+                    last.append(c)
+            said = [
+                c.said() + ("" if c.ok else " (failed)") for c in reversed(last[:FINISHED_CHECKS])
+            ]
+            if said:
+                out.append(("last checks " if len(said) > 1 else "last check ") + "; ".join(said))
+        else:
+            passed = self.latest_pass()
+            if passed is not None:
+                out.append(f"last passing check {passed.said()}")
+        if self.commits:
+            out.append("committed " + ", ".join(code_span(c) for c in self.commits[-3:]))
+        return out
+
+
+class Progress:
+    """Segments of work in order; the last one is the current one."""
+
+    def __init__(self) -> None:
+        self.segments: list[Segment] = []
+
+    @property
+    def current(self) -> Segment | None:
+        return self.segments[-1] if self.segments else None
+
+    def _start(self, key: str, title: str, source: str, seq: int) -> Segment:
+        seg = Segment(key, clip_words(one_line(title), TITLE_WORDS), source, seq, last=seq)
+        cur = self.current
+        if cur is not None and not cur.key and not cur.busy:
+            self.segments.pop()  # a request nothing was done for yet: the next one takes over
+        self.segments.append(seg)
+        if len(self.segments) > MAX_SEGMENTS:
+            del self.segments[: len(self.segments) - MAX_SEGMENTS]
+        return seg
+
+    def _here(self, seq: int) -> Segment:
+        cur = self.current
+        if cur is None:
+            cur = self._start("", "", "request", seq)
+        cur.last = seq
+        return cur
+
+    # -- what the trail feeds it
+
+    def request(self, seq: int, text: str) -> None:
+        """A person's request: a segment of its own unless a tracked item is in progress."""
+        cur = self.current
+        if cur is not None and cur.key and cur.closed is None:
+            return  # the request is about the item being worked on
+        self._start("", text, "request", seq)
+
+    def claimed(self, key: str, title: str, source: str, seq: int) -> None:
+        """A tracker set ``key`` in progress."""
+        cur = self.current
+        tracked = cur is not None and cur.closed is None and cur.source != TODO_SOURCE
+        if source == TODO_SOURCE and tracked and cur is not None and cur.key:
+            return  # a todo step of the tracked item being worked on
+        if cur is not None and cur.key == key and cur.closed is None:
+            if title and not cur.title:
+                cur.title = clip_words(one_line(title), TITLE_WORDS)
+            return
+        self._start(key, title, source, seq)
+
+    def closed(self, key: str, seq: int, reason: str = "") -> None:
+        """A tracker closed ``key``: its latest segment ends so (the current one stays
+        current until another item is claimed)."""
+        seg = next((s for s in reversed(self.segments) if s.key == key), None)
+        if seg is None:
+            return
+        seg.closed = seq
+        seg.last = max(seg.last, seq)
+        if reason:
+            seg.reason = clip_words(one_line(reason), REASON_WORDS)
+
+    def touched(self, paths: list[str], seq: int, note: str | None = None) -> None:
+        seg = self._here(seq)
+        for path in paths:
+            if path in seg.files:
+                seg.files.remove(path)
+            seg.files.append(path)
+        del seg.files[:-MAX_FILES]
+        if note:
+            seg.note = note
+
+    def checked(
+        self, target: str, command: str, line: str, ok: bool, seq: int, *, settles: Any = None
+    ) -> None:
+        """The result line of a check ``command`` (``target``: what it runs) at ``seq``; a
+        passing run drops the failures ``settles(target)`` says it settles (a wider run)."""
+        seg = self._here(seq)
+        if ok and settles is not None:  # a wider run passing settles the narrower failures
+            self.settle(settles)
+        seg.checks.pop(target, None)
+        seg.checks[target] = Check(seq, _clip(command, 120), _clip(line), ok)
+        while len(seg.checks) > MAX_CHECKS:
+            seg.checks.pop(next(iter(seg.checks)))
+
+    def settle(self, settles: Callable[[str], bool]) -> None:
+        """A clean run (with or without a result line) settles the failed runs of the
+        commands ``settles`` names, in every segment."""
+        for seg in self.segments:
+            for old in [t for t, c in seg.checks.items() if not c.ok and settles(t)]:
+                del seg.checks[old]
+
+    def committed(self, made: str, seq: int) -> None:
+        seg = self._here(seq)
+        seg.commits.append(clip_words(made, 12))
+        del seg.commits[:-MAX_COMMITS]
+
+    def said(self, text: str, seq: int) -> None:
+        """The assistant's prose: the latest sentence on what remains, for the current
+        segment."""
+        cur = self.current
+        if cur is None:
+            return
+        prose = _FENCED.sub(" ", text)
+        for sentence in reversed(_SENTENCE.split(prose)):
+            if _REMAINS.search(sentence) and words(sentence) >= 4:
+                said = clip_words(sentence.strip(" -*#"), REMAINS_WORDS)
+                cur.remains = f"(#{seq}) {said}"  # dated: later work may have done it
+                return
+
+    # -- carried in checkpoint metadata
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [s.to_json() for s in self.segments]
+
+    @classmethod
+    def from_json(cls, data: Any) -> Progress:
+        progress = cls()
+        for item in data if isinstance(data, list) else []:
+            if isinstance(item, Mapping):
+                progress.segments.append(Segment.from_json(item))
+        return progress
+
+
+# -- as a snapshot says it ----------------------------------------------------------------
+
+
+def _as_is(path: str) -> str:
+    return path
+
+
+def segment_line(seg: Segment, shown: Shown = _as_is, made: Made | None = None) -> str:
+    """A finished (or paused) segment in one line."""
+    head = f"Done: {seg.name()}" if seg.closed is not None else f"Worked on {seg.name()}"
+    span = f"#{seg.start}" + (f"-#{seg.closed}" if seg.closed is not None else f"-#{seg.last}")
+    parts = [f"{head}, {span}"]
+    parts += seg.facts(shown, made=made)
+    if seg.closed is not None:
+        parts.append("closed" + (f": {seg.reason}" if seg.reason else ""))
+    return "; ".join(parts)
+
+
+def current_line(
+    seg: Segment,
+    through: int,
+    shown: Shown = _as_is,
+    *,
+    continued: bool = False,
+    detail: Shown | None = None,
+    made: Made | None = None,
+) -> str:
+    """The segment in progress where the summary ends: what it is, what was last done, what
+    the run says remains. ``continued``: the messages kept after the summary go on with it
+    (and close it), so it is not called in progress."""
+    if continued:
+        head = f"Worked on up to #{through} (this summary's end; the messages kept below go on"
+        parts = [f"{head} with it): {seg.name()}, since #{seg.start}"]
+    else:
+        parts = [f"In progress: {seg.name()}, since #{seg.start}, still so at #{through} (the end)"]
+    parts += seg.facts(shown, files=SHOWN_FILES + 3, current=True, detail=detail, made=made)
+    if seg.note:
+        parts.append(f"last change: {seg.note}")
+    if seg.remains:
+        at, _, said = seg.remains.partition(") ")
+        parts.append(f"the assistant said at {at.lstrip('(')}: {said}" if said else seg.remains)
+    return "; ".join(parts)
+
+
+def latest_runs(progress: Progress) -> dict[str, Check]:
+    """Each command's latest run over the whole account."""
+    latest: dict[str, Check] = {}
+    for seg in progress.segments:
+        for target, check in seg.checks.items():
+            if target not in latest or latest[target].seq <= check.seq:
+                latest[target] = check
+    return latest
+
+
+def unresolved(seg: Segment, later: Progress | None = None) -> list[Check]:
+    """The segment's checks whose latest run failed and that no later run (in ``later``,
+    the account extended by the messages kept after the cut) passed; newest first."""
+    if later is not None:  # the same segment as the later messages left it
+        seg = next((s for s in later.segments if (s.start, s.key) == (seg.start, seg.key)), seg)
+    return sorted(seg.failing(), key=lambda c: -c.seq)
+
+
+def account(
+    progress: Progress,
+    through: int,
+    shown: Shown = _as_is,
+    *,
+    budget: int = ACCOUNT_WORDS,
+    made: Made | None = None,
+) -> tuple[list[str], Segment | None]:
+    """The chronological account of the segments up to ``through`` (lines, oldest first,
+    within ``budget`` words: older segments beyond it folded into one "Earlier" line), and
+    the segment still in progress there, if one is."""
+    segs = [s for s in progress.segments if s.start <= through]
+    if not segs:
+        return [], None
+    cur = segs[-1]
+    active = cur if (cur.closed is None and (cur.key or cur.busy)) else None
+    done = [s for s in (segs[:-1] if active is not None else segs) if s.busy or s.key]
+    lines: list[str] = []
+    spent = 0
+    cut = 0
+    for i in range(len(done) - 1, -1, -1):
+        line = segment_line(done[i], shown, made)
+        if spent + words(line) > budget:
+            cut = i + 1
+            break
+        lines.insert(0, line)
+        spent += words(line)
+    if cut:
+        older = done[:cut]
+        items = [
+            code_span(s.key) if s.source != TODO_SOURCE else f'"{s.title}"' for s in older if s.key
+        ]
+        asked = [s for s in older if not s.key]
+        parts = [
+            ", ".join(items[-10:]) + (f" (+{len(items) - 10} more)" if len(items) > 10 else "")
+        ]
+        if asked:
+            parts.append(f"{len(asked)} requests (#{asked[0].start}-#{asked[-1].start})")
+        lines.insert(
+            0,
+            f"Earlier work (#{older[0].start}-#{older[-1].last}): "
+            + "; ".join(p for p in parts if p),
+        )
+    return lines, active
+
+
+__all__ = [
+    "ACCOUNT_WORDS",
+    "PROGRESS_HEADS",
+    "TODO_SOURCE",
+    "Check",
+    "Progress",
+    "Segment",
+    "account",
+    "close_reason",
+    "current_line",
+    "is_check",
+    "latest_runs",
+    "located_error",
+    "result_line",
+    "segment_line",
+    "unresolved",
+    "verdict_ok",
+]
