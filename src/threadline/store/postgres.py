@@ -223,7 +223,7 @@ def list_sql(request: ListRequest) -> tuple[str, str, dict[str, Any]]:
     """A listing's count query, page query and parameters (``ListRequest.where``)."""
     where, args = request.where("%({})s")
     count = f"SELECT count(*) FROM sessions{where}"
-    if request.parent is None:  # the deltas its trigger keeps (m004), not every row
+    if request.parent is None and not request.dated:  # the deltas its trigger keeps (m004)
         kept = ["agent = %(agent)s"] if request.agent is not None else []
         kept += ["top"] if request.top_level else []
         counted = " WHERE " + " AND ".join(kept) if kept else ""

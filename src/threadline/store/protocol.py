@@ -93,9 +93,10 @@ class Store(Protocol):
     def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
         """Newest updated first (ties by id): a page (``limit``, ``offset``) of every
         session, of one ``agent``'s, of the ``top_level`` ones (listed under no other) or
-        of one ``parent``'s children (``ListOptions``, checked by ``list_request``).
-        Served by an index on the SQL backends and Redis: a page of top-level sessions
-        reads the page, not every session."""
+        of one ``parent``'s children, updated from ``updated_since`` (included) to
+        ``updated_until`` (excluded) (``ListOptions``, checked by ``list_request``).
+        Served by an index on the SQL backends and Redis: a page of top-level sessions,
+        or of a time range deep in the listing, reads the page, not every session."""
         ...
 
     def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:

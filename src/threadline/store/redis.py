@@ -145,6 +145,16 @@ def _score(dt: datetime) -> str:
     return str(-((dt - _EPOCH) // timedelta(microseconds=1)))
 
 
+def _scores(request: ListRequest) -> tuple[str, str] | tuple[()]:
+    """The index scores (min, max) of a listing's time range, none without one: the
+    score is minus the update time, so ``updated_until`` (excluded) bounds it below."""
+    if not request.dated:
+        return ()
+    low = "-inf" if request.updated_until is None else "(" + _score(request.updated_until)
+    high = "+inf" if request.updated_since is None else _score(request.updated_since)
+    return low, high
+
+
 def _legacy_parent(raw: bytes | str | None) -> str | None:
     """The parent a session's metadata named before ``parent_id`` was kept."""
     try:
@@ -470,13 +480,16 @@ class RedisStore(core.StoreCore):
             index = f"{'top-agent' if request.top_level else 'agent'}:{request.agent}"
         else:
             index = "top" if request.top_level else "sessions"
-        total, items = self._page(index, request.offset, request.limit)
+        total, items = self._page(index, request.offset, request.limit, _scores(request))
         return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
 
-    def _page(self, index: str, offset: int, limit: int) -> tuple[int, list[SessionInfo]]:
-        """The total and one page of an index (``redis_scripts._LIST``)."""
+    def _page(
+        self, index: str, offset: int, limit: int, scores: tuple[str, str] | tuple[()] = ()
+    ) -> tuple[int, list[SessionInfo]]:
+        """The total and one page of an index (``redis_scripts._LIST``), of the ids
+        scored within ``scores`` (min, max) when given."""
         while True:
-            res = self._run("list", index, offset, limit)
+            res = self._run("list", index, offset, limit, *scores)
             if res[0] != -1:
                 break
         items = []

@@ -242,13 +242,21 @@ touch(id)
 return 1
 """
 
-# ARGV: P, index key (without P), offset, limit -> {-1} (more to reap) | {total, {hash, ...}}
+# ARGV: P, index key (without P), offset, limit[, min score, max score] -> {-1} (more to
+# reap) | {total, {hash, ...}}; with scores, a page of the ids scored within them (a time
+# range: the score is minus the update time) and their count, each one range of the index
 _LIST = f"""
 if reap() >= {REAP_BATCH} then return {{-1}} end
 local index = P .. ARGV[2]
 local offset, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+local low, high = ARGV[5], ARGV[6]
 while true do
-  local ids = redis.call('ZRANGE', index, offset, offset + limit - 1)
+  local ids
+  if low then
+    ids = redis.call('ZRANGEBYSCORE', index, low, high, 'LIMIT', offset, limit)
+  else
+    ids = redis.call('ZRANGE', index, offset, offset + limit - 1)
+  end
   local rows, gone = {{}}, false
   for _, id in ipairs(ids) do
     local h = redis.pcall('HGETALL', P .. 's:' .. id)
@@ -261,7 +269,10 @@ while true do
       rows[#rows + 1] = h
     end
   end
-  if not gone then return {{redis.call('ZCARD', index), rows}} end
+  if not gone then
+    if low then return {{redis.call('ZCOUNT', index, low, high), rows}} end
+    return {{redis.call('ZCARD', index), rows}}
+  end
 end
 """
 

@@ -746,7 +746,7 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         return session_from_row(row)
 
     def _list_page(self, request: ListRequest) -> SessionPage:
-        where, args = request.where(":{}")
+        where, args = request.where(":{}", format_ts)
         with self._read() as con:
             total = con.execute("SELECT count(*) FROM sessions" + where, args).fetchone()[0]
             rows = con.execute(
