@@ -33,7 +33,12 @@ class Counted:
     def __init__(self, store: Store) -> None:
         self.calls: dict[str, int] = {}
         self.entries = 0
-        for name in ("scratchpad_read", "scratchpad_list", "scratchpad_page"):
+        for name in (
+            "scratchpad_read",
+            "scratchpad_list",
+            "scratchpad_page",
+            "scratchpad_contents",
+        ):
             setattr(store, name, self._reading(name, getattr(store, name)))
         for name in ("scratchpad_write", "scratchpad_write_many"):
             setattr(store, name, self._writing(name, getattr(store, name)))
@@ -42,7 +47,8 @@ class Counted:
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls[name] = self.calls.get(name, 0) + 1
             found = method(*args, **kwargs)
-            self.entries += len(found) if isinstance(found, list) else found is not None
+            many = isinstance(found, list | dict)
+            self.entries += len(found) if many else found is not None
             return found
 
         return counted

@@ -889,6 +889,16 @@ class PostgresStore(SQLEntries, core.StoreCore):
         return entries
 
     @_resent
+    def _select_contents(
+        self, session_id: str, query: str, args: tuple[str | int, ...]
+    ) -> list[tuple[str, str]]:
+        with self._read() as conn:
+            rows: list[tuple[str, str]] = conn.execute(query, args).fetchall()
+            if not rows:
+                _require(conn, session_id)
+        return rows
+
+    @_resent
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
     ) -> None:
@@ -898,13 +908,15 @@ class PostgresStore(SQLEntries, core.StoreCore):
             if keep_existing
             else ("UPDATE SET content = excluded.content, updated_at = excluded.updated_at")
         )
-        with self._write() as conn:
-            _require(conn, session_id)
+        # one statement, atomic by itself: one round trip however many entries (a
+        # missing session fails its foreign key)
+        with self._read() as conn:
             try:
-                conn.cursor().executemany(
+                conn.execute(
                     "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
-                    f"VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id, name) DO {update}",
-                    [(session_id, name, Json(c), now, now) for name, c in entries.items()],
+                    "SELECT %s, name, content, %s, %s FROM unnest(%s::text[], %s::json[]) "
+                    f"AS e (name, content) ON CONFLICT (session_id, name) DO {update}",
+                    (session_id, now, now, list(entries), [Json(c) for c in entries.values()]),
                 )
             except psycopg.errors.ForeignKeyViolation as exc:
                 raise SessionNotFound(session_id) from exc

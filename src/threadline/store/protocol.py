@@ -167,6 +167,15 @@ class Store(Protocol):
         SQL backends read only the page), so the newest of many costs one page."""
         ...
 
+    def scratchpad_contents(
+        self, session_id: str, *, names: Sequence[str] = (), prefixes: Sequence[str] = ()
+    ) -> dict[str, str]:
+        """name -> content (by name) of the entries named in ``names`` or whose names
+        start with one of ``prefixes``, in one read (one query on the SQL backends, one
+        call on Redis): what a reader needs of many entries without their dates; a name
+        not stored is left out."""
+        ...
+
     def scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], *, keep_existing: bool = False
     ) -> None:

@@ -1008,12 +1008,22 @@ class SQLiteStore(SQLEntries, core.StoreCore):
     def _select_entries(
         self, session_id: str, condition: str, args: tuple[str | int, ...]
     ) -> list[ScratchpadEntry]:
+        query = f"{ENTRY_SELECT} WHERE session_id = ?{condition}"
+        return [
+            entry_from_row(r) for r in self._select_rows(session_id, query, (session_id, *args))
+        ]
+
+    def _select_contents(
+        self, session_id: str, query: str, args: tuple[str | int, ...]
+    ) -> list[tuple[str, str]]:
+        return self._select_rows(session_id, query, args)
+
+    def _select_rows(self, session_id: str, query: str, args: tuple[str | int, ...]) -> list[Any]:
         with self._read() as con:
-            self._require(con, session_id)
-            rows = con.execute(
-                f"{ENTRY_SELECT} WHERE session_id = ?{condition}", (session_id, *args)
-            ).fetchall()
-        return [entry_from_row(r) for r in rows]
+            rows = con.execute(query, args).fetchall()
+            if not rows:
+                self._require(con, session_id)
+        return rows
 
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
