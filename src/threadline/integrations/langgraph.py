@@ -692,8 +692,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     def _known(self, session: Session) -> dict[str, tuple[int, BaseMessage]]:
         """LangChain id -> (seq, the message as the session gives it back), for the
         session's messages: read once, then only its new tail."""
-        session.refresh()
-        cached = self._seen.get(session.id)
+        cached = self._seen.get(session.id)  # the session as read by this put
         if (
             cached is None
             or cached.created != session.info.created_at
@@ -745,6 +744,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             if first == 1:
                 self._remember(session, read)
         out: Values = []
+        given: set[int] = set()  # read here for this value alone: each used once as it is
         for item in items:
             if "s" not in item:
                 out.append(self.serde.loads_typed(untyped(item["v"])))
@@ -755,7 +755,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                     f"thread session {session.id}: checkpoint refers to message seq "
                     f"{item['s']}, which the session does not hold"
                 )
-            out.append(to_langchain(stored))
+            out.append(to_langchain(stored, owned=item["s"] not in given))
+            given.add(item["s"])
         return out
 
     # -- the optional abilities

@@ -267,6 +267,11 @@ _CHECKPOINT_COLUMNS = "id, session_id, covers_up_to, summary, created_at, metada
 _CHECKPOINT_SQL = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_id = %s"
 _ENTRY_COLUMNS = "name, content, created_at, updated_at"
 _ENTRY_SQL = f"SELECT {_ENTRY_COLUMNS} FROM scratchpad WHERE session_id = %s"
+_RANGES_SQL = (
+    "SELECT e.name, e.content FROM unnest(%s::text[], %s::text[]) AS r (low, high) "
+    "CROSS JOIN LATERAL (SELECT name, content FROM scratchpad WHERE session_id = %s "
+    "AND name >= r.low AND name < r.high) AS e"
+)
 _NO_SEQ_LIMIT = 2**63 - 1
 
 
@@ -889,11 +894,16 @@ class PostgresStore(SQLEntries, core.StoreCore):
         return entries
 
     @_resent
-    def _select_contents(
-        self, session_id: str, query: str, args: tuple[str | int, ...]
+    def _select_ranges(
+        self, session_id: str, ranges: list[tuple[str, str]]
     ) -> list[tuple[str, str]]:
         with self._read() as conn:
-            rows: list[tuple[str, str]] = conn.execute(query, args).fetchall()
+            # one text however many ranges, so the driver prepares it once (no planning
+            # per call); each range an index scan of the primary key
+            rows: list[tuple[str, str]] = conn.execute(
+                _RANGES_SQL,
+                ([low for low, _ in ranges], [high for _, high in ranges], session_id),
+            ).fetchall()
             if not rows:
                 _require(conn, session_id)
         return rows

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from threadline.store.checks import prefix_bounds
+from threadline.store.checks import MAX_SCRATCHPAD_NAME, prefix_bounds
 from threadline.store.core import page_range
 from threadline.store.session_info import ScratchpadEntry
 
 Args = tuple[str | int, ...]
+Row = tuple[str, str]
+NAME_CEILING = "\U0010ffff" * (MAX_SCRATCHPAD_NAME + 1)
+"""Above every name: what a prefix of nothing but the last code point reads up to."""
 
 
 class SQLEntries:
@@ -45,29 +48,22 @@ class SQLEntries:
     def _scratchpad_contents(
         self, session_id: str, names: list[str], prefixes: list[str]
     ) -> dict[str, str]:
-        """One query: the names (lookups in the primary key) and each prefix's range of
-        it, one ``SELECT`` each joined by ``UNION ALL`` (an ``OR`` of them would have
-        SQLite read every entry of the session)."""
-        mark = self.MARK
-        terms: list[str] = []
-        args: list[str | int] = []
-        if names:
-            terms.append(f"name IN ({', '.join([mark] * len(names))})")
-            args += [session_id, *names]
+        """One query over ranges of the primary key: a name is the range of itself
+        alone (no name holds NUL, so none lies between ``name`` and ``name + "\\x01"``
+        but ``name + "\\x00..."``), a prefix the range of the names it starts."""
+        ranges = [(n, n + "\x01") for n in names]
         for prefix in prefixes:
             low, high = prefix_bounds(prefix)
-            terms.append(f"name >= {mark}" + ("" if high is None else f" AND name < {mark}"))
-            args += [session_id, low] if high is None else [session_id, low, high]
-        select = f"SELECT name, content FROM scratchpad WHERE session_id = {mark} AND "
-        query = " UNION ALL ".join(select + term for term in terms)
-        return dict(self._select_contents(session_id, query, tuple(args)))
+            ranges.append((low, NAME_CEILING if high is None else high))
+        return dict(self._select_ranges(session_id, ranges))
+
+    def _select_ranges(self, session_id: str, ranges: list[tuple[str, str]]) -> list[Row]:
+        """Primitive: ``(name, content)`` of the session's entries with ``low <= name <
+        high`` for some of ``ranges``, each range read from the primary key; the
+        session checked when none comes back (``SessionNotFound``)."""
+        raise NotImplementedError
 
     def _select_entries(self, session_id: str, condition: str, args: Args) -> list[ScratchpadEntry]:
         """The session's entries ``WHERE session_id = <mark>{condition}``; the session
         must exist (``SessionNotFound``), checked only when no entry comes back."""
-        raise NotImplementedError
-
-    def _select_contents(self, session_id: str, query: str, args: Args) -> list[tuple[str, str]]:
-        """The ``(name, content)`` rows ``query`` reads, as ``_select_entries`` (the
-        session checked when none comes back)."""
         raise NotImplementedError

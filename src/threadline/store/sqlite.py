@@ -1013,9 +1013,16 @@ class SQLiteStore(SQLEntries, core.StoreCore):
             entry_from_row(r) for r in self._select_rows(session_id, query, (session_id, *args))
         ]
 
-    def _select_contents(
-        self, session_id: str, query: str, args: tuple[str | int, ...]
+    def _select_ranges(
+        self, session_id: str, ranges: list[tuple[str, str]]
     ) -> list[tuple[str, str]]:
+        # one SELECT a range, joined by UNION ALL: an OR of them would have SQLite read
+        # every entry of the session
+        term = (
+            "SELECT name, content FROM scratchpad WHERE session_id = ? AND name >= ? AND name < ?"
+        )
+        query = " UNION ALL ".join([term] * len(ranges))
+        args = tuple(a for low, high in ranges for a in (session_id, low, high))
         return self._select_rows(session_id, query, args)
 
     def _select_rows(self, session_id: str, query: str, args: tuple[str | int, ...]) -> list[Any]:
