@@ -270,8 +270,12 @@ _ENTRY_SQL = f"SELECT {_ENTRY_COLUMNS} FROM scratchpad WHERE session_id = %s"
 _RANGES_SQL = (
     "SELECT e.name, e.content FROM unnest(%s::text[], %s::text[]) AS r (low, high) "
     "CROSS JOIN LATERAL (SELECT name, content FROM scratchpad WHERE session_id = %s "
-    "AND name >= r.low AND name < r.high) AS e"
+    "AND name >= r.low AND name < r.high OFFSET 0) AS e"
 )
+"""Entries in ranges of names, each range its own scan of the primary key: ``OFFSET 0``
+keeps the planner from flattening the subquery into a join that reads every entry of
+the session once and filters it against every range (what it chose for a thread whose
+table statistics were older than its entries: 10 ms for a page of 10 checkpoints)."""
 _NO_SEQ_LIMIT = 2**63 - 1
 
 
