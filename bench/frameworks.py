@@ -25,7 +25,7 @@ from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from timing import amedian_ms, median_ms
+from timing import amedian_ms, apaired_median_ms, paired_median_ms
 
 POSTGRES = os.environ.get("THREADLINE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 Row = tuple[str, str, str, float, float]
@@ -143,30 +143,35 @@ def bench_langgraph(engine: str, url: str, native: str, quick: bool) -> list[Row
             cfg = {"configurable": {"thread_id": f"run-{key}"}, "recursion_limit": steps + 10}
             return lambda: graph.invoke({"n": 0, "log": []}, cfg)
 
-        times = {k: median_ms(run_of(s, k), 1) for k, s in pair.items()}
+        times = paired_median_ms({k: run_of(s, k) for k, s in pair.items()}, 3)
         rows.append(("LangGraph saver", f"{steps}-step run", engine, *times.values()))
 
-        def chat_of(saver: Any, threads: int, prefix: str) -> Callable[[], Any]:
+        def turn_of(saver: Any, threads: int, prefix: str) -> Callable[[], Any]:
+            """The next turn of a chat over ``threads`` threads, one a call."""
             graph = chat_graph(saver)
+            count = iter(range(10**6))
 
-            def chat() -> None:
-                for turn in range(turns):
-                    cfg = {"configurable": {"thread_id": f"{prefix}-{turn % threads}"}}
-                    graph.invoke({"messages": [HumanMessage(content=f"turn {turn}")]}, cfg)
+            def turn() -> None:
+                n = next(count)
+                cfg = {"configurable": {"thread_id": f"{prefix}-{n % threads}"}}
+                graph.invoke({"messages": [HumanMessage(content=f"turn {n}")]}, cfg)
 
-            return chat
+            return turn
 
-        times = {k: median_ms(chat_of(s, 1, "chat"), 1) / turns for k, s in pair.items()}
+        # the savers take turns, turn by turn: the median turn of each
+        times = paired_median_ms({k: turn_of(s, 1, "chat") for k, s in pair.items()}, turns)
         rows.append(("", f"{turns}-turn chat (per turn)", engine, times["ours"], times["theirs"]))
         many = 70
-        for s in pair.values():  # every thread's first turns, not timed
-            chat_of(s, many, "rr")()
-        times = {k: median_ms(chat_of(s, many, "rr"), 1) / turns for k, s in pair.items()}
+        rr = {k: turn_of(s, many, "rr") for k, s in pair.items()}
+        for turn in rr.values():  # every thread's first turns, not timed
+            for _ in range(turns):
+                turn()
+        times = paired_median_ms(rr, turns)
         rows.append(("", f"chat, {many} threads round robin (per turn)", engine, *times.values()))
 
         ids = {k: filled_thread(s, "big", size) for k, s in pair.items()}
         latest = {"configurable": {"thread_id": "big", "checkpoint_ns": ""}}
-        times = {k: median_ms(lambda s=s: s.get_tuple(latest), 20) for k, s in pair.items()}
+        times = paired_median_ms({k: lambda s=s: s.get_tuple(latest) for k, s in pair.items()}, 50)
         rows.append(
             ("", f"get_tuple latest, thread of {size:,}", engine, times["ours"], times["theirs"])
         )
@@ -175,9 +180,9 @@ def bench_langgraph(engine: str, url: str, native: str, quick: bool) -> list[Row
             cid = ids[key][size // 2]
             return {"configurable": {"thread_id": "big", "checkpoint_ns": "", "checkpoint_id": cid}}
 
-        times = {
-            k: median_ms(lambda s=s, c=middle_of(k): s.get_tuple(c), 20) for k, s in pair.items()
-        }
+        times = paired_median_ms(
+            {k: lambda s=s, c=middle_of(k): s.get_tuple(c) for k, s in pair.items()}, 50
+        )
         rows.append(("", "get_tuple of a middle checkpoint", engine, *times.values()))
 
         counter = iter(range(10**6))
@@ -194,12 +199,12 @@ def bench_langgraph(engine: str, url: str, native: str, quick: bool) -> list[Row
                 cfg, [("n", 1), ("note", "written")], f"task-{next(counter)}"
             )
 
-        times = {k: median_ms(writes_of(s, k), 20) for k, s in pair.items()}
+        times = paired_median_ms({k: writes_of(s, k) for k, s in pair.items()}, 20)
         rows.append(("", "put_writes (2 writes)", engine, *times.values()))
 
-        times = {
-            k: median_ms(lambda s=s: list(s.list(latest, limit=10)), 20) for k, s in pair.items()
-        }
+        times = paired_median_ms(
+            {k: lambda s=s: list(s.list(latest, limit=10)) for k, s in pair.items()}, 30
+        )
         rows.append(("", "list(limit=10)", engine, *times.values()))
     return rows
 
@@ -299,26 +304,34 @@ async def bench_agents(engine: str, url: str, native: str, quick: bool) -> list[
     try:
         sessions = {k: make(k, "conv") for k in ("ours", "theirs")}
 
-        async def conversation(session: Any) -> None:
-            for i in range(turns):
-                await session.get_items()  # what Runner reads before a turn
-                await session.add_items(turn_items(i))
+        def turn_of(session: Any) -> Callable[[], Any]:
+            """The next turn: what Runner reads before it, then what it adds."""
+            count = iter(range(10**6))
 
-        times = {k: await amedian_ms(lambda s=s: conversation(s), 1) for k, s in sessions.items()}
+            async def turn() -> None:
+                await session.get_items()
+                await session.add_items(turn_items(next(count)))
+
+            return turn
+
+        # the sessions take turns, turn by turn: the median turn of each
+        times = await apaired_median_ms({k: turn_of(s) for k, s in sessions.items()}, turns)
         rows.append(
             (
                 "Agents SDK session",
-                f"{turns} turns (get_items + add_items, as Runner)",
+                f"{turns} turns (get_items + add_items, as Runner), per turn",
                 engine,
                 *times.values(),
             )
         )
         items = turns * 3
-        times = {k: await amedian_ms(lambda s=s: s.get_items(), 10) for k, s in sessions.items()}
+        times = await apaired_median_ms(
+            {k: lambda s=s: s.get_items() for k, s in sessions.items()}, 10
+        )
         rows.append(("", f"get_items() of {items} items", engine, *times.values()))
-        times = {
-            k: await amedian_ms(lambda s=s: s.get_items(limit=20), 20) for k, s in sessions.items()
-        }
+        times = await apaired_median_ms(
+            {k: lambda s=s: s.get_items(limit=20) for k, s in sessions.items()}, 20
+        )
         rows.append(("", "get_items(limit=20)", engine, *times.values()))
     finally:
         for close in closers:

@@ -33,7 +33,12 @@ class Counted:
     def __init__(self, store: Store) -> None:
         self.calls: dict[str, int] = {}
         self.entries = 0
-        for name in ("scratchpad_read", "scratchpad_list", "scratchpad_page"):
+        for name in (
+            "scratchpad_read",
+            "scratchpad_list",
+            "scratchpad_page",
+            "scratchpad_contents",
+        ):
             setattr(store, name, self._reading(name, getattr(store, name)))
         for name in ("scratchpad_write", "scratchpad_write_many"):
             setattr(store, name, self._writing(name, getattr(store, name)))
@@ -42,7 +47,8 @@ class Counted:
         def counted(*args: Any, **kwargs: Any) -> Any:
             self.calls[name] = self.calls.get(name, 0) + 1
             found = method(*args, **kwargs)
-            self.entries += len(found) if isinstance(found, list) else found is not None
+            many = isinstance(found, list | dict)
+            self.entries += len(found) if many else found is not None
             return found
 
         return counted
@@ -183,3 +189,48 @@ def test_no_second_read_of_a_thread_past_the_cache_of_threads(saver: ThreadlineS
     for i in range(threads * 2, threads * 3):
         turn(i)
     assert sum(read) <= threads * 4  # the 4 messages each thread holds, read once
+
+
+def test_a_known_thread_is_read_without_looking_up_its_session(saver: ThreadlineSaver) -> None:
+    """After the first read of a thread, ``get_tuple`` and ``put_writes`` go straight
+    to its records: one read of the checkpoint, one of its values and writes."""
+    ids = fill(saver, "t", 5)
+    saver.get_tuple(config("t"))
+    looked_up = sizes_returned(saver.store, "session_info")
+    counted = Counted(saver.store)
+    got = saver.get_tuple(config("t"))
+    assert got is not None and got.checkpoint["id"] == ids[-1]
+    saver.put_writes(config("t", ids[-1]), [("n", 1)], "task-1")
+    assert counted.calls == {
+        "scratchpad_page": 1,
+        "scratchpad_contents": 1,
+        "scratchpad_write_many": 1,
+    }
+    assert looked_up == []
+
+
+def test_a_thread_deleted_elsewhere_is_gone_and_written_anew(saver: ThreadlineSaver) -> None:
+    """What a saver remembers of a thread's session does not outlive the session: a
+    thread another saver deleted reads as absent, and a write makes it again."""
+    ids = fill(saver, "t", 3)
+    assert saver.get_tuple(config("t")) is not None
+    with ThreadlineSaver(saver.store) as other:
+        other.delete_thread("t")
+    assert saver.get_tuple(config("t")) is None
+    assert saver.get_tuple(config("t", ids[0])) is None
+    assert list(saver.list(config("t"))) == []
+    saver.put_writes(config("t", ids[-1]), [("n", 1)], "task-1")  # as before: made anew
+    assert saver.store.session_info(saver.thread_session("t").id)  # type: ignore[union-attr]
+
+
+def test_a_session_at_the_threads_id_that_it_did_not_make_is_still_refused(
+    saver: ThreadlineSaver,
+) -> None:
+    from threadline.errors import NotOwned
+    from threadline.integrations.langgraph import thread_session_id
+
+    saver.store.create_session(id=thread_session_id("mine"), metadata={"face": {"name": "x"}})
+    with pytest.raises(NotOwned):
+        saver.get_tuple(config("mine"))
+    with pytest.raises(NotOwned):
+        saver.put_writes(config("mine", "1"), [("n", 1)], "task-1")

@@ -393,6 +393,32 @@ def test_filtered_pages_resume_to_the_whole_listing(
     assert seen == expected
 
 
+def test_a_date_range_is_one_read_of_the_store_listing() -> None:
+    """A date range is the store's own listing filter: one ``list_sessions`` call
+    however deep in the listing the range lies, with the range's total."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    store = open_store("memory://")
+    for i in range(300):
+        store.create_session(id=f"s-{i:04d}", updated_at=start + timedelta(minutes=i))
+    calls: list[dict[str, object]] = []
+    listing = store.list_sessions
+
+    def counted(**options: Any) -> Any:
+        calls.append(options)
+        return listing(**options)
+
+    store.list_sessions = counted  # type: ignore[method-assign]
+    page = views.list_sessions(
+        store,
+        since=(start + timedelta(minutes=10)).isoformat(),
+        until=(start + timedelta(minutes=20)).isoformat(),
+        limit=3,
+    )
+    assert [s["id"] for s in page["sessions"]] == ["s-0019", "s-0018", "s-0017"]
+    assert page["total"] == 10 and page["next_cursor"] == 3
+    assert len(calls) == 1
+
+
 def test_read_session_caps_a_page_of_long_messages() -> None:
     """A page stops before ``PAGE_CHARS`` and hands back where to go on; each message's
     text is cut in the middle past ``MESSAGE_CHARS``."""

@@ -193,7 +193,7 @@ def test_every_write_refreshes_the_ttl_of_all_the_session_keys(prefix: str) -> N
     assert store.ttl(s.id) is None
     store.set_ttl(s.id, 1000)
     raw = _raw(url)
-    keys = [f"{prefix}{part}:{s.id}" for part in "smicp"]
+    keys = [f"{prefix}{part}:{s.id}" for part in "smicpn"]
     assert all(900_000 < raw.pttl(k) <= 1_000_000 for k in keys)
 
     writes = [
@@ -509,3 +509,33 @@ def test_a_session_that_expires_is_not_forked(prefix: str) -> None:
     store.set_ttl(parent.id, None)
     child = fork_session(parent)
     assert [m.text for m in child.messages()] == [m.text for m in parent.messages()]
+
+
+def test_a_scratchpad_written_before_its_name_index_pages_from_one_built_then(
+    prefix: str,
+) -> None:
+    """A pad an older threadline wrote has no name index (``n:<id>``): the first page,
+    contents read or write builds it from the pad, with the session's TTL, and every
+    later write keeps it."""
+    url = _url(prefix)
+    store = RedisStore.from_url(url)
+    s = store.create_session()
+    store.scratchpad_write_many(s.id, {f"c/{i:02d}": f"v{i}" for i in range(12)})
+    store.set_ttl(s.id, 1000)
+    raw = _raw(url)
+    index = f"{prefix}n:{s.id}"
+    assert raw.zcard(index) == 12
+    raw.delete(index)  # as an older threadline left it
+    page = store.scratchpad_page(s.id, prefix="c/", limit=3, before="c/10")
+    assert [e.name for e in page] == ["c/09", "c/08", "c/07"]
+    assert raw.zcard(index) == 12 and 900_000 < raw.pttl(index) <= 1_000_000
+    raw.delete(index)
+    store.scratchpad_write_many(s.id, {"c/99": "new", "c/00": "kept"}, keep_existing=True)
+    assert store.scratchpad_contents(s.id, prefixes=["c/9"]) == {"c/99": "new"}
+    assert store.scratchpad_contents(s.id, names=["c/00"]) == {"c/00": "v0"}
+    raw.delete(index)
+    assert store.scratchpad_delete(s.id, "c/05")
+    assert raw.zcard(index) == 12
+    assert [e.name for e in store.scratchpad_page(s.id, prefix="c/", limit=2)] == ["c/99", "c/11"]
+    s.delete()
+    assert not raw.exists(index)

@@ -86,3 +86,42 @@ def test_bad_input_and_missing_sessions_are_refused(store: Store) -> None:
         store.scratchpad_write_many("no-such-session", {"a": "b"})
     with pytest.raises(SessionNotFound):
         store.scratchpad_write_many("no-such-session", {})
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    names=st.sets(NAMES, max_size=12),
+    wanted=st.lists(NAMES, max_size=5),
+    prefixes=st.lists(st.sampled_from(["a", "a/", "~", "é", "b=", "\U0001f600"]), max_size=3),
+)
+def test_contents_are_the_named_and_prefixed_entries_of_the_listing(
+    store: Store, names: set[str], wanted: list[str], prefixes: list[str]
+) -> None:
+    session = store.create_session()
+    store.scratchpad_write_many(session.id, {n: f"content of {n}" for n in names})
+    expected = {
+        e.name: e.content
+        for e in store.scratchpad_list(session.id)
+        if e.name in wanted or any(e.name.startswith(p) for p in prefixes)
+    }
+    got = store.scratchpad_contents(session.id, names=wanted, prefixes=prefixes)
+    assert got == expected
+    assert list(got) == sorted(got)
+
+
+def test_contents_refuse_bad_input_and_missing_sessions(store: Store) -> None:
+    session = store.create_session()
+    store.scratchpad_write(session.id, "a", "x")
+    assert store.scratchpad_contents(session.id) == {}
+    assert store.scratchpad_contents(session.id, names=["b"]) == {}
+    with pytest.raises(UsageError):
+        store.scratchpad_contents(session.id, names="a")  # text, not a list of names
+    with pytest.raises(UsageError):
+        store.scratchpad_contents(session.id, names=[""])
+    with pytest.raises(UsageError):
+        store.scratchpad_contents(session.id, prefixes=["x" * 300])
+    for names in ([], ["a"]):
+        with pytest.raises(SessionNotFound):
+            store.scratchpad_contents("no-such-session", names=names)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import json
 import re
@@ -21,13 +22,16 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 """A namespace, channel, task or version kept as it is in a scratchpad name."""
 
 
+@functools.lru_cache(maxsize=4096)
 def part(text: str) -> str:
-    """One segment of a scratchpad name: ``=name`` when plain, else ``~`` and a hash."""
+    """One segment of a scratchpad name: ``=name`` when plain, else ``~`` and a hash
+    (remembered: a thread's reads name the same channels and versions again)."""
     if PLAIN_NAME.fullmatch(text):
         return "=" + text
     return "~" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def version_part(version: Any) -> str:
     return part(json.dumps(version))
 
@@ -42,9 +46,7 @@ def untyped(data: list[str]) -> tuple[str, bytes]:
 
 class ThreadPad:
     """What a thread's scratchpad holds: all of it, read in one call (``whole``), or
-    one namespace's checkpoint records, with the values and writes a checkpoint reads
-    fetched by name when it reads them (``namespace``: what ``get_tuple`` needs, so
-    its cost follows the checkpoint, not the thread's history of values)."""
+    one namespace's checkpoint records (``namespace``)."""
 
     def __init__(self, store: Store, session_id: str) -> None:
         self.store, self.session_id = store, session_id
@@ -89,21 +91,6 @@ class ThreadPad:
                 self.writes.setdefault((record["ns"], record["checkpoint"]), []).append(record)
             elif kind == "r":
                 self.branches.append(record["id"])
-
-    def blob(self, name: str) -> str | None:
-        if self.blobs is not None:
-            return self.blobs.get(name)
-        entry = self.store.scratchpad_read(self.session_id, name)
-        return None if entry is None else entry.content
-
-    def writes_of(self, ns: str, cid: str) -> list[dict[str, Any]]:
-        if self.writes is not None:
-            return self.writes.get((ns, cid), [])
-        prefix = f"{PREFIX}w/{part(ns)}/{part(cid)}/"
-        found = [
-            record_of(e.content) for e in self.store.scratchpad_list(self.session_id, prefix=prefix)
-        ]
-        return [r for r in found if r is not None]
 
 
 def newest_checkpoints(
@@ -165,5 +152,10 @@ def branch_name(session_id: str) -> str:
     return f"{PREFIX}r/{part(session_id)}"
 
 
+def writes_prefix(ns: str, cid: str) -> str:
+    """What the names of a checkpoint's pending writes start with."""
+    return f"{PREFIX}w/{part(ns)}/{part(cid)}/"
+
+
 def write_name(ns: str, cid: str, task_id: str, idx: int) -> str:
-    return f"{PREFIX}w/{part(ns)}/{part(cid)}/{part(task_id)}/{idx}"
+    return f"{writes_prefix(ns, cid)}{part(task_id)}/{idx}"

@@ -200,20 +200,22 @@ def _lc_calls(calls: list[ToolCall]) -> list[dict[str, Any]]:
 # -- threadline -> LangChain ---------------------------------------------------------
 
 
-def to_langchain(m: Message, *, in_window: bool = False) -> BaseMessage:
+def to_langchain(m: Message, *, in_window: bool = False, owned: bool = False) -> BaseMessage:
     """A threadline message as the LangChain message it was made from, or the nearest
-    type. In a window, a message whose role the view changed reads as its view role."""
+    type. In a window, a message whose role the view changed reads as its view role.
+    ``owned``: ``m`` was read for this call alone and is not used again, so the
+    LangChain message is built from its kept data as it is, not from a deep copy."""
     kept = m.metadata.get(METADATA_KEY)
     if isinstance(kept, dict) and isinstance(kept.get("data"), dict):
         kind = str(kept.get("type"))
         role = _role(kind, kept["data"])
         if not in_window or role == m.role:
-            return _restore(m, kind, kept["data"])
+            return _restore(m, kind, kept["data"] if owned else copy.deepcopy(kept["data"]))
     return _nearest(m)
 
 
-def _restore(m: Message, kind: str, kept: dict[str, Any]) -> BaseMessage:
-    data = copy.deepcopy(kept)
+def _restore(m: Message, kind: str, data: dict[str, Any]) -> BaseMessage:
+    data = dict(data)
     if "content" not in data or _blocks_text(data["content"]) != m.text:
         data["content"] = m.text  # a string, or blocks a view has shortened
     if kind in ("ai", "AIMessageChunk") and "tool_calls" not in data:

@@ -60,10 +60,10 @@ import json
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from threadline.errors import (
     CorruptRecord,
@@ -91,6 +91,7 @@ from threadline.integrations.checkpoint_records import (
     typed,
     untyped,
     write_name,
+    writes_prefix,
 )
 from threadline.store import Store
 from threadline.store.checks import MAX_PAGE_SIZE, validate_session_id
@@ -128,6 +129,12 @@ METADATA = "langgraph"
 """Session metadata key: ``{"thread_id": <the LangGraph thread id>}``."""
 KNOWN_SESSIONS = 64
 """Thread sessions whose messages a saver keeps in memory to match checkpoints against."""
+KNOWN_THREADS = 4096
+"""Threads whose session a saver remembers (its owner checked once), so a read of one
+goes to its records without a lookup of the session first."""
+LIST_BATCH = 64
+"""Checkpoints ``list`` reads the values and writes of at once, at most (a list
+without a limit starts with one, so its first checkpoint comes at once)."""
 DERIVED_PREFIX = "lg-"
 """The prefix of the ids of messages kept from the messages channel (and of the
 hashed thread ids an older saver made)."""
@@ -161,6 +168,8 @@ def thread_session_id(thread_id: str) -> str:
     return FACE.session_id(thread_id)
 
 
+T = TypeVar("T")
+Batch = list[tuple[dict[str, Any], CheckpointMetadata]]
 Refs = list[int | None]
 Records = list[dict[str, Any]]
 Values = list[Any]
@@ -201,6 +210,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         self._lock = threading.Lock()
         self._seen: OrderedDict[str, _Known] = OrderedDict()
         """session id -> what it holds of the messages channel (the latest few sessions)"""
+        self._owned: OrderedDict[str, str] = OrderedDict()
+        """thread id -> its session's id, owner checked (the latest ``KNOWN_THREADS``)"""
         self._latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
         """thread session id -> the root-namespace checkpoint record this saver wrote
         last (the parent of the next put, read without a round trip)"""
@@ -315,7 +326,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
 
     def _session_for_write(self, thread_id: str) -> Session:
         thread_session_id(thread_id)
-        return create_owned(
+        session = create_owned(
             self.store,
             FACE,
             thread_id,
@@ -323,6 +334,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             model=self.model,
             metadata={METADATA: {"thread_id": thread_id}},
         )
+        self._own(thread_id, session.id)
+        return session
 
     def _read(self, session: Session) -> ThreadPad:
         return ThreadPad.whole(self.store, session.id)
@@ -330,25 +343,64 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     # -- reads
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """One checkpoint by id, or the namespace's latest: a read of that record
-        (the latest is the last name of the namespace's index), then its values."""
+        (the latest is the last name of the namespace's index), then one read of its
+        values and pending writes."""
         configurable = config["configurable"]
         thread_id: str = configurable["thread_id"]
         ns: str = configurable.get("checkpoint_ns", "")
-        session = self._root(thread_id)
-        if session is None:
-            return None
         checkpoint_id = get_checkpoint_id(config)
-        if checkpoint_id is None:
-            record = next(newest_checkpoints(self.store, session.id, ns), None)
-        else:
-            record = self._checkpoint_record(session, ns, checkpoint_id)
-        if record is None:
-            return None
-        return self._tuple(session, thread_id, ThreadPad(self.store, session.id), record)
 
-    def _checkpoint_record(self, session: Session, ns: str, cid: str) -> dict[str, Any] | None:
-        entry = self.store.scratchpad_read(session.id, checkpoint_name(ns, cid))
-        record = record_of(entry.content) if entry is not None else None
+        def read(root_id: str) -> CheckpointTuple | None:
+            if checkpoint_id is None:
+                record = next(newest_checkpoints(self.store, root_id, ns), None)
+            else:
+                record = self._checkpoint_record(root_id, ns, checkpoint_id)
+            if record is None:
+                return None
+            return self._tuples(root_id, thread_id, [record])[0]
+
+        return self._owned_read(thread_id, read, None)
+
+    def _owned_read(self, thread_id: str, read: Callable[[str], T], absent: T) -> T:
+        """``read`` of the thread's session id, or ``absent`` before the thread exists.
+        The session's owner is checked when the saver first meets the thread
+        (``find_owned``), then remembered; a session gone since is looked up again."""
+        root_id = self._owned_id(thread_id)
+        if root_id is None:
+            return absent
+        try:
+            return read(root_id)
+        except SessionNotFound:
+            self._forget_owned(thread_id)
+            root_id = self._owned_id(thread_id)
+            return absent if root_id is None else read(root_id)
+
+    def _owned_id(self, thread_id: str) -> str | None:
+        with self._lock:
+            known = self._owned.get(thread_id)
+            if known is not None:
+                self._owned.move_to_end(thread_id)
+                return known
+        root = self._root(thread_id)
+        if root is not None:
+            self._own(thread_id, root.id)
+        return None if root is None else root.id
+
+    def _own(self, thread_id: str, session_id: str) -> None:
+        with self._lock:
+            self._owned[thread_id] = session_id
+            self._owned.move_to_end(thread_id)
+            while len(self._owned) > KNOWN_THREADS:
+                self._owned.popitem(last=False)
+
+    def _forget_owned(self, thread_id: str) -> None:
+        with self._lock:
+            self._owned.pop(thread_id, None)
+
+    def _checkpoint_record(self, root_id: str, ns: str, cid: str) -> dict[str, Any] | None:
+        name = checkpoint_name(ns, cid)
+        content = self.store.scratchpad_contents(root_id, names=[name]).get(name)
+        record = record_of(content) if content is not None else None
         if record is None or record.get("ns") != ns or record.get("id") != cid:
             return None
         return record
@@ -363,27 +415,37 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first, of one thread (``config``) or of every thread of
         this saver's agent (``None``), by namespace, metadata ``filter`` and ``before``.
-        One namespace of one thread is read a page at a time, as it is yielded."""
+        One namespace of one thread is read a page at a time, as it is yielded: each
+        page's records, then their values and pending writes in one read."""
         before_id = get_checkpoint_id(before) if before else None
         left = limit
-        for session, thread_id, records in self._listed(config, before_id, limit):
-            pad = ThreadPad(self.store, session.id)
+        for root_id, thread_id, records in self._listed(config, before_id, limit):
+            batch: Batch = []
+            size = 1 if left is None else min(left, LIST_BATCH)  # the first soon
             for record in records:
+                if left is not None and left <= len(batch):
+                    break
                 if before_id and record["id"] >= before_id:
                     continue
                 metadata = self.serde.loads_typed(untyped(record["metadata"]))
                 if filter and not all(metadata.get(k) == v for k, v in filter.items()):
                     continue
-                if left is not None:
-                    if left <= 0:
-                        return
-                    left -= 1
-                yield self._tuple(session, thread_id, pad, record, metadata=metadata)
+                batch.append((record, metadata))
+                if len(batch) >= size:
+                    yield from self._batch_tuples(root_id, thread_id, batch)
+                    left = None if left is None else left - len(batch)
+                    batch = []
+                    size = min(size * 4, LIST_BATCH, LIST_BATCH if left is None else left)
+            if batch:
+                yield from self._batch_tuples(root_id, thread_id, batch)
+                left = None if left is None else left - len(batch)
+            if left is not None and left <= 0:
+                return
 
     def _listed(
         self, config: RunnableConfig | None, before_id: str | None, limit: int | None
-    ) -> Iterator[tuple[Session, str, Iterable[dict[str, Any]]]]:
-        """(thread session, thread id, records newest first) to list, by namespace."""
+    ) -> Iterator[tuple[str, str, Iterable[dict[str, Any]]]]:
+        """(thread session id, thread id, records newest first) to list, by namespace."""
         if config is not None:
             thread_ids = [config["configurable"]["thread_id"]]
             ns_wanted: str | None = config["configurable"].get("checkpoint_ns")
@@ -392,67 +454,115 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             thread_ids = list(dict.fromkeys(thread_id for thread_id, _ in self._threads()))
             ns_wanted, id_wanted = None, None
         for thread_id in thread_ids:
-            session = self._root(thread_id)
-            if session is None:
+            root_id = self._owned_id(thread_id)
+            if root_id is None:
                 continue
             if ns_wanted is not None and id_wanted:
-                found = self._checkpoint_record(session, ns_wanted, id_wanted)
-                yield session, thread_id, [found] if found else []
+                found = self._owned_read(
+                    thread_id, lambda sid: self._checkpoint_record(sid, ns_wanted, id_wanted), None
+                )
+                yield root_id, thread_id, [found] if found else []
             elif ns_wanted is not None:
                 page = limit + 1 if limit else 64
                 yield (
-                    session,
+                    root_id,
                     thread_id,
-                    newest_checkpoints(
-                        self.store, session.id, ns_wanted, before=before_id, page=page
-                    ),
+                    newest_checkpoints(self.store, root_id, ns_wanted, before=before_id, page=page),
                 )
             else:
-                thread = self._read(session)
+                thread = ThreadPad.whole(self.store, root_id)
                 for checkpoints in thread.checkpoints.values():
                     wanted = [cid for cid in checkpoints if not id_wanted or cid == id_wanted]
                     records = [checkpoints[cid] for cid in sorted(wanted, reverse=True)]
-                    yield session, thread_id, records
+                    yield root_id, thread_id, records
+
+    def _tuples(
+        self,
+        root_id: str,
+        thread_id: str,
+        records: Sequence[dict[str, Any]],
+        metadata: Sequence[CheckpointMetadata] | None = None,
+    ) -> Sequence[CheckpointTuple]:
+        """The tuples of checkpoint ``records`` of one thread: their values and pending
+        writes fetched in one read."""
+        checkpoints: list[Checkpoint] = []
+        names: list[str] = []
+        prefixes: list[str] = []
+        for record in records:
+            checkpoint = self.serde.loads_typed(untyped(record["checkpoint"]))
+            checkpoints.append(checkpoint)
+            ns = record["ns"]
+            names += [blob_name(ns, c, v) for c, v in checkpoint["channel_versions"].items()]
+            prefixes.append(writes_prefix(ns, record["id"]))
+        contents = self.store.scratchpad_contents(root_id, names=names, prefixes=prefixes)
+        return [
+            self._tuple(
+                root_id,
+                thread_id,
+                record,
+                checkpoint,
+                contents,
+                self.serde.loads_typed(untyped(record["metadata"]))
+                if metadata is None
+                else metadata[i],
+            )
+            for i, (record, checkpoint) in enumerate(zip(records, checkpoints, strict=True))
+        ]
+
+    def _batch_tuples(
+        self, root_id: str, thread_id: str, batch: Batch
+    ) -> Sequence[CheckpointTuple]:
+        return self._tuples(root_id, thread_id, [r for r, _ in batch], [m for _, m in batch])
 
     def _tuple(
         self,
-        session: Session,
+        root_id: str,
         thread_id: str,
-        thread: ThreadPad,
         record: dict[str, Any],
-        *,
-        metadata: CheckpointMetadata | None = None,
+        checkpoint: Checkpoint,
+        contents: dict[str, str],
+        metadata: CheckpointMetadata,
     ) -> CheckpointTuple:
         ns, cid = record["ns"], record["id"]
-        checkpoint: Checkpoint = self.serde.loads_typed(untyped(record["checkpoint"]))
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
-            raw = thread.blob(blob_name(ns, channel, version))
+            raw = contents.get(blob_name(ns, channel, version))
             blob = record_of(raw) if raw is not None else None
             if blob is not None and "messages" in blob:
-                holder = self._holder(blob.get("session"), session)
+                holder = self._reader(blob.get("session"), root_id)
                 values[channel] = self._messages_value(holder, blob["messages"])
             elif blob is not None and blob["value"][0] != "empty":
                 values[channel] = self.serde.loads_typed(untyped(blob["value"]))
+        prefix = writes_prefix(ns, cid)
+        found = (record_of(v) for k, v in contents.items() if k.startswith(prefix))
         writes = sorted(
-            thread.writes_of(ns, cid),
+            (w for w in found if w is not None),
             key=lambda w: (w.get("task_path", ""), w["task_id"], w["idx"]),
         )
         parent = record.get("parent")
         return CheckpointTuple(
             config=_config(thread_id, ns, cid),
             checkpoint={**checkpoint, "channel_values": values},
-            metadata=(
-                metadata
-                if metadata is not None
-                else self.serde.loads_typed(untyped(record["metadata"]))
-            ),
+            metadata=metadata,
             parent_config=_config(thread_id, ns, parent) if parent else None,
             pending_writes=[
                 (w["task_id"], w["channel"], self.serde.loads_typed(untyped(w["value"])))
                 for w in writes
             ],
         )
+
+    def _reader(self, holder_id: object, root_id: str) -> Session:
+        """The session a messages value names (its root's by default), read now."""
+        sid = holder_id if isinstance(holder_id, str) else root_id
+        try:
+            return Session(self.store, self.store.session_info(sid))
+        except SessionNotFound:
+            if sid == root_id:
+                raise
+            raise CorruptRecord(
+                f"thread session {root_id}: a checkpoint's messages are in session "
+                f"{sid}, which is gone"
+            ) from None
 
     # -- writes
     def put(
@@ -520,7 +630,6 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         thread_id: str = configurable["thread_id"]
         ns: str = configurable.get("checkpoint_ns", "")
         cid: str = configurable["checkpoint_id"]
-        session = self._session_for_write(thread_id)
         kept: dict[str, str] = {}  # regular writes: the first stored stays
         replaced: dict[str, str] = {}  # special ones (errors, interrupts) replace
         for idx, (channel, value) in enumerate(writes):
@@ -536,9 +645,20 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             }
             into = kept if index >= 0 else replaced
             into[write_name(ns, cid, task_id, index)] = json.dumps(record)
-        for entries, keep in ((kept, True), (replaced, False)):
-            if entries:
-                self.store.scratchpad_write_many(session.id, entries, keep_existing=keep)
+
+        def write(root_id: str) -> None:
+            for entries, keep in ((kept, True), (replaced, False)):
+                if entries:
+                    self.store.scratchpad_write_many(root_id, entries, keep_existing=keep)
+
+        with self._lock:
+            known = self._owned.get(thread_id)
+        if known is not None:
+            try:
+                return write(known)
+            except SessionNotFound:
+                self._forget_owned(thread_id)
+        write(self._session_for_write(thread_id).id)
 
     def _keep_messages(self, session: Session, value: object) -> Refs | None:
         """Append the messages of ``value`` the session does not hold yet, once each.
@@ -570,8 +690,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     def _known(self, session: Session) -> dict[str, tuple[int, BaseMessage]]:
         """LangChain id -> (seq, the message as the session gives it back), for the
         session's messages: read once, then only its new tail."""
-        session.refresh()
-        cached = self._seen.get(session.id)
+        cached = self._seen.get(session.id)  # the session as read by this put
         if (
             cached is None
             or cached.created != session.info.created_at
@@ -623,6 +742,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             if first == 1:
                 self._remember(session, read)
         out: Values = []
+        given: set[int] = set()  # read here for this value alone: each used once as it is
         for item in items:
             if "s" not in item:
                 out.append(self.serde.loads_typed(untyped(item["v"])))
@@ -633,7 +753,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                     f"thread session {session.id}: checkpoint refers to message seq "
                     f"{item['s']}, which the session does not hold"
                 )
-            out.append(to_langchain(stored))
+            out.append(to_langchain(stored, owned=item["s"] not in given))
+            given.add(item["s"])
         return out
 
     # -- the optional abilities
@@ -662,6 +783,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             for name in thread.names:
                 self.store.scratchpad_delete(session.id, name)
         with self._lock:
+            self._owned.pop(thread_id, None)
             self._latest.pop(session.id, None)
             for sid in [*thread.branches, session.id]:
                 self._seen.pop(sid, None)

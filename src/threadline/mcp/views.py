@@ -11,8 +11,6 @@ holds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from threadline.agent.memory_link import memory_scope, search_scopes
@@ -23,6 +21,7 @@ from threadline.memory.build import SOURCE_FORMAT_KEY
 from threadline.messages import Message
 from threadline.report.text import shorten
 from threadline.store.checks import MAX_PAGE_SIZE
+from threadline.store.listing import SessionPage
 from threadline.store.protocol import Store
 from threadline.store.search_query import parse_when
 from threadline.store.session_info import SessionInfo
@@ -72,46 +71,6 @@ def session_item(info: SessionInfo) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class SessionFilter:
-    """What ``list_sessions`` keeps that the store's own listing cannot select."""
-
-    source: str | None
-    since: datetime | None
-    until: datetime | None
-
-    @property
-    def empty(self) -> bool:
-        return self.source is None and self.since is None and self.until is None
-
-    def admits(self, info: SessionInfo) -> bool:
-        if self.source is not None and info.metadata.get(SOURCE_FORMAT_KEY) != self.source:
-            return False
-        if self.since is not None and info.updated_at < self.since:
-            return False
-        return self.until is None or info.updated_at < self.until
-
-
-def first_before(store: Store, until: datetime, agent: str | None, top_level: bool, lo: int) -> int:
-    """The first position at or after ``lo`` in the listing (newest updated first) whose
-    session was updated before ``until``: a binary search over pages of ``SCAN_PAGE``,
-    so a date range deep in 100,000 sessions costs some 10 reads, not a scan of all that
-    is newer."""
-    hi = store.list_sessions(agent=agent, limit=1, offset=lo, top_level=top_level).total
-    while lo < hi:
-        mid = (lo + hi) // 2
-        items = store.list_sessions(
-            agent=agent, limit=SCAN_PAGE, offset=mid, top_level=top_level
-        ).items
-        if not items or items[0].updated_at < until:
-            hi = mid
-        elif items[-1].updated_at >= until:
-            lo = mid + len(items)
-        else:
-            return mid + next(i for i, info in enumerate(items) if info.updated_at < until)
-    return lo
-
-
 def list_sessions(
     store: Store,
     *,
@@ -123,37 +82,43 @@ def list_sessions(
     limit: int = DEFAULT_LIMIT,
     cursor: int = 0,
 ) -> dict[str, Any]:
-    """Sessions newest updated first. ``cursor`` is a position in the store's listing:
-    a filter the store cannot apply is applied to the pages read from there, and the
-    answer's ``next_cursor`` says where the next call goes on (``None``: no more)."""
+    """Sessions newest updated first. The agent and the dates are the store's own
+    listing filters (``updated_since`` / ``updated_until``: a range of its index, so a
+    range deep in 100,000 sessions costs one page); ``cursor`` is a position in that
+    listing. The source, which the store cannot select, is applied to the pages read
+    from there, and the answer's ``next_cursor`` says where the next call goes on
+    (``None``: no more)."""
     limit, cursor = page_size(limit), non_negative(cursor, "cursor")
-    wanted = SessionFilter(source, parse_when(since, "since"), parse_when(until, "until"))
-    if wanted.since and wanted.until and wanted.since >= wanted.until:
+    start, end = parse_when(since, "since"), parse_when(until, "until")
+    if start and end and start >= end:
         raise UsageError("since must be before until")
-    top_level = not include_children
-    if wanted.empty:
-        page = store.list_sessions(agent=agent, limit=limit, offset=cursor, top_level=top_level)
-        end = cursor + len(page.items)
+
+    def listing(limit: int, offset: int) -> SessionPage:
+        return store.list_sessions(
+            agent=agent,
+            top_level=not include_children,
+            updated_since=start,
+            updated_until=end,
+            limit=limit,
+            offset=offset,
+        )
+
+    if source is None:
+        page = listing(limit, cursor)
+        after = cursor + len(page.items)
         return {
             "total": page.total,
             "sessions": [session_item(i) for i in page.items],
-            "next_cursor": end if end < page.total else None,
+            "next_cursor": after if after < page.total else None,
         }
     found: list[SessionInfo] = []
-    position, read = cursor, 0
-    total = None
-    if wanted.until is not None:
-        position = first_before(store, wanted.until, agent, top_level, cursor)
+    position, read, total = cursor, 0, None
     while len(found) < limit and read < SCAN_BUDGET:
-        page = store.list_sessions(
-            agent=agent, limit=SCAN_PAGE, offset=position, top_level=top_level
-        )
+        page = listing(SCAN_PAGE, position)
         total = page.total
         for info in page.items:
             position += 1
-            if wanted.since is not None and info.updated_at < wanted.since:
-                return {"sessions": [session_item(i) for i in found], "next_cursor": None}
-            if wanted.admits(info):
+            if info.metadata.get(SOURCE_FORMAT_KEY) == source:
                 found.append(info)
                 if len(found) == limit:
                     break

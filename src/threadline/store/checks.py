@@ -312,8 +312,12 @@ def check_title(title: str | None) -> str | None:
     return title or None
 
 
+MAX_SCRATCHPAD_NAME = 256
+"""Characters a scratchpad name (or a prefix of one) holds at most."""
+
+
 def check_scratchpad_name(name: str) -> str:
-    if not isinstance(name, str) or not name or len(name) > 256 or "\x00" in name:
+    if not isinstance(name, str) or not name or len(name) > MAX_SCRATCHPAD_NAME or "\x00" in name:
         raise UsageError("a scratchpad name must be 1-256 characters without NUL")
     return name
 
@@ -321,7 +325,7 @@ def check_scratchpad_name(name: str) -> str:
 def check_scratchpad_prefix(prefix: object) -> str:
     """A ``scratchpad_list`` prefix: text a name could start with (no NUL, at most as
     long as a name)."""
-    if not isinstance(prefix, str) or len(prefix) > 256 or "\x00" in prefix:
+    if not isinstance(prefix, str) or len(prefix) > MAX_SCRATCHPAD_NAME or "\x00" in prefix:
         raise UsageError("a scratchpad name prefix must be text of at most 256 characters")
     return prefix
 

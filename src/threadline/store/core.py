@@ -17,6 +17,7 @@ from threadline.store.checks import (
     bounded,
     bounded_or_none,
     check_scratchpad_entry,
+    check_scratchpad_name,
     check_scratchpad_prefix,
     check_title,
     pick_unique,
@@ -277,6 +278,38 @@ class StoreCore:
         found = self._scratchpad_list(session_id, prefix)
         below = [e for e in reversed(found) if before is None or e.name < before]
         return below[:limit]
+
+    def scratchpad_contents(
+        self, session_id: str, *, names: Sequence[str] = (), prefixes: Sequence[str] = ()
+    ) -> dict[str, str]:
+        """See ``Store.scratchpad_contents``."""
+        if isinstance(names, str) or isinstance(prefixes, str):
+            raise UsageError("scratchpad_contents takes lists of names and prefixes, not text")
+        wanted = list(dict.fromkeys(check_scratchpad_name(n) for n in names))
+        starts = list(dict.fromkeys(check_scratchpad_prefix(p) for p in prefixes))
+        if not wanted and not starts:
+            self.session_info(session_id)
+            return {}
+        found = self._scratchpad_contents(session_id, wanted, starts)
+        return {name: found[name] for name in sorted(found)}
+
+    def _scratchpad_contents(
+        self, session_id: str, names: list[str], prefixes: list[str]
+    ) -> dict[str, str]:
+        """Primitive, optional: name -> content of the entries named in ``names`` or
+        starting with one of ``prefixes`` (checked; not both empty), in any order; in
+        one read when the backend can (here one read per name and per prefix)."""
+        found = {
+            e.name: e.content
+            for prefix in prefixes
+            for e in self._scratchpad_list(session_id, prefix)
+        }
+        for name in names:
+            if name not in found:
+                entry = cast(Store, self).scratchpad_read(session_id, name)
+                if entry is not None:
+                    found[name] = entry.content
+        return found
 
     def scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], *, keep_existing: bool = False

@@ -766,6 +766,31 @@ class JSONLStore(core.StoreCore):
             atomic_write(paths.scratchpad, json_bytes({"entries": pad}))
             return self._entry(paths, name, pad[name])
 
+    def _scratchpad_write_many(
+        self, session_id: str, entries: dict[str, str], keep_existing: bool
+    ) -> None:
+        with self._locked(session_id) as paths:  # one file written once: all or nothing
+            pad = self._pad(paths)
+            now = format_ts(utcnow())
+            for name, content in entries.items():
+                old = pad.get(name)
+                if old is None or not keep_existing:
+                    created = now if old is None else old.get("created_at", now)
+                    pad[name] = {"content": content, "created_at": created, "updated_at": now}
+            atomic_write(paths.scratchpad, json_bytes({"entries": pad}))
+
+    def _scratchpad_contents(
+        self, session_id: str, names: list[str], prefixes: list[str]
+    ) -> dict[str, str]:
+        with self._locked(session_id) as paths:  # the file read once
+            pad = self._pad(paths)
+            wanted = set(names)
+            return {
+                k: self._entry(paths, k, v).content
+                for k, v in pad.items()
+                if k in wanted or k.startswith(tuple(prefixes))
+            }
+
     def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         with self._locked(session_id) as paths:
             value = self._pad(paths).get(name)

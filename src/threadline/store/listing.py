@@ -3,8 +3,9 @@ returns (``SessionPage``), and the id lists a listing asks about (children, memo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypedDict
 
 from threadline.errors import UsageError
@@ -23,18 +24,30 @@ from threadline.store.session_info import SessionInfo, refuse_unknown
 @dataclass(frozen=True)
 class ListRequest:
     """A checked ``list_sessions`` call: which sessions (every one, the top-level ones,
-    or one session's children; of one agent or all) and which page of them."""
+    or one session's children; of one agent or all; updated within a time range or at
+    any time) and which page of them."""
 
     agent: str | None
     limit: int
     offset: int
     top_level: bool
     parent: str | None
+    updated_since: datetime | None = None
+    """Only sessions updated at or after this time (timezone-aware)."""
+    updated_until: datetime | None = None
+    """Only sessions updated before this time (timezone-aware)."""
 
-    def where(self, mark: str) -> tuple[str, dict[str, Any]]:
+    @property
+    def dated(self) -> bool:
+        return self.updated_since is not None or self.updated_until is not None
+
+    def where(
+        self, mark: str, stamp: Callable[[datetime], Any] = lambda t: t
+    ) -> tuple[str, dict[str, Any]]:
         """For an SQL backend: the WHERE clause and its named parameters, each written
-        as ``mark`` formats its name (``:{}``, ``%({})s``). ``parent_id IS NULL`` is
-        written out, so the indexes of top-level sessions serve it."""
+        as ``mark`` formats its name (``:{}``, ``%({})s``), times as ``stamp`` stores
+        them. ``parent_id IS NULL`` is written out, so the indexes of top-level sessions
+        serve it; a time range is a range of those indexes' ``updated_at``."""
         clauses: list[str] = []
         args: dict[str, Any] = {}
         if self.agent is not None:
@@ -45,6 +58,12 @@ class ListRequest:
         if self.parent is not None:
             clauses.append(f"parent_id = {mark.format('parent')}")
             args["parent"] = self.parent
+        if self.updated_since is not None:
+            clauses.append(f"updated_at >= {mark.format('updated_since')}")
+            args["updated_since"] = stamp(self.updated_since)
+        if self.updated_until is not None:
+            clauses.append(f"updated_at < {mark.format('updated_until')}")
+            args["updated_until"] = stamp(self.updated_until)
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
 
     def admits(self, info: SessionInfo) -> bool:
@@ -52,6 +71,10 @@ class ListRequest:
         if self.agent is not None and info.agent != self.agent:
             return False
         if self.top_level and info.parent_id is not None:
+            return False
+        if self.updated_since is not None and info.updated_at < self.updated_since:
+            return False
+        if self.updated_until is not None and info.updated_at >= self.updated_until:
             return False
         return self.parent is None or info.parent_id == self.parent
 
@@ -77,6 +100,19 @@ class ListOptions(TypedDict, total=False):
     """Only the sessions listed under no other."""
     parent: str | None
     """Only the sessions listed directly under this one."""
+    updated_since: datetime | None
+    """Only the sessions updated at or after this time (timezone-aware)."""
+    updated_until: datetime | None
+    """Only the sessions updated before this time (timezone-aware)."""
+
+
+def _when(options: ListOptions, key: str) -> datetime | None:
+    value = options.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise UsageError(f"list_sessions {key} must be a timezone-aware datetime, got {value!r}")
+    return value
 
 
 def list_request(options: ListOptions) -> ListRequest:
@@ -91,7 +127,8 @@ def list_request(options: ListOptions) -> ListRequest:
         validate_session_id(parent, what="parent session id")
         if top_level:
             raise UsageError("list the top-level sessions or one session's children, not both")
-    return ListRequest(agent, limit, offset, top_level, parent)
+    since, until = _when(options, "updated_since"), _when(options, "updated_until")
+    return ListRequest(agent, limit, offset, top_level, parent, since, until)
 
 
 def children_request(session_ids: Sequence[str]) -> list[str]:

@@ -7,6 +7,7 @@ on SQLite or PostgreSQL. Nothing survives the process.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import threading
 from collections.abc import Callable
@@ -43,10 +44,32 @@ class _Entry:
     ids: dict[str, int] = field(default_factory=dict)
     checkpoints: list[Checkpoint] = field(default_factory=list)
     scratchpad: dict[str, ScratchpadEntry] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    """The scratchpad's names, sorted: pages and prefixes are ranges of it (bisect)."""
     memo: dict[str, Any] = field(default_factory=dict)
     lock: LockHolder | None = None
     fork_seq: int = 0
     """``messages[seq - 1 - fork_seq]``: a fork's own messages start after its fork seq."""
+
+
+def _put_entry(e: _Entry, name: str, content: str, now: datetime) -> ScratchpadEntry:
+    """Store one scratchpad entry (its ``created_at`` kept when it exists)."""
+    old = e.scratchpad.get(name)
+    if old is None:
+        bisect.insort(e.names, name)
+    entry = ScratchpadEntry(
+        name=name, content=content, created_at=old.created_at if old else now, updated_at=now
+    )
+    e.scratchpad[name] = entry
+    return entry
+
+
+def _names(e: _Entry, prefix: str, before: str | None) -> list[str]:
+    """The scratchpad's names that start with ``prefix`` and sort below ``before``."""
+    low, high = core.page_range(prefix, before)
+    start = bisect.bisect_left(e.names, low)
+    end = len(e.names) if high is None else bisect.bisect_left(e.names, high)
+    return e.names[start:end]
 
 
 class MemoryStore(core.StoreCore):
@@ -223,17 +246,16 @@ class MemoryStore(core.StoreCore):
 
     def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
         with self._lock:
-            e = self._get(session_id)
-            now = utcnow()
-            old = e.scratchpad.get(name)
-            entry = ScratchpadEntry(
-                name=name,
-                content=content,
-                created_at=old.created_at if old else now,
-                updated_at=now,
-            )
-            e.scratchpad[name] = entry
-            return copy.copy(entry)
+            return copy.copy(_put_entry(self._get(session_id), name, content, utcnow()))
+
+    def _scratchpad_write_many(
+        self, session_id: str, entries: dict[str, str], keep_existing: bool
+    ) -> None:
+        with self._lock:  # one step: no reader sees a part of it
+            e, now = self._get(session_id), utcnow()
+            for name, content in entries.items():
+                if not (keep_existing and name in e.scratchpad):
+                    _put_entry(e, name, content, now)
 
     def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         with self._lock:
@@ -242,12 +264,33 @@ class MemoryStore(core.StoreCore):
 
     def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         with self._lock:
-            pad = self._get(session_id).scratchpad
-            return [copy.copy(pad[k]) for k in sorted(pad) if k.startswith(prefix)]
+            e = self._get(session_id)
+            return [copy.copy(e.scratchpad[n]) for n in _names(e, prefix, None)]
+
+    def _scratchpad_page(
+        self, session_id: str, prefix: str, limit: int, before: str | None
+    ) -> list[ScratchpadEntry]:
+        with self._lock:
+            e = self._get(session_id)
+            return [copy.copy(e.scratchpad[n]) for n in _names(e, prefix, before)[::-1][:limit]]
+
+    def _scratchpad_contents(
+        self, session_id: str, names: list[str], prefixes: list[str]
+    ) -> dict[str, str]:
+        with self._lock:
+            e = self._get(session_id)
+            found = {n: e.scratchpad[n].content for n in names if n in e.scratchpad}
+            for prefix in prefixes:
+                found.update((n, e.scratchpad[n].content) for n in _names(e, prefix, None))
+            return found
 
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
         with self._lock:
-            return self._get(session_id).scratchpad.pop(name, None) is not None
+            e = self._get(session_id)
+            if e.scratchpad.pop(name, None) is None:
+                return False
+            del e.names[bisect.bisect_left(e.names, name)]
+            return True
 
     def get_memo(self, session_id: str) -> dict[str, Any]:
         with self._lock:

@@ -93,9 +93,10 @@ class Store(Protocol):
     def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
         """Newest updated first (ties by id): a page (``limit``, ``offset``) of every
         session, of one ``agent``'s, of the ``top_level`` ones (listed under no other) or
-        of one ``parent``'s children (``ListOptions``, checked by ``list_request``).
-        Served by an index on the SQL backends and Redis: a page of top-level sessions
-        reads the page, not every session."""
+        of one ``parent``'s children, updated from ``updated_since`` (included) to
+        ``updated_until`` (excluded) (``ListOptions``, checked by ``list_request``).
+        Served by an index on the SQL backends and Redis: a page of top-level sessions,
+        or of a time range deep in the listing, reads the page, not every session."""
         ...
 
     def count_children(self, session_ids: Sequence[str]) -> dict[str, int]:
@@ -164,6 +165,15 @@ class Store(Protocol):
         """Up to ``limit`` entries whose names start with ``prefix`` and sort below
         ``before``, last name first: a page read from the end of the name index (the
         SQL backends read only the page), so the newest of many costs one page."""
+        ...
+
+    def scratchpad_contents(
+        self, session_id: str, *, names: Sequence[str] = (), prefixes: Sequence[str] = ()
+    ) -> dict[str, str]:
+        """name -> content (by name) of the entries named in ``names`` or whose names
+        start with one of ``prefixes``, in one read (one query on the SQL backends, one
+        call on Redis): what a reader needs of many entries without their dates; a name
+        not stored is left out."""
         ...
 
     def scratchpad_write_many(

@@ -26,6 +26,8 @@ Data layout, every key under the prefix ``P`` (default ``threadline:``):
     P i:<id>        hash message id -> seq (idempotent appends)
     P c:<id>        list of checkpoint JSON; checkpoint id = index + 1
     P p:<id>        hash scratchpad name -> ScratchpadEntry JSON
+    P n:<id>        sorted set of the scratchpad's names, all scored 0: pages and
+                    prefixes are ZRANGEBYLEX ranges (built from ``p:<id>`` when absent)
     P sessions      sorted set of ids, score -updated_at in microseconds, so
                     ZRANGE gives newest first and ties by id ascending
     P agent:<name>  the same, one per agent
@@ -84,6 +86,7 @@ from threadline.store.checks import (
     MAX_PAGE_SIZE,
     CorruptRecordWarning,
     format_ts,
+    prefix_bounds,
     refuse_unknown_options,
     split_url_options,
     validate_session_id,
@@ -93,6 +96,7 @@ from threadline.store.encoding import Appending
 from threadline.store.listing import ListRequest, SessionPage
 from threadline.store.locks import LockHolder
 from threadline.store.protocol import same_memo
+from threadline.store.records import format_time
 from threadline.store.redis_scripts import SCRIPTS
 from threadline.store.retry import CONNECTION_RETRY
 from threadline.store.search_query import SearchOptions, SearchPage, scan_store
@@ -129,7 +133,7 @@ _CONNECTION_CLASSES: dict[str, type[Any]] = {
 _DB_PATH = re.compile(r"/[0-9]{1,5}")
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_PARTS = ("s", "m", "i", "c", "p")
+_PARTS = ("s", "m", "i", "c", "p", "n")
 T = TypeVar("T")
 
 
@@ -143,6 +147,16 @@ def _text(value: bytes | str) -> str:
 def _score(dt: datetime) -> str:
     """Minus microseconds since the epoch: exact in a double, newest sorts first."""
     return str(-((dt - _EPOCH) // timedelta(microseconds=1)))
+
+
+def _scores(request: ListRequest) -> tuple[str, str] | tuple[()]:
+    """The index scores (min, max) of a listing's time range, none without one: the
+    score is minus the update time, so ``updated_until`` (excluded) bounds it below."""
+    if not request.dated:
+        return ()
+    low = "-inf" if request.updated_until is None else "(" + _score(request.updated_until)
+    high = "+inf" if request.updated_since is None else _score(request.updated_since)
+    return low, high
 
 
 def _legacy_parent(raw: bytes | str | None) -> str | None:
@@ -475,13 +489,16 @@ class RedisStore(core.StoreCore):
             index = f"{'top-agent' if request.top_level else 'agent'}:{request.agent}"
         else:
             index = "top" if request.top_level else "sessions"
-        total, items = self._page(index, request.offset, request.limit)
+        total, items = self._page(index, request.offset, request.limit, _scores(request))
         return SessionPage(items=items, total=total, offset=request.offset, limit=request.limit)
 
-    def _page(self, index: str, offset: int, limit: int) -> tuple[int, list[SessionInfo]]:
-        """The total and one page of an index (``redis_scripts._LIST``)."""
+    def _page(
+        self, index: str, offset: int, limit: int, scores: tuple[str, str] | tuple[()] = ()
+    ) -> tuple[int, list[SessionInfo]]:
+        """The total and one page of an index (``redis_scripts._LIST``), of the ids
+        scored within ``scores`` (min, max) when given."""
         while True:
-            res = self._run("list", index, offset, limit)
+            res = self._run("list", index, offset, limit, *scores)
             if res[0] != -1:
                 break
         items = []
@@ -740,28 +757,51 @@ class RedisStore(core.StoreCore):
     # -- scratchpad and memo ----------------------------------------------------
 
     def _scratchpad_write(self, session_id: str, name: str, content: str) -> ScratchpadEntry:
-        key = self._session_key(session_id)
-        pad = self._key("p", session_id)
-        now = utcnow()
+        entry = self._pad_entry(session_id, name, self._pad_write(session_id, {name: content}))
+        assert entry is not None
+        return entry
 
-        def write(pipe: Pipeline) -> ScratchpadEntry:
-            if not pipe.exists(key):
-                raise SessionNotFound(session_id)
-            raw = pipe.hget(pad, name)
-            old = None if raw is None else self._pad_entry(session_id, name, raw)
-            created = now if old is None else old.created_at
-            entry = ScratchpadEntry(name=name, content=content, created_at=created, updated_at=now)
-            pipe.multi()
-            pipe.hset(pad, name, entry.to_json())
-            self._queue_touch(pipe, session_id)
-            return entry
+    def _scratchpad_write_many(
+        self, session_id: str, entries: dict[str, str], keep_existing: bool
+    ) -> None:
+        self._pad_write(session_id, entries, keep_existing)
 
-        return self._atomic(write, key, pad)
+    def _pad_write(self, session_id: str, entries: dict[str, str], keep: bool = False) -> bytes:
+        """The entries in one script (``_PAD_WRITE``); the first as stored."""
+        self._session_key(session_id)
+        pairs = [part for item in entries.items() for part in item]
+        stored = self._run("pad_write", session_id, int(keep), format_time(utcnow()), *pairs)
+        if stored == -1:
+            raise SessionNotFound(session_id)
+        return cast(bytes, stored)
 
     def scratchpad_read(self, session_id: str, name: str) -> ScratchpadEntry | None:
         pad = self._key("p", session_id)
         (raw,) = self._read(session_id, lambda p: p.hget(pad, name))
         return None if raw is None else self._pad_entry(session_id, name, raw)
+
+    def _scratchpad_page(
+        self, session_id: str, prefix: str, limit: int, before: str | None
+    ) -> list[ScratchpadEntry]:
+        low, high = core.page_range(prefix, before)
+        found = self._pad_run("pad_page", session_id, limit, low, high or "")
+        return [e for e in (self._pad_entry(session_id, n, v) for n, v in found) if e]
+
+    def _scratchpad_contents(
+        self, session_id: str, names: list[str], prefixes: list[str]
+    ) -> dict[str, str]:
+        ranges = [b or "" for p in prefixes for b in prefix_bounds(p)]
+        found = self._pad_run("pad_contents", session_id, len(names), *names, *ranges)
+        entries = (self._pad_entry(session_id, n, v) for n, v in found)
+        return {e.name: e.content for e in entries if e is not None}
+
+    def _pad_run(self, script: str, session_id: str, *args: str | int) -> list[tuple[str, bytes]]:
+        """``(name, stored entry)`` pairs a scratchpad read script gives back."""
+        self._session_key(session_id)
+        status, *flat = self._run(script, session_id, *args)
+        if status == -1:
+            raise SessionNotFound(session_id)
+        return [(_text(flat[k]), flat[k + 1]) for k in range(0, len(flat), 2)]
 
     def _scratchpad_list(self, session_id: str, prefix: str) -> list[ScratchpadEntry]:
         pad = self._key("p", session_id)
@@ -788,19 +828,11 @@ class RedisStore(core.StoreCore):
             return None
 
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
-        key = self._session_key(session_id)
-        pad = self._key("p", session_id)
-
-        def delete(pipe: Pipeline) -> bool:
-            if not pipe.exists(key):
-                raise SessionNotFound(session_id)
-            present = bool(pipe.hexists(pad, name))
-            pipe.multi()
-            pipe.hdel(pad, name)
-            self._queue_touch(pipe, session_id)
-            return present
-
-        return self._atomic(delete, key, pad)
+        self._session_key(session_id)
+        gone = self._run("pad_delete", session_id, name)
+        if gone == -1:
+            raise SessionNotFound(session_id)
+        return bool(gone)
 
     def get_memo(self, session_id: str) -> dict[str, Any]:
         key = self._session_key(session_id)

@@ -19,7 +19,7 @@ PUSH_CHUNK = 1000
 
 _PRELUDE = f"""
 local P = ARGV[1]
-local PARTS = {{'s:', 'm:', 'i:', 'c:', 'p:'}}
+local PARTS = {{'s:', 'm:', 'i:', 'c:', 'p:', 'n:'}}
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -78,6 +78,20 @@ local function forget(id)
     end
   end
   redis.call('UNLINK', P .. 'kids:' .. id)
+end
+
+-- the scratchpad's name index 'n:<id>' (every name scored 0, so ZRANGEBYLEX reads a
+-- range of names in byte order), built from the pad's hash when a pad written before
+-- the index has none; it expires with the session's other keys
+local function pad_index(id)
+  local n = P .. 'n:' .. id
+  if redis.call('EXISTS', n) == 0 then
+    local names = redis.call('HKEYS', P .. 'p:' .. id)
+    for _, name in ipairs(names) do redis.call('ZADD', n, 0, name) end
+    local left = redis.call('PTTL', P .. 's:' .. id)
+    if #names > 0 and left > 0 then redis.call('PEXPIRE', n, left) end
+  end
+  return n
 end
 
 local function reap()
@@ -242,13 +256,21 @@ touch(id)
 return 1
 """
 
-# ARGV: P, index key (without P), offset, limit -> {-1} (more to reap) | {total, {hash, ...}}
+# ARGV: P, index key (without P), offset, limit[, min score, max score] -> {-1} (more to
+# reap) | {total, {hash, ...}}; with scores, a page of the ids scored within them (a time
+# range: the score is minus the update time) and their count, each one range of the index
 _LIST = f"""
 if reap() >= {REAP_BATCH} then return {{-1}} end
 local index = P .. ARGV[2]
 local offset, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+local low, high = ARGV[5], ARGV[6]
 while true do
-  local ids = redis.call('ZRANGE', index, offset, offset + limit - 1)
+  local ids
+  if low then
+    ids = redis.call('ZRANGEBYSCORE', index, low, high, 'LIMIT', offset, limit)
+  else
+    ids = redis.call('ZRANGE', index, offset, offset + limit - 1)
+  end
   local rows, gone = {{}}, false
   for _, id in ipairs(ids) do
     local h = redis.pcall('HGETALL', P .. 's:' .. id)
@@ -261,7 +283,10 @@ while true do
       rows[#rows + 1] = h
     end
   end
-  if not gone then return {{redis.call('ZCARD', index), rows}} end
+  if not gone then
+    if low then return {{redis.call('ZCOUNT', index, low, high), rows}} end
+    return {{redis.call('ZCARD', index), rows}}
+  end
 end
 """
 
@@ -322,6 +347,83 @@ if redis.call('EXISTS', P .. 's:' .. ARGV[2]) == 1 then touch(ARGV[2]) end
 return 1
 """
 
+# ARGV: P, id, keep ('1': leave an entry that is stored as it is), now (RFC 3339),
+# name, content, ... -> -1 no session | the first entry as stored (JSON). All entries in
+# one step; an entry kept is one that is stored when the script runs (compare-and-set)
+_PAD_WRITE = """
+local id, keep, now = ARGV[2], ARGV[3] == '1', ARGV[4]
+if redis.call('EXISTS', P .. 's:' .. id) == 0 then return -1 end
+local pad, n = P .. 'p:' .. id, pad_index(id)
+local first
+for k = 5, #ARGV, 2 do
+  local name = ARGV[k]
+  local stored = redis.call('HGET', pad, name)
+  if not (stored and keep) then
+    local created = now
+    if stored then
+      local ok, was = pcall(cjson.decode, stored)
+      if ok and type(was) == 'table' and type(was.created_at) == 'string' then
+        created = was.created_at
+      end
+    end
+    stored = cjson.encode({name = name, content = ARGV[k + 1], created_at = created,
+                           updated_at = now})
+    redis.call('HSET', pad, name, stored)
+    redis.call('ZADD', n, 0, name)
+  end
+  first = first or stored
+end
+touch(id)
+return first
+"""
+
+# ARGV: P, id, name -> -1 no session | 1 deleted | 0 not there
+_PAD_DELETE = """
+local id, name = ARGV[2], ARGV[3]
+if redis.call('EXISTS', P .. 's:' .. id) == 0 then return -1 end
+local n = pad_index(id)
+local gone = redis.call('HDEL', P .. 'p:' .. id, name)
+redis.call('ZREM', n, name)
+touch(id)
+return gone
+"""
+
+# ARGV: P, id, limit, low, high ('': none) -> {-1} no session | {1, name, entry, ...}:
+# the last ``limit`` names from ``low`` on and below ``high``, last first
+_PAD_PAGE = """
+local id, limit, low, high = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+if redis.call('EXISTS', P .. 's:' .. id) == 0 then return {-1} end
+local top = high == '' and '+' or '(' .. high
+local names = redis.call('ZREVRANGEBYLEX', pad_index(id), top, '[' .. low, 'LIMIT', 0, limit)
+local out, pad = {1}, P .. 'p:' .. id
+for _, name in ipairs(names) do
+  local v = redis.call('HGET', pad, name)
+  if v then out[#out + 1] = name; out[#out + 1] = v end
+end
+return out
+"""
+
+# ARGV: P, id, count, name * count, (low, high ('': none)) ... -> {-1} no session
+# | {1, name, entry, ...}: the named entries and those of each range of names
+_PAD_CONTENTS = """
+local id, count = ARGV[2], tonumber(ARGV[3])
+if redis.call('EXISTS', P .. 's:' .. id) == 0 then return {-1} end
+local out, pad = {1}, P .. 'p:' .. id
+local function take(name)
+  local v = redis.call('HGET', pad, name)
+  if v then out[#out + 1] = name; out[#out + 1] = v end
+end
+for k = 4, 3 + count do take(ARGV[k]) end
+if #ARGV > 3 + count then
+  local n = pad_index(id)
+  for k = 4 + count, #ARGV, 2 do
+    local top = ARGV[k + 1] == '' and '+' or '(' .. ARGV[k + 1]
+    for _, name in ipairs(redis.call('ZRANGEBYLEX', n, '[' .. ARGV[k], top)) do take(name) end
+  end
+end
+return out
+"""
+
 SCRIPTS: dict[str, str] = {
     name: _PRELUDE + body
     for name, body in (
@@ -337,6 +439,10 @@ SCRIPTS: dict[str, str] = {
         ("forget", _FORGET),
         ("set_ttl", _SET_TTL),
         ("touch", _TOUCH),
+        ("pad_write", _PAD_WRITE),
+        ("pad_delete", _PAD_DELETE),
+        ("pad_page", _PAD_PAGE),
+        ("pad_contents", _PAD_CONTENTS),
     )
 }
 """Every Lua script the store runs, by name (tests inspect them)."""

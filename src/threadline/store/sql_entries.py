@@ -1,16 +1,23 @@
-"""The scratchpad listings of the SQL backends as one ranged query: which names, in which
-order and how many are decided here once; each backend only runs the query."""
+"""The scratchpad reads of the SQL backends as one ranged query each: which names, in
+which order and how many are decided here once; each backend only runs the query."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from threadline.store.checks import MAX_SCRATCHPAD_NAME, prefix_bounds
 from threadline.store.core import page_range
 from threadline.store.session_info import ScratchpadEntry
 
+Args = tuple[str | int, ...]
+Row = tuple[str, str]
+NAME_CEILING = "\U0010ffff" * (MAX_SCRATCHPAD_NAME + 1)
+"""Above every name: what a prefix of nothing but the last code point reads up to."""
+
 
 class SQLEntries:
-    """Mixed in before ``StoreCore``: its ``_scratchpad_list`` and ``_scratchpad_page``."""
+    """Mixed in before ``StoreCore``: its ``_scratchpad_list``, ``_scratchpad_page`` and
+    ``_scratchpad_contents``."""
 
     MARK: ClassVar[str]
     """The driver's placeholder: ``?`` or ``%s``."""
@@ -30,7 +37,7 @@ class SQLEntries:
         last ``limit`` of them, last first (a page)."""
         mark = self.MARK
         low, high = page_range(prefix, before)
-        args: tuple[str | int, ...] = (low,) if high is None else (low, high)
+        args: Args = (low,) if high is None else (low, high)
         where = f" AND name >= {mark}" + ("" if high is None else f" AND name < {mark}")
         if limit is None:
             return self._select_entries(session_id, where + " ORDER BY name", args)
@@ -38,9 +45,25 @@ class SQLEntries:
             session_id, f"{where} ORDER BY name DESC LIMIT {mark}", (*args, limit)
         )
 
-    def _select_entries(
-        self, session_id: str, condition: str, args: tuple[str | int, ...]
-    ) -> list[ScratchpadEntry]:
+    def _scratchpad_contents(
+        self, session_id: str, names: list[str], prefixes: list[str]
+    ) -> dict[str, str]:
+        """One query over ranges of the primary key: a name is the range of itself
+        alone (no name holds NUL, so none lies between ``name`` and ``name + "\\x01"``
+        but ``name + "\\x00..."``), a prefix the range of the names it starts."""
+        ranges = [(n, n + "\x01") for n in names]
+        for prefix in prefixes:
+            low, high = prefix_bounds(prefix)
+            ranges.append((low, NAME_CEILING if high is None else high))
+        return dict(self._select_ranges(session_id, ranges))
+
+    def _select_ranges(self, session_id: str, ranges: list[tuple[str, str]]) -> list[Row]:
+        """Primitive: ``(name, content)`` of the session's entries with ``low <= name <
+        high`` for some of ``ranges``, each range read from the primary key; the
+        session checked when none comes back (``SessionNotFound``)."""
+        raise NotImplementedError
+
+    def _select_entries(self, session_id: str, condition: str, args: Args) -> list[ScratchpadEntry]:
         """The session's entries ``WHERE session_id = <mark>{condition}``; the session
-        must exist (``SessionNotFound``)."""
+        must exist (``SessionNotFound``), checked only when no entry comes back."""
         raise NotImplementedError

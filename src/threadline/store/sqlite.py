@@ -746,7 +746,7 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         return session_from_row(row)
 
     def _list_page(self, request: ListRequest) -> SessionPage:
-        where, args = request.where(":{}")
+        where, args = request.where(":{}", format_ts)
         with self._read() as con:
             total = con.execute("SELECT count(*) FROM sessions" + where, args).fetchone()[0]
             rows = con.execute(
@@ -1008,12 +1008,29 @@ class SQLiteStore(SQLEntries, core.StoreCore):
     def _select_entries(
         self, session_id: str, condition: str, args: tuple[str | int, ...]
     ) -> list[ScratchpadEntry]:
+        query = f"{ENTRY_SELECT} WHERE session_id = ?{condition}"
+        return [
+            entry_from_row(r) for r in self._select_rows(session_id, query, (session_id, *args))
+        ]
+
+    def _select_ranges(
+        self, session_id: str, ranges: list[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        # one SELECT a range, joined by UNION ALL: an OR of them would have SQLite read
+        # every entry of the session
+        term = (
+            "SELECT name, content FROM scratchpad WHERE session_id = ? AND name >= ? AND name < ?"
+        )
+        query = " UNION ALL ".join([term] * len(ranges))
+        args = tuple(a for low, high in ranges for a in (session_id, low, high))
+        return self._select_rows(session_id, query, args)
+
+    def _select_rows(self, session_id: str, query: str, args: tuple[str | int, ...]) -> list[Any]:
         with self._read() as con:
-            self._require(con, session_id)
-            rows = con.execute(
-                f"{ENTRY_SELECT} WHERE session_id = ?{condition}", (session_id, *args)
-            ).fetchall()
-        return [entry_from_row(r) for r in rows]
+            rows = con.execute(query, args).fetchall()
+            if not rows:
+                self._require(con, session_id)
+        return rows
 
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
