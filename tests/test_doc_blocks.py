@@ -82,17 +82,17 @@ README_MAX_CHARS = 12_000
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block of a page: ``page`` is its path from the repository root,
-    ``number`` its place in the page (from 1), ``name`` the ``<!-- example: NAME -->``
-    and ``reason`` the ``<!-- not-run: REASON -->`` before it, if any."""
-
     page: str
+    """Path from the repository root."""
     number: int
+    """1-based, within the page."""
     line: int
     lang: str
     code: str
     name: str | None = None
+    """``<!-- example: NAME -->``."""
     reason: str | None = None
+    """``<!-- not-run: REASON -->``."""
 
     @property
     def id(self) -> str:

@@ -253,13 +253,23 @@ def test_a_follower_on_another_worker_gets_every_event_and_resumes(lb: Balanced)
     assert [e for e in resumed if e[1] != "held_elsewhere"] == [e for e in events if e[0] > middle]
 
 
+def followed_turn(
+    lb: Balanced, silent_model: FakeOpenAI, name: str, text: str
+) -> tuple[str, str, int, Follower]:
+    """A new session's turn that runs until it is stopped, and a follower on another
+    worker that has seen it start (the proxy buffers nothing): (session id, the turn's
+    worker, the last event id before it, the follower)."""
+    sid = create(lb, name)
+    ran, before = hanging_turn(lb, silent_model, sid, text, avoid=set())
+    follower = Follower(lb, sid, before, avoid={ran})
+    follower.wait_for("turn_started")
+    return sid, ran, before, follower
+
+
 def test_a_turn_streams_live_and_stops_when_another_worker_cancels_it(
     lb: Balanced, silent_model: FakeOpenAI
 ) -> None:
-    sid = create(lb, "lb-cancel")
-    ran, before = hanging_turn(lb, silent_model, sid, "first", avoid=set())
-    follower = Follower(lb, sid, before, avoid={ran})
-    follower.wait_for("turn_started")  # while the turn runs: the proxy buffers nothing
+    sid, ran, before, follower = followed_turn(lb, silent_model, "lb-cancel", "first")
 
     refused = lb.call({ran}, "POST", f"/v1/sessions/{sid}/prompt", json={"text": "too soon"})
     holder = next(w for w in lb.workers if lb.address(w) == ran)
@@ -282,10 +292,7 @@ def test_a_turn_streams_live_and_stops_when_another_worker_cancels_it(
 def test_a_delete_reaching_another_worker_stops_the_turn(
     lb: Balanced, silent_model: FakeOpenAI
 ) -> None:
-    sid = create(lb, "lb-delete")
-    ran, before = hanging_turn(lb, silent_model, sid, "doomed", avoid=set())
-    follower = Follower(lb, sid, before, avoid={ran})
-    follower.wait_for("turn_started")
+    sid, ran, _, follower = followed_turn(lb, silent_model, "lb-delete", "doomed")
     hung_up = len(silent_model.hung_up)
     assert lb.call({ran}, "DELETE", f"/v1/sessions/{sid}").status_code == 200
     assert follower.done()[-1][2]["stopped"] == "cancelled"
