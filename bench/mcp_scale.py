@@ -14,11 +14,9 @@ JSON, the process hop). Target: list and search p95 under 300 ms.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -30,7 +28,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scale import QUERY, Plan, percentiles, prepare
+from scale import QUERY, Plan, percentiles, prepare, scale_parser
 from threadline import open_store
 
 TARGET_MS = 300.0
@@ -95,13 +93,8 @@ async def run_mcp(url: str, plan: Plan, runs: int, middle: str, later: str) -> l
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=100_000)
+    parser = scale_parser(__doc__, big=10_000, runs=30)
     parser.add_argument("--per-session", type=int, default=3)
-    parser.add_argument("--big", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--dir", default=str(Path(tempfile.gettempdir()) / "threadline_scale"))
-    parser.add_argument("--rebuild", action="store_true")
     args = parser.parse_args()
     plan = Plan(args.sessions, args.sessions * args.per_session + args.big, args.big)
     args.postgres = None

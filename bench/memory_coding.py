@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
+from tables import result_table
 from threadline import open_store
 from threadline.interop.sync import Syncer, find_sources
 from threadline.memory import open_memory
@@ -143,21 +143,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps([asdict(s) for s in scores], indent=2))
         return 0
-    table = Table(title="Coding memory: hand-listed standing items held by current facts")
-    for col in (
-        "transcript",
-        "items",
-        "held",
-        "outdated said",
-        "facts",
-        "words/fact",
-        "entities (named)",
-        "peer held",
-        "peer outdated",
-        "peer facts",
-        "peer words",
-    ):
-        table.add_column(col, justify="left" if col == "transcript" else "right")
+    table = result_table(
+        "Coding memory: hand-listed standing items held by current facts",
+        (
+            "transcript",
+            "items",
+            "held",
+            "outdated said",
+            "facts",
+            "words/fact",
+            "entities (named)",
+            "peer held",
+            "peer outdated",
+            "peer facts",
+            "peer words",
+        ),
+    )
     for s in scores:
         table.add_row(
             s.name,

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from probes import edited_files, recalled, visible
+from tables import result_table
 from threadline import ContextPolicy, Message, build_context, open_store
 from threadline.compaction.compactor import Compactor
 from threadline.compaction.extractive import ExtractiveSummarizer
@@ -137,7 +138,6 @@ def main() -> None:
     if not args.root.is_dir():
         sys.exit(f"no transcripts at {args.root}")
     from rich.console import Console
-    from rich.table import Table
 
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="threadline-real-") as tmp:
@@ -147,20 +147,21 @@ def main() -> None:
         for row in rows:
             print(json.dumps({**asdict(row), "recall": row.recall}))
         return
-    table = Table(title=f"real transcripts: compact with defaults, build at {args.limit:,} tokens")
-    for col in (
-        "conversation",
-        "msgs",
-        "user turns",
-        "compacted",
-        "words",
-        "dropped",
-        "edited-file recall",
-        "first request",
-        "OpenAI",
-        "Anthropic",
-    ):
-        table.add_column(col, justify="left" if col == "conversation" else "right")
+    table = result_table(
+        f"real transcripts: compact with defaults, build at {args.limit:,} tokens",
+        (
+            "conversation",
+            "msgs",
+            "user turns",
+            "compacted",
+            "words",
+            "dropped",
+            "edited-file recall",
+            "first request",
+            "OpenAI",
+            "Anthropic",
+        ),
+    )
     for r in rows:
         table.add_row(
             r.conversation,

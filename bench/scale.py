@@ -364,21 +364,28 @@ def server_cases(store: Store, plan: Plan) -> tuple[Any, Cases]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def scale_parser(doc: str, *, big: int, runs: int) -> argparse.ArgumentParser:
+    """The arguments of a run over the kept scale store: its size, the runs, and where it
+    is kept and whether to make it again (``prepare`` reads ``--dir`` and ``--rebuild``)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=100_000)
-    parser.add_argument("--messages", type=int, default=1_000_000)
-    parser.add_argument("--big", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--big", type=int, default=big)
+    parser.add_argument("--runs", type=int, default=runs)
     parser.add_argument("--dir", default=str(Path(tempfile.gettempdir()) / "threadline_scale"))
+    parser.add_argument("--rebuild", action="store_true")
+    return parser
+
+
+def main() -> None:
+    parser = scale_parser(__doc__, big=100_000, runs=50)
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument(
         "--postgres",
         default=os.environ.get(
             "THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
         ),
     )
-    parser.add_argument("--rebuild", action="store_true")
     args = parser.parse_args()
     plan = Plan(args.sessions, args.messages, args.big)
     if plan.sessions % TEMPLATE or plan.per_session < 1:

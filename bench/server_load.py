@@ -34,8 +34,8 @@ from typing import Any
 
 import httpx
 from rich.console import Console
-from rich.table import Table
 
+from tables import result_table
 from threadline.demo.coding_run import coding_run
 from threadline.server.config import SIMULATED_TURNS
 
@@ -140,6 +140,14 @@ def _why(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+async def create_session(client: httpx.AsyncClient, worker: str, workspace: str) -> str:
+    """A new session over tRPC, as a coding agent's worker opens one; its id."""
+    body = {"workerId": worker, "workspaceId": workspace}
+    r = await client.post("/trpc/session.create", json=body)
+    r.raise_for_status()
+    return str(r.json()["result"]["data"]["sessionId"])
+
+
 async def run(base: str, clients: int, seconds: float) -> tuple[Results, float]:
     workspace = "load-" + uuid.uuid4().hex[:8]
     limits = httpx.Limits(max_connections=clients * 2, max_keepalive_connections=clients * 2)
@@ -147,12 +155,7 @@ async def run(base: str, clients: int, seconds: float) -> tuple[Results, float]:
     async with httpx.AsyncClient(
         base_url=base, headers=headers, timeout=TIMEOUT, limits=limits
     ) as client:
-        sids = []
-        for i in range(clients):
-            body = {"workerId": f"worker-{i}", "workspaceId": workspace}
-            r = await client.post("/trpc/session.create", json=body)
-            r.raise_for_status()
-            sids.append(r.json()["result"]["data"]["sessionId"])
+        sids = [await create_session(client, f"worker-{i}", workspace) for i in range(clients)]
         results = Results()
         t0 = time.perf_counter()
         until = time.monotonic() + seconds
@@ -164,9 +167,10 @@ async def run(base: str, clients: int, seconds: float) -> tuple[Results, float]:
 
 
 def report(results: Results, elapsed: float, clients: int, store: str) -> int:
-    table = Table(title=f"threadline serve, {clients} clients, {elapsed:.1f} s, store {store}")
-    for column in ("procedure", "requests", "per s", "p50 ms", "p99 ms", "max ms", "errors"):
-        table.add_column(column, justify="left" if column == "procedure" else "right")
+    table = result_table(
+        f"threadline serve, {clients} clients, {elapsed:.1f} s, store {store}",
+        ("procedure", "requests", "per s", "p50 ms", "p99 ms", "max ms", "errors"),
+    )
     names = list(dict.fromkeys([*results.latency, *results.errors]))
     total = 0
     for name in names:

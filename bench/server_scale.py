@@ -50,7 +50,7 @@ from rich.console import Console
 from rich.table import Table
 
 from balancer import PROXIES, WORKER_HEADER, start_proxy
-from server_load import PAGE, REQUESTS, TOKEN, _why, start_server
+from server_load import PAGE, REQUESTS, TOKEN, _why, create_session, start_server
 from threadline import open_store
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
@@ -232,12 +232,10 @@ async def load(base: str, clients: int, seconds: float) -> tuple[Tally, float, l
         owned: list[tuple[list[str], str]] = []
         for i in range(clients):
             workspace = f"scale-{i}"
-            sids = []
-            for _ in range(SESSIONS_PER_CLIENT):
-                body = {"workerId": f"client-{i}", "workspaceId": workspace}
-                r = await client.post("/trpc/session.create", json=body)
-                r.raise_for_status()
-                sids.append(r.json()["result"]["data"]["sessionId"])
+            sids = [
+                await create_session(client, f"client-{i}", workspace)
+                for _ in range(SESSIONS_PER_CLIENT)
+            ]
             owned.append((sids, workspace))
         tally = Tally()
         t0 = time.perf_counter()

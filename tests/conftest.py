@@ -91,9 +91,30 @@ def openai_server() -> Iterator[Any]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def silent_model() -> Iterator[Any]:
+    """A fake OpenAI server that never answers, for a module: a turn on it runs until it
+    is cancelled, deleted or its worker dies."""
+    from tests.fakes import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        server.silent_forever = True
+        yield server
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite://{tmp_path / 'store.db'}"
+
+
+@pytest.fixture
+def sqlite_store(sqlite_url: str) -> Iterator[Any]:
+    """An SQLite store in the test's own directory, closed afterwards."""
+    from threadline import open_store
+
+    store = open_store(sqlite_url)
+    yield store
+    store.close()
 
 
 def _mount_works(directory: Path) -> bool:

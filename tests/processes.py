@@ -31,3 +31,14 @@ def zombie() -> Iterator[int]:
     finally:
         child.kill()
         child.wait()
+
+
+def dead_pid() -> int:
+    """The pid of a child that has exited and been reaped (a lock holder that died)."""
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    return int(child.stdout)

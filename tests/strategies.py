@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import strategies as st
 
-from threadline import Message, ToolCall
+from threadline import ContextPolicy, Message, ToolCall
 
 WORDS = ["alpha", "beta", "src/app.py", "error", "ok", "42", "config", "the", "a", "run", "x=1"]
 
@@ -81,3 +83,19 @@ def interleaved(draw: st.DrawFn, *, max_steps: int = 40) -> list[Message]:
             else:
                 out.append(Message.tool("orphan result", tool_call_id="nobody-called-this"))
     return out
+
+
+def policies(
+    min_limit: int, max_limit: int, **more: st.SearchStrategy[Any]
+) -> st.SearchStrategy[ContextPolicy]:
+    """Window policies with a context limit from ``min_limit`` to ``max_limit``, either
+    trim strategy and pruning off (so counts stay exact); ``more`` draws other fields."""
+    return st.builds(
+        ContextPolicy,
+        context_limit=st.integers(min_limit, max_limit),
+        response_reserve=st.integers(0, 500),
+        min_recent_messages=st.integers(0, 8),
+        trim_strategy=st.sampled_from(["stable", "greedy"]),
+        pruning=st.just(False),
+        **more,
+    )

@@ -7,7 +7,7 @@ import contextlib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import history
+from tests.strategies import history, policies
 from tests.windows import checked_window, raw_session
 from threadline import ContextOverflow, ContextPolicy, Message, build_context, open_store
 from threadline.messages import INTERRUPTED_RESULT
@@ -16,22 +16,14 @@ from threadline.store.protocol import Session
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-policies = st.builds(
-    ContextPolicy,
-    context_limit=st.integers(600, 20_000),
-    response_reserve=st.integers(0, 500),
-    min_recent_messages=st.integers(0, 8),
-    trim_strategy=st.sampled_from(["stable", "greedy"]),
-    max_messages=st.one_of(st.none(), st.integers(1, 60)),
-    pruning=st.just(False),
-)
+POLICIES = policies(600, 20_000, max_messages=st.one_of(st.none(), st.integers(1, 60)))
 
 
 def _session(msgs: list[Message]) -> Session:
     return raw_session(msgs)
 
 
-@given(msgs=history(broken=True), policy=policies)
+@given(msgs=history(broken=True), policy=POLICIES)
 @SETTINGS
 def test_budget_units_order_and_min_recent(msgs: list[Message], policy: ContextPolicy) -> None:
     s = _session(msgs)
@@ -54,7 +46,7 @@ def test_budget_units_order_and_min_recent(msgs: list[Message], policy: ContextP
     assert tail_seqs <= set(seqs) | set(w.report.orphan_results)
 
 
-@given(msgs=history(broken=True), policy=policies)
+@given(msgs=history(broken=True), policy=POLICIES)
 @SETTINGS
 def test_views_never_change_history(msgs: list[Message], policy: ContextPolicy) -> None:
     s = _session(msgs)

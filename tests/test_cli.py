@@ -236,7 +236,7 @@ def test_delete_all_needs_yes_when_stdin_is_not_a_terminal(url: str) -> None:
 
 
 def test_delete_all_asks_on_a_terminal(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("threadline.cli.sessions.stdin_is_interactive", lambda: True)
+    monkeypatch.setattr("threadline.cli.state.stdin_is_interactive", lambda: True)
     declined = run(url, "sessions", "delete", "--all", input="n\n")
     assert declined.exit_code == 1 and "Delete all 2 sessions?" in declined.stdout
     assert len(session_ids(url)) == 2

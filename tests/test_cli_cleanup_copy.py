@@ -127,7 +127,7 @@ def test_cleanup_with_yes_deletes_and_says_what_it_freed(db: Path) -> None:
 
 
 def test_cleanup_asks_on_a_terminal(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cleanup_cmd, "stdin_is_interactive", lambda: True)
+    monkeypatch.setattr("threadline.cli.state.stdin_is_interactive", lambda: True)
     declined = run(url_of(db), "cleanup", "--older-than", "30d", input="n\n")
     assert declined.exit_code == 1 and "nothing deleted" in declined.stderr
     assert remaining(db) == ["new-0001", "old-0001", "old-0002"]

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import history
+from tests.strategies import history, policies
 from tests.windows import checked_window
 from threadline import ContextPolicy, Message, Session, open_store
 from threadline.compaction.compactor import Compactor
@@ -88,22 +88,18 @@ ops = st.lists(
     min_size=1,
     max_size=8,
 )
-policies = st.builds(
-    ContextPolicy,
-    context_limit=st.integers(2_000, 20_000),
-    response_reserve=st.integers(0, 500),
-    min_recent_messages=st.integers(0, 8),
+POLICIES = policies(
+    2_000,
+    20_000,
     preserve_user_turns=st.integers(0, 4),
-    trim_strategy=st.sampled_from(["stable", "greedy"]),
     summary_placement=st.sampled_from(["system", "checkpoint_pair"]),
     summary_max_words=st.integers(80, 600),
     max_messages_before_summary=st.integers(1, 30),
     preserve_fill=st.booleans(),
-    pruning=st.just(False),
 )
 
 
-@given(operations=ops, policy=policies)
+@given(operations=ops, policy=POLICIES)
 @SETTINGS
 def test_any_appends_and_compactions_keep_history_and_view_invariants(
     operations: list[tuple[str, Any]], policy: ContextPolicy

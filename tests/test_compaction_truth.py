@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -178,16 +177,11 @@ def long_run() -> ClaudeLog:
     return log
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(f"sqlite://{tmp_path / 'store.db'}")
-    yield s
-    s.close()
-
-
-def imported(store: Store, path: Path) -> Session:
+def imported(store: Store, path: Path, checkpoints: int = 1) -> Session:
+    """The session synced from the Claude Code log at ``path``, which held ``checkpoints``
+    compactions or more."""
     (result,) = Syncer(store).sync_source(Source(path))
-    assert result.session_id is not None and result.checkpoints_added >= 1, result
+    assert result.session_id is not None and result.checkpoints_added >= checkpoints, result
     return store.get_session(result.session_id)
 
 
@@ -211,8 +205,10 @@ def section(text: str, name: str) -> list[str]:
     return [b.text for b in getattr(parse(text), name)]
 
 
-def test_files_edited_before_an_imported_compaction_are_named(store: Store, tmp_path: Path) -> None:
-    session = imported(store, long_run().write(tmp_path / "run.jsonl"))
+def test_files_edited_before_an_imported_compaction_are_named(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    session = imported(sqlite_store, long_run().write(tmp_path / "run.jsonl"))
     files = section(compacted(session), "files_modified")
     text = "\n".join(files)
     for i in range(4):
@@ -225,8 +221,8 @@ def test_files_edited_before_an_imported_compaction_are_named(store: Store, tmp_
     assert sum(text.count(f"`lib/cart/step{i}.ex`") for i in range(4)) == 4
 
 
-def test_tasks_closed_since_are_not_brought_back(store: Store, tmp_path: Path) -> None:
-    session = imported(store, long_run().write(tmp_path / "run.jsonl"))
+def test_tasks_closed_since_are_not_brought_back(sqlite_store: Store, tmp_path: Path) -> None:
+    session = imported(sqlite_store, long_run().write(tmp_path / "run.jsonl"))
     text = compacted(session)
     tasks = section(text, "pending_tasks")
     state = section(text, "current_state")
@@ -239,7 +235,7 @@ def test_tasks_closed_since_are_not_brought_back(store: Store, tmp_path: Path) -
     assert not any(re.match(r"Next step: (continue from|deal with)", s) for s in state)
 
 
-def test_values_are_labelled_capped_and_clean(store: Store, tmp_path: Path) -> None:
+def test_values_are_labelled_capped_and_clean(sqlite_store: Store, tmp_path: Path) -> None:
     log = long_run()
     noise = (
         "_build/dev/lib/shop/ebin/Elixir.Shop.Cart.beam\n--type=feature\x1b[0m\n-f\n<td></td>\n"
@@ -250,7 +246,7 @@ def test_values_are_labelled_capped_and_clean(store: Store, tmp_path: Path) -> N
     log.call("Bash", {"command": "cat build.log"}, noise)
     for i in range(40):
         log.say(f"See https://docs.example.com/page/{i} and `config_{i}=on`.")
-    session = imported(store, log.write(tmp_path / "run.jsonl"))
+    session = imported(sqlite_store, log.write(tmp_path / "run.jsonl"))
     values = section(compacted(session, summary_max_values=12), "important_values")
     assert 0 < len(values) <= 12
     labels = {name.lower() for name in VALUE_LABELS.values()} | {"failed command"}
@@ -262,13 +258,13 @@ def test_values_are_labelled_capped_and_clean(store: Store, tmp_path: Path) -> N
         assert not re.fullmatch(r"[0-9a-f]{8}-[0-9a-f-]{27}", value), bullet  # a UUID said once
 
 
-def test_key_decisions_hold_no_narration(store: Store, tmp_path: Path) -> None:
-    session = imported(store, long_run().write(tmp_path / "run.jsonl"))
+def test_key_decisions_hold_no_narration(sqlite_store: Store, tmp_path: Path) -> None:
+    session = imported(sqlite_store, long_run().write(tmp_path / "run.jsonl"))
     decisions = section(compacted(session), "key_decisions")
     assert not [d for d in decisions if re.match(r"(?i)(now )?let me|i'll|i will", d)]
 
 
-def test_the_next_step_is_concrete(store: Store, tmp_path: Path) -> None:
+def test_the_next_step_is_concrete(sqlite_store: Store, tmp_path: Path) -> None:
     log = long_run()
     log.call(
         "Bash",
@@ -278,7 +274,7 @@ def test_the_next_step_is_concrete(store: Store, tmp_path: Path) -> None:
     )
     for i in range(8):
         log.call("Read", {"file_path": f"{CWD}/lib/more{i}.ex"}, "x\n" * 30)
-    session = imported(store, log.write(tmp_path / "run.jsonl"))
+    session = imported(sqlite_store, log.write(tmp_path / "run.jsonl"))
     state = section(compacted(session), "current_state")
     steps = [s for s in state if s.startswith("Next step:")]
     assert all(
@@ -288,10 +284,10 @@ def test_the_next_step_is_concrete(store: Store, tmp_path: Path) -> None:
 
 
 def test_a_second_compaction_carries_the_trail_instead_of_reading_again(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sqlite_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = long_run()
-    session = imported(store, log.write(tmp_path / "run.jsonl"))
+    session = imported(sqlite_store, log.write(tmp_path / "run.jsonl"))
     compacted(session)
     first = session.latest_checkpoint()
     assert first is not None
@@ -305,8 +301,8 @@ def test_a_second_compaction_carries_the_trail_instead_of_reading_again(
         )
     log.user("Thanks, wrap it up.")
     path = log.write(tmp_path / "run.jsonl")
-    (again,) = Syncer(store).sync_source(Source(path))
-    session = store.get_session(again.session_id or "")
+    (again,) = Syncer(sqlite_store).sync_source(Source(path))
+    session = sqlite_store.get_session(again.session_id or "")
     reads: list[int] = []
     original = type(session).read_messages
 

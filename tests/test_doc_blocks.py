@@ -207,15 +207,12 @@ def test_no_page_sends_anyone_to_the_test_data() -> None:
 # -- python ------------------------------------------------------------------------------
 
 
-def run(code: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run(
+    argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """``argv`` run to its end in ``cwd``, its output kept as text."""
     return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=180,
+        argv, cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=timeout
     )
 
 
@@ -248,12 +245,12 @@ def test_python_block(block: Block, tmp_path: Path) -> None:
         with FakeResponses() as server:
             server.reply_text(AGENT_REPLY)
             env.update(OPENAI_BASE_URL=server.url, OPENAI_API_KEY="test")
-            done = run(block.code, tmp_path, env)
+            done = run([sys.executable, "-c", block.code], tmp_path, env)
             assert done.returncode == 0, done.stderr
             assert server.last_json["input"][-1]["content"] == "hello"
         assert AGENT_REPLY in done.stdout and "'hello'" in done.stdout, done.stdout
         return
-    done = run(block.code, tmp_path, env)
+    done = run([sys.executable, "-c", block.code], tmp_path, env)
     assert done.returncode == 0, f"{block.where}\n{done.stderr}"
     if block.name is not None:
         last = done.stdout.strip().splitlines()[-1]
@@ -340,15 +337,7 @@ def test_shell_blocks_of_the_page(page: str, tmp_path: Path) -> None:
         for _ in range(CHAT_REPLIES):
             model.reply_text("We kept the old ids in legacy_id.")
         env.update(OPENAI_BASE_URL=model.url, OPENAI_API_KEY="test")
-        done = subprocess.run(
-            ["bash", "-c", shell_script(blocks)],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=300,
-        )
+        done = run(["bash", "-c", shell_script(blocks)], work, env, timeout=300)
     assert done.returncode == 0, f"{done.stderr[-3000:]}\n--- stdout ---\n{done.stdout[-2000:]}"
     assert "Traceback" not in done.stderr, done.stderr
 

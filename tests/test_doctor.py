@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.damage import overwrite_page_of, three_sessions
+from tests.processes import dead_pid
 from threadline import Message, UsageError, open_store
 from threadline.cli.app import app
 from threadline.compaction.compactor import MARK_KEY
@@ -28,16 +27,6 @@ def run(url: str, *args: str) -> Any:
 def doctor_json(url: str, *args: str) -> tuple[int, dict[str, Any]]:
     result = run(url, "doctor", "--json", *args)
     return result.exit_code, json.loads(result.stdout)
-
-
-def dead_pid() -> int:
-    child = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        text=True,
-        capture_output=True,
-        check=True,
-    )
-    return int(child.stdout)
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ running is not named.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conformance.backends import clean_store
+from tests.processes import dead_pid
 from threadline import Message
 from threadline.cli.app import app
 from threadline.server import event_hubs
@@ -42,16 +41,6 @@ def doctor(url: str) -> list[dict[str, Any]]:
     result = CliRunner().invoke(app, ["--store", url, "doctor", "--json"])
     assert result.exit_code == 0, result.output  # leftovers are warnings, not damage
     return list(json.loads(result.stdout)["findings"])
-
-
-def dead_pid() -> int:
-    child = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        text=True,
-        capture_output=True,
-        check=True,
-    )
-    return int(child.stdout)
 
 
 def session(store: Store, sid: str) -> str:

@@ -27,11 +27,7 @@ from threadline.compaction.compactor import Compactor
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.context.policy import ContextPolicy
 from threadline.errors import ContextOverflow
-from threadline.integrations.pydantic_ai import (
-    ThreadlineHistory,
-    WindowCapability,
-    to_threadline,
-)
+from threadline.integrations.pydantic_ai import ThreadlineHistory, WindowCapability, to_threadline
 from threadline.messages import Message
 from threadline.tokens import counter_for
 

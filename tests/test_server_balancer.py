@@ -32,7 +32,7 @@ pytest.importorskip("uvicorn")
 import httpx
 
 from tests.bench_scripts import load_bench
-from tests.conformance.backends import cleanup_url, make_url
+from tests.conformance.backends import shared_store_url
 from tests.conftest import require
 from tests.fakes import FakeOpenAI
 from tests.test_server import TURNS, data, error, trpc_call, wait_for
@@ -44,7 +44,6 @@ from tests.test_server_multiprocess import (
     start_server,
     user_texts,
 )
-from threadline import open_store
 
 balancer = load_bench("balancer")
 
@@ -99,35 +98,23 @@ def proxied(kind: str, workers: list[Server], home: Path) -> Balanced:
     return Balanced(kind, workers, proxy, client, order)
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as srv:
-        srv.silent_forever = True
-        yield srv
-
-
 @pytest.fixture(scope="module", params=["postgres", "redis"])
 def workers(
-    request: pytest.FixtureRequest, model: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    silent_model: FakeOpenAI,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[list[Server]]:
     backend = request.param
-    pytest.importorskip("psycopg" if backend == "postgres" else "redis")
-    url = make_url(backend, tmp_path_factory.mktemp(backend))
-    open_store(url).close()  # migrate once, before the workers race to
-    home = tmp_path_factory.mktemp("home")
-    started: list[Server] = []
-    try:
-        for _ in range(3):
-            started.append(start_server(url, home, **model_env(model)))
-        yield started
-    finally:
-        for server in started:
-            server.stop()
-        cleanup_url(backend, url)
-
-
-def model_env(model: FakeOpenAI) -> dict[str, str]:
-    return {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": model.url}
+    with shared_store_url(backend, tmp_path_factory.mktemp(backend)) as url:
+        home = tmp_path_factory.mktemp("home")
+        started: list[Server] = []
+        try:
+            for _ in range(3):
+                started.append(start_server(url, home, **silent_model.env))
+            yield started
+        finally:
+            for server in started:
+                server.stop()
 
 
 @pytest.fixture(scope="module", params=balancer.PROXIES)
@@ -213,15 +200,15 @@ def offline_prompt(lb: Balanced, sid: str, text: str, avoid: set[str]) -> tuple[
 
 
 def hanging_turn(
-    lb: Balanced, model: FakeOpenAI, sid: str, text: str, avoid: set[str]
+    lb: Balanced, silent_model: FakeOpenAI, sid: str, text: str, avoid: set[str]
 ) -> tuple[str, int]:
     """A turn that runs until it is stopped, started on none of ``avoid``, once its model
     request hangs: (its worker, the last event id before it)."""
-    hanging = model.silent_open
+    hanging = silent_model.silent_open
     body = {"text": text, "model": HANGING_MODEL}
     answer = lb.call(avoid, "POST", f"/v1/sessions/{sid}/prompt", json=body)
     assert answer.status_code == 202, answer.text
-    assert wait(lambda: model.silent_open > hanging), "the model request never came"
+    assert wait(lambda: silent_model.silent_open > hanging), "the model request never came"
     return lb.served(answer), int(answer.json()["lastEventId"])
 
 
@@ -266,25 +253,35 @@ def test_a_follower_on_another_worker_gets_every_event_and_resumes(lb: Balanced)
     assert [e for e in resumed if e[1] != "held_elsewhere"] == [e for e in events if e[0] > middle]
 
 
-def test_a_turn_streams_live_and_stops_when_another_worker_cancels_it(
-    lb: Balanced, model: FakeOpenAI
-) -> None:
-    sid = create(lb, "lb-cancel")
-    ran, before = hanging_turn(lb, model, sid, "first", avoid=set())
+def followed_turn(
+    lb: Balanced, silent_model: FakeOpenAI, name: str, text: str
+) -> tuple[str, str, int, Follower]:
+    """A new session's turn that runs until it is stopped, and a follower on another
+    worker that has seen it start (the proxy buffers nothing): (session id, the turn's
+    worker, the last event id before it, the follower)."""
+    sid = create(lb, name)
+    ran, before = hanging_turn(lb, silent_model, sid, text, avoid=set())
     follower = Follower(lb, sid, before, avoid={ran})
-    follower.wait_for("turn_started")  # while the turn runs: the proxy buffers nothing
+    follower.wait_for("turn_started")
+    return sid, ran, before, follower
+
+
+def test_a_turn_streams_live_and_stops_when_another_worker_cancels_it(
+    lb: Balanced, silent_model: FakeOpenAI
+) -> None:
+    sid, ran, before, follower = followed_turn(lb, silent_model, "lb-cancel", "first")
 
     refused = lb.call({ran}, "POST", f"/v1/sessions/{sid}/prompt", json={"text": "too soon"})
     holder = next(w for w in lb.workers if lb.address(w) == ran)
     assert_busy(refused, holder)  # a turn truly runs: the only 409
 
-    hung_up = len(model.hung_up)
+    hung_up = len(silent_model.hung_up)
     answer = lb.call({ran}, "POST", f"/v1/sessions/{sid}/cancel")
     assert answer.status_code == 200 and answer.json()["cancelled"] is True, answer.text
     events = [e for e in follower.done() if e[1] != "held_elsewhere"]
     assert events[-1][1] == "turn_finished" and events[-1][2]["stopped"] == "cancelled"
     assert turn_ids(events) == list(range(before + 1, before + 1 + len(events)))
-    assert wait(lambda: len(model.hung_up) > hung_up), "the model request stayed open"
+    assert wait(lambda: len(silent_model.hung_up) > hung_up), "the model request stayed open"
     messages = history(lb.workers[0], sid)
     assert user_texts(messages) == ["first"] and [m["role"] for m in messages] == [
         "user",
@@ -292,30 +289,31 @@ def test_a_turn_streams_live_and_stops_when_another_worker_cancels_it(
     ]
 
 
-def test_a_delete_reaching_another_worker_stops_the_turn(lb: Balanced, model: FakeOpenAI) -> None:
-    sid = create(lb, "lb-delete")
-    ran, before = hanging_turn(lb, model, sid, "doomed", avoid=set())
-    follower = Follower(lb, sid, before, avoid={ran})
-    follower.wait_for("turn_started")
-    hung_up = len(model.hung_up)
+def test_a_delete_reaching_another_worker_stops_the_turn(
+    lb: Balanced, silent_model: FakeOpenAI
+) -> None:
+    sid, ran, _, follower = followed_turn(lb, silent_model, "lb-delete", "doomed")
+    hung_up = len(silent_model.hung_up)
     assert lb.call({ran}, "DELETE", f"/v1/sessions/{sid}").status_code == 200
     assert follower.done()[-1][2]["stopped"] == "cancelled"
-    assert wait(lambda: len(model.hung_up) > hung_up), "the model request stayed open"
+    assert wait(lambda: len(silent_model.hung_up) > hung_up), "the model request stayed open"
     for _ in lb.order:  # gone on every worker
         error(lb.client.get(f"/v1/sessions/{sid}"), 404, "NOT_FOUND")
 
 
 def test_kill_9_of_the_worker_running_a_turn_interrupts_its_followers(
-    lb: Balanced, model: FakeOpenAI, tmp_path: Path
+    lb: Balanced, silent_model: FakeOpenAI, tmp_path: Path
 ) -> None:
     """Its own proxy, over two of the workers and one that dies."""
     url = lb.workers[0].store_url
-    doomed = start_server(url, tmp_path, **model_env(model))
+    doomed = start_server(url, tmp_path, **silent_model.env)
     three = proxied(lb.kind, [*lb.workers[:2], doomed], tmp_path)
     try:
         dying = three.address(doomed)
         sid = create(three, "lb-kill")
-        ran, before = hanging_turn(three, model, sid, "cut short", avoid=set(three.order) - {dying})
+        ran, before = hanging_turn(
+            three, silent_model, sid, "cut short", avoid=set(three.order) - {dying}
+        )
         assert ran == dying
         follower = Follower(three, sid, before, avoid={dying})
         follower.wait_for("turn_started")
@@ -325,7 +323,7 @@ def test_kill_9_of_the_worker_running_a_turn_interrupts_its_followers(
         assert events[-1][2]["holder"] == doomed.holder
 
         # no 409 naming the dead worker: the next prompt runs at once on a live one
-        hanging_turn(three, model, sid, "after the kill", avoid={dying})
+        hanging_turn(three, silent_model, sid, "after the kill", avoid={dying})
         cancelled = three.client.post(f"/v1/sessions/{sid}/cancel")
         assert cancelled.json()["cancelled"] is True, cancelled.text
         messages = history(lb.workers[0], sid)

@@ -29,7 +29,7 @@ pytest.importorskip("uvicorn")
 
 from typer.testing import CliRunner
 
-from tests.conformance.backends import clean_store, cleanup_url, make_url
+from tests.conformance.backends import clean_store, shared_store_url
 from tests.test_server import TURNS, data, read_sse, trpc_call
 from tests.test_server_multiprocess import Server, create, two_servers
 from threadline import open_store
@@ -49,14 +49,11 @@ def pair(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Server, Server]]:
     backend = request.param
-    pytest.importorskip("psycopg" if backend == "postgres" else "redis")
-    url = make_url(backend, tmp_path_factory.mktemp(backend))
-    open_store(url).close()  # migrate once, before the servers race to
-    try:
-        with two_servers(url, tmp_path_factory.mktemp("home")) as pair:
-            yield pair
-    finally:
-        cleanup_url(backend, url)
+    with (
+        shared_store_url(backend, tmp_path_factory.mktemp(backend)) as url,
+        two_servers(url, tmp_path_factory.mktemp("home")) as pair,
+    ):
+        yield pair
 
 
 @pytest.fixture(params=BACKENDS)

@@ -28,7 +28,7 @@ pytest.importorskip("uvicorn")
 
 import httpx
 
-from tests.conformance.backends import cleanup_url, make_url
+from tests.conformance.backends import shared_store_url
 from tests.fakes import FakeOpenAI
 from tests.test_server import error, wait_for
 from tests.test_server_multiprocess import (
@@ -41,48 +41,36 @@ from tests.test_server_multiprocess import (
     two_servers,
     user_texts,
 )
-from threadline import open_store
 
 MODEL = "openai/gpt-4o"
 REACHED = 5.0
 """A generous bound on "at once" for a shared host; the figures printed are far below."""
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as srv:
-        srv.silent_forever = True
-        yield srv
-
-
 @pytest.fixture(scope="module", params=["postgres", "redis"])
 def pair(
     request: pytest.FixtureRequest,
-    model: FakeOpenAI,
+    silent_model: FakeOpenAI,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Server, Server]]:
     backend = request.param
-    pytest.importorskip("psycopg" if backend == "postgres" else "redis")
-    url = make_url(backend, tmp_path_factory.mktemp(backend))
-    open_store(url).close()  # migrate once, before the servers race to
-    env = {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": model.url}
-    try:
-        with two_servers(url, tmp_path_factory.mktemp("home"), **env) as pair:
-            yield pair
-    finally:
-        cleanup_url(backend, url)
+    with (
+        shared_store_url(backend, tmp_path_factory.mktemp(backend)) as url,
+        two_servers(url, tmp_path_factory.mktemp("home"), **silent_model.env) as pair,
+    ):
+        yield pair
 
 
 def prompt(server: Server, sid: str, text: str) -> httpx.Response:
     return server.client.post(f"/v1/sessions/{sid}/prompt", json={"text": text, "model": MODEL})
 
 
-def start_turn(server: Server, model: FakeOpenAI, sid: str, text: str) -> int:
+def start_turn(server: Server, silent_model: FakeOpenAI, sid: str, text: str) -> int:
     """Prompt ``server`` and wait until its model request hangs; the last event id."""
-    hanging = model.silent_open
+    hanging = silent_model.silent_open
     answer = prompt(server, sid, text)
     assert answer.status_code == 202, answer.text
-    assert wait_for(lambda: model.silent_open > hanging, 20), "the model request never came"
+    assert wait_for(lambda: silent_model.silent_open > hanging, 20), "the model request never came"
     return int(answer.json()["lastEventId"])
 
 
@@ -120,17 +108,17 @@ def cancel_from(asker: Server, sid: str, follower: threading.Thread, events: lis
 
 
 def test_cancel_from_the_other_worker_stops_the_turn(
-    pair: tuple[Server, Server], model: FakeOpenAI
+    pair: tuple[Server, Server], silent_model: FakeOpenAI
 ) -> None:
     a, b = pair
     sid = create(a, "ws-cancel")
     assert b.client.post(f"/v1/sessions/{sid}/cancel").json()["cancelled"] is False  # idle
-    before = start_turn(a, model, sid, "first")
+    before = start_turn(a, silent_model, sid, "first")
     follower, events = follow(a, sid, before)
     remote, seen_on_b = follow(b, sid, None)  # b does not run the turn
 
     assert_busy(prompt(b, sid, "too soon"), a)  # a turn really runs: 409, nothing stored
-    hung_up = len(model.hung_up)
+    hung_up = len(silent_model.hung_up)
     asked = time.monotonic()
     answer = b.client.post(f"/v1/sessions/{sid}/cancel")
     took = time.monotonic() - asked
@@ -139,14 +127,14 @@ def test_cancel_from_the_other_worker_stops_the_turn(
     print(f"\ncancel on the other worker -> answered in {took * 1000:.0f} ms")
     assert not follower.is_alive() and events[-1][1] == "turn_finished"
     assert events[-1][2]["stopped"] == "cancelled"
-    assert wait_for(lambda: len(model.hung_up) > hung_up, REACHED), "the request stayed open"
+    assert wait_for(lambda: len(silent_model.hung_up) > hung_up, REACHED), "the request stayed open"
     remote.join(REACHED)  # b's follower hears the turn end, though a ran it
     assert not remote.is_alive(), "a follower on the other worker waited on silence"
     assert [name for _, name, _ in seen_on_b] == ["held_elsewhere", "turn_finished"]
     assert seen_on_b[-1] == events[-1]  # the turn's own end, through the store's engine
 
     # the session is free at once: b runs the next turn, and a cancels it from there
-    before = start_turn(b, model, sid, "second")
+    before = start_turn(b, silent_model, sid, "second")
     cancel_from(a, sid, *follow(b, sid, before))
     messages = history(a, sid)
     assert user_texts(messages) == ["first", "second"]
@@ -157,29 +145,29 @@ def test_cancel_from_the_other_worker_stops_the_turn(
 
 
 def test_delete_from_the_other_worker_stops_the_turn_and_deletes(
-    pair: tuple[Server, Server], model: FakeOpenAI
+    pair: tuple[Server, Server], silent_model: FakeOpenAI
 ) -> None:
     a, b = pair
     sid = create(a, "ws-delete")
-    before = start_turn(a, model, sid, "doomed")
+    before = start_turn(a, silent_model, sid, "doomed")
     follower, events = follow(a, sid, before)
-    hung_up = len(model.hung_up)
+    hung_up = len(silent_model.hung_up)
     answer = b.client.delete(f"/v1/sessions/{sid}")
     assert answer.status_code == 200, answer.text
     follower.join(REACHED)
     assert not follower.is_alive() and events[-1][2]["stopped"] == "cancelled"
-    assert wait_for(lambda: len(model.hung_up) > hung_up, REACHED)
+    assert wait_for(lambda: len(silent_model.hung_up) > hung_up, REACHED)
     error(a.client.get(f"/v1/sessions/{sid}"), 404, "NOT_FOUND")
 
 
 def test_kill_9_of_the_worker_running_a_turn_leaves_the_session_to_the_other(
-    pair: tuple[Server, Server], model: FakeOpenAI, tmp_path: Path
+    pair: tuple[Server, Server], silent_model: FakeOpenAI, tmp_path: Path
 ) -> None:
     _, b = pair
-    doomed = start_server(b.store_url, tmp_path, OPENAI_API_KEY="test", OPENAI_BASE_URL=model.url)
+    doomed = start_server(b.store_url, tmp_path, **silent_model.env)
     try:
         sid = create(doomed, "ws-kill")
-        start_turn(doomed, model, sid, "cut short")
+        start_turn(doomed, silent_model, sid, "cut short")
         follower, events = follow(b, sid, None)
         assert wait_for(lambda: events, 20)  # held_elsewhere: b's follower is waiting
         doomed.stop(signal.SIGKILL)
@@ -187,7 +175,7 @@ def test_kill_9_of_the_worker_running_a_turn_leaves_the_session_to_the_other(
         assert not follower.is_alive(), "the follower of a killed worker's turn heard nothing"
         assert [name for _, name, _ in events] == ["held_elsewhere", "interrupted"]
         assert events[-1][2]["holder"] == doomed.holder
-        before = start_turn(b, model, sid, "after the kill")  # no 409 naming the dead pid
+        before = start_turn(b, silent_model, sid, "after the kill")  # no 409 naming the dead pid
         cancel_from(b, sid, *follow(b, sid, before))
         messages = history(b, sid)
         assert user_texts(messages) == ["cut short", "after the kill"]

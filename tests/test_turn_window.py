@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.strategies import history, text, tool_chain
+from tests.strategies import history, policies, text, tool_chain
 from tests.windows import check_units, raw_session
 from threadline import ContextOverflow, ContextPolicy, Message
 from threadline.integrations.turn_window import budget_of, turn_window
@@ -19,14 +19,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 MODEL = "gpt-4o"
 TOOLS = [{"name": "grep", "description": "Search the files.", "parameters": {"type": "object"}}]
 
-policies = st.builds(
-    ContextPolicy,
-    context_limit=st.integers(800, 12_000),
-    response_reserve=st.integers(0, 500),
-    min_recent_messages=st.integers(0, 8),
-    trim_strategy=st.sampled_from(["stable", "greedy"]),
-    pruning=st.just(False),
-)
+POLICIES = policies(800, 12_000)
 
 
 @st.composite
@@ -41,7 +34,7 @@ def turns(draw: st.DrawFn) -> list[Message]:
 @given(
     stored=history(max_units=30),
     turn=turns(),
-    policy=policies,
+    policy=POLICIES,
     instructions=st.one_of(st.none(), text(100, min_words=1)),
 )
 @SETTINGS

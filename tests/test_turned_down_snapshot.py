@@ -12,14 +12,9 @@ summary's state dropped where the newer span overtook it, else dated as history)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.test_compaction_truth import ClaudeLog, compacted, section
-from threadline import Session, open_store
-from threadline.interop.sync import Source, Syncer
+from tests.test_compaction_truth import ClaudeLog, compacted, imported, section
 from threadline.store.protocol import Store
 
 CWD = "/home/dev/shop"
@@ -29,19 +24,6 @@ REJECTED = (
     "the user said:\n"
 )
 WORDS = "the interface is better no? We don't want if-else call site agent selection logic."
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = open_store(f"sqlite://{tmp_path / 'store.db'}")
-    yield s
-    s.close()
-
-
-def imported(store: Store, path: Path) -> Session:
-    (result,) = Syncer(store).sync_source(Source(path))
-    assert result.session_id is not None, result
-    return store.get_session(result.session_id)
 
 
 def edit(log: ClaudeLog, name: str, result: str = "", error: bool = False) -> None:
@@ -76,9 +58,11 @@ def turned_down_run() -> ClaudeLog:
 
 
 def test_words_typed_in_a_rejection_are_the_latest_request_and_a_correction(
-    store: Store, tmp_path: Path
+    sqlite_store: Store, tmp_path: Path
 ) -> None:
-    text = compacted(imported(store, turned_down_run().write(tmp_path / "run.jsonl")))
+    text = compacted(
+        imported(sqlite_store, turned_down_run().write(tmp_path / "run.jsonl"), checkpoints=0)
+    )
     state = section(text, "current_state")
     latest = [s for s in state if s.startswith("Latest request")]
     assert latest and "the interface is better" in latest[0], state
@@ -124,7 +108,7 @@ def before_compaction() -> ClaudeLog:
     return log
 
 
-def test_the_newer_span_decides_the_present(store: Store, tmp_path: Path) -> None:
+def test_the_newer_span_decides_the_present(sqlite_store: Store, tmp_path: Path) -> None:
     log = before_compaction()
     log.call("Bash", {"command": "go build ./..."}, "")
     edit(log, "agent/agent.go")
@@ -132,7 +116,7 @@ def test_the_newer_span_decides_the_present(store: Store, tmp_path: Path) -> Non
     log.call("TodoWrite", {"todos": todos}, "Todos have been modified successfully.")
     log.call("Bash", {"command": "go test ./..."}, "ok  \tshop/agent\t0.4s")
     reads(log, 10)
-    text = compacted(imported(store, log.write(tmp_path / "run.jsonl")))
+    text = compacted(imported(sqlite_store, log.write(tmp_path / "run.jsonl"), checkpoints=0))
     state, tasks = section(text, "current_state"), section(text, "pending_tasks")
     assert not [s for s in state if re.search(r"compilation errors|Working on getting", s)], state
     assert not [s for s in state + tasks if "Add interface methods to Agent" in s], state
@@ -142,11 +126,13 @@ def test_the_newer_span_decides_the_present(store: Store, tmp_path: Path) -> Non
     assert any("Fixed the import cycle" in d for d in decisions), decisions  # a fix stays true
 
 
-def test_an_earlier_state_nothing_overtook_is_dated_history(store: Store, tmp_path: Path) -> None:
+def test_an_earlier_state_nothing_overtook_is_dated_history(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
     log = before_compaction()
     edit(log, "agent/agent.go")
     reads(log, 10)
-    text = compacted(imported(store, log.write(tmp_path / "run.jsonl")))
+    text = compacted(imported(sqlite_store, log.write(tmp_path / "run.jsonl"), checkpoints=0))
     state = section(text, "current_state")
     carried = [s for s in state if "compilation errors" in s]
     assert carried and all(re.match(r"As of #\d+ \(earlier summary\): ", s) for s in carried)

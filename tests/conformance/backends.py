@@ -13,12 +13,15 @@ as skips, so a gap that gets fixed turns the run red until it is removed here).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
+
+import pytest
 
 from tests.conftest import require_postgres, require_redis
 from threadline import Message, Store, open_store
@@ -63,6 +66,19 @@ def clean_store(backend: str, tmp_path: Path) -> Iterator[Store]:
         yield store
     finally:
         store.close()
+        cleanup_url(backend, url)
+
+
+@contextlib.contextmanager
+def shared_store_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A store on PostgreSQL or Redis for several server processes to share, migrated
+    here once (before they race to) and dropped afterwards."""
+    pytest.importorskip("psycopg" if backend == "postgres" else "redis")
+    url = make_url(backend, tmp_path)
+    open_store(url).close()
+    try:
+        yield url
+    finally:
         cleanup_url(backend, url)
 
 

@@ -73,6 +73,11 @@ class FakeOpenAI(FakeServer):
     endpoint = "/v1/chat/completions"
     url_suffix = "/v1"
 
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment a child ``threadline`` process needs to call this server."""
+        return {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": self.url}
+
     def fail_context_length(self, *, limit: int = 128_000, requested: int = 131_072) -> None:
         """The 400 OpenAI sends when the prompt does not fit the window."""
         self.fail(

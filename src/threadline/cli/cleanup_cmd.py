@@ -31,9 +31,8 @@ from rich.table import Table
 from rich.text import Text
 
 from threadline.cli.render import fmt_time, make_console, plural
-from threadline.cli.state import stdin_is_interactive, store_of
+from threadline.cli.state import confirm_delete, store_of
 from threadline.config import config_path, load_settings
-from threadline.errors import UsageError
 from threadline.store import Store
 from threadline.store.retention import (
     CleanupPlan,
@@ -174,14 +173,11 @@ def cleanup(
         console.print(f"dry run: would delete {summary}; nothing deleted", soft_wrap=True)
         return
     if not yes:
-        if not stdin_is_interactive():
-            raise UsageError(
-                f"refusing to delete {summary} without confirmation: "
-                "stdin is not a terminal; pass --yes (or --dry-run to look first)"
-            )
-        if not typer.confirm(f"Delete {summary}?", default=False):
-            typer.echo("nothing deleted", err=True)
-            raise typer.Exit(1)
+        confirm_delete(
+            f"Delete {summary}?",
+            f"refusing to delete {summary} without confirmation: "
+            "stdin is not a terminal; pass --yes (or --dry-run to look first)",
+        )
     result = _apply(store, plan)
     _print_skipped(console, result.skipped, verb="kept")
     console.print(

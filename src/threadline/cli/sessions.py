@@ -40,7 +40,7 @@ from threadline.cli.render import (
     sessions_table,
     shorten,
 )
-from threadline.cli.state import stdin_is_interactive, store_of
+from threadline.cli.state import confirm_delete, store_of
 from threadline.errors import ThreadlineError, UsageError
 from threadline.store import retraction, sqlite_files
 from threadline.store.checkpoints import numbered_checkpoints
@@ -373,14 +373,11 @@ def delete(
         typer.echo(f"no sessions{scope} to delete")
         return
     if not yes:
-        if not stdin_is_interactive():
-            raise UsageError(
-                f"refusing to delete all {total} sessions{scope} without confirmation: "
-                "stdin is not a terminal; pass --yes"
-            )
-        if not typer.confirm(f"Delete all {total} sessions{scope}?", default=False):
-            typer.echo("nothing deleted", err=True)
-            raise typer.Exit(1)
+        confirm_delete(
+            f"Delete all {total} sessions{scope}?",
+            f"refusing to delete all {total} sessions{scope} without confirmation: "
+            "stdin is not a terminal; pass --yes",
+        )
     deleted = store.delete_all(agent=agent, force=force)
     typer.echo(f"deleted {deleted} session{'s' if deleted != 1 else ''}")
 

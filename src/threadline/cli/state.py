@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import typer
 
+from threadline.errors import UsageError
 from threadline.store import Store, default_store_url, open_store
 
 
@@ -56,3 +57,13 @@ def stdin_is_interactive() -> bool:
         return sys.stdin is not None and sys.stdin.isatty()
     except (ValueError, OSError):
         return False
+
+
+def confirm_delete(question: str, refusal: str) -> None:
+    """Ask ``question`` before a delete; without a terminal to ask on, refuse with
+    ``refusal`` (a pipe cannot say yes), and on a no exit 1 with nothing deleted."""
+    if not stdin_is_interactive():
+        raise UsageError(refusal)
+    if not typer.confirm(question, default=False):
+        typer.echo("nothing deleted", err=True)
+        raise typer.Exit(1)

@@ -58,6 +58,7 @@ from threadline.interop.provider_rules import (
     is_replayable_thinking,
 )
 from threadline.interop.provider_rules import RAW_ARGUMENTS_KEY as RAW_ARGUMENTS_KEY
+from threadline.interop.record_fields import normalise
 from threadline.interop.shapes import json_kind
 from threadline.messages import (
     FilePart,
@@ -323,14 +324,6 @@ def _content_part(block: Mapping[str, Any]) -> Part | None:
     return None
 
 
-def _normalise(parts: list[Part]) -> str | list[Part]:
-    if not parts:
-        return ""
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
-        return parts[0].text
-    return parts
-
-
 def _result_content(raw: Any) -> str | list[Part]:
     if raw is None:
         return ""
@@ -418,7 +411,7 @@ def _from_user(raw: Any, names: dict[str, list[str]]) -> list[Message]:
             parts.append(part)
     if parts or extra or not out:
         meta = {"unsupported_blocks": extra} if extra else {}
-        out.append(Message.user(_normalise(parts), metadata=meta))
+        out.append(Message.user(normalise(parts), metadata=meta))
     return out
 
 
@@ -442,7 +435,7 @@ def _from_assistant(raw: Any, names: dict[str, list[str]]) -> Message:
                 metadata.setdefault("unsupported_blocks", []).append(dict(block))
             else:
                 parts.append(part)
-    return Message.assistant(_normalise(parts), tool_calls=calls, metadata=metadata)
+    return Message.assistant(normalise(parts), tool_calls=calls, metadata=metadata)
 
 
 def from_anthropic(messages: Any, system: SystemParam = None) -> list[Message]:
@@ -456,7 +449,7 @@ def from_anthropic(messages: Any, system: SystemParam = None) -> list[Message]:
     elif isinstance(system, list):
         texts = [TextPart(text=str(b.get("text", ""))) for b in system if isinstance(b, Mapping)]
         if texts:
-            out.append(Message.system(_normalise(list(texts))))
+            out.append(Message.system(normalise(list(texts))))
     elif system is not None:
         raise InvalidMessage("system must be a string or a list of text blocks")
     names: dict[str, list[str]] = {}

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from threadline.errors import InvalidMessage
+from threadline.interop.record_fields import normalise
 from threadline.interop.shapes import json_kind
 from threadline.messages import FilePart, ImagePart, Message, Part, TextPart, ToolCall
 
@@ -159,14 +160,6 @@ def _file_part(part: FilePart) -> dict[str, Any]:
     return entry
 
 
-def _message_content(parts: list[Part]) -> str | list[Part]:
-    if not parts:
-        return ""
-    if len(parts) == 1 and isinstance(parts[0], TextPart):
-        return parts[0].text
-    return parts
-
-
 def _all_parts(message: Message) -> list[Part]:
     """The message's parts, a plain string (even empty) counting as one text part, the
     way a plain-string item counts."""
@@ -250,7 +243,7 @@ def _add_item(b: _Builder, item: dict[str, Any]) -> None:
                 b.close()
             target = b.join(item, entry)
             b.group_parts.extend(parts)
-            target.content = _message_content(b.group_parts)
+            target.content = normalise(b.group_parts)
             return
         if role not in _INPUT_ROLES:
             raise InvalidMessage(f"unknown message role {role!r}")
@@ -258,7 +251,7 @@ def _add_item(b: _Builder, item: dict[str, Any]) -> None:
         if role == "developer":
             rest["role"] = "developer"
         made = Message(role="system" if role == "developer" else role, content="")
-        made.content = _message_content(parts)
+        made.content = normalise(parts)
         b.add(made, item, entry)
         return
     if kind == "function_call":
@@ -279,7 +272,7 @@ def _add_item(b: _Builder, item: dict[str, Any]) -> None:
         rest = {k: v for k, v in item.items() if k not in ("call_id", "output")}
         b.close()
         made = Message.tool("", tool_call_id=call_id, name=b.names.get(call_id))
-        made.content = _message_content(parts)
+        made.content = normalise(parts)
         b.add(made, item, {"kind": "function_call_output", "rest": rest, "parts": skeleton})
         return
     if kind == "reasoning" and b.grouped({"message", "function_call"}):

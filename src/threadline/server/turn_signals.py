@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from threadline.errors import SessionNotFound
@@ -71,44 +71,44 @@ def requested(store: Store, turns: dict[str, str]) -> list[str]:
 
 def mark_seen(store: Store, session_id: str, turn: str) -> None:
     """Mark the request for ``turn`` seen (the turn was told to stop)."""
-
-    def mark(memo: dict[str, Any]) -> dict[str, Any] | None:
-        request = _request(memo, turn)
-        if request is None or request["reached"] or request.get("seen"):
-            return None
-        memo[CANCEL_KEY] = {**request, "seen": True}
-        return memo
-
-    with contextlib.suppress(SessionNotFound):  # deleted meanwhile: nothing to mark
-        update_memo(store, session_id, mark)
+    _settle(store, session_id, turn, lambda request: {**request, "seen": True}, unless_seen=True)
 
 
 def acknowledge(store: Store, session_id: str, turn: str) -> None:
     """Mark the request for ``turn`` reached (the turn stopped cancelled)."""
-
-    def mark(memo: dict[str, Any]) -> dict[str, Any] | None:
-        request = _request(memo, turn)
-        if request is None or request["reached"]:
-            return None
-        memo[CANCEL_KEY] = {"turn": turn, "reached": True}
-        return memo
-
-    with contextlib.suppress(SessionNotFound):  # deleted meanwhile: nothing to mark
-        update_memo(store, session_id, mark)
+    _settle(store, session_id, turn, lambda _: {"turn": turn, "reached": True})
 
 
 def forget(store: Store, session_id: str, turn: str) -> None:
     """At the end of a turn that was not cancelled: drop a request for it (too late)."""
+    _settle(store, session_id, turn, lambda _: None)
 
-    def drop(memo: dict[str, Any]) -> dict[str, Any] | None:
+
+def _settle(
+    store: Store,
+    session_id: str,
+    turn: str,
+    after: Callable[[dict[str, Any]], dict[str, Any] | None],
+    *,
+    unless_seen: bool = False,
+) -> None:
+    """Replace an open request for ``turn`` (not reached; not seen either, with
+    ``unless_seen``) by what ``after`` makes of it, or drop it where that is None; a
+    session deleted meanwhile has nothing to change."""
+
+    def change(memo: dict[str, Any]) -> dict[str, Any] | None:
         request = _request(memo, turn)
-        if request is None or request["reached"]:
+        if request is None or request["reached"] or (unless_seen and request.get("seen")):
             return None
-        del memo[CANCEL_KEY]
+        replacement = after(request)
+        if replacement is None:
+            del memo[CANCEL_KEY]
+        else:
+            memo[CANCEL_KEY] = replacement
         return memo
 
-    with contextlib.suppress(SessionNotFound):  # deleted meanwhile: nothing to drop
-        update_memo(store, session_id, drop)
+    with contextlib.suppress(SessionNotFound):
+        update_memo(store, session_id, change)
 
 
 def await_reached(
