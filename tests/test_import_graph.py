@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "threadline"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "stamps", "json_limits", "yaml_limits", "lazy_exports", "tokenizer_env"),
-    ("messages", "requests"),
+    ("messages", "requests", "rejections"),
     ("catalog", "tokens"),
     ("store",),
     ("interop",),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from threadline.rejections import rejected
 
 if TYPE_CHECKING:
-    from threadline.compaction.toolcalls import FileEdit
+    from threadline.compaction.file_edit import FileEdit
     from threadline.messages import Message
 
 _EDIT_FAILED = re.compile(

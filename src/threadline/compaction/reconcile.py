@@ -35,6 +35,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet, is_narration
+from threadline.compaction.file_edit import FileEdit
 from threadline.compaction.history import (
     as_history,
     carried,
@@ -62,7 +63,7 @@ from threadline.compaction.snapshot import (
     parse,
     words,
 )
-from threadline.compaction.toolcalls import DONE_STATUSES, FileEdit
+from threadline.compaction.toolcalls import DONE_STATUSES
 from threadline.compaction.trail import Trail, Used, mentions
 from threadline.compaction.values import (
     COMMAND_LABEL,
