@@ -37,7 +37,7 @@ _INTERJECTION = (
     r"indeed|good to see you|good to hear from you|long time no see|nice to meet you)"
 )
 _OPENER_RE = re.compile(
-    rf"^(?:{_INTERJECTION}\b(?:\s+[A-Z][\w'’.-]*)?[\s,!.:;-]+)+",
+    rf"^(?:{_INTERJECTION}\b(?:\s+(?!I\b|I['’])[A-Z][\w'’.-]*)?[\s,!.:;-]+)+",
     re.I,
 )
 """Greetings and interjections at a sentence's start, with a name after them ("Hey Mel,")."""
@@ -65,7 +65,7 @@ _RULES = _rules(
         (r"\bmyself\b", "{s}"),
         (r"\bmy\b", "{s}'s"),
         (r"\bmine\b", "{s}'s"),
-        (r"\bme\b", "{s}"),
+        (r"\bme\b(?![-‐])", "{s}"),  # not "me-time"
     ]
 )
 """First-person singular forms and what they become (``{s}``: the speaker)."""
@@ -77,10 +77,11 @@ _WE_RULES = _rules(
         (r"\bwe\s*['’]d\b", "{s} and others would"),
         (r"\bwe\b", "{s} and others"),
         (r"\bours\b", "{s}'s"),
-        (r"\bour\b(?=\s+(?:lives|hearts|souls|minds|bodies|selves)\b)", "{s} and others'"),
+        (r"\bour\b(?=\s+(?:own\s+)?(?:lives|hearts|souls|minds|bodies|selves|dreams|stories)\b)",
+         "{s} and others'"),
         (r"\bour\b", "{s}'s"),
         (r"\bourselves\b", "themselves"),
-        (r"(?-i:(?<=\w\s)us\b(?!\s*[A-Z]))", "{s} and others"),
+        (r"(?-i:(?<=\w\s)us\b(?!\s*[A-Z]))", "them"),
     ]
 )
 """First-person plural forms: the speaker and others."""
@@ -194,12 +195,18 @@ _BARE_INFINITIVE_RE = re.compile(
 
 
 def third_person(
-    sentence: str, subject: str, addressee: str | None = None, *, keep_we: bool = False
+    sentence: str,
+    subject: str,
+    addressee: str | None = None,
+    *,
+    keep_we: bool = False,
+    anyone: bool = False,
 ) -> str:
     """ "I moved to Porto" said by Ana -> "Ana moved to Porto"; "I always use pytest" ->
     "Ana always uses pytest"; "you" becomes ``addressee`` when one is known. With
     ``keep_we`` "we"/"our" stay as said (a coding user's team: "we use pnpm", not "the
-    user and others use pnpm")."""
+    user and others use pnpm"). With ``anyone`` a generic "you" ("you could hear
+    birds") becomes ``addressee`` too (``persons`` passes "one")."""
 
     def subject_verb(m: re.Match[str]) -> str:
         who = subject if m[1] in ("I", "i") else addressee
@@ -213,7 +220,7 @@ def third_person(
     if addressee is not None:  # "tough for you, Caroline" -> not "for Caroline, Caroline"
         out = re.sub(rf",\s*{re.escape(addressee)}(?=\s*[.!?,;]|\s*$)", "", out)
         out = re.sub(rf"^{re.escape(addressee)},\s*(?=you)", "", out, flags=re.I)
-    if addressee is not None and _GENERIC_YOU_RE.search(out):
+    if addressee is not None and not anyone and _GENERIC_YOU_RE.search(out):
         addressee = None  # "you could hear birds": anyone, not the person spoken to
     rules = [(p, r.format(s=subject)) for p, r in (_RULES if keep_we else _RULES + _WE_RULES)]
     if addressee is not None:
@@ -222,9 +229,22 @@ def third_person(
         out = pattern.sub(replacement, out)
     out = _SUBJECT_VERB_RE.sub(subject_verb, out)
     out = re.sub(r"\bI\b", subject, out)
+    if not keep_we:
+        out = _once(out, f"{subject} and others")
     if addressee is not None:
         out = re.sub(r"\byou\b", addressee, out, flags=re.I)
     return out[:1].upper() + out[1:]
+
+
+def _once(text: str, group: str) -> str:
+    """``group`` ("Ana and others") named once; after that "they" / "their" (issue 37:
+    "Jon and others have put Jon and others' hearts into ..." is garbled)."""
+    first = text.find(group)
+    if first < 0:
+        return text
+    cut = first + len(group)
+    rest = re.sub(rf"{re.escape(group)}['’]", "their", text[cut:])
+    return text[:cut] + rest.replace(group, "they")
 
 
 _CLITIC_RE = re.compile(r"'(?:s|re|ll|ve|m|d|t)$|n't$")
