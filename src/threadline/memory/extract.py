@@ -549,23 +549,33 @@ class ExtractiveExtractor(Extractor):
         return out
 
 
+_YOU_RE = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
+
+
 def _kept(unit: Unit, names: tuple[str, ...]) -> bool:
     """Whether a statement is worth a fact of its own: something concrete
     (``substance.concrete``), or the speaker's own (a preference, a plan, how they
-    are); a mood about no one ("Life's unpredictable") only as context beside one."""
-    return unit.first_person or concrete(unit.text, names)
+    are) but not what they feel about the person spoken to ("I'm always proud of
+    you"); a mood ("Life's unpredictable") only as context beside such a statement."""
+    if concrete(unit.text, names):
+        return True
+    if not unit.first_person:
+        return False
+    return _YOU_RE.search(unit.text) is None or len(content_words(unit.text, names=names)) > 3
 
 
-def _clean_sentences(
-    text: str, addressee: bool, speaker: str, names: tuple[str, ...]
-) -> list[str]:
+def _clean_sentences(text: str, addressee: bool, speaker: str, names: tuple[str, ...]) -> list[str]:
     """A person's sentences as they can become facts: commentary out, clauses the
     person rewriting would garble out (``persons.rewritable``; "" where nothing is
     left, so no later sentence leans across it), a sentence with no subject ("Really
     made me think ...") joined to the one before it, else left out."""
     out: list[str] = []
     for sentence in sentences(_SHARED_CAPTION_RE.sub("", text)):
-        if _commentary(sentence):
+        thanks = _THANKS_RE.match(sentence)
+        if thanks is not None:  # "thanks for asking, they're good- we got a cat": the rest
+            rest = sentence[thanks.end() :].partition(",")[2].strip()
+            sentence = rest[:1].upper() + rest[1:]
+        if not sentence or _commentary(sentence):
             continue
         bare = _unaddressed(strip_opener(sentence), names)
         kept, points_back = with_subject(rewritable(bare, addressee, speaker))
@@ -580,6 +590,7 @@ def _clean_sentences(
 def _unaddressed(sentence: str, names: tuple[str, ...]) -> str:
     """A sentence less the name it calls someone by ("Caroline, they're ...", "... for
     you, Mel!"): a name, or the start of one (a nickname), before or after a comma."""
+
     def calls(word: str) -> bool:
         w = word.casefold()
         return len(w) >= 3 and any(n.casefold().startswith(w) for n in names)
@@ -594,6 +605,11 @@ def _unaddressed(sentence: str, names: tuple[str, ...]) -> str:
     return sentence
 
 
+_THANKS_RE = re.compile(
+    r"^(?:[^\W\d_]+[,!]?\s+)?(?:thanks|thank\s+you)\s+(?:so\s+much\s+)?for\b", re.I
+)
+"""Thanks for something the other person did ("Thank you for using your voice ..."):
+a reaction, never the speaker's own fact."""
 _SHARED_CAPTION_RE = re.compile(r"\s*\[shares? an? (?:image|photo|picture)[^\]]*\]")
 """A shared picture's caption as a dialogue importer writes it: what it shows, not said."""
 

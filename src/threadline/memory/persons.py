@@ -69,7 +69,7 @@ _DONE_RE = re.compile(
     rf"|\bwe(?:\s+{_HABIT})*\s+(?P<verb>[a-z]+)\b",
     re.I,
 )
-_CHAT_VERBS = frozenset("talked chatted spoke met caught messaged texted".split())
+_CHAT_VERBS = frozenset(["talked", "chatted", "spoke", "met", "caught", "messaged", "texted"])
 """Verbs of the conversation itself: "since we last chatted" says nothing to keep."""
 _WHEN_RE = re.compile(
     r"\b(?:yesterday|tomorrow|tonight|ago|last|next|this\s+(?:week|weekend|month|year|"
@@ -126,6 +126,8 @@ _GENERIC_WE_RE = re.compile(
     r"\bwe\s*(?:['’]re|\s+are)\s+(?:all|not|never)\b|\bwe\s+all\s+(?:have|need|are|deserve)\b"
     r"|\bwe\s+(?:can|could|should|must|might|may|gotta)\b"
     r"|\b(?:ones|how|who|what)\s+we\b|\bwe\s+(?:\w+\s+)?(?:talked|chatted|spoke|met)\b"
+    r"|\b(?:that|if|when|whenever)\s+we\s+"
+    r"(?!(?:all\s+|both\s+|just\s+)?(?:\w+ed|went|saw|had|got|made|did|took|found|ate|were)\b)"
     r"|\b(?:of|between|among)\s+(?:us|we)\b|\bus\s+(?:together|closer|apart)\b",
     re.I,
 )
@@ -188,6 +190,8 @@ def rewritable(sentence: str, addressee: bool, speaker: str) -> str:
     body = sentence
     if lead is not None:
         head, body = lead.group(1), sentence[lead.end() :]
+        if re.match(r"(?:if|when|whenever)\b", head, re.I) and generic(head, addressee) == "drop":
+            return ""  # "if we share them, we show people ...": all of it is anyone's
         head = _kept(head, addressee, speaker, first=True)
     pieces = _SEPARATOR_RE.split(body)
     clauses, separators = pieces[0::2], ["", *pieces[1::2]]

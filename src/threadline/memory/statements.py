@@ -77,8 +77,10 @@ _WE_RULES = _rules(
         (r"\bwe\s*['’]d\b", "{s} and others would"),
         (r"\bwe\b", "{s} and others"),
         (r"\bours\b", "{s}'s"),
-        (r"\bour\b(?=\s+(?:own\s+)?(?:lives|hearts|souls|minds|bodies|selves|dreams|stories)\b)",
-         "{s} and others'"),
+        (
+            r"\bour\b(?=\s+(?:own\s+)?(?:lives|hearts|souls|minds|bodies|selves|dreams|stories)\b)",
+            "{s} and others'",
+        ),
         (r"\bour\b", "{s}'s"),
         (r"\bourselves\b", "themselves"),
         (r"(?-i:(?<=\w\s)us\b(?!\s*[A-Z]))", "them"),

@@ -42,7 +42,8 @@ MOOD_WORDS = frozenset(
     worried scared nervous stressful stressed overwhelmed tired key finding sorry bummer
     wild ride ups downs experience experiences awareness environment perspective
     fleeting determined emotional enlightening freeing authentically comfort
-    responsibility decision normal thrill magical sucks""".split()  # noqa: SIM905
+    responsibility decision normal thrill magical sucks healing connect unpredictable
+    everything nothing ain't story stories talk talking facing""".split()  # noqa: SIM905
 )
 """Words of feeling, judgement, encouragement and light verbs: no content by themselves."""
 MIN_CONCRETE_WORDS = 3
@@ -89,7 +90,7 @@ _IT_VERB_RE = re.compile(
 )
 """A verb whose dropped subject is "it" ("Really made me think", "Gonna be a great night")."""
 _REACTION_RE = re.compile(
-    rf"^{_ADVERBS}(?:(?:love|loving)\s+(?:the|that|this|these|those|your|it|how|what)\b|glad|happy|so\s+glad|excited|thankful|grateful|sorry|"
+    rf"^{_ADVERBS}(?:(?:thanks|thank\s+you)?\s*for\s+\w+ing\b|(?:love|loving)\s+(?:the|that|this|these|those|your|it|how|what)\b|glad|happy|so\s+glad|excited|thankful|grateful|sorry|"
     r"must|would|could|always\s+here|congrats)\b",
     re.I,
 )
@@ -105,17 +106,20 @@ _GERUND_OPENING_RE = re.compile(rf"^{_ADVERBS}[a-z]+ing\b", re.I)
 _FINITE_RE = re.compile(
     r"\b(?:is|are|was|were|has|have|had|does|did|will|would|can|could|should|must|might|"
     r"lets|makes|made|helps|helped|brings|brought|gives|gave|keeps|kept|takes|took|means|"
-    r"meant|reminds|reminded|feels|felt|gets|got|goes|went|shows|showed|needs|needed)\b"
+    r"meant|reminds|reminded|feels|felt|gets|got|goes|went|shows|showed|needs|needed|sounds|"
+    r"seems|looks|works|matters|requires|allows|costs)\b"
     r"|['’](?:s|re|ve|ll|d)\b"
 )
 
 
 def with_subject(sentence: str) -> tuple[str, bool]:
     """A sentence with the subject it left out put back, and whether it points back
-    ("it", said of what came before); "" for a reaction (``_REACTION_RE``): "Gonna continue my edu" -> "I'm gonna continue
-    my edu"; "Really made me think ..." -> "It really made me think ..."; "Just creating
-    an experience ..." (an "-ing" phrase with no verb after it) -> "I'm just creating an
-    experience ..."; "Dancing lets us be ourselves" has its subject."""
+    ("it", said of what came before); "" for a reaction (``_REACTION_RE``).
+
+    "Gonna continue my edu" -> "I'm gonna continue my edu"; "Really made me think ..."
+    -> "It really made me think ..."; "Just creating an experience ..." (an "-ing"
+    phrase with no verb after it) -> "I'm just creating an experience ..."; "Dancing
+    lets us be ourselves" has its subject."""
     if _REACTION_RE.match(sentence):
         return "", False
     m = _IT_VERB_RE.match(sentence)
@@ -125,7 +129,13 @@ def with_subject(sentence: str) -> tuple[str, bool]:
         verb = _I_VERB_RE.match(sentence)
         assert verb is not None
         word = verb.group(2).lower()
-        be = "I" if word in ("wish", "hope", "love", "can't wait") else "I've" if word == "gotta" else "I'm"
+        be = (
+            "I"
+            if word in ("wish", "hope", "love", "can't wait")
+            else "I've"
+            if word == "gotta"
+            else "I'm"
+        )
         return f"{be} {sentence[:1].lower()}{sentence[1:]}", False
     if not _GERUND_OPENING_RE.match(sentence) or len(sentence.split()) < 3:
         return sentence, False
