@@ -32,6 +32,7 @@ from threadline.memory.statements import (
     FIRST_PERSON_RE,
     Unit,
     content_words,
+    group_once,
     is_chatter,
     strip_opener,
     third_person,
@@ -540,8 +541,9 @@ class ExtractiveExtractor(Extractor):
         for group in groups:
             first = next((u for u in group if u.first_person), group[0])
             subject = _opening_name(first.text) or speaker_of(m)
-            statement = " ".join(
-                _dated(write_statement(u, speaker, addressee), when) for u in group
+            statement = group_once(
+                " ".join(_dated(write_statement(u, speaker, addressee), when) for u in group),
+                f"{speaker} and others",
             )
             whole = " ".join(u.text for u in group)
             kind = _fact_kind(whole) or ("event" if date_labels(whole, when) else "fact")

@@ -232,21 +232,28 @@ def third_person(
     out = _SUBJECT_VERB_RE.sub(subject_verb, out)
     out = re.sub(r"\bI\b", subject, out)
     if not keep_we:
-        out = _once(out, f"{subject} and others")
+        out = group_once(out, f"{subject} and others")
     if addressee is not None:
         out = re.sub(r"\byou\b", addressee, out, flags=re.I)
     return out[:1].upper() + out[1:]
 
 
-def _once(text: str, group: str) -> str:
-    """``group`` ("Ana and others") named once; after that "they" / "their" (issue 37:
-    "Jon and others have put Jon and others' hearts into ..." is garbled)."""
+def group_once(text: str, group: str) -> str:
+    """``group`` ("Ana and others") named once; after that "they" / "their", "They" at a
+    sentence's start (issue 37: "Jon and others have put Jon and others' hearts into
+    ..." is garbled)."""
     first = text.find(group)
     if first < 0:
         return text
     cut = first + len(group)
-    rest = re.sub(rf"{re.escape(group)}['’]", "their", text[cut:])
-    return text[:cut] + rest.replace(group, "they")
+
+    def pronoun(m: re.Match[str]) -> str:
+        word = "their" if m.group(1) else "they"
+        at_start = re.search(r"(?:^|[.!?]\s+)$", m.string[: m.start()]) is not None
+        return word.capitalize() if at_start else word
+
+    rest = re.sub(rf"{re.escape(group)}(['’])?", pronoun, text[cut:])
+    return text[:cut] + rest
 
 
 _CLITIC_RE = re.compile(r"'(?:s|re|ll|ve|m|d|t)$|n't$")
