@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from threadline.memory import ExtractiveExtractor
+from threadline.memory.instructions import clauses
 from threadline.memory.persons import rewritable
 from threadline.memory.substance import concrete, with_subject
 from threadline.messages import Message
@@ -285,3 +286,62 @@ def test_rewritable_drops_only_the_clause_it_cannot_rewrite() -> None:
     assert rewritable("Check out these kids I met at the shelter!", True, "Ana") == (
         "Check out these kids I met at the shelter!"
     )
+
+
+# -- coding facts: a subject, a true statement ---------------------------------------
+
+
+def test_a_list_items_later_pieces_take_its_name_as_their_subject() -> None:
+    """ "Imports helpers from rules.js." and "Imports state.js (and piece mapping)." were
+    facts with no subject (rtchess #352)."""
+    turn = (
+        "Give more details about this proposal again:\n"
+        "- rules.js: Pure game logic (state shape, initial board, move generation).\n"
+        "- ai.js: Evaluation + minimax/findBestMove; imports helpers from rules.js.\n"
+        "- state.js: Game/session state container and mutators (reset/new game, playMove); "
+        "calls into rules.js/ai.js but no DOM work.\n"
+        "- ui.js: All DOM rendering/wiring: board drawing with highlights/drag handling. "
+        "Imports state.js (and piece mapping)."
+    )
+    said = [c.text for c in clauses(turn)]
+    assert "ai.js imports helpers from rules.js." in said
+    assert "state.js calls into rules.js/ai.js but no DOM work." in said
+    assert "ui.js imports state.js (and piece mapping)." in said
+    assert not any(c.startswith(("Imports", "Calls", "imports")) for c in said)
+
+
+def test_a_fragment_with_no_subject_to_give_is_no_fact() -> None:
+    """ "Controlled by a single player." (rtchess #467)."""
+    said = [c.text for c in clauses("Update the readme. For now controlled by a single player.")]
+    assert not any("ontrolled" in c for c in said)
+    assert [c.text for c in clauses("Tests pass on CI only with the flag.")] == [
+        "Tests pass on CI only with the flag."
+    ]
+
+
+def test_a_one_off_request_joined_to_a_spec_is_cut_off() -> None:
+    """ "The board is even and have another go at the piece design" (rtchess #108) read
+    as a statement that is false."""
+    said = [
+        c.text
+        for c in clauses(
+            "Let's make sure the board is even and have another go at the piece design "
+            "(they look wierd currently)"
+        )
+    ]
+    assert said == ["The board is even."]
+    kept = [c.text for c in clauses("Finalize the existing session and create a new one.")]
+    assert kept == ["Finalize the existing session and create a new one."]
+
+
+def test_a_parenthesis_cut_in_two_is_not_left_open() -> None:
+    """ "The old normal mode is no longer specified)." (rtchess #557)."""
+    said = [
+        c.text
+        for c in clauses(
+            "Make the lightweight mode the only mode (you don't specify -l and it always does "
+            "it. The old normal mode is no longer specified). Also remove the -o option."
+        )
+    ]
+    assert all(c.count("(") == c.count(")") for c in said)
+    assert "Make the lightweight mode the only mode." in said
