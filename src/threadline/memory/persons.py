@@ -54,7 +54,7 @@ _IMPERATIVE_RE = re.compile(
     r"^(?:don'?t|don’t|do|keep|enjoy|push|believe|take|chase|make|remember|try|go|come|stay|"
     r"find|gather|let|let's|let’s|lets|check|give|look|get|be|trust|follow|hang|hold|focus|"
     r"treat|tell|listen|share|reach|never|embrace|celebrate|imagine|consider|join|continue|"
-    r"stop|prepare|forget|here['’]s\s+to|cheers\s+to|have\s+(?:a|fun)|good\s+luck|"
+    r"stop|prepare|forget|tackle|savor|savour|capture|spread|aim|rock|here['’]s\s+to|cheers\s+to|have\s+(?:a|fun)|good\s+luck|"
     r"best\s+of|check\s+out|look\s+at)\b",
     re.I,
 )
@@ -143,14 +143,14 @@ _ANYONE_RULES = [
 ]
 
 
-def generic(clause: str, addressee: bool) -> str | None:
+def generic(clause: str) -> str | None:
     """How a clause speaking of anyone is kept: ``"drop"`` for a "we" of everyone
-    (``_GENERIC_WE_RE``), ``"you"`` for a "you" of a general statement (with
-    ``addressee`` known), ``"we"`` for an "our"/"us" of everyone ("taking care of our
-    minds"); None for a clause about the people in the conversation."""
+    (``_GENERIC_WE_RE``), ``"you"`` for a "you" of a general statement, ``"we"`` for
+    an "our"/"us" of everyone ("taking care of our minds"); None for a clause about
+    the people in the conversation."""
     if _GENERIC_WE_RE.search(clause):
         return "drop"
-    if addressee and _YOU_RE.search(clause) and _GENERIC_YOU_RE.search(clause):
+    if _YOU_RE.search(clause) and _GENERIC_YOU_RE.search(clause):
         return "you"
     if _WE_RE.search(clause) is not None:
         return None if _we_done(clause) else "drop"
@@ -190,7 +190,7 @@ def rewritable(sentence: str, addressee: bool, speaker: str) -> str:
     body = sentence
     if lead is not None:
         head, body = lead.group(1), sentence[lead.end() :]
-        if re.match(r"(?:if|when|whenever)\b", head, re.I) and generic(head, addressee) == "drop":
+        if re.match(r"(?:if|when|whenever)\b", head, re.I) and generic(head) == "drop":
             return ""  # "if we share them, we show people ...": all of it is anyone's
         head = _kept(head, addressee, speaker, first=True)
     pieces = _SEPARATOR_RE.split(body)
@@ -214,7 +214,7 @@ def _kept(clause: str, addressee: bool, speaker: str, *, first: bool) -> str:
     bare = strip_opener(clause)
     if not bare.strip() or _dropped(bare, addressee, first):
         return ""
-    kind = generic(bare, addressee)
+    kind = generic(bare)
     if kind == "drop":
         return ""
     return clause if kind is None else _as_anyone(clause, speaker, kind == "you")

@@ -98,7 +98,9 @@ _REACTION_RE = re.compile(
 have been scary"): said to the other person, no fact."""
 _I_VERB_RE = re.compile(
     rf"^({_ADVERBS})(gonna|gotta|going\s+to|hoping|planning|thinking|trying|working|"
-    r"looking|getting|heading|off\s+to|wish|hope|love|loving|can't\s+wait)\b",
+    r"looking|getting|heading|off\s+to|wish|hope|can't\s+wait|(?:love|loving)(?=\s+(?:to|\w+ing)\b)"
+    r"|(?:lost|got|went|took|had|found|bought|started|finished|joined|moved|visited|tried|"
+    r"signed|launched|built)(?=\s+(?:my|a|an|some|the|to|back|up|into)\b))\b",
     re.I,
 )
 """A verb whose dropped subject is the speaker ("Gonna continue my edu")."""
@@ -125,21 +127,20 @@ def with_subject(sentence: str) -> tuple[str, bool]:
     m = _IT_VERB_RE.match(sentence)
     if m is not None:
         return f"It {sentence[:1].lower()}{sentence[1:]}", True
-    if _I_VERB_RE.match(sentence) is not None:
-        verb = _I_VERB_RE.match(sentence)
-        assert verb is not None
+    verb = _I_VERB_RE.match(sentence)
+    if verb is not None:
         word = verb.group(2).lower()
-        be = (
-            "I"
-            if word in ("wish", "hope", "love", "can't wait")
-            else "I've"
-            if word == "gotta"
-            else "I'm"
-        )
+        if word == "gotta":
+            be = "I've"
+        elif word.endswith(("ing", "gonna")) or word in ("going to", "off to"):
+            be = "I'm"
+        else:
+            be = "I"  # "I wish", "I love to", "I lost my job", "I can't wait"
         return f"{be} {sentence[:1].lower()}{sentence[1:]}", False
-    if not _GERUND_OPENING_RE.match(sentence) or len(sentence.split()) < 3:
+    gerund = _GERUND_OPENING_RE.match(sentence)
+    if gerund is None or len(sentence.split()) < 3:
         return sentence, False
-    rest = re.sub(r"\b(?:that|which|who)['’]\w+", "", sentence).split(maxsplit=1)[-1]
+    rest = re.sub(r"\b(?:that|which|who)['’]\w+", "", sentence[gerund.end() :])
     if _FINITE_RE.search(rest) is not None:
         return sentence, False
     return f"I'm {sentence[:1].lower()}{sentence[1:]}", False
