@@ -345,3 +345,17 @@ def test_a_parenthesis_cut_in_two_is_not_left_open() -> None:
     ]
     assert all(c.count("(") == c.count(")") for c in said)
     assert "Make the lightweight mode the only mode." in said
+
+
+def test_a_hyphenated_verb_agrees_whole_and_a_listeners_thing_stays_theirs() -> None:
+    """Second sample: "Jon colors-code achievements"; "getting one's dance studio
+    noticed" where the studio was Jon's ("is key" is no sign of a generic "you")."""
+    assert facts_of(
+        "Jon", "Gina", "I color-code achievements so I can easily track my progress."
+    ) == ["Jon color-codes achievements so Jon can easily track Jon's progress."]
+    (fact,) = facts_of(
+        "Gina",
+        "Jon",
+        "Yeah Jon, marketing is key for getting your dance studio noticed on Instagram.",
+    )
+    assert "Jon's dance studio" in fact

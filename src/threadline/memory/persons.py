@@ -34,7 +34,7 @@ _LEADING_SUBORDINATE_RE = re.compile(
 _YOU_RE = re.compile(r"\b(?:you|your|yours|yourself|yourselves|y'all|ya)\b", re.I)
 _GENERIC_YOU_RE = re.compile(
     r"\b(?:can|could|may|might)\s+(?:\w+\s+)?be\b"
-    r"|\b(?:is|are|'s)\s+(?:so\s+|really\s+|super\s+|very\s+)?(?:important|vital|essential|key)\b"
+    r"|\b(?:is|are|'s)\s+(?:so\s+|really\s+|super\s+|very\s+)?(?:important|vital|essential)\b"
     r"|\bit'?s\s+(?:so\s+|really\s+)?(?:important|vital|essential|crucial|hard|tough|easy)\s+to\b"
     r"|\bmakes\s+(?:\w+\s+){0,2}difference\b"
     r"|\b(?:when|whenever|if|once)\s+you\b|\bwho\s+you\s+are\b|\bwho\s+\w+\s+you\b"

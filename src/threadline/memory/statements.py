@@ -105,7 +105,7 @@ _SUBJECT_VERB_RE = re.compile(
     r"probably|kinda|sorta|almost|barely|hardly|ever|once|truly|honestly|literally|"
     r"seriously|generally|personally|basically|currently|mainly|genuinely|slowly|"
     r"constantly|occasionally|especially|absolutely|certainly|simply|def))*)\s+"
-    r"([a-z]+?(?:n['’]t)?)\b",
+    r"([a-z]+?(?:n['’]t)?(?:-[a-z]+)?)\b",
     re.I,
 )
 _NOT_VERBS = frozenset(
