@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from threadline.memory import ExtractiveExtractor
 from threadline.memory.instructions import clauses
 from threadline.memory.persons import rewritable
+from threadline.memory.statements import third_person
 from threadline.memory.substance import concrete, with_subject
 from threadline.messages import Message
 
@@ -359,3 +360,29 @@ def test_a_hyphenated_verb_agrees_whole_and_a_listeners_thing_stays_theirs() -> 
         "Yeah Jon, marketing is key for getting your dance studio noticed on Instagram.",
     )
     assert "Jon's dance studio" in fact
+
+
+def test_an_object_you_takes_no_verb_ending_and_an_offer_stays_addressed() -> None:
+    """From the second sample's observations: "bring Melanie joys" ("bring you joy"),
+    "Gina could help one with making content ... if one wants" (an offer to Jon),
+    "Jon and others haven't talked in a few days" (the conversation itself)."""
+    assert third_person("Art is helping you bring you joy!", "Caroline", "Melanie") == (
+        "Art is helping Melanie bring Melanie joy!"
+    )
+    assert third_person("I know you love pottery.", "Caroline", "Melanie") == (
+        "Caroline knows Melanie loves pottery."
+    )
+    offer = facts_of(
+        "Gina",
+        "Jon",
+        "I could help you with making content or even managing your accounts if you want.",
+    )
+    assert offer == [
+        "Gina could help Jon with making content or even managing Jon's accounts if Jon wants."
+    ]
+    talked = facts_of(
+        "Jon",
+        "Gina",
+        "We haven't talked in a few days. Been rehearsing hard and working on business plans.",
+    )
+    assert talked == ["Jon has been rehearsing hard and working on business plans."]

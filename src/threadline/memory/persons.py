@@ -125,7 +125,7 @@ _ADVICE_RE = re.compile(r"\byou\s+(?:could|should|might|may|can)\b(?!\s+(?:hear|
 _GENERIC_WE_RE = re.compile(
     r"\bwe\s*(?:['’]re|\s+are)\s+(?:all|not|never)\b|\bwe\s+all\s+(?:have|need|are|deserve)\b"
     r"|\bwe\s+(?:can|could|should|must|might|may|gotta)\b"
-    r"|\b(?:ones|how|who|what)\s+we\b|\bwe\s+(?:\w+\s+)?(?:talked|chatted|spoke|met)\b"
+    r"|\b(?:ones|how|who|what)\s+we\b|\bwe\s+(?:[\w'’]+\s+)?(?:talked|chatted|spoke|met)\b"
     r"|\b(?:that|if|when|whenever)\s+we\s+"
     r"(?!(?:all\s+|both\s+|just\s+)?(?:\w+ed|went|saw|had|got|made|did|took|found|ate|were)\b)"
     r"|\b(?:of|between|among)\s+(?:us|we)\b|\bus\s+(?:together|closer|apart)\b",
@@ -150,8 +150,8 @@ def generic(clause: str) -> str | None:
     the people in the conversation."""
     if _GENERIC_WE_RE.search(clause):
         return "drop"
-    if _YOU_RE.search(clause) and _GENERIC_YOU_RE.search(clause):
-        return "you"
+    if _YOU_RE.search(clause) and _GENERIC_YOU_RE.search(clause) and not _MINE_RE.search(clause):
+        return "you"  # "I could help you if you want" is an offer to the person spoken to
     if _WE_RE.search(clause) is not None:
         return None if _we_done(clause) else "drop"
     ours = (w.lower() in ABSTRACT_OURS for m in _OUR_RE.finditer(clause) for w in m.groups(""))

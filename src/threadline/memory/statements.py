@@ -188,6 +188,14 @@ _GENERIC_YOU_RE = re.compile(
 """Sentences whose "you" means anyone ("you could hear birds", "it makes you feel alive")."""
 
 
+_OBJECT_YOU_RE = re.compile(
+    r"\b(?!(?:and|but|or|so|that|because|if|when|while|since|as|then|which|who|where|"
+    r"how|what|why|until|unless|though|although|whether|once|before|after|cause|'cause|"
+    r"know|knew|think|thought|hope|bet|guess|believe|feel|felt|said|say|says|sure|glad|"
+    r"wish|hear|heard|see|saw|noticed|remember|realize|realized|like|bet|mean|proud)\b)"
+    r"[a-z]+\s+$"
+)
+"""A "you" right after a verb or preposition ("bring you joy", "for you"): an object."""
 _BARE_INFINITIVE_RE = re.compile(
     r"\b(?:help|helps|helped|helping|let|lets|make|makes|made|making|watch|watched|see|saw|"
     r"hear|heard|have|has|had|bid)\s+$",
@@ -214,6 +222,8 @@ def third_person(
         who = subject if m[1] in ("I", "i") else addressee
         if who is None:
             return m[0]
+        if who is addressee and _OBJECT_YOU_RE.search(m.string, 0, m.start()):
+            return f"{who}{m[2]} {m[3]}"  # "bring you joy": "you" is no subject here
         if _BARE_INFINITIVE_RE.search(m.string, 0, m.start()):
             return f"{who}{m[2]} {m[3]}"  # "help you reach": no "help Gina reaches"
         return f"{who}{m[2]} {third_person_verb(m[3])}"

@@ -98,7 +98,7 @@ _REACTION_RE = re.compile(
 have been scary"): said to the other person, no fact."""
 _I_VERB_RE = re.compile(
     rf"^({_ADVERBS})(gonna|gotta|going\s+to|hoping|planning|thinking|trying|working|"
-    r"looking|getting|heading|off\s+to|wish|hope|can't\s+wait|(?:love|loving)(?=\s+(?:to|\w+ing)\b)"
+    r"looking|getting|heading|off\s+to|wish|hope|can't\s+wait|been|(?:love|loving)(?=\s+(?:to|\w+ing)\b)"
     r"|(?:lost|got|went|took|had|found|bought|started|finished|joined|moved|visited|tried|"
     r"signed|launched|built)(?=\s+(?:my|a|an|some|the|to|back|up|into)\b))\b",
     re.I,
@@ -109,7 +109,8 @@ _FINITE_RE = re.compile(
     r"\b(?:is|are|was|were|has|have|had|does|did|will|would|can|could|should|must|might|"
     r"lets|makes|made|helps|helped|brings|brought|gives|gave|keeps|kept|takes|took|means|"
     r"meant|reminds|reminded|feels|felt|gets|got|goes|went|shows|showed|needs|needed|sounds|"
-    r"seems|looks|works|matters|requires|allows|costs)\b"
+    r"seems|looks|works|matters|requires|allows|costs|need|give|take|bring|keep|make|help|"
+    r"mean|let)\b"
     r"|['’](?:s|re|ve|ll|d)\b"
 )
 
@@ -130,7 +131,7 @@ def with_subject(sentence: str) -> tuple[str, bool]:
     verb = _I_VERB_RE.match(sentence)
     if verb is not None:
         word = verb.group(2).lower()
-        if word == "gotta":
+        if word in ("gotta", "been"):
             be = "I've"
         elif word.endswith(("ing", "gonna")) or word in ("going to", "off to"):
             be = "I'm"
@@ -140,7 +141,11 @@ def with_subject(sentence: str) -> tuple[str, bool]:
     gerund = _GERUND_OPENING_RE.match(sentence)
     if gerund is None or len(sentence.split()) < 3:
         return sentence, False
-    rest = re.sub(r"\b(?:that|which|who)['’]\w+", "", sentence[gerund.end() :])
+    rest = re.sub(  # the verb of a relative clause or after "to" is not the main one
+        r"\b(?:(?:that|which|who)(?:['’]\w+|\s+(?:will|would|can|could))?|to)\s+\w+",
+        "",
+        sentence[gerund.end() :],
+    )
     if _FINITE_RE.search(rest) is not None:
         return sentence, False
     return f"I'm {sentence[:1].lower()}{sentence[1:]}", False
