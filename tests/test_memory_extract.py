@@ -232,15 +232,15 @@ def test_pronouns_resolve_to_the_speaker_and_the_person_spoken_to() -> None:
         Message.user("How was the trip?", name="Melanie", seq=1),
         Message.user(
             "My friends mean the world to me. They've been there through everything, I have "
-            "known these friends for 4 years. You should meet them at the lake house.",
+            "known these friends for 4 years. You met them at the lake house last summer.",
             name="Caroline",
             seq=2,
         ),
     )
     assert fact == (
         "Caroline's friends mean the world to Caroline. They've been there through "
-        "everything, Caroline has known these friends for 4 years. Melanie should meet them "
-        "at the lake house."
+        "everything, Caroline has known these friends for 4 years. Melanie met them at the "
+        "lake house last summer."
     )
 
 

@@ -18,14 +18,14 @@ from threadline.messages import Message
 
 QUESTION = "How was your week?"
 CASES = [
-    # generic "you": anyone could hear them, not the person spoken to
+    # generic "you": anyone could hear them, not the person spoken to ("one")
     (
         "Audrey",
         "Andrew",
         "We walked to the lake with the dogs on Sunday. The breeze was nice and you could "
         "hear birds chirping.",
         "Audrey and others walked to the lake with the dogs on Sunday. The breeze was nice "
-        "and you could hear birds chirping.",
+        "and one could hear birds chirping.",
     ),
     # "you two" is the person spoken to and someone else
     (
@@ -119,14 +119,14 @@ CASES = [
         "Caroline",
         "Melanie",
         "The stained glass window I made shows time changing our lives.",
-        "The stained glass window Caroline made shows time changing Caroline and others' lives.",
+        "The stained glass window Caroline made shows time changing one's life.",
     ),
     # "makes you feel": generic again
     (
         "Nate",
         "Joanna",
         "Hiking up Mount Tam at sunrise makes you feel alive and calm.",
-        "Hiking up Mount Tam at sunrise makes you feel alive and calm.",
+        "Hiking up Mount Tam at sunrise makes one feel alive and calm.",
     ),
 ]
 GARBLED = re.compile(

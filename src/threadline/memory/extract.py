@@ -26,15 +26,19 @@ from threadline.memory.base import (
     Source,
 )
 from threadline.memory.instructions import FIX_SLOT, RequestLog, own_words
+from threadline.memory.persons import rewritable
 from threadline.memory.rules import STOPWORDS, derive_slot, name_key
 from threadline.memory.statements import (
     FIRST_PERSON_RE,
     Unit,
     content_words,
+    group_once,
+    is_chatter,
     strip_opener,
     third_person,
     units,
 )
+from threadline.memory.substance import concrete, with_subject
 from threadline.memory.timeexpr import date_labels
 from threadline.messages import Message
 from threadline.requests import request_text
@@ -521,18 +525,25 @@ class ExtractiveExtractor(Extractor):
         its own ("It's awesome to see it all coming together!")."""
         speaker = _referent(m)
         names = tuple(n for n in (m.name, addressee) if n)
-        said_ = [s for s in sentences(text) if not _commentary(s)]
+        as_said = units([s for s in sentences(text) if not _commentary(s)], names)
+        if not as_said or not _substantial(as_said, names):
+            return []  # judged on what was said; what is kept of it is cleaned below
+        said_ = _clean_sentences(text, addressee is not None, speaker, names)
         found = [u for u in units(said_, names) if len(u.text) <= MAX_FACT_CHARS * 2]
-        if not found or not _substantial(found, names):
+        if not found:
             return []
         if _DANGLING_RE.match(found[0].text) and not found[0].first_person:
             found = found[1:]  # "He loves the new trails": who "he" is was said before
+        elif _POINTING_RE.match(found[0].text) and not _kept(found[0], names):
+            found = found[1:]  # "It was made for a local church": "it" is the picture
+        groups = [g for g in _groups(found) if any(_kept(u, names) for u in g)]
         out: list[tuple[str, str | None, str]] = []
-        for group in _groups(found):
+        for group in groups:
             first = next((u for u in group if u.first_person), group[0])
             subject = _opening_name(first.text) or speaker_of(m)
-            statement = " ".join(
-                _dated(write_statement(u, speaker, addressee), when) for u in group
+            statement = group_once(
+                " ".join(_dated(write_statement(u, speaker, addressee), when) for u in group),
+                f"{speaker} and others",
             )
             whole = " ".join(u.text for u in group)
             kind = _fact_kind(whole) or ("event" if date_labels(whole, when) else "fact")
@@ -540,6 +551,78 @@ class ExtractiveExtractor(Extractor):
         return out
 
 
+_YOU_RE = re.compile(r"\b(?:you|your|yours|yourself)\b", re.I)
+
+
+def _kept(unit: Unit, names: tuple[str, ...]) -> bool:
+    """Whether a statement is worth a fact of its own: something concrete
+    (``substance.concrete``), or the speaker's own (a preference, a plan, how they
+    are) but not what they feel about the person spoken to ("I'm always proud of
+    you"); a mood ("Life's unpredictable") only as context beside such a statement."""
+    if concrete(unit.text, names):
+        return True
+    if not unit.first_person:
+        return False
+    return _YOU_RE.search(unit.text) is None or len(content_words(unit.text, names=names)) > 3
+
+
+def _clean_sentences(text: str, addressee: bool, speaker: str, names: tuple[str, ...]) -> list[str]:
+    """A person's sentences as they can become facts: commentary out, clauses the
+    person rewriting would garble out (``persons.rewritable``; "" where nothing is
+    left, so no later sentence leans across it), a sentence with no subject ("Really
+    made me think ...") joined to the one before it, else left out."""
+    out: list[str] = []
+    for sentence in sentences(_SHARED_CAPTION_RE.sub("", text)):
+        thanks = _THANKS_RE.match(sentence)
+        if thanks is not None:  # "thanks for asking, they're good- we got a cat": the rest
+            rest = sentence[thanks.end() :].partition(",")[2].strip()
+            sentence = rest[:1].upper() + rest[1:]
+        if not sentence or _commentary(sentence):
+            continue
+        bare = _unaddressed(strip_opener(sentence), names)
+        kept, points_back = with_subject(rewritable(bare, addressee, speaker))
+        if kept and points_back:
+            if out and out[-1] and not is_chatter(out[-1], names):
+                out[-1] = f"{out[-1]} {kept}"
+            continue
+        out.append(kept)
+    return out
+
+
+def _unaddressed(sentence: str, names: tuple[str, ...]) -> str:
+    """A sentence less the name it calls someone by ("Caroline, they're ...", "... for
+    you, Mel!"): a name, or the start of one (a nickname), before or after a comma."""
+
+    def calls(word: str) -> bool:
+        w = word.casefold()
+        return len(w) >= 3 and any(n.casefold().startswith(w) for n in names)
+
+    lead = re.match(r"([A-Z][a-z]+)\s*,\s+", sentence)
+    if lead is not None and calls(lead.group(1)):
+        sentence = sentence[lead.end() :]
+        sentence = sentence[:1].upper() + sentence[1:]
+    tail = re.search(r",\s*([A-Z][a-z]+)(?=\s*[.!?]*$)", sentence)
+    if tail is not None and calls(tail.group(1)):
+        sentence = sentence[: tail.start()] + sentence[tail.end() :]
+    return sentence
+
+
+_THANKS_RE = re.compile(
+    r"^(?:[^\W\d_]+[,!]?\s+)?(?:thanks|thank\s+you)\s+(?:so\s+much\s+)?for\b", re.I
+)
+"""Thanks for something the other person did ("Thank you for using your voice ..."):
+a reaction, never the speaker's own fact."""
+_SHARED_CAPTION_RE = re.compile(r"\s*\[shares? an? (?:image|photo|picture)[^\]]*\]")
+"""A shared picture's caption as a dialogue importer writes it: what it shows, not said."""
+
+
+_POINTING_RE = re.compile(
+    r"^(?:it|this|that|these|those)(?:\s*['’]s|\s+(?:is|was|are|were|has|had|will|would|"
+    r"really|just|also|looks?|seems?|means|shows|stands|reminds|made|makes|brings))\b",
+    re.I,
+)
+"""A turn opening with "it"/"this" as a subject points at what was said or shown before
+("It was made for a local church", "This is my favourite"): no standalone fact."""
 _DANGLING_RE = re.compile(r"^(?:he|she|they|him|her|his|their|them)\b", re.I)
 """A turn's first statement opening with a pronoun points at someone named in an earlier
 turn: out of context the fact would name no one (issue 37: "he" was the dog)."""

@@ -158,6 +158,10 @@ def distil(piece: str) -> str:
             break
         out = cut
     out = re.sub(r"\s+", " ", out).strip(" ,;:-")
+    if out.count(")") > out.count("("):  # "... no longer specified)": its "(" was cut off
+        out = re.sub(r"\)(?=[.!]?$)", "", out)
+    elif out.count("(") > out.count(")"):  # "the only mode (you don't ...": its ")" was too
+        out = out[: out.rindex("(")].rstrip(" ,;:-")
     if not out:
         return ""
     if re.fullmatch(r"[a-z]+(?:['’][a-z]+)?", out.split()[0]):
@@ -204,12 +208,21 @@ def clauses(text: str) -> list[Clause]:
     out: list[Clause] = []
     named = ""
     """The file or path the turn named last: what a later "there" points at."""
-    for piece in _pieces(text):
-        before, files = named, _NAMED_RE.findall(piece)
+    label = ""
+    """The name a list item opens with ("ai.js: Evaluation; imports helpers"): the
+    subject of the item's later pieces that leave it out."""
+    for raw in _pieces(text):
+        before, files = named, _NAMED_RE.findall(raw)
         named = files[-1] if files else named
-        if is_question(piece) or _ERROR_RE.search(piece):
+        if is_question(raw) or _ERROR_RE.search(raw):
             continue
-        for clause in _run_on(distil(piece)):
+        head = _LABEL_RE.match(raw)
+        if head is not None or _LIST_MARK_RE.match(raw):
+            label = head.group(1) if head is not None else ""
+        piece = _with_label(raw, label)
+        if piece is None:
+            continue  # "Controlled by a single player": no subject, none to give it
+        for clause in (c for part in _requests(piece) for c in _run_on(distil(part))):
             if before:
                 clause = _THERE_RE.sub(f"in {before}", clause)
             n = len(_WORD_RE.findall(clause))
@@ -224,6 +237,48 @@ def clauses(text: str) -> list[Clause]:
                 continue
             out.append(Clause(clause, "preference" if keep else "fact"))
     return out
+
+
+_LABEL_RE = re.compile(r"^\s*(?:[-*•]\s+)?([\w./-]+\.\w{1,6}|`[^`]+`):\s")
+_SUBJECTLESS_RE = re.compile(
+    r"^\s*(?:for\s+now\s+|now\s+|and\s+|also\s+)?(?:(?P<verb>[a-z]+s)\s+(?!(?:is|are|was|were|"
+    r"should|must|will|can|have|has|need|do|does|don't|doesn't)\b)|[a-z]+ed\s+by\b)",
+    re.I,
+)
+"""A piece that opens with a verb, its subject left out: "imports helpers from
+rules.js" (a third-person verb), "controlled by a single player" (a participle)."""
+_COORDINATED_RE = re.compile(
+    r"\s+and\s+(?=(?:have|make|add|remove|use|change|fix|try|put|keep|update|create|give|"
+    r"show|then)\b)",
+    re.I,
+)
+"""Where a request joins a second imperative ("... and have another go at ...")."""
+
+
+def _requests(piece: str) -> list[str]:
+    """A piece cut where a one-off request is joined to it ("make sure the board is even
+    and have another go at the piece design": kept whole, the one-off part turns the
+    first into a false statement); whole when what is joined stays (a spec's "and")."""
+    parts = _COORDINATED_RE.split(piece)
+    if len(parts) > 1 and all(_ONE_OFF_RE.match(distil(p)) for p in parts[1:]):
+        return parts
+    return [piece]
+
+
+_NOT_VERB_S = frozenset("this thus always perhaps various focus status class canvas css".split())  # noqa: SIM905
+
+
+def _with_label(piece: str, label: str) -> str | None:
+    """A piece with the subject it left out: the list item's name ("imports helpers from
+    rules.js" under "ai.js:" -> "ai.js imports helpers from rules.js"); None when there is
+    none to give (a fragment is no fact); the piece as it is when it has a subject."""
+    m = _SUBJECTLESS_RE.match(piece)
+    if m is None or (m["verb"] or "").lower() in _NOT_VERB_S:
+        return piece
+    if not label:  # "Tests pass on CI" may be a noun and its verb; "imports x" is not
+        return piece if m["verb"] and m["verb"][:1].isupper() else None
+    body = piece[m.start("verb") :] if m["verb"] else piece.strip()
+    return f"{label.strip('`')} {body[:1].lower()}{body[1:]}"
 
 
 _RUN_ON_RE = re.compile(

@@ -37,7 +37,7 @@ _INTERJECTION = (
     r"indeed|good to see you|good to hear from you|long time no see|nice to meet you)"
 )
 _OPENER_RE = re.compile(
-    rf"^(?:{_INTERJECTION}\b(?:\s+[A-Z][\w'’.-]*)?[\s,!.:;-]+)+",
+    rf"^(?:{_INTERJECTION}\b(?:\s+(?!I\b|I['’])[A-Z][\w'’.-]*)?[\s,!.:;-]+)+",
     re.I,
 )
 """Greetings and interjections at a sentence's start, with a name after them ("Hey Mel,")."""
@@ -65,7 +65,7 @@ _RULES = _rules(
         (r"\bmyself\b", "{s}"),
         (r"\bmy\b", "{s}'s"),
         (r"\bmine\b", "{s}'s"),
-        (r"\bme\b", "{s}"),
+        (r"\bme\b(?![-‐])", "{s}"),  # not "me-time"
     ]
 )
 """First-person singular forms and what they become (``{s}``: the speaker)."""
@@ -77,10 +77,13 @@ _WE_RULES = _rules(
         (r"\bwe\s*['’]d\b", "{s} and others would"),
         (r"\bwe\b", "{s} and others"),
         (r"\bours\b", "{s}'s"),
-        (r"\bour\b(?=\s+(?:lives|hearts|souls|minds|bodies|selves)\b)", "{s} and others'"),
+        (
+            r"\bour\b(?=\s+(?:own\s+)?(?:lives|hearts|souls|minds|bodies|selves|dreams|stories)\b)",
+            "{s} and others'",
+        ),
         (r"\bour\b", "{s}'s"),
         (r"\bourselves\b", "themselves"),
-        (r"(?-i:(?<=\w\s)us\b(?!\s*[A-Z]))", "{s} and others"),
+        (r"(?-i:(?<=\w\s)us\b(?!\s*[A-Z]))", "them"),
     ]
 )
 """First-person plural forms: the speaker and others."""
@@ -102,7 +105,7 @@ _SUBJECT_VERB_RE = re.compile(
     r"probably|kinda|sorta|almost|barely|hardly|ever|once|truly|honestly|literally|"
     r"seriously|generally|personally|basically|currently|mainly|genuinely|slowly|"
     r"constantly|occasionally|especially|absolutely|certainly|simply|def))*)\s+"
-    r"([a-z]+?(?:n['’]t)?)\b",
+    r"([a-z]+?(?:n['’]t)?(?:-[a-z]+)?)\b",
     re.I,
 )
 _NOT_VERBS = frozenset(
@@ -185,6 +188,14 @@ _GENERIC_YOU_RE = re.compile(
 """Sentences whose "you" means anyone ("you could hear birds", "it makes you feel alive")."""
 
 
+_OBJECT_YOU_RE = re.compile(
+    r"\b(?!(?:and|but|or|so|that|because|if|when|while|since|as|then|which|who|where|"
+    r"how|what|why|until|unless|though|although|whether|once|before|after|cause|'cause|"
+    r"know|knew|think|thought|hope|bet|guess|believe|feel|felt|said|say|says|sure|glad|"
+    r"wish|hear|heard|see|saw|noticed|remember|realize|realized|like|bet|mean|proud)\b)"
+    r"[a-z]+\s+$"
+)
+"""A "you" right after a verb or preposition ("bring you joy", "for you"): an object."""
 _BARE_INFINITIVE_RE = re.compile(
     r"\b(?:help|helps|helped|helping|let|lets|make|makes|made|making|watch|watched|see|saw|"
     r"hear|heard|have|has|had|bid)\s+$",
@@ -194,17 +205,25 @@ _BARE_INFINITIVE_RE = re.compile(
 
 
 def third_person(
-    sentence: str, subject: str, addressee: str | None = None, *, keep_we: bool = False
+    sentence: str,
+    subject: str,
+    addressee: str | None = None,
+    *,
+    keep_we: bool = False,
+    anyone: bool = False,
 ) -> str:
     """ "I moved to Porto" said by Ana -> "Ana moved to Porto"; "I always use pytest" ->
     "Ana always uses pytest"; "you" becomes ``addressee`` when one is known. With
     ``keep_we`` "we"/"our" stay as said (a coding user's team: "we use pnpm", not "the
-    user and others use pnpm")."""
+    user and others use pnpm"). With ``anyone`` a generic "you" ("you could hear
+    birds") becomes ``addressee`` too (``persons`` passes "one")."""
 
     def subject_verb(m: re.Match[str]) -> str:
         who = subject if m[1] in ("I", "i") else addressee
         if who is None:
             return m[0]
+        if who is addressee and _OBJECT_YOU_RE.search(m.string, 0, m.start()):
+            return f"{who}{m[2]} {m[3]}"  # "bring you joy": "you" is no subject here
         if _BARE_INFINITIVE_RE.search(m.string, 0, m.start()):
             return f"{who}{m[2]} {m[3]}"  # "help you reach": no "help Gina reaches"
         return f"{who}{m[2]} {third_person_verb(m[3])}"
@@ -213,7 +232,7 @@ def third_person(
     if addressee is not None:  # "tough for you, Caroline" -> not "for Caroline, Caroline"
         out = re.sub(rf",\s*{re.escape(addressee)}(?=\s*[.!?,;]|\s*$)", "", out)
         out = re.sub(rf"^{re.escape(addressee)},\s*(?=you)", "", out, flags=re.I)
-    if addressee is not None and _GENERIC_YOU_RE.search(out):
+    if addressee is not None and not anyone and _GENERIC_YOU_RE.search(out):
         addressee = None  # "you could hear birds": anyone, not the person spoken to
     rules = [(p, r.format(s=subject)) for p, r in (_RULES if keep_we else _RULES + _WE_RULES)]
     if addressee is not None:
@@ -222,9 +241,29 @@ def third_person(
         out = pattern.sub(replacement, out)
     out = _SUBJECT_VERB_RE.sub(subject_verb, out)
     out = re.sub(r"\bI\b", subject, out)
+    if not keep_we:
+        out = group_once(out, f"{subject} and others")
     if addressee is not None:
         out = re.sub(r"\byou\b", addressee, out, flags=re.I)
     return out[:1].upper() + out[1:]
+
+
+def group_once(text: str, group: str) -> str:
+    """``group`` ("Ana and others") named once; after that "they" / "their", "They" at a
+    sentence's start (issue 37: "Jon and others have put Jon and others' hearts into
+    ..." is garbled)."""
+    first = text.find(group)
+    if first < 0:
+        return text
+    cut = first + len(group)
+
+    def pronoun(m: re.Match[str]) -> str:
+        word = "their" if m.group(1) else "they"
+        at_start = re.search(r"(?:^|[.!?]\s+)$", m.string[: m.start()]) is not None
+        return word.capitalize() if at_start else word
+
+    rest = re.sub(rf"{re.escape(group)}(['’])?", pronoun, text[cut:])
+    return text[:cut] + rest
 
 
 _CLITIC_RE = re.compile(r"'(?:s|re|ll|ve|m|d|t)$|n't$")

@@ -1,0 +1,220 @@
+"""Which clauses of a person's sentence can be rewritten in the third person cleanly.
+
+The rewriting (``statements.third_person``) maps "I" to the speaker and "you" to the
+person spoken to. That is wrong for a "you" that means anyone ("Nature can be so
+refreshing for your soul"), for advice and cheer ("Push through, you got this"), and
+for a "we"/"our"/"us" that is everyone ("moments like these remind us how important
+our loved ones are"): rewritten, they become garbled facts ("refreshing for Caroline's
+soul", "remind Caroline and others how important Caroline's loved ones are"). Issue
+37 asks for the pronoun resolved or the clause dropped: this module drops the clause.
+
+A "we" is kept only where it did or plans something (a past form, "we're going to",
+"we'll ... next week"); an "our" only before a thing of the speaker's ("our trip",
+not "our hearts"); an "us" only beside such a "we".
+"""
+
+from __future__ import annotations
+
+import re
+
+from threadline.memory.statements import strip_opener, third_person
+from threadline.memory.substance import concrete
+
+_SEPARATOR_RE = re.compile(
+    r"(,\s+so\s+|,?\s+(?:but|because|though|although|which|whenever|while)\s+"
+    r"|,\s+and\s+|\s+[-–—]+\s+|;\s+)",
+    re.I,
+)
+"""Where a sentence's clauses meet; the separator is kept to put the rest back together."""
+_LEADING_SUBORDINATE_RE = re.compile(
+    r"^((?:since|when|whenever|if|after|before|as|while|once)\b[^,]{0,80}),\s+", re.I
+)
+"""A clause that opens a sentence and ends at its first comma ("Since we last chatted,")."""
+
+_YOU_RE = re.compile(r"\b(?:you|your|yours|yourself|yourselves|y'all|ya)\b", re.I)
+_GENERIC_YOU_RE = re.compile(
+    r"\b(?:can|could|may|might)\s+(?:\w+\s+)?be\b"
+    r"|\b(?:is|are|'s)\s+(?:so\s+|really\s+|super\s+|very\s+)?(?:important|vital|essential)\b"
+    r"|\bit'?s\s+(?:so\s+|really\s+)?(?:important|vital|essential|crucial|hard|tough|easy)\s+to\b"
+    r"|\bmakes\s+(?:\w+\s+){0,2}difference\b"
+    r"|\b(?:when|whenever|if|once)\s+you\b|\bwho\s+you\s+are\b|\bwho\s+\w+\s+you\b"
+    r"|\byou\s+(?:could|can|can't|should|might|may|would|'d)\b"
+    r"|\byou\s+(?:never|just|always)\s+know\b"
+    r"|\bmakes?\s+you\s+(?:feel|realize|think|want|appreciate)\b",
+    re.I,
+)
+"""Signs that a "you" means anyone, or that it gives advice: a general statement ("can
+be", "is so important", "makes a difference", "when you ..."), a modal ("you could")."""
+_PRAISE_RE = re.compile(
+    r"\b(?:awesome|amazing|great|wonderful|inspiring|inspired|impressive|incredible|proud|"
+    r"kind|brave|strong|talented|lucky|sweet|cool|fantastic|killing\s+it|so\s+\w+ed)\b",
+    re.I,
+)
+_IMPERATIVE_RE = re.compile(
+    r"^(?:don'?t|don’t|do|keep|enjoy|push|believe|take|chase|make|remember|try|go|come|stay|"
+    r"find|gather|let|let's|let’s|lets|check|give|look|get|be|trust|follow|hang|hold|focus|"
+    r"treat|tell|listen|share|reach|never|embrace|celebrate|imagine|consider|join|continue|"
+    r"stop|prepare|forget|tackle|savor|savour|capture|spread|aim|rock|here['’]s\s+to|cheers\s+to|have\s+(?:a|fun)|good\s+luck|"
+    r"best\s+of|check\s+out|look\s+at)\b",
+    re.I,
+)
+"""A sentence that opens with a verb in the imperative (advice or cheer): no fact."""
+
+_WE_RE = re.compile(r"\bwe\b(?:\s*['’](?:re|ve|ll|d))?", re.I)
+_HABIT = r"(?:\w+ly|all|also|even|just|finally|still|both|last|then|once|ever)"
+_DONE_RE = re.compile(
+    rf"\bwe\s*(?:['’]ll|\s+will|\s+are\s+going\s+to|['’]re\s+going\s+to)\s+(?P<plan>[a-z]+)\b"
+    rf"|\bwe\s*(?:['’]re|\s+are|\s+were)(?:\s+{_HABIT})*\s+(?P<ing>[a-z]+ing)\b"
+    rf"|\bwe\s*(?:['’]ve|\s+have|['’]d)(?:\s+{_HABIT})*\s+(?P<perfect>[a-z]+)\b"
+    rf"|\bwe(?:\s+{_HABIT})*\s+(?P<verb>[a-z]+)\b",
+    re.I,
+)
+_CHAT_VERBS = frozenset(["talked", "chatted", "spoke", "met", "caught", "messaged", "texted"])
+"""Verbs of the conversation itself: "since we last chatted" says nothing to keep."""
+_WHEN_RE = re.compile(
+    r"\b(?:yesterday|tomorrow|tonight|ago|last|next|this\s+(?:week|weekend|month|year|"
+    r"summer|winter|spring|fall|morning|evening)|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday|january|february|march|april|may|june|july|august|september|october|"
+    r"november|december|\d{4})\b",
+    re.I,
+)
+_OUR_RE = re.compile(r"\bour\s+(?:own\s+)?(\w+)(?:\s+(\w+))?", re.I)
+ABSTRACT_OURS = frozenset(
+    """lives life hearts heart minds mind souls soul dreams dream stories story paths path
+    loved selves bodies voices voice feelings experiences journey journeys differences world
+    future past struggles challenges goals passions community society time bond bonds
+    friendship relationship love way ways health wellbeing well peace happiness growth
+    differences potential""".split()  # noqa: SIM905
+)
+"""What everyone has ("our hearts", "our stories"): an "our" before them is anyone's."""
+_US_RE = re.compile(r"(?-i:\bus\b)|\bourselves\b", re.I)
+
+
+def _we_done(clause: str) -> bool:
+    """Whether every "we" in ``clause`` did, does or plans something ("we went", "we
+    bond over campfires", "we're going", "we'll ... next week"); not "since we last
+    chatted", nor "we'll make it" with no time said."""
+    found = 0
+    for m in _DONE_RE.finditer(clause):
+        verb = (m["verb"] or "").lower()
+        if m["verb"] and verb in _CHAT_VERBS:
+            return False
+        if m["plan"] and not _WHEN_RE.search(clause):
+            return False
+        found += 1
+    return found == len(_WE_RE.findall(clause))
+
+
+def _dropped(bare: str, addressee: bool, first: bool) -> bool:
+    """Whether a clause is advice, cheer or praise: a sentence opening in the imperative
+    ("Push through", ``first``: the sentence's first clause) unless it shows something of
+    the speaker's ("Check out these kids I met"), praise of the person spoken to ("Your
+    passion is awesome", unless it says what they did or will do), or a "you" that
+    advises ("You could also ...")."""
+    if first and _IMPERATIVE_RE.match(bare) and not _MINE_RE.search(bare):
+        return True
+    if not addressee or not _YOU_RE.search(bare) or re.search(r"\bI\b|\bI['’]", bare):
+        return False
+    if _ADVICE_RE.search(bare) is not None:
+        return True
+    return _PRAISE_RE.search(bare) is not None and not concrete(bare)
+
+
+_MINE_RE = re.compile(r"\b(?:I|my|me|mine)\b|\bI['’]", re.I)
+_ADVICE_RE = re.compile(r"\byou\s+(?:could|should|might|may|can)\b(?!\s+(?:hear|see|smell))", re.I)
+_GENERIC_WE_RE = re.compile(
+    r"\bwe\s*(?:['’]re|\s+are)\s+(?:all|not|never)\b|\bwe\s+all\s+(?:have|need|are|deserve)\b"
+    r"|\bwe\s+(?:can|could|should|must|might|may|gotta)\b"
+    r"|\b(?:ones|how|who|what)\s+we\b|\bwe\s+(?:[\w'’]+\s+)?(?:talked|chatted|spoke|met)\b"
+    r"|\b(?:that|if|when|whenever)\s+we\s+"
+    r"(?!(?:all\s+|both\s+|just\s+)?(?:\w+ed|went|saw|had|got|made|did|took|found|ate|were)\b)"
+    r"|\b(?:of|between|among)\s+(?:us|we)\b|\bus\s+(?:together|closer|apart)\b",
+    re.I,
+)
+"""A "we" of everyone ("we can tackle life's challenges", "the ones we choose", "we're
+all individual"), of the conversation ("since we last chatted") or "both of us"."""
+_ANYONE_RULES = [
+    (re.compile(pattern, re.I), replacement)
+    for pattern, replacement in [
+        (r"\bour\b", "one's"),
+        (r"(?-i:\bus\b)", "one"),
+        (r"\bourselves\b", "oneself"),
+    ]
+]
+
+
+def generic(clause: str) -> str | None:
+    """How a clause speaking of anyone is kept: ``"drop"`` for a "we" of everyone
+    (``_GENERIC_WE_RE``), ``"you"`` for a "you" of a general statement, ``"we"`` for
+    an "our"/"us" of everyone ("taking care of our minds"); None for a clause about
+    the people in the conversation."""
+    if _GENERIC_WE_RE.search(clause):
+        return "drop"
+    if _YOU_RE.search(clause) and _GENERIC_YOU_RE.search(clause) and not _MINE_RE.search(clause):
+        return "you"  # "I could help you if you want" is an offer to the person spoken to
+    if _WE_RE.search(clause) is not None:
+        return None if _we_done(clause) else "drop"
+    ours = (w.lower() in ABSTRACT_OURS for m in _OUR_RE.finditer(clause) for w in m.groups(""))
+    return "we" if any(ours) or _US_RE.search(clause) else None
+
+
+_ONE_EACH = {"lives": "life", "hearts": "heart", "minds": "mind", "souls": "soul", "bodies": "body"}
+
+
+def _as_anyone(clause: str, speaker: str, you: bool) -> str:
+    """A clause speaking of anyone with its persons as "one": "you" -> "one" (its verb
+    agreed), "your"/"our" -> "one's", "us" -> "one" ("Nature can be so refreshing for
+    one's soul", "taking care of one's minds")."""
+    out = clause
+    for pattern, replacement in _ANYONE_RULES:
+        out = pattern.sub(replacement, out)
+    out = re.sub(  # "one's lives" -> "one's life"
+        rf"\b(one's\s+(?:own\s+)?)({'|'.join(_ONE_EACH)})\b",
+        lambda m: m[1] + _ONE_EACH[m[2].lower()],
+        out,
+        flags=re.I,
+    )
+    if you:
+        out = re.sub(r"\byou\s+(?:two|both|guys|all)\b|\by['’]all\b", "people", out, flags=re.I)
+        out = re.sub(r"\byourselves\b", "themselves", out, flags=re.I)
+        out = third_person(out, speaker, "one", keep_we=True, anyone=True)
+    return out
+
+
+def rewritable(sentence: str, addressee: bool, speaker: str) -> str:
+    """``sentence`` as it can be rewritten in the third person cleanly: advice, cheer
+    and praise clauses out (``_dropped``), the persons of a clause that speaks of anyone
+    (``generic``) made anyone's; "" when no clause is left."""
+    head = ""
+    lead = _LEADING_SUBORDINATE_RE.match(sentence)
+    body = sentence
+    if lead is not None:
+        head, body = lead.group(1), sentence[lead.end() :]
+        if re.match(r"(?:if|when|whenever)\b", head, re.I) and generic(head) == "drop":
+            return ""  # "if we share them, we show people ...": all of it is anyone's
+        head = _kept(head, addressee, speaker, first=True)
+    pieces = _SEPARATOR_RE.split(body)
+    clauses, separators = pieces[0::2], ["", *pieces[1::2]]
+    kept: list[str] = []
+    for clause, separator in zip(clauses, separators, strict=True):
+        clause = _kept(clause, addressee, speaker, first=not head and not separator)
+        if clause.strip():
+            kept.append(clause if not kept else separator + clause)
+    if not kept:
+        return ""
+    out = (f"{head}, " if head else "") + "".join(kept).strip()
+    if not re.search(r"[.!?]['\"’”)]*$", out):
+        end = re.search(r"[.!?]+['\"’”)]*$", sentence)
+        out = out.rstrip(",;:-–— ") + (end.group(0) if end else "")
+    out = re.sub(r"^(?:and|but|so|because|which)\s+", "", out, flags=re.I)
+    return out[:1].upper() + out[1:]
+
+
+def _kept(clause: str, addressee: bool, speaker: str, *, first: bool) -> str:
+    bare = strip_opener(clause)
+    if not bare.strip() or _dropped(bare, addressee, first):
+        return ""
+    kind = generic(bare)
+    if kind == "drop":
+        return ""
+    return clause if kind is None else _as_anyone(clause, speaker, kind == "you")
