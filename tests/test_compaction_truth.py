@@ -43,6 +43,13 @@ SUMMARY = (
 )
 
 
+@pytest.fixture
+def store(sqlite_store: Store) -> Store:
+    """The SQLite store, by the name ``test_ledger``, ``test_progress`` and
+    ``test_verdicts`` import it under."""
+    return sqlite_store
+
+
 class ClaudeLog:
     """Writes a Claude Code session JSONL record by record."""
 

@@ -1,7 +1,7 @@
 """``threadline serve`` starts or says why (issue 20, point 3), run as a user runs it.
 
 Each failed start is one ``threadline: error:`` line, no banner, no login link, no
-traceback, and an exit code of its own (README's table): a port in use 9, a host that
+traceback, and an exit code of its own (the CLI page's table): a port in use 9, a host that
 is not this machine's 10, a model that cannot be resolved 11, a bad token 2. ``--port
 0`` prints the port the system chose, and the login link uses it.
 """
@@ -20,7 +20,7 @@ from threadline.cli import errors as cli_errors
 from threadline.errors import HostUnavailable, PortUnavailable, UnknownModel
 
 TOKEN = "startup-token-0123456789abcdef"
-README = Path(__file__).resolve().parents[1] / "README.md"
+EXIT_CODES = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 
 
 def failed_start(output: str) -> str:
@@ -94,8 +94,8 @@ def test_port_0_prints_the_port_it_got(tmp_path: Path, store: str) -> None:
     assert len(LOGIN_LINK.findall(live.output())) == 1
 
 
-def test_the_readme_lists_every_exit_code() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_cli_page_lists_every_exit_code() -> None:
+    text = EXIT_CODES.read_text(encoding="utf-8")
     table = dict(re.findall(r"^\| (\d+) \| (.+) \|$", text, flags=re.MULTILINE))
     codes = {
         value

@@ -186,7 +186,8 @@ def test_recorder_extracts_with_provenance_and_pending_survives_reopen(
         assert rec2.pending(s) == 2
         assert rec2.flush(s) >= 2
         assert rec2.pending(s) == 0
-        hits = mem2.search("which database for Atlas", scopes=["agent:ana"])
+        # lexical search: the query names the stored words (no fact says "database")
+        hits = mem2.search("PostgreSQL for Atlas", scopes=["agent:ana"])
         assert hits and (hits[0].session_id, hits[0].seq) == (s.id, 1)
         atlas = mem2.recall("Atlas", scopes=["agent:ana"])
         assert atlas is not None and atlas.entity.kind == "project"
