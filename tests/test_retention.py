@@ -425,6 +425,19 @@ def test_bad_settings_name_the_file_and_field(tmp_path: Path, text: str, message
     assert str(path) in str(info.value)
 
 
+def test_bad_settings_cut_a_long_value_and_keep_it_closed(tmp_path: Path) -> None:
+    """A long refused value is cut, the ``(got ...)`` still closed (as agent files do)."""
+    path = tmp_path / "config.toml"
+    path.write_text(f'[session]\nretention_days = "{"9" * 500}"\nretention_day = 1\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(path)
+    first, second = str(info.value).splitlines()[1:]
+    assert first.startswith("  session.retention_days: ") and first.endswith("...)")
+    assert len(first) < 200
+    assert second == "  session.retention_day: unknown setting (check the spelling)"
+    assert str(info.value).startswith(f"{path}: invalid settings")
+
+
 def test_settings_file_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_bytes(b"[session]\nretention_days = 3\n# \xff\n")

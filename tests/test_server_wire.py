@@ -55,9 +55,9 @@ def create(client: TestClient) -> str:
     return str(r.json()["result"]["data"]["sessionId"])
 
 
-def test_every_library_error_has_trpcs_status() -> None:
-    for kind, code, status in ERRORS:
-        assert TRPC_HTTP_STATUS[code] == status, kind
+def test_every_library_error_has_a_trpc_code() -> None:
+    for kind, code in ERRORS:
+        assert code in TRPC_HTTP_STATUS, kind
     assert set(TRPC_ERROR_CODES) == set(TRPC_HTTP_STATUS)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from threadline.errors import ConfigError, ThreadlineError, UsageError
+from threadline.errors import ConfigError, ThreadlineError, UsageError, file_validation_error
 from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
 from threadline.store.protocol import Store
 from threadline.store.retention import (
@@ -156,27 +156,16 @@ def parse_settings(text: str, *, source: Path | str = "<settings>") -> Settings:
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_format_errors(exc, str(source))) from exc
+        raise ConfigError(
+            file_validation_error(
+                exc,
+                str(source),
+                what="settings",
+                unknown_field="unknown setting (check the spelling)",
+            )
+        ) from exc
     settings._source = Path(source)
     return settings
-
-
-def _format_errors(exc: ValidationError, source: str) -> str:
-    """``file: session.retention_days: what is expected (got X)``, one problem a line."""
-    lines = []
-    for error in exc.errors():
-        loc = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        message = str(error["msg"])
-        if error["type"] == "extra_forbidden":
-            message = "unknown setting (check the spelling)"
-        elif message.startswith("Value error, "):
-            message = message.removeprefix("Value error, ")
-        quiet = error["type"] in ("missing", "extra_forbidden")
-        shown = "" if quiet else f" (got {error['input']!r})"
-        lines.append(f"{loc}: {message}{shown[:100]}")
-    if len(lines) == 1:
-        return f"{source}: {lines[0]}"
-    return f"{source}: invalid settings\n  " + "\n  ".join(lines)
 
 
 def apply_startup_retention(

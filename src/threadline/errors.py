@@ -306,3 +306,34 @@ def validation_problems(exc: ValidationError) -> str:
             text += f" (got {got})"
         problems.append(f"{loc}: {text}" if loc else text)
     return "; ".join(dict.fromkeys(problems))
+
+
+MAX_SHOWN_FIELD_INPUT = 100
+"""Characters of `` (got X)`` shown per problem when a whole file is reported."""
+
+
+def file_validation_error(
+    exc: ValidationError, source: str, *, what: str, unknown_field: str
+) -> str:
+    """pydantic's errors for a file a user wrote, one problem a line:
+    ``file: field.path: what is expected (got X)``; several under ``file: invalid {what}``.
+
+    The agent file and the settings file report their errors alike through this;
+    ``unknown_field`` is what a misspelled key is told (it points at that file's reference).
+    """
+    lines = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        message = str(error["msg"])
+        if error["type"] == "extra_forbidden":
+            message = unknown_field
+        elif message.startswith("Value error, "):
+            message = message.removeprefix("Value error, ")
+        got = error.get("input")
+        shown = "" if error["type"] in ("missing", "extra_forbidden") else f" (got {got!r})"
+        if len(shown) > MAX_SHOWN_FIELD_INPUT:
+            shown = shown[: MAX_SHOWN_FIELD_INPUT - 3] + "...)"
+        lines.append(f"{loc}: {message}{shown}")
+    if len(lines) == 1:
+        return f"{source}: {lines[0]}"
+    return f"{source}: invalid {what}\n  " + "\n  ".join(lines)

@@ -41,7 +41,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from threadline.agent.tools import BUILTIN_TOOLS
 from threadline.context.builder import DEFAULT_MEMORY_SHARE
 from threadline.context.policy import ContextPolicy
-from threadline.errors import ConfigError, InvalidSessionId, ThreadlineError, UsageError
+from threadline.errors import (
+    ConfigError,
+    InvalidSessionId,
+    ThreadlineError,
+    UsageError,
+    file_validation_error,
+)
 from threadline.llm.base import DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_TIMEOUT
 from threadline.store.checks import DEFAULT_AGENT, validate_agent
 from threadline.yaml_limits import load_yaml
@@ -401,28 +407,14 @@ def parse_agent(
     try:
         return AgentConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, source)) from exc
-
-
-def format_validation_error(exc: ValidationError, source: str) -> str:
-    """One line per problem: ``file: field.path: what is expected (got X)``."""
-    lines = []
-    for error in exc.errors():
-        loc = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        message = str(error["msg"])
-        if error["type"] == "extra_forbidden":
-            message = "unknown field (check the spelling; see the agent file reference)"
-        elif message.startswith("Value error, "):
-            message = message.removeprefix("Value error, ")
-        got = error.get("input")
-        shown = "" if error["type"] in ("missing", "extra_forbidden") else f" (got {got!r})"
-        if len(shown) > 100:
-            shown = shown[:97] + "...)"
-        lines.append(f"{loc}: {message}{shown}")
-    head = f"{source}: invalid agent configuration"
-    if len(lines) == 1:
-        return f"{source}: {lines[0]}"
-    return head + "\n  " + "\n  ".join(lines)
+        raise ConfigError(
+            file_validation_error(
+                exc,
+                source,
+                what="agent configuration",
+                unknown_field="unknown field (check the spelling; see the agent file reference)",
+            )
+        ) from exc
 
 
 # -- the built-in agent ---------------------------------------------------------------

@@ -39,7 +39,7 @@ class BodyTooLarge(ProcedureError):
 
     def __init__(self, limit: int) -> None:
         super().__init__(
-            "PAYLOAD_TOO_LARGE", 413, f"the request body is over the limit of {limit:,} bytes"
+            "PAYLOAD_TOO_LARGE", f"the request body is over the limit of {limit:,} bytes"
         )
 
 
@@ -47,7 +47,7 @@ class BodyTimeout(ProcedureError):
     """Raised by the guard's ``receive`` when a body stalls; any handler maps it to 408."""
 
     def __init__(self, seconds: float) -> None:
-        super().__init__("TIMEOUT", 408, f"the request body sent nothing for {seconds:g} seconds")
+        super().__init__("TIMEOUT", f"the request body sent nothing for {seconds:g} seconds")
 
 
 def procedure_of(path: str) -> str | None:

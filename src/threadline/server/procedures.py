@@ -4,7 +4,7 @@ Each procedure takes a validated input model and returns JSON-ready data; the
 tRPC-style routes (``/trpc/<name>``) and the REST routes (``/v1``) both call
 them, so the two formats cannot drift apart. Field names are camelCase, as a
 TypeScript tRPC client expects. ``ERRORS`` maps the library's errors to a tRPC
-code and an HTTP status.
+code, which names the HTTP status.
 """
 
 from __future__ import annotations
@@ -77,28 +77,29 @@ WORKSPACE_KEY = "workspaceId"
 class ProcedureError(ThreadlineError):
     """An error with its tRPC code and HTTP status, raised by the wire layer itself."""
 
-    def __init__(self, code: str, status: int, message: str) -> None:
+    def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
-        self.status = status
+        self.status = TRPC_HTTP_STATUS[code]
 
 
-ERRORS: Final[tuple[tuple[type[Exception], str, int], ...]] = (
-    (SessionNotFound, "NOT_FOUND", 404),
-    (TooManySearches, "TOO_MANY_REQUESTS", 429),
-    (SessionHasForks, "CONFLICT", 409),
-    (UsageError, "BAD_REQUEST", 400),
-    (ConfigError, "BAD_REQUEST", 400),
-    (TurnInProgress, "CONFLICT", 409),
-    (SessionLocked, "CONFLICT", 409),
-    (SessionExists, "CONFLICT", 409),
-    (CompactionInProgress, "CONFLICT", 409),
-    (ContextOverflow, "UNPROCESSABLE_CONTENT", 422),
-    (NotSupported, "NOT_IMPLEMENTED", 501),
-    (ModelError, "BAD_GATEWAY", 502),
-    (StoreUnavailable, "SERVICE_UNAVAILABLE", 503),
+ERRORS: Final[tuple[tuple[type[Exception], str], ...]] = (
+    (SessionNotFound, "NOT_FOUND"),
+    (TooManySearches, "TOO_MANY_REQUESTS"),
+    (SessionHasForks, "CONFLICT"),
+    (UsageError, "BAD_REQUEST"),
+    (ConfigError, "BAD_REQUEST"),
+    (TurnInProgress, "CONFLICT"),
+    (SessionLocked, "CONFLICT"),
+    (SessionExists, "CONFLICT"),
+    (CompactionInProgress, "CONFLICT"),
+    (ContextOverflow, "UNPROCESSABLE_CONTENT"),
+    (NotSupported, "NOT_IMPLEMENTED"),
+    (ModelError, "BAD_GATEWAY"),
+    (StoreUnavailable, "SERVICE_UNAVAILABLE"),
 )
-"""First match wins: (error class, tRPC code, HTTP status)."""
+"""First match wins: (error class, tRPC code); the HTTP status is the code's
+(``TRPC_HTTP_STATUS``)."""
 
 
 def classify(exc: Exception) -> tuple[str, int, str]:
@@ -107,10 +108,10 @@ def classify(exc: Exception) -> tuple[str, int, str]:
         return exc.code, exc.status, str(exc)
     if isinstance(exc, ValidationError):
         return "BAD_REQUEST", 400, validation_message(exc.errors())
-    for kind, code, status in ERRORS:
+    for kind, code in ERRORS:
         if isinstance(exc, kind):
             message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-            return code, status, message
+            return code, TRPC_HTTP_STATUS[code], message
     logger.error("internal error: %s", exc, exc_info=exc)
     return "INTERNAL_SERVER_ERROR", 500, f"internal error ({type(exc).__name__})"
 

@@ -49,7 +49,7 @@ METHODS: Final = {"query": "GET", "mutation": "POST"}
 
 
 def bad_request(message: str) -> ProcedureError:
-    return ProcedureError("BAD_REQUEST", 400, message)
+    return ProcedureError("BAD_REQUEST", message)
 
 
 def error_response(exc: Exception, path: str | None = None) -> JSONResponse:
@@ -114,11 +114,11 @@ def _call(procs: Procedures, name: str, method: str, raw: Any) -> dict[str, Any]
     proc = PROCEDURES.get(name)
     try:
         if proc is None:
-            raise ProcedureError("NOT_FOUND", 404, f"no procedure {name!r}")
+            raise ProcedureError("NOT_FOUND", f"no procedure {name!r}")
         wanted = METHODS[proc.kind]
         if method != wanted:
             raise ProcedureError(
-                "METHOD_NOT_SUPPORTED", 405, f"{name} is a {proc.kind}: send it with {wanted}"
+                "METHOD_NOT_SUPPORTED", f"{name} is a {proc.kind}: send it with {wanted}"
             )
         if isinstance(raw, Exception):
             raise raw
@@ -148,7 +148,7 @@ async def handle(request: Request, path: str, procs: Procedures) -> Response:
     single = None if query.batch else path
     if method not in ("GET", "POST"):
         message = f"{method} is not a tRPC method: queries are GET, mutations POST"
-        answer = error_response(ProcedureError("METHOD_NOT_SUPPORTED", 405, message), single)
+        answer = error_response(ProcedureError("METHOD_NOT_SUPPORTED", message), single)
         answer.headers["allow"] = "GET, POST"
         return answer
     accept = request.headers.get("trpc-accept") or request.headers.get("accept") or ""
