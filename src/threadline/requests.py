@@ -33,6 +33,16 @@ if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (i
 _REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
 _COMMAND = re.compile(r"<command-name>\s*(?P<name>[^<]*?)\s*</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(?P<args>.*?)\s*</command-args>", re.S)
+_UPLOADED_FILES = re.compile(r"\A\s*<uploaded_files>.*?</uploaded_files>\s*", re.S)
+"""OpenHands' (and SWE-bench harnesses') wrapper naming the checked-out repository."""
+_UPLOAD_PREAMBLE = re.compile(r"\AI've uploaded [^\n]*?:[ \t]*\n?\s*", re.I)
+_ISSUE_TAGS = re.compile(r"</?(?:issue_description|pr_description)>")
+_SKIP_METADATA = frozenset(
+    "is_meta is_demo compact_summary is_compact_summary openhands_observation".split()  # noqa: SIM905
+)
+"""Flags of user-role messages no person wrote (an OpenHands error observation is one)."""
+_OBSERVATION_TYPES = frozenset({"observation", "tool_output"})
+"""SWE-agent records a tool's output as a user message of this ``message_type``."""
 _NOT_A_REQUEST = re.compile(
     r"^\s*(?:Caveat:|\[Request interrupted|\[REDACTED_|<(?:local-command-[\w-]+|"
     r"command-[\w-]+|task-notification|environment_context|user_instructions|"
@@ -43,20 +53,6 @@ _NOT_A_REQUEST = re.compile(
     re.I,
 )
 """Text that opens a message no person typed as a request."""
-_UPLOADED_FILES = re.compile(r"\A\s*<uploaded_files>.*?</uploaded_files>\s*", re.S)
-"""OpenHands' (and SWE-bench harnesses') wrapper naming the checked-out repository."""
-_UPLOAD_PREAMBLE = re.compile(r"\AI've uploaded [^\n]*?:[ \t]*\n?\s*", re.I)
-_ISSUE_TAGS = re.compile(r"</?(?:issue_description|pr_description)>")
-_SKIP_METADATA = (
-    "is_meta",
-    "is_demo",
-    "compact_summary",
-    "is_compact_summary",
-    "openhands_observation",
-)
-"""Flags of user-role messages no person wrote (an OpenHands error observation is one)."""
-_OBSERVATION_TYPES = frozenset({"observation", "tool_output"})
-"""SWE-agent records a tool's output as a user message of this ``message_type``."""
 
 
 def request_text(m: Message) -> str | None:

@@ -37,18 +37,25 @@ MAX_TEMPLATE_FREE_CHARS = 600
 
 Revision = Literal["undo", "back", "revise"]
 
-_UNDO_RE = re.compile(
-    r"^\s*(?:please\s+)?(?:undo|revert|roll\s*back)\b(?:\s+(?:the|that|this|your|my))?"
-    r"(?:\s+last)?(?:\s+(?:change|changes|edit|edits|commit|one|it|that))?\b",
-    re.I,
+_REVISIONS: tuple[tuple[Revision, re.Pattern[str]], ...] = tuple(
+    (how, re.compile(pattern, re.I))
+    for how, pattern in (
+        (
+            "undo",
+            r"^\s*(?:please\s+)?(?:undo|revert|roll\s*back)\b(?:\s+(?:the|that|this|your|my))?"
+            r"(?:\s+last)?(?:\s+(?:change|changes|edit|edits|commit|one|it|that))?\b",
+        ),
+        ("back", r"\b(?:go|goes|going|went)\s+back\s+to\b|\brestore\s+the\s+previous\b"),
+        (
+            "revise",
+            r"^\s*(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost|nearly|not\s+quite|close)\b"
+            r"|^\s*(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b.*\bdifferently\b"
+            r"|^\s*actually\b",
+        ),
+    )
 )
-_BACK_RE = re.compile(r"\b(?:go|goes|going|went)\s+back\s+to\b|\brestore\s+the\s+previous\b", re.I)
-_REVISE_RE = re.compile(
-    r"^\s*(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost|nearly|not\s+quite|close)\b"
-    r"|^\s*(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b.*\bdifferently\b"
-    r"|^\s*actually\b",
-    re.I,
-)
+"""How a turn changes the instruction before it, first match wins: each pattern is
+searched for; the ``^`` of "undo" and "revise" holds them to the turn's start."""
 _FRAME_RE = re.compile(
     r"^(?:(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost\s+|nearly\s+|much\s+|a\s+lot\s+)?"
     r"(?:right|good|better|great|fine|ok(?:ay)?|correct|close|it)\b|"
@@ -84,8 +91,6 @@ _PASTE_RE = re.compile(
     r"(?:Prompt|Response|Timestamp)\s*(?:#\d+)?:)"
 )
 """A line of pasted output, code or a log, not the user's own words."""
-_TEMPLATE_RE = re.compile(r"^\s*#{1,3}\s+\S|\$ARGUMENTS|^Arguments:\s*$|\*\*[^*\n]+\*\*", re.M)
-_QUOTED_BLOCK_RE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _ERROR_RE = re.compile(
     r"\b(?:error|errors|exception|traceback|blocked|fails?|failing|failed|broken|crash(?:es|ed)?|"
     r"(?:doesn'?t|does\s+not)\s+(?:seem\s+to\s+)?(?:be\s+)?work(?:ing)?|"
@@ -94,7 +99,6 @@ _ERROR_RE = re.compile(
     r"(?:don'?t|doesn'?t|can'?t)\s+see)\b",
     re.I,
 )
-_PIECE_BREAK_RE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*|;\s+|:\s+(?=[\"“])")
 _EXAMPLE_INTRO_RE = re.compile(
     r"(?:\beg|e\.g\.|example|getting|output|looks\s+like|response|current\b.*):\s*$", re.I
 )
@@ -103,16 +107,21 @@ the next blank line."""
 _NAMED_RE = re.compile(r"(?<![\w/])[~.]?/?(?:[\w.-]+/)*[\w-]+\.[a-z]{1,6}\b")
 _THERE_RE = re.compile(r"\bthere(?=\s*[.!]?$)")
 _WORD_RE = re.compile(r"[^\W_]+")
+MAX_LEANING_WORDS = 8
+"""A clause this short that opens with a pronoun (or says "currently") leans on what came
+before it: not standalone, so no fact."""
 _LEANING_RE = re.compile(
     r"^(?:this|that|it|they|these|those|them|currently|change\s+the\s+\w+\s+to\s+this)\b"
     r"|\b(?:this|that|it)\.$",
     re.I,
 )
-MAX_LEANING_WORDS = 8
-"""A clause this short that opens with a pronoun (or says "currently") leans on what came
-before it: not standalone, so no fact."""
 _LIST_MARK_RE = re.compile(r"^\s*(?:\d{1,2}\s*[.:)]|[-*•])\s+")
 _DESCRIBE_RE = re.compile(r"^(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b[^:]*:\s*", re.I)
+
+
+_TEMPLATE_RE = re.compile(r"^\s*#{1,3}\s+\S|\$ARGUMENTS|^Arguments:\s*$|\*\*[^*\n]+\*\*", re.M)
+_QUOTED_BLOCK_RE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_PIECE_BREAK_RE = re.compile(r"(?<=[.!?])\s+|\s*\n\s*|;\s+|:\s+(?=[\"“])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +148,7 @@ def reports_error(text: str) -> bool:
 
 def revision(text: str) -> Revision | None:
     """How a turn changes the instruction before it, if it does."""
-    if _UNDO_RE.match(text):
-        return "undo"
-    if _BACK_RE.search(text):
-        return "back"
-    if _REVISE_RE.match(text):
-        return "revise"
-    return None
+    return next((how for how, pattern in _REVISIONS if pattern.search(text)), None)
 
 
 def distil(piece: str) -> str:

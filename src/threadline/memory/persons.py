@@ -19,6 +19,7 @@ import re
 
 from threadline.memory.statements import strip_opener, third_person
 from threadline.memory.substance import concrete
+from threadline.memory.words import MONTHS_BUT_MAY, SEASONS, WEEKDAYS
 
 _SEPARATOR_RE = re.compile(
     r"(,\s+so\s+|,?\s+(?:but|because|though|although|which|whenever|while)\s+"
@@ -72,10 +73,8 @@ _DONE_RE = re.compile(
 _CHAT_VERBS = frozenset(["talked", "chatted", "spoke", "met", "caught", "messaged", "texted"])
 """Verbs of the conversation itself: "since we last chatted" says nothing to keep."""
 _WHEN_RE = re.compile(
-    r"\b(?:yesterday|tomorrow|tonight|ago|last|next|this\s+(?:week|weekend|month|year|"
-    r"summer|winter|spring|fall|morning|evening)|monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday|january|february|march|april|may|june|july|august|september|october|"
-    r"november|december|\d{4})\b",
+    rf"\b(?:yesterday|tomorrow|tonight|ago|last|next|{WEEKDAYS}|may|{MONTHS_BUT_MAY}|"
+    rf"this\s+(?:week|weekend|month|year|{SEASONS}|morning|evening)|\d{{4}})\b",
     re.I,
 )
 _OUR_RE = re.compile(r"\bour\s+(?:own\s+)?(\w+)(?:\s+(\w+))?", re.I)
@@ -105,6 +104,10 @@ def _we_done(clause: str) -> bool:
     return found == len(_WE_RE.findall(clause))
 
 
+_MINE_RE = re.compile(r"\b(?:I|my|me|mine)\b|\bI['’]", re.I)
+_ADVICE_RE = re.compile(r"\byou\s+(?:could|should|might|may|can)\b(?!\s+(?:hear|see|smell))", re.I)
+
+
 def _dropped(bare: str, addressee: bool, first: bool) -> bool:
     """Whether a clause is advice, cheer or praise: a sentence opening in the imperative
     ("Push through", ``first``: the sentence's first clause) unless it shows something of
@@ -120,8 +123,6 @@ def _dropped(bare: str, addressee: bool, first: bool) -> bool:
     return _PRAISE_RE.search(bare) is not None and not concrete(bare)
 
 
-_MINE_RE = re.compile(r"\b(?:I|my|me|mine)\b|\bI['’]", re.I)
-_ADVICE_RE = re.compile(r"\byou\s+(?:could|should|might|may|can)\b(?!\s+(?:hear|see|smell))", re.I)
 _GENERIC_WE_RE = re.compile(
     r"\bwe\s*(?:['’]re|\s+are)\s+(?:all|not|never)\b|\bwe\s+all\s+(?:have|need|are|deserve)\b"
     r"|\bwe\s+(?:can|could|should|must|might|may|gotta)\b"

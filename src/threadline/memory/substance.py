@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from threadline.memory.statements import content_words
+from threadline.memory.words import MONTHS_BUT_MAY, SEASONS, WEEKDAYS
 
 MOOD_WORDS = frozenset(
     """proud happy glad excited thrilled grateful thankful blessed lucky loved loving
@@ -52,22 +53,21 @@ number or time."""
 
 _NAME_INSIDE_RE = re.compile(r"(?<=[\w,;:)'’\"] )(?!I\b|I['’])[A-Z][\w'’.-]*")
 """A capitalised word inside a sentence (not the first word, not "I"): a name."""
-_TITLE_RE = re.compile(r"[\"“][^\"”]{2,60}[\"”]")
-_NUMBER_RE = re.compile(r"\d")
-_TIME_RE = re.compile(
-    r"\b(?:yesterday|tomorrow|tonight|ago|last\s+(?:week|weekend|month|year|night|time|"
-    r"summer|winter|spring|fall|\w+day)|next\s+(?:week|weekend|month|year|\w+day)|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|"
-    r"april|june|july|august|september|october|november|december)\b",
+_DATUM_RE = re.compile(
+    r"\d|[\"“][^\"”]{2,60}[\"”]"  # a number, or a quoted title
+    rf"|\b(?:yesterday|tomorrow|tonight|ago|next\s+(?:week|weekend|month|year|\w+day)|"
+    rf"last\s+(?:week|weekend|month|year|night|time|{SEASONS}|\w+day)|{WEEKDAYS}|"
+    rf"{MONTHS_BUT_MAY})\b",
     re.I,
 )
+"""A number, a quoted title or a time: each a datum by itself."""
 
 
 def concrete(text: str, names: tuple[str, ...] = ()) -> bool:
     """Whether ``text`` states something concrete: a name inside it (not one of
     ``names``, the speaker's and the addressee's), a quoted title, a number, a time, or
     ``MIN_CONCRETE_WORDS`` words of content that are no words of mood."""
-    if _NUMBER_RE.search(text) or _TIME_RE.search(text) or _TITLE_RE.search(text):
+    if _DATUM_RE.search(text):
         return True
     left_out = {n.casefold() for name in names for n in name.split()}
     for m in _NAME_INSIDE_RE.finditer(text):
@@ -83,6 +83,7 @@ def substance_words(text: str, names: tuple[str, ...] = ()) -> list[str]:
 
 
 _ADVERBS = r"(?:(?:really|just|also|still|totally|definitely|honestly|so|and|but)\s+)*"
+_GERUND_OPENING_RE = re.compile(rf"^{_ADVERBS}[a-z]+ing\b", re.I)
 _IT_VERB_RE = re.compile(
     rf"^({_ADVERBS})(made|makes|reminds?|reminded|feels|felt|means|meant|sounds|looks|seems|"
     r"gonna\s+be|gotta\s+be)\b",
@@ -104,7 +105,6 @@ _I_VERB_RE = re.compile(
     re.I,
 )
 """A verb whose dropped subject is the speaker ("Gonna continue my edu")."""
-_GERUND_OPENING_RE = re.compile(rf"^{_ADVERBS}[a-z]+ing\b", re.I)
 _FINITE_RE = re.compile(
     r"\b(?:is|are|was|were|has|have|had|does|did|will|would|can|could|should|must|might|"
     r"lets|makes|made|helps|helped|brings|brought|gives|gave|keeps|kept|takes|took|means|"
