@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from threadline.memory import ExtractiveExtractor, is_signal
+from threadline.memory.base import Fact
 from threadline.memory.statements import third_person
 from threadline.messages import Message
 
@@ -136,13 +137,19 @@ GARBLED = re.compile(
 )
 
 
-def _fact_of(speaker: str, addressee: str, text: str) -> str:
+def _facts(speaker: str, addressee: str, text: str) -> list[Fact]:
+    """The facts of ``text``, said by ``speaker`` in answer to ``addressee`` asking
+    ``QUESTION``."""
     out = ExtractiveExtractor(episodes=False).extract(
         [Message.user(QUESTION, name=addressee, seq=1), Message.user(text, name=speaker, seq=2)],
         scope="agent:a",
         session_id="s",
     )
-    return " ".join(f.statement for f in out.facts if f.seq == 2)
+    return out.facts
+
+
+def _fact_of(speaker: str, addressee: str, text: str) -> str:
+    return " ".join(f.statement for f in _facts(speaker, addressee, text) if f.seq == 2)
 
 
 @pytest.mark.parametrize(("speaker", "addressee", "text", "expected"), CASES)
@@ -215,19 +222,15 @@ def test_a_long_turn_becomes_short_facts_without_its_commentary() -> None:
         "customer base and making my store a top destination for fashion fans. It's awesome "
         "to see it all coming together! You, Jon? What do you have going for your dance studio?"
     )
-    out = ExtractiveExtractor(episodes=False).extract(
-        [Message.user(QUESTION, name="Jon", seq=1), Message.user(text, name="Gina", seq=2)],
-        scope="agent:a",
-        session_id="s",
-    )
-    assert [f.statement for f in out.facts] == [
+    facts = _facts("Gina", "Jon", text)
+    assert [f.statement for f in facts] == [
         "Gina is thinking of working with some fashion bloggers and influencers in the next few "
         "months to get more attention for Gina's store. Plus, Gina is going to do more ads so "
         "Gina can reach more people.",
         "Gina is really focused on building Gina's customer base and making Gina's store a top "
         "destination for fashion fans.",
     ]
-    assert all(f.subject == "Gina" for f in out.facts)
+    assert all(f.subject == "Gina" for f in facts)
 
 
 def test_a_rating_or_a_cheer_is_no_fact_but_what_was_done_is() -> None:
@@ -235,12 +238,8 @@ def test_a_rating_or_a_cheer_is_no_fact_but_what_was_done_is() -> None:
         "That bowl is gorgeous! Let's keep going and chase your dreams! "
         "I glazed it in my studio in Lisbon."
     )
-    out = ExtractiveExtractor(episodes=False).extract(
-        [Message.user(QUESTION, name="Jon", seq=1), Message.user(turn, name="Gina", seq=2)],
-        scope="agent:a",
-        session_id="s",
-    )
-    assert [f.statement for f in out.facts] == ["Gina glazed it in Gina's studio in Lisbon."]
+    facts = _facts("Gina", "Jon", turn)
+    assert [f.statement for f in facts] == ["Gina glazed it in Gina's studio in Lisbon."]
 
 
 def test_a_pronoun_that_points_at_an_earlier_turn_is_no_fact() -> None:

@@ -244,6 +244,12 @@ class Check:
         return f"{code_span(self.command)} -> {code_span(self.line)}"
 
 
+_SEGMENT_JSON = (
+    "key title source start files checks commits closed reason remains note last".split()  # noqa: SIM905
+)
+"""A segment's fields in its JSON, in order; the lists and checks are copied."""
+
+
 @dataclass(slots=True)
 class Segment:
     """One stretch of work: on a tracked item (``key``) or after a request (``key`` empty)."""
@@ -264,20 +270,13 @@ class Segment:
     """The seq of the last thing it took in."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "title": self.title,
-            "source": self.source,
-            "start": self.start,
-            "files": list(self.files),
-            "checks": {t: c.to_json() for t, c in self.checks.items()},
-            "commits": list(self.commits),
-            "closed": self.closed,
-            "reason": self.reason,
-            "remains": self.remains,
-            "note": self.note,
-            "last": self.last,
-        }
+        data = {name: getattr(self, name) for name in _SEGMENT_JSON}
+        data.update(
+            files=list(self.files),
+            checks={t: c.to_json() for t, c in self.checks.items()},
+            commits=list(self.commits),
+        )
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Segment:
@@ -320,10 +319,10 @@ class Segment:
         self,
         shown: Shown,
         *,
-        files: int = SHOWN_FILES,
-        current: bool = False,
         detail: Shown | None = None,
         made: Made | None = None,
+        files: int = SHOWN_FILES,
+        current: bool = False,
     ) -> list[str]:
         """What the segment did, clause by clause (paths as ``shown`` gives them, each with
         what ``detail`` says of it, such as the definitions changed): for a finished one
@@ -552,8 +551,8 @@ def account(
     through: int,
     shown: Shown = _as_is,
     *,
-    budget: int = ACCOUNT_WORDS,
     made: Made | None = None,
+    budget: int = ACCOUNT_WORDS,
 ) -> tuple[list[str], Segment | None]:
     """The chronological account of the segments up to ``through`` (lines, oldest first,
     within ``budget`` words: older segments beyond it folded into one "Earlier" line), and

@@ -141,6 +141,8 @@ class MemoryHit(_Record):
     kind: str
     id: str
     text: str
+    """The line to show: a fact's statement (marked when no longer current), an episode's
+    turn with its date and speaker, or an entity with its kind, aliases and mentions."""
     score: float
     scope: str | None = None
     """The scope the record is in (a search may span several)."""

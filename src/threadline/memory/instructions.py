@@ -37,22 +37,28 @@ MAX_TEMPLATE_FREE_CHARS = 600
 
 Revision = Literal["undo", "back", "revise"]
 
-_REVISIONS: tuple[tuple[Revision, re.Pattern[str]], ...] = tuple(
-    (how, re.compile(pattern, re.I))
-    for how, pattern in (
-        (
-            "undo",
+_REVISIONS: tuple[tuple[Revision, re.Pattern[str]], ...] = (
+    (
+        "undo",
+        re.compile(
             r"^\s*(?:please\s+)?(?:undo|revert|roll\s*back)\b(?:\s+(?:the|that|this|your|my))?"
             r"(?:\s+last)?(?:\s+(?:change|changes|edit|edits|commit|one|it|that))?\b",
+            re.I,
         ),
-        ("back", r"\b(?:go|goes|going|went)\s+back\s+to\b|\brestore\s+the\s+previous\b"),
-        (
-            "revise",
+    ),
+    (
+        "back",
+        re.compile(r"\b(?:go|goes|going|went)\s+back\s+to\b|\brestore\s+the\s+previous\b", re.I),
+    ),
+    (
+        "revise",
+        re.compile(
             r"^\s*(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost|nearly|not\s+quite|close)\b"
             r"|^\s*(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b.*\bdifferently\b"
             r"|^\s*actually\b",
+            re.I,
         ),
-    )
+    ),
 )
 """How a turn changes the instruction before it, first match wins: each pattern is
 searched for; the ``^`` of "undo" and "revise" holds them to the turn's start."""
