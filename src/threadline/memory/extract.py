@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Any
 
 from threadline.memory.base import (
     MAX_STATEMENT_CHARS,
@@ -287,6 +288,19 @@ def find_code_entities(text: str) -> list[tuple[str, str]]:
     return list(found.values())
 
 
+def _fact(origin: Origin, m: Message, when: datetime, **fields: Any) -> Fact:
+    """A fact turn ``m`` states (``fields``: what it says), with where and when it was said."""
+    return Fact(
+        scope=origin.scope,
+        session_id=origin.session_id,
+        seq=m.seq,
+        sources=[Source(session_id=origin.session_id, seq=m.seq)],
+        observed_at=when,
+        confidence=0.7,
+        **fields,
+    )
+
+
 def _coding_subject(statement: str, slot: str | None, m: Message) -> str | None:
     """Whose chain a coding fact continues: a fix is the assistant's (the user saying it
     did not work continues it), an instruction its speaker's unless it opens with a name."""
@@ -414,14 +428,42 @@ class ExtractiveExtractor(Extractor):
         user's standing instructions (``instructions``), the fix the assistant found for
         an error the user reported; entities only of real names (paths, files, ids)."""
         assert m.seq is not None
-        source = Source(session_id=origin.session_id, seq=m.seq)
-        out = Extraction()
         if m.role == "user":
             typed = own_words(text)
             named = [(n, k) for n, k in find_entities(typed) if _mid_sentence(n, typed)]
             mentions = _merged(named, find_code_entities(typed))
         else:
             mentions = find_code_entities(_code_spans(text))
+        out = self._mentioned(m, text, origin, when, mentions)
+        stated = (
+            requests.user_turn(text, m.seq) if m.role == "user" else requests.reply(text, m.seq)
+        )
+        for statement, kind, slot in stated:
+            out.facts.append(
+                _fact(
+                    origin,
+                    m,
+                    when,
+                    subject=_coding_subject(statement, slot, m),
+                    statement=_dated(statement, when)[:MAX_STATEMENT_CHARS],
+                    kind=kind,
+                    slot=slot,
+                )
+            )
+        return out
+
+    def _mentioned(
+        self,
+        m: Message,
+        text: str,
+        origin: Origin,
+        when: datetime,
+        mentions: list[tuple[str, str]],
+    ) -> Extraction:
+        """A turn's entities (``mentions``) and, when it is long enough, the turn as an
+        episode: what every kind of turn records before its facts."""
+        source = Source(session_id=origin.session_id, seq=m.seq)
+        out = Extraction()
         for name, kind in mentions:
             out.entities.append(
                 Entity(scope=origin.scope, name=name, kind=kind, sources=[source], last_seen=when)
@@ -439,58 +481,21 @@ class ExtractiveExtractor(Extractor):
                     dates=date_labels(text, when),
                 )
             )
-        stated = (
-            requests.user_turn(text, m.seq) if m.role == "user" else requests.reply(text, m.seq)
-        )
-        for statement, kind, slot in stated:
-            out.facts.append(
-                Fact(
-                    scope=origin.scope,
-                    subject=_coding_subject(statement, slot, m),
-                    statement=_dated(statement, when)[:MAX_STATEMENT_CHARS],
-                    kind=kind,
-                    slot=slot,
-                    session_id=origin.session_id,
-                    seq=m.seq,
-                    sources=[source],
-                    observed_at=when,
-                    confidence=0.7,
-                )
-            )
         return out
 
     def _one(
         self, m: Message, text: str, origin: Origin, when: datetime, addressee: str | None
     ) -> Extraction:
         assert m.seq is not None
-        scope, session_id = origin.scope, origin.session_id
-        source = Source(session_id=session_id, seq=m.seq)
-        speaker = speaker_of(m)
-        mentions = find_entities(text)
-        out = Extraction()
-        for name, kind in mentions:
-            out.entities.append(
-                Entity(scope=scope, name=name, kind=kind, sources=[source], last_seen=when)
-            )
+        out = self._mentioned(m, text, origin, when, find_entities(text))
         if m.name:
+            source = Source(session_id=origin.session_id, seq=m.seq)
             out.entities.append(
-                Entity(scope=scope, name=m.name, kind="person", sources=[source], last_seen=when)
-            )
-        stated = self._statements(m, text, addressee, when)
-        if self.episodes and len(text) >= MIN_EPISODE_CHARS:
-            out.episodes.append(
-                Episode(
-                    scope=scope,
-                    session_id=session_id,
-                    seq=m.seq,
-                    speaker=speaker,
-                    text=text[:MAX_EPISODE_CHARS],
-                    observed_at=when,
-                    entities=[name for name, _ in mentions],
-                    dates=date_labels(text, when),
+                Entity(
+                    scope=origin.scope, name=m.name, kind="person", sources=[source], last_seen=when
                 )
             )
-        for statement, subject, kind in stated:
+        for statement, subject, kind in self._statements(m, text, addressee, when):
             slot = derive_slot(statement) if subject else None
             targets = [
                 n
@@ -500,18 +505,15 @@ class ExtractiveExtractor(Extractor):
                 if k in OBJECT_KINDS and subject is not None and name_key(n) != name_key(subject)
             ]
             out.facts.append(
-                Fact(
-                    scope=scope,
+                _fact(
+                    origin,
+                    m,
+                    when,
                     subject=subject,
                     statement=statement[:MAX_STATEMENT_CHARS],
                     object=targets[0] if targets and subject else None,
                     kind=kind,
                     slot=slot,
-                    session_id=session_id,
-                    seq=m.seq,
-                    sources=[source],
-                    observed_at=when,
-                    confidence=0.7,
                 )
             )
         return out
