@@ -34,7 +34,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet, is_narration
+from threadline.compaction.decisions import is_narration
+from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet
 from threadline.compaction.ledger import ACTIVE, WorkItem
 from threadline.compaction.snapshot import (
     Bullet,

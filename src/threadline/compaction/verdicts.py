@@ -21,6 +21,12 @@ _TOOL_NAMES = {
     "plan": "exit_?plan_?mode",
 }
 QUESTION_TOOL, PLAN_TOOL = (re.compile(f"(?i)^(?:{names})$") for names in _TOOL_NAMES.values())
+_FEEDBACK = re.compile(
+    r"(?is)\b(?:doesn['\u2019]?t|does\s+not)\s+want\s+to\s+proceed\b.*?\buser\s+said:\s*(?P<said>\S.*)"
+)
+"""A tool call the person turned down, and what they said to do instead (Claude Code: "The
+user doesn't want to proceed with this tool use. ... the user said:\n<what they typed>")."""
+FEEDBACK_CHARS = 1_000
 _ANSWER = re.compile(r'"(?P<q>[^"\n]{3,300})"\s*=\s*"(?P<a>[^"\n]{1,300})"')
 _APPROVED = re.compile(r"(?i)\buser\s+(?:has\s+)?approved\b")
 _IT_IS = r"(?:it|that|this)(?:['\u2019]?s|\s+is)\s+(?:not|wrong|a\s+bad|bad)\b"
@@ -101,6 +107,13 @@ def answer_decision(call: ToolCall, result: str) -> str | None:
     return None
 
 
+def rejection_feedback(result: str) -> str | None:
+    """What the person said when turning down a tool call, from the call's (error) result."""
+    m = _FEEDBACK.search(result[: FEEDBACK_CHARS * 2])
+    said = m.group("said").strip()[:FEEDBACK_CHARS] if m else ""
+    return said or None
+
+
 def rejects(text: str) -> bool:
     """Whether a user message turns down or corrects what the agent just proposed."""
     return _REJECTION.search(text[:600]) is not None
@@ -118,4 +131,13 @@ def topic_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _COMMON}
 
 
-__all__ = ["answer_decision", "is_question_tool", "redirects", "rejects", "topic_words"]
+__all__ = [
+    "PLAN_TOOL",
+    "QUESTION_TOOL",
+    "answer_decision",
+    "is_question_tool",
+    "redirects",
+    "rejection_feedback",
+    "rejects",
+    "topic_words",
+]
