@@ -824,6 +824,31 @@ def _elsewhere(stat: _ValueStat, root: str | None) -> bool:
     return text.startswith("/") and not text.startswith(root.rstrip("/") + "/")
 
 
+PROSE = frozenset({"user", "assistant"})
+_NEEDS_PROSE = frozenset({"setting", "identifier"})
+"""A ``key=value`` or a name is a value when a participant says it: one only a command's
+script assigns (``status=$?`` printing ``status=2``) or a tool prints is plumbing."""
+_NEEDS_USE = frozenset({"version", "port", "address", "email"})
+"""A version or an address is a value when a participant says it or a command uses it; one
+only a tool printed is not. (A URL a tool returned is kept: the API answered with it.)"""
+_SCRATCH = re.compile(r"^(?:/private)?/(?:tmp|var/tmp|var/folders)/")
+"""The system's scratch directories: a background task's output file lives there."""
+
+
+def _unreferred(stat: _ValueStat) -> bool:
+    """A value the run never refers to as one (``values.py``: referred to in prose or in a
+    command): a setting or name no participant said, a version only a tool printed,
+    a scratch file no participant named."""
+    kind, sources = stat.value.kind, stat.sources
+    if kind in _NEEDS_PROSE:
+        return not sources & PROSE
+    if kind in _NEEDS_USE:
+        return not sources & (PROSE | {"argument", "command"})
+    if kind == "path" and _SCRATCH.match(stat.value.text):
+        return not sources & PROSE
+    return False
+
+
 def _previous_weight(position: int, count: int) -> float:
     return PREVIOUS_FACTOR * (1.0 - PREVIOUS_POSITION_DECAY * position / max(1, count))
 
@@ -1102,7 +1127,7 @@ class ExtractiveSummarizer:
                 sum(s.count for s in members),
                 set().union(*(s.sources for s in members)),
             )
-            if _only_said(stat) or _elsewhere(stat, p.tracker.root):
+            if _only_said(stat) or _elsewhere(stat, p.tracker.root) or _unreferred(stat):
                 continue
             if stat.source >= IMPORTANT_SOURCE_WEIGHT or stat.count >= IMPORTANT_MIN_COUNT:
                 merged.append((key, stat))

@@ -50,7 +50,13 @@ from threadline.compaction.toolcalls import (
     split_heredocs,
     todo_items,
 )
-from threadline.compaction.values import Value, extract_error_lines, extract_values, ids_within
+from threadline.compaction.values import (
+    Value,
+    extract_error_lines,
+    extract_values,
+    ids_within,
+    split_words,
+)
 from threadline.messages import SKILL_KEY, Message, ToolCall
 from threadline.requests import request_text
 
@@ -94,16 +100,20 @@ _EXIT_CODE = re.compile(
 """How tools report a command's exit status (Claude Code, Codex, OpenHands)."""
 _ERROR_WORD = re.compile(
     r"(?i)\b(?:error|errors|fatal|fail|fails|failed|failure|exception|denied|not found|"
+    r"(?:issues?|problems?|violations?)\s+found|"
     r"no such|cannot|unable|undefined|panic(?:ked)?)\b"
 )
 """A word that names a failure: the line holding the last one is the failure's summary
 ("1 failed, 3 passed", "Found 2 errors") when no line has an error's own shape."""
 _EXIT_LINE = re.compile(
     r"(?i)^\W*(?:exit(?:ed\s+with)?\s+(?:code|status)|process exited|wall time:|chunk id:|"
-    r"original token count:|output:\s*$)"
+    r"original token count:|output:\s*$|finished\s+in\s+\d|"
+    r"(?:\[?[A-Z]+\]?\s+)?command\s+failed\s+with\s+exit\s+code\b)|(?:\.{3}|\u2026)\s*$"
 )
 """A line of the wrapper around a command's output (its exit status, timing, chunk id): it
 says a command ran or failed, never how."""
+_DIAGNOSTIC = re.compile(r"^[\w./-]+\.\w{1,8}:\d+(?::\d+)?:\s*\S")
+"""A compiler's or linter's complaint: ``file.go:634:64: not enough arguments ...``."""
 _ISSUE_NUMBER = re.compile(r"(?<![\w&])#(\d{1,7})\b")
 """``Closes #41`` in a commit message."""
 _DIGITS = re.compile(r"^#?\d{1,7}$")
@@ -148,11 +158,38 @@ def run_target(command: str) -> str:
 
 
 def _covers(success: str, failure: str) -> bool:
-    """A clean run of ``success`` settles ``failure``: the same run, or a wider run of the
-    same tool (``mix test`` passing after ``mix test test/a_test.exs`` failed)."""
-    return failure == success or (
+    """A clean run of ``success`` settles ``failure``: the same run, a wider run of the
+    same tool (``mix test`` passing after ``mix test test/a_test.exs`` failed), or a run
+    of every command the failure ran on the same operands, options and plumbing aside
+    (``pnpm fix && pnpm check`` after ``pnpm fix > log; status=$?; tail log`` failed;
+    ``oxfmt x.md`` after ``oxfmt --check x.md``)."""
+    if failure == success or (
         len(success.split()) >= 2 and failure.startswith(success + " ") and "&&" not in failure
-    )
+    ):
+        return True
+    failed_work = _work(failure)
+    if not failed_work:
+        return False
+    done = _work(success)
+    return failed_work <= done or _work(failure, last=True) <= done
+
+
+_PLUMBING = frozenset(
+    split_words("cd tail head exit echo printf cat true false sleep set wc sort uniq tee less")
+)
+"""Commands that move or show another command's output: no work of their own."""
+
+
+def _work(command: str, *, last: bool = False) -> set[tuple[str, ...]]:
+    """The commands a shell line runs, each as its words without options (``-x``, ``--y``)
+    and words built at run time; plumbing left out. ``last``: only the final one, which is
+    what failed when a chain (``git checkout X && go build``) printed its errors."""
+    out: list[tuple[str, ...]] = []
+    for argv in simple_commands(command):
+        if not argv or argv[0].rsplit("/", 1)[-1] in _PLUMBING:
+            continue
+        out.append(tuple(w for w in argv if not w.startswith("-") and "\0" not in w))
+    return set(out[-1:] if last else out)
 
 
 def _no_match(command: str | None, text: str) -> bool:
@@ -190,9 +227,12 @@ def error_lines(text: str) -> list[str]:
     found = extract_error_lines(
         text[:20_000] + "\n" + text[-20_000:] if len(text) > 40_000 else text
     )
-    if found:
-        out.append(found[-1].text)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    diagnostic = next((ln for ln in lines if _DIAGNOSTIC.match(ln)), None)
+    if diagnostic is not None:  # a compiler's first complaint is the one to fix first
+        out.append(diagnostic)
+    if found and not any(found[-1].text in o for o in out):
+        out.append(found[-1].text)
     named = [  # a bare verdict ("FAIL") says nothing the exit status did not
         ln
         for ln in lines
@@ -201,7 +241,7 @@ def error_lines(text: str) -> list[str]:
     if named and not any(named[-1] in o or o in named[-1] for o in out):
         out.append(named[-1])
     if not out and lines:
-        first = next((ln for ln in lines if not _EXIT_LINE.match(ln)), "")
+        first = next((ln for ln in lines if not _EXIT_LINE.match(ln) and ln[:2] != "# "), "")
         if first:
             out.append(first)
     return [_clip(line, CLIP_CHARS["error"]) for line in out]

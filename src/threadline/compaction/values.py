@@ -649,6 +649,9 @@ _ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|0\d{2}|[ntr])|[\x00-
 out of a JSON string or a terminal, not a value."""
 _FLAG = re.compile(r"^--?[A-Za-z][\w.-]*(?:=\S*)?$")
 _TAG = re.compile(r"</?[A-Za-z!][^<>]{0,200}>")
+_NAME_SHAPE = re.compile(r"^[A-Za-z_][\w.-]*(?:\([\w, ]*\)|/\d+)?$")
+"""A name a reader can look up: a word, a dotted name, a call or an arity (``render/2``);
+not a selector, an atom, an attribute or a key with its colon."""
 ID_KINDS = frozenset({"uuid", "hex", "id"})
 """Kinds of value kept only when the run refers to them more than once."""
 
@@ -716,6 +719,8 @@ def worth_keeping(value: Value, refs: int = 1) -> bool:
         return False
     if value.kind in ID_KINDS and refs < 2:
         return False
+    if value.kind == "identifier" and not _NAME_SHAPE.match(text):
+        return False  # ``::after``, ``@not_found``, ``prompt:``, ``.square.check``: code syntax
     return not is_artefact(text) if value.kind in ("path", "url", "error") else True
 
 
