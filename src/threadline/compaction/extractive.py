@@ -846,7 +846,27 @@ def _unreferred(stat: _ValueStat) -> bool:
         return not sources & (PROSE | {"argument", "command"})
     if kind == "path" and _SCRATCH.match(stat.value.text):
         return not sources & PROSE
+    if kind == "path":
+        return stat.count < 2 and sources <= TOOL_OUTPUT  # a file a linter's report named once
     return False
+
+
+_PATH_USES = (
+    ("user", "named by the user"),
+    ("command", "used in a command"),
+    ("lookup", "read"),
+    ("argument", "passed to a tool"),
+    ("assistant", "named by the agent"),
+)
+"""How the run used a path that Files Modified does not name, most telling first."""
+
+
+def _use_note(stat: _ValueStat) -> str | None:
+    """What a path was to the run (read, used in a command, named by the user): a path is
+    a value for what was done with it."""
+    if stat.value.kind != "path":
+        return None
+    return next((note for source, note in _PATH_USES if source in stat.sources), None)
 
 
 def _previous_weight(position: int, count: int) -> float:
@@ -1173,7 +1193,7 @@ class ExtractiveSummarizer:
             per_kind[s.value.kind] = n + 1
             if s.value.kind == "identifier" and n >= MAX_IDENTIFIERS:
                 continue
-            bullet = value_bullet(s.value.kind, text)
+            bullet = value_bullet(s.value.kind, text, _use_note(s))
             snapshot.add("important_values", bullet, s.ranked * bonus / (1.0 + KIND_DECAY * n))
             present.update({text, key})
         n = len(old.important_values)

@@ -684,24 +684,40 @@ def is_ticket(text: str) -> bool:
     return _TICKET.fullmatch(text) is not None
 
 
-def value_bullet(kind: ValueKind | str, text: str) -> str:
-    """An Important Values bullet: what the value is, then the value verbatim."""
+def value_bullet(kind: ValueKind | str, text: str, note: str | None = None) -> str:
+    """An Important Values bullet: what the value is, the value verbatim, then what it is
+    to the run (``note``: "beads item: ..., closed", "read", "used in a command")."""
     label = _LABEL_OF.get(kind, kind)
     quoted = f"`{text}`" if text and "`" not in text and text.strip() == text else text
-    return f"{label}: {quoted}"
+    said = f" ({note})" if note and quoted.startswith("`") else ""
+    return f"{label}: {quoted}{said}"
+
+
+_NOTED = re.compile(r"^(?P<value>`[^`]+`)\s+\((?P<note>[^()`]*(?:\([^()`]*\)[^()`]*)*)\)$")
+"""A quoted value with its note after it (``path: `x.py` (read)``)."""
 
 
 def bullet_value(text: str) -> tuple[str | None, str]:
     """The label and the value of an Important Values bullet (``value_bullet``'s form or a
-    bare value, backticks removed)."""
+    bare value, backticks and the note after the value removed)."""
     label: str | None = None
     m = _LABELLED.match(text.strip())
     if m and m.group("label").lower() in _LABELS:
         label, text = m.group("label"), m.group("rest")
     text = text.strip()
+    noted = _NOTED.match(text)
+    if noted:
+        text = noted.group("value")
     if len(text) > 1 and text[0] == text[-1] == "`":
         text = text[1:-1]
     return label, text
+
+
+def bullet_note(text: str) -> str | None:
+    """The note ``value_bullet`` put after a value, if any."""
+    m = _LABELLED.match(text.strip())
+    noted = _NOTED.match(m.group("rest").strip() if m else text.strip())
+    return noted.group("note") if noted else None
 
 
 def worth_keeping(value: Value, refs: int = 1) -> bool:
@@ -754,6 +770,7 @@ __all__ = [
     "RetentionReport",
     "Value",
     "ValueKind",
+    "bullet_note",
     "bullet_value",
     "extract_error_lines",
     "extract_values",
