@@ -308,7 +308,7 @@ def _values(
         label, text = bullet_value(b.text)
         if label is not None and label.lower() == COMMAND_LABEL:
             continue  # the trail's failures replace them
-        if text in settled:
+        if text in settled or (evidence or trail).settled_error(text):
             continue  # the error of a command that ran clean since
         kind = _kind_of(label, text)
         if kind == "identifier" and not _PLAIN_NAME.fullmatch(text):

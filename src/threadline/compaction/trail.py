@@ -67,6 +67,8 @@ TRAIL_VERSION = 2
 
 
 MAX_FAILURES = 3
+MAX_ERROR_LINES = 10
+"""Error lines of one failed run remembered for telling when a later clean run settled them."""
 MAX_SKILLS = 20
 """Skills remembered as in use (the most recently loaded)."""
 """Failed commands remembered (the newest); older failures were most likely dealt with."""
@@ -188,8 +190,52 @@ def _work(command: str, *, last: bool = False) -> set[tuple[str, ...]]:
     for argv in simple_commands(command):
         if not argv or argv[0].rsplit("/", 1)[-1] in _PLUMBING:
             continue
-        out.append(tuple(w for w in argv if not w.startswith("-") and "\0" not in w))
+        words = [w for w in argv if not w.startswith("-") and "\0" not in w]
+        out.append(_unwrapped(words))
     return set(out[-1:] if last else out)
+
+
+_RUNNERS = (
+    ("pnpm", "exec"),
+    ("pnpm", "dlx"),
+    ("pnpm", "run"),
+    ("npm", "exec"),
+    ("npm", "run"),
+    ("yarn", "dlx"),
+    ("yarn", "run"),
+    ("bun", "run"),
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("bundle", "exec"),
+    ("pipx", "run"),
+    ("npx",),
+    ("bunx",),
+)
+"""Prefixes that only run the command after them: ``pnpm exec oxlint`` runs ``oxlint``."""
+
+
+def _unwrapped(words: list[str]) -> tuple[str, ...]:
+    for prefix in _RUNNERS:
+        if len(words) > len(prefix) and tuple(words[: len(prefix)]) == prefix:
+            return tuple(words[len(prefix) :])
+    return tuple(words)
+
+
+_ECHOED = re.compile(r"(?m)^[ \t]*[$>][ \t]+(?P<command>\S[^\n]{0,300})$")
+"""A command a runner says it ran (``$ ultracite check``, npm's ``> eslint .``)."""
+
+
+_SCRIPT_RUNNERS = frozenset(split_words("pnpm npm yarn bun make just task"))
+
+
+def runs_scripts(command: str) -> bool:
+    """A command that runs a project's named scripts, whose output echoes each command."""
+    return any(argv and argv[0] in _SCRIPT_RUNNERS for argv in simple_commands(command))
+
+
+def ran_clean(text: str) -> list[str]:
+    """The commands a clean run's output says it ran (a package script's own command)."""
+    return [m.group("command") for m in _ECHOED.finditer(text[: SHORT_RESULT_CHARS * 4])]
 
 
 def _no_match(command: str | None, text: str) -> bool:
@@ -403,6 +449,11 @@ class Trail:
         """The last seq taken in."""
         self.tracker = FileTracker(cwd)
         self.failures: list[Failure] = []
+        self.erring: dict[str, str] = {}
+        """Each error line a failed run printed -> what ran (``run_target``), until a later
+        clean run of it settles the line."""
+        self.resolved: dict[str, int] = {}
+        """Error lines a later clean run of the same command settled -> when."""
         self.used: dict[str, Used] = {}
         self.todos: TodoState | None = None
         self.closed: dict[str, Closure] = {}
@@ -519,10 +570,14 @@ class Trail:
             self.failures = [f for f in self.failures if run_target(f.command) != target]
             self.failures.append(Failure(seq, shown, error_lines(m.text)))
             self.failures = self.failures[-MAX_FAILURES:]
+            self._erring(m.text, target)
             return
+        echoed = ran_clean(m.text) if command and runs_scripts(command) else []
+        ran = [target, *(run_target(c) for c in echoed)]
         self.failures = [  # it runs clean now, or a wider run of the same tool did
-            f for f in self.failures if not _covers(target, run_target(f.command))
+            f for f in self.failures if not any(_covers(r, run_target(f.command)) for r in ran)
         ]
+        self._settle(ran, seq)
         for done in ("commit", "push"):  # a commit went through: the rejected ones are moot
             outcome = self.ledger.items.get(done)
             if outcome is not None and outcome.seq == seq and not outcome.open:
@@ -537,6 +592,27 @@ class Trail:
         if len(self.closed) > MAX_REMEMBERED:
             newest = sorted(self.closed.items(), key=lambda kv: -kv[1].seq)[:MAX_REMEMBERED]
             self.closed = dict(newest)
+
+    def _erring(self, text: str, target: str) -> None:
+        lines = [v.text for v in extract_error_lines(text)[:MAX_ERROR_LINES]]
+        for line in [*lines, *error_lines(text)]:
+            self.resolved.pop(line, None)
+            self.erring.pop(line, None)
+            self.erring[line] = target
+        while len(self.erring) > MAX_REMEMBERED:
+            del self.erring[next(iter(self.erring))]
+
+    def _settle(self, ran: Sequence[str], seq: int) -> None:
+        for line, target in list(self.erring.items()):
+            if any(_covers(r, target) for r in ran):
+                del self.erring[line]
+                self.resolved[line] = seq
+        while len(self.resolved) > MAX_REMEMBERED:
+            del self.resolved[next(iter(self.resolved))]
+
+    def settled_error(self, line: str) -> bool:
+        """An error line a later clean run of the command that printed it settled."""
+        return line in self.resolved
 
     # -- what it found
 
@@ -588,6 +664,8 @@ class Trail:
             "through": self.through,
             "files": self.tracker.state(),
             "failures": [f.to_json() for f in self.failures],
+            "erring": dict(self.erring),
+            "resolved": dict(self.resolved),
             "used": {t: [u.kind, u.count, u.last, u.refs] for t, u in self.used.items()},
             "todos": None
             if self.todos is None
@@ -622,6 +700,8 @@ class Trail:
             raise ValueError("bad through")
         trail.through = through
         trail.tracker = FileTracker.from_state(data["files"])
+        trail.erring = {str(k): str(v) for k, v in (data.get("erring") or {}).items()}
+        trail.resolved = {str(k): int(v) for k, v in (data.get("resolved") or {}).items()}
         for f in data.get("failures") or []:
             errors = [str(e) for e in f.get("errors") or []]
             trail.failures.append(Failure(int(f["seq"]), str(f["command"]), errors))
