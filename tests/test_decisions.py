@@ -237,6 +237,21 @@ def test_injected_text_never_sources_a_decision() -> None:
     assert not any("French" in d or "git push" in d or "API" in d for d in said)
 
 
+def test_a_pasted_log_line_is_no_choice() -> None:
+    """Aider run: a pasted build warning ("Suggest using builder.Logging instead of
+    ConfigureLogging") and a server's "405 Method Not Allowed" were the user's decisions."""
+    said = decisions(
+        [
+            Message.user(
+                "I get this:\nC:\\src\\Program.cs(41,14): warning ASP0011: Suggest using "
+                "builder.Logging instead of ConfigureLogging\n"
+                "The server logs 405 Method Not Allowed for OPTIONS."
+            ),
+        ]
+    )
+    assert not any("ASP0011" in d or "Not Allowed" in d for d in said)
+
+
 _VERBS = st.sampled_from(["check", "look at", "read", "inspect", "verify", "run"])
 _WHY = st.sampled_from(["because", "since", "so that", "to avoid"])
 

@@ -122,12 +122,12 @@ _RULE = re.compile(
     rf"(?:don{_APOSTROPHE}?t|do\s+not|never|always|avoid|must|only|stop|no\s+need\s+to|use|prefer)\b"
     rf"|\b(?:(?:I|we|you)\s+(?:don{_APOSTROPHE}?t|do\s+not)\s+(?:want|need|like)|never|"
     r"(?:call|name|spell)\s+(?:it|them|this|these)\b|spelling|"
-    r"(?:use|commit|run|edit|write|touch|change|push)\s+only)\b|\bonly\s*[.!]?$"
+    r"(?:use|commit|run|edit|write|touch|change|push)\s+only)\b|^(?:\S+\s+){0,4}only\s*[.!]?$"
 )
 """A standing rule: a negative or an absolute, a naming or spelling rule, "X only"."""
 _OBLIGATION = re.compile(
     rf"\b(?:must(?:n{_APOSTROPHE}t|\s+not)?(?!\s+have\b)|(?:you|we|I)\s+should(?:n{_APOSTROPHE}t|\s+not)?|"
-    r"should\s+(?:never|always|not)|not\s+(?:acceptable|accepable|allowed|valid)|"
+    r"should\s+(?:never|always|not)|(?-i:not\s+(?:acceptable|accepable|allowed|valid))|"
     r"(?:it|this)\s+is\s+important|important\s+(?:not\s+)?to)\b",
     re.I,
 )
@@ -204,9 +204,17 @@ _PROCESS_VERBS = frozenset(split_words("enter exit begin continue proceed wait s
 about the work."""
 
 
+_PASTED = re.compile(
+    r"^\S*[/\\]\S*?[:(]\d+|\b(?:warning|error)\s+[A-Z]{2,}\d{2,}\b|^\S+:\d+:\d+:|"
+    r"(?i:\b(?:warning|error|info|debug)\b)\s*[:\]]\s"
+)
+"""A line of a log or a compiler's output the person pasted ("Program.cs(41,14): warning
+ASP0011: Suggest using X instead of Y"): its words are the tool's, not a choice."""
+
+
 def user_strength(sentence: str) -> float:
     """How surely a sentence the person typed sets a rule or makes a choice (0: it does not)."""
-    if sentence.rstrip().endswith("?"):
+    if sentence.rstrip().endswith("?") or _PASTED.search(sentence):
         return 0.0
     if GO_AHEAD.match(sentence) and words(sentence) <= GO_AHEAD_WORDS:
         return 0.0  # "Let's implement it": a go-ahead; what it approves is the decision
