@@ -179,10 +179,22 @@ _FILLER_WORDS = frozenset(
 )
 
 
+_NAMED = re.compile(r"`[^`\n]+`|[\w.-]*[\w-][./_][\w./-]*\w")
+"""A file name or an identifier (``export_development_history.py``): one subject, however many
+words it is made of."""
+
+
 def subject_words(text: str) -> set[str]:
     """The words that say what a statement is about (``verdicts.topic_words`` without the
-    words every request uses)."""
-    return topic_words(text) - _FILLER_WORDS
+    words every request uses); a file name or an identifier counts as one."""
+    names = {m.group().strip("`").lower() for m in _NAMED.finditer(text)}
+    plain = {_singular(w) for w in topic_words(_NAMED.sub(" ", text))} - _FILLER_WORDS
+    return plain | names
+
+
+def _singular(word: str) -> str:
+    """``pieces`` and ``piece`` are one subject."""
+    return word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def asks_for_change(sentence: str) -> bool:
@@ -308,6 +320,15 @@ def plan_lines(plan: str) -> list[str]:
     return out
 
 
+GIST_WORDS = 8
+"""Two statements opening with the same this-many words are one statement said twice (a
+message sent again, a line broken differently)."""
+
+
+def _gist(key: str) -> str:
+    return " ".join(key.removeprefix("user ").split()[:GIST_WORDS])
+
+
 @dataclass(slots=True)
 class Decision:
     """One decision as said, by whom, in which of the person's turns."""
@@ -334,6 +355,8 @@ class DecisionBook:
     statements: list[tuple[int, str, set[str]]] = field(default_factory=list)
     """The person's statements, by turn, for telling which choices a later one replaced."""
     turn_words: list[set[str]] = field(default_factory=list)
+    heard: set[str] = field(default_factory=set)
+    """Every statement of the person so far, for telling a quote from a new statement."""
 
     @staticmethod
     def key(text: str) -> str:
@@ -341,6 +364,7 @@ class DecisionBook:
 
     def add(self, text: str, score: float, *, user: bool, topics: set[str] | None = None) -> str:
         key = self.key(text)
+        key = next((k for k in self.items if _gist(k) == _gist(key)), key)
         old = self.items.get(key)
         if key and old is None:
             self.items[key] = Decision(text, score, user, self.turn, topics or set())
@@ -357,6 +381,10 @@ class DecisionBook:
         for sentence in sentences:
             topics = subject_words(sentence)
             said |= topics
+            key = _gist(self.key(sentence))
+            if key in self.heard:
+                continue  # quoted back (a pasted log, a reminder): said before, not anew
+            self.heard.add(key)
             if short and words(sentence) >= 3 and asks_for_change(sentence):
                 self.statements.append((self.turn, sentence, topics))
         self.turn_words.append(said)
@@ -383,8 +411,8 @@ class DecisionBook:
         if len(mine) < SHARED_TOPIC:
             return None
         for later_turn, sentence, said in self.statements:
-            if later_turn <= turn or self.key(sentence) == key:
-                continue
+            if later_turn <= turn or _gist(self.key(sentence)) == _gist(key):
+                continue  # not later, or the same statement said again
             if len(mine & said) >= SHARED_TOPIC:
                 return clip_words(sentence, REPLACING_WORDS)
         return None
