@@ -220,6 +220,23 @@ def test_an_approved_plan_gives_its_reasoned_lines() -> None:
     assert any(d.startswith("Approved plan: Keep `render_message/1` unchanged") for d in said)
 
 
+def test_an_approved_plans_line_survives_the_compaction(store: Store, tmp_path: Path) -> None:
+    """Run B: a plan line ending with a colon was dropped as the agent narrating."""
+    log = ClaudeLog()
+    log.user("Work on bead shop-7q2.")
+    plan = (
+        "# Plan: Enrich the renderer\n\n## Approach\n\n"
+        "Keep `render_message/1` unchanged (backward compat for direct callers). Add a "
+        "parallel enriched code path used by `render/2`:\n"
+    )
+    log.call("ExitPlanMode", {"plan": plan}, "User has approved your plan. You can now start.")
+    for i in range(6):
+        log.call("Read", {"file_path": f"/home/dev/shop/doc{i}.md"}, "# doc\n" * 30)
+    said = section(compacted(imported_plain(store, log, tmp_path)), "key_decisions")
+    assert any(d.startswith("Approved plan: Keep `render_message/1` unchanged") for d in said)
+    assert any(d.startswith("User approved the plan: Plan: Enrich the renderer") for d in said)
+
+
 def test_injected_text_never_sources_a_decision() -> None:
     said = decisions(
         [

@@ -278,10 +278,15 @@ def agent_strength(sentence: str) -> tuple[float, bool]:
     return 0.0, False
 
 
+_VERDICT_PREFIXES = ("User", "Approved plan")
+
+
 def is_narration(text: str) -> bool:
     """The agent telling its next move ("Now let me also remove X since we no longer need
     it:"), which no reader should take for a decision."""
     stripped = text.strip().lstrip("-*+\u2022 ").replace("**", "")
+    if stripped.startswith(_VERDICT_PREFIXES):
+        return False  # the person's word, or a plan they approved
     narrates = NARRATION.match(stripped) is not None or stripped.endswith(":")
     return narrates and agent_strength(stripped)[0] == 0.0
 
@@ -291,7 +296,7 @@ def states_decision(bullet: str) -> bool:
     person's, a verdict, or a choice with its reason. Another summarizer's "Errors and fixes"
     lines ("Stash was from before these changes") are an account, not a decision."""
     text = bullet.strip().replace("**", "")
-    if text.startswith(("User", "Approved plan")):
+    if text.startswith(_VERDICT_PREFIXES):
         return True
     return bool(RATIONALE.search(text) or CONTRAST.search(text) or DECISION.search(text))
 
@@ -314,7 +319,7 @@ def plan_lines(plan: str) -> list[str]:
             continue
         reasoned = RATIONALE.search(text) or CONTRAST.search(text) or _PLAN_REASON.search(text)
         if reasoned and not text.endswith("?"):
-            out.append(clip_words(text, 30))
+            out.append(clip_words(text.rstrip(":").rstrip(), 30))
         if len(out) >= MAX_PLAN_DECISIONS:
             break
     return out
