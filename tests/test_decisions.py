@@ -290,3 +290,4 @@ def test_a_negative_or_an_absolute_is_a_standing_rule(rule: str, x: str) -> None
     sentence = rule.format(x=x, X=x.capitalize())
     assert user_strength(sentence) >= 1.0
     assert user_strength(sentence.rstrip(".") + "?") == 0.0
+    assert user_strength(f"If you prefer, {sentence[0].lower()}{sentence[1:]}") == 0.0

@@ -206,6 +206,10 @@ def asks_for_change(sentence: str) -> bool:
     return user_strength(text) > 0 or _PLAIN_REQUEST.match(text) is not None
 
 
+_YOUR_CHOICE = re.compile(
+    r"(?i)\b(?:if|whichever|which(?:\s+\w+)?)\s+you\s+(?:prefer|choose|decide)"
+)
+"""A choice the speaker leaves to the other: no decision yet."""
 _SO_THAT_REQUEST = re.compile(r"(?i)\bmake\s+(?:it|this|that|sure)\s+so(?:\s+that)?\b")
 """"Make it so that X" asks for X; its "so that" gives no reason."""
 _CHOOSING_VERBS = frozenset(split_words("use adopt switch stick pick choose prefer go keep"))
@@ -230,6 +234,8 @@ def user_strength(sentence: str) -> float:
         return 0.0
     if GO_AHEAD.match(sentence) and words(sentence) <= GO_AHEAD_WORDS:
         return 0.0  # "Let's implement it": a go-ahead; what it approves is the decision
+    if _YOUR_CHOICE.search(sentence):
+        return 0.0  # "If you prefer X, ...", "tell me which you prefer": a choice left open
     if DECISION.search(sentence) or CONTRAST.search(sentence):
         return USER_DECISION_FACTOR
     if _RULE.search(sentence) or _OBLIGATION.search(sentence):
