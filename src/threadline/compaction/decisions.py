@@ -367,6 +367,8 @@ class DecisionBook:
     """The person's statements, by turn, for telling which choices a later one replaced."""
     turn_words: list[set[str]] = field(default_factory=list)
     heard: set[str] = field(default_factory=set)
+    gists: dict[str, str] = field(default_factory=dict)
+    """The opening words of each decision -> its key: a decision said twice is one."""
     """Every statement of the person so far, for telling a quote from a new statement."""
 
     @staticmethod
@@ -375,7 +377,7 @@ class DecisionBook:
 
     def add(self, text: str, score: float, *, user: bool, topics: set[str] | None = None) -> str:
         key = self.key(text)
-        key = next((k for k in self.items if _gist(k) == _gist(key)), key)
+        key = self.gists.setdefault(_gist(key), key)
         old = self.items.get(key)
         if key and old is None:
             self.items[key] = Decision(text, score, user, self.turn, topics or set())
