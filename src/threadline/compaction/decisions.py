@@ -179,16 +179,26 @@ _FILLER_WORDS = frozenset(
 )
 
 
-_NAMED = re.compile(r"`[^`\n]+`|[\w.-]*[\w-][./_][\w./-]*\w")
+_CHUNK = re.compile(r"`[^`\n]{1,200}`|\S+")
+_NAMED = re.compile(r"\w[\w-]*(?:[./_][\w-]+)+")
 """A file name or an identifier (``export_development_history.py``): one subject, however many
 words it is made of."""
+SENTENCE_MAX_CHARS = 2_000
+"""A "sentence" longer than this is a pasted blob: no decision, and read no further."""
 
 
 def subject_words(text: str) -> set[str]:
     """The words that say what a statement is about (``verdicts.topic_words`` without the
     words every request uses); a file name or an identifier counts as one."""
-    names = {m.group().strip("`").lower() for m in _NAMED.finditer(text)}
-    plain = {_singular(w) for w in topic_words(_NAMED.sub(" ", text))} - _FILLER_WORDS
+    names: set[str] = set()
+    rest: list[str] = []
+    for chunk in _CHUNK.findall(text[:SENTENCE_MAX_CHARS]):
+        name = _NAMED.fullmatch(chunk.strip("`.,;:!?()[]{}\"'"))
+        if name is not None:
+            names.add(name.group().lower())
+        else:
+            rest.append(chunk)
+    plain = {_singular(w) for w in topic_words(" ".join(rest))} - _FILLER_WORDS
     return plain | names
 
 
@@ -230,7 +240,9 @@ ASP0011: Suggest using X instead of Y"): its words are the tool's, not a choice.
 
 def user_strength(sentence: str) -> float:
     """How surely a sentence the person typed sets a rule or makes a choice (0: it does not)."""
-    if sentence.rstrip().endswith("?") or _PASTED.search(sentence):
+    if len(sentence) > SENTENCE_MAX_CHARS or sentence.rstrip().endswith("?"):
+        return 0.0
+    if _PASTED.search(sentence):
         return 0.0
     if GO_AHEAD.match(sentence) and words(sentence) <= GO_AHEAD_WORDS:
         return 0.0  # "Let's implement it": a go-ahead; what it approves is the decision
@@ -257,7 +269,9 @@ def agent_strength(sentence: str) -> tuple[float, bool]:
     entries as user-only, since ...") stands by itself.
     """
     text = sentence.strip()
-    if not text or text.endswith("?") or _OBSERVATION.match(text):
+    if not text or len(text) > SENTENCE_MAX_CHARS or text.endswith("?"):
+        return 0.0, False
+    if _OBSERVATION.match(text):
         return 0.0, False
     reasoned = RATIONALE.search(text) is not None
     contrast = CONTRAST.search(text) is not None
