@@ -135,6 +135,7 @@ def test_a_formatters_banner_is_no_error_and_a_fix_run_settles_the_check() -> No
     assert error_lines(output) == [
         "Format issues found in above 1 files. Run without `--check` to fix."
     ]
+    assert error_lines("Checking formatting...\n\nCommand exited with code 1") == []
     run = numbered(
         [
             Message.user("Format the spec."),

@@ -108,9 +108,10 @@ _ERROR_WORD = re.compile(
 """A word that names a failure: the line holding the last one is the failure's summary
 ("1 failed, 3 passed", "Found 2 errors") when no line has an error's own shape."""
 _EXIT_LINE = re.compile(
-    r"(?i)^\W*(?:exit(?:ed\s+with)?\s+(?:code|status)|process exited|wall time:|chunk id:|"
+    r"(?i)^\W*(?:(?:command\s+)?exit(?:ed\s+with)?\s+(?:code|status)|process exited|wall time:|"
+    r"chunk id:|"
     r"original token count:|output:\s*$|finished\s+in\s+\d|"
-    r"(?:\[?[A-Z]+\]?\s+)?command\s+failed\s+with\s+exit\s+code\b)|(?:\.{3}|\u2026)\s*$"
+    r"(?:\[?[A-Z]+\]?\s+)?command\s+failed\s+with\s+exit\s+code\b)|^[^\n]*(?:\.{3}|\u2026)\s*$"
 )
 """A line of the wrapper around a command's output (its exit status, timing, chunk id): it
 says a command ran or failed, never how."""
