@@ -101,6 +101,21 @@ def test_a_path_says_what_the_run_did_with_it() -> None:
     )
     assert "path: `lib/shop/cart.ex` (read)" in said
     assert "path: `config/runtime.exs` (named by the user)" in said
+    grep = [ToolCall(id=f"g{i}", name="Grep", arguments={"pattern": "total"}) for i in range(2)]
+    listed = values(
+        [
+            Message.user("Where are totals computed?"),
+            *(
+                m
+                for g in grep
+                for m in (
+                    Message.assistant("", tool_calls=[g]),
+                    result("lib/shop/totals.ex:3: def total", g.id),
+                )
+            ),
+        ]
+    )
+    assert "path: `lib/shop/totals.ex` (printed by a tool)" in listed
 
 
 def test_a_tracker_id_says_which_item_it_is(store: Store, tmp_path: Path) -> None:

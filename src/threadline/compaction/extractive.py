@@ -857,6 +857,8 @@ _PATH_USES = (
     ("lookup", "read"),
     ("argument", "passed to a tool"),
     ("assistant", "named by the agent"),
+    ("tool_short", "printed by a tool"),
+    ("bulk", "printed by a tool"),
 )
 """How the run used a path that Files Modified does not name, most telling first."""
 

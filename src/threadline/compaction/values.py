@@ -737,6 +737,8 @@ def worth_keeping(value: Value, refs: int = 1) -> bool:
         return False
     if value.kind == "identifier" and not _NAME_SHAPE.match(text):
         return False  # ``::after``, ``@not_found``, ``prompt:``, ``.square.check``: code syntax
+    if value.kind == "identifier" and _FILE_NAME.fullmatch(text):
+        return False  # a file's name: the path it names is the value, where the run used it
     return not is_artefact(text) if value.kind in ("path", "url", "error") else True
 
 
