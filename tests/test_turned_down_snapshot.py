@@ -68,7 +68,7 @@ def test_words_typed_in_a_rejection_are_the_latest_request_and_a_correction(
     assert latest and "the interface is better" in latest[0], state
     decisions = section(text, "key_decisions")
     assert not [d for d in decisions if "helper function" in d], decisions
-    assert any(d.startswith("User:") and "if-else call site" in d for d in decisions), decisions
+    assert any(d.startswith("User") and "if-else call site" in d for d in decisions), decisions
     files = "\n".join(section(text, "files_modified"))
     assert "`agent/claude.go`: edited" in files and "×" not in files
     assert "agent.go`" not in files.replace("claude.go`", "")  # turned down: never changed

@@ -253,17 +253,23 @@ def test_a_choice_a_later_request_turned_away_from_is_marked_superseded() -> Non
     messages = [
         Message.user("Write export_development_history.py."),
         Message.assistant(
-            "Prefer parsing `exported-session.jsonl` (with role-tagged messages); fallback to "
-            "Codex `history.jsonl`."
+            "I'll use `exported-session.jsonl` and fall back to Codex `history.jsonl`, because "
+            "the history lacks the assistant's output.",
+            tool_calls=[
+                ToolCall(id="w1", name="Write", arguments={"file_path": "export.py", "content": ""})
+            ],
         ),
-        Message.assistant("I'll use black for the board because it matches lichess."),
+        Message.assistant(
+            "I'll use black for the board because it matches lichess.",
+            tool_calls=[ToolCall(id="w2", name="Write", arguments={"file_path": "board.css"})],
+        ),
         Message.user(
             "Let's go back to the version where export_development_history.py reads from an "
             "existing exported-session.jsonl file."
         ),
     ]
     said = decisions(ExtractiveSummarizer().summarize(numbered(messages)).text).splitlines()
-    (fallback,) = [d for d in said if "fallback" in d]
+    (fallback,) = [d for d in said if "history.jsonl" in d]
     assert fallback.endswith("(superseded later)")
     (board,) = [d for d in said if "lichess" in d]
     assert "superseded" not in board  # another topic: it stands

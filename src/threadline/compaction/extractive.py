@@ -62,6 +62,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.compaction.decisions import NARRATION as _NARRATION
+from threadline.compaction.decisions import NOTE_LEAD as _NOTE_LEAD
+from threadline.compaction.decisions import (
+    USER_DECISION_FACTOR,
+    DecisionBook,
+    agent_strength,
+    plan_lines,
+    states_decision,
+    subject_words,
+    user_strength,
+)
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
     SECTION_NAMES,
@@ -102,6 +113,7 @@ from threadline.compaction.values import (
     worth_keeping,
 )
 from threadline.compaction.verdicts import (
+    PLAN_TOOL,
     SHARED_TOPIC,
     answer_decision,
     is_question_tool,
@@ -208,9 +220,6 @@ MAX_IDENTIFIERS = 10
 """Bare names (``renderBoard``, ``state.inCheck``) said in passing: the best few are enough."""
 MENTIONED_FILE_FACTOR = 0.6
 """A file the assistant says it changed, with no tool call to show it."""
-USER_DECISION_FACTOR = 1.3
-CONTRAST_FACTOR = 0.8
-"""An assistant's "X instead of Y" with no decision word: likely a choice, less surely one."""
 TEMPLATE_WORDS = 400
 """A user message this long (an issue text, a prompt template) weighs half per sentence, and
 less the longer it is: its rules are boilerplate next to a short request's."""
@@ -251,61 +260,6 @@ _CHECKBOX_LINE = re.compile(r"^\s*[-*+]\s*\[[ xX]\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])")
 _EMPHASIS = re.compile(r"\*\*|__")
 _APOSTROPHE = "['\u2019]"
-_DECISION = re.compile(
-    r"\b(?:(?<!before\s)(?<!whether\s)decid(?:e|ed|es)|decision|chose|choose|chosen|"
-    r"opt(?:ed|ing)?\s+(?:for|to)|agree(?:d|s)?|settled\s+on|going\s+with|go\s+with|"
-    r"stick(?:ing)?\s+with|prefer(?:red|s)?|switch(?:ed|ing)?\s+(?:to|from)|"
-    rf"we(?:{_APOSTROPHE}ll|\s+will|\s+should|\s+are\s+going\s+to)\s+"
-    r"(?:use|keep|go|switch|stick|adopt))\b",
-    re.I,
-)
-"""Words that record a choice."""
-_CONTRAST = re.compile(r"\b(?:instead\s+of|rather\s+than|in\s+favou?r\s+of)\b", re.I)
-_RATIONALE = re.compile(r"\b(?:because|since|so\s+that|to\s+avoid|as\s+it|which\s+keeps)\b", re.I)
-_INTENT = re.compile(
-    rf"\b(?:needs?\s+to|should|must|will|{_APOSTROPHE}ll|going\s+to|has\s+to|have\s+to)\b", re.I
-)
-_GO_AHEAD = re.compile(
-    r"(?i)^(?:(?:ok(?:ay)?|yes|great|good|please|then|now|so)\W+)*(?:let['\u2019]?s\s+)?"
-    r"(?:implement|do|build|proceed\s+with|continue\s+with|go\s+(?:ahead\s+)?with|finish|"
-    r"make\s+sure)\b(?:\s+(?:it|this|that|these|them|all|is|are|everything|and|"
-    r"implemented|functional|working|done|complete|now|then|please))*\s*[.!]?$"
-)
-"""A go-ahead whose object is only a pronoun: it approves what came before."""
-GO_AHEAD_WORDS = 10
-_CHORE = re.compile(r"(?:(?:also|still|then)\s+)?(?:needs?|have|has)\s+to\b", re.I)
-"""A step the work requires, which the agent will simply do: a chore, not a decision."""
-_LOOKING = re.compile(
-    r"(?:check|look|see|read|view|examine|explore|find|search|open|inspect|investigate|verify|"
-    r"review|understand|run|try|test|confirm|debug|figure)\b",
-    re.I,
-)
-"""The verbs of an agent finding things out: narrating them is not deciding anything."""
-RATIONALE_FACTOR = 0.6
-"""An assistant's step with its reason ("add a nowarn since MapSet is opaque"): a small choice."""
-_OWN_CHOICE = re.compile(rf"\b(?:I|we)(?:{_APOSTROPHE}ll|\s+will)\s+use\b", re.I)
-""""I'll use X": a choice when it says why ("because"), else the next tool call narrated."""
-_NARRATION = re.compile(
-    r"^(?:(?:now|next|then|first|finally|ok(?:ay)?|good|great|perfect|alright|so|also)\b"
-    r"[,!.:]?\s+)*(?:let\s+me|let['\u2019]?s|let\s+us|"
-    rf"I{_APOSTROPHE}ll|I\s+will|I{_APOSTROPHE}m\s+going\s+to|I\s+am\s+going\s+to|I\s+need\s+to|"
-    r"I\s+should|I\s+can|we\s+need\s+to|we\s+can|to\s+\w[^,]{0,80},\s+I)\b",
-    re.I,
-)
-"""The assistant telling its next move ("Now let's add", "Let me check"): not a decision."""
-_IMPERATIVE = re.compile(
-    r"^(?:(?:please|also|and|but|so|then|just|ok(?:ay)?|again|still)\b[,]?\s+)*"
-    rf"(?:don{_APOSTROPHE}?t|do\s+not|never|always|make\s+sure|ensure|avoid|must|only|keep|stop|"
-    r"no\s+need\s+to|use|prefer|let['\u2019]?s|let\s+us)\b",
-    re.I,
-)
-_OBLIGATION = re.compile(
-    rf"\b(?:must(?:n{_APOSTROPHE}t|\s+not)?(?!\s+have\b)|(?:you|we|I)\s+should(?:n{_APOSTROPHE}t|\s+not)?|"
-    r"should\s+(?:never|always|not)|not\s+(?:acceptable|accepable|allowed|valid)|"
-    r"(?:it|this)\s+is\s+important|important\s+(?:not\s+)?to)\b",
-    re.I,
-)
-"""A user's constraint ("don't commit until the end", "it must not block") the agent must keep."""
 _TASK = re.compile(
     r"\b(?:TODO|FIXME)\b|\b(?:next,?\s+(?:I|we)(?:'ll|\s+will|\s+need\s+to|\s+should|\s+must)|"
     r"(?:I|we)(?:'ll|\s+will)\s+(?:next|then|also\s+need\s+to)|"
@@ -336,14 +290,6 @@ _CHANGE_CLAIM = re.compile(
     r"^(?i:" + _CHANGE_VERBS + r")\b|\b[Aa]pplied\s+edit\s+to\b"
 )
 """The assistant saying it changed a file (not planning to): "I've updated `x.py`"."""
-_NOTE_LEAD = re.compile(
-    r"^(?:(?:now|next|then|first|finally|ok(?:ay)?|good|great|perfect|alright|also|and|so)\b"
-    r"[,!.:]?\s+)*(?:(?:let\s+me|let['\u2019]?s|let\s+us|"
-    rf"I{_APOSTROPHE}ll|I\s+will|I{_APOSTROPHE}m\s+going\s+to|I\s+am\s+going\s+to|I\s+need\s+to|"
-    rf"we\s+need\s+to|we{_APOSTROPHE}ll|we\s+will|I\s+should|we\s+should|I{_APOSTROPHE}m|"
-    r"I\s+am|we\s+are)\s+)?(?:(?:also|now|just|first|then)\s+)?",
-    re.I,
-)
 _NOTE_VERB = re.compile(
     r"(?:add|fix|updat|remov|replac|renam|extract|creat|writ|wrote|implement|chang|refactor|"
     r"mov|us(?:e|ing)\b|mak|handl|rewrit|simplif|convert|wir|regist|switch|introduc|defin|"
@@ -372,6 +318,8 @@ _SHAPE_DIGITS = re.compile(r"\d+")
 _MENTIONED_FILE = re.compile(r"/.*\.\w{1,8}$|^[^/]+\.(?!js$)\w{1,8}$")
 """A path the assistant says it changed names a file: it has an extension, and a bare
 ``highlight.js`` is more likely a library than a file."""
+_LOOKUPS = (None, "read", "search")
+"""What ``call_action`` says of a call that changes nothing."""
 _HEREDOC_MARKER = re.compile(r"<<-?\s*['\"]?\w+['\"]?")
 # -- text ----------------------------------------------------------------------------
 
@@ -411,51 +359,6 @@ def _sentences(text: str) -> Iterator[str]:
         for sentence in _SENTENCE_END.split(stripped):
             if sentence.strip():
                 yield sentence.strip()
-
-
-def _decision_strength(sentence: str, speaker: str) -> float:
-    """How surely a sentence records a decision or a constraint (0: it does not).
-
-    The user decides by saying so or by telling the agent what to do ("don't
-    commit", "use httpx"). The assistant decides when it says it chose,
-    prefers or will use something and why, or weighs one thing against
-    another; narrating its next move ("Now let's add", "Let me check", "I'll
-    use the `view` command") is not a decision, unless it sets one option
-    against another ("let's install X instead of Y").
-    """
-    if speaker == "user":
-        if _GO_AHEAD.match(sentence) and words(sentence) <= GO_AHEAD_WORDS:
-            return 0.0  # "Let's implement it": a go-ahead; what it approves is the decision
-        if _DECISION.search(sentence) or _CONTRAST.search(sentence):
-            return USER_DECISION_FACTOR
-        if _IMPERATIVE.match(sentence) or _OBLIGATION.search(sentence):
-            return USER_DECISION_FACTOR
-        return 0.0
-    announces = sentence.rstrip().endswith(":")  # "Now let me remove X since ...:" + a call
-    narration = _NARRATION.match(sentence) is not None or announces
-    if _DECISION.search(sentence) and not narration:
-        return 1.0
-    if _OWN_CHOICE.search(sentence) and _RATIONALE.search(sentence) and not announces:
-        return 1.0
-    if _CONTRAST.search(sentence):
-        return CONTRAST_FACTOR * (0.75 if narration else 1.0)
-    if _RATIONALE.search(sentence) and not narration:
-        step = _NOTE_LEAD.sub("", sentence, count=1)
-        if _LOOKING.match(step):
-            return 0.0
-        if _CHORE.match(step):
-            return 0.0  # "Also need to update X since it references Y": a step, not a choice
-        if _INTENT.search(sentence) or (step is not sentence and _NOTE_VERB.match(step)):
-            return RATIONALE_FACTOR
-    return 0.0
-
-
-def is_narration(text: str) -> bool:
-    """The agent telling its next move ("Now let me also remove X since we no longer need
-    it:"), which no reader should take for a decision."""
-    stripped = _EMPHASIS.sub("", _LINE_MARKER.sub("", text.strip()))
-    narrates = _NARRATION.match(stripped) is not None or stripped.endswith(":")
-    return narrates and _decision_strength(stripped, "assistant") == 0.0
 
 
 def edit_note(text: str) -> str | None:
@@ -529,7 +432,9 @@ class _Pass:
     total: int
     tracker: FileTracker
     values: dict[str, _ValueStat] = field(default_factory=dict)
-    decisions: Ranked = field(default_factory=dict)
+    book: DecisionBook = field(default_factory=DecisionBook)
+    tentative: list[tuple[str, float]] = field(default_factory=list)
+    """The agent's choices announced this turn, not yet acted on: (bullet, score)."""
     tasks: Ranked = field(default_factory=dict)
     done: set[str] = field(default_factory=set)
     todo_list: list[tuple[str, str]] | None = None
@@ -582,6 +487,7 @@ class _Pass:
                 value = Value("path", self.tracker.shown(rec.path))
                 self.add_value(value, KIND_WEIGHTS["path"] * weight * recency, weight, index)
             self.last = m
+        self.standing()
         return self
 
     # -- values
@@ -657,64 +563,69 @@ class _Pass:
             self.last_text, self.calls_after_text = text, False
             self.turn_note = edit_note(text)
         led = m.tool_calls[0] if m.role == "assistant" and m.tool_calls else None
-        self.sentences(text, speaker, recency, index, led_to=led)
+        self.sentences(text, speaker, recency, index, led_to=led, decide=not injected)
         self.lists(text, recency, agent=speaker != "user")
 
-    def new_request(self, text: str, *, turned_down: bool = False) -> None:
-        """A request: the agent's own next steps lapse; a rejection (or words typed when
-        turning a call down, ``turned_down``) voids the proposal it answers, and a rejection
-        marks the earlier statement it corrects."""
+    def new_request(self, text: str) -> None:
+        """A request: the agent's own next steps lapse; a rejection voids the proposal it
+        answers and marks the earlier statement it corrects."""
         for key in self.agent_tasks:
             self.tasks.pop(key, None)
         self.agent_tasks.clear()
-        if turned_down and not rejects(text):
-            self.void_proposed()
-            self.rejecting = True
-        elif rejects(text):
-            self.void_proposed()
+        if rejects(text):
+            self.book.void(self.proposed)
             topics = topic_words(text)
             for key, words_of in self.user_said:
-                if key in self.decisions and topics & words_of:
-                    said, score = self.decisions.pop(key)
-                    self.add_ranked(self.decisions, f"{said} (corrected later)", score * 0.5)
+                if topics & words_of:
+                    self.book.mark(key, "corrected later")
             self.rejecting = True
         elif redirects(text):
             topics = topic_words(text)
             for key, words_of in self.agent_chose.items():
-                if key in self.decisions and len(topics & words_of) >= SHARED_TOPIC:
-                    said, score = self.decisions.pop(key)
-                    self.add_ranked(self.decisions, f"{said} (superseded later)", score * 0.5)
+                if len(topics & words_of) >= SHARED_TOPIC:
+                    self.book.mark(key, "superseded later")
+        self.book.request(list(_sentences(text)))
         self.proposed = []
         self.user_said = []
+        self.tentative = []
 
     rejecting: bool = False
     """The request being read turns down what came before: each of its sentences is a
     constraint."""
 
-    def void_proposed(self) -> None:
-        """The agent's decisions since the last request were turned down: none stands."""
-        for key in self.proposed:
-            self.decisions.pop(key, None)
-            self.agent_chose.pop(key, None)
-        self.proposed = []
-
     def turned_down(self, m: Message, call: ToolCall | None, recency: float, index: int) -> None:
-        """A call the person turned down (``rejections``): it did nothing, the approach it
-        carried out is no decision, and the words they typed are their turn, a correction."""
+        """A call the person turned down (``rejections``): it did nothing, the agent's
+        proposal of this turn is void, and the words they typed are their turn: the latest
+        request and, unless they only asked questions, their decision."""
         self.results.append(_Result(call, call.name if call else "tool", TURNED_DOWN, False, False))
+        self.book.void(self.proposed)
+        self.proposed, self.tentative = [], []
         words = rejection_words(m.text)
         if words is None:
-            self.void_proposed()
             return
         self.asked_by = m
         self.turn_note = None
         self.add_values(words, "user", recency, index)
         self.last_request = clip_words(_prose(words).strip(), REQUEST_MAX_WORDS)
-        self.new_request(words, turned_down=True)
-        self.sentences(words, "user", recency, index)
+        self.new_request(words)
+        if all(s.rstrip().endswith("?") for s in _sentences(words)):
+            return  # only questions: the call is turned down, nothing decided
+        said = clip_words(words, MAX_BULLET_WORDS)
+        what = clip_words(describe_call(call), LED_TO_WORDS) if call else "a tool call"
+        score = DECISION_SCORE * USER_DECISION_FACTOR * recency
+        self.book.add(
+            f"User (turning down {what}): {said}", score, user=True, topics=subject_words(words)
+        )
 
     def sentences(
-        self, text: str, speaker: str, recency: float, index: int, led_to: ToolCall | None = None
+        self,
+        text: str,
+        speaker: str,
+        recency: float,
+        index: int,
+        led_to: ToolCall | None = None,
+        *,
+        decide: bool = True,
     ) -> None:
         """Tasks and decisions in ``text``; an agent's decision names the call it led to."""
         user = speaker == "user"
@@ -734,24 +645,17 @@ class _Pass:
                         self.agent_tasks.add(_norm(clipped))
             elif statement and led_to is not None and is_question_tool(led_to.name):
                 continue  # the agent asking: the answer is the decision (``result``)
-            elif statement and (
-                strength := USER_DECISION_FACTOR
-                if rejecting
-                else _decision_strength(sentence, speaker)
-            ):
-                decisions += 1
-                if decisions <= MAX_DECISIONS_PER_MESSAGE:
+            elif statement and decide:
+                strength, waits = self.strength(sentence, user, rejecting=rejecting)
+                if not strength or (decisions := decisions + 1) > MAX_DECISIONS_PER_MESSAGE:
+                    pass
+                elif waits:  # an announced choice: a decision once the agent acts on it
+                    clipped = clip_words(sentence, MAX_BULLET_WORDS)
+                    self.tentative.append((clipped, DECISION_SCORE * strength * recency))
+                else:
                     clipped = ("User: " if user else "") + clip_words(sentence, MAX_BULLET_WORDS)
-                    if led_to is not None and strength >= 1.0:
-                        clipped += f" (then {clip_words(describe_call(led_to), LED_TO_WORDS)})"
                     score = DECISION_SCORE * strength * recency * (template if user else 1.0)
-                    self.add_ranked(self.decisions, clipped, score)
-                    key = _norm(clipped)
-                    if user:
-                        self.user_said.append((key, topic_words(sentence)))
-                    else:
-                        self.proposed.append(key)
-                        self.agent_chose[key] = topic_words(sentence)
+                    self.decided(clipped, score, user=user, said=sentence)
             if not user and _CHANGE_CLAIM.search(sentence):
                 for v in extract_values(sentence):
                     if v.kind != "path" or not _MENTIONED_FILE.search(v.text):
@@ -785,6 +689,9 @@ class _Pass:
 
     def calls(self, calls: Sequence[ToolCall], recency: float, index: int) -> None:
         self.last_calls, self.calls_after_text = list(calls), True
+        acting = next((c for c in calls if call_action(c) not in _LOOKUPS), None)
+        if acting is not None and self.tentative:
+            self.acted_on(acting)
         self.last_command = None
         for call in calls:
             action = call_action(call)
@@ -821,14 +728,54 @@ class _Pass:
         source = "tool_short" if len(text) <= SHORT_RESULT_CHARS else "bulk"
         self.add_values(text, "code" if read else source, recency, index)
         error = bool(m.metadata.get("is_error") or m.metadata.get("error"))
-        verdict = answer_decision(call, text) if call is not None and not error else None
-        if verdict is not None:
-            clipped = clip_words(verdict, MAX_BULLET_WORDS)
-            self.add_ranked(
-                self.decisions, clipped, DECISION_SCORE * USER_DECISION_FACTOR * recency
-            )
+        if call is not None:
+            self.verdict(call, text, error, recency)
         name = call.name if call is not None else (command or m.name or "tool")
         self.results.append(_Result(call, name, text, error, read))
+
+    def verdict(self, call: ToolCall, text: str, error: bool, recency: float) -> None:
+        """The person's answer to a question or approval of a plan (and its reasoned lines)."""
+        score = DECISION_SCORE * USER_DECISION_FACTOR * recency
+        if error:  # a call turned down never gets here (``result``: ``turned_down``)
+            return
+        verdict = answer_decision(call, text)
+        if verdict is None:
+            return
+        self.book.add(clip_words(verdict, MAX_BULLET_WORDS), score, user=True)
+        if PLAN_TOOL.match(call.name):
+            for line in plan_lines(str(call.arguments.get("plan") or "")):
+                self.book.add(f"Approved plan: {line}", score * 0.9, user=True)
+
+    @staticmethod
+    def strength(sentence: str, user: bool, *, rejecting: bool) -> tuple[float, bool]:
+        """How surely ``sentence`` is a decision (``decisions.py``), and whether it waits for
+        the agent to act on it; every statement of a message turning down the agent's
+        proposal is a constraint."""
+        if user:
+            return (USER_DECISION_FACTOR if rejecting else user_strength(sentence)), False
+        return agent_strength(sentence)
+
+    def decided(self, text: str, score: float, *, user: bool, said: str) -> None:
+        key = self.book.add(text, score, user=user, topics=subject_words(said))
+        if user:
+            self.user_said.append((key, topic_words(said)))
+        else:
+            self.proposed.append(key)
+            self.agent_chose[key] = topic_words(said)
+
+    def standing(self) -> None:
+        """The window ends in the turn that announced these choices: nothing turned them
+        down, and the action may be in the messages kept after the cut."""
+        for text, score in self.tentative:
+            self.decided(text, score, user=False, said=text)
+        self.tentative = []
+
+    def acted_on(self, call: ToolCall) -> None:
+        """The agent acted: the choices it announced this turn are decisions, tied to the call."""
+        then = f" (then {clip_words(describe_call(call), LED_TO_WORDS)})"
+        for text, score in self.tentative:
+            self.decided(text + then, score, user=False, said=text)
+        self.tentative = []
 
     # -- the state at the end of the window
 
@@ -890,6 +837,53 @@ def _elsewhere(stat: _ValueStat, root: str | None) -> bool:
     if stat.value.kind != "path" or not root or not stat.sources <= TOOL_OUTPUT:
         return False
     return text.startswith("/") and not text.startswith(root.rstrip("/") + "/")
+
+
+PROSE = frozenset({"user", "assistant"})
+_NEEDS_PROSE = frozenset({"setting", "identifier"})
+"""A ``key=value`` or a name is a value when a participant says it: one only a command's
+script assigns (``status=$?`` printing ``status=2``) or a tool prints is plumbing."""
+_NEEDS_USE = frozenset({"version", "port", "address", "email"})
+"""A version or an address is a value when a participant says it or a command uses it; one
+only a tool printed is not. (A URL a tool returned is kept: the API answered with it.)"""
+_SCRATCH = re.compile(r"^(?:/private)?/(?:tmp|var/tmp|var/folders)/")
+"""The system's scratch directories: a background task's output file lives there."""
+
+
+def _unreferred(stat: _ValueStat) -> bool:
+    """A value the run never refers to as one (``values.py``: referred to in prose or in a
+    command): a setting or name no participant said, a version only a tool printed,
+    a scratch file no participant named."""
+    kind, sources = stat.value.kind, stat.sources
+    if kind in _NEEDS_PROSE:
+        return not sources & PROSE
+    if kind in _NEEDS_USE:
+        return not sources & (PROSE | {"argument", "command"})
+    if kind == "path" and _SCRATCH.match(stat.value.text):
+        return not sources & PROSE
+    if kind == "path":
+        return stat.count < 2 and sources <= TOOL_OUTPUT  # a file a linter's report named once
+    return False
+
+
+_PATH_USES = (
+    ("user", "named by the user"),
+    ("command", "used in a command"),
+    ("lookup", "read"),
+    ("argument", "passed to a tool"),
+    ("assistant", "named by the agent"),
+    ("tool_short", "printed by a tool"),
+    ("bulk", "printed by a tool"),
+)
+"""How the run used a path that Files Modified does not name, most telling first."""
+
+
+def _use_note(stat: _ValueStat) -> str | None:
+    """What a path was to the run (read, used in a command, named by the user): a path is
+    a value for what was done with it."""
+    if stat.value.kind != "path":
+        return None
+    return next((note for source, note in _PATH_USES if source in stat.sources), None)
 
 
 def _previous_weight(position: int, count: int) -> float:
@@ -1058,7 +1052,7 @@ class ExtractiveSummarizer:
         p = _Pass(total=len(messages), tracker=tracker).read(messages)
         snapshot = Snapshot()
         files = self._files(p, old, snapshot)
-        self._ranked(p.decisions, old.key_decisions, snapshot, "key_decisions", set())
+        self._decisions(p, old, snapshot)
         ranked = self._values(p, old, snapshot, max_words, files, self.max_values)
         self._state(p, old, snapshot)
         self._tasks(p, old, snapshot)
@@ -1113,6 +1107,17 @@ class ExtractiveSummarizer:
             snapshot.add("files_modified", f"{ALSO_CHANGED}: {names}", group[0][1] * FOLD_FACTOR)
         return [path for _, path, _, _ in entries]
 
+    @classmethod
+    def _decisions(cls, p: _Pass, old: Snapshot, snapshot: Snapshot) -> None:
+        """Key Decisions: this window's, then the previous snapshot's (a user's choice this
+        window replaced is marked so)."""
+        carried = [
+            b.model_copy(update={"text": p.book.carried(b.text)})
+            for b in old.key_decisions
+            if states_decision(b.text)
+        ]
+        cls._ranked(p.book.ranked(), carried, snapshot, "key_decisions", set())
+
     @staticmethod
     def _ranked(
         fresh: Ranked, old: Sequence[Any], snapshot: Snapshot, section: SectionName, done: set[str]
@@ -1159,7 +1164,7 @@ class ExtractiveSummarizer:
                 sum(s.count for s in members),
                 set().union(*(s.sources for s in members)),
             )
-            if _only_said(stat) or _elsewhere(stat, p.tracker.root):
+            if _only_said(stat) or _elsewhere(stat, p.tracker.root) or _unreferred(stat):
                 continue
             if stat.source >= IMPORTANT_SOURCE_WEIGHT or stat.count >= IMPORTANT_MIN_COUNT:
                 merged.append((key, stat))
@@ -1205,7 +1210,7 @@ class ExtractiveSummarizer:
             per_kind[s.value.kind] = n + 1
             if s.value.kind == "identifier" and n >= MAX_IDENTIFIERS:
                 continue
-            bullet = value_bullet(s.value.kind, text)
+            bullet = value_bullet(s.value.kind, text, _use_note(s))
             snapshot.add("important_values", bullet, s.ranked * bonus / (1.0 + KIND_DECAY * n))
             present.update({text, key})
         n = len(old.important_values)

@@ -34,7 +34,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet, is_narration
+from threadline.compaction.decisions import is_narration
+from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet
 from threadline.compaction.file_edit import FileEdit
 from threadline.compaction.history import (
     as_history,
@@ -71,6 +72,7 @@ from threadline.compaction.values import (
     VALUE_LABELS,
     Value,
     ValueKind,
+    bullet_note,
     bullet_value,
     extract_values,
     is_ticket,
@@ -333,14 +335,14 @@ def _values(
             break
         value = Value(next((k for k in VALUE_LABELS if k == used.kind), "id"), text)
         if worth_keeping(value, used.refs) and not taken(text):
-            picked.append((value_bullet(value.kind, text), text))
+            picked.append((value_bullet(value.kind, text, item_note(trail, evidence, text)), text))
             shown.append(value)
             room -= 1
     for b in old:
         label, text = bullet_value(b.text)
         if label is not None and label.lower() == COMMAND_LABEL:
             continue  # the trail's failures replace them
-        if text in settled:
+        if text in settled or (evidence or trail).settled_error(text):
             continue  # the error of a command that ran clean since
         kind = _kind_of(label, text)
         if kind == "identifier" and not _PLAIN_NAME.fullmatch(text):
@@ -356,12 +358,33 @@ def _values(
             refs = max(refs, 1)
         value = Value(kind, text)
         if worth_keeping(value, refs) and not taken(text) and not _is_root(trail, text):
-            picked.append((value_bullet(kind, text), text))
+            note = item_note(trail, evidence, text) or bullet_note(b.text)
+            picked.append((value_bullet(kind, text, note), text))
             shown.append(value)
     for rank, (bullet, _) in enumerate(picked[:max_values]):
         base = FAILURE_SCORE if bullet.startswith(COMMAND_LABEL) else VALUE_SCORE
         snapshot.add("important_values", bullet, base / (1.0 + 0.04 * rank))
     return shown
+
+
+_STATUS_WORDS = {"open": "open", "in_progress": "in progress", "closed": "closed"}
+ITEM_NOTE_WORDS = 10
+
+
+def item_note(trail: Trail, evidence: Trail | None, key: str) -> str | None:
+    """What an id names, when a tracker the run used knows it: "beads item: <title>,
+    closed" (as of the covered range; a later change in the messages kept after it is
+    said so)."""
+    item = trail.ledger.items.get(key)
+    if item is None or item.source == "git":
+        return None
+    named = item.title and item.title != key
+    title = f": {clip_words(item.title, ITEM_NOTE_WORDS)}" if named else ""
+    note = f"{item.source} item{title}, {_STATUS_WORDS.get(item.status, item.status)}"
+    later = (evidence or trail).ledger.items.get(key)
+    if later is not None and later.status != item.status:
+        note += f", then {_STATUS_WORDS.get(later.status, later.status)} in the messages kept below"
+    return note
 
 
 def _agent_used(trail: Trail, text: str) -> bool:

@@ -59,7 +59,13 @@ from threadline.compaction.toolcalls import (
     split_heredocs,
     todo_items,
 )
-from threadline.compaction.values import Value, extract_error_lines, extract_values, ids_within
+from threadline.compaction.values import (
+    Value,
+    extract_error_lines,
+    extract_values,
+    ids_within,
+    split_words,
+)
 from threadline.messages import SKILL_KEY, Message, ToolCall
 from threadline.rejections import rejected
 from threadline.requests import user_words
@@ -73,6 +79,8 @@ TRAIL_VERSION = 3
 
 MAX_FAILURES = 3
 """Failed commands remembered (the newest); older failures were most likely dealt with."""
+MAX_ERROR_LINES = 10
+"""Error lines of one failed run remembered for telling when a later clean run settled them."""
 MAX_SKILLS = 20
 """Skills remembered as in use (the most recently loaded)."""
 MAX_RUNS = 20
@@ -107,17 +115,22 @@ _EXIT_CODE = re.compile(
 """How tools report a command's exit status (Claude Code, Codex, OpenHands)."""
 _ERROR_WORD = re.compile(
     r"(?i)\b(?:error|errors|fatal|fail|fails|failed|failure|exception|denied|not found|"
-    r"no such|cannot|unable|undefined|panic(?:ked)?|(?:issues?|problems?) found|"
+    r"(?:issues?|problems?|violations?)\s+found|"
+    r"no such|cannot|unable|undefined|panic(?:ked)?|"
     r"not formatted|would (?:be )?reformat(?:ted)?)\b"
 )
 """A word that names a failure: the line holding the last one is the failure's summary
 ("1 failed, 3 passed", "Found 2 errors") when no line has an error's own shape."""
 _EXIT_LINE = re.compile(
-    r"(?i)^\W*(?:exit(?:ed\s+with)?\s+(?:code|status)|process exited|wall time:|chunk id:|"
-    r"original token count:|output:\s*$)"
+    r"(?i)^\W*(?:(?:command\s+)?exit(?:ed\s+with)?\s+(?:code|status)|process exited|wall time:|"
+    r"chunk id:|"
+    r"original token count:|output:\s*$|finished\s+in\s+\d|"
+    r"(?:\[?[A-Z]+\]?\s+)?command\s+failed\s+with\s+exit\s+code\b)|^[^\n]*(?:\.{3}|\u2026)\s*$"
 )
 """A line of the wrapper around a command's output (its exit status, timing, chunk id): it
 says a command ran or failed, never how."""
+_DIAGNOSTIC = re.compile(r"^[\w./-]+\.\w{1,8}:\d+(?::\d+)?:\s*\S")
+"""A compiler's or linter's complaint: ``file.go:634:64: not enough arguments ...``."""
 _ISSUE_NUMBER = re.compile(r"(?<![\w&])#(\d{1,7})\b")
 """``Closes #41`` in a commit message."""
 _DIGITS = re.compile(r"^#?\d{1,7}$")
@@ -164,11 +177,82 @@ def run_target(command: str) -> str:
 
 
 def _covers(success: str, failure: str) -> bool:
-    """A clean run of ``success`` settles ``failure``: the same run, or a wider run of the
-    same tool (``mix test`` passing after ``mix test test/a_test.exs`` failed)."""
-    return failure == success or (
+    """A clean run of ``success`` settles ``failure``: the same run, a wider run of the
+    same tool (``mix test`` passing after ``mix test test/a_test.exs`` failed), or a run
+    of every command the failure ran on the same operands, options and plumbing aside
+    (``pnpm fix && pnpm check`` after ``pnpm fix > log; status=$?; tail log`` failed;
+    ``oxfmt x.md`` after ``oxfmt --check x.md``)."""
+    if failure == success or (
         len(success.split()) >= 2 and failure.startswith(success + " ") and "&&" not in failure
-    )
+    ):
+        return True
+    failed_work = _work(failure)
+    if not failed_work:
+        return False
+    done = _work(success)
+    return failed_work <= done or _work(failure, last=True) <= done
+
+
+_PLUMBING = frozenset(
+    split_words("cd tail head exit echo printf cat true false sleep set wc sort uniq tee less")
+)
+"""Commands that move or show another command's output: no work of their own."""
+
+
+def _work(command: str, *, last: bool = False) -> set[tuple[str, ...]]:
+    """The commands a shell line runs, each as its words without options (``-x``, ``--y``)
+    and words built at run time; plumbing left out. ``last``: only the final one, which is
+    what failed when a chain (``git checkout X && go build``) printed its errors."""
+    out: list[tuple[str, ...]] = []
+    for argv in simple_commands(command):
+        if not argv or argv[0].rsplit("/", 1)[-1] in _PLUMBING:
+            continue
+        words = [w for w in argv if not w.startswith("-") and "\0" not in w]
+        out.append(_unwrapped(words))
+    return set(out[-1:] if last else out)
+
+
+_RUNNERS = (
+    ("pnpm", "exec"),
+    ("pnpm", "dlx"),
+    ("pnpm", "run"),
+    ("npm", "exec"),
+    ("npm", "run"),
+    ("yarn", "dlx"),
+    ("yarn", "run"),
+    ("bun", "run"),
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("bundle", "exec"),
+    ("pipx", "run"),
+    ("npx",),
+    ("bunx",),
+)
+"""Prefixes that only run the command after them: ``pnpm exec oxlint`` runs ``oxlint``."""
+
+
+def _unwrapped(words: list[str]) -> tuple[str, ...]:
+    for prefix in _RUNNERS:
+        if len(words) > len(prefix) and tuple(words[: len(prefix)]) == prefix:
+            return tuple(words[len(prefix) :])
+    return tuple(words)
+
+
+_ECHOED = re.compile(r"(?m)^[ \t]*[$>][ \t]+(?P<command>\S[^\n]{0,300})$")
+"""A command a runner says it ran (``$ ultracite check``, npm's ``> eslint .``)."""
+
+
+_SCRIPT_RUNNERS = frozenset(split_words("pnpm npm yarn bun make just task"))
+
+
+def runs_scripts(command: str) -> bool:
+    """A command that runs a project's named scripts, whose output echoes each command."""
+    return any(argv and argv[0] in _SCRIPT_RUNNERS for argv in simple_commands(command))
+
+
+def ran_clean(text: str) -> list[str]:
+    """The commands a clean run's output says it ran (a package script's own command)."""
+    return [m.group("command") for m in _ECHOED.finditer(text[: SHORT_RESULT_CHARS * 4])]
 
 
 def _no_match(command: str | None, text: str) -> bool:
@@ -207,9 +291,12 @@ def error_lines(text: str) -> list[str]:
     found = extract_error_lines(
         text[:20_000] + "\n" + text[-20_000:] if len(text) > 40_000 else text
     )
-    if found:
-        out.append(found[-1].text)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    diagnostic = next((ln for ln in lines if _DIAGNOSTIC.match(ln)), None)
+    if diagnostic is not None:  # a compiler's first complaint is the one to fix first
+        out.append(diagnostic)
+    if found and not any(found[-1].text in o for o in out):
+        out.append(found[-1].text)
     named = [  # a bare verdict ("FAIL") says nothing the exit status did not
         ln
         for ln in lines
@@ -218,7 +305,7 @@ def error_lines(text: str) -> list[str]:
     if named and not any(named[-1] in o or o in named[-1] for o in out):
         out.append(named[-1])
     if not out and lines:  # a banner ("Checking formatting...") says what ran, not why
-        plain = [ln for ln in lines if not _EXIT_LINE.match(ln)]
+        plain = [ln for ln in lines if not _EXIT_LINE.match(ln) and ln[:2] != "# "]
         first = next((ln for ln in plain if not ln.endswith(("...", "\u2026"))), "")
         first = first or (plain[0] if plain else "")
         if first:
@@ -382,6 +469,11 @@ class Trail:
         """The last seq taken in."""
         self.tracker = FileTracker(cwd)
         self.failures: list[Failure] = []
+        self.erring: dict[str, str] = {}
+        """Each error line a failed run printed -> what ran (``run_target``), until a later
+        clean run of it settles the line."""
+        self.resolved: dict[str, int] = {}
+        """Error lines a later clean run of the same command settled -> when."""
         self.used: dict[str, Used] = {}
         self.todos: TodoState | None = None
         self.closed: dict[str, Closure] = {}
@@ -549,10 +641,14 @@ class Trail:
             self.failures = [f for f in self.failures if run_target(f.command) != target]
             self.failures.append(Failure(seq, shown, error_lines(m.text)))
             self.failures = self.failures[-MAX_FAILURES:]
+            self._erring(m.text, target)
             return
+        echoed = ran_clean(m.text) if command and runs_scripts(command) else []
+        ran = [target, *(run_target(c) for c in echoed)]
         self.failures = [  # it runs clean now, or a wider run of the same tool did
-            f for f in self.failures if not _covers(target, run_target(f.command))
+            f for f in self.failures if not any(_covers(r, run_target(f.command)) for r in ran)
         ]
+        self._settle(ran, seq)
         for done in ("commit", "push"):  # a commit went through: the rejected ones are moot
             outcome = self.ledger.items.get(done)
             if outcome is not None and outcome.seq == seq and not outcome.open:
@@ -607,6 +703,27 @@ class Trail:
         else:  # ran clean with nothing to quote: its earlier failures are settled all the same
             self.progress.settle(lambda t: _covers(target, t))
 
+    def _erring(self, text: str, target: str) -> None:
+        lines = [v.text for v in extract_error_lines(text)[:MAX_ERROR_LINES]]
+        for line in [*lines, *error_lines(text)]:
+            self.resolved.pop(line, None)
+            self.erring.pop(line, None)
+            self.erring[line] = target
+        while len(self.erring) > MAX_REMEMBERED:
+            del self.erring[next(iter(self.erring))]
+
+    def _settle(self, ran: Sequence[str], seq: int) -> None:
+        for line, target in list(self.erring.items()):
+            if any(_covers(r, target) for r in ran):
+                del self.erring[line]
+                self.resolved[line] = seq
+        while len(self.resolved) > MAX_REMEMBERED:
+            del self.resolved[next(iter(self.resolved))]
+
+    def settled_error(self, line: str) -> bool:
+        """An error line a later clean run of the command that printed it settled."""
+        return line in self.resolved
+
     # -- what it found
 
     def copy(self) -> Trail:
@@ -657,6 +774,8 @@ class Trail:
             "through": self.through,
             "files": self.tracker.state(),
             "failures": [f.to_json() for f in self.failures],
+            "erring": dict(self.erring),
+            "resolved": dict(self.resolved),
             "used": {t: [u.kind, u.count, u.last, u.refs] for t, u in self.used.items()},
             "todos": None
             if self.todos is None
@@ -694,6 +813,8 @@ class Trail:
             raise ValueError("bad through")
         trail.through = through
         trail.tracker = FileTracker.from_state(data["files"])
+        trail.erring = {str(k): str(v) for k, v in (data.get("erring") or {}).items()}
+        trail.resolved = {str(k): int(v) for k, v in (data.get("resolved") or {}).items()}
         for f in data.get("failures") or []:
             errors = [str(e) for e in f.get("errors") or []]
             trail.failures.append(Failure(int(f["seq"]), str(f["command"]), errors))

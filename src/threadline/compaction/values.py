@@ -649,6 +649,9 @@ _ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|0\d{2}|[ntr])|[\x00-
 out of a JSON string or a terminal, not a value."""
 _FLAG = re.compile(r"^--?[A-Za-z][\w.-]*(?:=\S*)?$")
 _TAG = re.compile(r"</?[A-Za-z!][^<>]{0,200}>")
+_NAME_SHAPE = re.compile(r"^[A-Za-z_][\w.-]*(?:\([\w, ]*\)|/\d+)?$")
+"""A name a reader can look up: a word, a dotted name, a call or an arity (``render/2``);
+not a selector, an atom, an attribute or a key with its colon."""
 ID_KINDS = frozenset({"uuid", "hex", "id"})
 """Kinds of value kept only when the run refers to them more than once."""
 
@@ -681,24 +684,40 @@ def is_ticket(text: str) -> bool:
     return _TICKET.fullmatch(text) is not None
 
 
-def value_bullet(kind: ValueKind | str, text: str) -> str:
-    """An Important Values bullet: what the value is, then the value verbatim."""
+def value_bullet(kind: ValueKind | str, text: str, note: str | None = None) -> str:
+    """An Important Values bullet: what the value is, the value verbatim, then what it is
+    to the run (``note``: "beads item: ..., closed", "read", "used in a command")."""
     label = _LABEL_OF.get(kind, kind)
     quoted = f"`{text}`" if text and "`" not in text and text.strip() == text else text
-    return f"{label}: {quoted}"
+    said = f" ({note})" if note and quoted.startswith("`") else ""
+    return f"{label}: {quoted}{said}"
+
+
+_NOTED = re.compile(r"^(?P<value>`[^`]+`)\s+\((?P<note>[^()`]*(?:\([^()`]*\)[^()`]*)*)\)$")
+"""A quoted value with its note after it (``path: `x.py` (read)``)."""
 
 
 def bullet_value(text: str) -> tuple[str | None, str]:
     """The label and the value of an Important Values bullet (``value_bullet``'s form or a
-    bare value, backticks removed)."""
+    bare value, backticks and the note after the value removed)."""
     label: str | None = None
     m = _LABELLED.match(text.strip())
     if m and m.group("label").lower() in _LABELS:
         label, text = m.group("label"), m.group("rest")
     text = text.strip()
+    noted = _NOTED.match(text)
+    if noted:
+        text = noted.group("value")
     if len(text) > 1 and text[0] == text[-1] == "`":
         text = text[1:-1]
     return label, text
+
+
+def bullet_note(text: str) -> str | None:
+    """The note ``value_bullet`` put after a value, if any."""
+    m = _LABELLED.match(text.strip())
+    noted = _NOTED.match(m.group("rest").strip() if m else text.strip())
+    return noted.group("note") if noted else None
 
 
 def worth_keeping(value: Value, refs: int = 1) -> bool:
@@ -716,6 +735,10 @@ def worth_keeping(value: Value, refs: int = 1) -> bool:
         return False
     if value.kind in ID_KINDS and refs < 2:
         return False
+    if value.kind == "identifier" and not _NAME_SHAPE.match(text):
+        return False  # ``::after``, ``@not_found``, ``prompt:``, ``.square.check``: code syntax
+    if value.kind == "identifier" and _FILE_NAME.fullmatch(text):
+        return False  # a file's name: the path it names is the value, where the run used it
     return not is_artefact(text) if value.kind in ("path", "url", "error") else True
 
 
@@ -749,6 +772,7 @@ __all__ = [
     "RetentionReport",
     "Value",
     "ValueKind",
+    "bullet_note",
     "bullet_value",
     "extract_error_lines",
     "extract_values",

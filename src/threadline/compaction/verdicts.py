@@ -118,4 +118,12 @@ def topic_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _COMMON}
 
 
-__all__ = ["answer_decision", "is_question_tool", "redirects", "rejects", "topic_words"]
+__all__ = [
+    "PLAN_TOOL",
+    "QUESTION_TOOL",
+    "answer_decision",
+    "is_question_tool",
+    "redirects",
+    "rejects",
+    "topic_words",
+]

@@ -13,6 +13,7 @@ history.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -86,8 +87,7 @@ def _codex_compaction_text(payload: Mapping[str, Any]) -> tuple[str, list[list[i
                 assistant.add(len(blocks))
             blocks.append(f"{role or 'message'}: {text}")
         elif isinstance(item.get("encrypted_content"), str):
-            size = len(item["encrypted_content"])
-            blocks.append(f"[{kind}: encrypted by the provider, {size} characters]")
+            blocks.append(f"[{kind}: {encrypted_note(item['encrypted_content'])}]")
         else:
             blocks.append(f"[{kind}]")
     if left_out:
@@ -102,6 +102,20 @@ def _codex_compaction_text(payload: Mapping[str, Any]) -> tuple[str, list[list[i
             spans.append([at, at + len(block)])
         at += len(block) + 2
     return "\n\n".join(blocks), spans
+
+
+_REDACTED_SIZE = re.compile(r"^\[REDACTED\w*\s+len=(?P<n>\d+)\b")
+"""A sanitiser's placeholder for the encrypted text (``[REDACTED_ENCRYPTED_CONTENT len=13412
+sha=...]``): its ``len=`` is the size of the text the record held."""
+
+
+def encrypted_note(content: str) -> str:
+    """What an encrypted item is, with the size of the record's text: the placeholder's own
+    length would be a false figure when a sanitiser replaced it."""
+    m = _REDACTED_SIZE.match(content.strip())
+    size = int(m.group("n")) if m else len(content)
+    where = "in the original record, redacted here" if m else "in the record"
+    return f"encrypted by the provider, {size:,} characters {where}"
 
 
 def parse(text: str, path: Path) -> Parsed:

@@ -1,0 +1,486 @@
+"""Key Decisions: the person's constraints, their answers, and the agent's reasoned choices.
+
+A resumed agent needs to know why the work is the way it is. Three kinds of
+statement say so, each recognised by its grammar, never by its topic:
+
+* **the person's constraints and choices**, from what they typed: a negative or
+  an absolute ("don't fake it", "never push", "manual commit only", "always
+  run the linter"), a choice between options ("use X instead of Y", "go with
+  option 1"), a naming or spelling rule ("call it X", "use British spelling"),
+  a request that gives its reason ("track it in the same file, so that old
+  clients won't break"). A plain request ("make the circle larger") counts
+  less. A later message of the person on the same subject replaces an earlier
+  choice: it is marked ``(replaced: ...)``, not dropped silently;
+* **their verdicts** on what the agent proposed: answers to its questions, an
+  approved plan and the reasoned lines of that plan, a tool call turned down
+  with what they said instead (``verdicts.py`` reads those records);
+* **the agent's choices with their reason**, only when the sentence states a
+  choice of the agent's own ("Rather than modifying the interface, let me add
+  a helper", "I'll use X because Y", "I went with X instead of Y") and the
+  message carried it out (a tool call that changes something), or reports it
+  done. Narration ("Let me check ..."), observations ("I see - X uses Y
+  rather than Z") and steps the work simply requires ("I need to add it back
+  since ...") are not decisions.
+
+Text the agent was given rather than said (meta records, skill bodies,
+AGENTS.md, reminders, summaries of earlier spans) never reaches this module:
+the caller hands it only what the person typed and what the agent wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from threadline.compaction.snapshot import clip_words, words
+from threadline.compaction.values import split_words
+from threadline.compaction.verdicts import topic_words
+
+_APOSTROPHE = "['\u2019]"
+USER_DECISION_FACTOR = 1.3
+"""A constraint the person set outweighs anything the agent chose."""
+REQUEST_FACTOR = 0.6
+"""A plain request ("make the circle larger") is a choice, but not a standing rule."""
+CONTRAST_FACTOR = 0.8
+RATIONALE_FACTOR = 0.6
+"""An agent's step with only its reason ("I'll add a nowarn since MapSet is opaque")."""
+GO_AHEAD_WORDS = 10
+REPLACED_FACTOR = 0.5
+"""A replaced choice still tells the history, at half its weight."""
+REPLACING_WORDS = 12
+"""What replaced a choice is quoted in this many words."""
+SHARED_TOPIC = 2
+"""Distinctive topic words a later statement must share with a choice to replace it..."""
+COMMON_SHARE = 0.25
+"""...words in more than this share of the person's messages (and at least
+``COMMON_MIN`` of them) are the session's subject, not a choice's."""
+COMMON_MIN = 3
+MAX_PLAN_DECISIONS = 3
+"""Reasoned lines of an approved plan kept as decisions."""
+
+DECISION = re.compile(
+    r"\b(?:(?<!before\s)(?<!whether\s)decid(?:e|ed|es)|decision|chose|choose|chosen|"
+    r"opt(?:ed|ing)?\s+(?:for|to)|agree(?:d|s)?|settled\s+on|going\s+with|go\s+with|"
+    r"went\s+with|stick(?:ing)?\s+with|prefer(?:red|s)?|switch(?:ed|ing)?\s+(?:to|from)|"
+    rf"we(?:{_APOSTROPHE}ll|\s+will|\s+should|\s+are\s+going\s+to)\s+"
+    r"(?:use|keep|go|switch|stick|adopt))\b",
+    re.I,
+)
+"""Words that record a choice."""
+CONTRAST = re.compile(r"\b(?:instead\s+of|rather\s+than|in\s+favou?r\s+of)\b", re.I)
+RATIONALE = re.compile(
+    r"\b(?:because|since|so\s+that|so\s+it|to\s+avoid|to\s+keep|to\s+prevent|as\s+it|"
+    r"which\s+keeps|otherwise)\b",
+    re.I,
+)
+"""A reason given for a choice."""
+_INTENT = re.compile(
+    rf"\b(?:needs?\s+to|should|must|will|{_APOSTROPHE}ll|going\s+to|has\s+to|have\s+to)\b", re.I
+)
+GO_AHEAD = re.compile(
+    r"(?i)^(?:(?:ok(?:ay)?|yes|great|good|please|then|now|so)\W+)*(?:let['\u2019]?s\s+)?"
+    r"(?:implement|do|build|proceed\s+with|continue\s+with|go\s+(?:ahead\s+)?with|finish|"
+    r"make\s+sure)\b(?:\s+(?:it|this|that|these|them|all|is|are|everything|and|"
+    r"implemented|functional|working|done|complete|now|then|please))*\s*[.!]?$"
+)
+"""A go-ahead whose object is only a pronoun: it approves what came before."""
+_CHORE = re.compile(r"(?:(?:also|still|then)\s+)?(?:needs?|have|has)\s+to\b", re.I)
+"""A step the work requires, which the agent will simply do: a chore, not a decision."""
+LOOKING = re.compile(
+    r"(?:check|look|see|read|view|examine|explore|find|search|open|inspect|investigate|verify|"
+    r"review|understand|run|try|test|confirm|debug|figure|make\s+sure|ensure|wait|start)\b",
+    re.I,
+)
+"""The verbs of an agent finding things out: narrating them is not deciding anything."""
+_OWN_CHOICE = re.compile(rf"\b(?:I|we)(?:{_APOSTROPHE}ll|\s+will)\s+use\b", re.I)
+NARRATION = re.compile(
+    r"^(?:(?:now|next|then|first|finally|ok(?:ay)?|good|great|perfect|alright|so|also)\b"
+    r"[,!.:]?\s+)*(?:let\s+me|let['\u2019]?s|let\s+us|"
+    rf"I{_APOSTROPHE}ll|I\s+will|I{_APOSTROPHE}m\s+going\s+to|I\s+am\s+going\s+to|I\s+need\s+to|"
+    r"I\s+should|I\s+can|we\s+need\s+to|we\s+can|to\s+\w[^,]{0,80},\s+I)\b",
+    re.I,
+)
+"""The assistant telling its next move ("Now let's add", "Let me check"): not a decision."""
+NOTE_LEAD = re.compile(
+    r"^(?:(?:now|next|then|first|finally|ok(?:ay)?|good|great|perfect|alright|also|and|so)\b"
+    r"[,!.:]?\s+)*(?:(?:let\s+me|let['\u2019]?s|let\s+us|"
+    rf"I{_APOSTROPHE}ll|I\s+will|I{_APOSTROPHE}m\s+going\s+to|I\s+am\s+going\s+to|I\s+need\s+to|"
+    rf"we\s+need\s+to|we{_APOSTROPHE}ll|we\s+will|I\s+should|we\s+should|I{_APOSTROPHE}m|"
+    r"I\s+am|we\s+are)\s+)?(?:(?:also|now|just|first|then)\s+)?",
+    re.I,
+)
+"""The lead-in of an agent's account of its next step, before the verb."""
+_IMPERATIVE = re.compile(
+    r"^(?:(?:please|also|and|but|so|then|just|now|ok(?:ay)?|again|still)\b[,]?\s+)*"
+    rf"(?:don{_APOSTROPHE}?t|do\s+not|never|always|make\s+sure|ensure|avoid|must|only|keep|stop|"
+    r"no\s+need\s+to|use|prefer|let['\u2019]?s|let\s+us)\b",
+    re.I,
+)
+_RULE = re.compile(
+    r"(?i)^(?:(?:please|also|and|but|so|then|just)\b[,]?\s+)*"
+    rf"(?:don{_APOSTROPHE}?t|do\s+not|never|always|avoid|must|only|stop|no\s+need\s+to|use|prefer)\b"
+    rf"|\b(?:(?:I|we|you)\s+(?:don{_APOSTROPHE}?t|do\s+not)\s+(?:want|need|like)|never|"
+    r"(?:call|name|spell)\s+(?:it|them|this|these)\b|spelling|"
+    r"(?:use|commit|run|edit|write|touch|change|push)\s+only)\b|^(?:\S+\s+){0,4}only\s*[.!]?$"
+)
+"""A standing rule: a negative or an absolute, a naming or spelling rule, "X only"."""
+_OBLIGATION = re.compile(
+    rf"\b(?:must(?:n{_APOSTROPHE}t|\s+not)?(?!\s+have\b)|(?:you|we|I)\s+should(?:n{_APOSTROPHE}t|\s+not)?|"
+    r"should\s+(?:never|always|not)|(?-i:not\s+(?:acceptable|accepable|allowed|valid))|"
+    r"(?:it|this)\s+is\s+important|important\s+(?:not\s+)?to)\b",
+    re.I,
+)
+"""A user's constraint ("don't commit until the end", "it must not block") the agent must keep."""
+_PLAIN_REQUEST = re.compile(
+    r"(?i)^(?:(?:please|also|and|but|so|then|just|now|ok(?:ay)?)\b[,]?\s+)*"
+    r"(?:add|change|create|make|move|put|remove|rename|replace|rewrite|store|track|write|keep|"
+    r"split|merge|extend|drop|delete|return|show|hide|set|switch|update|implement|build)\b"
+)
+"""A request in the imperative: with its reason it is a decision the person made."""
+_OBSERVATION = re.compile(
+    r"(?i)^(?:I\s+see|I\s+notice|it\s+(?:seems|looks)|(?:this\s+|that\s+)?looks\s+like|seems|"
+    r"interesting|hmm|oh|ah|good|great|perfect|the\s+(?:test|build|error|issue|problem)s?\b)"
+)
+"""An account of what the agent found, not what it chose."""
+_CHOICE_VERB = re.compile(
+    rf"(?i)\b(?:(?:I|we)(?:{_APOSTROPHE}ll|\s+will|{_APOSTROPHE}m\s+going\s+to|\s+am\s+going\s+to|"
+    rf"{_APOSTROPHE}re\s+going\s+to|\s+are\s+going\s+to)|let\s+me|let{_APOSTROPHE}s|let\s+us)"
+    r"\s+(?:(?:also|now|just|first|then|instead)\s+)?(?P<verb>[a-z]+)"
+)
+"""The agent saying what it will do: the verb it will do it with."""
+_LEADING_CONTRAST = re.compile(
+    r"(?i)^(?:rather\s+than|instead\s+of)\b[^,]{1,160},\s*(?:I(?:'ll|\s+will)\s+|let\s+me\s+|"
+    r"let's\s+|we(?:'ll|\s+will)\s+)?(?P<verb>[a-z]+)"
+)
+""""Rather than X, (let me) do Y": a choice, by its shape."""
+_DONE_CHOICE = re.compile(
+    r"(?i)\b(?:I|we)\s+(?:chose|decided|went\s+with|opted|used|kept|replaced|switched|moved|"
+    r"added|made|changed|extracted|implemented|put|wrote|split|stored|left)\b"
+)
+"""The agent reporting a choice it carried out ("I used X instead of Y because Z")."""
+_AGENT_DECIDED = re.compile(
+    rf"(?i)\b(?:I|we)(?:{_APOSTROPHE}ve|{_APOSTROPHE}d|\s+have)?\s+(?:decided|chose|chosen|opted|"
+    r"settled\s+on|went\s+with|(?:am|are|'m|'re)\s+going\s+with|prefer(?:red)?|"
+    r"switched\s+to|stuck\s+with)\b"
+)
+"""The agent saying it chose, in the first person ("If you prefer, ..." is not a choice)."""
+_NOW_DOES = re.compile(r"(?i)\bnow\s+(?:[a-z]{3,}s|use|read|write|keep|store|call|return)\b")
+"""A report of what the changed code does now ("the fallback now marks entries ...")."""
+
+
+REPLACING_MESSAGE_WORDS = 200
+"""A message longer than this (pasted output, a template) replaces no earlier choice."""
+_FILLER_WORDS = frozenset(
+    split_words(
+        "instead rather other make sure currently want still could would please change keep "
+        "using used lets thing things something really again first last"
+    )
+)
+
+
+_CHUNK = re.compile(r"`[^`\n]{1,200}`|\S+")
+_NAMED = re.compile(r"\w[\w-]*(?:[./_][\w-]+)+")
+"""A file name or an identifier (``export_development_history.py``): one subject, however many
+words it is made of."""
+SENTENCE_MAX_CHARS = 2_000
+"""A "sentence" longer than this is a pasted blob: no decision, and read no further."""
+
+
+def subject_words(text: str) -> set[str]:
+    """The words that say what a statement is about (``verdicts.topic_words`` without the
+    words every request uses); a file name or an identifier counts as one."""
+    names: set[str] = set()
+    rest: list[str] = []
+    for chunk in _CHUNK.findall(text[:SENTENCE_MAX_CHARS]):
+        name = _NAMED.fullmatch(chunk.strip("`.,;:!?()[]{}\"'"))
+        if name is not None:
+            names.add(name.group().lower())
+        else:
+            rest.append(chunk)
+    plain = {_singular(w) for w in topic_words(" ".join(rest))} - _FILLER_WORDS
+    return plain | names
+
+
+def _singular(word: str) -> str:
+    """``pieces`` and ``piece`` are one subject."""
+    return word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def asks_for_change(sentence: str) -> bool:
+    """A statement of the person that sets how something should be: a rule, a choice or a
+    request in the imperative."""
+    text = sentence.strip()
+    if text.endswith("?"):
+        return False
+    return user_strength(text) > 0 or _PLAIN_REQUEST.match(text) is not None
+
+
+_YOUR_CHOICE = re.compile(
+    r"(?i)\b(?:if|whichever|which(?:\s+\w+)?)\s+you\s+(?:prefer|choose|decide)"
+)
+"""A choice the speaker leaves to the other: no decision yet."""
+_SO_THAT_REQUEST = re.compile(r"(?i)\bmake\s+(?:it|this|that|sure)\s+so(?:\s+that)?\b")
+""""Make it so that X" asks for X; its "so that" gives no reason."""
+_CHOOSING_VERBS = frozenset(split_words("use adopt switch stick pick choose prefer go keep"))
+""""I'll use X because Y" chooses; "let me remove X since we no longer need it" explains a
+step (it is a choice only when it sets one option against another)."""
+_PROCESS_VERBS = frozenset(split_words("enter exit begin continue proceed wait stop"))
+"""What the agent will do next with its own session (enter plan mode, continue): no choice
+about the work."""
+
+
+_PASTED = re.compile(
+    r"^\S*[/\\]\S*?[:(]\d+|\b(?:warning|error)\s+[A-Z]{2,}\d{2,}\b|^\S+:\d+:\d+:|"
+    r"(?i:\b(?:warning|error|info|debug)\b)\s*[:\]]\s"
+)
+"""A line of a log or a compiler's output the person pasted ("Program.cs(41,14): warning
+ASP0011: Suggest using X instead of Y"): its words are the tool's, not a choice."""
+
+
+def user_strength(sentence: str) -> float:
+    """How surely a sentence the person typed sets a rule or makes a choice (0: it does not)."""
+    if len(sentence) > SENTENCE_MAX_CHARS or sentence.rstrip().endswith("?"):
+        return 0.0
+    if _PASTED.search(sentence):
+        return 0.0
+    if GO_AHEAD.match(sentence) and words(sentence) <= GO_AHEAD_WORDS:
+        return 0.0  # "Let's implement it": a go-ahead; what it approves is the decision
+    if _YOUR_CHOICE.search(sentence):
+        return 0.0  # "If you prefer X, ...", "tell me which you prefer": a choice left open
+    if DECISION.search(sentence) or CONTRAST.search(sentence):
+        return USER_DECISION_FACTOR
+    if _RULE.search(sentence) or _OBLIGATION.search(sentence):
+        return USER_DECISION_FACTOR
+    request = _IMPERATIVE.match(sentence) or _PLAIN_REQUEST.match(sentence)
+    if request and RATIONALE.search(_SO_THAT_REQUEST.sub(" ", sentence)):
+        return 1.0
+    return REQUEST_FACTOR if _IMPERATIVE.match(sentence) else 0.0
+
+
+def agent_strength(sentence: str) -> tuple[float, bool]:
+    """How surely a sentence of the agent records a choice with its reason (0: it does not),
+    and whether it still waits for the action that carries it out.
+
+    A choice announced ("Rather than X, let me add Y", "I'll use X because Y")
+    is a decision once the agent acts on it (a call that changes a file or
+    runs a command, in this message or later in the same turn); one reported
+    as done ("I used X instead of Y because Z", "the fallback now marks
+    entries as user-only, since ...") stands by itself.
+    """
+    text = sentence.strip()
+    if not text or len(text) > SENTENCE_MAX_CHARS or text.endswith("?"):
+        return 0.0, False
+    if _OBSERVATION.match(text):
+        return 0.0, False
+    reasoned = RATIONALE.search(text) is not None
+    contrast = CONTRAST.search(text) is not None
+    decided = _AGENT_DECIDED.search(text) is not None
+    if not (reasoned or contrast or decided):
+        return 0.0, False
+    if _CHORE.match(NOTE_LEAD.sub("", text, count=1)):
+        return 0.0, False  # "Also need to update X since it references Y": a step, not a choice
+    lead = _LEADING_CONTRAST.match(text)
+    future = _CHOICE_VERB.search(text)
+    verb = lead.group("verb") if lead else future.group("verb") if future else None
+    if verb is not None:
+        if LOOKING.match(verb) or verb in ("need", "have", "should", "can", *_PROCESS_VERBS):
+            return 0.0, False
+        if lead is not None or decided or (reasoned and verb in _CHOOSING_VERBS):
+            return 1.0, True
+        return (CONTRAST_FACTOR, True) if contrast else (0.0, False)
+    if decided:
+        return 1.0, False
+    if _DONE_CHOICE.search(text) and (reasoned or contrast):
+        return (1.0 if reasoned else CONTRAST_FACTOR), False
+    if _NOW_DOES.search(text) and reasoned:
+        return RATIONALE_FACTOR * 1.5, False
+    return 0.0, False
+
+
+_VERDICT_PREFIXES = ("User", "Approved plan")
+
+
+def is_narration(text: str) -> bool:
+    """The agent telling its next move ("Now let me also remove X since we no longer need
+    it:"), which no reader should take for a decision."""
+    stripped = text.strip().lstrip("-*+\u2022 ").replace("**", "")
+    if stripped.startswith(_VERDICT_PREFIXES):
+        return False  # the person's word, or a plan they approved
+    narrates = NARRATION.match(stripped) is not None or stripped.endswith(":")
+    return narrates and agent_strength(stripped)[0] == 0.0
+
+
+def states_decision(bullet: str) -> bool:
+    """A Key Decisions bullet carried from an earlier snapshot that still reads as one: the
+    person's, a verdict, or a choice with its reason. Another summarizer's "Errors and fixes"
+    lines ("Stash was from before these changes") are an account, not a decision."""
+    text = bullet.strip().replace("**", "")
+    if text.startswith(_VERDICT_PREFIXES) or _FIX_WITH_MEANS.match(text):
+        return True
+    return bool(RATIONALE.search(text) or CONTRAST.search(text) or DECISION.search(text))
+
+
+_FIX_WITH_MEANS = re.compile(r"(?i)^(?:fixed|resolved|solved|worked around)\b.{3,200}?\bby\s+\w+ing\b")
+"""How an error was fixed ("Fixed the import cycle by moving the helper to agent.go"): the
+choice that made it go away, which stays true after the failure itself is settled."""
+
+
+_PLAN_REASON = re.compile(
+    r"(?i)^(?:strategy|approach|decision|design)\s*:\s*\S|"
+    r"^(?:keep|use|add|leave|store|split|reuse|extend|move)\b[^()]{3,120}\([^()]{8,80}\)"
+)
+"""A plan's line of strategy ("Strategy: parallel enriched path"), or a step with its reason
+in parentheses ("Keep `render/1` unchanged (backward compat for direct callers)")."""
+
+
+def plan_lines(plan: str) -> list[str]:
+    """The reasoned lines of a plan the person approved: each is a choice they agreed to."""
+    out: list[str] = []
+    for line in plan.splitlines():
+        text = re.sub(r"^\s*(?:#{1,6}\s+|[-*+\u2022]\s+|\d+[.)]\s+)", "", line).strip()
+        text = text.replace("**", "")
+        if words(text) < 4 or text.startswith("|"):
+            continue
+        reasoned = RATIONALE.search(text) or CONTRAST.search(text) or _PLAN_REASON.search(text)
+        if reasoned and not text.endswith("?"):
+            out.append(clip_words(text.rstrip(":").rstrip(), 30))
+        if len(out) >= MAX_PLAN_DECISIONS:
+            break
+    return out
+
+
+GIST_WORDS = 8
+"""Two statements opening with the same this-many words are one statement said twice (a
+message sent again, a line broken differently)."""
+
+
+def _gist(key: str) -> str:
+    return " ".join(key.removeprefix("user ").split()[:GIST_WORDS])
+
+
+@dataclass(slots=True)
+class Decision:
+    """One decision as said, by whom, in which of the person's turns."""
+
+    text: str
+    score: float
+    user: bool
+    turn: int
+    topics: set[str]
+    replaced_by: str | None = None
+
+    def bullet(self) -> tuple[str, float]:
+        if self.replaced_by is None:
+            return self.text, self.score
+        return f"{self.text} (replaced: {self.replaced_by})", self.score * REPLACED_FACTOR
+
+
+@dataclass(slots=True)
+class DecisionBook:
+    """The decisions of one pass over the messages, and what later turns did to them."""
+
+    items: dict[str, Decision] = field(default_factory=dict)
+    turn: int = 0
+    statements: list[tuple[int, str, set[str]]] = field(default_factory=list)
+    """The person's statements, by turn, for telling which choices a later one replaced."""
+    turn_words: list[set[str]] = field(default_factory=list)
+    heard: set[str] = field(default_factory=set)
+    gists: dict[str, str] = field(default_factory=dict)
+    """The opening words of each decision -> its key: a decision said twice is one."""
+    """Every statement of the person so far, for telling a quote from a new statement."""
+
+    @staticmethod
+    def key(text: str) -> str:
+        return re.sub(r"[^\w/.:-]+", " ", text.lower()).strip()
+
+    def add(self, text: str, score: float, *, user: bool, topics: set[str] | None = None) -> str:
+        key = self.key(text)
+        key = self.gists.setdefault(_gist(key), key)
+        old = self.items.get(key)
+        if key and old is None:
+            self.items[key] = Decision(text, score, user, self.turn, topics or set())
+        elif old is not None:  # said again (or quoted back): the first time is when it was made
+            old.score = max(old.score, score)
+        return key
+
+    def request(self, sentences: list[str]) -> None:
+        """A new turn of the person: the requests and rules in it may replace earlier
+        choices (a long message, a pasted log or template, replaces nothing)."""
+        self.turn += 1
+        said: set[str] = set()
+        short = sum(words(s) for s in sentences) <= REPLACING_MESSAGE_WORDS
+        for sentence in sentences:
+            topics = subject_words(sentence)
+            said |= topics
+            key = _gist(self.key(sentence))
+            if key in self.heard:
+                continue  # quoted back (a pasted log, a reminder): said before, not anew
+            self.heard.add(key)
+            if short and words(sentence) >= 3 and asks_for_change(sentence):
+                self.statements.append((self.turn, sentence, topics))
+        self.turn_words.append(said)
+
+    def void(self, keys: list[str]) -> None:
+        for key in keys:
+            self.items.pop(key, None)
+
+    def mark(self, key: str, note: str) -> None:
+        """Mark one decision (``(corrected later)``, ``(superseded later)``) at half weight."""
+        d = self.items.pop(key, None)
+        if d is not None:
+            self.add(f"{d.text} ({note})", d.score * REPLACED_FACTOR, user=d.user, topics=d.topics)
+
+    def _common(self) -> set[str]:
+        counts = Counter(w for said in self.turn_words for w in said)
+        limit = max(COMMON_MIN, COMMON_SHARE * len(self.turn_words))
+        return {w for w, n in counts.items() if n > limit}
+
+    def replaced_by(self, topics: set[str], turn: int, key: str) -> str | None:
+        """The first later statement of the person on the same subject as a choice, if any."""
+        common = self._common()
+        mine = topics - common
+        if len(mine) < SHARED_TOPIC:
+            return None
+        for later_turn, sentence, said in self.statements:
+            if later_turn <= turn or _gist(self.key(sentence)) == _gist(key):
+                continue  # not later, or the same statement said again
+            if len(mine & said) >= SHARED_TOPIC:
+                return clip_words(sentence, REPLACING_WORDS)
+        return None
+
+    def ranked(self) -> dict[str, tuple[str, float]]:
+        """Normalised text -> (bullet, score); a user's replaced choice says what replaced it."""
+        out: dict[str, tuple[str, float]] = {}
+        for key, d in self.items.items():
+            if d.user and d.replaced_by is None:
+                d.replaced_by = self.replaced_by(d.topics, d.turn, key)
+            out[key] = d.bullet()
+        return out
+
+    def carried(self, text: str) -> str:
+        """A user decision carried from the previous snapshot, marked when this window's
+        statements replaced it."""
+        if not text.startswith("User:") or "(replaced:" in text:
+            return text
+        by = self.replaced_by(subject_words(text[5:]), 0, self.key(text))
+        return f"{text} (replaced: {by})" if by else text
+
+
+__all__ = [
+    "CONTRAST",
+    "DECISION",
+    "NARRATION",
+    "NOTE_LEAD",
+    "RATIONALE",
+    "USER_DECISION_FACTOR",
+    "Decision",
+    "DecisionBook",
+    "agent_strength",
+    "asks_for_change",
+    "is_narration",
+    "plan_lines",
+    "states_decision",
+    "subject_words",
+    "user_strength",
+]
