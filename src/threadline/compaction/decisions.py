@@ -321,7 +321,9 @@ def states_decision(bullet: str) -> bool:
     return bool(RATIONALE.search(text) or CONTRAST.search(text) or DECISION.search(text))
 
 
-_FIX_WITH_MEANS = re.compile(r"(?i)^(?:fixed|resolved|solved|worked around)\b.{3,200}?\bby\s+\w+ing\b")
+_FIX_WITH_MEANS = re.compile(
+    r"(?i)^(?:fixed|resolved|solved|worked around)\b.{3,200}?\bby\s+\w+ing\b"
+)
 """How an error was fixed ("Fixed the import cycle by moving the helper to agent.go"): the
 choice that made it go away, which stays true after the failure itself is settled."""
 
