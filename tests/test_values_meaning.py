@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -193,45 +194,63 @@ def test_a_script_run_settles_the_same_commands_run_with_plumbing() -> None:
     assert trail.extend(run[3:]).failures == []
 
 
-def test_a_package_script_echoing_the_command_settles_it() -> None:
+CHAIN_OUTPUT = (
+    "Exit code 1\n# entire.io/cli/cmd/entire/cli\n"
+    "cmd/entire/cli/hooks.go:634:64: not enough arguments in call to InitializeSession\n"
+    "\thave (string, string)\n\twant (string, string, string)"
+)
+"""Run C: ``git checkout X && go build ./...`` failed on a compile error; the error shown was
+the package header ``# entire.io/cli``."""
+
+SETTLING = [
+    pytest.param(
+        ("pnpm exec ultracite check --type-aware", "pnpm check"),
+        "Failed to find tsgolint executable.\nCommand exited with code 1",
+        "$ ultracite check --type-aware\nChecking formatting...\nAll good.\n",
+        0,
+        id="a package script echoing the command settles it",
+    ),
+    pytest.param(
+        ("npm test", "cat README.md"),
+        "1 failing\nCommand exited with code 1",
+        "## Testing\n\n$ npm test\n",
+        1,
+        id="quoted commands in a file dump settle nothing",
+    ),
+    pytest.param(
+        ("git checkout HEAD -- cmd/entire/cli/hooks.go && go build ./... 2>&1", "go build ./..."),
+        CHAIN_OUTPUT,
+        "",
+        0,
+        id="a chain's last command run clean settles the chain",
+    ),
+    pytest.param(
+        ("mix test test/a_test.exs", "mix test test/b_test.exs"),
+        "1 test, 1 failure\nExit code 1",
+        "3 tests, 0 failures",
+        1,
+        id="another target does not settle a failure",
+    ),
+]
+
+
+@pytest.mark.parametrize(("commands", "failed", "then", "left"), SETTLING)
+def test_which_later_run_settles_a_failure(
+    commands: tuple[str, str], failed: str, then: str, left: int
+) -> None:
+    first, second = commands
     trail = trail_of(
-        Message.user("Check it."),
-        bash("pnpm exec ultracite check --type-aware", "c1"),
-        result("Failed to find tsgolint executable.\nCommand exited with code 1", "c1", error=True),
-        bash("pnpm check", "c2"),
-        result("$ ultracite check --type-aware\nChecking formatting...\nAll good.\n", "c2"),
+        Message.user("Do it."),
+        bash(first, "c1"),
+        result(failed, "c1", error=True),
+        bash(second, "c2"),
+        result(then, "c2"),
     )
-    assert trail.failures == []
+    assert len(trail.failures) == left
 
 
-def test_quoted_commands_in_a_file_dump_settle_nothing() -> None:
-    trail = trail_of(
-        Message.user("Test it."),
-        bash("npm test", "c1"),
-        result("1 failing\nCommand exited with code 1", "c1", error=True),
-        bash("cat README.md", "c2"),
-        result("## Testing\n\n$ npm test\n", "c2"),
-    )
-    assert len(trail.failures) == 1
-
-
-def test_a_chains_last_command_run_clean_settles_the_chain() -> None:
-    """Run C: ``git checkout X && go build ./...`` failed on a compile error, ``go build ./...``
-    ran clean after; the error shown was the package header ``# entire.io/cli``."""
-    output = (
-        "Exit code 1\n# entire.io/cli/cmd/entire/cli\n"
-        "cmd/entire/cli/hooks.go:634:64: not enough arguments in call to InitializeSession\n"
-        "\thave (string, string)\n\twant (string, string, string)"
-    )
-    assert error_lines(output)[0].startswith("cmd/entire/cli/hooks.go:634:64: not enough")
-    trail = trail_of(
-        Message.user("Build it."),
-        bash("git checkout HEAD -- cmd/entire/cli/hooks.go && go build ./... 2>&1", "c1"),
-        result(output, "c1", error=True),
-        bash("go build ./...", "c2"),
-        result("", "c2"),
-    )
-    assert trail.failures == []
+def test_a_compile_error_is_shown_not_its_package_header() -> None:
+    assert error_lines(CHAIN_OUTPUT)[0].startswith("cmd/entire/cli/hooks.go:634:64: not enough")
 
 
 def test_an_error_a_later_clean_run_settled_is_no_value(store: Store, tmp_path: Path) -> None:
@@ -253,17 +272,6 @@ def test_an_error_a_later_clean_run_settled_is_no_value(store: Store, tmp_path: 
     filler(log)
     text = "\n".join(section(compacted(imported_plain(store, log, tmp_path)), "important_values"))
     assert "FileNotFoundError" not in text
-
-
-def test_another_target_does_not_settle_a_failure() -> None:
-    trail = trail_of(
-        Message.user("Test."),
-        bash("mix test test/a_test.exs", "c1"),
-        result("1 test, 1 failure\nExit code 1", "c1", error=True),
-        bash("mix test test/b_test.exs", "c2"),
-        result("3 tests, 0 failures", "c2"),
-    )
-    assert len(trail.failures) == 1
 
 
 def test_an_encrypted_codex_item_states_the_records_size(tmp_path: Path) -> None:
