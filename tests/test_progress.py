@@ -401,3 +401,32 @@ def test_an_error_is_unresolved_only_while_its_command_s_latest_run_failed(
     again = Progress.from_json(json.loads(json.dumps(progress.to_json())))
     assert again.to_json() == progress.to_json()
     assert account(again, len(events)) == account(progress, len(events))
+
+
+def test_a_turned_down_edit_is_not_a_change_of_its_stretch() -> None:
+    """Judge, run C: "Worked on plan step ...; changed `claude.go`" where the only edit of
+    ``claude.go`` in that stretch was turned down by the person."""
+    turned = (
+        "The user doesn't want to proceed with this tool use. The tool use was rejected "
+        "(eg. if it was a file edit, the new_string was NOT written to the file)."
+    )
+
+    def edit(call_id: str, path: str) -> Message:
+        args = {"file_path": path, "old_string": "a", "new_string": "b"}
+        return Message.assistant("", tool_calls=[ToolCall(id=call_id, name="Edit", arguments=args)])
+
+    messages = [
+        Message.user("Add the interface to both agents."),
+        edit("e1", "/w/claude.go"),
+        Message.tool(turned, tool_call_id="e1", metadata={"is_error": True}),
+        edit("e2", "/w/gemini.go"),
+        Message.tool("The file /w/gemini.go has been updated.", tool_call_id="e2"),
+    ]
+    progress = build_trail(numbered(messages), cwd="/w").progress
+    assert [s.files for s in progress.segments] == [["/w/gemini.go"]]
+    messages += [
+        edit("e3", "/w/claude.go"),
+        Message.tool("The file /w/claude.go has been updated.", tool_call_id="e3"),
+    ]
+    progress = build_trail(numbered(messages), cwd="/w").progress
+    assert [s.files for s in progress.segments] == [["/w/gemini.go", "/w/claude.go"]]

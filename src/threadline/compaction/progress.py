@@ -432,6 +432,16 @@ class Progress:
         if note:
             seg.note = note
 
+    def untouch(self, path: str, at: int, last: int | None) -> None:
+        """The change a call at ``at`` made to ``path`` did not happen: the stretch holding
+        ``at`` no longer names the file, unless another change (``last``, the file's latest
+        change left) falls in it too."""
+        seg = next((s for s in reversed(self.segments) if s.start <= at), None)
+        if seg is None or path not in seg.files:
+            return
+        if last is None or last < seg.start:
+            seg.files.remove(path)
+
     def checked(
         self, target: str, command: str, line: str, ok: bool, seq: int, *, settles: Any = None
     ) -> None:

@@ -856,6 +856,8 @@ class FileTracker:
         self._undo: dict[int, list[Undo]] = {}
         """The changes each open call recorded (by ``id`` of the call), for taking back the
         ones its result shows did not happen (``applied``)."""
+        self.taken_back: list[tuple[str, int]] = []
+        """(path shown, index of the call) of the changes the last result took back."""
         self.after_action = False
         """The last assistant message gave a SWE-agent text command: the next user message is
         its output, not the user speaking."""
@@ -989,6 +991,7 @@ class FileTracker:
         A demonstration (SWE-agent's ``is_demo``) shows another run: nothing in
         it happened in this one.
         """
+        self.taken_back = []
         if m.metadata.get("is_demo"):
             return None, []
         cwd = m.metadata.get("cwd")
@@ -1043,12 +1046,20 @@ class FileTracker:
     def _take_back(self, undo: Sequence[Undo], m: Message) -> list[FileEdit]:
         """Changes the result ``m`` shows did not happen, taken back (newest first); a failed
         edit of a file changed before says so on it (a turned-down one changed nothing)."""
+        self.taken_back = [
+            (rec.path, u.index) for u in undo if (rec := self.records.get(u.key)) is not None
+        ]
         left = [rec for u in reversed(undo) if (rec := u.revert(self.records)) is not None]
         if not rejected(m.text):
             brief = brief_result(m.text) or "error"
             for rec in left:
                 rec.failed = brief
         return left
+
+    def last_change(self, path: str) -> int | None:
+        """The index of the last change a call made to the file shown as ``path``, or None
+        when no call changed it."""
+        return next((rec.last for rec in self.records.values() if rec.path == path), None)
 
     def _pair(self, m: Message) -> tuple[ToolCall | None, list[FileEdit]]:
         """The call a result answers: the first open call with its id, else the oldest open."""

@@ -515,6 +515,8 @@ class Trail:
             return  # already taken in
         self.through = seq
         answered, touched = self.tracker.observe(m, seq)
+        for path, at in self.tracker.taken_back:  # a turned-down or failed edit changed nothing
+            self.progress.untouch(path, at, self.tracker.last_change(path))
         if m.metadata.get("is_demo") or m.role == "system":
             return
         if m.role == "user" and not m.summary:
