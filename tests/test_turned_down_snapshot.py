@@ -138,3 +138,19 @@ def test_an_earlier_state_nothing_overtook_is_dated_history(
     assert carried and all(re.match(r"As of #\d+ \(earlier summary\): ", s) for s in carried)
     fresh = [i for i, s in enumerate(state) if s.startswith(("Last action", "Last result"))]
     assert fresh and max(fresh) < state.index(carried[0])  # below the newer state
+
+
+def test_an_earlier_summarys_intent_stays_as_its_history(
+    sqlite_store: Store, tmp_path: Path
+) -> None:
+    """Judges, run C: the goal Claude Code's earlier summary stated ("Primary Request and
+    Intent") was nowhere once a later compaction ran over it."""
+    log = before_compaction()
+    log.user("let's stash and get the latest updates")
+    edit(log, "agent/agent.go")
+    reads(log, 10)
+    text = compacted(imported(sqlite_store, log.write(tmp_path / "run.jsonl"), checkpoints=0))
+    state = section(text, "current_state")
+    assert any(
+        re.match(r"As of #\d+ \(earlier summary\): .*Fix checkpoint id reuse", s) for s in state
+    ), state

@@ -83,6 +83,7 @@ SECTION_ALIASES: dict[str, SectionName] = {
     "todo": "pending_tasks",
     "to do": "pending_tasks",
     # the sections of Claude Code's compaction summary that map onto ours
+    "primary request and intent": "current_state",
     "current work": "current_state",
     "optional next step": "current_state",
     "next step": "current_state",
@@ -93,14 +94,15 @@ OTHER_HEADINGS = frozenset(
     {
         "analysis",
         "summary",
-        "primary request and intent",
         "key technical concepts",
         "files and code sections",
         "all user messages",
     }
 )
 """Headings of other tools' summaries (Claude Code's) whose content is none of our sections:
-the model's chronological analysis, the requests (pinned anyway), code excerpts."""
+the model's chronological analysis, code excerpts. Its "Primary Request and Intent" is
+current state: the goal as that summary put it, which the session's first message may not
+say (a session continued from an earlier one)."""
 _EMPTY_MARKERS = frozenset({"none", "n/a", "na", "nothing", "none yet", "nothing yet", "-"})
 
 _ALNUM = re.compile(r"[^\W_]")
