@@ -19,6 +19,7 @@ from tests.test_compaction_truth import CWD, ClaudeLog, compacted, section, stor
 from tests.test_ledger import filler, imported_any, imported_plain, numbered
 from threadline.compaction.progress import (
     Progress,
+    Segment,
     account,
     is_check,
     located_error,
@@ -430,3 +431,23 @@ def test_a_turned_down_edit_is_not_a_change_of_its_stretch() -> None:
     ]
     progress = build_trail(numbered(messages), cwd="/w").progress
     assert [s.files for s in progress.segments] == [["/w/gemini.go", "/w/claude.go"]]
+
+
+def test_a_file_the_stretch_removed_is_said_deleted_not_changed() -> None:
+    """Judge, run D: "#33 ... changed `UNIFIED-TRACKING-DESIGN.md`" for a file ``rm`` removed."""
+    rm = ToolCall(id="r1", name="Bash", arguments={"command": "rm /w/DESIGN.md"})
+    write = ToolCall(id="w1", name="Write", arguments={"file_path": "/w/plan.md", "content": "x"})
+    messages = [
+        Message.user("Don't create separate documents."),
+        Message.assistant("", tool_calls=[rm]),
+        Message.tool("", tool_call_id="r1"),
+        Message.assistant("", tool_calls=[write]),
+        Message.tool("File created successfully at: /w/plan.md", tool_call_id="w1"),
+    ]
+    trail = build_trail(numbered(messages), cwd="/w")
+    (seg,) = trail.progress.segments
+    assert seg.deleted == ["/w/DESIGN.md"]
+    lines = progress_lines(trail)
+    assert any("deleted `DESIGN.md`" in line for line in lines), lines
+    assert not any("changed `DESIGN.md`" in line for line in lines), lines
+    assert Segment.from_json(seg.to_json()).deleted == ["/w/DESIGN.md"]

@@ -26,7 +26,7 @@ checkpoint metadata. ``reconcile`` renders it in Current State.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,7 +245,7 @@ class Check:
 
 
 _SEGMENT_JSON = (
-    "key title source start files checks commits closed reason remains note last".split()  # noqa: SIM905
+    "key title source start files checks commits closed reason remains note last deleted".split()  # noqa: SIM905
 )
 """A segment's fields in its JSON, in order; the lists and checks are copied."""
 
@@ -268,11 +268,14 @@ class Segment:
     """The assistant's words for the last change (``edit_note``)."""
     last: int = 0
     """The seq of the last thing it took in."""
+    deleted: list[str] = field(default_factory=list)
+    """Of ``files``, those it left deleted (``rm``, a deleting patch)."""
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in _SEGMENT_JSON}
         data.update(
             files=list(self.files),
+            deleted=list(self.deleted),
             checks={t: c.to_json() for t, c in self.checks.items()},
             commits=list(self.commits),
         )
@@ -282,6 +285,7 @@ class Segment:
     def from_json(cls, data: Mapping[str, Any]) -> Segment:
         seg = cls(str(data["key"]), str(data["title"]), str(data["source"]), int(data["start"]))
         seg.files = [str(f) for f in data.get("files") or []]
+        seg.deleted = [str(f) for f in data.get("deleted") or []]
         for target, (seq, command, line, ok) in (data.get("checks") or {}).items():
             seg.checks[str(target)] = Check(int(seq), str(command), str(line), bool(ok))
         seg.commits = [str(c) for c in data.get("commits") or []]
@@ -331,9 +335,12 @@ class Segment:
         out: list[str] = []
         if self.files:
             listed = self.files[-files:]
+            gone = set(self.deleted)
+            kept = [f for f in listed if f not in gone]
             for verb, group in (
-                ("created", [f for f in listed if made and made(f, self.start)]),
-                ("changed", [f for f in listed if not (made and made(f, self.start))]),
+                ("created", [f for f in kept if made and made(f, self.start)]),
+                ("changed", [f for f in kept if not (made and made(f, self.start))]),
+                ("deleted", [f for f in listed if f in gone]),
             ):
                 if group:
                     names = ", ".join(
@@ -422,13 +429,21 @@ class Progress:
         if reason:
             seg.reason = clip_words(one_line(reason), REASON_WORDS)
 
-    def touched(self, paths: list[str], seq: int, note: str | None = None) -> None:
+    def touched(
+        self, paths: list[str], seq: int, note: str | None = None, *, deleted: Sequence[str] = ()
+    ) -> None:
+        """Files changed at ``seq``; of them, ``deleted`` are gone now."""
         seg = self._here(seq)
         for path in paths:
             if path in seg.files:
                 seg.files.remove(path)
             seg.files.append(path)
+            if path in deleted and path not in seg.deleted:
+                seg.deleted.append(path)
+            elif path not in deleted and path in seg.deleted:
+                seg.deleted.remove(path)  # made again
         del seg.files[:-MAX_FILES]
+        seg.deleted = [f for f in seg.deleted if f in seg.files]
         if note:
             seg.note = note
 

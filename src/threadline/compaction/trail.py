@@ -538,7 +538,8 @@ class Trail:
         for rec in touched:
             rec.note = self._note or rec.note
         if touched:
-            self.progress.touched([rec.path for rec in touched], seq, self._note)
+            gone = [rec.path for rec in touched if rec.last_action == "deleted"]
+            self.progress.touched([rec.path for rec in touched], seq, self._note, deleted=gone)
         if m.role == "tool":
             self.last_result = seq
             self._ran(m, seq)
