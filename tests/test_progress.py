@@ -325,6 +325,17 @@ def test_a_pi_session_s_subagent_reports_survive_import(store: Store, tmp_path: 
         )
 
     entry({"role": "user", "content": [{"type": "text", "text": "Adopt the lint rules."}]})
+    first = {"type": "toolCall", "id": "c0", "name": "spawn_pi", "arguments": {"tasks": []}}
+    entry({"role": "assistant", "content": [first], "provider": "x", "model": "y"})
+    entry(
+        {
+            "role": "toolResult",
+            "toolCallId": "c0",
+            "toolName": "spawn_pi",
+            "content": [{"type": "text", "text": "spawn_pi: \u00d7 incomplete \u00b7 0 of 1"}],
+            "isError": False,
+        }
+    )
     call = {
         "type": "toolCall",
         "id": "c1",
@@ -348,8 +359,10 @@ def test_a_pi_session_s_subagent_reports_survive_import(store: Store, tmp_path: 
         entry({"role": "assistant", "content": [{"type": "text", "text": f"Done step {i}."}]})
     path = tmp_path / "pi.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
-    files = "\n".join(section(compacted(imported_any(store, path)), "files_modified"))
-    assert "`src/tools.ts`" in files
+    text = compacted(imported_any(store, path))
+    assert "`src/tools.ts`" in "\n".join(section(text, "files_modified"))
+    reports = [s for s in section(text, "current_state") if s.startswith("Subagent")]
+    assert len(reports) == 2 and "incomplete" in reports[0], reports  # in the run's order
 
 
 _EVENTS = st.lists(

@@ -543,9 +543,8 @@ def _state(
     answer = evidence.wanted_answer()
     if answer is not None and answer[0] <= trail.through:  # else the kept tail shows it
         kept.insert(min(2, len(kept)), f"{ANSWER_LABEL} (#{answer[0]}): {answer[1]}")
-    for outcome in evidence.ledger.outcomes:
-        if outcome.seq <= trail.through:  # a later report is in the kept tail
-            kept.insert(min(3, len(kept)), outcome.line())
+    reports = [o.line() for o in evidence.ledger.outcomes if o.seq <= trail.through]
+    kept[min(3, len(kept)) : min(3, len(kept))] = reports  # in order; later ones: the kept tail
     at = next((i + 1 for i, t in enumerate(kept) if _is_request_line(t)), 0)
     taken = sum(
         words(b.text)
