@@ -897,7 +897,8 @@ def _file_score(rec: FileEdit, total: int) -> float:
 
 
 def file_bullet(rec: FileEdit, *, noted: bool) -> str:
-    """``path: edited ×3: what changed``; a move says where to, a failure what went wrong."""
+    """``path: edited: what changed`` (``edited ×3; last: what the last change did``); a move
+    says where to, a failure what went wrong."""
     text = f"{code_span(rec.path)}: {rec.describe()}"
     if rec.other:
         text += f" {'from' if 'copied' in rec.actions else 'to'} {code_span(rec.other)}"
@@ -905,8 +906,8 @@ def file_bullet(rec: FileEdit, *, noted: bool) -> str:
     what = rec.note if noted and not gone else None
     if noted and not gone and not what and rec.symbols:
         what = ", ".join(code_span(s) for s in rec.symbols[-MAX_SYMBOLS:])
-    if what:
-        text += f": {what}"
+    if what:  # of several changes, the words are the last one's: say so
+        text += f"; last: {what}" if rec.count > 1 else f": {what}"
     if rec.failed:
         text += f"; last attempt failed: {rec.failed}"
     return clip_words(text, MAX_BULLET_WORDS)
