@@ -81,6 +81,17 @@ class ClaudeLog:
         message = {"id": f"msg_{self.n:04d}", "role": "assistant", "model": "claude-opus-4-6"}
         self._rec("assistant", message={**message, "content": [block]})
 
+    @classmethod
+    def asking(cls, request: str) -> ClaudeLog:
+        """A log that opens with the person's request."""
+        log = cls()
+        log.user(request)
+        return log
+
+    def bd(self, args: str, result: str) -> None:
+        """A beads command the agent ran through ``Bash``."""
+        self.call("Bash", {"command": f"bd {args}"}, result)
+
     def call(
         self, name: str, args: dict[str, Any], result: str = "ok", error: bool = False
     ) -> None:

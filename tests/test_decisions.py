@@ -222,8 +222,7 @@ def test_an_approved_plan_gives_its_reasoned_lines() -> None:
 
 def test_an_approved_plans_line_survives_the_compaction(store: Store, tmp_path: Path) -> None:
     """Run B: a plan line ending with a colon was dropped as the agent narrating."""
-    log = ClaudeLog()
-    log.user("Work on bead shop-7q2.")
+    log = ClaudeLog.asking("Work on bead shop-7q2.")
     plan = (
         "# Plan: Enrich the renderer\n\n## Approach\n\n"
         "Keep `render_message/1` unchanged (backward compat for direct callers). Add a "

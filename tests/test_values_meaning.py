@@ -123,14 +123,11 @@ def test_a_tracker_id_says_which_item_it_is(store: Store, tmp_path: Path) -> Non
     """Run A: ``id: spotter-dov.1`` said nothing; the beads item's title and state do."""
     log = ClaudeLog()
     log.user("Work on bead shop-7q2.")
-    log.call(
-        "Bash",
-        {"command": 'bd create --title="Totals drop the coupon" --type=bug'},
-        "✓ Created issue: shop-7q2.5\n  Title: Totals drop the coupon\n  Status: open",
-    )
-    log.call("Bash", {"command": "bd update shop-7q2.5 --status in_progress"}, "✓ Updated")
+    created = "✓ Created issue: shop-7q2.5\n  Title: Totals drop the coupon\n  Status: open"
+    log.bd('create --title="Totals drop the coupon" --type=bug', created)
+    log.bd("update shop-7q2.5 --status in_progress", "✓ Updated")
     log.say("Fixed the totals for `shop-7q2.5`.")
-    log.call("Bash", {"command": "bd close shop-7q2.5"}, "✓ Closed shop-7q2.5")
+    log.bd("close shop-7q2.5", "✓ Closed shop-7q2.5")
     filler(log)
     text = "\n".join(section(compacted(imported_plain(store, log, tmp_path)), "important_values"))
     assert "id: `shop-7q2.5` (beads item: Totals drop the coupon, closed)" in text
