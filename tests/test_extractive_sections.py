@@ -62,8 +62,7 @@ def test_one_entry_per_file_relative_to_the_working_directory_with_what_changed(
     text = SUMMARIZER.summarize(msgs).text
     (files,) = section(text, "files_modified")
     assert (
-        files
-        == "`lib/client.ex`: edited ×3; last: fix the retry loop by capping the backoff at 30s"
+        files == "`lib/client.ex`: edited ×3; e.g. fix the retry loop by capping the backoff at 30s"
     )
     assert f"Working directory: `{ROOT}`" in section(text, "current_state")
 

@@ -464,3 +464,29 @@ def test_a_file_the_stretch_removed_is_said_deleted_not_changed() -> None:
     assert any("deleted `DESIGN.md`" in line for line in lines), lines
     assert not any("changed `DESIGN.md`" in line for line in lines), lines
     assert Segment.from_json(seg.to_json()).deleted == ["/w/DESIGN.md"]
+
+
+def test_a_stretch_keeps_the_assistant_s_report_of_what_it_did() -> None:
+    """Judges, run D: the account named the files of each request but not what was done;
+    the assistant's own report says it. Narration and findings are no report."""
+    write = ToolCall(id="w1", name="Write", arguments={"file_path": "/w/PLAN.md", "content": "x"})
+    messages = [
+        Message.user("Track the sync state in the same file as the metrics."),
+        Message.assistant("", tool_calls=[write]),
+        Message.tool("File created successfully at: /w/PLAN.md", tool_call_id="w1"),
+        Message.assistant(
+            "Perfect! I've written the unified tracking design into `PLAN.md`, keeping one "
+            "syncState object per session.\n\n## Key Benefits\n1. One file"
+        ),
+        Message.user("Now rename it."),
+        Message.assistant("I see the pattern here, there are separate paths for each agent."),
+        Message.assistant("Let me check the SessionState to see what we have available now."),
+    ]
+    progress = build_trail(numbered(messages), cwd="/w").progress
+    first, second = progress.segments
+    assert first.report == (
+        "I've written the unified tracking design into `PLAN.md`, keeping one syncState "
+        "object per session."
+    )
+    assert second.report == ""
+    assert Segment.from_json(first.to_json()).report == first.report

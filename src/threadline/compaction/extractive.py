@@ -897,17 +897,19 @@ def _file_score(rec: FileEdit, total: int) -> float:
 
 
 def file_bullet(rec: FileEdit, *, noted: bool) -> str:
-    """``path: edited: what changed`` (``edited ×3; last: what the last change did``); a move
-    says where to, a failure what went wrong."""
+    """``path: edited: what changed`` (of several changes, ``e.g.`` one change's
+    words), else the definitions changed; a move says where to, a failure what went wrong."""
     text = f"{code_span(rec.path)}: {rec.describe()}"
     if rec.other:
         text += f" {'from' if 'copied' in rec.actions else 'to'} {code_span(rec.other)}"
     gone = rec.last_action == "deleted"  # what an edit did no longer matters
-    what = rec.note if noted and not gone else None
-    if noted and not gone and not what and rec.symbols:
-        what = ", ".join(code_span(s) for s in rec.symbols[-MAX_SYMBOLS:])
-    if what:  # of several changes, the words are the last one's: say so
-        text += f"; last: {what}" if rec.count > 1 else f": {what}"
+    symbols = ", ".join(code_span(s) for s in rec.symbols[-MAX_SYMBOLS:])
+    what = None
+    if noted and not gone:  # of several changes, the words are one change's: say so
+        what = rec.note or symbols or None
+    if what:
+        several = rec.count > 1 and what == rec.note
+        text += f"; e.g. {what}" if several else f": {what}"
     if rec.failed:
         text += f"; last attempt failed: {rec.failed}"
     return clip_words(text, MAX_BULLET_WORDS)

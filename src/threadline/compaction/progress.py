@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.compaction.decisions import is_narration
 from threadline.compaction.snapshot import clip_words, code_span, one_line, words
 from threadline.compaction.toolcalls import simple_commands
 
@@ -47,6 +48,9 @@ LINE_CHARS = 200
 TITLE_WORDS = 14
 REASON_WORDS = 18
 REMAINS_WORDS = 30
+REPORT_WORDS = 32
+"""The assistant's own report of a stretch ("Added X; all 410 tests pass"), clipped."""
+REPORT_MIN_WORDS = 12
 ACCOUNT_WORDS = 230
 """Words the account of finished segments may spend in a snapshot; older segments beyond
 it are named in one "Earlier" line."""
@@ -245,7 +249,20 @@ class Check:
 
 
 _SEGMENT_JSON = (
-    "key title source start files checks commits closed reason remains note last deleted".split()  # noqa: SIM905
+    "key",
+    "title",
+    "source",
+    "start",
+    "files",
+    "checks",
+    "commits",
+    "closed",
+    "reason",
+    "remains",
+    "note",
+    "last",
+    "deleted",
+    "report",
 )
 """A segment's fields in its JSON, in order; the lists and checks are copied."""
 
@@ -270,6 +287,8 @@ class Segment:
     """The seq of the last thing it took in."""
     deleted: list[str] = field(default_factory=list)
     """Of ``files``, those it left deleted (``rm``, a deleting patch)."""
+    report: str = ""
+    """The assistant's latest report of what it did in this stretch, in its own words."""
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in _SEGMENT_JSON}
@@ -294,6 +313,7 @@ class Segment:
         seg.reason = str(data.get("reason") or "")
         seg.remains = str(data.get("remains") or "")
         seg.note = str(data.get("note") or "")
+        seg.report = str(data.get("report") or "")
         seg.last = int(data.get("last") or seg.start)
         return seg
 
@@ -489,6 +509,9 @@ class Progress:
         if cur is None:
             return
         prose = _FENCED.sub(" ", text)
+        report = _report(prose)
+        if report:
+            cur.report = report
         for sentence in reversed(_SENTENCE.split(prose)):
             if _REMAINS.search(sentence) and words(sentence) >= 4:
                 said = clip_words(sentence.strip(" -*#"), REMAINS_WORDS)
@@ -509,6 +532,41 @@ class Progress:
         return progress
 
 
+_INTERJECTION = re.compile(
+    r"(?i)^(?:perfect|great|excellent|good|done|nice|ok(?:ay)?|yes|right|got it|"
+    r"you(?:['\u2019]re| are)\s+(?:absolutely\s+)?right)\b[^.!?]{0,40}[.!?-]*$"
+)
+"""A sentence that only reacts ("Perfect!", "You're absolutely right!")."""
+_DONE_WORDS = re.compile(
+    r"(?i)\b(?:I(?:['\u2019]ve|\s+have)|we(?:['\u2019]ve|\s+have)|added|created|implemented|"
+    r"updated|fixed|removed|replaced|renamed|refactored|extracted|moved|integrated|wrote|"
+    r"changed|converted|(?:all\s+)?\d+\s+tests?\s+pass(?:es|ed)?|compiles|(?:is|are)\s+now|"
+    r"now\s+uses?)\b"
+)
+"""Words of a report of work done, not of looking around ("I see", "Let me check")."""
+
+
+def _report(prose: str) -> str:
+    """The assistant's report of work done, when ``prose`` opens with one (after a mere
+    reaction such as "Perfect!"): its first sentences up to a list it introduces, on one
+    line, clipped; empty for narration ("Let me check ..."), questions and findings."""
+    sentences = [t.strip(" -*#") for t in _SENTENCE.split(prose) if t.strip(" -*#")]
+    while sentences and _INTERJECTION.match(sentences[0]):
+        sentences.pop(0)
+    if not sentences or words(prose) < REPORT_MIN_WORDS or is_narration(sentences[0]):
+        return ""
+    first = sentences[0]
+    if first.endswith("?") or not _DONE_WORDS.search(first):
+        return ""
+    kept: list[str] = []
+    for sentence in sentences[:3]:
+        ends = sentence.rstrip("`*_)").endswith((".", "!"))
+        if is_narration(sentence) or (kept and not ends):
+            break  # the next move, or a heading or list it introduces
+        kept.append(sentence)
+    return clip_words(one_line(" ".join(kept)).rstrip(":"), REPORT_WORDS)
+
+
 # -- as a snapshot says it ----------------------------------------------------------------
 
 
@@ -522,6 +580,8 @@ def segment_line(seg: Segment, shown: Shown = _as_is, made: Made | None = None) 
     span = f"#{seg.start}" + (f"-#{seg.closed}" if seg.closed is not None else f"-#{seg.last}")
     parts = [f"{head}, {span}"]
     parts += seg.facts(shown, made=made)
+    if seg.report and not seg.reason:  # a closing reason already says what was done
+        parts.append(f"reported: {seg.report}")
     if seg.closed is not None:
         parts.append("closed" + (f": {seg.reason}" if seg.reason else ""))
     return "; ".join(parts)
