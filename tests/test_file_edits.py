@@ -414,3 +414,28 @@ def test_swe_agent_and_openhands_give_the_repository_root(tmp_path: Path) -> Non
     messages = read_transcript(tmp_path / "events.json")
     assert messages[0].metadata["cwd"] == "/workspace/repo"
     assert [m.metadata.get("cwd") for m in messages[1:]] == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "named"),
+    [
+        pytest.param(
+            "func SanitizePathForGemini(p string) string {\n\treturn p\n}\n",
+            "func SanitizePathForGemini(p string) string {\n\treturn p\n}\n\n"
+            "func (g *Gemini) GetTranscriptPosition(path string) (int, error) {\n",
+            ("GetTranscriptPosition",),
+            id="a definition added after an anchor names the added one (run C)",
+        ),
+        pytest.param(
+            "def total(cart):\n    return sum(cart)\n",
+            "def total(cart):\n    return round(sum(cart), 2)\n",
+            ("total",),
+            id="a body changed names its function",
+        ),
+    ],
+)
+def test_an_edit_names_the_definitions_it_changed(
+    old: str, new: str, named: tuple[str, ...]
+) -> None:
+    ops = call_file_ops(call("Edit", file_path="/w/a.go", old_string=old, new_string=new))
+    assert ops[0].symbols == named

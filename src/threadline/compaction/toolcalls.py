@@ -159,7 +159,8 @@ _DEFINITIONS = (
         r"\s*(?:(?:export|default|public|private|protected|internal|static|async|abstract|final|"
         r"override|pub(?:\([\w:]+\))?|unsafe|extern|inline)\s+)*"
         r"(?:def|defp|defmacro|defmacrop|defmodule|defimpl|defprotocol|function\*?|class|fn|func|"
-        r"interface|struct|enum|trait|impl|module|type)\s+(?P<name>[A-Za-z_$][\w$.!?]*)"
+        r"interface|struct|enum|trait|impl|module|type)\s+(?:\([^)]*\)\s*)?"
+        r"(?P<name>[A-Za-z_$][\w$.!?]*)"
     ),
     re.compile(r"(?:export\s+)?(?:const|let|var)\s+(?P<name>[A-Za-z_$][\w$]*)\s*="),
     re.compile(r"(?P<name>[A-Z][A-Z0-9_]{2,})\s*(?::[^=]*)?=(?!=)"),
@@ -444,14 +445,21 @@ def _definitions(lines: Iterable[str]) -> tuple[str, ...]:
 
 
 def _call_symbols(call: ToolCall) -> tuple[str, ...]:
-    """What an editor call changed: names defined in its old and new text (not in whole files)."""
+    """What an editor call changed: names defined in its old and new text (not in whole
+    files); a definition line both sides hold unchanged is only the edit's anchor when
+    other definitions were added or removed beside it."""
     texts: list[str] = []
     for key in _EDIT_TEXT_KEYS:
         texts.extend(strings(argument(call.arguments, key)))
     for edit in argument(call.arguments, "edits") or []:  # MultiEdit: a list of old/new pairs
         if isinstance(edit, dict):
             texts.extend(s for key in _EDIT_TEXT_KEYS for s in strings(argument(edit, key)))
-    return _definitions(line for text in texts for line in text.splitlines())
+    lines = [line.strip() for text in texts for line in text.splitlines()]
+    counts: dict[str, int] = {}
+    for line in lines:
+        counts[line] = counts.get(line, 0) + 1
+    changed = _definitions(line for line in lines if counts[line] == 1)
+    return changed or _definitions(lines)
 
 
 def patch_ops(text: str, *, base: str | None = None) -> list[FileOp]:
