@@ -296,20 +296,9 @@ class StoreCore:
     def _scratchpad_contents(
         self, session_id: str, names: list[str], prefixes: list[str]
     ) -> dict[str, str]:
-        """Primitive, optional: name -> content of the entries named in ``names`` or
-        starting with one of ``prefixes`` (checked; not both empty), in any order; in
-        one read when the backend can (here one read per name and per prefix)."""
-        found = {
-            e.name: e.content
-            for prefix in prefixes
-            for e in self._scratchpad_list(session_id, prefix)
-        }
-        for name in names:
-            if name not in found:
-                entry = cast(Store, self).scratchpad_read(session_id, name)
-                if entry is not None:
-                    found[name] = entry.content
-        return found
+        """Primitive: name -> content of the entries named in ``names`` or starting with
+        one of ``prefixes`` (checked; not both empty), in any order, in one read."""
+        raise NotImplementedError
 
     def scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], *, keep_existing: bool = False
@@ -325,12 +314,9 @@ class StoreCore:
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
     ) -> None:
-        """Primitive, optional: store the (checked, not empty) entries, in one step
-        when the backend can; ``keep_existing`` leaves entries that exist as they are."""
-        for name, content in entries.items():
-            if keep_existing and cast(Store, self).scratchpad_read(session_id, name) is not None:
-                continue
-            self._scratchpad_write(session_id, name, content)
+        """Primitive: store the (checked, not empty) entries in one step;
+        ``keep_existing`` leaves entries that exist as they are."""
+        raise NotImplementedError
 
     def _swap_memo(
         self, session_id: str, decide: Callable[[dict[str, Any]], dict[str, Any] | None]
