@@ -20,10 +20,8 @@ from typing import Any
 from threadline.errors import UsageError
 from threadline.integrations.binding import Binding, Face
 from threadline.store import Store
+from threadline.store.checks import MAX_SCRATCHPAD_NAME
 from threadline.store.session_info import ScratchpadEntry
-
-MAX_NAME = 256
-"""A scratchpad name's limit: a document's name is at most this long."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +47,12 @@ def encode(value: Any, what: str) -> str:
 
 
 def check_name(name: str, what: str) -> str:
-    if len(name) > MAX_NAME:
+    """``name`` when it fits a scratchpad name (a document's name is one), else an
+    error that names ``what`` rather than the store's generic one."""
+    if len(name) > MAX_SCRATCHPAD_NAME:
         raise UsageError(
             f"{what} is too long: its stored name has {len(name):,} characters, "
-            f"the limit is {MAX_NAME} (use shorter namespace labels or keys)"
+            f"the limit is {MAX_SCRATCHPAD_NAME} (use shorter namespace labels or keys)"
         )
     return name
 
