@@ -4,40 +4,15 @@ worker)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from threadline.server.config import DEFAULT_IDLE_SECONDS, ServerConfig
 from threadline.server.events import DEFAULT_MAX_BYTES, EventHub
 from threadline.server.shared_events import Bounds, EventEngine, SharedHub
 from threadline.store.protocol import Store
 
 
-def scheme(store: Store) -> str:
-    return str(getattr(store, "url", "")).partition("://")[0].lower()
-
-
-def _place(store: Store) -> tuple[str, Any, str] | None:
-    """Where a store other workers can share keeps events: its kind (``postgres``,
-    ``redis``), connection (libpq string, client) and namespace (schema, key prefix),
-    through the store's public accessors; None for a one-worker store. A backend's
-    module is imported only for its own scheme (each needs its driver)."""
-    kind = scheme(store)
-    if kind in ("postgresql", "postgres"):
-        from threadline.store.postgres import PostgresStore
-
-        if isinstance(store, PostgresStore):
-            return "postgres", store.connection_string(), store.schema
-    elif kind in ("redis", "rediss"):
-        from threadline.store.redis import RedisStore
-
-        if isinstance(store, RedisStore):
-            return "redis", store.client(), store.prefix
-    return None
-
-
 def engine_for(store: Store, bounds: Bounds) -> EventEngine | None:
     """The store's engine for events, when other workers can share it."""
-    place = _place(store)
+    place = store.shared_place()
     if place is None:
         return None
     kind, link, space = place
@@ -73,7 +48,7 @@ def event_findings(store: Store) -> list[tuple[bool, str]]:
     them (its sweep does), so the table grows; a PostgreSQL table far larger on disk
     than the events it holds (and than the budget) grows with dead rows nothing
     reclaims."""
-    place = _place(store)
+    place = store.shared_place()
     if place is None:
         return []
     kind, link, space = place

@@ -77,6 +77,10 @@ class StoreCore:
     def close(self) -> None:
         raise NotImplementedError
 
+    def shared_place(self) -> tuple[str, Any, str] | None:
+        """See ``Store.shared_place``: here a store only one worker opens."""
+        return None
+
     def _driver_error(self, exc: Exception) -> ThreadlineError | None:
         """Primitive: the error of the ``ThreadlineError`` tree a driver's (or the file
         system's) exception means, or None to let it through as it is."""

@@ -586,6 +586,9 @@ class PostgresStore(SQLEntries, core.StoreCore):
         server's event table, memory records."""
         return self._conninfo
 
+    def shared_place(self) -> tuple[str, Any, str]:
+        return "postgres", self._conninfo, self.schema
+
     def close(self) -> None:
         self._pool.close()
 

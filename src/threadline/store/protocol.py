@@ -213,6 +213,12 @@ class Store(Protocol):
         limit, offset."""
         ...
 
+    def shared_place(self) -> tuple[str, Any, str] | None:
+        """Where other workers sharing this store keep what they share beside it (the
+        server's events): its kind (``postgres``, ``redis``), connection (libpq string,
+        client) and namespace (schema, key prefix); None for a one-worker store."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -390,6 +390,9 @@ class RedisStore(core.StoreCore):
         database (the server's event streams); closed with the store, if it made it."""
         return self._r
 
+    def shared_place(self) -> tuple[str, Any, str]:
+        return "redis", self._r, self.prefix
+
     def close(self) -> None:
         """Closes the client only if this store created it."""
         if self._owns_client:
