@@ -35,6 +35,7 @@ def test_text_no_person_typed_is_harness_text(message: Message) -> None:
         Message.user("please fix the rounding bug"),
         Message.user("<command-name>/review</command-name><command-args>PR 12</command-args>"),
         Message.user(""),  # an image-only turn is still the person's
+        Message.user("[REDACTED_TEXT len=32 sha=821fd802]"),  # typed or a wrapper: unknown
         Message.assistant("<local-command-stdout>x</local-command-stdout>"),
     ],
 )

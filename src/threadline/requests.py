@@ -91,8 +91,14 @@ def is_harness_text(m: Message) -> bool:
         return False
     if _flagged(m):
         return True
-    # text that is no request is a wrapper; an empty (image-only) turn is the person's
-    return request_text(m) is None and bool(_REMINDER.sub("", m.text).strip())
+    # text that is no request is a wrapper; an empty (image-only) turn is the person's, and
+    # a redacted one could be either: say nothing
+    text = _REMINDER.sub("", m.text).strip()
+    return request_text(m) is None and bool(text) and not text.startswith(_REDACTED)
+
+
+_REDACTED = "[REDACTED_"
+"""A sanitiser's placeholder for text removed from a shared transcript."""
 
 
 def _flagged(m: Message) -> bool:
