@@ -44,7 +44,7 @@ TITLE_WORDS = 16
 ERROR_CHARS = 160
 
 OPEN, ACTIVE, CLOSED = "open", "in_progress", "closed"
-_STATUS = {
+STATUS = {
     "open": OPEN,
     "opened": OPEN,
     "pending": OPEN,
@@ -61,6 +61,7 @@ _STATUS = {
     "completed": CLOSED,
     "complete": CLOSED,
     "done": CLOSED,
+    "finished": CLOSED,
     "resolved": CLOSED,
     "merged": CLOSED,
     "cancelled": CLOSED,
@@ -68,7 +69,7 @@ _STATUS = {
     "deleted": CLOSED,
     "wontfix": CLOSED,
 }
-"""Each tracker's status words, on one scale."""
+"""Each tracker's status words, on one scale (the trail's ``--status`` reading uses it too)."""
 
 _TASK_CREATED = re.compile(r"Task #(?P<id>[\w.-]+) created successfully(?::\s*(?P<title>.+))?")
 """``TaskCreate``'s result: the id the later ``TaskUpdate`` calls use."""
@@ -223,7 +224,7 @@ def _reports(result: Message) -> list[str]:
 
 
 def _status(word: str | None) -> str | None:
-    return _STATUS.get(word.strip().lower().replace(" ", "_")) if word else None
+    return STATUS.get(word.strip().lower().replace(" ", "_")) if word else None
 
 
 def _flag(argv: list[str], *names: str) -> str | None:

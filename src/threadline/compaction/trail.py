@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
-from threadline.compaction.ledger import ACTIVE, CLOSED, Ledger
+from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
 from threadline.compaction.progress import (
     TODO_SOURCE,
     Progress,
@@ -104,8 +104,8 @@ CLOSE_WORDS = frozenset(
 """A subcommand that closes the items it names (``bd close X``, ``gh issue close 12``)."""
 REOPEN_WORDS = frozenset({"reopen", "reopened"})
 CHANGE_WORDS = CLOSE_WORDS | REOPEN_WORDS
-CLOSED_STATUSES = frozenset({*DONE_STATUSES, "closed", "resolved"})
-OPEN_STATUSES = frozenset({"open", "opened", "in_progress", "in-progress", "todo", "pending"})
+CLOSED_STATUSES = frozenset(w for w, s in STATUS.items() if s == CLOSED)
+OPEN_STATUSES = frozenset(w for w, s in STATUS.items() if s != CLOSED)
 STATUS_FLAGS = frozenset({"--status", "-s", "--state"})
 
 _EXIT_CODE = re.compile(
