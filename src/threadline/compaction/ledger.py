@@ -34,7 +34,7 @@ from typing import Any
 
 from threadline.compaction.extractive import FENCED_CODE
 from threadline.compaction.snapshot import clip_words, code_span, one_line
-from threadline.compaction.toolcalls import shell_text, simple_commands
+from threadline.compaction.toolcalls import operands, shell_text, simple_commands
 from threadline.compaction.values import extract_error_lines, extract_values
 from threadline.messages import Message, ToolCall
 
@@ -238,20 +238,13 @@ def _flag(argv: list[str], *names: str) -> str | None:
     return None
 
 
+_SWITCHES = frozenset({"--json", "-f", "--force"})
+"""A tracker CLI's options that take no value."""
+
+
 def _operands(argv: list[str]) -> list[str]:
-    """Words that are not flags nor a flag's value (``--reason "..."``)."""
-    out: list[str] = []
-    skip = False
-    for w in argv:
-        if skip:
-            skip = False
-            continue
-        if w.startswith("-"):
-            skip = "=" not in w and w not in ("--json", "-f", "--force")
-            continue
-        if "\0" not in w:
-            out.append(w)
-    return out
+    """Words that are not flags nor a flag's value (``--reason "..."``), nor a substitution."""
+    return [w for w in operands(argv, switches=_SWITCHES) if "\0" not in w]
 
 
 def _first_error(text: str) -> str:
