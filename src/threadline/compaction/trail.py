@@ -406,9 +406,7 @@ def item_changes(command: str) -> list[tuple[str, bool]]:
         status = status or next(
             (w.split("=", 1)[1] for w in words if w.startswith(("--status=", "--state="))), None
         )
-        verb = next(
-            (i for i, w in enumerate(words[1:4], 1) if w in CLOSE_WORDS | REOPEN_WORDS), None
-        )
+        verb = next((i for i, w in enumerate(words[1:4], 1) if w in CHANGE_WORDS), None)
         if words[:2] == ["git", "commit"] or (words[:1] == ["git"] and "commit" in words[1:3]):
             continue  # the message may sit in a heredoc: read from the whole command below
         if verb is not None:
@@ -613,9 +611,7 @@ class Trail:
             used.last = seq
             used.count += agent
         if len(self.used) > 2 * MAX_REMEMBERED:
-            keep = sorted(
-                self.used.items(), key=lambda kv: (-kv[1].count, -kv[1].refs, -kv[1].last)
-            )
+            keep = sorted(self.used.items(), key=lambda kv: _keep_order(kv[1]))
             self.used = dict(keep[:MAX_REMEMBERED])
 
     def _result(self, m: Message, call: ToolCall, seq: int) -> None:
