@@ -47,7 +47,7 @@ from threadline.compaction.progress import (
     result_line,
     verdict_ok,
 )
-from threadline.compaction.snapshot import clip_words, one_line
+from threadline.compaction.snapshot import clip_chars, clip_words, one_line
 from threadline.compaction.toolcalls import (
     DONE_STATUSES,
     FileTracker,
@@ -154,12 +154,8 @@ _SEARCHERS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "git-grep"})
 
 
 def _clip(text: str, limit: int) -> str:
-    line = one_line(text.strip().split("\n", 1)[0])
-    if len(line) <= limit:
-        return line
-    cut = line[:limit]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut) + " \u2026"
+    """The first line of ``text``, clipped (a command's first line says what ran)."""
+    return clip_chars(text.strip().split("\n", 1)[0], limit)
 
 
 def run_target(command: str) -> str:
