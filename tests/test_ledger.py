@@ -746,3 +746,17 @@ def test_pending_reads_the_latest_todo_list_the_kept_tail_wrote() -> None:
     text = reconcile(result, trail, later=later, max_words=600).text
     assert pending(text) == "[in progress] Run focused verification"
     assert "Next step: Run focused verification (in progress in the todo list)" in state(text)
+
+
+def test_tracker_options_take_a_value_unless_they_are_switches() -> None:
+    """``--reason "..."`` swallows its value, ``--json`` does not, ``--`` ends the options."""
+    ledger = Ledger()
+    commands = [
+        'bd close shop-1 --reason "fixed it" --json shop-2',
+        "bd close -- shop-3",
+        'gh issue close --comment "done" 12',
+    ]
+    for seq, command in enumerate(commands, 1):
+        call = ToolCall(id=f"c{seq}", name="Bash", arguments={"command": command})
+        ledger.observe(call, Message.tool("ok", tool_call_id=f"c{seq}"), seq, failed=False)
+    assert ledger.closed_keys() == ["shop-1", "shop-2", "shop-3", "issue #12"]

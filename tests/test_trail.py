@@ -14,6 +14,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from threadline.compaction.ledger import CLOSED, STATUS
 from threadline.compaction.reconcile import reconcile
 from threadline.compaction.snapshot import Snapshot, SummaryResult, code_spans, parse
 from threadline.compaction.trail import (
@@ -239,6 +240,14 @@ def test_exit_status_and_error_lines() -> None:
     assert exit_status('{"output": "", "exit_code": 0}') == 0
     assert exit_status("all good") is None
     assert error_lines("Exit code 3\nsomething odd") == ["something odd"]
+
+
+@given(st.sampled_from(sorted(STATUS)))
+def test_a_status_flag_reads_on_the_ledgers_scale(word: str) -> None:
+    """``--status S`` closes or reopens exactly as the ledger's scale says S does."""
+    assert item_changes(f"tracker update PROJ-7 --status {word}") == [
+        ("PROJ-7", STATUS[word] == CLOSED)
+    ]
 
 
 def test_closing_commands_and_commits_name_the_items_they_close() -> None:

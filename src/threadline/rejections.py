@@ -30,7 +30,8 @@ _SAID = re.compile(
     re.S,
 )
 """Where the person's own words start."""
-_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
+REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
+"""A harness's reminder block: no one's words (``requests`` strips it from requests too)."""
 SCAN_CHARS = 600
 """The marker is at the opening of the result: a file that quotes it is no rejection."""
 
@@ -48,8 +49,8 @@ def rejection_words(text: str) -> str | None:
     said = _SAID.search(text)
     if said is None:
         return None
-    words = _REMINDER.sub("", said.group("words")).strip()
+    words = REMINDER.sub("", said.group("words")).strip()
     return words or None
 
 
-__all__ = ["rejected", "rejection_words"]
+__all__ = ["REMINDER", "rejected", "rejection_words"]

@@ -25,12 +25,11 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from threadline.rejections import rejection_words
+from threadline.rejections import REMINDER, rejection_words
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
 
-_REMINDER = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
 _COMMAND = re.compile(r"<command-name>\s*(?P<name>[^<]*?)\s*</command-name>", re.S)
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(?P<args>.*?)\s*</command-args>", re.S)
 _UPLOADED_FILES = re.compile(r"\A\s*<uploaded_files>.*?</uploaded_files>\s*", re.S)
@@ -59,7 +58,7 @@ def request_text(m: Message) -> str | None:
     """The request ``m`` carries, or None when it is not a person's request."""
     if m.role != "user" or m.synthetic or m.summary or _flagged(m):
         return None
-    text = _REMINDER.sub("", m.text).strip()
+    text = REMINDER.sub("", m.text).strip()
     unwrapped = _UPLOADED_FILES.sub("", text, count=1)
     if unwrapped != text:  # the task is the issue the wrapper introduces
         text = _ISSUE_TAGS.sub("", _UPLOAD_PREAMBLE.sub("", unwrapped, count=1)).strip()
@@ -93,7 +92,7 @@ def is_harness_text(m: Message) -> bool:
         return True
     # text that is no request is a wrapper; an empty (image-only) turn is the person's, and
     # a redacted one could be either: say nothing
-    text = _REMINDER.sub("", m.text).strip()
+    text = REMINDER.sub("", m.text).strip()
     return request_text(m) is None and bool(text) and not text.startswith(_REDACTED)
 
 

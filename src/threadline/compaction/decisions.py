@@ -75,9 +75,6 @@ RATIONALE = re.compile(
     re.I,
 )
 """A reason given for a choice."""
-_INTENT = re.compile(
-    rf"\b(?:needs?\s+to|should|must|will|{_APOSTROPHE}ll|going\s+to|has\s+to|have\s+to)\b", re.I
-)
 GO_AHEAD = re.compile(
     r"(?i)^(?:(?:ok(?:ay)?|yes|great|good|please|then|now|so)\W+)*(?:let['\u2019]?s\s+)?"
     r"(?:implement|do|build|proceed\s+with|continue\s+with|go\s+(?:ahead\s+)?with|finish|"
@@ -93,7 +90,6 @@ LOOKING = re.compile(
     re.I,
 )
 """The verbs of an agent finding things out: narrating them is not deciding anything."""
-_OWN_CHOICE = re.compile(rf"\b(?:I|we)(?:{_APOSTROPHE}ll|\s+will)\s+use\b", re.I)
 NARRATION = re.compile(
     r"^(?:(?:now|next|then|first|finally|ok(?:ay)?|good|great|perfect|alright|so|also)\b"
     r"[,!.:]?\s+)*(?:let\s+me|let['\u2019]?s|let\s+us|"

@@ -34,7 +34,7 @@ from typing import Any
 
 from threadline.compaction.extractive import FENCED_CODE
 from threadline.compaction.snapshot import clip_words, code_span, one_line
-from threadline.compaction.toolcalls import shell_text, simple_commands
+from threadline.compaction.toolcalls import operands, shell_text, simple_commands
 from threadline.compaction.values import extract_error_lines, extract_values
 from threadline.messages import Message, ToolCall
 
@@ -44,7 +44,7 @@ TITLE_WORDS = 16
 ERROR_CHARS = 160
 
 OPEN, ACTIVE, CLOSED = "open", "in_progress", "closed"
-_STATUS = {
+STATUS = {
     "open": OPEN,
     "opened": OPEN,
     "pending": OPEN,
@@ -61,6 +61,7 @@ _STATUS = {
     "completed": CLOSED,
     "complete": CLOSED,
     "done": CLOSED,
+    "finished": CLOSED,
     "resolved": CLOSED,
     "merged": CLOSED,
     "cancelled": CLOSED,
@@ -68,7 +69,7 @@ _STATUS = {
     "deleted": CLOSED,
     "wontfix": CLOSED,
 }
-"""Each tracker's status words, on one scale."""
+"""Each tracker's status words, on one scale (the trail's ``--status`` reading uses it too)."""
 
 _TASK_CREATED = re.compile(r"Task #(?P<id>[\w.-]+) created successfully(?::\s*(?P<title>.+))?")
 """``TaskCreate``'s result: the id the later ``TaskUpdate`` calls use."""
@@ -223,7 +224,7 @@ def _reports(result: Message) -> list[str]:
 
 
 def _status(word: str | None) -> str | None:
-    return _STATUS.get(word.strip().lower().replace(" ", "_")) if word else None
+    return STATUS.get(word.strip().lower().replace(" ", "_")) if word else None
 
 
 def _flag(argv: list[str], *names: str) -> str | None:
@@ -237,20 +238,13 @@ def _flag(argv: list[str], *names: str) -> str | None:
     return None
 
 
+_SWITCHES = frozenset({"--json", "-f", "--force"})
+"""A tracker CLI's options that take no value."""
+
+
 def _operands(argv: list[str]) -> list[str]:
-    """Words that are not flags nor a flag's value (``--reason "..."``)."""
-    out: list[str] = []
-    skip = False
-    for w in argv:
-        if skip:
-            skip = False
-            continue
-        if w.startswith("-"):
-            skip = "=" not in w and w not in ("--json", "-f", "--force")
-            continue
-        if "\0" not in w:
-            out.append(w)
-    return out
+    """Words that are not flags nor a flag's value (``--reason "..."``), nor a substitution."""
+    return [w for w in operands(argv, switches=_SWITCHES) if "\0" not in w]
 
 
 def _first_error(text: str) -> str:

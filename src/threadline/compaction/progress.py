@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.decisions import is_narration
-from threadline.compaction.snapshot import clip_words, code_span, one_line, words
+from threadline.compaction.snapshot import clip_chars, clip_words, code_span, one_line, words
 from threadline.compaction.toolcalls import simple_commands
 
 Shown = Callable[[str], str]
@@ -162,15 +162,6 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(*])|\n+")
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
 
 
-def _clip(text: str, limit: int = LINE_CHARS) -> str:
-    line = one_line(text.strip())
-    if len(line) <= limit:
-        return line
-    cut = line[:limit]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut) + " \u2026"
-
-
 def result_line(text: str) -> str | None:
     """The line of a command's output that says how the check went: the last test-runner or
     checker summary ("14 doctests, 397 tests, 0 failures"), else the last verdict line
@@ -200,11 +191,11 @@ def located_error(text: str) -> str | None:
         if not line or _HEADER.match(line) or not _ERROR_START.search(line):
             continue
         if _LOCATION.search(line):
-            return _clip(line)
+            return clip_chars(line, LINE_CHARS)
         for after in lines[i + 1 : i + 9]:
             m = _LOCATION.search(after)
             if m:
-                return _clip(f"{line} ({m.group('loc')})")
+                return clip_chars(f"{line} ({m.group('loc')})", LINE_CHARS)
     return None
 
 
@@ -486,7 +477,7 @@ class Progress:
         if ok and settles is not None:  # a wider run passing settles the narrower failures
             self.settle(settles)
         seg.checks.pop(target, None)
-        seg.checks[target] = Check(seq, _clip(command, 120), _clip(line), ok)
+        seg.checks[target] = Check(seq, clip_chars(command, 120), clip_chars(line, LINE_CHARS), ok)
         while len(seg.checks) > MAX_CHECKS:
             seg.checks.pop(next(iter(seg.checks)))
 

@@ -145,6 +145,17 @@ def clip_words(text: str, limit: int) -> str:
     return " ".join(kept) + " \u2026"
 
 
+def clip_chars(text: str, limit: int) -> str:
+    """``text`` on one line, cut at a word boundary within ``limit`` characters with an
+    ellipsis when longer."""
+    line = one_line(text)
+    if len(line) <= limit:
+        return line
+    cut = line[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut) + " \u2026"
+
+
 def code_span(text: str) -> str:
     """Inline code: in a fence one backtick longer than the longest run of backticks the
     text holds, as CommonMark allows (aider once created a file named ``Let's add it to
@@ -432,6 +443,7 @@ __all__ = [
     "SectionName",
     "Snapshot",
     "SummaryResult",
+    "clip_chars",
     "clip_words",
     "code_span",
     "code_spans",

@@ -685,8 +685,17 @@ def _segment(
     return base
 
 
-def _operands(args: list[str], takes_value: frozenset[str] = frozenset()) -> list[str]:
-    """Arguments that are not options (or option values); everything after ``--`` is one."""
+def operands(
+    args: list[str],
+    takes_value: frozenset[str] = frozenset(),
+    *,
+    switches: frozenset[str] | None = None,
+) -> list[str]:
+    """Arguments that are not options (or option values); everything after ``--`` is one.
+
+    An option takes the next word as its value when it is in ``takes_value``; with
+    ``switches`` given, every option does unless it is a switch or says ``--name=value``
+    (a tracker CLI whose options we do not list: ``bd close X --reason "..."``)."""
     out: list[str] = []
     skip = False
     for k, a in enumerate(args):
@@ -696,7 +705,7 @@ def _operands(args: list[str], takes_value: frozenset[str] = frozenset()) -> lis
             out.extend(args[k + 1 :])
             break
         elif a.startswith("-") and len(a) > 1:
-            skip = a in takes_value
+            skip = a in takes_value if switches is None else "=" not in a and a not in switches
         else:
             out.append(a)
     return out
@@ -708,7 +717,7 @@ def _command_ops(prog: str, args: list[str], base: str | None) -> list[FileOp]:
         if sub in ("rm", "mv"):
             prog = sub
         elif sub == "restore" and ("--staged" not in args or "--worktree" in args):
-            return [FileOp("reverted", a, base=base) for a in _operands(args, _GIT_VALUE_OPTIONS)]
+            return [FileOp("reverted", a, base=base) for a in operands(args, _GIT_VALUE_OPTIONS)]
         elif sub == "checkout" and "--" in args:
             return [FileOp("reverted", a, base=base) for a in args[args.index("--") + 1 :]]
         else:
@@ -717,16 +726,16 @@ def _command_ops(prog: str, args: list[str], base: str | None) -> list[FileOp]:
     if prog in ("rm", "unlink", "rmdir"):
         ops = [
             FileOp("deleted", a, base=base)
-            for a in _operands(args)
+            for a in operands(args)
             if posixpath.basename(a.rstrip("/")) not in _BUILD_OUTPUTS
         ]
     elif prog == "touch":
         ops = [
-            FileOp("created", a, base=base) for a in _operands(args, frozenset({"-d", "-r", "-t"}))
+            FileOp("created", a, base=base) for a in operands(args, frozenset({"-d", "-r", "-t"}))
         ]
     elif prog == "tee":
         appended = any(a in ("-a", "--append") for a in args)
-        ops = [FileOp("edited" if appended else "written", a, base=base) for a in _operands(args)]
+        ops = [FileOp("edited" if appended else "written", a, base=base) for a in operands(args)]
     elif prog in ("mv", "cp"):
         ops = _move_ops(prog, args, base)
     elif prog in ("sed", "perl") and _in_place(args):
@@ -763,10 +772,10 @@ def _script_files(args: list[str]) -> list[str]:
 
 
 def _move_ops(prog: str, args: list[str], base: str | None) -> list[FileOp]:
-    operands = _operands(args, frozenset({"-t", "--target-directory", "-S", "--suffix"}))
+    words = operands(args, frozenset({"-t", "--target-directory", "-S", "--suffix"}))
     target = next((args[k + 1] for k, a in enumerate(args[:-1]) if a == "-t"), None)
-    sources = [a for a in operands if a != target] if target else operands[:-1]
-    dest = target or (operands[-1] if len(operands) >= 2 else None)
+    sources = [a for a in words if a != target] if target else words[:-1]
+    dest = target or (words[-1] if len(words) >= 2 else None)
     if dest is None or _scratch(dest):
         return []
     ops: list[FileOp] = []
@@ -1253,6 +1262,7 @@ __all__ = [
     "edited_files",
     "is_confirmation",
     "is_patch",
+    "operands",
     "patch_ops",
     "path_args",
     "plausible_path",

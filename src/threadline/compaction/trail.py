@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
-from threadline.compaction.ledger import ACTIVE, CLOSED, Ledger
+from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
 from threadline.compaction.progress import (
     TODO_SOURCE,
     Progress,
@@ -47,7 +47,7 @@ from threadline.compaction.progress import (
     result_line,
     verdict_ok,
 )
-from threadline.compaction.snapshot import clip_words, one_line
+from threadline.compaction.snapshot import clip_chars, clip_words, one_line
 from threadline.compaction.toolcalls import (
     DONE_STATUSES,
     FileTracker,
@@ -104,8 +104,8 @@ CLOSE_WORDS = frozenset(
 """A subcommand that closes the items it names (``bd close X``, ``gh issue close 12``)."""
 REOPEN_WORDS = frozenset({"reopen", "reopened"})
 CHANGE_WORDS = CLOSE_WORDS | REOPEN_WORDS
-CLOSED_STATUSES = frozenset({*DONE_STATUSES, "closed", "resolved"})
-OPEN_STATUSES = frozenset({"open", "opened", "in_progress", "in-progress", "todo", "pending"})
+CLOSED_STATUSES = frozenset(w for w, s in STATUS.items() if s == CLOSED)
+OPEN_STATUSES = frozenset(w for w, s in STATUS.items() if s != CLOSED)
 STATUS_FLAGS = frozenset({"--status", "-s", "--state"})
 
 _EXIT_CODE = re.compile(
@@ -154,12 +154,8 @@ _SEARCHERS = frozenset({"rg", "grep", "egrep", "fgrep", "ag", "git-grep"})
 
 
 def _clip(text: str, limit: int) -> str:
-    line = one_line(text.strip().split("\n", 1)[0])
-    if len(line) <= limit:
-        return line
-    cut = line[:limit]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut) + " \u2026"
+    """The first line of ``text``, clipped (a command's first line says what ran)."""
+    return clip_chars(text.strip().split("\n", 1)[0], limit)
 
 
 def run_target(command: str) -> str:
@@ -406,9 +402,7 @@ def item_changes(command: str) -> list[tuple[str, bool]]:
         status = status or next(
             (w.split("=", 1)[1] for w in words if w.startswith(("--status=", "--state="))), None
         )
-        verb = next(
-            (i for i, w in enumerate(words[1:4], 1) if w in CLOSE_WORDS | REOPEN_WORDS), None
-        )
+        verb = next((i for i, w in enumerate(words[1:4], 1) if w in CHANGE_WORDS), None)
         if words[:2] == ["git", "commit"] or (words[:1] == ["git"] and "commit" in words[1:3]):
             continue  # the message may sit in a heredoc: read from the whole command below
         if verb is not None:
@@ -613,9 +607,7 @@ class Trail:
             used.last = seq
             used.count += agent
         if len(self.used) > 2 * MAX_REMEMBERED:
-            keep = sorted(
-                self.used.items(), key=lambda kv: (-kv[1].count, -kv[1].refs, -kv[1].last)
-            )
+            keep = sorted(self.used.items(), key=lambda kv: _keep_order(kv[1]))
             self.used = dict(keep[:MAX_REMEMBERED])
 
     def _result(self, m: Message, call: ToolCall, seq: int) -> None:

@@ -330,19 +330,6 @@ def _code_spans(text: str) -> str:
     return " \n".join(_CODE_SPAN_RE.findall(text))
 
 
-def subject_of(sentence: str, speaker: str) -> tuple[str | None, bool]:
-    """Who a sentence is about, and whether it is said in the first person.
-
-    A sentence that opens with a name and a verb ("Priya Raman owns the invoices
-    module") is about that name; else one in the first person is about the speaker."""
-    named = _opening_name(sentence)
-    if named is not None:
-        return named, False
-    if re.search(r"\b(?:I|my|me|I'm|we|our)\b", sentence, re.I) is not None:
-        return speaker, True
-    return None, False
-
-
 def _fact_kind(sentence: str) -> str | None:
     """The kind of fact a sentence states (a decision before a preference), if any."""
     rules = ((DECISION_RE, "decision"), (PREFERENCE_RE, "preference"), (STATEMENT_RE, "fact"))
