@@ -31,13 +31,23 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from threadline.compaction.snapshot import clip_words, words
 from threadline.compaction.values import split_words
 from threadline.compaction.verdicts import topic_words
 
 _APOSTROPHE = "['\u2019]"
+
+
+class _Texted(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+B = TypeVar("B", bound=_Texted)
 USER_DECISION_FACTOR = 1.3
 """A constraint the person set outweighs anything the agent chose."""
 REQUEST_FACTOR = 0.6
@@ -348,6 +358,64 @@ def plan_lines(plan: str) -> list[str]:
     return out
 
 
+_PERSON = re.compile(r"^User(?:\s*\([^)]*\))?:\s*")
+"""A bullet in the person's words: ``User: ...`` or ``User (turning down X): ...``."""
+
+
+def standing_rank(text: str) -> int:
+    """0 for a standing rule of the person's ("never push", "don't fake OAuth", what they
+    typed turning a call down), 1 for their other choices and verdicts, 2 for the agent's."""
+    plain = text.strip().replace("**", "")
+    m = _PERSON.match(plain)
+    if m is None:
+        return 1 if plain.startswith(_VERDICT_PREFIXES) else 2
+    if "(replaced:" in plain or "(corrected later)" in plain:
+        return 1  # no longer standing as said
+    turned_down = plain.startswith("User (")
+    return 0 if turned_down or user_strength(plain[m.end() :]) >= USER_DECISION_FACTOR else 1
+
+
+def standing_first(bullets: Sequence[B]) -> list[B]:
+    """Key Decisions in the order a resumed agent needs them: the person's standing rules,
+    then their other choices, then the agent's (each group in its own order)."""
+    return sorted(bullets, key=lambda b: standing_rank(b.text))
+
+
+_APPROACH_LEAD = re.compile(
+    r"(?i)\b(?:(?:the\s+)?(?:key\s+)?changes\s+(?:needed|required|are)|(?:my|the)\s+"
+    r"(?:approach|plan|strategy)|I['\u2019]ll\s+(?:create|update|change|implement|do|make|"
+    r"add|build|write|rewrite|refactor|split|extract)\b[^.:]{0,80}|here['\u2019]s\s+what\s+"
+    r"I['\u2019]ll\s+do|(?:the\s+)?steps?)\s*[^.:]{0,40}:\s*$"
+)
+"""The line that opens the agent's account of how it will do the work ("The changes
+needed in the renderer:", "I'll create the files in order:")."""
+_STEP = re.compile(r"^\s*(?:\d+[.)]|[-*+\u2022])\s+(?P<text>\S.*)$")
+APPROACH_WORDS = 40
+"""An approach is stated in at most this many words."""
+
+
+def stated_approach(text: str) -> str | None:
+    """``Approach: 1. X; 2. Y`` when the agent's message opens a list of at least two steps
+    with a line saying this is how it will do the work; the caller makes it a decision once
+    a call of the same turn changes something. None otherwise."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not _APPROACH_LEAD.search(line.replace("**", "")):
+            continue
+        steps: list[str] = []
+        for after in lines[i + 1 :]:
+            m = _STEP.match(after)
+            if m is None:
+                if after.strip():
+                    break
+                continue
+            steps.append(m.group("text").replace("**", "").strip())
+        if len(steps) >= 2:
+            joined = "; ".join(f"{n}. {s}" for n, s in enumerate(steps, 1))
+            return clip_words(f"Approach: {joined}", APPROACH_WORDS)
+    return None
+
+
 GIST_WORDS = 8
 """Two statements opening with the same this-many words are one statement said twice (a
 message sent again, a line broken differently)."""
@@ -478,6 +546,9 @@ __all__ = [
     "asks_for_change",
     "is_narration",
     "plan_lines",
+    "standing_first",
+    "stated_approach",
+    "standing_rank",
     "states_decision",
     "subject_words",
     "user_strength",

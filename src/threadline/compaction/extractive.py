@@ -69,10 +69,12 @@ from threadline.compaction.decisions import (
     DecisionBook,
     agent_strength,
     plan_lines,
+    stated_approach,
     states_decision,
     subject_words,
     user_strength,
 )
+from threadline.compaction.fixes import announced_fix
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
     SECTION_NAMES,
@@ -202,6 +204,8 @@ SCAN_TAIL_CHARS = 6_000
 
 FILE_SCORE = 3.0
 DECISION_SCORE = 2.0
+FIX_FACTOR = 0.9
+"""A fix the agent announced and carried out: its fault is the why."""
 TASK_SCORE = 2.0
 STATE_SCORE = 10.0
 """Current-state bullets outrank everything: an agent cannot resume without them."""
@@ -474,6 +478,8 @@ class _Pass:
                 self.result(m, answered, recency, index)
             else:
                 self.said(m, recency, index)
+                if m.role == "assistant":
+                    self.thought(m, recency)
                 if m.tool_calls:
                     self.calls(m.tool_calls, recency, index)
                 action = m.metadata.get("action")
@@ -562,6 +568,9 @@ class _Pass:
         else:
             self.last_text, self.calls_after_text = text, False
             self.turn_note = edit_note(text)
+        approach = stated_approach(text) if speaker == "assistant" and not injected else None
+        if approach is not None:  # a decision once a call of this turn changes something
+            self.tentative.append((approach, DECISION_SCORE * FIX_FACTOR * recency))
         led = m.tool_calls[0] if m.role == "assistant" and m.tool_calls else None
         self.sentences(text, speaker, recency, index, led_to=led, decide=not injected)
         self.lists(text, recency, agent=speaker != "user")
@@ -645,6 +654,8 @@ class _Pass:
                         self.agent_tasks.add(_norm(clipped))
             elif statement and led_to is not None and is_question_tool(led_to.name):
                 continue  # the agent asking: the answer is the decision (``result``)
+            elif statement and decide and not user and (fix := announced_fix(sentence)):
+                self.tentative.append((fix, DECISION_SCORE * FIX_FACTOR * recency))
             elif statement and decide:
                 strength, waits = self.strength(sentence, user, rejecting=rejecting)
                 if not strength or (decisions := decisions + 1) > MAX_DECISIONS_PER_MESSAGE:
@@ -663,6 +674,16 @@ class _Pass:
                     rec = self.tracker.mention(v.text, index)
                     if rec is not None:
                         rec.note = clip_words(sentence, NOTE_MAX_WORDS)
+
+    def thought(self, m: Message, recency: float) -> None:
+        """A fix the agent announced in its thinking ("Let me fix the credo nesting issue
+        in X"): a decision once a call acts on it. Nothing else of its thinking counts."""
+        for block in m.metadata.get("thinking") or []:
+            text = block.get("thinking") or block.get("text") if isinstance(block, dict) else None
+            for sentence in _sentences(text if isinstance(text, str) else ""):
+                fix = announced_fix(sentence)
+                if fix is not None and all(fix != t for t, _ in self.tentative):
+                    self.tentative.append((fix, DECISION_SCORE * FIX_FACTOR * recency))
 
     def lists(self, text: str, recency: float, *, agent: bool) -> None:
         """Checkboxes, and list items under a "Remaining:" / "Next steps:" heading; the

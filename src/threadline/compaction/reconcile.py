@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from threadline.compaction.decisions import is_narration
+from threadline.compaction.decisions import is_narration, standing_first
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet
 from threadline.compaction.file_edit import FileEdit
 from threadline.compaction.history import (
@@ -690,6 +690,19 @@ def _tasks(
         snapshot.add("pending_tasks", text, TASK_SCORE * b.score - rank * 0.001)
 
 
+FIX_LINES = 3
+"""Fixes (``fixes.py``) stated among the decisions, newest first."""
+
+
+def _fixes(trail: Trail, snapshot: Snapshot) -> None:
+    """What the covered range changed to make a failing check pass, after the decisions the
+    person and the agent stated (a fix a stated decision already names is not repeated)."""
+    said = " ".join(b.text for b in snapshot.key_decisions)
+    shown = [f for f in reversed(trail.fixes.fixes) if f.error not in said][:FIX_LINES]
+    for rank, fix in enumerate(shown):
+        snapshot.add("key_decisions", fix.line(trail.tracker.shown), -0.01 * (rank + 1))
+
+
 # -- the whole -----------------------------------------------------------------------------
 
 
@@ -717,13 +730,15 @@ def reconcile(
     named = _files(trail, old.files_modified, snapshot)
     earlier = parse(previous_text) if previous_text else None
     reported = [bare(b.text) for b in earlier.key_decisions] if earlier else []
-    for b in old.key_decisions:
+    scores = sorted((b.score for b in old.key_decisions), reverse=True)
+    for b, score in zip(standing_first(old.key_decisions), scores, strict=True):
         if carried(bare(b.text), reported) and settled_failure(
             b.text, evidence, previous_seq, present=True
         ):
             continue  # the earlier summary's failure, with a clean run since (``history``)
         if b.text.startswith("User:") or not is_narration(b.text):
-            snapshot.add("key_decisions", b.text, DECISION_SCORE * b.score)
+            snapshot.add("key_decisions", b.text, DECISION_SCORE * score)
+    _fixes(trail, snapshot)
     shown = _values(
         trail,
         old.important_values,

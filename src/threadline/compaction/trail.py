@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
+from threadline.compaction.fixes import FixBook
 from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
 from threadline.compaction.progress import (
     TODO_SOURCE,
@@ -485,6 +486,9 @@ class Trail:
         """Work items and commit outcomes (``ledger.py``)."""
         self.progress = Progress()
         """What the run did on each work item, in order (``progress.py``)."""
+        self.fixes = FixBook()
+        """Failed checks, the files changed after them, and the clean runs that settled them
+        (``fixes.py``): the fixes, with their error lines as the why."""
         self.produced: tuple[int, str] | None = None
         """(seq, quote) of the assistant's last structured answer (``produced_quote``)."""
         self.produced_wanted = False
@@ -534,6 +538,7 @@ class Trail:
         if touched:
             gone = [rec.path for rec in touched if rec.last_action == "deleted"]
             self.progress.touched([rec.path for rec in touched], seq, self._note, deleted=gone)
+            self.fixes.changed([rec.path for rec in touched])
         if m.role == "tool":
             self.last_result = seq
             self._ran(m, seq)
@@ -688,15 +693,22 @@ class Trail:
             if line is None:
                 return
             self.progress.checked(target, target, line, False, seq)
+            self.fixes.failed(target, line, seq)
         elif line is not None:
             ok = verdict_ok(line)
             self.progress.checked(
                 target, target, line, ok, seq, settles=lambda t: _covers(target, t)
             )
+            if ok:
+                self.fixes.passed(lambda t: _covers(target, t), seq)
+            else:
+                self.fixes.failed(target, line, seq)
         elif (located := located_error(text)) is not None:  # `mix compile | head`: the pipe's
             self.progress.checked(target, target, located, False, seq)  # status hides it
+            self.fixes.failed(target, located, seq)
         else:  # ran clean with nothing to quote: its earlier failures are settled all the same
             self.progress.settle(lambda t: _covers(target, t))
+            self.fixes.passed(lambda t: _covers(target, t), seq)
 
     def _erring(self, text: str, target: str) -> None:
         lines = [v.text for v in extract_error_lines(text)[:MAX_ERROR_LINES]]
@@ -779,6 +791,7 @@ class Trail:
             "skills": dict(self.skills),
             "ledger": self.ledger.to_json(),
             "progress": self.progress.to_json(),
+            "fixes": self.fixes.to_json(),
             "produced": [*self.produced, self.produced_wanted] if self.produced else None,
             "answered": self.answered,
             "note": self._note,
@@ -825,6 +838,7 @@ class Trail:
             trail.skills[str(name)] = int(seq)
         trail.ledger = Ledger.from_json(data.get("ledger"))
         trail.progress = Progress.from_json(data.get("progress"))
+        trail.fixes = FixBook.from_json(data.get("fixes"))
         trail.answered = bool(data.get("answered", True))
         produced = data.get("produced")
         if produced:

@@ -1,0 +1,155 @@
+"""Fixes as decisions: what the agent changed to make a failing check pass, and why.
+
+The commonest choice an agent makes comes without a "because": a check fails
+(a test, a compiler, a linter), the agent changes a file, the same check
+passes. The history shows the why (the error line) and the what (the files
+changed between the failure and the clean run), so the decision can be stated
+without inventing a reason: "Changed `a.ex` to fix `error: ...` (then `mix
+test` passed)". A change with no clean run of the failing check after it is no
+fix yet (the failure stays in the ledger's account instead).
+
+The agent's own announcement of a fix ("Let me fix the credo nesting issue in
+`build_tool_use_index`", in its text or its thinking) is read by
+``announced_fix``; the caller makes it a decision once a call acts on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.compaction.snapshot import clip_chars, clip_words, code_span
+
+MAX_FIXES = 12
+"""Fixes remembered: the oldest beyond this are forgotten."""
+MAX_FILES = 3
+"""Files named in one fix line."""
+ERROR_CHARS = 140
+FIX_WORDS = 14
+"""What an announced fix is about, in at most this many words."""
+
+
+@dataclass(slots=True)
+class Pending:
+    """A check whose latest run failed, and the files changed since."""
+
+    seq: int
+    target: str
+    error: str
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Fix:
+    """Files changed after a failed check, then the same check passing."""
+
+    seq: int
+    target: str
+    error: str
+    files: list[str]
+
+    def line(self, shown: Callable[[str], str] = lambda p: p) -> str:
+        names = ", ".join(code_span(shown(f)) for f in self.files[:MAX_FILES])
+        more = f" (+{len(self.files) - MAX_FILES} more)" if len(self.files) > MAX_FILES else ""
+        error = code_span(clip_chars(self.error, ERROR_CHARS))
+        return f"Changed {names}{more} to fix {error} (then {code_span(self.target)} passed)"
+
+    def to_json(self) -> list[Any]:
+        return [self.seq, self.target, self.error, list(self.files)]
+
+
+_LOCATED = re.compile(r"(?P<path>[\w.~/-]*\w\.\w{1,8})(?::\d+|\(\d+)")
+"""A file an error line names with its line number (``src/a.ts:115:14``, ``a.cs(41,14)``)."""
+
+
+def _fixed_files(error: str, changed: list[str]) -> list[str]:
+    """The changed files the fix is credited to: when the error names files, only those of
+    them that changed (none changed: the clean run came from something else, a fixer or a
+    rerun, and no change of the agent's is claimed); else every file changed."""
+    named = [m.group("path").lstrip("./") for m in _LOCATED.finditer(error)]
+    if not named:
+        return changed
+    return [f for f in changed if any(f == n or f.endswith("/" + n) for n in named)]
+
+
+@dataclass(slots=True)
+class FixBook:
+    """Failing checks waiting for a clean run, and the fixes found so far."""
+
+    pending: dict[str, Pending] = field(default_factory=dict)
+    fixes: list[Fix] = field(default_factory=list)
+
+    def failed(self, target: str, error: str, seq: int) -> None:
+        """A run of ``target`` failed with ``error``: changes after it may fix it."""
+        self.pending.pop(target, None)  # the latest error is the one the next change fixes
+        self.pending[target] = Pending(seq, target, error)
+        while len(self.pending) > MAX_FIXES:
+            self.pending.pop(next(iter(self.pending)))
+
+    def changed(self, paths: Sequence[str]) -> None:
+        """Files changed: each failing check waits with them."""
+        for p in self.pending.values():
+            for path in paths:
+                if path not in p.files:
+                    p.files.append(path)
+
+    def passed(self, covers: Callable[[str], bool], seq: int) -> None:
+        """A clean run settles the failing checks ``covers`` names; with files changed since
+        the failure, that is a fix."""
+        for target in [t for t in self.pending if covers(t)]:
+            p = self.pending.pop(target)
+            files = _fixed_files(p.error, p.files)
+            if files:
+                self.fixes.append(Fix(seq, p.target, p.error, files))
+        del self.fixes[:-MAX_FIXES]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pending": [[p.seq, p.target, p.error, list(p.files)] for p in self.pending.values()],
+            "fixes": [f.to_json() for f in self.fixes],
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> FixBook:
+        book = cls()
+        if not isinstance(data, dict):
+            return book
+        for seq, target, error, files in data.get("pending") or []:
+            book.pending[str(target)] = Pending(int(seq), str(target), str(error), list(files))
+        for seq, target, error, files in data.get("fixes") or []:
+            book.fixes.append(Fix(int(seq), str(target), str(error), [str(f) for f in files]))
+        return book
+
+
+_ANNOUNCED = re.compile(
+    r"(?i)^(?:(?:now|next|first|then|ok(?:ay)?|good|so|also)\b[,!.:]?\s+)*"
+    r"(?:let\s+me|let['\u2019]?s|I['\u2019]ll|I\s+will|I\s+need\s+to|we\s+need\s+to)\s+"
+    r"(?:(?:also|now|first|quickly)\s+)?fix\s+(?P<what>.+)$"
+)
+"""The agent saying it will fix something ("Let me fix the credo nesting issue in X")."""
+_FAULT = re.compile(
+    r"(?i)\b(?:error|errors|issue|issues|warning|warnings|failure|failures|failing|bug|"
+    r"nesting|crash|regression|problem|lint|credo|typo|test|tests|\w+(?:Error|Exception))\b"
+)
+"""What a fix is about must name a fault: "fix the compile error", not "fix up the docs"."""
+_SPECIFIC = re.compile(r"`[^`]+`|\w[\w-]*(?:[./_:][\w-]+)+|\w+\(|\"[^\"]+\"|\b[A-Z][a-z]+[A-Z]\w*")
+"""What names the fault: a code span, a file or identifier, a call, a quote, a CamelCase name."""
+_THEN = re.compile(r"(?i)[,;]?\s+(?:and\s+then|then|and\s+(?:re-?)?run|before)\b.*$")
+_WHEN = re.compile(r"(?i)\s+(?:first|now|too|as\s+well|quickly|next)$")
+
+
+def announced_fix(sentence: str) -> str | None:
+    """``Fix: <what>`` for a sentence of the agent announcing a fix of a named fault, else
+    None; what follows "then" (the next step) is cut."""
+    m = _ANNOUNCED.match(sentence.strip())
+    if m is None:
+        return None
+    what = _WHEN.sub("", _THEN.sub("", m.group("what")).rstrip(" .:!,"))
+    if not _FAULT.search(what) or what.endswith("?") or not _SPECIFIC.search(what):
+        return None  # "fix the compile error": which one, the history has to say
+    return f"Fix: {clip_words(what, FIX_WORDS)}"
+
+
+__all__ = ["Fix", "FixBook", "announced_fix"]
