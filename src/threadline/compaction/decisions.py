@@ -37,7 +37,7 @@ from typing import Protocol, TypeVar
 
 from threadline.compaction.snapshot import clip_words, words
 from threadline.compaction.values import split_words
-from threadline.compaction.verdicts import topic_words
+from threadline.compaction.verdicts import redirects, rejects, topic_words
 
 _APOSTROPHE = "['\u2019]"
 
@@ -358,6 +358,15 @@ def plan_lines(plan: str) -> list[str]:
     return out
 
 
+def turns_approach_down(said: str) -> bool:
+    """Whether the words typed turning a call down reject its approach ("We don't want
+    if-else call site logic", "no, use the interface") rather than only ask about it."""
+    if rejects(said) or redirects(said):
+        return True
+    statements = [s for s in re.split(r"(?<=[.!?])\s+", said.strip()) if not s.endswith("?")]
+    return any(user_strength(s) >= USER_DECISION_FACTOR for s in statements)
+
+
 _PERSON = re.compile(r"^User(?:\s*\([^)]*\))?:\s*")
 """A bullet in the person's words: ``User: ...`` or ``User (turning down X): ...``."""
 
@@ -551,5 +560,6 @@ __all__ = [
     "standing_rank",
     "states_decision",
     "subject_words",
+    "turns_approach_down",
     "user_strength",
 ]

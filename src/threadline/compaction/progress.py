@@ -58,6 +58,8 @@ SHOWN_FILES = 5
 FINISHED_CHECKS = 2
 """A finished stretch says how its last this-many commands' checks went (tests, linter)."""
 TODO_SOURCE = "todo list"
+TURNED_WORDS = 16
+"""What the person said turning a plan step down, quoted in this many words."""
 PROGRESS_HEADS = ("Done: ", "Worked on ")
 """How the account's lines for finished segments begin (a next compaction rebuilds them)."""
 
@@ -254,6 +256,7 @@ _SEGMENT_JSON = (
     "last",
     "deleted",
     "report",
+    "turned",
 )
 """A segment's fields in its JSON, in order; the lists and checks are copied."""
 
@@ -280,6 +283,9 @@ class Segment:
     """Of ``files``, those it left deleted (``rm``, a deleting patch)."""
     report: str = ""
     """The assistant's latest report of what it did in this stretch, in its own words."""
+    turned: str = ""
+    """What the person said turning the step's approach down (a plan step only): the step
+    is no longer the plan as written."""
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in _SEGMENT_JSON}
@@ -305,6 +311,7 @@ class Segment:
         seg.remains = str(data.get("remains") or "")
         seg.note = str(data.get("note") or "")
         seg.report = str(data.get("report") or "")
+        seg.turned = str(data.get("turned") or "")
         seg.last = int(data.get("last") or seg.start)
         return seg
 
@@ -317,6 +324,8 @@ class Segment:
         """``spotter-dov.1`` (beads: title), or request #12 ("opening words")."""
         if not self.key:
             return f'request #{self.start} ("{self.title}")' if self.title else "work"
+        if self.source == TODO_SOURCE and self.turned:
+            return f'plan step "{self.title}" (its approach turned down by the user: "{self.turned}")'
         if self.source == TODO_SOURCE:
             return f'plan step "{self.title}"'
         title = f": {self.title}" if self.title and self.title != self.key else ""
@@ -416,6 +425,13 @@ class Progress:
         if cur is not None and cur.key and cur.closed is None:
             return  # the request is about the item being worked on
         self._start("", text, "request", seq)
+
+    def turned_down(self, words_said: str) -> None:
+        """The person turned down a call of the plan step in progress and said why: the step
+        as the plan worded it is not what they want."""
+        cur = self.current
+        if cur is not None and cur.source == TODO_SOURCE and cur.closed is None:
+            cur.turned = clip_words(one_line(words_said), TURNED_WORDS)
 
     def claimed(self, key: str, title: str, source: str, seq: int) -> None:
         """A tracker set ``key`` in progress."""

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.compaction.decisions import turns_approach_down
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
 from threadline.compaction.fixes import FixBook
 from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
@@ -521,6 +522,8 @@ class Trail:
             self._note = None
         if (m.role == "user" and not m.summary) or m.role == "tool":
             asked = user_words(m)  # a tool result: the words typed when turning a call down
+            if asked is not None and m.role == "tool" and turns_approach_down(asked):
+                self.progress.turned_down(asked)
             if asked is not None:
                 self.latest_request = (seq, asked[: CLIP_CHARS["request"]])
                 self.answered = False
