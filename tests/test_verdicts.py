@@ -55,7 +55,7 @@ def test_a_proposal_the_user_turned_down_is_no_decision_but_the_correction_is(
     assert "performance is crucial" in said  # the user's constraint
     assert "no, it's not phase 1" in said
     (earlier,) = [d for d in said.splitlines() if "separate phase1" in d]
-    assert earlier.endswith("(corrected later)")
+    assert earlier.endswith("(corrected later: no, it's not phase 1 there bunch of phases completed)")
 
 
 def test_rejection_is_read_from_the_reply_not_from_any_no() -> None:
@@ -270,7 +270,7 @@ def test_a_choice_a_later_request_turned_away_from_is_marked_superseded() -> Non
     ]
     said = decisions(ExtractiveSummarizer().summarize(numbered(messages)).text).splitlines()
     (fallback,) = [d for d in said if "history.jsonl" in d]
-    assert fallback.endswith("(superseded later)")
+    assert "(superseded later: Let's go back to the version where" in fallback
     (board,) = [d for d in said if "lichess" in d]
     assert "superseded" not in board  # another topic: it stands
 

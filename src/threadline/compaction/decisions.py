@@ -378,7 +378,7 @@ def standing_rank(text: str) -> int:
     m = _PERSON.match(plain)
     if m is None:
         return 1 if plain.startswith(_VERDICT_PREFIXES) else 2
-    if "(replaced:" in plain or "(corrected later)" in plain:
+    if "(replaced:" in plain or "(corrected later" in plain or "(superseded later" in plain:
         return 1  # no longer standing as said
     turned_down = plain.startswith("User (")
     return 0 if turned_down or user_strength(plain[m.end() :]) >= USER_DECISION_FACTOR else 1
@@ -501,7 +501,8 @@ class DecisionBook:
             self.items.pop(key, None)
 
     def mark(self, key: str, note: str) -> None:
-        """Mark one decision (``(corrected later)``, ``(superseded later)``) at half weight."""
+        """Mark one decision (``(corrected later: what said so)``, ``(superseded later:
+        ...)``) at half weight."""
         d = self.items.pop(key, None)
         if d is not None:
             self.add(f"{d.text} ({note})", d.score * REPLACED_FACTOR, user=d.user, topics=d.topics)

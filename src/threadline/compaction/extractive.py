@@ -65,6 +65,7 @@ from typing import Any
 from threadline.compaction.decisions import NARRATION as _NARRATION
 from threadline.compaction.decisions import NOTE_LEAD as _NOTE_LEAD
 from threadline.compaction.decisions import (
+    REPLACING_WORDS,
     USER_DECISION_FACTOR,
     DecisionBook,
     agent_strength,
@@ -586,13 +587,13 @@ class _Pass:
             topics = topic_words(text)
             for key, words_of in self.user_said:
                 if topics & words_of:
-                    self.book.mark(key, "corrected later")
+                    self.book.mark(key, f"corrected later: {clip_words(text, REPLACING_WORDS)}")
             self.rejecting = True
         elif redirects(text):
             topics = topic_words(text)
             for key, words_of in self.agent_chose.items():
                 if len(topics & words_of) >= SHARED_TOPIC:
-                    self.book.mark(key, "superseded later")
+                    self.book.mark(key, f"superseded later: {clip_words(text, REPLACING_WORDS)}")
         self.book.request(list(_sentences(text)))
         self.proposed = []
         self.user_said = []

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from threadline.compaction.decisions import is_narration, standing_first
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet
+from threadline.compaction.disputes import note as disputed_note
 from threadline.compaction.file_edit import FileEdit
 from threadline.compaction.history import (
     as_history,
@@ -358,7 +359,11 @@ def _values(
             refs = max(refs, 1)
         value = Value(kind, text)
         if worth_keeping(value, refs) and not taken(text) and not _is_root(trail, text):
-            note = item_note(trail, evidence, text) or bullet_note(b.text)
+            note = (
+                disputed_note((evidence or trail).disputed, text)
+                or item_note(trail, evidence, text)
+                or bullet_note(b.text)
+            )
             picked.append((value_bullet(kind, text, note), text))
             shown.append(value)
     for rank, (bullet, _) in enumerate(picked[:max_values]):

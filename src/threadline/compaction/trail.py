@@ -38,6 +38,7 @@ from typing import Any
 
 from threadline.compaction.decisions import turns_approach_down
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
+from threadline.compaction.disputes import remember
 from threadline.compaction.fixes import FixBook
 from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
 from threadline.compaction.progress import (
@@ -487,6 +488,9 @@ class Trail:
         """Work items and commit outcomes (``ledger.py``)."""
         self.progress = Progress()
         """What the run did on each work item, in order (``progress.py``)."""
+        self.disputed: dict[str, str] = {}
+        """Names the person later called redundant, wrong or unwanted -> their words
+        (``disputes.py``)."""
         self.fixes = FixBook()
         """Failed checks, the files changed after them, and the clean runs that settled them
         (``fixes.py``): the fixes, with their error lines as the why."""
@@ -525,6 +529,7 @@ class Trail:
             if asked is not None and m.role == "tool" and turns_approach_down(asked):
                 self.progress.turned_down(asked)
             if asked is not None:
+                remember(self.disputed, asked)
                 self.latest_request = (seq, asked[: CLIP_CHARS["request"]])
                 self.answered = False
                 self.produced_wanted = self.produced is not None and bool(_REFERS.search(asked))
@@ -795,6 +800,7 @@ class Trail:
             "ledger": self.ledger.to_json(),
             "progress": self.progress.to_json(),
             "fixes": self.fixes.to_json(),
+            "disputed": dict(self.disputed),
             "produced": [*self.produced, self.produced_wanted] if self.produced else None,
             "answered": self.answered,
             "note": self._note,
@@ -842,6 +848,7 @@ class Trail:
         trail.ledger = Ledger.from_json(data.get("ledger"))
         trail.progress = Progress.from_json(data.get("progress"))
         trail.fixes = FixBook.from_json(data.get("fixes"))
+        trail.disputed = {str(k): str(v) for k, v in (data.get("disputed") or {}).items()}
         trail.answered = bool(data.get("answered", True))
         produced = data.get("produced")
         if produced:
