@@ -1,0 +1,339 @@
+"""Key Decisions that say why, from what the history shows (issue 31, items 1 and 2).
+
+Runs are written in the shapes the shared transcripts hold: Claude Code records
+(an assistant message split into a ``thinking`` record and a ``tool_use`` record
+under one message id; a call the person turned down, with their words), and a
+Codex-shaped ``exec`` whose output opens with "Exit code: 1".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.test_compaction_truth import CWD, ClaudeLog, compacted, section, store
+from tests.test_ledger import filler, imported_plain, numbered, state
+from threadline.compaction.decisions import standing_first, standing_rank
+from threadline.compaction.disputes import dismissed
+from threadline.compaction.fixes import FixBook, announced_fix
+from threadline.compaction.snapshot import Bullet
+from threadline.compaction.trail import Trail, build_trail
+from threadline.messages import Message, ToolCall
+from threadline.store.protocol import Store
+
+__all__ = ["store"]
+
+
+def decisions(text: str) -> str:
+    return "\n".join(section(text, "key_decisions"))
+
+
+def values(text: str) -> str:
+    return "\n".join(section(text, "important_values"))
+
+
+def edit(log: ClaudeLog, name: str) -> None:
+    log.call("Edit", {"file_path": f"{CWD}/{name}", "old_string": "a", "new_string": "b"})
+
+
+def thought_then_call(log: ClaudeLog, thinking: str, name: str, args: dict[str, object]) -> None:
+    """One assistant message as Claude Code writes it: a ``thinking`` record, then a
+    ``tool_use`` record with the same message id, then the tool's result."""
+    mid = f"msg_think_{log.n:04d}"
+    head = {"id": mid, "role": "assistant", "model": "claude-opus-4-6"}
+    block = {"type": "thinking", "thinking": thinking, "signature": "sig"}
+    log._rec("assistant", message={**head, "content": [block]})
+    call_id = f"toolu_{log.n:04d}"
+    use = {"type": "tool_use", "id": call_id, "name": name, "input": args}
+    log._rec("assistant", message={**head, "content": [use]})
+    result = {"type": "tool_result", "tool_use_id": call_id, "content": "ok"}
+    log._rec("user", message={"role": "user", "content": [result]})
+
+
+COMPILE_ERROR = (
+    "Exit code 1\n== Compilation error in file lib/cart/step1.ex ==\n"
+    "** (CompileError) lib/cart/step1.ex:4: undefined function total/1"
+)
+
+
+# -- fixes: a failed check, a change, the same check passing ---------------------------
+
+
+def test_a_change_that_made_the_failing_check_pass_is_a_decision_with_its_error(
+    store: Store, tmp_path: Path
+) -> None:
+    log = ClaudeLog.asking("Work on the cart totals.")
+    log.call("Bash", {"command": "mix test"}, COMPILE_ERROR, error=True)
+    edit(log, "lib/cart/step1.ex")
+    log.call("Bash", {"command": "mix test"}, "Finished in 0.4 seconds\n31 tests, 0 failures")
+    filler(log)
+    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    (fix,) = [d for d in said.splitlines() if d.startswith("Changed")]
+    assert "`lib/cart/step1.ex`" in fix
+    assert "undefined function total/1" in fix
+    assert fix.endswith("(then `mix test` passed)")
+
+
+def test_no_fix_is_claimed_without_a_clean_run_or_for_a_file_the_error_does_not_name(
+    store: Store, tmp_path: Path
+) -> None:
+    log = ClaudeLog.asking("Work on the cart totals.")
+    log.call("Bash", {"command": "mix test"}, COMPILE_ERROR, error=True)
+    edit(log, "lib/cart/step2.ex")  # not the file the error names
+    log.call("Bash", {"command": "mix test"}, "Finished in 0.4 seconds\n31 tests, 0 failures")
+    log.call("Bash", {"command": "mix credo"}, "Exit code 1\nlib/a.ex:3:5 error: too deep", True)
+    edit(log, "lib/a.ex")  # and no later run of `mix credo`
+    filler(log)
+    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    assert "Changed" not in said and "to fix" not in said
+
+
+def test_a_codex_exec_failure_fixed_by_a_patch_is_a_fix() -> None:
+    patch = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
+    messages = numbered(
+        [
+            Message.user("Make the tests pass."),
+            Message.assistant(
+                "",
+                tool_calls=[ToolCall(id="c1", name="exec_command", arguments={"cmd": "pytest -q"})],
+            ),
+            Message.tool(
+                "Exit code: 1\nWall time: 1.2 seconds\nOutput:\n"
+                "FAILED tests/test_app.py::test_x - AssertionError: assert 1 == 2\n"
+                "1 failed, 3 passed in 0.2s",
+                tool_call_id="c1",
+            ),
+            Message.assistant(
+                "", tool_calls=[ToolCall(id="c2", name="apply_patch", arguments={"input": patch})]
+            ),
+            Message.tool("Success. Updated the following files:\nM src/app.py", tool_call_id="c2"),
+            Message.assistant(
+                "",
+                tool_calls=[ToolCall(id="c3", name="exec_command", arguments={"cmd": "pytest -q"})],
+            ),
+            Message.tool(
+                "Exit code: 0\nWall time: 1.1 seconds\nOutput:\n4 passed in 0.2s", tool_call_id="c3"
+            ),
+        ]
+    )
+    trail = build_trail(messages, cwd="/repo")
+    (fix,) = trail.fixes.fixes
+    assert fix.files == ["/repo/src/app.py"] and fix.target == "pytest -q"
+    assert "1 failed" in fix.error or "AssertionError" in fix.error
+    again = Trail.from_metadata(trail.to_metadata())
+    assert again is not None and [f.to_json() for f in again.fixes.fixes] == [fix.to_json()]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["fail", "change", "pass"]), st.sampled_from(["a", "b"])),
+        max_size=30,
+    )
+)
+def test_a_fix_always_follows_a_failure_and_a_change_of_the_same_check(
+    steps: list[tuple[str, str]],
+) -> None:
+    book = FixBook()
+    failed: set[str] = set()
+    changed_since: dict[str, bool] = {}
+    for seq, (what, target) in enumerate(steps):
+        before = len(book.fixes)
+        if what == "fail":
+            book.failed(target, f"error in {target}", seq)
+            failed.add(target)
+            changed_since[target] = False
+        elif what == "change":
+            book.changed([f"{target}.py"])
+            changed_since = dict.fromkeys(changed_since, True)
+        else:
+            book.passed(lambda t, target=target: t == target, seq)
+            made = len(book.fixes) - before
+            assert made == (1 if target in failed and changed_since.get(target) else 0)
+            failed.discard(target)
+            changed_since.pop(target, None)
+    assert FixBook.from_json(book.to_json()).to_json() == book.to_json()
+
+
+# -- fixes and approaches the agent states ---------------------------------------------
+
+
+def test_a_fix_announced_in_thinking_is_a_decision_tied_to_the_edit(
+    store: Store, tmp_path: Path
+) -> None:
+    log = ClaudeLog.asking("Work on the renderer.")
+    thought_then_call(
+        log,
+        "Let me fix the credo nesting issue in `build_tool_use_index` and then compile.",
+        "Edit",
+        {"file_path": f"{CWD}/lib/renderer.ex", "old_string": "a", "new_string": "b"},
+    )
+    thought_then_call(
+        log,
+        "Let me fix the failing test in `cart_test.exs` next.",
+        "Read",
+        {"file_path": f"{CWD}/test/cart_test.exs"},
+    )
+    log.user("Now look at the docs.")
+    filler(log)
+    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    (fix,) = [d for d in said.splitlines() if d.startswith("Fix:")]
+    assert fix.startswith("Fix: the credo nesting issue in `build_tool_use_index` (then `Edit`")
+    assert "cart_test" not in said  # only read, then the person asked for something else
+
+
+def test_an_announced_fix_names_its_fault_or_is_not_stated() -> None:
+    assert announced_fix("Let me fix the compile error first, then update mount.") is None
+    assert announced_fix("I'll fix up the docs.") is None
+    assert announced_fix("Let me fix the TypeError in `renderChart`.") == (
+        "Fix: the TypeError in `renderChart`"
+    )
+    assert announced_fix("Should I fix `a.py`?") is None
+
+
+def test_an_approach_the_agent_states_is_a_decision_once_it_acts_on_it(
+    store: Store, tmp_path: Path
+) -> None:
+    log = ClaudeLog.asking("Upgrade the renderer.")
+    log.say(
+        "Now I have a clear picture. The changes needed in the renderer:\n\n"
+        "1. Remove the 5-line truncation, keep all lines\n2. Add `:debug_payload` per row\n"
+    )
+    log.call("Write", {"file_path": f"{CWD}/lib/renderer.ex", "content": "defmodule R do end"})
+    log.say("My plan:\n1. Rewrite the docs\n2. Drop the old guide")
+    log.call("Read", {"file_path": f"{CWD}/docs/guide.md"}, "# guide")
+    log.user("Leave the docs alone.")
+    filler(log)
+    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    (approach,) = [d for d in said.splitlines() if d.startswith("Approach:")]
+    assert "1. Remove the 5-line truncation, keep all lines; 2. Add `:debug_payload`" in approach
+    assert "(then `Write`" in approach
+    assert "Rewrite the docs" not in said  # never acted on: the person turned it away
+
+
+# -- order, rejected plan steps, names set aside ---------------------------------------
+
+
+def test_the_persons_standing_rules_come_first() -> None:
+    bullets = [
+        Bullet(text="I'll use X because Y (then `Edit` `a.py`)"),
+        Bullet(text="User: Let's break app.js into modules"),
+        Bullet(text="User: never push to main"),
+        Bullet(text="User (turning down `Edit` `a.go`): we don't want if-else dispatch"),
+    ]
+    ranked = [b.text for b in standing_first(bullets)]
+    assert ranked[:2] == [bullets[2].text, bullets[3].text]
+    assert ranked[-1] == bullets[0].text
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "User: never push",
+                "User: add a button",
+                "Approved plan: keep it",
+                "I used X since Y",
+                "User: don't fake it (corrected later: no)",
+                "Fix: the `a` error",
+            ]
+        ),
+        max_size=12,
+    )
+)
+def test_standing_first_reorders_without_losing_and_ranks_never_fall(texts: list[str]) -> None:
+    out = [b.text for b in standing_first([Bullet(text=t) for t in texts])]
+    assert sorted(out) == sorted(texts)
+    ranks = [standing_rank(t) for t in out]
+    assert ranks == sorted(ranks)
+
+
+def test_a_plan_step_whose_call_the_person_turned_down_says_so(
+    store: Store, tmp_path: Path
+) -> None:
+    log = ClaudeLog.asking("Wire transcript analysis into both agents.")
+    todos = [
+        {
+            "content": "Add a dispatch helper by agent type",
+            "status": "in_progress",
+            "activeForm": "Adding",
+        },
+        {"content": "Write the tests", "status": "pending", "activeForm": "Writing"},
+    ]
+    log.call("TodoWrite", {"todos": todos})
+    edit(log, "cmd/cli/agent/helper.go")
+    log.call(
+        "Edit",
+        {"file_path": f"{CWD}/cmd/cli/hooks.go", "old_string": "a", "new_string": "b"},
+        "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. "
+        "if it was a file edit, the new_string was NOT written to the file). To tell you how "
+        "to proceed, the user said:\nthe interface is better no? We don't want if-else call "
+        "site agent selection logic",
+        error=True,
+    )
+    filler(log)
+    current = state(compacted(imported_plain(store, log, tmp_path)))
+    assert 'plan step "Add a dispatch helper by agent type" (its approach turned down' in current
+    assert "We don't want if-else call site agent selection logic" in current
+
+
+def test_a_question_while_turning_a_call_down_leaves_the_plan_step_as_it_was() -> None:
+    messages = numbered(
+        [
+            Message.user("Wire it in."),
+            Message.assistant(
+                "",
+                tool_calls=[
+                    ToolCall(
+                        id="t1",
+                        name="TodoWrite",
+                        arguments={
+                            "todos": [{"content": "Add the helper", "status": "in_progress"}]
+                        },
+                    )
+                ],
+            ),
+            Message.tool("Todos have been modified successfully.", tool_call_id="t1"),
+            Message.assistant(
+                "",
+                tool_calls=[
+                    ToolCall(
+                        id="e1",
+                        name="Edit",
+                        arguments={"file_path": "/repo/a.go", "old_string": "a", "new_string": "b"},
+                    )
+                ],
+            ),
+            Message.tool(
+                "The user doesn't want to proceed with this tool use. The tool use was rejected."
+                " To tell you how to proceed, the user said:\nis the count the same for gemini?",
+                tool_call_id="e1",
+            ),
+        ]
+    )
+    trail = build_trail(messages, cwd="/repo")
+    assert all(not s.turned for s in trail.progress.segments)
+
+
+def test_a_name_the_person_calls_redundant_carries_their_words(
+    store: Store, tmp_path: Path
+) -> None:
+    log = ClaudeLog.asking("Design incremental conversation sync.")
+    log.say("I'll track `lastSyncedMessageUuid` in `SyncState` so the next sync finds the delta.")
+    edit(log, "docs/design.md")
+    log.user(
+        "I think that processedRecordIds is exactly the same as lastSyncedMessageUuid and it "
+        "might be redundant."
+    )
+    edit(log, "docs/design.md")
+    filler(log)
+    shown = values(compacted(imported_plain(store, log, tmp_path)))
+    (line,) = [v for v in shown.splitlines() if "`lastSyncedMessageUuid`" in v]
+    assert '(the user later: "I think that processedRecordIds is exactly the same' in line
+
+
+def test_only_a_statement_that_sets_a_name_aside_disputes_it() -> None:
+    assert dismissed("is `legacy_sync` redundant?") == {}
+    assert dismissed("Track `sync_state` in the same file.") == {}
+    assert set(dismissed("We don't need `legacy_sync` any more.")) == {"legacy_sync"}
