@@ -55,7 +55,9 @@ def test_a_proposal_the_user_turned_down_is_no_decision_but_the_correction_is(
     assert "performance is crucial" in said  # the user's constraint
     assert "no, it's not phase 1" in said
     (earlier,) = [d for d in said.splitlines() if "separate phase1" in d]
-    assert earlier.endswith("(corrected later: no, it's not phase 1 there bunch of phases completed)")
+    assert earlier.endswith(
+        "(corrected later: no, it's not phase 1 there bunch of phases completed)"
+    )
 
 
 def test_rejection_is_read_from_the_reply_not_from_any_no() -> None:

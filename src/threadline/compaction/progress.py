@@ -325,7 +325,9 @@ class Segment:
         if not self.key:
             return f'request #{self.start} ("{self.title}")' if self.title else "work"
         if self.source == TODO_SOURCE and self.turned:
-            return f'plan step "{self.title}" (its approach turned down by the user: "{self.turned}")'
+            return (
+                f'plan step "{self.title}" (its approach turned down by the user: "{self.turned}")'
+            )
         if self.source == TODO_SOURCE:
             return f'plan step "{self.title}"'
         title = f": {self.title}" if self.title and self.title != self.key else ""

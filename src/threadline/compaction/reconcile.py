@@ -35,8 +35,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from threadline.compaction.decisions import is_narration, standing_first
-from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet
 from threadline.compaction.disputes import note as disputed_note
+from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet
 from threadline.compaction.file_edit import FileEdit
 from threadline.compaction.history import (
     as_history,

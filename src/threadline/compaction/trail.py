@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.decisions import turns_approach_down
-from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
 from threadline.compaction.disputes import remember
+from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
 from threadline.compaction.fixes import FixBook
 from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
 from threadline.compaction.progress import (
