@@ -52,6 +52,11 @@ def thought_then_call(log: ClaudeLog, thinking: str, name: str, args: dict[str, 
     log._rec("user", message={"role": "user", "content": [result]})
 
 
+def acts(call_id: str, name: str, **arguments: object) -> Message:
+    """An assistant message that only calls ``name``."""
+    return Message.assistant("", tool_calls=[ToolCall(id=call_id, name=name, arguments=arguments)])
+
+
 COMPILE_ERROR = (
     "Exit code 1\n== Compilation error in file lib/cart/step1.ex ==\n"
     "** (CompileError) lib/cart/step1.ex:4: undefined function total/1"
@@ -95,24 +100,16 @@ def test_a_codex_exec_failure_fixed_by_a_patch_is_a_fix() -> None:
     messages = numbered(
         [
             Message.user("Make the tests pass."),
-            Message.assistant(
-                "",
-                tool_calls=[ToolCall(id="c1", name="exec_command", arguments={"cmd": "pytest -q"})],
-            ),
+            acts("c1", "exec_command", cmd="pytest -q"),
             Message.tool(
                 "Exit code: 1\nWall time: 1.2 seconds\nOutput:\n"
                 "FAILED tests/test_app.py::test_x - AssertionError: assert 1 == 2\n"
                 "1 failed, 3 passed in 0.2s",
                 tool_call_id="c1",
             ),
-            Message.assistant(
-                "", tool_calls=[ToolCall(id="c2", name="apply_patch", arguments={"input": patch})]
-            ),
+            acts("c2", "apply_patch", input=patch),
             Message.tool("Success. Updated the following files:\nM src/app.py", tool_call_id="c2"),
-            Message.assistant(
-                "",
-                tool_calls=[ToolCall(id="c3", name="exec_command", arguments={"cmd": "pytest -q"})],
-            ),
+            acts("c3", "exec_command", cmd="pytest -q"),
             Message.tool(
                 "Exit code: 0\nWall time: 1.1 seconds\nOutput:\n4 passed in 0.2s", tool_call_id="c3"
             ),
@@ -282,29 +279,9 @@ def test_a_question_while_turning_a_call_down_leaves_the_plan_step_as_it_was() -
     messages = numbered(
         [
             Message.user("Wire it in."),
-            Message.assistant(
-                "",
-                tool_calls=[
-                    ToolCall(
-                        id="t1",
-                        name="TodoWrite",
-                        arguments={
-                            "todos": [{"content": "Add the helper", "status": "in_progress"}]
-                        },
-                    )
-                ],
-            ),
+            acts("t1", "TodoWrite", todos=[{"content": "Add the helper", "status": "in_progress"}]),
             Message.tool("Todos have been modified successfully.", tool_call_id="t1"),
-            Message.assistant(
-                "",
-                tool_calls=[
-                    ToolCall(
-                        id="e1",
-                        name="Edit",
-                        arguments={"file_path": "/repo/a.go", "old_string": "a", "new_string": "b"},
-                    )
-                ],
-            ),
+            acts("e1", "Edit", file_path="/repo/a.go", old_string="a", new_string="b"),
             Message.tool(
                 "The user doesn't want to proceed with this tool use. The tool use was rejected."
                 " To tell you how to proceed, the user said:\nis the count the same for gemini?",

@@ -136,8 +136,11 @@ _FAULT = re.compile(
 """What a fix is about must name a fault: "fix the compile error", not "fix up the docs"."""
 _SPECIFIC = re.compile(r"`[^`]+`|\w[\w-]*(?:[./_:][\w-]+)+|\w+\(|\"[^\"]+\"|\b[A-Z][a-z]+[A-Z]\w*")
 """What names the fault: a code span, a file or identifier, a call, a quote, a CamelCase name."""
-_THEN = re.compile(r"(?i)[,;]?\s+(?:and\s+then|then|and\s+(?:re-?)?run|before)\b.*$")
-_WHEN = re.compile(r"(?i)\s+(?:first|now|too|as\s+well|quickly|next)$")
+_TAIL = re.compile(
+    r"(?i)(?:[,;]?\s+(?:and\s+then|then|and\s+(?:re-?)?run|before)\b.*|"
+    r"\s+(?:first|now|too|as\s+well|quickly|next))$"
+)
+"""What follows the fault: the next step ("then compile"), or when ("first")."""
 
 
 def announced_fix(sentence: str) -> str | None:
@@ -146,7 +149,7 @@ def announced_fix(sentence: str) -> str | None:
     m = _ANNOUNCED.match(sentence.strip())
     if m is None:
         return None
-    what = _WHEN.sub("", _THEN.sub("", m.group("what")).rstrip(" .:!,"))
+    what = _TAIL.sub("", m.group("what").rstrip(" .:!,")).rstrip(" .:!,")
     if not _FAULT.search(what) or what.endswith("?") or not _SPECIFIC.search(what):
         return None  # "fix the compile error": which one, the history has to say
     return f"Fix: {clip_words(what, FIX_WORDS)}"
