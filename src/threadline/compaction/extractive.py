@@ -794,7 +794,11 @@ class _Pass:
 
     def acted_on(self, call: ToolCall) -> None:
         """The agent acted: the choices it announced this turn are decisions, tied to the call."""
-        then = f" (then {clip_words(describe_call(call), LED_TO_WORDS)})"
+        what = describe_call(call)
+        root = self.tracker.root
+        if root and len(root) > 1:  # a path under the session's directory, as it is shown
+            what = what.replace(root.rstrip("/") + "/", "")
+        then = f" (then {clip_words(what, LED_TO_WORDS)})"
         for text, score in self.tentative:
             self.decided(text + then, score, user=False, said=text)
         self.tentative = []
