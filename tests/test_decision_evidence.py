@@ -314,3 +314,19 @@ def test_only_a_statement_that_sets_a_name_aside_disputes_it() -> None:
     assert dismissed("is `legacy_sync` redundant?") == {}
     assert dismissed("Track `sync_state` in the same file.") == {}
     assert set(dismissed("We don't need `legacy_sync` any more.")) == {"legacy_sync"}
+
+
+def test_an_approach_or_fix_the_window_ends_on_is_not_yet_a_decision() -> None:
+    messages = numbered(
+        [
+            Message.user("Upgrade the renderer."),
+            Message.assistant(
+                "The changes needed in the renderer:\n1. Drop the truncation\n2. Add a payload\n"
+                "Let me fix the nesting issue in `build_index` first."
+            ),
+        ]
+    )
+    from threadline.compaction.extractive import ExtractiveSummarizer
+
+    said = decisions(ExtractiveSummarizer().summarize(messages).text)
+    assert "Approach:" not in said and "Fix:" not in said

@@ -207,6 +207,8 @@ FILE_SCORE = 3.0
 DECISION_SCORE = 2.0
 FIX_FACTOR = 0.9
 """A fix the agent announced and carried out: its fault is the why."""
+ACTED_ONLY = ("Approach: ", "Fix: ")
+"""Announcements that are decisions only once a call of the same turn carries them out."""
 TASK_SCORE = 2.0
 STATE_SCORE = 10.0
 """Current-state bullets outrank everything: an agent cannot resume without them."""
@@ -789,7 +791,8 @@ class _Pass:
         """The window ends in the turn that announced these choices: nothing turned them
         down, and the action may be in the messages kept after the cut."""
         for text, score in self.tentative:
-            self.decided(text, score, user=False, said=text)
+            if not text.startswith(ACTED_ONLY):  # a plan or a fix is one once carried out
+                self.decided(text, score, user=False, said=text)
         self.tentative = []
 
     def acted_on(self, call: ToolCall) -> None:
