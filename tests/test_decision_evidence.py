@@ -224,21 +224,11 @@ def test_the_persons_standing_rules_come_first() -> None:
     assert ranked[-1] == bullets[0].text
 
 
-@given(
-    st.lists(
-        st.sampled_from(
-            [
-                "User: never push",
-                "User: add a button",
-                "Approved plan: keep it",
-                "I used X since Y",
-                "User: don't fake it (corrected later: no)",
-                "Fix: the `a` error",
-            ]
-        ),
-        max_size=12,
-    )
-)
+PERSON_SAID = ("never push", "add a button", "don't fake it (corrected later: no)")
+RANK_SAMPLES = [f"User: {t}" for t in PERSON_SAID] + ["Approved plan: keep it", "I used X since Y"]
+
+
+@given(st.lists(st.sampled_from(RANK_SAMPLES), max_size=12))
 def test_standing_first_reorders_without_losing_and_ranks_never_fall(texts: list[str]) -> None:
     out = [b.text for b in standing_first([Bullet(text=t) for t in texts])]
     assert sorted(out) == sorted(texts)

@@ -129,13 +129,15 @@ _ANNOUNCED = re.compile(
     r"(?:(?:also|now|first|quickly)\s+)?fix\s+(?P<what>.+)$"
 )
 """The agent saying it will fix something ("Let me fix the credo nesting issue in X")."""
-_FAULT = re.compile(
-    r"(?i)\b(?:error|errors|issue|issues|warning|warnings|failure|failures|failing|bug|"
-    r"nesting|crash|regression|problem|lint|credo|typo|test|tests|\w+(?:Error|Exception))\b"
+_NAMES_A_FAULT = (
+    re.compile(
+        r"(?i)\b(?:error|errors|issue|issues|warning|warnings|failure|failures|failing|bug|"
+        r"nesting|crash|regression|problem|lint|credo|typo|test|tests|\w+(?:Error|Exception))\b"
+    ),
+    re.compile(r"`[^`]+`|\w[\w-]*(?:[./_:][\w-]+)+|\w+\(|\"[^\"]+\"|\b[A-Z][a-z]+[A-Z]\w*"),
 )
-"""What a fix is about must name a fault: "fix the compile error", not "fix up the docs"."""
-_SPECIFIC = re.compile(r"`[^`]+`|\w[\w-]*(?:[./_:][\w-]+)+|\w+\(|\"[^\"]+\"|\b[A-Z][a-z]+[A-Z]\w*")
-"""What names the fault: a code span, a file or identifier, a call, a quote, a CamelCase name."""
+"""What a fix is about must name a fault ("fix the compile error", not "fix up the docs")
+and say which (a code span, a file or identifier, a call, a quote, a CamelCase name)."""
 _TAIL = re.compile(
     r"(?i)(?:[,;]?\s+(?:and\s+then|then|and\s+(?:re-?)?run|before)\b.*|"
     r"\s+(?:first|now|too|as\s+well|quickly|next))$"
@@ -150,7 +152,7 @@ def announced_fix(sentence: str) -> str | None:
     if m is None:
         return None
     what = _TAIL.sub("", m.group("what").rstrip(" .:!,")).rstrip(" .:!,")
-    if not _FAULT.search(what) or what.endswith("?") or not _SPECIFIC.search(what):
+    if what.endswith("?") or not all(p.search(what) for p in _NAMES_A_FAULT):
         return None  # "fix the compile error": which one, the history has to say
     return f"Fix: {clip_words(what, FIX_WORDS)}"
 
