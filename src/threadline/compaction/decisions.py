@@ -9,8 +9,9 @@ statement say so, each recognised by its grammar, never by its topic:
   option 1"), a naming or spelling rule ("call it X", "use British spelling"),
   a request that gives its reason ("track it in the same file, so that old
   clients won't break"). A plain request ("make the circle larger") counts
-  less. A later message of the person on the same subject replaces an earlier
-  choice: it is marked ``(replaced: ...)``, not dropped silently;
+  less. A later message of the person on the same subject that says it replaces
+  ("instead", "go back to", "undo", ``REPLACES``) replaces an earlier choice: it is
+  marked ``(replaced: ...)``, not dropped silently; one that adds to it leaves it;
 * **their verdicts** on what the agent proposed: answers to its questions, an
   approved plan and the reasoned lines of that plan, a tool call turned down
   with what they said instead (``verdicts.py`` reads those records);
@@ -165,6 +166,11 @@ _NOW_DOES = re.compile(r"(?i)\bnow\s+(?:[a-z]{3,}s|use|read|write|keep|store|cal
 """A report of what the changed code does now ("the fallback now marks entries ...")."""
 
 
+REPLACES = re.compile(
+    r"(?i)\b(?:instead|rather\s+than|go(?:ing)?\s+back|revert(?:ing)?|roll\s*back|"
+    r"no\s+longer|not\s+anymore|the\s+other\s+way|switch\s+back|undo)\b"
+)
+"""Words by which a request says it replaces an earlier one rather than adds to it."""
 REPLACING_MESSAGE_WORDS = 200
 """A message longer than this (pasted output, a template) replaces no earlier choice."""
 _FILLER_WORDS = frozenset(
@@ -415,7 +421,8 @@ class DecisionBook:
             if key in self.heard:
                 continue  # quoted back (a pasted log, a reminder): said before, not anew
             self.heard.add(key)
-            if short and words(sentence) >= 3 and asks_for_change(sentence):
+            replaces = REPLACES.search(sentence) is not None  # adding to a choice keeps it
+            if short and replaces and words(sentence) >= 3 and asks_for_change(sentence):
                 self.statements.append((self.turn, sentence, topics))
         self.turn_words.append(said)
 
@@ -471,6 +478,7 @@ __all__ = [
     "NARRATION",
     "NOTE_LEAD",
     "RATIONALE",
+    "REPLACES",
     "USER_DECISION_FACTOR",
     "Decision",
     "DecisionBook",

@@ -1,0 +1,99 @@
+"""Standing requirements: what the person asked for over a long run that still holds.
+
+A run of many requests builds up a spec (a game's rules, a board's look, a script's
+usage) one request at a time. Folding the older ones into "37 requests" loses it, so
+the snapshot keeps each request that led to work as a short clause (the opening words
+``progress`` keeps as its title), newest version of each:
+
+* a later request **replaces** an earlier one only on evidence: it shares the earlier
+  one's subject (``decisions.subject_words``, at least ``SHARED_TOPIC`` distinctive
+  words) *and* says it replaces ("instead", "rather than", "go back to", "no longer",
+  "the other way", "revert"). Topic overlap alone is a refinement: both hold;
+* a bare undo ("undo the last change", "revert that") takes back the request before
+  it, and holds nothing itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from threadline.compaction.decisions import REPLACES, asks_for_change, subject_words
+from threadline.compaction.progress import Segment
+from threadline.compaction.snapshot import clip_words, words
+
+SHARED_TOPIC = 2
+"""Distinctive subject words a replacing request must share with the one it replaces."""
+COMMON_SHARE = 0.25
+"""Words in more than this share of the requests are the run's subject, not one spec's."""
+COMMON_MIN = 3
+LABEL = "Requirement"
+CLAUSE_WORDS = 12
+_SPEC = re.compile(
+    r"(?i)\b(?:should|must|needs?\s+to|ha(?:s|ve)\s+to|I\s+want|let['\u2019]?s|make|use|add|"
+    r"remove|change|implement|keep|update|rewrite|download|instead)\b"
+)
+"""A sentence that sets how something should be ("the cooldown should start at the top")."""
+_SENTENCE = re.compile(r"(?<=[.!;])\s+|\s+(?=\d+[:)]\s)")
+
+_BARE_UNDO = re.compile(
+    r"(?i)^\W*(?:please\s+)?(?:undo|revert|roll\s*back)\b"
+    r"(?:\s+(?:the|that|this|my|your))?(?:\s+(?:last|previous|latest))?"
+    r"(?:\s+(?:change|edit|one|commit|step))?(?:\W*$|[\s,.;:]+(?:it|that|this)\b)"
+)
+"""An undo naming nothing but "the last change": it takes back the request before it."""
+
+
+def _common(topics: Sequence[set[str]]) -> set[str]:
+    counts = Counter(w for t in topics for w in t)
+    limit = max(COMMON_MIN, COMMON_SHARE * len(topics))
+    return {w for w, n in counts.items() if n > limit}
+
+
+def clause(title: str) -> str | None:
+    """The first sentence of a request that asks for something, clipped; None when none
+    does (a bug report, a question)."""
+    for sentence in _SENTENCE.split(title.rstrip(" …")):
+        spec = asks_for_change(sentence) or _SPEC.search(sentence) is not None
+        named = len(subject_words(sentence)) >= SHARED_TOPIC  # "let's implement it": no
+        if words(sentence) >= 3 and spec and named and not sentence.rstrip().endswith("?"):
+            return clip_words(sentence.strip(), CLAUSE_WORDS)
+    return None
+
+
+def requirements(segments: Sequence[Segment]) -> list[tuple[int, str]]:
+    """(seq, clause) of the requests that still hold, oldest first."""
+    asked = [(s.start, s.title) for s in segments if not s.key and s.title]
+    topics = [subject_words(title) for _, title in asked]
+    common = _common(topics)
+    held: list[tuple[int, str, set[str]]] = []
+    for (seq, title), said in zip(asked, topics, strict=True):
+        if _BARE_UNDO.match(title):
+            if held:
+                held.pop()  # the change it takes back
+            continue
+        mine = said - common
+        if REPLACES.search(title):
+            held = [h for h in held if len(h[2] & mine) < SHARED_TOPIC]
+        held.append((seq, title, mine))
+    return [(seq, text) for seq, title, _ in held if (text := clause(title))]
+
+
+def requirement_lines(segments: Sequence[Segment], *, budget: int, skip: set[int]) -> list[str]:
+    """The requirements as Current State lines, newest kept first within ``budget`` words,
+    shown oldest first; ``skip``: requests another line of the snapshot already names."""
+    chosen: list[str] = []
+    spent = 0
+    for seq, title in reversed(requirements(segments)):
+        if seq in skip:
+            continue
+        line = f"{LABEL} (#{seq}): {title}"
+        if spent + words(line) > budget:
+            break
+        chosen.insert(0, line)
+        spent += words(line)
+    return chosen
+
+
+__all__ = ["LABEL", "clause", "requirement_lines", "requirements"]

@@ -1,0 +1,72 @@
+"""Standing requirements (issue 31): a long run's spec kept request by request, a later
+request replacing an earlier one only when it says so, a bare undo taking one back."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from threadline.compaction.progress import Segment
+from threadline.compaction.standing import requirement_lines, requirements
+
+
+def asked(*titles: str) -> list[Segment]:
+    return [Segment("", t, "request", 10 * (i + 1)) for i, t in enumerate(titles)]
+
+
+def test_a_refinement_adds_and_an_instead_replaces() -> None:
+    held = requirements(
+        asked(
+            "Make the cooldown ring turn counter-clockwise around each piece",
+            "Make the capture highlight a ring of four corner arcs",
+            "Make the capture highlight ring stay on while dragging a piece",
+            "The cooldown ring should turn clockwise instead, around each piece",
+        )
+    )
+    texts = [t for _, t in held]
+    assert not any("counter-clockwise" in t for t in texts)  # replaced: "instead"
+    assert any("four corner arcs" in t for t in texts)  # refined, still holds
+    assert any("stay on while dragging" in t for t in texts)
+    assert any("clockwise instead" in t for t in texts)
+
+
+def test_a_bare_undo_takes_back_the_request_before_it() -> None:
+    held = requirements(
+        asked(
+            "Use piece images downloaded from the lichess cburnett set",
+            "Make the dark square highlight fade on hover",
+            "undo the last change, it broke the highlight",
+        )
+    )
+    assert [s for s, _ in held] == [10]
+
+
+def test_a_bug_report_or_a_question_is_no_requirement() -> None:
+    held = requirements(
+        asked("When I run the export script the responses look empty", "which file holds x?")
+    )
+    assert held == []
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "Make the board squares 64px wide",
+                "undo the last change",
+                "Use a darker green for the board squares instead",
+                "Add a premove queue for pieces in cooldown",
+            ]
+        ),
+        max_size=8,
+    ),
+    st.integers(min_value=0, max_value=300),
+)
+def test_lines_stay_within_budget_and_name_only_requests_asked(
+    titles: list[str], budget: int
+) -> None:
+    segs = asked(*titles)
+    lines = requirement_lines(segs, budget=budget, skip=set())
+    assert sum(len(line.split()) for line in lines) <= budget
+    starts = {s.start for s in segs}
+    assert all(int(line.split("#")[1].split(")")[0]) in starts for line in lines)
