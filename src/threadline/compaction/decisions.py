@@ -171,6 +171,37 @@ REPLACES = re.compile(
     r"no\s+longer|not\s+anymore|the\s+other\s+way|switch\s+back|undo)\b"
 )
 """Words by which a request says it replaces an earlier one rather than adds to it."""
+_DEFERS = re.compile(r"(?i)\b(?:later|for\s+now|at\s+first|to\s+start|start\s+with|first)\b")
+"""An earlier statement that puts something off ("start with X, we will add Y later")..."""
+_NOW = re.compile(r"(?i)\b(?:now|go\s+forward|next)\b")
+"""...which a later "now let's do Y" ends."""
+_ADDS = re.compile(
+    r"(?i)\b(?:also|as\s+well|too|still|in\s+addition|stays?|"
+    r"(?:this|that|these|those|the\s+same)\s+\w+)\b"
+)
+"""A later statement that builds on the earlier one ("make this highlight stay on")."""
+RESTATED_TOPIC = 3
+"""Distinctive words a later statement shares with an earlier one when it restates the
+same thing with another value ("a red highlight on the king in check" -> "a red overlay
+on the king in check")..."""
+RESTATED_SHARE = 0.6
+"""...or this share of the shorter one's (the rest is the new value)."""
+
+
+def supersedes(earlier: str, mine: set[str], later: str, said: set[str]) -> bool:
+    """Whether ``later`` (its subject words ``said``) replaces ``earlier`` (its distinctive
+    subject words ``mine``), on evidence rather than topic overlap: it says so (``REPLACES``),
+    it ends what the earlier put off, or it restates the same subject with another value and
+    neither refers back to nor adds to it."""
+    shared = len(mine & said)
+    if shared < SHARED_TOPIC:
+        return False
+    if REPLACES.search(later) or (_DEFERS.search(earlier) and _NOW.search(later)):
+        return True
+    same = shared >= RESTATED_TOPIC or shared >= RESTATED_SHARE * min(len(mine), len(said))
+    return same and not _ADDS.search(later)
+
+
 REPLACING_MESSAGE_WORDS = 200
 """A message longer than this (pasted output, a template) replaces no earlier choice."""
 _FILLER_WORDS = frozenset(
@@ -421,8 +452,7 @@ class DecisionBook:
             if key in self.heard:
                 continue  # quoted back (a pasted log, a reminder): said before, not anew
             self.heard.add(key)
-            replaces = REPLACES.search(sentence) is not None  # adding to a choice keeps it
-            if short and replaces and words(sentence) >= 3 and asks_for_change(sentence):
+            if short and words(sentence) >= 3 and asks_for_change(sentence):
                 self.statements.append((self.turn, sentence, topics))
         self.turn_words.append(said)
 
@@ -450,7 +480,7 @@ class DecisionBook:
         for later_turn, sentence, said in self.statements:
             if later_turn <= turn or _gist(self.key(sentence)) == _gist(key):
                 continue  # not later, or the same statement said again
-            if len(mine & said) >= SHARED_TOPIC:
+            if supersedes(key, mine, sentence, said):
                 return clip_words(sentence, REPLACING_WORDS)
         return None
 
@@ -479,6 +509,7 @@ __all__ = [
     "NOTE_LEAD",
     "RATIONALE",
     "REPLACES",
+    "SHARED_TOPIC",
     "USER_DECISION_FACTOR",
     "Decision",
     "DecisionBook",
@@ -488,5 +519,6 @@ __all__ = [
     "plan_lines",
     "states_decision",
     "subject_words",
+    "supersedes",
     "user_strength",
 ]

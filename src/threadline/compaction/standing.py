@@ -5,10 +5,11 @@ usage) one request at a time. Folding the older ones into "37 requests" loses it
 the snapshot keeps each request that led to work as a short clause (the opening words
 ``progress`` keeps as its title), newest version of each:
 
-* a later request **replaces** an earlier one only on evidence: it shares the earlier
-  one's subject (``decisions.subject_words``, at least ``SHARED_TOPIC`` distinctive
-  words) *and* says it replaces ("instead", "rather than", "go back to", "no longer",
-  "the other way", "revert"). Topic overlap alone is a refinement: both hold;
+* a later request **replaces** an earlier one only on evidence (``decisions.supersedes``):
+  it shares the earlier one's subject *and* says it replaces ("instead", "go back to",
+  "the other way", "revert"), or ends what the earlier one put off ("later" -> "now"),
+  or restates the same subject with another value without building on it ("this
+  highlight", "also", "still"). Topic overlap alone is a refinement: both hold;
 * a bare undo ("undo the last change", "revert that") takes back the request before
   it, and holds nothing itself.
 """
@@ -19,12 +20,10 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from threadline.compaction.decisions import REPLACES, asks_for_change, subject_words
+from threadline.compaction.decisions import SHARED_TOPIC, asks_for_change, subject_words, supersedes
 from threadline.compaction.progress import Segment
 from threadline.compaction.snapshot import clip_words, words
 
-SHARED_TOPIC = 2
-"""Distinctive subject words a replacing request must share with the one it replaces."""
 COMMON_SHARE = 0.25
 """Words in more than this share of the requests are the run's subject, not one spec's."""
 COMMON_MIN = 3
@@ -74,8 +73,7 @@ def requirements(segments: Sequence[Segment]) -> list[tuple[int, str]]:
                 held.pop()  # the change it takes back
             continue
         mine = said - common
-        if REPLACES.search(title):
-            held = [h for h in held if len(h[2] & mine) < SHARED_TOPIC]
+        held = [h for h in held if not supersedes(h[1], h[2], title, mine)]
         held.append((seq, title, mine))
     return [(seq, text) for seq, title, _ in held if (text := clause(title))]
 
