@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from threadline.compaction.progress import Segment
-from threadline.compaction.standing import requirement_lines, requirements
+from threadline.compaction.standing import clause, requirement_lines, requirements
 
 
 def asked(*titles: str) -> list[Segment]:
@@ -70,3 +70,14 @@ def test_lines_stay_within_budget_and_name_only_requests_asked(
     assert sum(len(line.split()) for line in lines) <= budget
     starts = {s.start for s in segs}
     assert all(int(line.split("#")[1].split(")")[0]) in starts for line in lines)
+
+
+def test_a_pasted_example_is_no_requirement() -> None:
+    text = (
+        "When I run the export the responses are missing. Eg: Prompt #1: I want to make a "
+        "board game. Response: [none]"
+    )
+    assert clause(text) is None
+    assert clause("Nothing happens on new game. It should start a new game.") == (
+        "It should start a new game."
+    )

@@ -32,6 +32,7 @@ from typing import Any
 
 from threadline.compaction.decisions import is_narration
 from threadline.compaction.snapshot import clip_chars, clip_words, code_span, one_line, words
+from threadline.compaction.standing import clause
 from threadline.compaction.toolcalls import simple_commands
 
 Shown = Callable[[str], str]
@@ -254,6 +255,7 @@ _SEGMENT_JSON = (
     "last",
     "deleted",
     "report",
+    "asks",
 )
 """A segment's fields in its JSON, in order; the lists and checks are copied."""
 
@@ -280,6 +282,9 @@ class Segment:
     """Of ``files``, those it left deleted (``rm``, a deleting patch)."""
     report: str = ""
     """The assistant's latest report of what it did in this stretch, in its own words."""
+    asks: str = ""
+    """Of a request's segment: the clause of the request that sets how something should be
+    (``standing.clause``), for the standing requirements."""
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in _SEGMENT_JSON}
@@ -305,6 +310,7 @@ class Segment:
         seg.remains = str(data.get("remains") or "")
         seg.note = str(data.get("note") or "")
         seg.report = str(data.get("report") or "")
+        seg.asks = str(data.get("asks") or "")
         seg.last = int(data.get("last") or seg.start)
         return seg
 
@@ -415,7 +421,8 @@ class Progress:
         cur = self.current
         if cur is not None and cur.key and cur.closed is None:
             return  # the request is about the item being worked on
-        self._start("", text, "request", seq)
+        seg = self._start("", text, "request", seq)
+        seg.asks = clause(text) or ""
 
     def claimed(self, key: str, title: str, source: str, seq: int) -> None:
         """A tracker set ``key`` in progress."""

@@ -19,16 +19,21 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from threadline.compaction.decisions import SHARED_TOPIC, asks_for_change, subject_words, supersedes
-from threadline.compaction.progress import Segment
-from threadline.compaction.snapshot import clip_words, words
+from threadline.compaction.snapshot import clip_words, one_line, words
+
+if TYPE_CHECKING:  # progress keeps each request's clause (``clause``): no import cycle
+    from threadline.compaction.progress import Segment
 
 COMMON_SHARE = 0.25
 """Words in more than this share of the requests are the run's subject, not one spec's."""
 COMMON_MIN = 3
 LABEL = "Requirement"
-CLAUSE_WORDS = 12
+CLAUSE_WORDS = 14
+CLAUSE_SCAN_CHARS = 1_500
+"""A request's opening read for its clause (a pasted log after it is no requirement)."""
 _SPEC = re.compile(
     r"(?i)\b(?:should|must|needs?\s+to|ha(?:s|ve)\s+to|I\s+want|let['\u2019]?s|make|use|add|"
     r"remove|change|implement|keep|update|rewrite|download|instead)\b"
@@ -50,10 +55,15 @@ def _common(topics: Sequence[set[str]]) -> set[str]:
     return {w for w, n in counts.items() if n > limit}
 
 
-def clause(title: str) -> str | None:
+_EXAMPLE = re.compile(r"(?i)(?:\be\.?g\.?|\bfor\s+example|\bexample\b[^:\n]{0,40})\s*:")
+"""Where the person starts pasting an example (output, a log): what follows is a quote."""
+
+
+def clause(request: str) -> str | None:
     """The first sentence of a request that asks for something, clipped; None when none
-    does (a bug report, a question)."""
-    for sentence in _SENTENCE.split(title.rstrip(" …")):
+    does (a bug report, a question). A pasted example and what follows it are left out."""
+    own = _EXAMPLE.split(request[:CLAUSE_SCAN_CHARS], maxsplit=1)[0]
+    for sentence in _SENTENCE.split(one_line(own).rstrip(" …")):
         spec = asks_for_change(sentence) or _SPEC.search(sentence) is not None
         named = len(subject_words(sentence)) >= SHARED_TOPIC  # "let's implement it": no
         if words(sentence) >= 3 and spec and named and not sentence.rstrip().endswith("?"):
@@ -63,19 +73,20 @@ def clause(title: str) -> str | None:
 
 def requirements(segments: Sequence[Segment]) -> list[tuple[int, str]]:
     """(seq, clause) of the requests that still hold, oldest first."""
-    asked = [(s.start, s.title) for s in segments if not s.key and s.title]
-    topics = [subject_words(title) for _, title in asked]
+    asked = [(s.start, s.title, s.asks) for s in segments if not s.key and s.title]
+    topics = [subject_words(f"{title} {asks}") for _, title, asks in asked]
     common = _common(topics)
-    held: list[tuple[int, str, set[str]]] = []
-    for (seq, title), said in zip(asked, topics, strict=True):
+    held: list[tuple[int, str, set[str], str]] = []
+    for (seq, title, asks), said in zip(asked, topics, strict=True):
         if _BARE_UNDO.match(title):
             if held:
                 held.pop()  # the change it takes back
             continue
         mine = said - common
         held = [h for h in held if not supersedes(h[1], h[2], title, mine)]
-        held.append((seq, title, mine))
-    return [(seq, text) for seq, title, _ in held if (text := clause(title))]
+        held.append((seq, title, mine, asks))
+    # a checkpoint written before ``asks`` was kept has only the title to go on
+    return [(seq, text) for seq, title, _, asks in held if (text := asks or clause(title))]
 
 
 def requirement_lines(segments: Sequence[Segment], *, budget: int, skip: set[int]) -> list[str]:
