@@ -81,3 +81,14 @@ def test_a_pasted_example_is_no_requirement() -> None:
     assert clause("Nothing happens on new game. It should start a new game.") == (
         "It should start a new game."
     )
+
+
+def test_answers_to_the_agents_questions_detail_a_request_and_replace_nothing() -> None:
+    held = requirements(
+        asked(
+            "Now add pre-moves: a piece in cooldown can be pre-moved with a green arrow",
+            "1: a pre-moved piece whose square becomes occupied takes it instead 2: cancel",
+            "When a king is in check, that player can still move their other pieces",
+        )
+    )
+    assert [s for s, _ in held] == [10, 20, 30]

@@ -36,7 +36,8 @@ CLAUSE_SCAN_CHARS = 1_500
 """A request's opening read for its clause (a pasted log after it is no requirement)."""
 _SPEC = re.compile(
     r"(?i)\b(?:should|must|needs?\s+to|ha(?:s|ve)\s+to|I\s+want|let['\u2019]?s|make|use|add|"
-    r"remove|change|implement|keep|update|rewrite|download|instead)\b"
+    r"remove|change|implement|keep|update|rewrite|download|instead|only|always|never|"
+    r"can\s+still|ha(?:s|ve)\s+no)\b"
 )
 """A sentence that sets how something should be ("the cooldown should start at the top")."""
 _SENTENCE = re.compile(r"(?<=[.!;])\s+|\s+(?=\d+[:)]\s)")
