@@ -92,3 +92,13 @@ def test_answers_to_the_agents_questions_detail_a_request_and_replace_nothing() 
         )
     )
     assert [s for s, _ in held] == [10, 20, 30]
+
+
+def test_a_request_answered_with_details_keeps_what_was_asked() -> None:
+    from threadline.compaction.progress import Progress
+
+    p = Progress()
+    p.request(1, "Now add pre-moves: pieces in cooldown can be pre-moved, shown by a green arrow.")
+    p.request(3, "1: a valid pre-move runs when the cooldown ends 2: an invalid one is dropped")
+    (seg,) = p.segments
+    assert seg.start == 3 and "pre-moves" in seg.asks

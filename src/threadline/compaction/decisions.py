@@ -188,7 +188,7 @@ RESTATED_SHARE = 0.6
 """...or this share of the shorter one's (the rest is the new value)."""
 
 
-_ANSWERS = re.compile(r"(?i)^\W*(?:1|a)\s*[:.)]\s")
+ANSWERS = re.compile(r"(?i)^\W*(?:1|a)\s*[:.)]\s")
 """A reply to the agent's numbered questions ("1: the premove auto-executes ... 2: ..."):
 it details what was asked, it replaces nothing."""
 
@@ -199,7 +199,7 @@ def supersedes(earlier: str, mine: set[str], later: str, said: set[str]) -> bool
     it ends what the earlier put off, or it restates the same subject with another value and
     neither refers back to nor adds to it."""
     shared = len(mine & said)
-    if shared < SHARED_TOPIC or _ANSWERS.match(later):
+    if shared < SHARED_TOPIC or ANSWERS.match(later):
         return False
     if REPLACES.search(later) or (_DEFERS.search(earlier) and _NOW.search(later)):
         return True
@@ -508,6 +508,7 @@ class DecisionBook:
 
 
 __all__ = [
+    "ANSWERS",
     "CONTRAST",
     "DECISION",
     "NARRATION",

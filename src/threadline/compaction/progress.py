@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.compaction.decisions import is_narration
+from threadline.compaction.decisions import ANSWERS, is_narration
 from threadline.compaction.snapshot import clip_chars, clip_words, code_span, one_line, words
 from threadline.compaction.standing import clause
 from threadline.compaction.toolcalls import simple_commands
@@ -421,8 +421,12 @@ class Progress:
         cur = self.current
         if cur is not None and cur.key and cur.closed is None:
             return  # the request is about the item being worked on
+        # a reply to the agent's questions on a request nothing was done for yet takes that
+        # request's place (``_start``): what was asked is the request's, not the reply's
+        waiting = cur is not None and not cur.key and not cur.busy and ANSWERS.match(text)
+        carried = cur.asks if waiting and cur is not None else ""
         seg = self._start("", text, "request", seq)
-        seg.asks = clause(text) or ""
+        seg.asks = carried or clause(text) or ""
 
     def claimed(self, key: str, title: str, source: str, seq: int) -> None:
         """A tracker set ``key`` in progress."""
