@@ -102,3 +102,10 @@ def test_a_request_answered_with_details_keeps_what_was_asked() -> None:
     p.request(3, "1: a valid pre-move runs when the cooldown ends 2: an invalid one is dropped")
     (seg,) = p.segments
     assert seg.start == 3 and "pre-moves" in seg.asks
+
+
+def test_a_requirement_already_among_the_decisions_is_not_repeated() -> None:
+    segs = asked("The cooldown ring should turn clockwise, starting at the top of the square")
+    decided = ["User: The cooldown ring should turn clockwise, starting at the top of the square"]
+    assert requirement_lines(segs, budget=100, skip=set(), said=decided) == []
+    assert len(requirement_lines(segs, budget=100, skip=set())) == 1

@@ -175,11 +175,10 @@ _DEFERS = re.compile(r"(?i)\b(?:later|for\s+now|at\s+first|to\s+start|start\s+wi
 """An earlier statement that puts something off ("start with X, we will add Y later")..."""
 _NOW = re.compile(r"(?i)\b(?:now|go\s+forward|next)\b")
 """...which a later "now let's do Y" ends."""
-_ADDS = re.compile(
-    r"(?i)\b(?:also|as\s+well|too|still|in\s+addition|stays?|"
-    r"(?:this|that|these|those|the\s+same)\s+\w+)\b"
-)
-"""A later statement that builds on the earlier one ("make this highlight stay on")."""
+_ADDS = re.compile(r"(?i)\b(?:also|as\s+well|too|still|in\s+addition|stays?)\b")
+"""A later statement that builds on the earlier one ("it should also stay on")..."""
+_POINTS_BACK = re.compile(r"(?i)\b(?:this|that|these|those|the\s+same)\s+(\w+)")
+"""...or points back at the earlier one's subject ("make this highlight stay on")."""
 RESTATED_TOPIC = 3
 """Distinctive words a later statement shares with an earlier one when it restates the
 same thing with another value ("a red highlight on the king in check" -> "a red overlay
@@ -204,7 +203,8 @@ def supersedes(earlier: str, mine: set[str], later: str, said: set[str]) -> bool
     if REPLACES.search(later) or (_DEFERS.search(earlier) and _NOW.search(later)):
         return True
     same = shared >= RESTATED_TOPIC or shared >= RESTATED_SHARE * min(len(mine), len(said))
-    return same and not _ADDS.search(later)
+    back = any(_singular(w.lower()) in mine for w in _POINTS_BACK.findall(later))
+    return same and not back and not _ADDS.search(later)
 
 
 REPLACING_MESSAGE_WORDS = 200

@@ -559,7 +559,8 @@ def _state(
     progress = progress_lines(trail, evidence, budget=budget)
     asked_already = {int(n) for t in [*kept, *progress] for n in _NAMED_REQUEST.findall(t)}
     segments = [s for s in trail.progress.segments if s.start <= trail.through]
-    standing = requirement_lines(segments, budget=STANDING_WORDS, skip=asked_already)
+    decided = _sure(snapshot, "key_decisions", room)
+    standing = requirement_lines(segments, budget=STANDING_WORDS, skip=asked_already, said=decided)
     if progress:
         kept[at:at] = progress
     elif (ended := trail.ledger.in_progress()) is not None:  # as the covered range left it
@@ -583,11 +584,23 @@ def _state(
 
 
 _NAMED_REQUEST = re.compile(r"(?:request #|user, #)(\d+)")
-STANDING_WORDS = 200
+STANDING_WORDS = 240
 """Words the standing requirements may spend (``standing``): a long run's spec."""
 STANDING_SCORE = 2.5
 """Below the state of the work, above decisions (a user decision often repeats one) and
 "Earlier result" lines."""
+
+
+def _sure(snapshot: Snapshot, name: SectionName, room: int) -> list[str]:
+    """The bullets of ``name`` its guaranteed share of ``room`` takes whatever else the
+    snapshot holds (``snapshot._select``'s first pass): they will be shown."""
+    quota = int((room - SKELETON_WORDS) * SHARES.get(name, 0.0))
+    shown: list[str] = []
+    for b in sorted(snapshot.section(name), key=lambda b: -b.score):
+        if 0 < words(b.text) <= quota:
+            quota -= words(b.text)
+            shown.append(b.text)
+    return shown
 
 
 def _is_request_line(text: str) -> bool:

@@ -32,6 +32,7 @@ COMMON_SHARE = 0.25
 COMMON_MIN = 3
 LABEL = "Requirement"
 CLAUSE_WORDS = 14
+CLAUSE_MIN_WORDS = 9
 CLAUSE_SCAN_CHARS = 1_500
 """A request's opening read for its clause (a pasted log after it is no requirement)."""
 _SPEC = re.compile(
@@ -64,11 +65,17 @@ def clause(request: str) -> str | None:
     """The first sentence of a request that asks for something, clipped; None when none
     does (a bug report, a question). A pasted example and what follows it are left out."""
     own = _EXAMPLE.split(request[:CLAUSE_SCAN_CHARS], maxsplit=1)[0]
-    for sentence in _SENTENCE.split(one_line(own).rstrip(" …")):
-        spec = asks_for_change(sentence) or _SPEC.search(sentence) is not None
+    sentences = _SENTENCE.split(one_line(own).rstrip(" …"))
+    for at, sentence in enumerate(sentences):
         named = len(subject_words(sentence)) >= SHARED_TOPIC  # "let's implement it": no
+        spec = asks_for_change(sentence) or _SPEC.search(sentence) is not None
         if words(sentence) >= 3 and spec and named and not sentence.rstrip().endswith("?"):
-            return clip_words(sentence.strip(), CLAUSE_WORDS)
+            text = sentence.strip()
+            for more in sentences[at + 1 :]:  # a short one goes on with what it leads to
+                if words(text) >= CLAUSE_MIN_WORDS:
+                    break
+                text = f"{text} {more.strip()}"
+            return clip_words(text, CLAUSE_WORDS)
     return None
 
 
@@ -90,13 +97,22 @@ def requirements(segments: Sequence[Segment]) -> list[tuple[int, str]]:
     return [(seq, text) for seq, title, _, asks in held if (text := asks or clause(title))]
 
 
-def requirement_lines(segments: Sequence[Segment], *, budget: int, skip: set[int]) -> list[str]:
-    """The requirements as Current State lines, newest kept first within ``budget`` words,
-    shown oldest first; ``skip``: requests another line of the snapshot already names."""
+def _flat(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def requirement_lines(
+    segments: Sequence[Segment], *, budget: int, skip: set[int], said: Sequence[str] = ()
+) -> list[str]:
+    """The requirements as Current State lines, newest kept first within ``budget`` words;
+    ``skip``: requests another line of the snapshot already names; ``said``: other bullets
+    (Key Decisions) a requirement is not repeated from."""
     chosen: list[str] = []
     spent = 0
+    known = [_flat(t) for t in said]
     for seq, title in reversed(requirements(segments)):
-        if seq in skip:
+        flat = _flat(title)
+        if seq in skip or any(flat and flat in k for k in known):
             continue
         line = f"{LABEL} (#{seq}): {title}"
         if spent + words(line) > budget:
