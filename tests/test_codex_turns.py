@@ -49,19 +49,17 @@ def parse(records: list[dict[str, Any]], tmp_path: Path) -> list[Any]:
     return codex_rollout.parse(path.read_text(), path).runs[0]
 
 
+def turn(typed: str, *beside: str, event: str | None = None) -> list[dict[str, Any]]:
+    """One turn as Codex writes it: the blobs beside the typed text, the typed text, its
+    event (the typed text unless a sanitiser's placeholder stands for it) and a reply."""
+    items = [user_item(b) for b in beside]
+    return [META, *items, user_item(typed), echo(event or typed), reply("On it.")]
+
+
 def test_an_instructions_blob_beside_a_typed_turn_is_not_the_request(tmp_path: Path) -> None:
     # Codex 0.10x: AGENTS.md and the environment block are user-role items of the first turn
-    msgs = parse(
-        [
-            META,
-            user_item("Project notes: always run the linters before committing.\nUse pnpm."),
-            user_item("Workspace /repo, shell zsh"),
-            user_item("fix the flaky login test"),
-            echo("fix the flaky login test"),
-            reply("On it."),
-        ],
-        tmp_path,
-    )
+    notes = "Project notes: always run the linters before committing.\nUse pnpm."
+    msgs = parse(turn("fix the flaky login test", notes, "Workspace /repo, shell zsh"), tmp_path)
     first = first_request(msgs)
     assert first is not None and first.text == "fix the flaky login test"
     blobs = [m for m in msgs if m.role == "user" and m.metadata.get("codex_context")]
@@ -71,16 +69,8 @@ def test_an_instructions_blob_beside_a_typed_turn_is_not_the_request(tmp_path: P
 
 def test_redacted_turns_are_told_apart_by_the_event_not_the_words(tmp_path: Path) -> None:
     # a sanitiser replaced every text; the event's placeholder shares the typed text's sha
-    msgs = parse(
-        [
-            META,
-            user_item("[REDACTED_TEXT len=3021 sha=dc9e82a0]"),
-            user_item("[REDACTED_TEXT len=32 sha=821fd802]"),
-            echo("[REDACTED_MESSAGE len=32 sha=821fd802]"),
-            reply("[REDACTED_TEXT len=10 sha=00aa11bb]"),
-        ],
-        tmp_path,
-    )
+    typed, event = "[REDACTED_TEXT len=32 sha=821fd802]", "[REDACTED_MESSAGE len=32 sha=821fd802]"
+    msgs = parse(turn(typed, "[REDACTED_TEXT len=3021 sha=dc9e82a0]", event=event), tmp_path)
     users = [m for m in msgs if m.role == "user"]
     assert [bool(m.metadata.get("codex_context")) for m in users] == [True, False]
     assert is_harness_text(users[0]) and not is_harness_text(users[1])

@@ -166,19 +166,25 @@ _NOW_DOES = re.compile(r"(?i)\bnow\s+(?:[a-z]{3,}s|use|read|write|keep|store|cal
 """A report of what the changed code does now ("the fallback now marks entries ...")."""
 
 
-REPLACES = re.compile(
-    r"(?i)\b(?:instead|rather\s+than|go(?:ing)?\s+back|revert(?:ing)?|roll\s*back|"
-    r"no\s+longer|not\s+anymore|the\s+other\s+way|switch\s+back|undo)\b"
+def words_pattern(*alternatives: str) -> re.Pattern[str]:
+    """Any of ``alternatives`` (regular expressions) as whole words, in any case."""
+    return re.compile(r"(?i)\b(?:" + "|".join(alternatives) + r")\b")
+
+
+# Evidence that a later statement replaces an earlier one or builds on it (``supersedes``):
+# it says it replaces; it ends what the earlier one put off ("start with X, we will add Y
+# later" -> "now let's do Y"); it adds ("it should also stay on") or points back at the
+# earlier one's subject ("make this highlight stay on").
+REPLACES = words_pattern(
+    "instead", r"rather\s+than", r"go(?:ing)?\s+back", r"revert(?:ing)?", r"roll\s*back",
+    r"no\s+longer", r"not\s+anymore", r"the\s+other\s+way", r"switch\s+back", "undo",
+)  # fmt: skip
+_DEFERS = words_pattern(
+    "later", r"for\s+now", r"at\s+first", r"to\s+start", r"start\s+with", "first"
 )
-"""Words by which a request says it replaces an earlier one rather than adds to it."""
-_DEFERS = re.compile(r"(?i)\b(?:later|for\s+now|at\s+first|to\s+start|start\s+with|first)\b")
-"""An earlier statement that puts something off ("start with X, we will add Y later")..."""
-_NOW = re.compile(r"(?i)\b(?:now|go\s+forward|next)\b")
-"""...which a later "now let's do Y" ends."""
-_ADDS = re.compile(r"(?i)\b(?:also|as\s+well|too|still|in\s+addition|stays?)\b")
-"""A later statement that builds on the earlier one ("it should also stay on")..."""
+_NOW = words_pattern("now", r"go\s+forward", "next")
+_ADDS = words_pattern("also", r"as\s+well", "too", "still", r"in\s+addition", "stays?")
 _POINTS_BACK = re.compile(r"(?i)\b(?:this|that|these|those|the\s+same)\s+(\w+)")
-"""...or points back at the earlier one's subject ("make this highlight stay on")."""
 RESTATED_TOPIC = 3
 """Distinctive words a later statement shares with an earlier one when it restates the
 same thing with another value ("a red highlight on the king in check" -> "a red overlay
@@ -527,4 +533,5 @@ __all__ = [
     "subject_words",
     "supersedes",
     "user_strength",
+    "words_pattern",
 ]

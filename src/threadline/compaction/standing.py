@@ -21,7 +21,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from threadline.compaction.decisions import SHARED_TOPIC, asks_for_change, subject_words, supersedes
+from threadline.compaction.decisions import (
+    SHARED_TOPIC,
+    asks_for_change,
+    subject_words,
+    supersedes,
+    words_pattern,
+)
 from threadline.compaction.snapshot import clip_words, one_line, words
 
 if TYPE_CHECKING:  # progress keeps each request's clause (``clause``): no import cycle
@@ -35,11 +41,11 @@ CLAUSE_WORDS = 14
 CLAUSE_MIN_WORDS = 9
 CLAUSE_SCAN_CHARS = 1_500
 """A request's opening read for its clause (a pasted log after it is no requirement)."""
-_SPEC = re.compile(
-    r"(?i)\b(?:should|must|needs?\s+to|ha(?:s|ve)\s+to|I\s+want|let['\u2019]?s|make|use|add|"
-    r"remove|change|implement|keep|update|rewrite|download|instead|only|always|never|"
-    r"can\s+still|ha(?:s|ve)\s+no)\b"
-)
+_SPEC = words_pattern(
+    "should", "must", r"needs?\s+to", r"ha(?:s|ve)\s+to", r"I\s+want", "let['\u2019]?s", "make",
+    "use", "add", "remove", "change", "implement", "keep", "update", "rewrite", "download",
+    "instead", "only", "always", "never", r"can\s+still", r"ha(?:s|ve)\s+no",
+)  # fmt: skip
 """A sentence that sets how something should be ("the cooldown should start at the top")."""
 _SENTENCE = re.compile(r"(?<=[.!;])\s+|\s+(?=\d+[:)]\s)")
 
