@@ -143,3 +143,9 @@ def test_web_searches_come_in_as_calls_with_a_result(tmp_path: Path) -> None:
     assert "'opus model id'" in results["ws_1"] and "completed" in results["ws_1"]
     assert "https://example.org/models" in results[calls[1].id]
     assert msgs[-1].text == "Opus 4.7."
+
+
+def test_a_turn_whose_event_matches_no_item_marks_nothing(tmp_path: Path) -> None:
+    # the item holds an expanded prompt, the event what was typed: neither tells the other
+    msgs = parse(turn("Review the diff against main and list bugs.", event="/review"), tmp_path)
+    assert not any(m.metadata.get("codex_context") for m in msgs)

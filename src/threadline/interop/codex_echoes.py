@@ -128,14 +128,16 @@ def context_items(records: Sequence[Mapping[str, Any]]) -> set[int]:
     ``user_message`` event says what the person typed, the user messages that are not
     that text are what Codex put beside it (AGENTS.md, environment context, a turn
     aborted notice), whatever their words (a redacted rollout hides them). A turn with no
-    event (an older rollout) says nothing; ``CONTEXT_PREFIXES`` still reads those."""
+    event (an older rollout), or none of whose items is the event's text, says nothing;
+    ``CONTEXT_PREFIXES`` still reads those."""
     found: set[int] = set()
     items: list[int] = []
     events: list[str] = []
     for i, rec in enumerate([*records, {"type": "end"}]):
         if _is_output(rec) or rec.get("type") == "end":
-            if events:
-                found.update(j for j in items if not _typed_by(records[j], events))
+            typed = {j for j in items if _typed_by(records[j], events)}
+            if typed:  # else the typed text was rewritten (an expanded command): say nothing
+                found.update(j for j in items if j not in typed)
             items, events = [], []
         elif _is_echo(rec):
             message = _payload(rec).get("message")
