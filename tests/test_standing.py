@@ -3,11 +3,17 @@ request replacing an earlier one only when it says so, a bare undo taking one ba
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.test_compaction_truth import CWD, ClaudeLog, compacted, imported, section, store
 from threadline.compaction.progress import Segment
 from threadline.compaction.standing import clause, requirement_lines, requirements
+from threadline.store.protocol import Store
+
+__all__ = ["store"]  # the fixture
 
 
 def asked(*titles: str) -> list[Segment]:
@@ -109,3 +115,38 @@ def test_a_requirement_already_among_the_decisions_is_not_repeated() -> None:
     decided = ["User: The cooldown ring should turn clockwise, starting at the top of the square"]
     assert requirement_lines(segs, budget=100, skip=set(), said=decided) == []
     assert len(requirement_lines(segs, budget=100, skip=set())) == 1
+
+
+PARTS = ["board", "clock", "sidebar", "banner", "arrows", "sounds", "menu", "header", "footer"]
+LOOKS = ["wider", "darker"]
+SPECS = [
+    "Use the lichess cburnett piece images from the assets folder",
+    "Make the timer ring turn counter-clockwise around each piece",
+    *(
+        f"Make the {part} panel {look} than the rest of the page"
+        for part in PARTS
+        for look in LOOKS[:2]
+    ),
+    "The timer ring should turn clockwise instead of counter-clockwise",
+    "Add a button that flips the board orientation",
+]
+
+
+def test_a_long_run_keeps_its_spec_in_current_state(store: Store, tmp_path: Path) -> None:
+    """Run E: 37 requests folded into "37 requests"; the spec the person built is the state."""
+    log = ClaudeLog()
+    for i, spec in enumerate(SPECS):
+        log.user(spec)
+        log.call(
+            "Edit", {"file_path": f"{CWD}/src/part{i}.js", "old_string": "a", "new_string": "b"}
+        )
+        log.say("Done.")
+    session = imported(store, log.write(tmp_path / "run.jsonl"), checkpoints=0)
+    summary = compacted(session)
+    state = "\n".join(section(summary, "current_state"))
+    assert "Requirement (#" in state
+    assert "clockwise instead of counter-clockwise" in summary
+    assert "turn counter-clockwise around each piece" not in state  # replaced: "instead"
+    assert "Earlier work" in state  # the account folded the oldest requests...
+    assert "Requirement (#" in state  # ...and the spec they set is still there
+    assert len(summary.split()) <= 600 + 60  # the headings and bullets' marks
