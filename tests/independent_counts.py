@@ -107,6 +107,12 @@ def codex(path: Path) -> Counts:
         elif item in ("function_call_output", "custom_tool_call_output"):
             c["tool"] += 1
             previous, compacted = "other", False
+        elif item == "web_search_call":  # a call and, at once, its result
+            c["calls"] += 1
+            c["tool"] += 1
+            if previous not in ("assistant", "call") or compacted:
+                c["assistant"] += 1
+            previous, compacted = "other", False
         if item in ("function_call", "custom_tool_call", "reasoning", "web_search_call") or (
             item == "message" and p["role"] == "assistant"
         ):  # model output: a user turn carried only by events is a message too

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.test_compaction_truth import ClaudeLog, compacted, section, store
 from tests.test_ledger import imported_plain, numbered
-from threadline.compaction.decisions import agent_strength, user_strength
+from threadline.compaction.decisions import agent_strength, supersedes, user_strength
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.messages import Message, ToolCall
 from threadline.store.protocol import Store
@@ -290,3 +290,37 @@ def test_a_negative_or_an_absolute_is_a_standing_rule(rule: str, x: str) -> None
     assert user_strength(sentence) >= 1.0
     assert user_strength(sentence.rstrip(".") + "?") == 0.0
     assert user_strength(f"If you prefer, {sentence[0].lower()}{sentence[1:]}") == 0.0
+
+
+def test_a_refinement_that_builds_on_a_choice_does_not_replace_it() -> None:
+    """Judge, run E: "the square has its corners highlighted instead" was marked replaced by
+    "make it so this highlight stays on as I drag", which adds to it."""
+    said = decisions(
+        [
+            Message.user(
+                "Instead of the green dot for a capture, highlight the square's corners, "
+                "as if the dot were cut in four."
+            ),
+            Message.assistant("Done.", tool_calls=[edit("styles.css")]),
+            Message.user(
+                "Now make it so this highlight stays on as I drag my piece onto the captured "
+                "square."
+            ),
+            Message.assistant("Done.", tool_calls=[edit("ui.js", "e2")]),
+            Message.user("Make the board squares 60px wide."),
+        ]
+    )
+    (corners,) = [d for d in said if "green dot" in d]
+    assert "replaced" not in corners
+
+
+@given(
+    st.sets(st.sampled_from(["board", "square", "piece", "cooldown", "ring"]), min_size=2),
+    st.sets(st.sampled_from(["export", "script", "session", "history", "prompt"]), min_size=1),
+    st.sampled_from(["instead use", "go back to", "now", "make"]),
+)
+def test_nothing_on_another_subject_is_ever_superseded(
+    mine: set[str], said: set[str], lead: str
+) -> None:
+    later = f"{lead} the {' '.join(sorted(said))}"
+    assert not supersedes("start with the " + " ".join(sorted(mine)) + " later", mine, later, said)

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.transcripts
 S1 = "claude-code/spotter-4d5611e5/4d5611e5-241a-462a-8d15-5122611a9569"
 S2 = "claude-code/spotter-8463c716/8463c716-a2ea-4c14-9efa-87158ebd9f20"
 
-# file -> (format, conversations, tool calls, tool results); calls/results from the README
+# file -> (format, conversations, tool calls, tool results); calls/results from the README,
+# a Codex file's ``web_search_call`` items counted as a call and a result each (README's "+N")
 EXPECTED: dict[str, tuple[str, int, int, int]] = {
     f"{S1}.jsonl": ("claude-code", 1, 150, 150),
     f"{S1}/subagents/agent-a2898e3.jsonl": ("claude-code", 1, 33, 33),
@@ -35,10 +36,15 @@ EXPECTED: dict[str, tuple[str, int, int, int]] = {
     "claude-code/codemie-session-624a4a58-compacted.jsonl": ("claude-code", 1, 48, 48),
     "claude-code/codemie-session-9eda1058-summary-lines.jsonl": ("claude-code", 1, 3, 3),
     "claude-code/codemie-session-196820da.jsonl": ("claude-code", 1, 65, 65),
-    "codex/codemie-rollout-2026-05-11T11-26-55-019e1625.jsonl": ("codex", 1, 102, 102),
+    "codex/codemie-rollout-2026-05-11T11-26-55-019e1625.jsonl": ("codex", 1, 102 + 3, 102 + 3),
     "codex/rtchess-session-019aad50-exported.jsonl": ("codex", 1, 298, 298),
-    "codex/localpush-redacted-rollout-2026-02-23T12-54-34-compacted.jsonl": ("codex", 1, 365, 365),
-    "codex/localpush-redacted-rollout-2026-02-23T12-40-23.jsonl": ("codex", 1, 104, 104),
+    "codex/localpush-redacted-rollout-2026-02-23T12-54-34-compacted.jsonl": (
+        "codex",
+        1,
+        365 + 7,
+        365 + 7,
+    ),
+    "codex/localpush-redacted-rollout-2026-02-23T12-40-23.jsonl": ("codex", 1, 104 + 1, 104 + 1),
     "other/gemini-cli-session-2025-12-01T21-45-5b959dae.json": ("gemini", 1, 10, 10),
     "openai-chat/tau-bench-gpt-4o-airline.json": ("openai-runs", 200, 1164, 1164),
     "swe-agent/function-calling-marshmallow-code__marshmallow-1867.traj": ("swe-agent", 1, 13, 13),
@@ -53,8 +59,8 @@ EXPECTED: dict[str, tuple[str, int, int, int]] = {
     "aider/supplychaintracker2-es-architect.aider.chat.history.md": ("aider", 1, 0, 0),
     "aider/haav-catalogservice-ask-diff.aider.chat.history.md": ("aider", 1, 0, 0),
     "codex/standard-syntax-basic-2compactions-019fc928.jsonl": ("codex", 1, 374, 374),
-    "codex/mokiofactory-codex-desktop-websearch-019f4514.jsonl": ("codex", 1, 5, 5),
-    "codex/communique-parallel-019efb65.jsonl": ("codex", 1, 52, 52),
+    "codex/mokiofactory-codex-desktop-websearch-019f4514.jsonl": ("codex", 1, 5 + 9, 5 + 9),
+    "codex/communique-parallel-019efb65.jsonl": ("codex", 1, 52 + 4, 52 + 4),
     "codex/entirecontext-codex-exec-01a00de5.jsonl": ("codex", 1, 16, 16),
     "claude-code/entire-cli-2compactions-b8659b3a4d.jsonl": ("claude-code", 1, 171, 171),
     "claude-code/entire-cli-glued-lines-5ac45bc322.jsonl": ("claude-code", 1, 55, 55),

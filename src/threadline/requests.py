@@ -37,7 +37,7 @@ _UPLOADED_FILES = re.compile(r"\A\s*<uploaded_files>.*?</uploaded_files>\s*", re
 _UPLOAD_PREAMBLE = re.compile(r"\AI've uploaded [^\n]*?:[ \t]*\n?\s*", re.I)
 _ISSUE_TAGS = re.compile(r"</?(?:issue_description|pr_description)>")
 _SKIP_METADATA = frozenset(
-    "is_meta is_demo compact_summary is_compact_summary openhands_observation".split()  # noqa: SIM905
+    "is_meta is_demo compact_summary is_compact_summary openhands_observation codex_context".split()  # noqa: SIM905
 )
 """Flags of user-role messages no person wrote (an OpenHands error observation is one)."""
 _OBSERVATION_TYPES = frozenset({"observation", "tool_output"})

@@ -9,8 +9,9 @@ statement say so, each recognised by its grammar, never by its topic:
   option 1"), a naming or spelling rule ("call it X", "use British spelling"),
   a request that gives its reason ("track it in the same file, so that old
   clients won't break"). A plain request ("make the circle larger") counts
-  less. A later message of the person on the same subject replaces an earlier
-  choice: it is marked ``(replaced: ...)``, not dropped silently;
+  less. A later message of the person on the same subject that says it replaces
+  ("instead", "go back to", "undo", ``REPLACES``) replaces an earlier choice: it is
+  marked ``(replaced: ...)``, not dropped silently; one that adds to it leaves it;
 * **their verdicts** on what the agent proposed: answers to its questions, an
   approved plan and the reasoned lines of that plan, a tool call turned down
   with what they said instead (``verdicts.py`` reads those records);
@@ -173,6 +174,53 @@ _AGENT_DECIDED = re.compile(
 """The agent saying it chose, in the first person ("If you prefer, ..." is not a choice)."""
 _NOW_DOES = re.compile(r"(?i)\bnow\s+(?:[a-z]{3,}s|use|read|write|keep|store|call|return)\b")
 """A report of what the changed code does now ("the fallback now marks entries ...")."""
+
+
+def words_pattern(*alternatives: str) -> re.Pattern[str]:
+    """Any of ``alternatives`` (regular expressions) as whole words, in any case."""
+    return re.compile(r"(?i)\b(?:" + "|".join(alternatives) + r")\b")
+
+
+# Evidence that a later statement replaces an earlier one or builds on it (``supersedes``):
+# it says it replaces; it ends what the earlier one put off ("start with X, we will add Y
+# later" -> "now let's do Y"); it adds ("it should also stay on") or points back at the
+# earlier one's subject ("make this highlight stay on").
+REPLACES = words_pattern(
+    "instead", r"rather\s+than", r"go(?:ing)?\s+back", r"revert(?:ing)?", r"roll\s*back",
+    r"no\s+longer", r"not\s+anymore", r"the\s+other\s+way", r"switch\s+back", "undo",
+)  # fmt: skip
+_DEFERS = words_pattern(
+    "later", r"for\s+now", r"at\s+first", r"to\s+start", r"start\s+with", "first"
+)
+_NOW = words_pattern("now", r"go\s+forward", "next")
+_ADDS = words_pattern("also", r"as\s+well", "too", "still", r"in\s+addition", "stays?")
+_POINTS_BACK = re.compile(r"(?i)\b(?:this|that|these|those|the\s+same)\s+(\w+)")
+RESTATED_TOPIC = 3
+"""Distinctive words a later statement shares with an earlier one when it restates the
+same thing with another value ("a red highlight on the king in check" -> "a red overlay
+on the king in check")..."""
+RESTATED_SHARE = 0.6
+"""...or this share of the shorter one's (the rest is the new value)."""
+
+
+ANSWERS = re.compile(r"(?i)^\W*(?:1|a)\s*[:.)]\s")
+"""A reply to the agent's numbered questions ("1: the premove auto-executes ... 2: ..."):
+it details what was asked, it replaces nothing."""
+
+
+def supersedes(earlier: str, mine: set[str], later: str, said: set[str]) -> bool:
+    """Whether ``later`` (its subject words ``said``) replaces ``earlier`` (its distinctive
+    subject words ``mine``), on evidence rather than topic overlap: it says so (``REPLACES``),
+    it ends what the earlier put off, or it restates the same subject with another value and
+    neither refers back to nor adds to it."""
+    shared = len(mine & said)
+    if shared < SHARED_TOPIC or ANSWERS.match(later):
+        return False
+    if REPLACES.search(later) or (_DEFERS.search(earlier) and _NOW.search(later)):
+        return True
+    same = shared >= RESTATED_TOPIC or shared >= RESTATED_SHARE * min(len(mine), len(said))
+    back = any(_singular(w.lower()) in mine for w in _POINTS_BACK.findall(later))
+    return same and not back and not _ADDS.search(later)
 
 
 REPLACING_MESSAGE_WORDS = 200
@@ -521,7 +569,7 @@ class DecisionBook:
         for later_turn, sentence, said in self.statements:
             if later_turn <= turn or _gist(self.key(sentence)) == _gist(key):
                 continue  # not later, or the same statement said again
-            if len(mine & said) >= SHARED_TOPIC:
+            if supersedes(key, mine, sentence, said):
                 return clip_words(sentence, REPLACING_WORDS)
         return None
 
@@ -544,11 +592,14 @@ class DecisionBook:
 
 
 __all__ = [
+    "ANSWERS",
     "CONTRAST",
     "DECISION",
     "NARRATION",
     "NOTE_LEAD",
     "RATIONALE",
+    "REPLACES",
+    "SHARED_TOPIC",
     "USER_DECISION_FACTOR",
     "Decision",
     "DecisionBook",
@@ -562,5 +613,7 @@ __all__ = [
     "states_decision",
     "subject_words",
     "turns_approach_down",
+    "supersedes",
     "user_strength",
+    "words_pattern",
 ]

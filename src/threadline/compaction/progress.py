@@ -30,8 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.compaction.decisions import is_narration
+from threadline.compaction.decisions import ANSWERS, is_narration
 from threadline.compaction.snapshot import clip_chars, clip_words, code_span, one_line, words
+from threadline.compaction.standing import clause
 from threadline.compaction.toolcalls import simple_commands
 
 Shown = Callable[[str], str]
@@ -257,6 +258,7 @@ _SEGMENT_JSON = (
     "deleted",
     "report",
     "turned",
+    "asks",
 )
 """A segment's fields in its JSON, in order; the lists and checks are copied."""
 
@@ -286,6 +288,9 @@ class Segment:
     turned: str = ""
     """What the person said turning the step's approach down (a plan step only): the step
     is no longer the plan as written."""
+    asks: str = ""
+    """Of a request's segment: the clause of the request that sets how something should be
+    (``standing.clause``), for the standing requirements."""
 
     def to_json(self) -> dict[str, Any]:
         data = {name: getattr(self, name) for name in _SEGMENT_JSON}
@@ -312,6 +317,7 @@ class Segment:
         seg.note = str(data.get("note") or "")
         seg.report = str(data.get("report") or "")
         seg.turned = str(data.get("turned") or "")
+        seg.asks = str(data.get("asks") or "")
         seg.last = int(data.get("last") or seg.start)
         return seg
 
@@ -426,7 +432,12 @@ class Progress:
         cur = self.current
         if cur is not None and cur.key and cur.closed is None:
             return  # the request is about the item being worked on
-        self._start("", text, "request", seq)
+        # a reply to the agent's questions on a request nothing was done for yet takes that
+        # request's place (``_start``): what was asked is the request's, not the reply's
+        waiting = cur is not None and not cur.key and not cur.busy and ANSWERS.match(text)
+        carried = cur.asks if waiting and cur is not None else ""
+        seg = self._start("", text, "request", seq)
+        seg.asks = carried or clause(text) or ""
 
     def turned_down(self, words_said: str) -> None:
         """The person turned down a call of the plan step in progress and said why: the step

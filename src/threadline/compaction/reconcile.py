@@ -65,6 +65,7 @@ from threadline.compaction.snapshot import (
     parse,
     words,
 )
+from threadline.compaction.standing import requirement_lines
 from threadline.compaction.toolcalls import DONE_STATUSES
 from threadline.compaction.trail import Trail, Used, mentions
 from threadline.compaction.values import (
@@ -561,6 +562,10 @@ def _state(
         ACCOUNT_MIN_WORDS, min(ACCOUNT_WORDS, room - SKELETON_WORDS - taken - PENDING_RESERVE)
     )
     progress = progress_lines(trail, evidence, budget=budget)
+    asked_already = {int(n) for t in [*kept, *progress] for n in _NAMED_REQUEST.findall(t)}
+    segments = [s for s in trail.progress.segments if s.start <= trail.through]
+    decided = _sure(snapshot, "key_decisions", room)
+    standing = requirement_lines(segments, budget=STANDING_WORDS, skip=asked_already, said=decided)
     if progress:
         kept[at:at] = progress
     elif (ended := trail.ledger.in_progress()) is not None:  # as the covered range left it
@@ -577,8 +582,30 @@ def _state(
         earlier_result = _label(text) == "earlier result"
         score = EARLIER_SCORE if earlier_result else STATE_SCORE
         snapshot.add("current_state", text, score - i * 0.01)
+    for i, text in enumerate(standing):  # the newest weigh most: the budget cuts the oldest
+        snapshot.add("current_state", text, STANDING_SCORE + (i - len(standing)) * 0.01)
     for i, text in enumerate(history):
         snapshot.add("current_state", text, HISTORY_SCORE - i * 0.01)
+
+
+_NAMED_REQUEST = re.compile(r"(?:request #|user, #)(\d+)")
+STANDING_WORDS = 240
+"""Words the standing requirements may spend (``standing``): a long run's spec."""
+STANDING_SCORE = 2.5
+"""Below the state of the work, above decisions (a user decision often repeats one) and
+"Earlier result" lines."""
+
+
+def _sure(snapshot: Snapshot, name: SectionName, room: int) -> list[str]:
+    """The bullets of ``name`` its guaranteed share of ``room`` takes whatever else the
+    snapshot holds (``snapshot._select``'s first pass): they will be shown."""
+    quota = int((room - SKELETON_WORDS) * SHARES.get(name, 0.0))
+    shown: list[str] = []
+    for b in sorted(snapshot.section(name), key=lambda b: -b.score):
+        if 0 < words(b.text) <= quota:
+            quota -= words(b.text)
+            shown.append(b.text)
+    return shown
 
 
 def _is_request_line(text: str) -> bool:

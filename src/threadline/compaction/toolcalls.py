@@ -403,6 +403,10 @@ def describe_call(call: ToolCall) -> str:
         ][:3]
         if pairs:
             hint = clip_words(", ".join(pairs), ARG_HINT_MAX_WORDS)
+        elif call.raw_arguments and (ops := patch_ops(call.raw_arguments)):
+            # a patch is named by what it does, not by its text
+            hint = ", ".join(f"{op.action} {code_span(op.path)}" for op in ops[:3])
+            hint += f" (+{len(ops) - 3} more)" if len(ops) > 3 else ""
         elif call.raw_arguments:
             hint = code_span(clip_words(call.raw_arguments, ARG_HINT_MAX_WORDS))
     return f"{code_span(call.name)} {hint}".strip()

@@ -22,6 +22,7 @@ messages and are counted as skipped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -66,10 +67,9 @@ def _is_output(rec: Mapping[str, Any]) -> bool:
 
 
 def _carries_turn(rec: Mapping[str, Any]) -> bool:
-    p = _payload(rec)
-    if rec.get("type") != "response_item" or p.get("type") != "message" or p.get("role") != "user":
+    if not _is_user_item(rec):
         return False
-    texts = [c.get("text") for c in p.get("content") or [] if isinstance(c, Mapping)]
+    texts = [c.get("text") for c in _payload(rec).get("content") or [] if isinstance(c, Mapping)]
     return not all(isinstance(t, str) and t.lstrip().startswith(CONTEXT_PREFIXES) for t in texts)
 
 
@@ -92,6 +92,68 @@ def user_turns(records: Sequence[Mapping[str, Any]]) -> set[int]:
         elif _carries_turn(rec):
             carried = True
     return keep
+
+
+_REDACTION_SHA = re.compile(r"\A\[REDACTED_\w*\s+len=\d+\s+sha=(?P<sha>[0-9a-f]+)\]\Z")
+"""A sanitiser's placeholder: the same ``sha`` in the item and in the event is the same text."""
+
+
+def _same_text(item: str, event: str) -> bool:
+    item, event = item.strip(), event.strip()
+    if not event:
+        return False
+    a, b = _REDACTION_SHA.match(item), _REDACTION_SHA.match(event)
+    if a and b:
+        return a.group("sha") == b.group("sha")
+    return item == event
+
+
+def _item_texts(rec: Mapping[str, Any]) -> list[str]:
+    content = _payload(rec).get("content")
+    return [
+        c["text"]
+        for c in (content if isinstance(content, list) else [])
+        if isinstance(c, Mapping) and isinstance(c.get("text"), str)
+    ]
+
+
+def _typed_by(rec: Mapping[str, Any], events: Sequence[str]) -> bool:
+    texts = _item_texts(rec)
+    joined = "\n".join(texts)
+    return any(_same_text(t, e) for e in events for t in [*texts, joined])
+
+
+def context_items(records: Sequence[Mapping[str, Any]]) -> set[int]:
+    """Indexes of the ``response_item`` user messages no person typed: in a turn whose
+    ``user_message`` event says what the person typed, the user messages that are not
+    that text are what Codex put beside it (AGENTS.md, environment context, a turn
+    aborted notice), whatever their words (a redacted rollout hides them). A turn with no
+    event (an older rollout), or none of whose items is the event's text, says nothing;
+    ``CONTEXT_PREFIXES`` still reads those."""
+    found: set[int] = set()
+    items: list[int] = []
+    events: list[str] = []
+    for i, rec in enumerate([*records, {"type": "end"}]):
+        if _is_output(rec) or rec.get("type") == "end":
+            typed = {j for j in items if _typed_by(records[j], events)}
+            if typed:  # else the typed text was rewritten (an expanded command): say nothing
+                found.update(j for j in items if j not in typed)
+            items, events = [], []
+        elif _is_echo(rec):
+            message = _payload(rec).get("message")
+            events.append(message if isinstance(message, str) else "")
+        elif _is_user_item(rec):
+            items.append(i)
+    return found
+
+
+def _is_user_item(rec: Mapping[str, Any]) -> bool:
+    p = _payload(rec)
+    return (
+        rec.get("type") == "response_item"
+        and p.get("type") == "message"
+        and (p.get("role") == "user")
+    )
 
 
 def user_message(payload: Mapping[str, Any]) -> Message:

@@ -4,7 +4,9 @@ One ``RolloutItem`` a line (the schema is in ``codex_echoes``). ``session_meta``
 the session id, working directory, CLI version and git facts (a second one means the
 session was resumed: kept as an event); ``turn_context`` gives the model and working
 directory of the turns after it. ``response_item`` payloads are the model-visible
-history: messages, function and custom (free-form) tool calls and their outputs.
+history: messages, function and custom (free-form) tool calls and their outputs, web
+searches (``codex_search``); a user message Codex wrote beside the person's turn is
+marked ``codex_context`` (``codex_echoes.context_items``).
 ``event_msg`` echoes are skipped, except the user messages only they carry
 (``codex_echoes``) and ``token_count`` (the last assistant message's usage);
 ``compacted`` becomes a checkpoint where the model went on from its replacement
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from threadline.errors import InvalidMessage
-from threadline.interop import codex_echoes
+from threadline.interop import codex_echoes, codex_search
 from threadline.interop.openai_format import arguments_text
 from threadline.interop.record_fields import Cwd, environment_event, normalise, text_of, usage_of
 from threadline.interop.records import Parsed, Where, jsonl, stamp
@@ -118,6 +120,29 @@ def encrypted_note(content: str) -> str:
     return f"encrypted by the provider, {size:,} characters {where}"
 
 
+def _place(
+    made: Message, out: list[Message], deferred: list[Message], open_calls: list[str]
+) -> None:
+    """Append ``made``, keeping each assistant message's calls and results one unit."""
+    if made.role == "tool":
+        out.append(made)
+        if made.tool_call_id in open_calls:
+            open_calls.remove(made.tool_call_id)
+        if not open_calls:
+            out.extend(deferred)
+            deferred.clear()
+    elif open_calls and made.role != "assistant":
+        # a developer or user message logged between a call and its output
+        # would split the unit; it moves to just after the chain
+        made.metadata["moved_after_tool_results"] = True
+        deferred.append(made)
+    else:
+        out.extend(deferred)
+        deferred.clear()
+        out.append(made)
+        open_calls[:] = [c.id for c in made.tool_calls]
+
+
 def parse(text: str, path: Path) -> Parsed:
     result = Parsed([[]])
     out = result.runs[0]
@@ -132,10 +157,12 @@ def parse(text: str, path: Path) -> Parsed:
     with Where(path) as where:
         records = list(jsonl(text, path, result.repairs))
         echoes = codex_echoes.user_turns([r for _, r in records])
+        context = codex_echoes.context_items([r for _, r in records])
         for index, (where.line, rec) in enumerate(records):
             kind, payload = rec.get("type"), rec.get("payload") or {}
             item = payload.get("type")
             made: Message | None = None
+            then: Message | None = None  # a second message the record makes (a search's result)
             if kind == "session_meta" and result.info.get("id"):  # resumed: a later start
                 extra.setdefault("events", []).append(
                     environment_event(
@@ -197,8 +224,19 @@ def parse(text: str, path: Path) -> Parsed:
                 elif role in ("user", "assistant"):
                     made = Message(role=role, content=content)
                     made.model = model if role == "assistant" else None
+                    if index in context:
+                        made.metadata["codex_context"] = True
                 else:
                     raise InvalidMessage(f"unknown codex message role {role!r}")
+            elif kind == "response_item" and item == "web_search_call":
+                call, then = codex_search.call_and_result(payload, index)
+                names[call.id] = call.name
+                if out and out[-1].role == "assistant" and not pending:
+                    out[-1].tool_calls = [*out[-1].tool_calls, call]
+                    open_calls.append(call.id)
+                    made, then = then, None
+                else:
+                    made = Message.assistant("", tool_calls=[call], model=model)
             elif kind == "response_item" and item in ("function_call", "custom_tool_call"):
                 args = payload.get("arguments") if item == "function_call" else payload.get("input")
                 call = ToolCall.from_json_arguments(
@@ -224,28 +262,13 @@ def parse(text: str, path: Path) -> Parsed:
                 )
             else:
                 result.skipped[f"{kind}:{item}" if item else str(kind)] += 1
-            if made is None:
-                continue
-            stamp(made, rec.get("timestamp"), **pending)
-            cwd.stamp(made, cwd_now)
-            pending = {}
-            if made.role == "tool":
-                out.append(made)
-                if made.tool_call_id in open_calls:
-                    open_calls.remove(made.tool_call_id)
-                if not open_calls:
-                    out.extend(deferred)
-                    deferred.clear()
-            elif open_calls and made.role != "assistant":
-                # a developer or user message logged between a call and its output
-                # would split the unit; it moves to just after the chain
-                made.metadata["moved_after_tool_results"] = True
-                deferred.append(made)
-            else:
-                out.extend(deferred)
-                deferred.clear()
-                out.append(made)
-                open_calls[:] = [c.id for c in made.tool_calls]
+            for m in (made, then):
+                if m is None:
+                    continue
+                stamp(m, rec.get("timestamp"), **pending)
+                cwd.stamp(m, cwd_now)
+                pending = {}
+                _place(m, out, deferred, open_calls)
     out.extend(deferred)
     result.info["model"] = model
     return result
