@@ -98,9 +98,9 @@ def test_undo_reverts_the_last_instruction() -> None:
         "The darker highlight should still stay on as well when dragging onto a piece.",
         "undo the last change it messed up the dark highlight",
     )
-    assert facts == [
-        "Reverted at the user's request: The darker highlight should still stay on as well when "
-        "dragging onto a piece."
+    assert facts == [  # the change is taken back, not the wish: no "opposite" is said
+        'Reverted at the user\'s request: the change for "The darker highlight should still '
+        'stay on as well when dragging onto a piece" (it messed up the dark highlight).'
     ]
 
 
@@ -132,8 +132,8 @@ def test_going_back_and_restating_supersede_the_earlier_versions() -> None:
     )
     assert sorted(facts) == [
         "Each piece has a cooldown of 10 seconds as soon as you move it.",
-        "Reverted at the user's request: It's a standalone script and we don't need "
-        "export_codex_session.py anymore.",
+        'Reverted at the user\'s request: the change for "It\'s a standalone script and we '
+        "don't need export_codex_session.py anymore\".",
         "There is no AI and all pieces are moved by the user.",
         "export_development_history.py reads from an existing exported-session.jsonl file.",
     ]

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from threadline.memory.base import Fact
+from threadline.memory.retire import exclusive, negated
 from threadline.memory.rules import derive_slot, terms
 from threadline.memory.statements import content_words, is_question, third_person
 
@@ -114,13 +115,19 @@ _NAMED_RE = re.compile(r"(?<![\w/])[~.]?/?(?:[\w.-]+/)*[\w-]+\.[a-z]{1,6}\b")
 _THERE_RE = re.compile(r"\bthere(?=\s*[.!]?$)")
 _WORD_RE = re.compile(r"[^\W_]+")
 MAX_LEANING_WORDS = 8
-"""A clause this short that opens with a pronoun (or says "currently") leans on what came
-before it: not standalone, so no fact."""
+"""A clause this short that opens with a pronoun leans on what came before it: not
+standalone, so no fact of its own (it joins the clause before it in its turn, if any)."""
+MAX_JOINED_WORDS = MAX_CLAUSE_WORDS + 10
+"""A clause and the ones leaning on it ("The cooldown is a circle. At 10 seconds, it's a
+full circle. It progresses like a clock") stay one fact up to this many words."""
 _LEANING_RE = re.compile(
-    r"^(?:this|that|it|they|these|those|them|currently|change\s+the\s+\w+\s+to\s+this)\b"
-    r"|\b(?:this|that|it)\.$",
+    r"^(?:[^,]{1,30},\s+)?(?:this|that|it|they|these|those|them)\b(?!\s*['’]?s\s+important)"
+    r"|^change\s+the\s+\w+\s+to\s+this\b|\b(?:this|that|it)\.$",
     re.I,
 )
+_BEFORE_RE = re.compile(r"^currently\b|\s*\(\s*currently\b[^)]*\)", re.I)
+"""How things are before the change asked for ("Currently they change size"): the state
+the request ends, never a standing fact."""
 _LIST_MARK_RE = re.compile(r"^\s*(?:\d{1,2}\s*[.:)]|[-*•])\s+")
 _DESCRIBE_RE = re.compile(r"^(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b[^:]*:\s*", re.I)
 
@@ -239,13 +246,30 @@ def clauses(text: str) -> list[Clause]:
                 continue
             if len(content_words(clause)) < 2:
                 continue
-            if n <= MAX_LEANING_WORDS and _LEANING_RE.match(clause):
-                continue  # "This is all implemented": short, and about what came before
+            if _BEFORE_RE.match(clause):
+                continue  # "Currently they change based on ...": what the request ends
+            clause = _BEFORE_RE.sub("", clause)
             keep = _KEEP_RE.search(clause) is not None
+            if _LEANING_RE.match(clause):
+                joined = _joined(out[-1], clause, keep) if out else None
+                if joined is not None:
+                    out[-1] = joined
+                    continue
+                if n <= MAX_LEANING_WORDS:
+                    continue  # "This is all implemented": short, about what came before
             if _ONE_OFF_RE.match(clause) and not keep:
                 continue
             out.append(Clause(clause, "preference" if keep else "fact"))
     return out
+
+
+def _joined(before: Clause, clause: str, keep: bool) -> Clause | None:
+    """``clause`` (leaning on ``before`` with a pronoun) joined to it as one fact, when
+    the two are not too long together."""
+    text = f"{before.text.rstrip('.!')}; {clause[:1].lower()}{clause[1:]}"
+    if len(_WORD_RE.findall(text)) > MAX_JOINED_WORDS:
+        return None
+    return Clause(text, "preference" if keep or before.kind == "preference" else "fact")
 
 
 _LABEL_RE = re.compile(r"^\s*(?:[-*•]\s+)?([\w./-]+\.\w{1,6}|`[^`]+`):\s")
@@ -348,6 +372,29 @@ def error_gist(text: str) -> str:
     return ""
 
 
+REVERTED = "Reverted at the user's request:"
+"""How an event says a change was undone: the change made for the instruction, not the
+instruction's meaning ("undo that" takes back what was done, it does not say the opposite)."""
+
+
+def reverted(clause: str, why: str = "") -> str:
+    """``Reverted at the user's request: the change for "<clause>" (<why>).``"""
+    said = clause.rstrip(".!")
+    return f'{REVERTED} the change for "{said}"' + (f" ({why})." if why else ".")
+
+
+def _reason(text: str) -> str:
+    """Why the user undid a change, when the undo says it ("undo the last change it
+    messed up the dark highlight" -> "it messed up the dark highlight")."""
+    m = _REVISIONS[0][1].search(text)
+    rest = text[m.end() :] if m is not None else ""
+    rest = re.split(r"(?<=[.!?])\s|\n", rest.strip(" ,;:-"), maxsplit=1)[0].strip(" .!")
+    rest = re.sub(r"^(?:because|as|since)\s+", "", rest, flags=re.I)
+    if len(rest.split()) < 3 or len(rest.split()) > MAX_GIST_WORDS or is_question(rest):
+        return ""
+    return rest
+
+
 @dataclass
 class RequestLog:
     """The instructions of one session so far, so that a later turn can revise, undo
@@ -402,22 +449,32 @@ class RequestLog:
         how = revision(text)
         mine: list[tuple[str, str]] = []
         taken: set[str] = set()
+        ruled_out: list[str] = []
+        """Slots of earlier clauses this turn's clauses rule out beyond the one each takes."""
         for i, c in enumerate(clauses(text)):
             statement = third_person(c.text, "the user", keep_we=True)
             if not c.text.split()[0].isalpha():  # "rules.js: ..." stays as written
                 statement = c.text[:1] + statement[1:]
+            others = exclusive(c.text, self.kept, taken)
             slot = (
                 self._continues(c.text, how, taken)
+                or negated(c.text, self.kept, taken)
+                or (others.pop(0) if others else None)
                 or derive_slot(statement)
                 or self._slot(REQUEST_SLOT, seq, i)
             )
             taken.add(slot)
+            ruled_out += others
             mine.append((statement, slot))
             out.append((statement, c.kind, slot))
         if how in ("undo", "back"):
-            for clause, slot in self.last:
+            why = _reason(text) if how == "undo" else ""
+            before = dict(self.kept)
+            undone = [(c, s) for c, s in self.last if s not in taken]
+            undone += [(old, s) for s, old in ((s, before.get(s)) for s in ruled_out) if old]
+            for clause, slot in undone:
                 if slot not in taken:
-                    out.append((f"Reverted at the user's request: {clause}", "event", slot))
+                    out.append((reverted(clause, why), "event", slot))
                     taken.add(slot)
         if mine or how in ("undo", "back"):
             self.kept = [(c, s) for c, s in self.kept if s not in taken] + mine
