@@ -256,11 +256,17 @@ _FILE_RE = re.compile(
 )
 _IDENTIFIER_RE = re.compile(
     r"(?<![\w.])(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|"
-    r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w])"
+    r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w]|\.[a-z])"
 )
-"""``SessionOrchestrator``, ``lastSyncedMessageUuid``, ``export_codex_session``."""
+"""``SessionOrchestrator``, ``lastSyncedMessageUuid``, ``export_codex_session`` (not the
+stem of a file named whole: ``export_codex_session.py`` is the entity)."""
+EVERYDAY_TOOLS = frozenset("go black rust swift ruby node react notion slack excel fish rails".split())  # noqa: SIM905
+"""Tools named by an everyday word: in a coding turn's prose, lower case, they are the
+word ("white and black", "go back"); in a code span or capitalised, the tool."""
 _URL_RE = re.compile(r"\bhttps?://[^\s)>\]\"'`]+")
 _CODE_SPAN_RE = re.compile(r"`([^`\n]{1,120})`")
+_FENCE_RE = re.compile(r"```[\w+-]*")
+"""A code fence and its language tag (```bash): no name the reply cites."""
 
 
 def find_code_entities(text: str) -> list[tuple[str, str]]:
@@ -282,9 +288,12 @@ def find_code_entities(text: str) -> list[tuple[str, str]]:
             key = name_key(name)
             if key and len(name) > 2 and key not in found:
                 found[key] = (name, kind)
+    spans = set(_CODE_SPAN_RE.findall(text))
     for m in _TOOL_RE.finditer(text):
-        if m.group(1) != "go":
-            found.setdefault(name_key(m.group(1)), (m.group(1).lower(), "tool"))
+        word = m.group(1)
+        if word in EVERYDAY_TOOLS and word not in spans:
+            continue
+        found.setdefault(name_key(word), (word.lower(), "tool"))
     return list(found.values())
 
 
@@ -327,7 +336,7 @@ def _merged(*found: list[tuple[str, str]]) -> list[tuple[str, str]]:
 def _code_spans(text: str) -> str:
     """What an assistant's reply quotes as code (`app.js`): the names it cites, not
     the headings and bold words of its drafts."""
-    return " \n".join(_CODE_SPAN_RE.findall(text))
+    return " \n".join(_CODE_SPAN_RE.findall(_FENCE_RE.sub("\n", text)))
 
 
 def _fact_kind(sentence: str) -> str | None:
@@ -417,7 +426,9 @@ class ExtractiveExtractor(Extractor):
         assert m.seq is not None
         if m.role == "user":
             typed = own_words(text)
-            named = [(n, k) for n, k in find_entities(typed) if _mid_sentence(n, typed)]
+            named = [
+                (n, k) for n, k in find_entities(typed) if k != "tool" and _mid_sentence(n, typed)
+            ]  # tools come from find_code_entities, which knows "black" from black
             mentions = _merged(named, find_code_entities(typed))
         else:
             mentions = find_code_entities(_code_spans(text))

@@ -227,6 +227,9 @@ def clauses(text: str) -> list[Clause]:
     label = ""
     """The name a list item opens with ("ai.js: Evaluation; imports helpers"): the
     subject of the item's later pieces that leave it out."""
+    files_listed: list[str] = []
+    """The files a list's items are named by ("- rules.js: ...", "- ai.js: ...")."""
+    at: int | None = None
     for raw in _pieces(text):
         before, files = named, _NAMED_RE.findall(raw)
         named = files[-1] if files else named
@@ -235,6 +238,9 @@ def clauses(text: str) -> list[Clause]:
         head = _LABEL_RE.match(raw)
         if head is not None or _LIST_MARK_RE.match(raw):
             label = head.group(1) if head is not None else ""
+            if _FILE_LABEL_RE.fullmatch(label) and label not in files_listed:
+                files_listed.append(label)
+                at = at if at is not None else len(out)
         piece = _with_label(raw, label)
         if piece is None:
             continue  # "Controlled by a single player": no subject, none to give it
@@ -260,6 +266,9 @@ def clauses(text: str) -> list[Clause]:
             if _ONE_OFF_RE.match(clause) and not keep:
                 continue
             out.append(Clause(clause, "preference" if keep else "fact"))
+    if len(files_listed) >= MIN_LISTED_FILES and at is not None:
+        names = ", ".join(files_listed[:-1]) + f" and {files_listed[-1]}"
+        out.insert(at, Clause(f"The files are {names}.", "fact"))
     return out
 
 
@@ -272,6 +281,10 @@ def _joined(before: Clause, clause: str, keep: bool) -> Clause | None:
     return Clause(text, "preference" if keep or before.kind == "preference" else "fact")
 
 
+MIN_LISTED_FILES = 3
+"""A list of this many items each named by a file is a layout: one fact names them all
+("The files are rules.js, ai.js and ui.js."), what a person keeps of it."""
+_FILE_LABEL_RE = re.compile(r"[\w./-]+\.[a-z]{1,6}")
 _LABEL_RE = re.compile(r"^\s*(?:[-*•]\s+)?([\w./-]+\.\w{1,6}|`[^`]+`):\s")
 _SUBJECTLESS_RE = re.compile(
     r"^\s*(?:for\s+now\s+|now\s+|and\s+|also\s+)?(?:(?P<verb>[a-z]+s)\s+(?!(?:is|are|was|were|"
@@ -469,7 +482,7 @@ class RequestLog:
             out.append((statement, c.kind, slot))
         if how in ("undo", "back"):
             why = _reason(text) if how == "undo" else ""
-            before = dict(self.kept)
+            before = {slot: clause for clause, slot in self.kept}
             undone = [(c, s) for c, s in self.last if s not in taken]
             undone += [(old, s) for s, old in ((s, before.get(s)) for s in ruled_out) if old]
             for clause, slot in undone:

@@ -7,8 +7,8 @@ check"; "export_development_history.py only writes prompt_history.md" ends "the 
 first writes exported-session.jsonl". Two readings, each strict, so that a shared
 word alone never retires anything:
 
-- negation (``negated``): a clause saying there is no X (no more X, without X, remove
-  X) retires the earlier clause that says every word of X, the one X is most of;
+- negation (``negated``): a clause saying there is no X (no more X, without X, remove X)
+  retires the earlier clause that says every word of X, the one X is most of;
 - exclusivity (``exclusive``): a clause saying its subject only <does> Y retires the
   earlier clauses in which that subject (named, or "the script" standing for it) does
   the same to something that is not Y.
@@ -38,13 +38,13 @@ GENERIC = frozenset(
 
 _NEGATION_RE = re.compile(
     r"\b(?:there\s+(?:is|are|will\s+be)\s+(?:also\s+|still\s+)?no|no\s+more|without|"
-    r"remove|drop|get\s+rid\s+of)\s+(?:the\s+|any\s+|an?\s+)?"
+    r"remove|get\s+rid\s+of)\s+(?:the\s+|any\s+|an?\s+)?"
     r"(?P<what>[^,.;:()]+?)(?=\s*(?:[,.;:()!]|\b(?:but|and|when|if|so|for)\b|$))",
     re.I,
 )
 _EXCLUSIVE_RE = re.compile(
     r"^(?P<subject>.+?)\s+(?:(?:is|are)\s+\w+\s+and\s+)?only\s+(?P<verb>[a-z]+)\s+"
-    r"(?P<what>[^,.;()]+)",
+    r"(?P<what>(?:[^,.;()]|\.(?=\w))+)",
     re.I,
 )
 _NAMED_RE = re.compile(r"[\w.-]+\.[a-z]{1,6}\b")
