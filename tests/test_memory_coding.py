@@ -99,7 +99,7 @@ def test_undo_reverts_the_last_instruction() -> None:
         "undo the last change it messed up the dark highlight",
     )
     assert facts == [  # the change is taken back, not the wish: no "opposite" is said
-        'Reverted at the user\'s request: the change for "The darker highlight should still '
+        "Reverted at the user's request: the change for \"The darker highlight should still "
         'stay on as well when dragging onto a piece" (it messed up the dark highlight).'
     ]
 
@@ -132,7 +132,7 @@ def test_going_back_and_restating_supersede_the_earlier_versions() -> None:
     )
     assert sorted(facts) == [
         "Each piece has a cooldown of 10 seconds as soon as you move it.",
-        'Reverted at the user\'s request: the change for "It\'s a standalone script and we '
+        "Reverted at the user's request: the change for \"It's a standalone script and we "
         "don't need export_codex_session.py anymore\".",
         "There is no AI and all pieces are moved by the user.",
         "export_development_history.py reads from an existing exported-session.jsonl file.",
@@ -227,3 +227,75 @@ def test_a_url_is_one_entity_and_no_path() -> None:
 
     found = dict(find_code_entities("use https://www.ultracite.ai/ and keep oxlint.config.ts"))
     assert found == {"https://www.ultracite.ai/": "thing", "oxlint.config.ts": "path"}
+
+
+def test_a_clause_leaning_on_a_pronoun_joins_the_one_it_leans_on() -> None:
+    facts = _current(
+        "The cooldown is displayed with a circle around the piece (inside the square). At 10 "
+        "seconds, it's a full circle. And it progresses like a clock by being smaller and "
+        "smaller.",
+        "analyze history.jsonl. /clear command present there. in addition - there is timestamp "
+        "and session id",
+    )
+    assert facts == [
+        "The cooldown is displayed with a circle around the piece (inside the square); at 10 "
+        "seconds, it's a full circle; it progresses like a clock by being smaller and smaller.",
+        "/clear command present in history.jsonl; there is timestamp and session id.",
+    ]
+
+
+def test_the_state_a_request_ends_the_users_confusion_and_a_tasks_aim_are_no_facts() -> None:
+    facts = _current(
+        "Make it so the size of the board squares is defined with absolute value. Currently "
+        "they change based on if there are pieces on them or not.",
+        "Now make it so this highlight stays on as I drag my piece onto the taken piece "
+        "(currently, the green dissapears when I hover my piece onto it)",
+        "not getting about finalizing all sessios, query api, etc. logic is straightforward.",
+        "2. search for /clear command in ~/.claude folders - there are plenty of sessions with "
+        "this command, analyze file creation date and update date and find closest files with "
+        "update date, so that you can figure out when previous session endend and new one "
+        "started",
+    )
+    assert facts == [
+        "The size of the board squares is defined with absolute value.",
+        "This highlight stays on as the user drags the user's piece onto the taken piece.",
+    ]
+
+
+def test_a_list_of_files_is_one_layout_fact_besides_its_items() -> None:
+    found = [
+        c.text
+        for c in clauses(
+            "Give more details about this proposal again:\n"
+            "  - rules.js: Pure game logic (state shape, move generation).\n"
+            "  - ai.js: Evaluation + minimax/findBestMove; imports helpers from rules.js.\n"
+            "  - ui.js: All DOM rendering and wiring of the board and its controls.\n"
+        )
+    ]
+    assert found[0] == "The files are rules.js, ai.js and ui.js."
+    assert "ai.js imports helpers from rules.js." in found
+
+
+def test_coding_entities_are_names_not_everyday_words_or_fence_tags() -> None:
+    from threadline.memory.extract import find_code_entities
+
+    messages = [
+        Message.user(
+            "For now there is no AI, but all pieces (white and black) are controlled by the "
+            "user. Run export_codex_session.py first.",
+            seq=1,
+        ),
+        Message.assistant(
+            "Usage:\n```bash\npython3 export_development_history.py <id>\n```\n"
+            "Formatted with `black`.",
+            seq=2,
+        ),
+    ]
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    names = {e.name: e.kind for e in out.entities}
+    assert names.get("export_codex_session.py") == "path"
+    assert "export_codex_session" not in names  # the file's stem is no second entity
+    assert names.get("black") == "tool"  # quoted as code: the formatter
+    assert "bash" not in names
+    assert dict(find_code_entities("white and black pieces; go back to Go")) == {"go": "tool"}
+    assert "black" not in dict(find_code_entities("white and black pieces"))

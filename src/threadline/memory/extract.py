@@ -260,7 +260,9 @@ _IDENTIFIER_RE = re.compile(
 )
 """``SessionOrchestrator``, ``lastSyncedMessageUuid``, ``export_codex_session`` (not the
 stem of a file named whole: ``export_codex_session.py`` is the entity)."""
-EVERYDAY_TOOLS = frozenset("go black rust swift ruby node react notion slack excel fish rails".split())  # noqa: SIM905
+EVERYDAY_TOOLS = frozenset(
+    "go black rust swift ruby node react notion slack excel fish rails".split()  # noqa: SIM905
+)
 """Tools named by an everyday word: in a coding turn's prose, lower case, they are the
 word ("white and black", "go back"); in a code span or capitalised, the tool."""
 _URL_RE = re.compile(r"\bhttps?://[^\s)>\]\"'`]+")
@@ -336,7 +338,7 @@ def _merged(*found: list[tuple[str, str]]) -> list[tuple[str, str]]:
 def _code_spans(text: str) -> str:
     """What an assistant's reply quotes as code (`app.js`): the names it cites, not
     the headings and bold words of its drafts."""
-    return " \n".join(_CODE_SPAN_RE.findall(_FENCE_RE.sub("\n", text)))
+    return " \n".join(f"`{s}`" for s in _CODE_SPAN_RE.findall(_FENCE_RE.sub("\n", text)))
 
 
 def _fact_kind(sentence: str) -> str | None:

@@ -125,6 +125,16 @@ _LEANING_RE = re.compile(
     r"|^change\s+the\s+\w+\s+to\s+this\b|\b(?:this|that|it)\.$",
     re.I,
 )
+_ADDING_RE = re.compile(r"^\W*(?:\d{1,2}\s*[.:)]\s*)?(?:in\s+addition|also|plus|and)\b", re.I)
+"""A short piece that adds to the one before it ("in addition - there is timestamp and
+session id"): it joins that clause."""
+_CONFUSED_RE = re.compile(
+    r"^(?:i'?m\s+|i\s+am\s+)?(?:not\s+(?:getting|following|sure\s+(?:about|what|why))|"
+    r"(?:i\s+)?(?:don'?t|do\s+not)\s+(?:get|understand|follow))\b",
+    re.I,
+)
+"""The user not following the reply ("not getting about finalizing all sessions"): about
+the conversation, not a thing to keep."""
 _BEFORE_RE = re.compile(r"^currently\b|\s*\(\s*currently\b[^)]*\)", re.I)
 """How things are before the change asked for ("Currently they change size"): the state
 the request ends, never a standing fact."""
@@ -244,7 +254,8 @@ def clauses(text: str) -> list[Clause]:
         piece = _with_label(raw, label)
         if piece is None:
             continue  # "Controlled by a single player": no subject, none to give it
-        for clause in (c for part in _requests(piece) for c in _run_on(distil(part))):
+        said = [c for part in _requests(piece) for c in _run_on(distil(part))]
+        for k, clause in enumerate(said):
             if before:
                 clause = _THERE_RE.sub(f"in {before}", clause)
             n = len(_WORD_RE.findall(clause))
@@ -252,11 +263,14 @@ def clauses(text: str) -> list[Clause]:
                 continue
             if len(content_words(clause)) < 2:
                 continue
+            if _CONFUSED_RE.match(clause):
+                continue  # "Not getting about finalizing all sessions": about the reply
             if _BEFORE_RE.match(clause):
                 continue  # "Currently they change based on ...": what the request ends
             clause = _BEFORE_RE.sub("", clause)
             keep = _KEEP_RE.search(clause) is not None
-            if _LEANING_RE.match(clause):
+            adds = k == 0 and n <= MAX_LEANING_WORDS and _ADDING_RE.match(raw) is not None
+            if _LEANING_RE.match(clause) or adds:
                 joined = _joined(out[-1], clause, keep) if out else None
                 if joined is not None:
                     out[-1] = joined
@@ -339,7 +353,13 @@ def _run_on(clause: str) -> list[str]:
     should also include Y"), when it is too long to keep whole."""
     if len(_WORD_RE.findall(clause)) <= MAX_CLAUSE_WORDS:
         return [clause]
-    return [distil(p) for p in _RUN_ON_RE.split(clause) if p.strip()]
+    out: list[str] = []
+    purpose = False
+    for p in (p for p in _RUN_ON_RE.split(clause) if p.strip()):
+        if not purpose:  # "..., so that you can figure out ...": the aim of what is asked
+            out.append(distil(p))
+        purpose = re.search(r"\b(?:so(?:\s+that)?|in\s+order\s+to)[\s,]*$", p, re.I) is not None
+    return out
 
 
 FIX_RE = re.compile(
@@ -470,9 +490,9 @@ class RequestLog:
                 statement = c.text[:1] + statement[1:]
             others = exclusive(c.text, self.kept, taken)
             slot = (
-                self._continues(c.text, how, taken)
+                (others.pop(0) if others else None)  # "only": what it rules out, first
+                or self._continues(c.text, how, taken)
                 or negated(c.text, self.kept, taken)
-                or (others.pop(0) if others else None)
                 or derive_slot(statement)
                 or self._slot(REQUEST_SLOT, seq, i)
             )

@@ -36,6 +36,9 @@ GENERIC = frozenset(
 )
 """Words that head what a negation denies ("no concept of check"): not what it is about."""
 
+MAX_DENIED_TERMS = 3
+"""What a negation denies is a thing ("no AI", "no concept of check"), a few words; a
+longer denial is a sentence of its own, not a value of an earlier clause."""
 _NEGATION_RE = re.compile(
     r"\b(?:there\s+(?:is|are|will\s+be)\s+(?:also\s+|still\s+)?no|no\s+more|without|"
     r"remove|get\s+rid\s+of)\s+(?:the\s+|any\s+|an?\s+)?"
@@ -70,8 +73,8 @@ def negated(clause: str, earlier: Sequence[tuple[str, str]], taken: set[str]) ->
     oldest first), if any: it holds every term of what is denied, and of those the one
     it is most of (the latest on a tie); never a clause that denies it too."""
     denied = _denied(clause)
-    if not denied:
-        return None
+    if not denied or len(denied) > MAX_DENIED_TERMS:
+        return None  # "no need to track the existing session for sso": too much to match
     best: tuple[float, int, str] | None = None
     for i, (old, slot) in enumerate(earlier):
         have = canonical(_NAMED_RE.sub(" ", old))  # "ai.js" names a file, not an AI
