@@ -86,3 +86,21 @@ def test_what_is_retired_said_what_is_denied(thing: str, earlier: list[str]) -> 
         from threadline.memory.retire import canonical
 
         assert canonical(thing) <= canonical(said)
+
+
+def test_describing_a_thing_anew_replaces_the_whole_run_of_revisions_and_no_more() -> None:
+    facts = _current(
+        "Let's have a red highlight when a king is in check.",
+        "try again",
+        "The highlight for a piece that can be taken has its corners highlighted in green.",
+        "That's almost right. But the highlight for the piece that can be taken should only "
+        "have a quarter-circle in each corner.",
+        "That's almost right. I just want to invert the slope of each circle in the corners.",
+        "Let me describe the highlight for the taken piece differently: you draw a circle "
+        "around the piece. Then you fill the space between the circle and the square in green.",
+    )
+    assert facts == [
+        "Have a red highlight when a king is in check.",
+        "You draw a circle around the piece.",
+        "You fill the space between the circle and the square in green.",
+    ]

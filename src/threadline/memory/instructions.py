@@ -36,7 +36,7 @@ MIN_CLAUSE_WORDS = 4
 MAX_TEMPLATE_FREE_CHARS = 600
 """A user turn longer than this with Markdown structure is a prompt template."""
 
-Revision = Literal["undo", "back", "revise"]
+Revision = Literal["undo", "back", "revise", "anew"]
 
 _REVISIONS: tuple[tuple[Revision, re.Pattern[str]], ...] = (
     (
@@ -52,17 +52,22 @@ _REVISIONS: tuple[tuple[Revision, re.Pattern[str]], ...] = (
         re.compile(r"\b(?:go|goes|going|went)\s+back\s+to\b|\brestore\s+the\s+previous\b", re.I),
     ),
     (
+        "anew",
+        re.compile(r"^\s*(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b.*\bdifferently\b", re.I),
+    ),
+    (
         "revise",
         re.compile(
             r"^\s*(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost|nearly|not\s+quite|close)\b"
-            r"|^\s*(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b.*\bdifferently\b"
             r"|^\s*actually\b",
             re.I,
         ),
     ),
 )
 """How a turn changes the instruction before it, first match wins: each pattern is
-searched for; the ``^`` of "undo" and "revise" holds them to the turn's start."""
+searched for; the ``^`` of "undo", "anew" and "revise" holds them to the turn's start.
+"anew" ("Let me describe the highlight differently: ...") replaces the whole run of
+revisions before it, not only the latest turn."""
 _FRAME_RE = re.compile(
     r"^(?:(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost\s+|nearly\s+|much\s+|a\s+lot\s+)?"
     r"(?:right|good|better|great|fine|ok(?:ay)?|correct|close|it)\b|"
@@ -440,6 +445,9 @@ class RequestLog:
     """``(clause, slot)`` of every current clause, oldest first."""
     last: list[tuple[str, str]] = field(default_factory=list)
     """The clauses of the latest turn that stated any."""
+    run: list[tuple[str, str]] = field(default_factory=list)
+    """The clauses of the latest run of turns that revise one another ("That's almost
+    right. But ..." after "That's almost right. But ..."): one spec, said over turns."""
     error: str | None = None
     """What the latest user turn reported as failing, until a reply says how it was fixed."""
     fix: tuple[str, str] | None = None
@@ -457,6 +465,7 @@ class RequestLog:
         log.kept = [(f.statement, f.slot or "") for f in current]
         last_seq = max((f.seq or 0 for f in current), default=None)
         log.last = [(f.statement, f.slot or "") for f in current if f.seq == last_seq]
+        log.run = list(log.last)
         return log
 
     def _slot(self, kind: str, seq: int, i: int) -> str:
@@ -466,10 +475,10 @@ class RequestLog:
     def _continues(self, clause: str, how: Revision | None, taken: set[str]) -> str | None:
         """The slot of the earlier clause ``clause`` revises or restates, if any: the
         closest clause of the turn it revises, else a clause it mostly repeats."""
-        pool = self.last if how == "revise" else self.kept
+        pool = {"revise": self.last, "anew": self.run}.get(how or "", self.kept)
         scored = [(_overlap(clause, old), slot) for old, slot in pool if slot not in taken]
-        score, slot = max(scored, default=(0.0, ""))
-        bar = REVISION_OVERLAP if how is None else REVISED_OVERLAP
+        score, slot = max(scored, default=(-1.0, ""))
+        bar = {None: REVISION_OVERLAP, "anew": 0.0}.get(how, REVISED_OVERLAP)
         return slot if score >= bar else None
 
     def user_turn(self, text: str, seq: int) -> list[Stated]:
@@ -509,6 +518,10 @@ class RequestLog:
                 if slot not in taken:
                     out.append((reverted(clause, why), "event", slot))
                     taken.add(slot)
+        if how in ("revise", "anew"):
+            self.run = [(c, s) for c, s in self.run if s not in taken] + mine
+        else:  # any other turn ends the run, whether it said anything to keep or not
+            self.run = mine
         if mine or how in ("undo", "back"):
             self.kept = [(c, s) for c, s in self.kept if s not in taken] + mine
             self.last = mine
