@@ -299,3 +299,15 @@ def test_coding_entities_are_names_not_everyday_words_or_fence_tags() -> None:
     assert "bash" not in names
     assert dict(find_code_entities("white and black pieces; go back to Go")) == {"go": "tool"}
     assert "black" not in dict(find_code_entities("white and black pieces"))
+
+
+def test_a_change_log_bullet_is_no_fix_and_coming_up_with_something_is_a_task() -> None:
+    messages = _turns(
+        "When i run the export script, the response is a followup prompt, not working.",
+        "A: I refactored the exporter:\n- The history fallback now marks entries as user-only "
+        "instead of alternating roles.\n- A warning is emitted (likely because the file is "
+        "missing).",
+        "comeup with approach to track this session for sso",
+    )
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    assert [f.statement for f in out.facts if f.seq != 1] == []

@@ -86,6 +86,7 @@ _FRAME_RE = re.compile(
 _ONE_OFF_RE = re.compile(
     r"^(?:try\s+(?:again|to\s+fix)|undo|revert|implement|count|show|launch|run|give|explain|tell|"
     r"continue|proceed|go\s+ahead|do\s+it|add\s+that|update\s+the\s+\S+\s+document|"
+    r"come\s*up\s+with|"
     r"update\s+phase|review|describe|make\s+a\s+(?:new\s+)?proposal|have\s+another\s+go|"
     r"carefully\s+review|search\s+for|analy[sz]e|check|fix|rewrite|go\s+forward)\b",
     re.I,
@@ -532,7 +533,11 @@ class RequestLog:
         says one (why it failed, what made it work)."""
         if not self.error:
             return []
-        found = [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if FIX_RE.search(s)]
+        found = [
+            s
+            for s in re.split(r"(?<=[.!?])\s+|\n+|(?<=[.!?:])\s+(?=[-*•]\s)", text)
+            if FIX_RE.search(s) and not _LIST_MARK_RE.match(s)
+        ]  # a bullet ("- The fallback now marks ... instead of ...") is the change log
         if not found:
             return []
         words = " ".join(found[:2]).split()
