@@ -311,3 +311,37 @@ def test_a_change_log_bullet_is_no_fix_and_coming_up_with_something_is_a_task() 
     )
     out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
     assert [f.statement for f in out.facts if f.seq != 1] == []
+
+
+def test_a_reply_handed_on_as_the_users_turn_is_no_fact_of_the_user() -> None:
+    plan = (
+        "Changes to implement a FastAPI web service for the Text-to-SQL flow, placed under "
+        "backend/. Do not modify any existing files you marked as read-only. " * 4
+    )
+    messages = _turns(
+        "Create a plan for this app. Put the webservice project inside backend folder.",
+        "A: " + plan,
+        plan,  # aider's architect mode: the plan goes to the editor model as the user
+    )
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    assert {f.seq for f in out.facts} == {1}
+
+
+def test_pasted_diffs_tracebacks_and_continued_commands_are_no_facts() -> None:
+    found = [
+        c.text
+        for c in clauses(
+            "Ensure the backend keeps the current behavior for plain paths.\n"
+            "+ from dataclasses import dataclass\n"
+            "@@ -1,3 +1,4 @@\n"
+            '  File "C:\\temp\\backend\\app.py", line 5, in <module>\n'
+            "    from .flow_nodes import run_text_to_sql\n"
+            "Their example uses this command for the completion endpoint:\n"
+            "curl -X POST https://openrouter.ai/api/v1/completions \\\n"
+            '     -H "Authorization: Bearer <token>" \\\n'
+        )
+    ]
+    assert found == [
+        "Ensure the backend keeps the current behavior for plain paths.",
+        "Their example uses this command for the completion endpoint.",
+    ]

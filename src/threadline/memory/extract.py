@@ -179,6 +179,23 @@ def said(message: Message) -> str:
     return " ".join(s for s in sentences(message.text) if not ACKNOWLEDGEMENT_RE.match(s))
 
 
+FORWARDED_CHARS = 200
+"""A user turn that opens with this much of the reply before it, word for word, is that
+reply handed on."""
+
+
+def forwarded(text: str, reply: str) -> bool:
+    """Whether a user-role turn is the assistant's reply before it handed on by the tool
+    (aider's architect mode sends the architect's plan to the editor model as the user):
+    the model's draft, not the person's words."""
+    said_, before = " ".join(text.split()), " ".join(reply.split())
+    if not said_ or not before:
+        return False
+    return said_ == before or (
+        len(before) >= FORWARDED_CHARS and said_[:FORWARDED_CHARS] == before[:FORWARDED_CHARS]
+    )
+
+
 def is_signal(message: Message) -> bool:
     """Whether a message probably holds something worth remembering: what the extractor
     would write a fact for (a person's statement, a decision, a preference, an id)."""
@@ -403,10 +420,16 @@ class ExtractiveExtractor(Extractor):
         last_speaker: dict[bool, str] = {}
         """The latest speaker of each kind (named person or not): who "you" is."""
         requests = RequestLog.resumed(origin.session_id, origin.known)
+        reply = ""
+        """The latest assistant reply, as written."""
         for m in messages:
             if m.seq is None or m.role not in ("user", "assistant") or m.synthetic or m.summary:
                 continue
             text = said(m).strip()
+            if m.role == "assistant":
+                reply = m.text
+            elif not m.name and forwarded(m.text, reply):
+                continue  # the reply handed on as a "user" turn (aider's architect to editor)
             if text:
                 when = origin.observed_at or m.created_at
                 if m.name:

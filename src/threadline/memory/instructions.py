@@ -101,9 +101,12 @@ _KEEP_RE = re.compile(
 """Signs of a standing constraint or convention: a one-off verb with one of these stays."""
 _PASTE_RE = re.compile(
     r"^\s*(?:[>$#|`]|\d+\s*\||at\s+\S+\(|Traceback|Error:|\w+Error\b|[-=_]{3,}|"
-    r"(?:Prompt|Response|Timestamp)\s*(?:#\d+)?:)"
+    r"(?:Prompt|Response|Timestamp)\s*(?:#\d+)?:|\+(?:\s|$)|@@\s|File\s+\"[^\"]+\",\s+line\s+\d)"
 )
-"""A line of pasted output, code or a log, not the user's own words."""
+"""A line of pasted output, code, a diff ("+ import x", "@@ -1,3"), a traceback's frame
+(``File "app.py", line 5``) or a log, not the user's own words (a command continued on
+the next line, ending in a backslash, is cut off in ``_pieces``)."""
+_FRAME_LINE_RE = re.compile(r'\s*File\s+"[^"]+",\s+line\s+\d')
 _ERROR_RE = re.compile(
     r"\b(?:error|errors|exception|traceback|blocked|fails?|failing|failed|broken|crash(?:es|ed)?|"
     r"(?:doesn'?t|does\s+not)\s+(?:seem\s+to\s+)?(?:be\s+)?work(?:ing)?|"
@@ -207,6 +210,8 @@ def _pieces(text: str) -> list[str]:
     text = _QUOTED_BLOCK_RE.sub("\n", text)
     lines: list[str] = []
     pasting = opening = False
+    pasted = ""
+    """The line before, when it was pasted."""
     for line in text.splitlines():
         if pasting:  # the paste: its blank lines at the start, then up to a blank line
             if line.strip():
@@ -219,7 +224,16 @@ def _pieces(text: str) -> list[str]:
             pasting = opening = True
             continue  # "Example of the current file:": it introduces the paste
         if _PASTE_RE.match(line):
+            pasted = line
             continue
+        if line.rstrip().endswith(" \\"):  # a command continued on the next line
+            line = line.rpartition(": ")[0]  # "Their example uses CURL: curl -X POST ..."
+            if not line.strip():
+                continue
+        if _FRAME_LINE_RE.match(pasted) and line[:1].isspace():
+            pasted = ""
+            continue  # the code line a traceback's frame shows
+        pasted = ""
         wrapped = lines and lines[-1] and not lines[-1].rstrip().endswith((".", "!", "?", ":"))
         if wrapped and line[:1].isspace() and line.strip()[:1].islower():
             lines[-1] = f"{lines[-1].rstrip()} {line.strip()}"
