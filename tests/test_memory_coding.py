@@ -345,3 +345,18 @@ def test_pasted_diffs_tracebacks_and_continued_commands_are_no_facts() -> None:
         "Ensure the backend keeps the current behavior for plain paths.",
         "Their example uses this command for the completion endpoint.",
     ]
+
+
+def test_a_pronoun_after_a_question_leans_on_nothing_kept() -> None:
+    found = [
+        c.text
+        for c in clauses(
+            "Keep the analysis section off to the side of the page. Why is the carousel so "
+            "slow? It should scroll smoothly without any library at all.\nThis is what the "
+            "output looks like, for now."
+        )
+    ]
+    assert found == [
+        "Keep the analysis section off to the side of the page.",
+        "It should scroll smoothly without any library at all.",
+    ]

@@ -137,6 +137,8 @@ _LEANING_RE = re.compile(
 _ADDING_RE = re.compile(r"^\W*(?:\d{1,2}\s*[.:)]\s*)?(?:in\s+addition|also|plus|and)\b", re.I)
 """A short piece that adds to the one before it ("in addition - there is timestamp and
 session id"): it joins that clause."""
+_INTRO_RE = re.compile(r"^(?:this|that|it|here)(?:\s+is|'s|’s)\s+(?:what|how)\b", re.I)
+"""What introduces a paste ("This is what the output looks like"): nothing of its own."""
 _CONFUSED_RE = re.compile(
     r"^(?:i'?m\s+|i\s+am\s+)?(?:not\s+(?:getting|following|sure\s+(?:about|what|why))|"
     r"(?:i\s+)?(?:don'?t|do\s+not)\s+(?:get|understand|follow))\b",
@@ -260,10 +262,14 @@ def clauses(text: str) -> list[Clause]:
     files_listed: list[str] = []
     """The files a list's items are named by ("- rules.js: ...", "- ai.js: ...")."""
     at: int | None = None
+    joinable = False
+    """Whether the last clause kept came from the piece just before: what a pronoun
+    leans on (a question or a paste in between and it leans on something not kept)."""
     for raw in _pieces(text):
         before, files = named, _NAMED_RE.findall(raw)
         named = files[-1] if files else named
         if is_question(raw) or _ERROR_RE.search(raw):
+            joinable = False
             continue
         head = _LABEL_RE.match(raw)
         if head is not None or _LIST_MARK_RE.match(raw):
@@ -273,46 +279,64 @@ def clauses(text: str) -> list[Clause]:
                 at = at if at is not None else len(out)
         piece = _with_label(raw, label)
         if piece is None:
+            joinable = False
             continue  # "Controlled by a single player": no subject, none to give it
         said = [c for part in _requests(piece) for c in _run_on(distil(part))]
         for k, clause in enumerate(said):
-            if before:
-                clause = _THERE_RE.sub(f"in {before}", clause)
-            n = len(_WORD_RE.findall(clause))
-            if not clause or n < MIN_CLAUSE_WORDS or n > MAX_CLAUSE_WORDS:
-                continue
-            if len(content_words(clause)) < 2:
-                continue
-            if _CONFUSED_RE.match(clause):
-                continue  # "Not getting about finalizing all sessions": about the reply
-            if _BEFORE_RE.match(clause):
-                continue  # "Currently they change based on ...": what the request ends
-            clause = _BEFORE_RE.sub("", clause)
-            keep = _KEEP_RE.search(clause) is not None
-            adds = k == 0 and n <= MAX_LEANING_WORDS and _ADDING_RE.match(raw) is not None
-            if _LEANING_RE.match(clause) or adds:
-                joined = _joined(out[-1], clause, keep) if out else None
-                if joined is not None:
-                    out[-1] = joined
-                    continue
-                if n <= MAX_LEANING_WORDS:
-                    continue  # "This is all implemented": short, about what came before
-            if _ONE_OFF_RE.match(clause) and not keep:
-                continue
-            out.append(Clause(clause, "preference" if keep else "fact"))
+            adds = k == 0 and _ADDING_RE.match(raw) is not None
+            found = _kept(_THERE_RE.sub(f"in {before}", clause) if before else clause, adds)
+            joined = _joined(out[-1], found) if found and found.leaning and joinable else None
+            if joined is not None:
+                out[-1] = joined
+            elif found is not None and not (found.leaning and found.short):
+                out.append(found.clause)
+            else:
+                joinable = False
+                continue  # no fact, or too short to stand alone: "This is all implemented"
+            joinable = True
     if len(files_listed) >= MIN_LISTED_FILES and at is not None:
         names = ", ".join(files_listed[:-1]) + f" and {files_listed[-1]}"
         out.insert(at, Clause(f"The files are {names}.", "fact"))
     return out
 
 
-def _joined(before: Clause, clause: str, keep: bool) -> Clause | None:
-    """``clause`` (leaning on ``before`` with a pronoun) joined to it as one fact, when
-    the two are not too long together."""
+@dataclass(frozen=True, slots=True)
+class _Found:
+    clause: Clause
+    leaning: bool
+    """It leans on the clause before it (a pronoun, or a short "in addition - ...")."""
+    short: bool
+    """Too short to stand alone when it leans."""
+
+
+def _kept(clause: str, adds: bool) -> _Found | None:
+    """A distilled clause as kept (None when it is no fact: too short or long, the
+    user's confusion, the state the request ends, a one-off command)."""
+    n = len(_WORD_RE.findall(clause))
+    if not clause or n < MIN_CLAUSE_WORDS or n > MAX_CLAUSE_WORDS:
+        return None
+    if len(content_words(clause)) < 2 or _CONFUSED_RE.match(clause):
+        return None  # "Not getting about finalizing all sessions": about the reply
+    if _BEFORE_RE.match(clause) or _INTRO_RE.match(clause):
+        return None  # "Currently they change ...": what the request ends; an intro
+    clause = _BEFORE_RE.sub("", clause)
+    keep = _KEEP_RE.search(clause) is not None
+    short = n <= MAX_LEANING_WORDS
+    leaning = _LEANING_RE.match(clause) is not None or (adds and short)
+    if not leaning and _ONE_OFF_RE.match(clause) and not keep:
+        return None
+    return _Found(Clause(clause, "preference" if keep else "fact"), leaning, short)
+
+
+def _joined(before: Clause, found: _Found) -> Clause | None:
+    """A clause leaning on ``before`` joined to it as one fact, when the two are not too
+    long together."""
+    clause = found.clause.text
     text = f"{before.text.rstrip('.!')}; {clause[:1].lower()}{clause[1:]}"
     if len(_WORD_RE.findall(text)) > MAX_JOINED_WORDS:
         return None
-    return Clause(text, "preference" if keep or before.kind == "preference" else "fact")
+    kind = "preference" if "preference" in (before.kind, found.clause.kind) else "fact"
+    return Clause(text, kind)
 
 
 MIN_LISTED_FILES = 3
