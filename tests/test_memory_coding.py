@@ -360,3 +360,7 @@ def test_a_pronoun_after_a_question_leans_on_nothing_kept() -> None:
         "Keep the analysis section off to the side of the page.",
         "It should scroll smoothly without any library at all.",
     ]
+    after_question = "can you move all of the openai logic to the client side? And have the "
+    assert [c.text for c in clauses(after_question + "browser call openai directly.")] == [
+        "Have the browser call openai directly."  # nothing kept to add to: it stands alone
+    ]

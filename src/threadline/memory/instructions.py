@@ -288,7 +288,7 @@ def clauses(text: str) -> list[Clause]:
             joined = _joined(out[-1], found) if found and found.leaning and joinable else None
             if joined is not None:
                 out[-1] = joined
-            elif found is not None and not (found.leaning and found.short):
+            elif found is not None and not found.short:
                 out.append(found.clause)
             else:
                 joinable = False
@@ -306,7 +306,7 @@ class _Found:
     leaning: bool
     """It leans on the clause before it (a pronoun, or a short "in addition - ...")."""
     short: bool
-    """Too short to stand alone when it leans."""
+    """It opens with a pronoun and is too short to stand alone ("This is implemented")."""
 
 
 def _kept(clause: str, adds: bool) -> _Found | None:
@@ -321,11 +321,15 @@ def _kept(clause: str, adds: bool) -> _Found | None:
         return None  # "Currently they change ...": what the request ends; an intro
     clause = _BEFORE_RE.sub("", clause)
     keep = _KEEP_RE.search(clause) is not None
-    short = n <= MAX_LEANING_WORDS
-    leaning = _LEANING_RE.match(clause) is not None or (adds and short)
-    if not leaning and _ONE_OFF_RE.match(clause) and not keep:
+    if _ONE_OFF_RE.match(clause) and not keep:
         return None
-    return _Found(Clause(clause, "preference" if keep else "fact"), leaning, short)
+    short = n <= MAX_LEANING_WORDS
+    pronoun = _LEANING_RE.match(clause) is not None
+    return _Found(
+        Clause(clause, "preference" if keep else "fact"),
+        pronoun or (adds and short),
+        pronoun and short,
+    )
 
 
 def _joined(before: Clause, found: _Found) -> Clause | None:
