@@ -40,16 +40,16 @@ MAX_DENIED_TERMS = 3
 """What a negation denies is a thing ("no AI", "no concept of check"), a few words; a
 longer denial is a sentence of its own, not a value of an earlier clause."""
 _NEGATION_RE = re.compile(
-    r"\b(?:there\s+(?:is|are|will\s+be)\s+(?:also\s+|still\s+)?no|no\s+more|without|"
+    r"(?i)\b(?:there\s+(?:is|are|will\s+be)\s+(?:also\s+|still\s+)?no|no\s+more|without|"
     r"remove|get\s+rid\s+of)\s+(?:the\s+|any\s+|an?\s+)?"
-    r"(?P<what>[^,.;:()]+?)(?=\s*(?:[,.;:()!]|\b(?:but|and|when|if|so|for)\b|$))",
-    re.I,
+    r"(?P<what>[^,.;:()]+?)(?=\s*(?:[,.;:()!]|\b(?:but|and|when|if|so|for)\b|$))"
 )
+"""A denial and what it denies, up to a stop or the next clause ("no AI, but ...")."""
 _EXCLUSIVE_RE = re.compile(
-    r"^(?P<subject>.+?)\s+(?:(?:is|are)\s+\w+\s+and\s+)?only\s+(?P<verb>[a-z]+)\s+"
-    r"(?P<what>(?:[^,.;()]|\.(?=\w))+)",
-    re.I,
+    r"(?i)^(?P<subject>.+?)\s+(?:(?:is|are)\s+\w+\s+and\s+)?only\s+(?P<verb>[a-z]+)\s+"
+    r"(?P<what>(?:[^,.;()]|\.(?=\w))+)"
 )
+"""``<subject> [is minimal and] only <verb> <what>``; a dot inside a name stays in it."""
 _NAMED_RE = re.compile(r"[\w.-]+\.[a-z]{1,6}\b")
 _STANDS_FOR_RE = re.compile(r"\bthe\s+(?:script|program|tool|app|file|module|service)\b", re.I)
 """How an earlier clause may name the subject of a later one without its name."""
