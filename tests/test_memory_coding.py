@@ -14,7 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from threadline.memory import ExtractiveExtractor, open_memory
-from threadline.memory.instructions import MAX_JOINED_WORDS, clauses, is_template, revision
+from threadline.memory.instructions import (
+    MAX_JOINED_WORDS,
+    clauses,
+    is_template,
+    reports_error,
+    revision,
+)
 from threadline.memory.statements import third_person
 from threadline.messages import Message
 from threadline.store import open_store
@@ -367,3 +373,21 @@ def test_a_pronoun_after_a_question_leans_on_nothing_kept() -> None:
     assert [c.text for c in clauses(after_question + "browser call openai directly.")] == [
         "Have the browser call openai directly."  # nothing kept to add to: it stands alone
     ]
+
+
+def test_commands_to_run_a_template_and_a_failure_said_not_to_happen_are_no_reports() -> None:
+    assert clauses("run this:\n\ngit log -1 --format=%B\nentire session list") == []
+    keep = "track it in the same file as metrics, just extend json so old clients won't be broken"
+    assert not reports_error(keep)
+    assert [c.text for c in clauses(keep)] == [
+        "Track it in the same file as metrics, just extend json so old clients won't be broken."
+    ]
+    handoff = (
+        "A previous agent produced the plan below. Implement the plan.\n\n# Hardening Stack\n\n"
+        "## Summary\n\nThe **failing** CI gate is fixed first.\n\n## Steps\n\n1. **Console** "
+        "entrypoints.\n2. **Inputs** for the gate, fixed when tests fail.\n" * 2
+    )
+    messages = _turns(handoff, "A: The gate failed because the wheel was stale; rebuilt it.")
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    assert reports_error("The build fails on CI with a TypeError.")
+    assert out.facts == []  # the template is no report of the person's: no fix event

@@ -116,10 +116,12 @@ _ERROR_RE = re.compile(
     re.I,
 )
 _EXAMPLE_INTRO_RE = re.compile(
-    r"(?:\beg|e\.g\.|example|getting|output|looks\s+like|response|current\b.*):\s*$", re.I
+    r"(?:\beg|e\.g\.|example|getting|output|looks\s+like|response|current\b.*|"
+    r"^\W*(?:please\s+)?(?:run|execute|try)\s+(?:this|these|the\s+following)(?:\s+\w+)?):\s*$",
+    re.I,
 )
-"""A line that introduces pasted text ("Example of the current file:"); the paste runs to
-the next blank line."""
+"""A line that introduces pasted text ("Example of the current file:", "run this:"); the
+paste runs to the next blank line."""
 _NAMED_RE = re.compile(r"(?<![\w/])[~.]?/?(?:[\w.-]+/)*[\w-]+\.[a-z]{1,6}\b")
 _THERE_RE = re.compile(r"\bthere(?=\s*[.!]?$)")
 _WORD_RE = re.compile(r"[^\W_]+")
@@ -175,9 +177,19 @@ def is_template(text: str) -> bool:
     return len(text) > MAX_TEMPLATE_FREE_CHARS / 2 and marks >= 3
 
 
+_NOT_FAILING_RE = re.compile(
+    r"(?i)\b(?:won'?t|will\s+not|shouldn'?t|should\s+not|must\s+not|mustn'?t|never|not|"
+    r"without\s+being)\s+(?:be\s+|get\s+)?(?:broken|break|fail\w*|crash\w*)\b"
+)
+"""A failure said not to happen ("old clients won't be broken"): a constraint, no report."""
+
+
 def reports_error(text: str) -> bool:
-    """Whether a user's turn says something failed (so the reply is the fix to keep)."""
-    return _ERROR_RE.search(text) is not None
+    """Whether a user's turn says something failed (so the reply is the fix to keep); a
+    prompt template's words are no report of the person's."""
+    if is_template(text):
+        return False
+    return _ERROR_RE.search(_NOT_FAILING_RE.sub(" ", text)) is not None
 
 
 def revision(text: str) -> Revision | None:
@@ -268,7 +280,7 @@ def clauses(text: str) -> list[Clause]:
     for raw in _pieces(text):
         before, files = named, _NAMED_RE.findall(raw)
         named = files[-1] if files else named
-        if is_question(raw) or _ERROR_RE.search(raw):
+        if is_question(raw) or reports_error(raw):
             joinable = False
             continue
         head = _LABEL_RE.match(raw)
