@@ -391,3 +391,13 @@ def test_commands_to_run_a_template_and_a_failure_said_not_to_happen_are_no_repo
     out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
     assert reports_error("The build fails on CI with a TypeError.")
     assert out.facts == []  # the template is no report of the person's: no fix event
+
+
+def test_this_file_is_the_file_the_turn_named() -> None:
+    said = clauses(
+        "The script didn't write exported-session.jsonl. Try to make it so the script "
+        "generates this file in the current working directory"
+    )
+    assert [c.text for c in said] == [
+        "The script generates exported-session.jsonl in the current working directory."
+    ]

@@ -38,6 +38,7 @@ def test_no_concept_of_a_thing_retires_the_clause_it_is_most_of() -> None:
 
 def test_only_in_a_go_back_turn_reverts_the_changes_it_rules_out() -> None:
     facts = _current(
+        "Make sure the script also creates a log.txt next to it.",
         "Remove the -o option and always write to prompt_history.md.",
         "Make it so the script first writes exported-session.jsonl, and then reads it.",
         "The script didn't write it. Make it so the script generates exported-session.jsonl "
@@ -49,10 +50,11 @@ def test_only_in_a_go_back_turn_reverts_the_changes_it_rules_out() -> None:
     )
     assert "Remove the -o option and always write to prompt_history.md." in facts  # same file
     said = [f for f in facts if not f.startswith("Reverted")]
-    assert not any("first writes" in f or "generates" in f or "wants" in f for f in said)
+    stale = ("first writes", "generates", "wants", "log.txt")
+    assert not any(s in f for f in said for s in stale)
     assert (
-        "Reverted at the user's request: the change for \"The script generates "
-        'exported-session.jsonl in the current working directory".'
+        "Reverted at the user's request: the change for \"The script also creates a log.txt "
+        'next to it".'
     ) in facts  # the change taken back, not its opposite
 
 

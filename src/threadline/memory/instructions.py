@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from threadline.memory.base import Fact
-from threadline.memory.retire import exclusive, negated
-from threadline.memory.rules import derive_slot, terms
+from threadline.memory.retire import canonical, exclusive, negated
+from threadline.memory.rules import derive_slot
 from threadline.memory.statements import content_words, is_question, third_person
 
 MAX_CLAUSE_WORDS = 30
@@ -124,6 +124,17 @@ _EXAMPLE_INTRO_RE = re.compile(
 paste runs to the next blank line."""
 _NAMED_RE = re.compile(r"(?<![\w/])[~.]?/?(?:[\w.-]+/)*[\w-]+\.[a-z]{1,6}\b")
 _THERE_RE = re.compile(r"\bthere(?=\s*[.!]?$)")
+_THIS_FILE_RE = re.compile(r"\b(?:this|that|the\s+same)\s+file\b(?!\s+(?:called|named))", re.I)
+
+
+def _pointed(clause: str, named: str) -> str:
+    """``clause`` with "there" and "this file" as the file the turn named before it
+    ("The script didn't write x.jsonl. Make it so it generates this file" -> x.jsonl)."""
+    if not named:
+        return clause
+    return _THIS_FILE_RE.sub(named, _THERE_RE.sub(f"in {named}", clause))
+
+
 _WORD_RE = re.compile(r"[^\W_]+")
 MAX_LEANING_WORDS = 8
 """A clause this short that opens with a pronoun leans on what came before it: not
@@ -296,7 +307,7 @@ def clauses(text: str) -> list[Clause]:
         said = [c for part in _requests(piece) for c in _run_on(distil(part))]
         for k, clause in enumerate(said):
             adds = k == 0 and _ADDING_RE.match(raw) is not None
-            found = _kept(_THERE_RE.sub(f"in {before}", clause) if before else clause, adds)
+            found = _kept(_pointed(clause, before), adds)
             joined = _joined(out[-1], found) if found and found.leaning and joinable else None
             if joined is not None:
                 out[-1] = joined
@@ -447,7 +458,7 @@ says later that it did not work."""
 
 
 def _overlap(a: str, b: str) -> float:
-    ta, tb = set(terms(a)), set(terms(b))
+    ta, tb = canonical(a), canonical(b)
     return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
 
 
