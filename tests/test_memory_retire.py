@@ -106,3 +106,29 @@ def test_describing_a_thing_anew_replaces_the_whole_run_of_revisions_and_no_more
         "You draw a circle around the piece.",
         "You fill the space between the circle and the square in green.",
     ]
+
+
+_INSTRUCTIONS = st.sampled_from(
+    [
+        "Make the green dot for viable locations 30% bigger.",
+        "The cooldown should start at the top, not the left.",
+        "Put the plans in the /specs folder.",
+        "There is no AI, all pieces are controlled by the user.",
+        "Don't commit until the final step.",
+        "export_development_history.py only writes prompt_history.md.",
+        "The script writes exported-session.jsonl in the working directory.",
+    ]
+)
+
+
+@given(turns=st.lists(_INSTRUCTIONS, min_size=1, max_size=5), how=st.sampled_from(["undo", "back"]))
+def test_what_is_undone_is_never_current_and_is_said_as_a_change_taken_back(
+    turns: list[str], how: str
+) -> None:
+    last = turns[-1].rstrip(".")
+    undo = "undo the last change" if how == "undo" else "go back to the version before that"
+    facts = _current(*turns, undo)
+    assert not any(f.rstrip(".").endswith(last[1:]) and not f.startswith("Reverted") for f in facts)
+    for f in facts:
+        if f.startswith("Reverted"):
+            assert f.startswith("Reverted at the user's request: the change for \"")
