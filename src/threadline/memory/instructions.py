@@ -8,13 +8,19 @@ things go ("create the document in /specs"), project conventions and environment
 facts ("the new file is in the same folder as the old one"), and the spec as it
 stands ("each piece has a cooldown of 10 seconds"). ``clauses`` cuts a request
 into such clauses, each one short sentence without its conversational frame
-("That's almost right. But ...", "Make it so ..."), and leaves out questions,
-one-off commands, pasted output and prompt templates.
+("That's almost right. But ...", "Make it so ..."), a clause that leans on the one
+before it with a pronoun joined to it, and leaves out questions, one-off commands,
+pasted output (diffs, tracebacks, commands), the state a request ends ("currently
+...") and prompt templates.
 
 ``revision`` says how a turn relates to the instruction before it: it undoes it
-("undo the last change"), goes back ("go back to the version where ..."), or
-revises it ("That's almost right. But ...", "Let me describe X differently"); the
-extractor makes such a turn supersede the earlier instruction.
+("undo the last change"), goes back ("go back to the version where ..."), revises
+it ("That's almost right. But ...") or describes it anew ("Let me describe X
+differently", which replaces the whole run of revisions before it); the extractor
+makes such a turn supersede the earlier instruction, and an undone one leaves an
+event saying the change made for it was reverted (never the instruction's
+opposite). A clause also retires the earlier one it contradicts by meaning
+(``retire``: "there is no AI", "X only writes Y").
 """
 
 from __future__ import annotations
