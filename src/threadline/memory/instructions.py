@@ -571,7 +571,8 @@ class RequestLog:
                 statement = c.text[:1] + statement[1:]
             others = exclusive(c.text, self.kept, taken)
             slot = (
-                (others.pop(0) if others else None)  # "only": what it rules out, first
+                self._continues(c.text, None, taken)  # said again: its own chain, first
+                or (others.pop(0) if others else None)  # "only": then what it rules out
                 or self._continues(c.text, how, taken)
                 or negated(c.text, self.kept, taken)
                 or derive_slot(statement)
