@@ -39,11 +39,10 @@ from threadline import open_store
 from threadline.interop.sync import Syncer, find_sources
 from threadline.memory import open_memory
 from threadline.memory.build import build_memory
+from threadline.memory.instructions import REVERTED
 from threadline.memory.rules import terms
 from threadline.requests import request_text
 
-REVERTED = "Reverted at the user's request:"
-"""How a fact says an instruction was undone: it says the opposite of the instruction."""
 HERE = Path(__file__).resolve().parent
 DEFAULT_ITEMS = HERE / "memory_coding_items.json"
 TRANSCRIPTS = HERE.parents[0] / ".." / "shared" / "transcripts"

@@ -14,7 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from threadline.memory import ExtractiveExtractor, open_memory
-from threadline.memory.instructions import MAX_CLAUSE_WORDS, clauses, is_template, revision
+from threadline.memory.instructions import (
+    MAX_JOINED_WORDS,
+    clauses,
+    is_template,
+    reports_error,
+    revision,
+)
 from threadline.memory.statements import third_person
 from threadline.messages import Message
 from threadline.store import open_store
@@ -98,9 +104,9 @@ def test_undo_reverts_the_last_instruction() -> None:
         "The darker highlight should still stay on as well when dragging onto a piece.",
         "undo the last change it messed up the dark highlight",
     )
-    assert facts == [
-        "Reverted at the user's request: The darker highlight should still stay on as well when "
-        "dragging onto a piece."
+    assert facts == [  # the change is taken back, not the wish: no "opposite" is said
+        "Reverted at the user's request: the change for \"The darker highlight should still "
+        'stay on as well when dragging onto a piece" (it messed up the dark highlight).'
     ]
 
 
@@ -132,8 +138,8 @@ def test_going_back_and_restating_supersede_the_earlier_versions() -> None:
     )
     assert sorted(facts) == [
         "Each piece has a cooldown of 10 seconds as soon as you move it.",
-        "Reverted at the user's request: It's a standalone script and we don't need "
-        "export_codex_session.py anymore.",
+        "Reverted at the user's request: the change for \"It's a standalone script and we "
+        "don't need export_codex_session.py anymore\".",
         "There is no AI and all pieces are moved by the user.",
         "export_development_history.py reads from an existing exported-session.jsonl file.",
     ]
@@ -209,6 +215,9 @@ def test_we_ourselves_and_a_typed_third_person_verb_are_not_garbled() -> None:
                 "",
                 "\n\n",
                 "ok",
+                "It should also stay visible while the piece is dragged across the whole board "
+                "from one corner to the other",
+                "in addition - there is a timestamp",
             ]
         ),
         max_size=6,
@@ -217,7 +226,7 @@ def test_we_ourselves_and_a_typed_third_person_verb_are_not_garbled() -> None:
 def test_every_clause_is_short_and_no_question(parts: list[str]) -> None:
     for clause in clauses("\n".join(parts)):
         words = re.findall(r"[^\W_]+", clause.text)
-        assert 4 <= len(words) <= MAX_CLAUSE_WORDS
+        assert 4 <= len(words) <= MAX_JOINED_WORDS  # one clause, or one and what leans on it
         assert not clause.text.rstrip().endswith("?")
         assert not clause.text.startswith(("That's almost", "Make it so", "Prompt"))
 
@@ -227,3 +236,168 @@ def test_a_url_is_one_entity_and_no_path() -> None:
 
     found = dict(find_code_entities("use https://www.ultracite.ai/ and keep oxlint.config.ts"))
     assert found == {"https://www.ultracite.ai/": "thing", "oxlint.config.ts": "path"}
+
+
+def test_a_clause_leaning_on_a_pronoun_joins_the_one_it_leans_on() -> None:
+    facts = _current(
+        "The cooldown is displayed with a circle around the piece (inside the square). At 10 "
+        "seconds, it's a full circle. And it progresses like a clock by being smaller and "
+        "smaller.",
+        "analyze history.jsonl. /clear command present there. in addition - there is timestamp "
+        "and session id",
+    )
+    assert facts == [
+        "The cooldown is displayed with a circle around the piece (inside the square); at 10 "
+        "seconds, it's a full circle; it progresses like a clock by being smaller and smaller.",
+        "/clear command present in history.jsonl; there is timestamp and session id.",
+    ]
+
+
+def test_the_state_a_request_ends_the_users_confusion_and_a_tasks_aim_are_no_facts() -> None:
+    facts = _current(
+        "Make it so the size of the board squares is defined with absolute value. Currently "
+        "they change based on if there are pieces on them or not.",
+        "Now make it so this highlight stays on as I drag my piece onto the taken piece "
+        "(currently, the green dissapears when I hover my piece onto it)",
+        "not getting about finalizing all sessios, query api, etc. logic is straightforward.",
+        "2. search for /clear command in ~/.claude folders - there are plenty of sessions with "
+        "this command, analyze file creation date and update date and find closest files with "
+        "update date, so that you can figure out when previous session endend and new one "
+        "started",
+    )
+    assert facts == [
+        "The size of the board squares is defined with absolute value.",
+        "This highlight stays on as the user drags the user's piece onto the taken piece.",
+    ]
+
+
+def test_a_list_of_files_is_one_layout_fact_besides_its_items() -> None:
+    found = [
+        c.text
+        for c in clauses(
+            "Give more details about this proposal again:\n"
+            "  - rules.js: Pure game logic (state shape, move generation).\n"
+            "  - ai.js: Evaluation + minimax/findBestMove; imports helpers from rules.js.\n"
+            "  - ui.js: All DOM rendering and wiring of the board and its controls.\n"
+        )
+    ]
+    assert found[0] == "The files are rules.js, ai.js and ui.js."
+    assert "ai.js imports helpers from rules.js." in found
+
+
+def test_coding_entities_are_names_not_everyday_words_or_fence_tags() -> None:
+    from threadline.memory.extract import find_code_entities
+
+    messages = [
+        Message.user(
+            "For now there is no AI, but all pieces (white and black) are controlled by the "
+            "user. Run export_codex_session.py first.",
+            seq=1,
+        ),
+        Message.assistant(
+            "Usage:\n```bash\npython3 export_development_history.py <id>\n```\n"
+            "Formatted with `black`.",
+            seq=2,
+        ),
+    ]
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    names = {e.name: e.kind for e in out.entities}
+    assert names.get("export_codex_session.py") == "path"
+    assert "export_codex_session" not in names  # the file's stem is no second entity
+    assert names.get("black") == "tool"  # quoted as code: the formatter
+    assert "bash" not in names
+    assert dict(find_code_entities("white and black pieces; go back to Go")) == {"go": "tool"}
+    assert "black" not in dict(find_code_entities("white and black pieces"))
+
+
+def test_a_change_log_bullet_is_no_fix_and_coming_up_with_something_is_a_task() -> None:
+    messages = _turns(
+        "When i run the export script, the response is a followup prompt, not working.",
+        "A: I refactored the exporter:\n- The history fallback now marks entries as user-only "
+        "instead of alternating roles.\n- A warning is emitted (likely because the file is "
+        "missing).",
+        "comeup with approach to track this session for sso",
+    )
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    assert [f.statement for f in out.facts if f.seq != 1] == []
+
+
+def test_a_reply_handed_on_as_the_users_turn_is_no_fact_of_the_user() -> None:
+    plan = (
+        "Changes to implement a FastAPI web service for the Text-to-SQL flow, placed under "
+        "backend/. Do not modify any existing files you marked as read-only. " * 4
+    )
+    messages = _turns(
+        "Create a plan for this app. Put the webservice project inside backend folder.",
+        "A: " + plan,
+        plan,  # aider's architect mode: the plan goes to the editor model as the user
+    )
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    assert {f.seq for f in out.facts} == {1}
+
+
+def test_pasted_diffs_tracebacks_and_continued_commands_are_no_facts() -> None:
+    found = [
+        c.text
+        for c in clauses(
+            "Ensure the backend keeps the current behavior for plain paths.\n"
+            "+ from dataclasses import dataclass\n"
+            "@@ -1,3 +1,4 @@\n"
+            '  File "C:\\temp\\backend\\app.py", line 5, in <module>\n'
+            "    from .flow_nodes import run_text_to_sql\n"
+            "Their example uses this command for the completion endpoint:\n"
+            "curl -X POST https://openrouter.ai/api/v1/completions \\\n"
+            '     -H "Authorization: Bearer <token>" \\\n'
+        )
+    ]
+    assert found == [
+        "Ensure the backend keeps the current behavior for plain paths.",
+        "Their example uses this command for the completion endpoint.",
+    ]
+
+
+def test_a_pronoun_after_a_question_leans_on_nothing_kept() -> None:
+    found = [
+        c.text
+        for c in clauses(
+            "Keep the analysis section off to the side of the page. Why is the carousel so "
+            "slow? It should scroll smoothly without any library at all.\nThis is what the "
+            "output looks like, for now."
+        )
+    ]
+    assert found == [
+        "Keep the analysis section off to the side of the page.",
+        "It should scroll smoothly without any library at all.",
+    ]
+    after_question = "can you move all of the openai logic to the client side? And have the "
+    assert [c.text for c in clauses(after_question + "browser call openai directly.")] == [
+        "Have the browser call openai directly."  # nothing kept to add to: it stands alone
+    ]
+
+
+def test_commands_to_run_a_template_and_a_failure_said_not_to_happen_are_no_reports() -> None:
+    assert clauses("run this:\n\ngit log -1 --format=%B\nentire session list") == []
+    keep = "track it in the same file as metrics, just extend json so old clients won't be broken"
+    assert not reports_error(keep)
+    assert [c.text for c in clauses(keep)] == [
+        "Track it in the same file as metrics, just extend json so old clients won't be broken."
+    ]
+    handoff = (
+        "A previous agent produced the plan below. Implement the plan.\n\n# Hardening Stack\n\n"
+        "## Summary\n\nThe **failing** CI gate is fixed first.\n\n## Steps\n\n1. **Console** "
+        "entrypoints.\n2. **Inputs** for the gate, fixed when tests fail.\n" * 2
+    )
+    messages = _turns(handoff, "A: The gate failed because the wheel was stale; rebuilt it.")
+    out = ExtractiveExtractor().extract(messages, scope="agent:a", session_id="s")
+    assert reports_error("The build fails on CI with a TypeError.")
+    assert out.facts == []  # the template is no report of the person's: no fix event
+
+
+def test_this_file_is_the_file_the_turn_named() -> None:
+    said = clauses(
+        "The script didn't write exported-session.jsonl. Try to make it so the script "
+        "generates this file in the current working directory"
+    )
+    assert [c.text for c in said] == [
+        "The script generates exported-session.jsonl in the current working directory."
+    ]

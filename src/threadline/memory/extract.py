@@ -179,6 +179,23 @@ def said(message: Message) -> str:
     return " ".join(s for s in sentences(message.text) if not ACKNOWLEDGEMENT_RE.match(s))
 
 
+FORWARDED_CHARS = 200
+"""A user turn that opens with this much of the reply before it, word for word, is that
+reply handed on."""
+
+
+def forwarded(text: str, reply: str) -> bool:
+    """Whether a user-role turn is the assistant's reply before it handed on by the tool
+    (aider's architect mode sends the architect's plan to the editor model as the user):
+    the model's draft, not the person's words."""
+    said_, before = " ".join(text.split()), " ".join(reply.split())
+    if not said_ or not before:
+        return False
+    return said_ == before or (
+        len(before) >= FORWARDED_CHARS and said_[:FORWARDED_CHARS] == before[:FORWARDED_CHARS]
+    )
+
+
 def is_signal(message: Message) -> bool:
     """Whether a message probably holds something worth remembering: what the extractor
     would write a fact for (a person's statement, a decision, a preference, an id)."""
@@ -256,11 +273,19 @@ _FILE_RE = re.compile(
 )
 _IDENTIFIER_RE = re.compile(
     r"(?<![\w.])(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|"
-    r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w])"
+    r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w]|\.[a-z])"
 )
-"""``SessionOrchestrator``, ``lastSyncedMessageUuid``, ``export_codex_session``."""
+"""``SessionOrchestrator``, ``lastSyncedMessageUuid``, ``export_codex_session`` (not the
+stem of a file named whole: ``export_codex_session.py`` is the entity)."""
+EVERYDAY_TOOLS = frozenset(
+    "go black rust swift ruby node react notion slack excel fish rails".split()  # noqa: SIM905
+)
+"""Tools named by an everyday word: in a coding turn's prose, lower case, they are the
+word ("white and black", "go back"); in a code span or capitalised, the tool."""
 _URL_RE = re.compile(r"\bhttps?://[^\s)>\]\"'`]+")
 _CODE_SPAN_RE = re.compile(r"`([^`\n]{1,120})`")
+_FENCE_RE = re.compile(r"```[\w+-]*")
+"""A code fence and its language tag (```bash): no name the reply cites."""
 
 
 def find_code_entities(text: str) -> list[tuple[str, str]]:
@@ -282,9 +307,12 @@ def find_code_entities(text: str) -> list[tuple[str, str]]:
             key = name_key(name)
             if key and len(name) > 2 and key not in found:
                 found[key] = (name, kind)
+    spans = set(_CODE_SPAN_RE.findall(text))
     for m in _TOOL_RE.finditer(text):
-        if m.group(1) != "go":
-            found.setdefault(name_key(m.group(1)), (m.group(1).lower(), "tool"))
+        word = m.group(1)
+        if word in EVERYDAY_TOOLS and word not in spans:
+            continue
+        found.setdefault(name_key(word), (word.lower(), "tool"))
     return list(found.values())
 
 
@@ -327,7 +355,7 @@ def _merged(*found: list[tuple[str, str]]) -> list[tuple[str, str]]:
 def _code_spans(text: str) -> str:
     """What an assistant's reply quotes as code (`app.js`): the names it cites, not
     the headings and bold words of its drafts."""
-    return " \n".join(_CODE_SPAN_RE.findall(text))
+    return " \n".join(f"`{s}`" for s in _CODE_SPAN_RE.findall(_FENCE_RE.sub("\n", text)))
 
 
 def _fact_kind(sentence: str) -> str | None:
@@ -392,10 +420,16 @@ class ExtractiveExtractor(Extractor):
         last_speaker: dict[bool, str] = {}
         """The latest speaker of each kind (named person or not): who "you" is."""
         requests = RequestLog.resumed(origin.session_id, origin.known)
+        reply = ""
+        """The latest assistant reply, as written."""
         for m in messages:
             if m.seq is None or m.role not in ("user", "assistant") or m.synthetic or m.summary:
                 continue
             text = said(m).strip()
+            if m.role == "assistant":
+                reply = m.text
+            elif not m.name and forwarded(m.text, reply):
+                continue  # the reply handed on as a "user" turn (aider's architect to editor)
             if text:
                 when = origin.observed_at or m.created_at
                 if m.name:
@@ -417,7 +451,9 @@ class ExtractiveExtractor(Extractor):
         assert m.seq is not None
         if m.role == "user":
             typed = own_words(text)
-            named = [(n, k) for n, k in find_entities(typed) if _mid_sentence(n, typed)]
+            named = [
+                (n, k) for n, k in find_entities(typed) if k != "tool" and _mid_sentence(n, typed)
+            ]  # tools come from find_code_entities, which knows "black" from black
             mentions = _merged(named, find_code_entities(typed))
         else:
             mentions = find_code_entities(_code_spans(text))

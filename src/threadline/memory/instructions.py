@@ -8,13 +8,19 @@ things go ("create the document in /specs"), project conventions and environment
 facts ("the new file is in the same folder as the old one"), and the spec as it
 stands ("each piece has a cooldown of 10 seconds"). ``clauses`` cuts a request
 into such clauses, each one short sentence without its conversational frame
-("That's almost right. But ...", "Make it so ..."), and leaves out questions,
-one-off commands, pasted output and prompt templates.
+("That's almost right. But ...", "Make it so ..."), a clause that leans on the one
+before it with a pronoun joined to it, and leaves out questions, one-off commands,
+pasted output (diffs, tracebacks, commands), the state a request ends ("currently
+...") and prompt templates.
 
 ``revision`` says how a turn relates to the instruction before it: it undoes it
-("undo the last change"), goes back ("go back to the version where ..."), or
-revises it ("That's almost right. But ...", "Let me describe X differently"); the
-extractor makes such a turn supersede the earlier instruction.
+("undo the last change"), goes back ("go back to the version where ..."), revises
+it ("That's almost right. But ...") or describes it anew ("Let me describe X
+differently", which replaces the whole run of revisions before it); the extractor
+makes such a turn supersede the earlier instruction, and an undone one leaves an
+event saying the change made for it was reverted (never the instruction's
+opposite). A clause also retires the earlier one it contradicts by meaning
+(``retire``: "there is no AI", "X only writes Y").
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from threadline.memory.base import Fact
-from threadline.memory.rules import derive_slot, terms
+from threadline.memory.retire import canonical, exclusive, negated
+from threadline.memory.rules import derive_slot
 from threadline.memory.statements import content_words, is_question, third_person
 
 MAX_CLAUSE_WORDS = 30
@@ -35,7 +42,7 @@ MIN_CLAUSE_WORDS = 4
 MAX_TEMPLATE_FREE_CHARS = 600
 """A user turn longer than this with Markdown structure is a prompt template."""
 
-Revision = Literal["undo", "back", "revise"]
+Revision = Literal["undo", "back", "revise", "anew"]
 
 _REVISIONS: tuple[tuple[Revision, re.Pattern[str]], ...] = (
     (
@@ -51,17 +58,22 @@ _REVISIONS: tuple[tuple[Revision, re.Pattern[str]], ...] = (
         re.compile(r"\b(?:go|goes|going|went)\s+back\s+to\b|\brestore\s+the\s+previous\b", re.I),
     ),
     (
+        "anew",
+        re.compile(r"^\s*(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b.*\bdifferently\b", re.I),
+    ),
+    (
         "revise",
         re.compile(
             r"^\s*(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost|nearly|not\s+quite|close)\b"
-            r"|^\s*(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b.*\bdifferently\b"
             r"|^\s*actually\b",
             re.I,
         ),
     ),
 )
 """How a turn changes the instruction before it, first match wins: each pattern is
-searched for; the ``^`` of "undo" and "revise" holds them to the turn's start."""
+searched for; the ``^`` of "undo", "anew" and "revise" holds them to the turn's start.
+"anew" ("Let me describe the highlight differently: ...") replaces the whole run of
+revisions before it, not only the latest turn."""
 _FRAME_RE = re.compile(
     r"^(?:(?:that'?s|that\s+is|it'?s|this\s+is)\s+(?:almost\s+|nearly\s+|much\s+|a\s+lot\s+)?"
     r"(?:right|good|better|great|fine|ok(?:ay)?|correct|close|it)\b|"
@@ -80,6 +92,7 @@ _FRAME_RE = re.compile(
 _ONE_OFF_RE = re.compile(
     r"^(?:try\s+(?:again|to\s+fix)|undo|revert|implement|count|show|launch|run|give|explain|tell|"
     r"continue|proceed|go\s+ahead|do\s+it|add\s+that|update\s+the\s+\S+\s+document|"
+    r"come\s*up\s+with|"
     r"update\s+phase|review|describe|make\s+a\s+(?:new\s+)?proposal|have\s+another\s+go|"
     r"carefully\s+review|search\s+for|analy[sz]e|check|fix|rewrite|go\s+forward)\b",
     re.I,
@@ -94,9 +107,12 @@ _KEEP_RE = re.compile(
 """Signs of a standing constraint or convention: a one-off verb with one of these stays."""
 _PASTE_RE = re.compile(
     r"^\s*(?:[>$#|`]|\d+\s*\||at\s+\S+\(|Traceback|Error:|\w+Error\b|[-=_]{3,}|"
-    r"(?:Prompt|Response|Timestamp)\s*(?:#\d+)?:)"
+    r"(?:Prompt|Response|Timestamp)\s*(?:#\d+)?:|\+(?:\s|$)|@@\s|File\s+\"[^\"]+\",\s+line\s+\d)"
 )
-"""A line of pasted output, code or a log, not the user's own words."""
+"""A line of pasted output, code, a diff ("+ import x", "@@ -1,3"), a traceback's frame
+(``File "app.py", line 5``) or a log, not the user's own words (a command continued on
+the next line, ending in a backslash, is cut off in ``_pieces``)."""
+_FRAME_LINE_RE = re.compile(r'\s*File\s+"[^"]+",\s+line\s+\d')
 _ERROR_RE = re.compile(
     r"\b(?:error|errors|exception|traceback|blocked|fails?|failing|failed|broken|crash(?:es|ed)?|"
     r"(?:doesn'?t|does\s+not)\s+(?:seem\s+to\s+)?(?:be\s+)?work(?:ing)?|"
@@ -106,21 +122,52 @@ _ERROR_RE = re.compile(
     re.I,
 )
 _EXAMPLE_INTRO_RE = re.compile(
-    r"(?:\beg|e\.g\.|example|getting|output|looks\s+like|response|current\b.*):\s*$", re.I
-)
-"""A line that introduces pasted text ("Example of the current file:"); the paste runs to
-the next blank line."""
-_NAMED_RE = re.compile(r"(?<![\w/])[~.]?/?(?:[\w.-]+/)*[\w-]+\.[a-z]{1,6}\b")
-_THERE_RE = re.compile(r"\bthere(?=\s*[.!]?$)")
-_WORD_RE = re.compile(r"[^\W_]+")
-MAX_LEANING_WORDS = 8
-"""A clause this short that opens with a pronoun (or says "currently") leans on what came
-before it: not standalone, so no fact."""
-_LEANING_RE = re.compile(
-    r"^(?:this|that|it|they|these|those|them|currently|change\s+the\s+\w+\s+to\s+this)\b"
-    r"|\b(?:this|that|it)\.$",
+    r"(?:\beg|e\.g\.|example|getting|output|looks\s+like|response|current\b.*|"
+    r"^\W*(?:please\s+)?(?:run|execute|try)\s+(?:this|these|the\s+following)(?:\s+\w+)?):\s*$",
     re.I,
 )
+"""A line that introduces pasted text ("Example of the current file:", "run this:"); the
+paste runs to the next blank line."""
+_NAMED_RE = re.compile(r"(?<![\w/])[~.]?/?(?:[\w.-]+/)*[\w-]+\.[a-z]{1,6}\b")
+_THERE_RE = re.compile(r"\bthere(?=\s*[.!]?$)")
+_THIS_FILE_RE = re.compile(r"\b(?:this|that|the\s+same)\s+file\b(?!\s+(?:called|named))", re.I)
+
+
+def _pointed(clause: str, named: str) -> str:
+    """``clause`` with "there" and "this file" as the file the turn named before it
+    ("The script didn't write x.jsonl. Make it so it generates this file" -> x.jsonl)."""
+    if not named:
+        return clause
+    return _THIS_FILE_RE.sub(named, _THERE_RE.sub(f"in {named}", clause))
+
+
+_WORD_RE = re.compile(r"[^\W_]+")
+MAX_LEANING_WORDS = 8
+"""A clause this short that opens with a pronoun leans on what came before it: not
+standalone, so no fact of its own (it joins the clause before it in its turn, if any)."""
+MAX_JOINED_WORDS = MAX_CLAUSE_WORDS + 10
+"""A clause and the ones leaning on it ("The cooldown is a circle. At 10 seconds, it's a
+full circle. It progresses like a clock") stay one fact up to this many words."""
+_LEANING_RE = re.compile(
+    r"^(?:[^,]{1,30},\s+)?(?:this|that|it|they|these|those|them)\b(?!\s*['’]?s\s+important)"
+    r"|^change\s+the\s+\w+\s+to\s+this\b|\b(?:this|that|it)\.$",
+    re.I,
+)
+_ADDING_RE = re.compile(r"^\W*(?:\d{1,2}\s*[.:)]\s*)?(?:in\s+addition|also|plus|and)\b", re.I)
+"""A short piece that adds to the one before it ("in addition - there is timestamp and
+session id"): it joins that clause."""
+_INTRO_RE = re.compile(r"^(?:this|that|it|here)(?:\s+is|'s|’s)\s+(?:what|how)\b", re.I)
+"""What introduces a paste ("This is what the output looks like"): nothing of its own."""
+_CONFUSED_RE = re.compile(
+    r"^(?:i'?m\s+|i\s+am\s+)?(?:not\s+(?:getting|following|sure\s+(?:about|what|why))|"
+    r"(?:i\s+)?(?:don'?t|do\s+not)\s+(?:get|understand|follow))\b",
+    re.I,
+)
+"""The user not following the reply ("not getting about finalizing all sessions"): about
+the conversation, not a thing to keep."""
+_BEFORE_RE = re.compile(r"^currently\b|\s*\(\s*currently\b[^)]*\)", re.I)
+"""How things are before the change asked for ("Currently they change size"): the state
+the request ends, never a standing fact."""
 _LIST_MARK_RE = re.compile(r"^\s*(?:\d{1,2}\s*[.:)]|[-*•])\s+")
 _DESCRIBE_RE = re.compile(r"^(?:let\s+me|i'?ll)\s+(?:describe|explain|put)\b[^:]*:\s*", re.I)
 
@@ -147,9 +194,19 @@ def is_template(text: str) -> bool:
     return len(text) > MAX_TEMPLATE_FREE_CHARS / 2 and marks >= 3
 
 
+_NOT_FAILING_RE = re.compile(
+    r"(?i)\b(?:won'?t|will\s+not|shouldn'?t|should\s+not|must\s+not|mustn'?t|never|not|"
+    r"without\s+being)\s+(?:be\s+|get\s+)?(?:broken|break|fail\w*|crash\w*)\b"
+)
+"""A failure said not to happen ("old clients won't be broken"): a constraint, no report."""
+
+
 def reports_error(text: str) -> bool:
-    """Whether a user's turn says something failed (so the reply is the fix to keep)."""
-    return _ERROR_RE.search(text) is not None
+    """Whether a user's turn says something failed (so the reply is the fix to keep); a
+    prompt template's words are no report of the person's."""
+    if is_template(text):
+        return False
+    return _ERROR_RE.search(_NOT_FAILING_RE.sub(" ", text)) is not None
 
 
 def revision(text: str) -> Revision | None:
@@ -184,6 +241,8 @@ def _pieces(text: str) -> list[str]:
     text = _QUOTED_BLOCK_RE.sub("\n", text)
     lines: list[str] = []
     pasting = opening = False
+    pasted = ""
+    """The line before, when it was pasted."""
     for line in text.splitlines():
         if pasting:  # the paste: its blank lines at the start, then up to a blank line
             if line.strip():
@@ -196,7 +255,16 @@ def _pieces(text: str) -> list[str]:
             pasting = opening = True
             continue  # "Example of the current file:": it introduces the paste
         if _PASTE_RE.match(line):
+            pasted = line
             continue
+        if line.rstrip().endswith(" \\"):  # a command continued on the next line
+            line = line.rpartition(": ")[0]  # "Their example uses CURL: curl -X POST ..."
+            if not line.strip():
+                continue
+        if _FRAME_LINE_RE.match(pasted) and line[:1].isspace():
+            pasted = ""
+            continue  # the code line a traceback's frame shows
+        pasted = ""
         wrapped = lines and lines[-1] and not lines[-1].rstrip().endswith((".", "!", "?", ":"))
         if wrapped and line[:1].isspace() and line.strip()[:1].islower():
             lines[-1] = f"{lines[-1].rstrip()} {line.strip()}"
@@ -220,34 +288,94 @@ def clauses(text: str) -> list[Clause]:
     label = ""
     """The name a list item opens with ("ai.js: Evaluation; imports helpers"): the
     subject of the item's later pieces that leave it out."""
+    files_listed: list[str] = []
+    """The files a list's items are named by ("- rules.js: ...", "- ai.js: ...")."""
+    at: int | None = None
+    joinable = False
+    """Whether the last clause kept came from the piece just before: what a pronoun
+    leans on (a question or a paste in between and it leans on something not kept)."""
     for raw in _pieces(text):
         before, files = named, _NAMED_RE.findall(raw)
         named = files[-1] if files else named
-        if is_question(raw) or _ERROR_RE.search(raw):
+        if is_question(raw) or reports_error(raw):
+            joinable = False
             continue
         head = _LABEL_RE.match(raw)
         if head is not None or _LIST_MARK_RE.match(raw):
             label = head.group(1) if head is not None else ""
+            if _FILE_LABEL_RE.fullmatch(label) and label not in files_listed:
+                files_listed.append(label)
+                at = at if at is not None else len(out)
         piece = _with_label(raw, label)
         if piece is None:
+            joinable = False
             continue  # "Controlled by a single player": no subject, none to give it
-        for clause in (c for part in _requests(piece) for c in _run_on(distil(part))):
-            if before:
-                clause = _THERE_RE.sub(f"in {before}", clause)
-            n = len(_WORD_RE.findall(clause))
-            if not clause or n < MIN_CLAUSE_WORDS or n > MAX_CLAUSE_WORDS:
-                continue
-            if len(content_words(clause)) < 2:
-                continue
-            if n <= MAX_LEANING_WORDS and _LEANING_RE.match(clause):
-                continue  # "This is all implemented": short, and about what came before
-            keep = _KEEP_RE.search(clause) is not None
-            if _ONE_OFF_RE.match(clause) and not keep:
-                continue
-            out.append(Clause(clause, "preference" if keep else "fact"))
+        said = [c for part in _requests(piece) for c in _run_on(distil(part))]
+        for k, clause in enumerate(said):
+            adds = k == 0 and _ADDING_RE.match(raw) is not None
+            found = _kept(_pointed(clause, before), adds)
+            joined = _joined(out[-1], found) if found and found.leaning and joinable else None
+            if joined is not None:
+                out[-1] = joined
+            elif found is not None and not found.short:
+                out.append(found.clause)
+            else:
+                joinable = False
+                continue  # no fact, or too short to stand alone: "This is all implemented"
+            joinable = True
+    if len(files_listed) >= MIN_LISTED_FILES and at is not None:
+        names = ", ".join(files_listed[:-1]) + f" and {files_listed[-1]}"
+        out.insert(at, Clause(f"The files are {names}.", "fact"))
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Found:
+    clause: Clause
+    leaning: bool
+    """It leans on the clause before it (a pronoun, or a short "in addition - ...")."""
+    short: bool
+    """It opens with a pronoun and is too short to stand alone ("This is implemented")."""
+
+
+def _kept(clause: str, adds: bool) -> _Found | None:
+    """A distilled clause as kept (None when it is no fact: too short or long, the
+    user's confusion, the state the request ends, a one-off command)."""
+    n = len(_WORD_RE.findall(clause))
+    if not clause or n < MIN_CLAUSE_WORDS or n > MAX_CLAUSE_WORDS:
+        return None
+    if len(content_words(clause)) < 2 or _CONFUSED_RE.match(clause):
+        return None  # "Not getting about finalizing all sessions": about the reply
+    if _BEFORE_RE.match(clause) or _INTRO_RE.match(clause):
+        return None  # "Currently they change ...": what the request ends; an intro
+    clause = _BEFORE_RE.sub("", clause)
+    keep = _KEEP_RE.search(clause) is not None
+    if _ONE_OFF_RE.match(clause) and not keep:
+        return None
+    short = n <= MAX_LEANING_WORDS
+    pronoun = _LEANING_RE.match(clause) is not None
+    return _Found(
+        Clause(clause, "preference" if keep else "fact"),
+        pronoun or (adds and short),
+        pronoun and short,
+    )
+
+
+def _joined(before: Clause, found: _Found) -> Clause | None:
+    """A clause leaning on ``before`` joined to it as one fact, when the two are not too
+    long together."""
+    clause = found.clause.text
+    text = f"{before.text.rstrip('.!')}; {clause[:1].lower()}{clause[1:]}"
+    if len(_WORD_RE.findall(text)) > MAX_JOINED_WORDS:
+        return None
+    kind = "preference" if "preference" in (before.kind, found.clause.kind) else "fact"
+    return Clause(text, kind)
+
+
+MIN_LISTED_FILES = 3
+"""A list of this many items each named by a file is a layout: one fact names them all
+("The files are rules.js, ai.js and ui.js."), what a person keeps of it."""
+_FILE_LABEL_RE = re.compile(r"[\w./-]+\.[a-z]{1,6}")
 _LABEL_RE = re.compile(r"^\s*(?:[-*•]\s+)?([\w./-]+\.\w{1,6}|`[^`]+`):\s")
 _SUBJECTLESS_RE = re.compile(
     r"^\s*(?:for\s+now\s+|now\s+|and\s+|also\s+)?(?:(?P<verb>[a-z]+s)\s+(?!(?:is|are|was|were|"
@@ -302,7 +430,13 @@ def _run_on(clause: str) -> list[str]:
     should also include Y"), when it is too long to keep whole."""
     if len(_WORD_RE.findall(clause)) <= MAX_CLAUSE_WORDS:
         return [clause]
-    return [distil(p) for p in _RUN_ON_RE.split(clause) if p.strip()]
+    out: list[str] = []
+    purpose = False
+    for p in (p for p in _RUN_ON_RE.split(clause) if p.strip()):
+        if not purpose:  # "..., so that you can figure out ...": the aim of what is asked
+            out.append(distil(p))
+        purpose = re.search(r"\b(?:so(?:\s+that)?|in\s+order\s+to)[\s,]*$", p, re.I) is not None
+    return out
 
 
 FIX_RE = re.compile(
@@ -330,7 +464,7 @@ says later that it did not work."""
 
 
 def _overlap(a: str, b: str) -> float:
-    ta, tb = set(terms(a)), set(terms(b))
+    ta, tb = canonical(a), canonical(b)
     return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
 
 
@@ -348,6 +482,29 @@ def error_gist(text: str) -> str:
     return ""
 
 
+REVERTED = "Reverted at the user's request:"
+"""How an event says a change was undone: the change made for the instruction, not the
+instruction's meaning ("undo that" takes back what was done, it does not say the opposite)."""
+
+
+def reverted(clause: str, why: str = "") -> str:
+    """``Reverted at the user's request: the change for "<clause>" (<why>).``"""
+    said = clause.rstrip(".!")
+    return f'{REVERTED} the change for "{said}"' + (f" ({why})." if why else ".")
+
+
+def _reason(text: str) -> str:
+    """Why the user undid a change, when the undo says it ("undo the last change it
+    messed up the dark highlight" -> "it messed up the dark highlight")."""
+    m = _REVISIONS[0][1].search(text)
+    rest = text[m.end() :] if m is not None else ""
+    rest = re.split(r"(?<=[.!?])\s|\n", rest.strip(" ,;:-"), maxsplit=1)[0].strip(" .!")
+    rest = re.sub(r"^(?:because|as|since)\s+", "", rest, flags=re.I)
+    if len(rest.split()) < 3 or len(rest.split()) > MAX_GIST_WORDS or is_question(rest):
+        return ""
+    return rest
+
+
 @dataclass
 class RequestLog:
     """The instructions of one session so far, so that a later turn can revise, undo
@@ -360,6 +517,9 @@ class RequestLog:
     """``(clause, slot)`` of every current clause, oldest first."""
     last: list[tuple[str, str]] = field(default_factory=list)
     """The clauses of the latest turn that stated any."""
+    run: list[tuple[str, str]] = field(default_factory=list)
+    """The clauses of the latest run of turns that revise one another ("That's almost
+    right. But ..." after "That's almost right. But ..."): one spec, said over turns."""
     error: str | None = None
     """What the latest user turn reported as failing, until a reply says how it was fixed."""
     fix: tuple[str, str] | None = None
@@ -377,6 +537,7 @@ class RequestLog:
         log.kept = [(f.statement, f.slot or "") for f in current]
         last_seq = max((f.seq or 0 for f in current), default=None)
         log.last = [(f.statement, f.slot or "") for f in current if f.seq == last_seq]
+        log.run = list(log.last)
         return log
 
     def _slot(self, kind: str, seq: int, i: int) -> str:
@@ -386,10 +547,10 @@ class RequestLog:
     def _continues(self, clause: str, how: Revision | None, taken: set[str]) -> str | None:
         """The slot of the earlier clause ``clause`` revises or restates, if any: the
         closest clause of the turn it revises, else a clause it mostly repeats."""
-        pool = self.last if how == "revise" else self.kept
+        pool = {"revise": self.last, "anew": self.run}.get(how or "", self.kept)
         scored = [(_overlap(clause, old), slot) for old, slot in pool if slot not in taken]
-        score, slot = max(scored, default=(0.0, ""))
-        bar = REVISION_OVERLAP if how is None else REVISED_OVERLAP
+        score, slot = max(scored, default=(-1.0, ""))
+        bar = {None: REVISION_OVERLAP, "anew": 0.0}.get(how, REVISED_OVERLAP)
         return slot if score >= bar else None
 
     def user_turn(self, text: str, seq: int) -> list[Stated]:
@@ -402,23 +563,38 @@ class RequestLog:
         how = revision(text)
         mine: list[tuple[str, str]] = []
         taken: set[str] = set()
+        ruled_out: list[str] = []
+        """Slots of earlier clauses this turn's clauses rule out beyond the one each takes."""
         for i, c in enumerate(clauses(text)):
             statement = third_person(c.text, "the user", keep_we=True)
             if not c.text.split()[0].isalpha():  # "rules.js: ..." stays as written
                 statement = c.text[:1] + statement[1:]
+            others = exclusive(c.text, self.kept, taken)
             slot = (
-                self._continues(c.text, how, taken)
+                self._continues(c.text, None, taken)  # said again: its own chain, first
+                or (others.pop(0) if others else None)  # "only": then what it rules out
+                or self._continues(c.text, how, taken)
+                or negated(c.text, self.kept, taken)
                 or derive_slot(statement)
                 or self._slot(REQUEST_SLOT, seq, i)
             )
             taken.add(slot)
+            ruled_out += others
             mine.append((statement, slot))
             out.append((statement, c.kind, slot))
         if how in ("undo", "back"):
-            for clause, slot in self.last:
+            why = _reason(text) if how == "undo" else ""
+            before = {slot: clause for clause, slot in self.kept}
+            undone = [(c, s) for c, s in self.last if s not in taken]
+            undone += [(old, s) for s, old in ((s, before.get(s)) for s in ruled_out) if old]
+            for clause, slot in undone:
                 if slot not in taken:
-                    out.append((f"Reverted at the user's request: {clause}", "event", slot))
+                    out.append((reverted(clause, why), "event", slot))
                     taken.add(slot)
+        if how in ("revise", "anew"):
+            self.run = [(c, s) for c, s in self.run if s not in taken] + mine
+        else:  # any other turn ends the run, whether it said anything to keep or not
+            self.run = mine
         if mine or how in ("undo", "back"):
             self.kept = [(c, s) for c, s in self.kept if s not in taken] + mine
             self.last = mine
@@ -429,7 +605,11 @@ class RequestLog:
         says one (why it failed, what made it work)."""
         if not self.error:
             return []
-        found = [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if FIX_RE.search(s)]
+        found = [
+            s
+            for s in re.split(r"(?<=[.!?])\s+|\n+|(?<=[.!?:])\s+(?=[-*•]\s)", text)
+            if FIX_RE.search(s) and not _LIST_MARK_RE.match(s)
+        ]  # a bullet ("- The fallback now marks ... instead of ...") is the change log
         if not found:
             return []
         words = " ".join(found[:2]).split()
