@@ -89,6 +89,7 @@ from threadline.compaction.toolcalls import (
     BRIEF_MAX_WORDS,
     DONE_STATUSES,
     SHELL_ARG_KEYS,
+    SUBAGENT_TOOLS,
     FileEdit,
     FileTracker,
     brief_result,
@@ -697,6 +698,8 @@ class _Pass:
             action = call_action(call)
             paths = "command" if action == "shell" else None
             paths = "lookup" if action in ("read", "search") else paths
+            if call.name in SUBAGENT_TOOLS:
+                continue  # a subagent's brief: what it names, the agent itself did not touch
             for key, value in call.arguments.items():
                 for s in strings(value):
                     self.argument_values(s, key, recency, index, paths)
@@ -840,12 +843,19 @@ def _elsewhere(stat: _ValueStat, root: str | None) -> bool:
 
 
 PROSE = frozenset({"user", "assistant"})
-_NEEDS_PROSE = frozenset({"setting", "identifier"})
-"""A ``key=value`` or a name is a value when a participant says it: one only a command's
-script assigns (``status=$?`` printing ``status=2``) or a tool prints is plumbing."""
+_NEEDS_PROSE = frozenset({"setting"})
+"""A ``key=value`` is a value when a participant says it: one only a command's script
+assigns (``status=$?`` printing ``status=2``) or a tool prints is plumbing. A bare name
+(``toggle_debug``) needs the person: the agent's prose names code symbols in passing."""
 _NEEDS_USE = frozenset({"version", "port", "address", "email"})
 """A version or an address is a value when a participant says it or a command uses it; one
 only a tool printed is not. (A URL a tool returned is kept: the API answered with it.)"""
+BOILERPLATE_COUNT = 3
+"""A URL only tools printed, this many times or more, is their boilerplate (a linter's
+"report issues at" link in every run), not an answer."""
+_REFERRED = frozenset({"user", "assistant", "command"})
+"""A path is a value when a participant names it or a command uses it; one only read,
+searched, passed to a tool or printed is where the agent looked, not what it must carry."""
 _SCRATCH = re.compile(r"^(?:/private)?/(?:tmp|var/tmp|var/folders)/")
 """The system's scratch directories: a background task's output file lives there."""
 
@@ -855,14 +865,18 @@ def _unreferred(stat: _ValueStat) -> bool:
     command): a setting or name no participant said, a version only a tool printed,
     a scratch file no participant named."""
     kind, sources = stat.value.kind, stat.sources
+    if kind == "identifier":  # a bare name says not what it is unless the person gave it
+        return "user" not in sources
     if kind in _NEEDS_PROSE:
         return not sources & PROSE
     if kind in _NEEDS_USE:
         return not sources & (PROSE | {"argument", "command"})
+    if kind == "url" and sources <= TOOL_OUTPUT:
+        return stat.count >= BOILERPLATE_COUNT
     if kind == "path" and _SCRATCH.match(stat.value.text):
         return not sources & PROSE
     if kind == "path":
-        return stat.count < 2 and sources <= TOOL_OUTPUT  # a file a linter's report named once
+        return not sources & _REFERRED  # merely read, searched or printed: not a value
     return False
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from threadline.compaction.extractive import FENCED_CODE
 from threadline.compaction.snapshot import clip_words, code_span, one_line
-from threadline.compaction.toolcalls import operands, shell_text, simple_commands
+from threadline.compaction.toolcalls import SUBAGENT_TOOLS, operands, shell_text, simple_commands
 from threadline.compaction.values import extract_error_lines, extract_values
 from threadline.messages import Message, ToolCall
 
@@ -108,8 +108,6 @@ _ERROR_LINE = re.compile(
 )
 
 
-SUBAGENT_TOOLS = frozenset({"Task", "Agent", "task", "spawn_pi", "spawn_agent", "subagent"})
-"""Tools that hand work to a subagent and answer with its report."""
 MAX_OUTCOMES = 3
 OUTCOME_WORDS = 24
 _CHANGE = r"(?:changed|modified|created|edited|updated|wrote|written|added|deleted|removed|renamed)"
