@@ -755,8 +755,10 @@ def kept_by_rule(kind: str, text: str, msgs: list[Message]) -> bool:
     if kind == "path":
         return any(
             (m.role in ("user", "assistant") and text in m.text)
-            or any(text in str(v) for c in m.tool_calls for v in _leaves(c.arguments))
-            and not any(c.name.startswith(("read", "grep")) for c in m.tool_calls)
+            or (
+                any(text in str(v) for c in m.tool_calls for v in _leaves(c.arguments))
+                and not any(c.name.startswith(("read", "grep")) for c in m.tool_calls)
+            )
             for m in msgs
         )
     return kind not in ID_KINDS or sum(text in source_text(m) for m in msgs) >= 2
