@@ -33,19 +33,23 @@ MAX_OUTCOMES = 6
 """Outcomes remembered, the latest; a task run again replaces its earlier outcome."""
 TASK_WORDS = 8
 OUTCOME_WORDS = 14
-MAX_FILES = 6
-DONE_STATUSES = frozenset({"succeeded", "success", "completed", "complete", "done", "ok"})
 _CHANGE = r"(?:changed|modified|created|edited|updated|wrote|written|added|deleted|removed|renamed)"
 _FILES_HEADING = re.compile(
     rf"(?i)\bfiles?\b[^\n]{{0,40}}\b{_CHANGE}\b|\b{_CHANGE}\b[^\n]{{0,20}}\bfiles?\b|"
     r"^\s*#{1,6}\s*(?:changes|changes made)\s*$"
 )
+"""A heading over the list of files a report changed ("Files changed", "### Changes")."""
+MAX_FILES = 6
 _CHANGE_LINE = re.compile(rf"(?i)^\W*{_CHANGE}\b")
-_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+"""A line that says it changed something ("Updated `src/a.ts` ...")."""
+DONE_STATUSES = frozenset({"succeeded", "success", "completed", "complete", "done", "ok"})
+"""A task's status that says it finished; any other (``parent_aborted``) did not."""
 _FILLER = re.compile(
     r"(?i)^\W*(?:perfect|great|excellent|okay|ok|now|let me|i now have|i have now|i'll|alright)\b"
 )
 """A report's opening courtesy ("Perfect! Now I have all the information I need.")."""
+_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+"""A list item's marker."""
 _TALLY = re.compile(r"(?i)^\s*[\w-]+:\s*\S?\s*(?:incomplete\b|\d+ of \d+\b)")
 """A subagent tool's own tally banner (``spawn_pi: ✓ 8 of 8 tasks complete``)."""
 _MARKUP = re.compile(r"\*\*|__|^#+\s*")
