@@ -153,6 +153,15 @@ def test_a_subagent_brief_and_code_symbols_are_not_values() -> None:
     assert "session_live.html.heex" not in said and "assets/js/app.js" not in said
     assert "toggle_debug" not in said and "rendered_lines" not in said
     assert "`SessionLive.mount/3`" in said
+    typed = values(  # run D: the person typed the name unquoted, the agent quoted it
+        [
+            Message.user("I think processedRecordIds is exactly the same as lastSyncedMessageUuid"),
+            Message.assistant(
+                "Right: `lastSyncedMessageUuid` alone marks the delta; see `SyncState`."
+            ),
+        ]
+    )
+    assert "name: `lastSyncedMessageUuid`" in typed and "SyncState" not in typed
 
 
 def test_a_link_every_linter_run_prints_is_not_a_value() -> None:

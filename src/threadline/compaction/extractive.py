@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -433,6 +433,8 @@ class _Pass:
     total: int
     tracker: FileTracker
     values: dict[str, _ValueStat] = field(default_factory=dict)
+    user_words: set[str] = field(default_factory=set)
+    """The words the person typed: a name the agent quotes is theirs when they said it too."""
     book: DecisionBook = field(default_factory=DecisionBook)
     tentative: list[tuple[str, float]] = field(default_factory=list)
     """The agent's choices announced this turn, not yet acted on: (bullet, score)."""
@@ -554,6 +556,8 @@ class _Pass:
         speaker = "user" if m.role == "user" and not injected else "assistant"
         prose = _FENCED.sub("\n", text)
         self.add_values(prose, "user" if m.role == "user" else "assistant", recency, index)
+        if speaker == "user":
+            self.user_words.update(_NAME_WORD.findall(prose))
         self.add_values("\n".join(_FENCED.findall(text)), "snippet", recency, index)
         if m.role == "user":
             cleaned = _prose(text).strip()
@@ -850,7 +854,7 @@ assigns (``status=$?`` printing ``status=2``) or a tool prints is plumbing. A ba
 _NEEDS_USE = frozenset({"version", "port", "address", "email"})
 """A version or an address is a value when a participant says it or a command uses it; one
 only a tool printed is not. (A URL a tool returned is kept: the API answered with it.)"""
-BOILERPLATE_COUNT = 3
+BOILERPLATE_COUNT = 2
 """A URL only tools printed, this many times or more, is their boilerplate (a linter's
 "report issues at" link in every run), not an answer."""
 _REFERRED = frozenset({"user", "assistant", "command"})
@@ -860,13 +864,17 @@ _SCRATCH = re.compile(r"^(?:/private)?/(?:tmp|var/tmp|var/folders)/")
 """The system's scratch directories: a background task's output file lives there."""
 
 
-def _unreferred(stat: _ValueStat) -> bool:
+_NAME_WORD = re.compile(r"[A-Za-z_][\w.]*\w")
+"""A word that may be a code name (``lastSyncedMessageUuid``, ``SessionLive.mount``)."""
+
+
+def _unreferred(stat: _ValueStat, user_words: Collection[str] = ()) -> bool:
     """A value the run never refers to as one (``values.py``: referred to in prose or in a
     command): a setting or name no participant said, a version only a tool printed,
     a scratch file no participant named."""
     kind, sources = stat.value.kind, stat.sources
     if kind == "identifier":  # a bare name says not what it is unless the person gave it
-        return "user" not in sources
+        return "user" not in sources and stat.value.text.rstrip("()") not in user_words
     if kind in _NEEDS_PROSE:
         return not sources & PROSE
     if kind in _NEEDS_USE:
@@ -1181,7 +1189,11 @@ class ExtractiveSummarizer:
                 sum(s.count for s in members),
                 set().union(*(s.sources for s in members)),
             )
-            if _only_said(stat) or _elsewhere(stat, p.tracker.root) or _unreferred(stat):
+            if (
+                _only_said(stat)
+                or _elsewhere(stat, p.tracker.root)
+                or _unreferred(stat, p.user_words)
+            ):
                 continue
             if stat.source >= IMPORTANT_SOURCE_WEIGHT or stat.count >= IMPORTANT_MIN_COUNT:
                 merged.append((key, stat))
