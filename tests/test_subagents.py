@@ -61,7 +61,7 @@ def test_each_pi_subagent_says_its_task_and_report_not_the_tally() -> None:
             "requestIndex": 2,
             "status": "succeeded",
             "summary": "Perfect! Now I have everything.\n\n**Verdict: clean migration.** No "
-            "accidental behaviour changes found.",
+            "accidental behaviour changes found. Here is the full report.\n\n## Report",
         },
     ]
     assert PI_KEY == SUBAGENT_REPORTS_KEY
@@ -70,12 +70,13 @@ def test_each_pi_subagent_says_its_task_and_report_not_the_tally() -> None:
     assert all("of 3 tasks" not in ln for ln in lines)  # never the tally
     first, second, third = lines
     assert "Adopt full lint rules in src/batch.ts" in first
-    assert "Updated `src/batch.ts` and `src/results.ts` to satisfy the rules" in first
+    assert ": Updated `src/batch.ts` and `src/results.ts` to satisfy the rules" in first
     assert "changed `src/batch.ts`, `src/results.ts`" in first and "`4c1d2e9`" in first
     assert "Resolve diagnostics in src/tools.ts" in second
     assert "not finished (parent_aborted): Parent stopped waiting" in second
     assert "changed" not in second  # an unfinished subagent changed nothing we know of
     assert "Verdict: clean migration." in third and "Perfect" not in third
+    assert "full report" not in third  # a pointer to the rest is no substance
 
 
 def test_a_task_run_again_replaces_its_earlier_outcome() -> None:

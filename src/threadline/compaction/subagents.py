@@ -53,6 +53,12 @@ _ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 _TALLY = re.compile(r"(?i)^\s*[\w-]+:\s*\S?\s*(?:incomplete\b|\d+ of \d+\b)")
 """A subagent tool's own tally banner (``spawn_pi: ✓ 8 of 8 tasks complete``)."""
 _MARKUP = re.compile(r"\*\*|__|^#+\s*")
+_SECTION_LABEL = re.compile(r"(?i)^(?:changes?|changed|summary)\s*:\s+")
+"""A report's own section label before its first words ("Changes: Updated ...")."""
+_POINTER = re.compile(
+    r"(?i)(?<=[.!;])\s+(?:here is|here are|here's|below is|see below)\b[^.]*\.?\s*$"
+)
+"""A closing pointer to the rest of the report ("Here is the full report.")."""
 _REPORTED_COMMIT = re.compile(
     r"(?i)(?:^\[[^\]\s]+ |\bcommit(?:ted)?(?: as| in|:)?\s+`?)(?P<hash>[0-9a-f]{7,40})\b", re.M
 )
@@ -151,7 +157,8 @@ def _first_words(text: str) -> str:
             and not _FILLER.match(said)
             and not _TALLY.match(said)
         ):
-            return said
+            said = _SECTION_LABEL.sub("", said)
+            return _POINTER.sub("", said).strip()
     return ""
 
 
