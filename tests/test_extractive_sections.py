@@ -208,5 +208,7 @@ def test_values_rank_by_kind_frequency_and_recency_and_names_are_capped() -> Non
     ]
     values = section(SUMMARIZER.summarize(msgs).text, "important_values")
     assert "ERROR: connection refused to db:5432" in values[0]
-    assert values.index("URL: `https://staging.example.com/api`") < values.index("name: `helper_0`")
+    assert values.index("URL: `https://staging.example.com/api`") < values.index(
+        "name: `helper_0` (named by the user)"
+    )
     assert sum(v.startswith("name: `helper_") for v in values) <= MAX_IDENTIFIERS

@@ -902,7 +902,10 @@ _PATH_USES = (
 
 def _use_note(stat: _ValueStat) -> str | None:
     """What a path was to the run (read, used in a command, named by the user): a path is
-    a value for what was done with it."""
+    a value for what was done with it. A name is kept only when the person said it
+    (``_unreferred``): so it says."""
+    if stat.value.kind == "identifier":
+        return "named by the user"
     if stat.value.kind != "path":
         return None
     return next((note for source, note in _PATH_USES if source in stat.sources), None)
