@@ -50,15 +50,6 @@ _FILLER = re.compile(
 """A report's opening courtesy ("Perfect! Now I have all the information I need.")."""
 _ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 """A list item's marker."""
-_TALLY = re.compile(r"(?i)^\s*[\w-]+:\s*\S?\s*(?:incomplete\b|\d+ of \d+\b)")
-"""A subagent tool's own tally banner (``spawn_pi: ✓ 8 of 8 tasks complete``)."""
-_MARKUP = re.compile(r"\*\*|__|^#+\s*")
-_SECTION_LABEL = re.compile(r"(?i)^(?:changes?|changed|summary)\s*:\s+")
-"""A report's own section label before its first words ("Changes: Updated ...")."""
-_POINTER = re.compile(
-    r"(?i)(?<=[.!;])\s+(?:here is|here are|here's|below is|see below)\b[^.]*\.?\s*$"
-)
-"""A closing pointer to the rest of the report ("Here is the full report.")."""
 _REPORTED_COMMIT = re.compile(
     r"(?i)(?:^\[[^\]\s]+ |\bcommit(?:ted)?(?: as| in|:)?\s+`?)(?P<hash>[0-9a-f]{7,40})\b", re.M
 )
@@ -141,8 +132,22 @@ def _lines(text: str) -> list[str]:
     return [ln for ln in FENCED_CODE.sub("\n", text).splitlines() if ln.strip()]
 
 
+_MARKUP = re.compile(r"\*\*|__|^#+\s*")
+"""Bold marks and a heading's hashes: a report's first words are said plain."""
+
+
 def _clean(line: str) -> str:
     return _MARKUP.sub("", _ITEM.sub("", line)).strip(" #*-")
+
+
+_TALLY = re.compile(r"(?i)^\s*[\w-]+:\s*\S?\s*(?:incomplete\b|\d+ of \d+\b)")
+"""A subagent tool's own tally banner (``spawn_pi: ✓ 8 of 8 tasks complete``)."""
+_POINTER = re.compile(
+    r"(?i)(?<=[.!;])\s+(?:here is|here are|here's|below is|see below)\b[^.]*\.?\s*$"
+)
+"""A closing pointer to the rest of the report ("Here is the full report.")."""
+_SECTION_LABEL = re.compile(r"(?i)^(?:changes?|changed|summary)\s*:\s+")
+"""A report's own section label before its first words ("Changes: Updated ...")."""
 
 
 def _first_words(text: str) -> str:
