@@ -749,7 +749,18 @@ def test_any_messages_give_a_bounded_deterministic_snapshot(
 
 def kept_by_rule(kind: str, text: str, msgs: list[Message]) -> bool:
     """Whether the rules keep a value at all: an id or a hash only when the run refers to it
-    in more than one message (one said once is noise: a tool's call id, a row of a listing)."""
+    in more than one message (one said once is noise: a tool's call id, a row of a listing);
+    a path only when a participant's prose names it or a call changes or runs it (one only
+    read or printed by a search is where the agent looked)."""
+    if kind == "path":
+        return any(
+            (m.role in ("user", "assistant") and text in m.text)
+            or (
+                any(text in str(v) for c in m.tool_calls for v in _leaves(c.arguments))
+                and not any(c.name.startswith(("read", "grep")) for c in m.tool_calls)
+            )
+            for m in msgs
+        )
     return kind not in ID_KINDS or sum(text in source_text(m) for m in msgs) >= 2
 
 

@@ -199,7 +199,7 @@ def test_commands_that_only_run_files_do_not_flood_the_values() -> None:
 def test_values_rank_by_kind_frequency_and_recency_and_names_are_capped() -> None:
     names = " ".join(f"`helper_{n}`" for n in range(40))
     msgs = [
-        Message.assistant(f"The module defines {names}."),
+        Message.user(f"Rename {names} in the module."),  # names count when the person gives them
         Message.user(
             "The staging URL is https://staging.example.com/api and the key is ABC_KEY=7."
         ),
@@ -208,5 +208,7 @@ def test_values_rank_by_kind_frequency_and_recency_and_names_are_capped() -> Non
     ]
     values = section(SUMMARIZER.summarize(msgs).text, "important_values")
     assert "ERROR: connection refused to db:5432" in values[0]
-    assert values.index("URL: `https://staging.example.com/api`") < values.index("name: `helper_0`")
+    assert values.index("URL: `https://staging.example.com/api`") < values.index(
+        "name: `helper_0` (named by the user)"
+    )
     assert sum(v.startswith("name: `helper_") for v in values) <= MAX_IDENTIFIERS

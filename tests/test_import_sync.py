@@ -205,6 +205,51 @@ def test_subagents_become_children_of_their_session(tmp_path: Path) -> None:
     assert summariser.metadata["child_kind"] == "compaction"
 
 
+def test_a_session_file_import_brings_its_subagents_as_the_folder_import_does(
+    tmp_path: Path,
+) -> None:
+    """``threadline sessions import <session>.jsonl`` imports ``<session>/subagents/*``
+    too, linked as children, exactly as importing the folder does."""
+    require_shared(TRANSCRIPTS)
+    folder = TRANSCRIPTS / "claude-code/spotter-4d5611e5"
+    by_file = open_store(f"sqlite://{tmp_path / 'f.db'}")
+    session = next(folder.glob("*.jsonl"))
+    report = Syncer(by_file).sync(find_sources([str(session)]))
+    assert not report.failures
+    by_folder = open_store(f"sqlite://{tmp_path / 'd.db'}")
+    Syncer(by_folder).sync(find_sources([str(folder)]))
+
+    def tree(store: Store) -> set[tuple[str, str | None]]:
+        sessions = {s.id: s for s in all_sessions(store)}
+        return {
+            (s.metadata["source_id"], sessions[s.parent_id].metadata["source_id"])
+            if s.parent_id
+            else (s.metadata["source_id"], None)
+            for s in sessions.values()
+        }
+
+    assert len(tree(by_file)) == 3 and tree(by_file) == tree(by_folder)
+
+
+def test_a_session_file_s_subagents_come_after_it_and_only_its_own(tmp_path: Path) -> None:
+    """The ``subagents`` folder of the named file only (a sibling session's stays out), each
+    file once when the folder is named as well, after the session it belongs to."""
+    for stem in ("s1", "s2"):
+        (tmp_path / f"{stem}.jsonl").write_text("{}\n", encoding="utf-8")
+        agents = tmp_path / stem / "subagents"
+        agents.mkdir(parents=True)
+        (agents / "agent-a1.jsonl").write_text("{}\n", encoding="utf-8")
+    (tmp_path / "notes.txt.jsonl").write_text("{}\n", encoding="utf-8")
+    named = find_sources([str(tmp_path / "s1.jsonl"), str(tmp_path / "s1")])
+    assert [s.path.relative_to(tmp_path).as_posix() for s in named if s.path] == [
+        "s1.jsonl",
+        "s1/subagents/agent-a1.jsonl",
+    ]
+    assert [s.found for s in named] == [False, True]  # found: skipped if no conversation
+    alone = find_sources([str(tmp_path / "notes.txt.jsonl")])
+    assert len(alone) == 1
+
+
 def test_a_subagent_imported_first_is_linked_when_its_parent_arrives(tmp_path: Path) -> None:
     require_shared(TRANSCRIPTS)
     store = open_store(f"sqlite://{tmp_path / 's.db'}")

@@ -100,8 +100,17 @@ def test_a_path_says_what_the_run_did_with_it() -> None:
             result("defmodule Shop.Cart do\nend\n", "r1"),
         ]
     )
-    assert "path: `lib/shop/cart.ex` (read)" in said
+    assert "lib/shop/cart.ex" not in said  # merely read: where the agent looked
     assert "path: `config/runtime.exs` (named by the user)" in said
+    discussed = values(
+        [
+            Message.user("Why is the total off?"),
+            Message.assistant("", tool_calls=[read]),
+            result("defmodule Shop.Cart do\nend\n", "r1"),
+            Message.assistant("`lib/shop/cart.ex` rounds each line before summing."),
+        ]
+    )
+    assert "path: `lib/shop/cart.ex` (read)" in discussed  # read, and said why it matters
     grep = [ToolCall(id=f"g{i}", name="Grep", arguments={"pattern": "total"}) for i in range(2)]
     listed = values(
         [
@@ -116,7 +125,60 @@ def test_a_path_says_what_the_run_did_with_it() -> None:
             ),
         ]
     )
-    assert "path: `lib/shop/totals.ex` (printed by a tool)" in listed
+    assert "lib/shop/totals.ex" not in listed  # a search hit nobody named again
+
+
+def test_a_subagent_brief_and_code_symbols_are_not_values() -> None:
+    """Run A: paths named only inside a ``Task`` prompt were listed "(passed to a tool)", and
+    code symbols the agent's prose named in passing (``toggle_debug``) as bare names; a name
+    the person gave stays."""
+    task = ToolCall(
+        id="t1",
+        name="Task",
+        arguments={
+            "description": "Explore the transcript views",
+            "prompt": "Read lib/web/live/session_live.html.heex and assets/js/app.js.",
+            "subagent_type": "Explore",
+        },
+    )
+    said = values(
+        [
+            Message.user("Keep `SessionLive.mount/3` as it is."),
+            Message.assistant("", tool_calls=[task]),
+            result("Both templates render lines the same way.", "t1"),
+            Message.assistant("I'll add a `toggle_debug` event next to `rendered_lines`."),
+            Message.assistant("The `toggle_debug` handler now flips the sidecar."),
+        ]
+    )
+    assert "session_live.html.heex" not in said and "assets/js/app.js" not in said
+    assert "toggle_debug" not in said and "rendered_lines" not in said
+    assert "`SessionLive.mount/3`" in said
+    typed = values(  # run D: the person typed the name unquoted, the agent quoted it
+        [
+            Message.user("I think processedRecordIds is exactly the same as lastSyncedMessageUuid"),
+            Message.assistant(
+                "Right: `lastSyncedMessageUuid` alone marks the delta; see `SyncState`."
+            ),
+        ]
+    )
+    assert "name: `lastSyncedMessageUuid`" in typed and "SyncState" not in typed
+
+
+def test_a_link_every_linter_run_prints_is_not_a_value() -> None:
+    """Run A: credo's "report issues at" link, printed by every ``mix credo`` run, was a URL
+    value; a URL one deploy answered with stays (the API gave it)."""
+    banner = "Please report incorrect results: https://github.com/rrrene/credo/issues"
+    msgs: list[Message] = [Message.user("Lint it.")]
+    for i in range(3):
+        msgs += [bash("mix credo --strict", f"c{i}"), result(f"{banner}\n{i} issues", f"c{i}")]
+    deploy = ToolCall(id="d1", name="deploy", arguments={"env": "staging"})
+    msgs += [
+        Message.assistant("", tool_calls=[deploy]),
+        result('{"url": "https://preview.example.dev/r/42", "status": "live"}', "d1"),
+    ]
+    said = values(msgs)
+    assert "rrrene/credo" not in said
+    assert "https://preview.example.dev/r/42" in said
 
 
 def test_a_tracker_id_says_which_item_it_is(store: Store, tmp_path: Path) -> None:

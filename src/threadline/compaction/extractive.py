@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +92,7 @@ from threadline.compaction.toolcalls import (
     BRIEF_MAX_WORDS,
     DONE_STATUSES,
     SHELL_ARG_KEYS,
+    SUBAGENT_TOOLS,
     FileEdit,
     FileTracker,
     brief_result,
@@ -439,6 +440,8 @@ class _Pass:
     total: int
     tracker: FileTracker
     values: dict[str, _ValueStat] = field(default_factory=dict)
+    user_words: set[str] = field(default_factory=set)
+    """The words the person typed: a name the agent quotes is theirs when they said it too."""
     book: DecisionBook = field(default_factory=DecisionBook)
     tentative: list[tuple[str, float]] = field(default_factory=list)
     """The agent's choices announced this turn, not yet acted on: (bullet, score)."""
@@ -562,6 +565,8 @@ class _Pass:
         speaker = "user" if m.role == "user" and not injected else "assistant"
         prose = _FENCED.sub("\n", text)
         self.add_values(prose, "user" if m.role == "user" else "assistant", recency, index)
+        if speaker == "user":
+            self.user_words.update(_NAME_WORD.findall(prose))
         self.add_values("\n".join(_FENCED.findall(text)), "snippet", recency, index)
         if m.role == "user":
             cleaned = _prose(text).strip()
@@ -721,6 +726,8 @@ class _Pass:
             action = call_action(call)
             paths = "command" if action == "shell" else None
             paths = "lookup" if action in ("read", "search") else paths
+            if call.name in SUBAGENT_TOOLS:
+                continue  # a subagent's brief: what it names, the agent itself did not touch
             for key, value in call.arguments.items():
                 for s in strings(value):
                     self.argument_values(s, key, recency, index, paths)
@@ -869,29 +876,44 @@ def _elsewhere(stat: _ValueStat, root: str | None) -> bool:
 
 
 PROSE = frozenset({"user", "assistant"})
-_NEEDS_PROSE = frozenset({"setting", "identifier"})
-"""A ``key=value`` or a name is a value when a participant says it: one only a command's
-script assigns (``status=$?`` printing ``status=2``) or a tool prints is plumbing."""
+_NEEDS_PROSE = frozenset({"setting"})
+"""A ``key=value`` is a value when a participant says it: one only a command's script
+assigns (``status=$?`` printing ``status=2``) or a tool prints is plumbing. A bare name
+(``toggle_debug``) needs the person: the agent's prose names code symbols in passing."""
 _NEEDS_USE = frozenset({"version", "port", "address", "email"})
 """A version or an address is a value when a participant says it or a command uses it; one
 only a tool printed is not. (A URL a tool returned is kept: the API answered with it.)"""
+BOILERPLATE_COUNT = 2
+"""A URL only tools printed, this many times or more, is their boilerplate (a linter's
+"report issues at" link in every run), not an answer."""
+_REFERRED = frozenset({"user", "assistant", "command"})
+"""A path is a value when a participant names it or a command uses it; one only read,
+searched, passed to a tool or printed is where the agent looked, not what it must carry."""
 _SCRATCH = re.compile(r"^(?:/private)?/(?:tmp|var/tmp|var/folders)/")
 """The system's scratch directories: a background task's output file lives there."""
 
 
-def _unreferred(stat: _ValueStat) -> bool:
+_NAME_WORD = re.compile(r"[A-Za-z_][\w.]*\w")
+"""A word that may be a code name (``lastSyncedMessageUuid``, ``SessionLive.mount``)."""
+
+
+def _unreferred(stat: _ValueStat, user_words: Collection[str] = ()) -> bool:
     """A value the run never refers to as one (``values.py``: referred to in prose or in a
     command): a setting or name no participant said, a version only a tool printed,
     a scratch file no participant named."""
     kind, sources = stat.value.kind, stat.sources
+    if kind == "identifier":  # a bare name says not what it is unless the person gave it
+        return "user" not in sources and stat.value.text.rstrip("()") not in user_words
     if kind in _NEEDS_PROSE:
         return not sources & PROSE
     if kind in _NEEDS_USE:
         return not sources & (PROSE | {"argument", "command"})
+    if kind == "url" and sources <= TOOL_OUTPUT:
+        return stat.count >= BOILERPLATE_COUNT
     if kind == "path" and _SCRATCH.match(stat.value.text):
         return not sources & PROSE
     if kind == "path":
-        return stat.count < 2 and sources <= TOOL_OUTPUT  # a file a linter's report named once
+        return not sources & _REFERRED  # merely read, searched or printed: not a value
     return False
 
 
@@ -909,7 +931,10 @@ _PATH_USES = (
 
 def _use_note(stat: _ValueStat) -> str | None:
     """What a path was to the run (read, used in a command, named by the user): a path is
-    a value for what was done with it."""
+    a value for what was done with it. A name is kept only when the person said it
+    (``_unreferred``): so it says."""
+    if stat.value.kind == "identifier":
+        return "named by the user"
     if stat.value.kind != "path":
         return None
     return next((note for source, note in _PATH_USES if source in stat.sources), None)
@@ -1196,7 +1221,11 @@ class ExtractiveSummarizer:
                 sum(s.count for s in members),
                 set().union(*(s.sources for s in members)),
             )
-            if _only_said(stat) or _elsewhere(stat, p.tracker.root) or _unreferred(stat):
+            if (
+                _only_said(stat)
+                or _elsewhere(stat, p.tracker.root)
+                or _unreferred(stat, p.user_words)
+            ):
                 continue
             if stat.source >= IMPORTANT_SOURCE_WEIGHT or stat.count >= IMPORTANT_MIN_COUNT:
                 merged.append((key, stat))

@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.compaction.extractive import FENCED_CODE
 from threadline.compaction.snapshot import clip_words, code_span, one_line
-from threadline.compaction.toolcalls import operands, shell_text, simple_commands
-from threadline.compaction.values import extract_error_lines, extract_values
+from threadline.compaction.subagents import Outcome, latest_outcomes, subagent_outcomes
+from threadline.compaction.toolcalls import SUBAGENT_TOOLS, operands, shell_text, simple_commands
+from threadline.compaction.values import extract_error_lines
 from threadline.messages import Message, ToolCall
 
 MAX_ITEMS = 200
@@ -108,87 +108,6 @@ _ERROR_LINE = re.compile(
 )
 
 
-SUBAGENT_TOOLS = frozenset({"Task", "Agent", "task", "spawn_pi", "spawn_agent", "subagent"})
-"""Tools that hand work to a subagent and answer with its report."""
-MAX_OUTCOMES = 3
-OUTCOME_WORDS = 24
-_CHANGE = r"(?:changed|modified|created|edited|updated|wrote|written|added|deleted|removed|renamed)"
-_FILES_HEADING = re.compile(
-    rf"(?i)\bfiles?\b[^\n]{{0,40}}\b{_CHANGE}\b|\b{_CHANGE}\b[^\n]{{0,20}}\bfiles?\b|"
-    r"^\s*#{1,6}\s*(?:changes|changes made)\s*$"
-)
-_CHANGE_LINE = re.compile(rf"(?i)^\W*{_CHANGE}\b")
-_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
-_FILLER = re.compile(
-    r"(?i)^\W*(?:perfect|great|excellent|okay|ok|now|let me|i now have|i have now|i'll|alright)\b"
-)
-"""A report's opening courtesy ("Perfect! Now I have all the information I need.")."""
-_REPORTED_COMMIT = re.compile(
-    r"(?i)(?:^\[[^\]\s]+ |\bcommit(?:ted)?(?: as| in|:)?\s+`?)(?P<hash>[0-9a-f]{7,40})\b", re.M
-)
-
-
-@dataclass(slots=True)
-class Outcome:
-    """What a subagent reported: its task, its first words, the files it says it changed and
-    the commits it made."""
-
-    seq: int
-    task: str
-    said: str
-    files: list[str]
-    commits: list[str]
-
-    def to_json(self) -> list[Any]:
-        return [self.seq, self.task, self.said, self.files, self.commits]
-
-    def line(self) -> str:
-        parts = [
-            f"Subagent {code_span(self.task)}: {self.said}"
-            if self.said
-            else f"Subagent {code_span(self.task)} finished"
-        ]
-        if self.files:
-            parts.append("changed " + ", ".join(code_span(f) for f in self.files[:8]))
-        if self.commits:
-            parts.append("committed " + ", ".join(code_span(c) for c in self.commits))
-        return "; ".join(parts)
-
-
-def subagent_outcome(call: ToolCall, text: str, seq: int) -> Outcome:
-    """The outcome a subagent's report states (files from lines that say they changed, or
-    from the list under a "Files changed" heading; commits by hash)."""
-    args = call.arguments
-    task = str(args.get("description") or args.get("subagent_type") or call.name)
-    files: list[str] = []
-    listing = False
-    for line in FENCED_CODE.sub("\n", text).splitlines():
-        if _FILES_HEADING.search(line) and not _ITEM.match(line):
-            listing = True
-            continue
-        if listing and not _ITEM.match(line) and line.strip():
-            listing = False
-        if listing or _CHANGE_LINE.match(_ITEM.sub("", line)):
-            for v in extract_values(line):
-                if v.kind == "path" and "." in v.text.rsplit("/", 1)[-1] and v.text not in files:
-                    files.append(v.text.strip("`"))
-    commits = list(dict.fromkeys(m.group("hash") for m in _REPORTED_COMMIT.finditer(text)))
-    said = next(
-        (
-            ln.strip(" #*")
-            for ln in FENCED_CODE.sub("\n", text).splitlines()
-            if len(ln.split()) >= 4
-            and not ln.startswith("|")
-            and not ln.rstrip().endswith(":")
-            and not _FILLER.match(ln)
-        ),
-        "",
-    )
-    return Outcome(
-        seq, clip_words(task, 8), clip_words(one_line(said), OUTCOME_WORDS), files, commits
-    )
-
-
 @dataclass(slots=True)
 class WorkItem:
     """One tracked item: ``key`` is how the run names it (``spotter-fum.3``, ``task #2``,
@@ -214,13 +133,6 @@ class WorkItem:
         mark = "[in progress] " if self.status == ACTIVE else ""
         title = f": {self.title}" if self.title and self.title != self.key else ""
         return f"{mark}{code_span(self.key)}{title} ({self.source})"
-
-
-def _reports(result: Message) -> list[str]:
-    """The subagents' own reports an importer kept beside a result's text (Pi's
-    ``spawn_pi`` gives only a tally in its text)."""
-    found = result.metadata.get("subagent_reports")
-    return [r for r in found if isinstance(r, str)] if isinstance(found, list) else []
 
 
 def _status(word: str | None) -> str | None:
@@ -278,8 +190,7 @@ class Ledger:
         """Take in ``result``, the answer to ``call`` (``failed`` as the tool reported it)."""
         name = call.name
         if name in SUBAGENT_TOOLS and not failed and result.text.strip():
-            text = "\n\n".join([result.text, *_reports(result)])
-            self.outcomes = [*self.outcomes, subagent_outcome(call, text, seq)][-MAX_OUTCOMES:]
+            self.outcomes = latest_outcomes(self.outcomes, subagent_outcomes(call, result, seq))
             return
         if name in ("TaskCreate", "TaskUpdate", "TaskList"):
             if not failed:

@@ -218,6 +218,10 @@ def plausible_path(text: str) -> bool:
 
 # -- tool calls ----------------------------------------------------------------------
 
+SUBAGENT_TOOLS = frozenset({"Task", "Agent", "task", "spawn_pi", "spawn_agent", "subagent"})
+"""Tools that hand work to a subagent and answer with its report: their prompt is the
+subagent's brief, not something the agent itself did."""
+
 
 def call_action(call: ToolCall) -> str | None:
     """What a call does to files: an action ("edited", ...), "read", "search", "shell" or None.
@@ -1256,6 +1260,7 @@ __all__ = [
     "PATH_ARG_KEYS",
     "SHELL_ARG_KEYS",
     "SOURCE_ARG_KEYS",
+    "SUBAGENT_TOOLS",
     "FileEdit",
     "FileOp",
     "FileTracker",

@@ -635,9 +635,10 @@ class Trail:
         self._item_progress(before, command, seq)
         if self.ledger.last_commit is not None and self.ledger.last_commit != commit:
             self.progress.committed(self.ledger.last_commit[1], seq)
-        if self.ledger.outcomes and self.ledger.outcomes[-1].seq == seq:
+        reported = [f for o in self.ledger.outcomes if o.seq == seq for f in o.files]
+        if reported:
             changed = []
-            for path in self.ledger.outcomes[-1].files:  # a subagent's changes are the run's
+            for path in dict.fromkeys(reported):  # a subagent's changes are the run's
                 rec = self.tracker.touch(path, "edited", seq, base=self.tracker.root)
                 changed += [rec.path] if rec is not None else []
             if changed:

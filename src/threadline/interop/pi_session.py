@@ -19,8 +19,8 @@ version 1 to 3, and Oh My Pi's ``src/session/session-manager.ts``): JSON Lines.
   ``model``, ``usage {input, output, cacheRead, cacheWrite}``, ``stopReason``,
   ``errorMessage``), ``toolResult`` (``toolCallId``, ``toolName``, ``content``,
   ``isError``; ``details`` is the tool's UI data, left out but for the reports of the
-  subagents a tool ran, ``details.result.results[].summary``: what each says it changed
-  and committed, in ``metadata["subagent_reports"]``), ``bashExecution`` (a
+  subagents a tool ran, ``details.result.results[]``: each task's index, status and
+  ``summary`` (or ``error.message``), in ``metadata["subagent_reports"]``), ``bashExecution`` (a
   command the user ran: ``command``, ``output``, ``exitCode``; a user message),
   ``custom`` / ``hookMessage`` (an extension's message: a user message, as Pi sends
   it), ``branchSummary`` (``summary``: a user message).
@@ -54,18 +54,32 @@ SUBAGENT_REPORTS_KEY = "subagent_reports"
 """Tool result metadata: the final reports of the subagents the tool ran (``spawn_pi``)."""
 
 
-def subagent_reports(details: Any) -> list[str]:
-    """The subagents' own reports in a tool result's ``details`` (``{result: {results:
-    [{status, summary}, ...]}}``, as a subagent-spawning tool gives them), each a string."""
+def subagent_reports(details: Any) -> list[dict[str, Any]]:
+    """The subagents' reports in a tool result's ``details`` (``{result: {results: [{
+    requestIndex, status, summary, error: {message}}, ...]}}``, as ``spawn_pi`` gives
+    them): per task, ``{task: its index in the call's tasks, status, report}``, the
+    report being the summary or, for a task that did not finish, the error's message."""
     result = details.get("result") if isinstance(details, Mapping) else None
     runs = result.get("results") if isinstance(result, Mapping) else None
-    if not isinstance(runs, list):
-        return []
-    return [
-        run["summary"]
-        for run in runs
-        if isinstance(run, Mapping) and isinstance(run.get("summary"), str) and run["summary"]
-    ]
+    out: list[dict[str, Any]] = []
+    for n, run in enumerate(runs if isinstance(runs, list) else []):
+        if not isinstance(run, Mapping):
+            continue
+        report = run.get("summary")
+        error = run.get("error")
+        if not (isinstance(report, str) and report.strip()) and isinstance(error, Mapping):
+            report = error.get("message")
+        if not (isinstance(report, str) and report.strip()):
+            continue
+        index, status = run.get("requestIndex"), run.get("status")
+        out.append(
+            {
+                "task": index if isinstance(index, int) else n,
+                "status": status if isinstance(status, str) else None,
+                "report": report,
+            }
+        )
+    return out
 
 
 HEADERS = frozenset({"session", "title"})

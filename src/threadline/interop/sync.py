@@ -198,8 +198,9 @@ class Source:
 
 
 def find_sources(args: Sequence[str]) -> list[Source]:
-    """The files named, every candidate file under the directories named (recursively),
-    and ``-`` for standard input; all checked before anything is imported, so a typo
+    """The files named (with a Claude Code session file, its ``subagents/`` beside it),
+    every candidate file under the directories named (recursively), and ``-`` for
+    standard input; all checked before anything is imported, so a typo
     imports nothing. A Claude Code subagent file (``<session>/subagents/``) comes after
     the files it may belong to, so its parent session exists when it is linked."""
     sources: list[Source] = []
@@ -219,7 +220,7 @@ def find_sources(args: Sequence[str]) -> list[Source]:
                     f"and {AIDER_HISTORY})"
                 )
         elif path.exists():
-            found = [source_of(path)]
+            found = [source_of(path), *subagent_sources(path)]
         else:
             raise UsageError(f"no such file or directory: {arg}")
         for source in found:
@@ -229,6 +230,16 @@ def find_sources(args: Sequence[str]) -> list[Source]:
                     seen.add(key)
                 sources.append(source)
     return sorted(sources, key=lambda s: s.path is not None and s.path.parent.name == "subagents")
+
+
+def subagent_sources(path: Path) -> list[Source]:
+    """The subagents Claude Code keeps beside a session file (``<session>.jsonl`` and
+    ``<session>/subagents/*.jsonl``), as a directory import of the folder finds them: a
+    file import brings its subagents along."""
+    folder = path.with_suffix("") / "subagents"
+    if path.suffix != ".jsonl" or not folder.is_dir():
+        return []
+    return list(_walk(folder))
 
 
 def source_of(path: Path, *, found: bool = False) -> Source:
