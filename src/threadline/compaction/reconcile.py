@@ -50,6 +50,7 @@ from threadline.compaction.progress import (
     PROGRESS_HEADS,
     account,
     current_line,
+    failing_checks,
     unresolved,
 )
 from threadline.compaction.snapshot import (
@@ -111,6 +112,9 @@ TODO_SCORE = 3.2
 SAME_ITEM_SHARE = 0.75
 """A pending line shares this much of a completed item's words: the same item, done."""
 LEDGER_SCORE = 3.4
+FAILING_SCORE = 3.3
+"""A check whose latest run failed (none passed since): open work, after the tracked items."""
+FAILING_TASKS = 3
 REQUEST_SCORE = 3.0
 """A follow-up request the agent has not answered yet, after the items trackers show open."""
 """An item a tracker shows open outranks every other pending line (``ledger.py``)."""
@@ -662,6 +666,8 @@ def _tasks(
     if asked is not None and asked != evidence.first_request:  # the first is the whole task
         text = f"Answer the latest request (user, #{asked[0]}): {clip_words(asked[1], 30)}"
         snapshot.add("pending_tasks", text, REQUEST_SCORE)
+    for rank, line in enumerate(failing_lines(trail, evidence)):
+        snapshot.add("pending_tasks", line, FAILING_SCORE - rank * 0.05)
     at_end = open_items(trail, evidence)
     for rank, item in enumerate(at_end):
         snapshot.add("pending_tasks", clip_words(item.line(), 40), LEDGER_SCORE - rank * 0.05)
@@ -688,6 +694,20 @@ def _tasks(
             continue
         text = _carried(b.text, before, previous_seq)
         snapshot.add("pending_tasks", text, TASK_SCORE * b.score - rank * 0.001)
+
+
+def failing_lines(trail: Trail, evidence: Trail) -> list[str]:
+    """Pending lines for the checks (tests, linters, builds) whose latest run failed with no
+    passing run since, over the covered range and the messages kept after it: an unresolved
+    failure is open work, whatever the todo list says."""
+    lines = []
+    for check in failing_checks(evidence.progress)[:FAILING_TASKS]:
+        where = " (in the messages kept below)" if check.seq > trail.through else ""
+        lines.append(
+            f"Make {code_span(check.command)} pass: it failed at #{check.seq} "
+            f"({code_span(clip_words(check.line, 24))}) and no run passed since{where}"
+        )
+    return lines
 
 
 # -- the whole -----------------------------------------------------------------------------

@@ -42,7 +42,9 @@ from threadline.compaction.progress import (
     TODO_SOURCE,
     Progress,
     close_reason,
+    failed_case,
     is_check,
+    is_tally,
     located_error,
     result_line,
     verdict_ok,
@@ -675,9 +677,13 @@ class Trail:
         if _NOT_RUN.search(text[:300]):
             return  # the harness did not run it (a sibling call failed, no permission)
         line = result_line(text)
+        broke = broke or (line is not None and not verdict_ok(line))  # `| tail` hid the status
         if broke:
             if line is not None and verdict_ok(line):
                 line = None  # "0 failed" from a run that failed: its error says why
+            case = failed_case(text)
+            if case is not None and (line is None or not is_tally(line)):
+                line = case  # which test failed says more than the package's FAIL line
             located = located_error(text)
             if located and line and located not in line:
                 line = f"{line}; {located}"
