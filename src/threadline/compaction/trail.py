@@ -174,6 +174,13 @@ def run_target(command: str) -> str:
     return " ".join(line.split()).rstrip(" \u2026")
 
 
+def settles(success: str, failure: str) -> bool:
+    """Whether a clean run of the shell command ``success`` settles an earlier failed run of
+    ``failure``, however each was written (``cd X &&``, ``2>&1 | tail -40``, ``VAR=1``,
+    ``timeout 60``, its options in another order); a run of another target does not."""
+    return _covers(run_target(success), run_target(failure))
+
+
 def _covers(success: str, failure: str) -> bool:
     """A clean run of ``success`` settles ``failure``: the same run, a wider run of the
     same tool (``mix test`` passing after ``mix test test/a_test.exs`` failed), or a run
@@ -198,16 +205,40 @@ _PLUMBING = frozenset(
 
 
 def _work(command: str, *, last: bool = False) -> set[tuple[str, ...]]:
-    """The commands a shell line runs, each as its words without options (``-x``, ``--y``)
-    and words built at run time; plumbing left out. ``last``: only the final one, which is
-    what failed when a chain (``git checkout X && go build``) printed its errors."""
+    """The commands a shell line runs, each as its program and the set of its other words,
+    without options (``-x``, ``--y``) and words built at run time; plumbing left out.
+    ``last``: only the final one, which is what failed when a chain (``git checkout X &&
+    go build``) printed its errors."""
     out: list[tuple[str, ...]] = []
     for argv in simple_commands(command):
+        argv = command_proper(argv)
         if not argv or argv[0].rsplit("/", 1)[-1] in _PLUMBING:
             continue
-        words = [w for w in argv if not w.startswith("-") and "\0" not in w]
-        out.append(_unwrapped(words))
+        words = _unwrapped([w for w in argv if not w.startswith("-") and "\0" not in w])
+        out.append(words[:1] + tuple(sorted(set(words[1:]))))  # options may come anywhere
     return set(out[-1:] if last else out)
+
+
+_DURATION = re.compile(r"^\d+(?:\.\d+)?[smhd]?$")
+_PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
+
+
+def command_proper(argv: list[str]) -> list[str]:
+    """``argv`` without what only bounds or hosts the command: ``timeout [-s SIG] 60 cmd``
+    runs ``cmd``, ``python -m pytest`` runs ``pytest`` (leading ``VAR=x``, ``env``, ``time``
+    and ``nice`` go in ``simple_commands``)."""
+    while argv:
+        prog = argv[0].rsplit("/", 1)[-1]
+        if prog in ("timeout", "gtimeout"):
+            rest = argv[1:]
+            while rest and not _DURATION.match(rest[0]):
+                rest = rest[1:]  # its options and their values (-s KILL, -k 5)
+            argv = rest[1:]
+        elif _PYTHON.match(prog) and len(argv) > 2 and argv[1] == "-m":
+            argv = argv[2:]
+        else:
+            return argv
+    return argv
 
 
 _RUNNERS = (
@@ -876,9 +907,11 @@ __all__ = [
     "Trail",
     "Used",
     "build_trail",
+    "command_proper",
     "error_lines",
     "exit_status",
     "failed",
     "item_changes",
     "mentions",
+    "settles",
 ]
