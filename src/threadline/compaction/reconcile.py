@@ -40,6 +40,8 @@ from threadline.compaction.file_edit import FileEdit
 from threadline.compaction.history import (
     as_history,
     carried,
+    earlier_files,
+    earlier_intent,
     settled_failure,
     stale_state,
     superseded_step,
@@ -121,6 +123,10 @@ REQUEST_SCORE = 3.0
 TAIL_NOTE = "opened after #{seq}, in the messages kept below"
 """An item the kept tail opened: still open, but not as of the summary's end."""
 EARLIER_SCORE = 0.3
+INTENT_SCORE = 1.0
+INTENT_WORDS = 60
+"""The task as another tool's earlier summary stated it: what the work is for, above the
+earlier state and results (``history.earlier_intent``)."""
 HISTORY_SCORE = 0.35
 """The earlier summary's state, as of its point: after the newer state, before "Earlier
 result" lines (``history``)."""
@@ -151,6 +157,7 @@ PROGRESS_LABELS = ("in progress", "unresolved error", "earlier work")
 """Current State lines the progress account rebuilds from the trail each time."""
 SKILLS_LABEL = "Skills in use"
 ANSWER_LABEL = "Assistant's answer the latest request refers to"
+REPLY_LABEL = "Reply to the latest request"
 SKILLS_NOTE = "load one again with the skill tool to read its instructions"
 _FACT_LABELS = frozenset(
     {
@@ -294,6 +301,29 @@ def _files(trail: Trail, old: Sequence[Bullet], snapshot: Snapshot) -> list[str]
         snapshot.add("files_modified", b.text, SUMMARIZER_FILE_SCORE * b.score - i * 0.001)
         named += [p for p in paths if not any(same_file(p, n) for n in named)]
     return named
+
+
+EARLIER_FILES_SCORE = 2.8
+"""Files only an earlier summary names: after the trail's, before the values."""
+
+
+def _earlier_files(
+    previous_text: str, previous_seq: int | None, named: Sequence[str], snapshot: Snapshot
+) -> list[str]:
+    """The files another tool's earlier summary says were changed that the trail does not
+    name, in one line marked as its word (``history.earlier_files``); returns them."""
+    found: list[str] = []
+    for path in earlier_files(previous_text):
+        if any(same_file(path, n) for n in [*named, *found] if len(n) >= len(path)):
+            continue
+        found = [f for f in found if not same_file(f, path)]  # `a.go`, then `cmd/x/a.go`
+        found.append(path)
+    if found:
+        at = f" as of #{previous_seq}" if previous_seq is not None else ""
+        names = ", ".join(code_span(p) for p in found[: 2 * FOLD_SIZE])
+        line = f"Changed before (earlier summary{at}, not checked against the messages): {names}"
+        snapshot.add("files_modified", line, EARLIER_FILES_SCORE)
+    return found
 
 
 # -- values --------------------------------------------------------------------------------
@@ -514,6 +544,7 @@ def _state(
     before: str,
     previous_seq: int | None,
     earlier: Sequence[str] = (),
+    intent: Sequence[str] = (),
     room: int = DEFAULT_MAX_WORDS,
 ) -> None:
     """Current State; ``room``: the snapshot's word limit, of which the account of the work
@@ -530,7 +561,12 @@ def _state(
         claims_open = label not in _FACT_LABELS and _OPEN_CLAIM.search(b.text)
         if claims_open and _names_done(b.text, evidence, done):
             continue  # says an item closed since is still to do
-        rebuilt = label in (SKILLS_LABEL.lower(), ANSWER_LABEL.lower(), "in progress")
+        rebuilt = label in (
+            SKILLS_LABEL.lower(),
+            ANSWER_LABEL.lower(),
+            REPLY_LABEL.lower(),
+            "in progress",
+        )
         rebuilt = rebuilt or label.startswith(PROGRESS_LABELS) or b.text.startswith(PROGRESS_HEADS)
         if _WRAPPER.match(b.text) or rebuilt or label.startswith(("subagent ", "last commit")):
             continue  # a wrapper; the skills and answer lines are rebuilt from the trail below
@@ -544,6 +580,9 @@ def _state(
     if not had_next and (step := _next_step(trail, done, evidence)):
         at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
         kept.insert(at, step)
+    if (reply := _reply(trail)) is not None:
+        at = next((i + 1 for i, t in enumerate(kept) if _label(t).startswith("latest")), 0)
+        kept.insert(at, reply)
     answer = evidence.wanted_answer()
     if answer is not None and answer[0] <= trail.through:  # else the kept tail shows it
         kept.insert(min(2, len(kept)), f"{ANSWER_LABEL} (#{answer[0]}): {answer[1]}")
@@ -576,8 +615,23 @@ def _state(
         earlier_result = _label(text) == "earlier result"
         score = EARLIER_SCORE if earlier_result else STATE_SCORE
         snapshot.add("current_state", text, score - i * 0.01)
+    if intent:
+        task = "; ".join(t.rstrip(". ") for t in intent)
+        at = f" as of #{previous_seq}" if previous_seq is not None else ""
+        line = clip_words(f"Task as the earlier summary put it{at}: {task}", INTENT_WORDS)
+        snapshot.add("current_state", line, INTENT_SCORE)
+        history = [h for h in history if not any(_norm(t) in _norm(h) for t in intent)]
     for i, text in enumerate(history):
         snapshot.add("current_state", text, HISTORY_SCORE - i * 0.01)
+
+
+def _reply(trail: Trail) -> str | None:
+    """How the agent answered the latest request when that was a question and the answer is
+    in the covered range: the question then reads as answered, not as open."""
+    asked, reply = trail.latest_request, trail.reply
+    if asked is None or reply is None or "?" not in asked[1] or asked == trail.first_request:
+        return None
+    return f"{REPLY_LABEL} (#{asked[0]}), at #{reply[0]}: {reply[1]}"
 
 
 def _is_request_line(text: str) -> bool:
@@ -735,6 +789,7 @@ def reconcile(
     old = parse(summary.text)
     snapshot = Snapshot()
     named = _files(trail, old.files_modified, snapshot)
+    named += _earlier_files(previous_text or "", previous_seq, named, snapshot)
     earlier = parse(previous_text) if previous_text else None
     reported = [bare(b.text) for b in earlier.key_decisions] if earlier else []
     for b in old.key_decisions:
@@ -764,6 +819,7 @@ def reconcile(
         before=before,
         previous_seq=previous_seq,
         earlier=[bare(b.text) for b in earlier.current_state] if earlier else (),
+        intent=earlier_intent(previous_text or ""),
         room=max_words,
     )
     _tasks(

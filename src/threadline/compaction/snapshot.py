@@ -326,11 +326,17 @@ def _select(
     return chosen
 
 
+def heading_title(line: str) -> str | None:
+    """The title of a heading-shaped line ("3. Files and Code Sections:" -> "files and code
+    sections"), lower case, letters only; None for another line."""
+    m = _HEADING.match(line)
+    return re.sub(r"[^a-z /]", "", m.group("title").lower()).strip() if m else None
+
+
 def _heading(line: str) -> tuple[bool, SectionName | None]:
     """Whether ``line`` is a heading, and the section it opens (None: not one of ours)."""
-    m = _HEADING.match(line)
-    if m:
-        title = re.sub(r"[^a-z /]", "", m.group("title").lower()).strip()
+    title = heading_title(line)
+    if title is not None:
         if title in SECTION_ALIASES:
             return True, SECTION_ALIASES[title]
         numbered = re.match(r"\s*(?:\*\*)?\d+[.)]", line) is not None
@@ -447,6 +453,7 @@ __all__ = [
     "clip_words",
     "code_span",
     "code_spans",
+    "heading_title",
     "one_line",
     "parse",
     "span_text",

@@ -84,6 +84,7 @@ MAX_FAILURES = 3
 MAX_ERROR_LINES = 10
 """Error lines of one failed run remembered for telling when a later clean run settled them."""
 MAX_SKILLS = 20
+REPLY_WORDS = 40
 """Skills remembered as in use (the most recently loaded)."""
 MAX_RUNS = 20
 """Shell calls remembered while they wait for their results (parallel calls, a cut between)."""
@@ -524,6 +525,9 @@ class Trail:
         """Whether the latest request refers to it."""
         self.answered = True
         """Whether the agent replied in prose (no call pending) since the latest request."""
+        self.reply: tuple[int, str] | None = None
+        """(seq, opening words) of the agent's first prose after the latest request: how it
+        answered a question, even when it went on to act in the same message."""
         self.first_request: tuple[int, str] | None = None
         self.latest_request: tuple[int, str] | None = None
         """(seq, text clipped) of the first and the latest request a person made."""
@@ -553,6 +557,7 @@ class Trail:
             if asked is not None:
                 self.latest_request = (seq, asked[: CLIP_CHARS["request"]])
                 self.answered = False
+                self.reply = None
                 self.produced_wanted = self.produced is not None and bool(_REFERS.search(asked))
                 self.first_request = self.first_request or self.latest_request
                 self.progress.request(seq, asked)
@@ -582,6 +587,8 @@ class Trail:
     def _assistant(self, m: Message, seq: int) -> None:
         if m.text.strip() and not m.tool_calls:
             self.answered = True
+        if self.reply is None and self.latest_request is not None and _prose(m.text).strip():
+            self.reply = (seq, clip_words(one_line(_prose(m.text)), REPLY_WORDS))
         if m.text.strip():
             self._note = edit_note(m.text)  # the words of this step, not of an earlier one
             quote = produced_quote(m.text)
@@ -818,6 +825,7 @@ class Trail:
             "progress": self.progress.to_json(),
             "produced": [*self.produced, self.produced_wanted] if self.produced else None,
             "answered": self.answered,
+            "reply": list(self.reply) if self.reply else None,
             "note": self._note,
             "last_result": self.last_result,
             "last_clean": self.last_clean,
@@ -872,7 +880,7 @@ class Trail:
         trail.last_result = int(data.get("last_result") or 0)
         trail.last_clean = int(data.get("last_clean") or 0)
         trail.runs = [str(r) for r in data.get("runs") or []]
-        for name in ("first_request", "latest_request"):
+        for name in ("first_request", "latest_request", "reply"):
             found = data.get(name)
             if found is not None:
                 setattr(trail, name, (int(found[0]), str(found[1])))
