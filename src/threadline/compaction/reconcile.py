@@ -617,8 +617,8 @@ def _state(
         snapshot.add("current_state", text, score - i * 0.01)
     if intent:
         task = "; ".join(t.rstrip(". ") for t in intent)
-        at = f" as of #{previous_seq}" if previous_seq is not None else ""
-        line = clip_words(f"Task as the earlier summary put it{at}: {task}", INTENT_WORDS)
+        dated = f" as of #{previous_seq}" if previous_seq is not None else ""
+        line = clip_words(f"Task as the earlier summary put it{dated}: {task}", INTENT_WORDS)
         snapshot.add("current_state", line, INTENT_SCORE)
         history = [h for h in history if not any(_norm(t) in _norm(h) for t in intent)]
     for i, text in enumerate(history):
