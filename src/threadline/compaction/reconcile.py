@@ -114,9 +114,11 @@ TODO_SCORE = 3.2
 SAME_ITEM_SHARE = 0.75
 """A pending line shares this much of a completed item's words: the same item, done."""
 LEDGER_SCORE = 3.4
-FAILING_SCORE = 3.3
-"""A check whose latest run failed (none passed since): open work, after the tracked items."""
+FAILING_SCORE = 2.85
+"""A check whose latest run failed (none passed since): open work, after the items trackers
+show open (those the kept tail opened too)."""
 FAILING_TASKS = 3
+FAILING_WORDS = 16
 REQUEST_SCORE = 3.0
 """A follow-up request the agent has not answered yet, after the items trackers show open."""
 """An item a tracker shows open outranks every other pending line (``ledger.py``)."""
@@ -755,11 +757,13 @@ def failing_lines(trail: Trail, evidence: Trail) -> list[str]:
     passing run since, over the covered range and the messages kept after it: an unresolved
     failure is open work, whatever the todo list says."""
     lines = []
+    root = (trail.tracker.root or "").rstrip("/")
     for check in failing_checks(evidence.progress)[:FAILING_TASKS]:
-        where = " (in the messages kept below)" if check.seq > trail.through else ""
+        where = "; in the messages kept below" if check.seq > trail.through else ""
+        said = check.line.replace(root + "/", "") if root else check.line
         lines.append(
-            f"Make {code_span(check.command)} pass: it failed at #{check.seq} "
-            f"({code_span(clip_words(check.line, 24))}) and no run passed since{where}"
+            f"Make {code_span(check.command)} pass (failed at #{check.seq}, none passed since"
+            f"{where}): {code_span(clip_words(said, FAILING_WORDS))}"
         )
     return lines
 

@@ -311,6 +311,10 @@ def _select(
 
     for name in SECTION_NAMES:
         quota = int(room * max(0.0, shares.get(name, 0.0)))
+        if quota > 0:  # a section with a share never reads "(none)" for want of words:
+            best = next((i for _, _, i, n in candidates if n == name), None)  # its best fits
+            if best is not None:
+                quota = max(quota, costs[(name, best)])
         for _, _, i, section in candidates:
             if section != name or quota <= 0:
                 continue
