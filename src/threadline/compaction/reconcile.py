@@ -126,7 +126,6 @@ TAIL_NOTE = "opened after #{seq}, in the messages kept below"
 """An item the kept tail opened: still open, but not as of the summary's end."""
 EARLIER_SCORE = 0.3
 INTENT_SCORE = 1.0
-INTENT_WORDS = 60
 """The task as another tool's earlier summary stated it: what the work is for, above the
 earlier state and results (``history.earlier_intent``)."""
 HISTORY_SCORE = 0.35
@@ -619,10 +618,10 @@ def _state(
         snapshot.add("current_state", text, score - i * 0.01)
     if intent:
         task = "; ".join(t.rstrip(". ") for t in intent)
-        dated = f" as of #{previous_seq}" if previous_seq is not None else ""
-        line = clip_words(f"Task as the earlier summary put it{dated}: {task}", INTENT_WORDS)
+        line = as_history(f"the task: {task}", previous_seq)
         snapshot.add("current_state", line, INTENT_SCORE)
-        history = [h for h in history if not any(_norm(t) in _norm(h) for t in intent)]
+        said = _norm(task)
+        history = [h for h in history if _norm(h.partition("): ")[2]) not in said]  # no twice
     for i, text in enumerate(history):
         snapshot.add("current_state", text, HISTORY_SCORE - i * 0.01)
 
