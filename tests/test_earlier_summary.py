@@ -30,7 +30,9 @@ EARLIER = (
     "   - **`billing/queue/retry.go`**\n"
     "     - Read to understand the retry policy\n"
     "   - **`billing/store/keys.go`**\n"
-    "     - Created the key store\n\n"
+    "     - Created the key store\n"
+    "   - **`billing/api/handler.go`**\n"
+    "     - Pass the invoice key to the worker\n\n"
     "7. Pending Tasks:\n   - Write the retry test\n\n"
     "8. Current Work:\n   Getting the worker to compile.\n"
 )
@@ -41,7 +43,11 @@ def test_the_summary_s_task_and_changed_files_are_read() -> None:
         "Continue debugging the duplicate invoice bug (BILL-42)",
         "Problem 2 (in progress): invoices re-sent when the queue retries",
     ]
-    assert earlier_files(EARLIER) == ["billing/queue/worker.go", "billing/store/keys.go"]
+    assert earlier_files(EARLIER) == [
+        "billing/queue/worker.go",
+        "billing/store/keys.go",
+        "billing/api/handler.go",
+    ]
     own = "## Files Modified\n- `a.py`: edited\n\n## Current State\n- Primary request: x\n"
     assert earlier_intent(own) == [] and earlier_files(own) == []
 
