@@ -57,7 +57,7 @@ _CHANGE_WORDS = re.compile(
     r"(?i)\b(?:add(?:ed|s)?|creat(?:ed|es)|modif(?:ied|ies)|updat(?:ed|es)|chang(?:ed|es)|"
     r"implement(?:ed|s)|fix(?:ed|es)|remov(?:ed|es)|renam(?:ed|es)|rewr(?:ote|itten)|"
     r"refactor(?:ed|s)|new file|replac(?:ed|es)|wir(?:ed|es)|"
-    r"pass(?:es|ed)?\s+\S+(?:\s+\S+)?\s+(?:to|through|into))\b"
+    r"pass(?:es|ed)?\s+\S+(?:\s+\S+){0,2}\s+(?:to|through|into))\b"
 )
 """Words that say a file was changed, as against read or examined."""
 _FENCE_LINE = re.compile(r"^\s*(?:```|~~~)")
