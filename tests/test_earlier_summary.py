@@ -13,6 +13,8 @@ from pathlib import Path
 
 from tests.test_compaction_truth import CWD, ClaudeLog, compacted, imported, section
 from threadline.compaction.history import earlier_files, earlier_intent
+from threadline.compaction.trail import Trail, build_trail
+from threadline.messages import Message, ToolCall
 from threadline.store.protocol import Store
 
 EARLIER = (
@@ -91,3 +93,18 @@ def test_a_compaction_over_a_claude_summary_carries_its_state(
     assert any(s.startswith("Reply to the latest request") and "reuses it" in s for s in state)
     pending = section(text, "pending_tasks")
     assert any("TestRetrySendsOnce" in p and "go test ./billing/queue/..." in p for p in pending)
+
+
+def test_the_reply_to_a_question_is_the_first_prose_that_answers_it() -> None:
+    call = ToolCall(id="toolu_07", name="Read", arguments={"file_path": f"{CWD}/worker.go"})
+    messages = [
+        Message.user("does the retry reuse the same key?"),
+        Message.assistant("Let me check the worker first.", tool_calls=[call]),
+        Message.tool("package queue", tool_call_id="toolu_07", name="Read"),
+        Message.assistant("Yes: the key is derived from the invoice id, so a retry reuses it."),
+    ]
+    for i, m in enumerate(messages, 1):
+        m.seq = i
+    trail = build_trail(messages)
+    assert trail.reply is not None and trail.reply[0] == 4 and "reuses it" in trail.reply[1]
+    assert Trail.from_metadata(trail.to_metadata()).reply == trail.reply  # carried

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.compaction.decisions import is_narration
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
 from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
 from threadline.compaction.progress import (
@@ -587,8 +588,10 @@ class Trail:
     def _assistant(self, m: Message, seq: int) -> None:
         if m.text.strip() and not m.tool_calls:
             self.answered = True
-        if self.reply is None and self.latest_request is not None and _prose(m.text).strip():
-            self.reply = (seq, clip_words(one_line(_prose(m.text)), REPLY_WORDS))
+        said = one_line(_prose(m.text)).strip()
+        if self.reply is None and self.latest_request is not None and said:
+            answer = not is_narration(said)  # "Let me check ..." is no answer yet
+            self.reply = (seq, clip_words(said, REPLY_WORDS)) if answer else None
         if m.text.strip():
             self._note = edit_note(m.text)  # the words of this step, not of an earlier one
             quote = produced_quote(m.text)
