@@ -612,8 +612,8 @@ __all__ = [
     "stated_approach",
     "states_decision",
     "subject_words",
-    "turns_approach_down",
     "supersedes",
+    "turns_approach_down",
     "user_strength",
     "words_pattern",
 ]

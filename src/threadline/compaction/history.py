@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from threadline.compaction.snapshot import clip_words
+from threadline.compaction.snapshot import clip_words, heading_title
 from threadline.compaction.trail import Trail
 from threadline.compaction.values import extract_values
 
@@ -39,6 +39,82 @@ _NOW = re.compile(
     r"there\s+(?:are|is)|(?:is|are)\s+(?:failing|broken))\b"
 )
 """Words that say a failure holds at the time of writing."""
+
+
+INTENT_LINES = 3
+"""Lines of the earlier summary's statement of the task carried forward."""
+_INTENT_TITLES = re.compile(r"^(?:primary )?(?:request|requests|task|goal|intent)\b|\bintent$")
+"""An earlier summary's statement of the task: Claude Code's "Primary Request and Intent"."""
+_FILES_TITLES = re.compile(r"\bfiles?\b.*\b(?:modified|changed|code sections|touched|edited)\b")
+"""An earlier summary's account of the files it changed: "Files and Code Sections", "Key
+files modified"."""
+_FILE_ENTRY = re.compile(
+    r"^\s*(?:[-*+]|\d+[.)])?\s*(?:\*\*)?`?(?P<path>[\w.~-]+(?:/[\w.~-]+)*\.\w{1,10})`?(?:\*\*)?"
+    r"\s*(?::|-|\u2014|$)(?P<rest>.*)$"
+)
+"""A line that opens with a file's path: ``- **`cmd/a/b.go`**``, ``- `b.go` - Added X``."""
+_CHANGE_WORDS = re.compile(
+    r"(?i)\b(?:add(?:ed|s)?|creat(?:ed|es)|modif(?:ied|ies)|updat(?:ed|es)|chang(?:ed|es)|"
+    r"implement(?:ed|s)|fix(?:ed|es)|remov(?:ed|es)|renam(?:ed|es)|rewr(?:ote|itten)|"
+    r"refactor(?:ed|s)|new file|replac(?:ed|es)|wir(?:ed|es)|"
+    r"pass(?:es|ed)?\s+\S+(?:\s+\S+){0,2}\s+(?:to|through|into))\b"
+)
+"""Words that say a file was changed, as against read or examined."""
+_FENCE_LINE = re.compile(r"^\s*(?:```|~~~)")
+
+
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """The earlier summary's lines under each heading-shaped line (code fences left out)."""
+    out: list[tuple[str, list[str]]] = [("", [])]
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE_LINE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or not line.strip():
+            continue
+        title = (
+            heading_title(line)
+            if line.rstrip(" *_").endswith(":") or line.lstrip()[:1] == "#"
+            else None
+        )
+        if title:
+            out.append((title, []))
+        else:
+            out[-1][1].append(line)
+    return out
+
+
+def earlier_intent(text: str) -> list[str]:
+    """The task as another tool's summary stated it ("Continue debugging the checkpoint ID
+    reuse bug (ENT-112)", "Problem 2 (in progress): ..."): its first lines under a heading
+    such as "Primary Request and Intent"; none for a snapshot of threadline's own."""
+    for title, lines in _blocks(text):
+        if _INTENT_TITLES.search(title):
+            said = [ln.strip().lstrip("-*+ ").strip() for ln in lines]
+            return [ln for ln in said if ln][:INTENT_LINES]
+    return []
+
+
+def earlier_files(text: str) -> list[str]:
+    """The files another tool's summary says were changed, in its order: each path that
+    opens an entry of its files section whose own words say it was changed (added,
+    updated, implemented ...), as against read."""
+    found: list[str] = []
+    for title, lines in _blocks(text):
+        if not _FILES_TITLES.search(title):
+            continue
+        path: str | None = None
+        said = ""
+        for line in [*lines, ""]:
+            m = _FILE_ENTRY.match(line) if line else None
+            if m is None and line and path is not None:
+                said += " " + line
+                continue
+            if path is not None and _CHANGE_WORDS.search(said) and path not in found:
+                found.append(path)
+            path, said = (m.group("path"), m.group("rest")) if m else (None, "")
+    return found
 
 
 def carried(flat: str, earlier: Iterable[str]) -> bool:
@@ -83,4 +159,12 @@ def as_history(text: str, since: int | None) -> str:
     return quoted if since is None else f"As of #{since} (earlier summary): {quoted}"
 
 
-__all__ = ["as_history", "carried", "settled_failure", "stale_state", "superseded_step"]
+__all__ = [
+    "as_history",
+    "carried",
+    "earlier_files",
+    "earlier_intent",
+    "settled_failure",
+    "stale_state",
+    "superseded_step",
+]

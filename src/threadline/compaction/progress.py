@@ -179,9 +179,37 @@ def result_line(text: str) -> str | None:
     return found
 
 
+_FAIL_VERDICT = re.compile(r"(?i)^\W*fail(?:ed|ure|s)?\b(?!\s*[:=]?\s*0\b)")
+"""A line that opens with the runner's failure verdict: Go's ``FAIL\tpkg\t1.7s``, pytest's
+``FAILED tests/a.py::t``, ``FAIL: test_x`` (``Failures: 0`` is a clean tally)."""
+
+
+_FAILED_CASE = re.compile(
+    r"(?m)^[ \t]*(?:---[ \t]+)?FAIL(?:ED)?:?[ \t]+(?P<case>[^\s(]{3,}[^\n]*)$"
+)
+"""The line a runner names a failed test with: Go's ``--- FAIL: TestX (0.68s)``, pytest's
+``FAILED tests/a.py::test_x - AssertionError``, jest's ``FAIL src/a.test.ts``."""
+
+
+def is_tally(line: str) -> bool:
+    """A count line ("1 failed, 4 passed"), as against a bare verdict (``FAIL\tpkg\t1.7s``)."""
+    return _SUMMARY.search(line) is not None
+
+
+def failed_case(text: str) -> str | None:
+    """The first failed test a runner's output names, or None."""
+    m = _FAILED_CASE.search(text)
+    return clip_chars(m.group(0).strip(), LINE_CHARS) if m else None
+
+
 def verdict_ok(line: str) -> bool:
-    """Whether a result line reports success: it counts no failure and no error."""
-    return _NONZERO_FAIL.search(line) is None and not re.search(r"(?i)\bbuild failed\b", line)
+    """Whether a result line reports success: it counts no failure and no error, and does not
+    open with a failure verdict."""
+    return (
+        _NONZERO_FAIL.search(line) is None
+        and _FAIL_VERDICT.match(line) is None
+        and not re.search(r"(?i)\bbuild failed\b", line)
+    )
 
 
 def located_error(text: str) -> str | None:
@@ -643,6 +671,13 @@ def latest_runs(progress: Progress) -> dict[str, Check]:
     return latest
 
 
+def failing_checks(progress: Progress) -> list[Check]:
+    """Every check whose latest run failed and that no later run passed (a passing run of
+    the same or a wider command settles it, ``Progress.settle``), newest first: open work,
+    whichever segment ran it."""
+    return sorted((c for c in latest_runs(progress).values() if not c.ok), key=lambda c: -c.seq)
+
+
 def unresolved(seg: Segment, later: Progress | None = None) -> list[Check]:
     """The segment's checks whose latest run failed and that no later run (in ``later``,
     the account extended by the messages kept after the cut) passed; newest first."""
@@ -707,7 +742,10 @@ __all__ = [
     "account",
     "close_reason",
     "current_line",
+    "failed_case",
+    "failing_checks",
     "is_check",
+    "is_tally",
     "latest_runs",
     "located_error",
     "result_line",

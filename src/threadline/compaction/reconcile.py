@@ -41,6 +41,8 @@ from threadline.compaction.file_edit import FileEdit
 from threadline.compaction.history import (
     as_history,
     carried,
+    earlier_files,
+    earlier_intent,
     settled_failure,
     stale_state,
     superseded_step,
@@ -51,6 +53,7 @@ from threadline.compaction.progress import (
     PROGRESS_HEADS,
     account,
     current_line,
+    failing_checks,
     unresolved,
 )
 from threadline.compaction.snapshot import (
@@ -113,12 +116,20 @@ TODO_SCORE = 3.2
 SAME_ITEM_SHARE = 0.75
 """A pending line shares this much of a completed item's words: the same item, done."""
 LEDGER_SCORE = 3.4
+FAILING_SCORE = 2.85
+"""A check whose latest run failed (none passed since): open work, after the items trackers
+show open (those the kept tail opened too)."""
+FAILING_TASKS = 3
+FAILING_WORDS = 16
 REQUEST_SCORE = 3.0
 """A follow-up request the agent has not answered yet, after the items trackers show open."""
 """An item a tracker shows open outranks every other pending line (``ledger.py``)."""
 TAIL_NOTE = "opened after #{seq}, in the messages kept below"
 """An item the kept tail opened: still open, but not as of the summary's end."""
 EARLIER_SCORE = 0.3
+INTENT_SCORE = 1.0
+"""The task as another tool's earlier summary stated it: what the work is for, above the
+earlier state and results (``history.earlier_intent``)."""
 HISTORY_SCORE = 0.35
 """The earlier summary's state, as of its point: after the newer state, before "Earlier
 result" lines (``history``)."""
@@ -149,6 +160,7 @@ PROGRESS_LABELS = ("in progress", "unresolved error", "earlier work")
 """Current State lines the progress account rebuilds from the trail each time."""
 SKILLS_LABEL = "Skills in use"
 ANSWER_LABEL = "Assistant's answer the latest request refers to"
+REPLY_LABEL = "Reply to the latest request"
 SKILLS_NOTE = "load one again with the skill tool to read its instructions"
 _FACT_LABELS = frozenset(
     {
@@ -292,6 +304,29 @@ def _files(trail: Trail, old: Sequence[Bullet], snapshot: Snapshot) -> list[str]
         snapshot.add("files_modified", b.text, SUMMARIZER_FILE_SCORE * b.score - i * 0.001)
         named += [p for p in paths if not any(same_file(p, n) for n in named)]
     return named
+
+
+EARLIER_FILES_SCORE = 2.8
+"""Files only an earlier summary names: after the trail's, before the values."""
+
+
+def _earlier_files(
+    previous_text: str, previous_seq: int | None, named: Sequence[str], snapshot: Snapshot
+) -> list[str]:
+    """The files another tool's earlier summary says were changed that the trail does not
+    name, in one line marked as its word (``history.earlier_files``); returns them."""
+    found: list[str] = []
+    for path in earlier_files(previous_text):
+        if any(same_file(path, n) for n in [*named, *found] if len(n) >= len(path)):
+            continue
+        found = [f for f in found if not same_file(f, path)]  # `a.go`, then `cmd/x/a.go`
+        found.append(path)
+    if found:
+        at = f" as of #{previous_seq}" if previous_seq is not None else ""
+        names = ", ".join(code_span(p) for p in found[: 2 * FOLD_SIZE])
+        line = f"Changed before (earlier summary{at}, not checked against the messages): {names}"
+        snapshot.add("files_modified", line, EARLIER_FILES_SCORE)
+    return found
 
 
 # -- values --------------------------------------------------------------------------------
@@ -516,6 +551,7 @@ def _state(
     before: str,
     previous_seq: int | None,
     earlier: Sequence[str] = (),
+    intent: Sequence[str] = (),
     room: int = DEFAULT_MAX_WORDS,
 ) -> None:
     """Current State; ``room``: the snapshot's word limit, of which the account of the work
@@ -532,7 +568,12 @@ def _state(
         claims_open = label not in _FACT_LABELS and _OPEN_CLAIM.search(b.text)
         if claims_open and _names_done(b.text, evidence, done):
             continue  # says an item closed since is still to do
-        rebuilt = label in (SKILLS_LABEL.lower(), ANSWER_LABEL.lower(), "in progress")
+        rebuilt = label in (
+            SKILLS_LABEL.lower(),
+            ANSWER_LABEL.lower(),
+            REPLY_LABEL.lower(),
+            "in progress",
+        )
         rebuilt = rebuilt or label.startswith(PROGRESS_LABELS) or b.text.startswith(PROGRESS_HEADS)
         if _WRAPPER.match(b.text) or rebuilt or label.startswith(("subagent ", "last commit")):
             continue  # a wrapper; the skills and answer lines are rebuilt from the trail below
@@ -546,6 +587,9 @@ def _state(
     if not had_next and (step := _next_step(trail, done, evidence)):
         at = next((i for i, t in enumerate(kept) if _label(t) == "working directory"), len(kept))
         kept.insert(at, step)
+    if (reply := _reply(trail)) is not None:
+        at = next((i + 1 for i, t in enumerate(kept) if _label(t).startswith("latest")), 0)
+        kept.insert(at, reply)
     answer = evidence.wanted_answer()
     if answer is not None and answer[0] <= trail.through:  # else the kept tail shows it
         kept.insert(min(2, len(kept)), f"{ANSWER_LABEL} (#{answer[0]}): {answer[1]}")
@@ -584,6 +628,12 @@ def _state(
         snapshot.add("current_state", text, score - i * 0.01)
     for i, text in enumerate(standing):  # the newest weigh most: the budget cuts the oldest
         snapshot.add("current_state", text, STANDING_SCORE + (i - len(standing)) * 0.01)
+    if intent:
+        task = "; ".join(t.rstrip(". ") for t in intent)
+        line = as_history(f"the task: {task}", previous_seq)
+        snapshot.add("current_state", line, INTENT_SCORE)
+        said = _norm(task)
+        history = [h for h in history if _norm(h.partition("): ")[2]) not in said]  # no twice
     for i, text in enumerate(history):
         snapshot.add("current_state", text, HISTORY_SCORE - i * 0.01)
 
@@ -606,6 +656,15 @@ def _sure(snapshot: Snapshot, name: SectionName, room: int) -> list[str]:
             quota -= words(b.text)
             shown.append(b.text)
     return shown
+
+
+def _reply(trail: Trail) -> str | None:
+    """How the agent answered the latest request when that was a question and the answer is
+    in the covered range: the question then reads as answered, not as open."""
+    asked, reply = trail.latest_request, trail.reply
+    if asked is None or reply is None or "?" not in asked[1] or asked == trail.first_request:
+        return None
+    return f"{REPLY_LABEL} (#{asked[0]}), at #{reply[0]}: {reply[1]}"
 
 
 def _is_request_line(text: str) -> bool:
@@ -694,6 +753,8 @@ def _tasks(
     if asked is not None and asked != evidence.first_request:  # the first is the whole task
         text = f"Answer the latest request (user, #{asked[0]}): {clip_words(asked[1], 30)}"
         snapshot.add("pending_tasks", text, REQUEST_SCORE)
+    for rank, line in enumerate(failing_lines(trail, evidence)):
+        snapshot.add("pending_tasks", line, FAILING_SCORE - rank * 0.05)
     at_end = open_items(trail, evidence)
     for rank, item in enumerate(at_end):
         snapshot.add("pending_tasks", clip_words(item.line(), 40), LEDGER_SCORE - rank * 0.05)
@@ -735,6 +796,22 @@ def _fixes(trail: Trail, snapshot: Snapshot) -> None:
         snapshot.add("key_decisions", fix.line(trail.tracker.shown), -0.01 * (rank + 1))
 
 
+def failing_lines(trail: Trail, evidence: Trail) -> list[str]:
+    """Pending lines for the checks (tests, linters, builds) whose latest run failed with no
+    passing run since, over the covered range and the messages kept after it: an unresolved
+    failure is open work, whatever the todo list says."""
+    lines = []
+    root = (trail.tracker.root or "").rstrip("/")
+    for check in failing_checks(evidence.progress)[:FAILING_TASKS]:
+        where = "; in the messages kept below" if check.seq > trail.through else ""
+        said = check.line.replace(root + "/", "") if root else check.line
+        lines.append(
+            f"Make {code_span(check.command)} pass (failed at #{check.seq}, none passed since"
+            f"{where}): {code_span(clip_words(said, FAILING_WORDS))}"
+        )
+    return lines
+
+
 # -- the whole -----------------------------------------------------------------------------
 
 
@@ -760,6 +837,7 @@ def reconcile(
     old = parse(summary.text)
     snapshot = Snapshot()
     named = _files(trail, old.files_modified, snapshot)
+    named += _earlier_files(previous_text or "", previous_seq, named, snapshot)
     earlier = parse(previous_text) if previous_text else None
     reported = [bare(b.text) for b in earlier.key_decisions] if earlier else []
     scores = sorted((b.score for b in old.key_decisions), reverse=True)
@@ -791,6 +869,7 @@ def reconcile(
         before=before,
         previous_seq=previous_seq,
         earlier=[bare(b.text) for b in earlier.current_state] if earlier else (),
+        intent=earlier_intent(previous_text or ""),
         room=max_words,
     )
     _tasks(

@@ -311,6 +311,10 @@ def _select(
 
     for name in SECTION_NAMES:
         quota = int(room * max(0.0, shares.get(name, 0.0)))
+        if quota > 0:  # a section with a share never reads "(none)" for want of words:
+            best = next((i for _, _, i, n in candidates if n == name), None)  # its best fits
+            if best is not None:
+                quota = max(quota, costs[(name, best)])
         for _, _, i, section in candidates:
             if section != name or quota <= 0:
                 continue
@@ -326,11 +330,17 @@ def _select(
     return chosen
 
 
+def heading_title(line: str) -> str | None:
+    """The title of a heading-shaped line ("3. Files and Code Sections:" -> "files and code
+    sections"), lower case, letters only; None for another line."""
+    m = _HEADING.match(line)
+    return re.sub(r"[^a-z /]", "", m.group("title").lower()).strip() if m else None
+
+
 def _heading(line: str) -> tuple[bool, SectionName | None]:
     """Whether ``line`` is a heading, and the section it opens (None: not one of ours)."""
-    m = _HEADING.match(line)
-    if m:
-        title = re.sub(r"[^a-z /]", "", m.group("title").lower()).strip()
+    title = heading_title(line)
+    if title is not None:
         if title in SECTION_ALIASES:
             return True, SECTION_ALIASES[title]
         numbered = re.match(r"\s*(?:\*\*)?\d+[.)]", line) is not None
@@ -447,6 +457,7 @@ __all__ = [
     "clip_words",
     "code_span",
     "code_spans",
+    "heading_title",
     "one_line",
     "parse",
     "span_text",

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.compaction.decisions import turns_approach_down
+from threadline.compaction.decisions import is_narration, turns_approach_down
 from threadline.compaction.disputes import remember
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
 from threadline.compaction.fixes import FixBook
@@ -45,7 +45,9 @@ from threadline.compaction.progress import (
     TODO_SOURCE,
     Progress,
     close_reason,
+    failed_case,
     is_check,
+    is_tally,
     located_error,
     result_line,
     verdict_ok,
@@ -85,6 +87,7 @@ MAX_FAILURES = 3
 MAX_ERROR_LINES = 10
 """Error lines of one failed run remembered for telling when a later clean run settled them."""
 MAX_SKILLS = 20
+REPLY_WORDS = 40
 """Skills remembered as in use (the most recently loaded)."""
 MAX_RUNS = 20
 """Shell calls remembered while they wait for their results (parallel calls, a cut between)."""
@@ -175,6 +178,13 @@ def run_target(command: str) -> str:
     return " ".join(line.split()).rstrip(" \u2026")
 
 
+def settles(success: str, failure: str) -> bool:
+    """Whether a clean run of the shell command ``success`` settles an earlier failed run of
+    ``failure``, however each was written (``cd X &&``, ``2>&1 | tail -40``, ``VAR=1``,
+    ``timeout 60``, its options in another order); a run of another target does not."""
+    return _covers(run_target(success), run_target(failure))
+
+
 def _covers(success: str, failure: str) -> bool:
     """A clean run of ``success`` settles ``failure``: the same run, a wider run of the
     same tool (``mix test`` passing after ``mix test test/a_test.exs`` failed), or a run
@@ -199,16 +209,40 @@ _PLUMBING = frozenset(
 
 
 def _work(command: str, *, last: bool = False) -> set[tuple[str, ...]]:
-    """The commands a shell line runs, each as its words without options (``-x``, ``--y``)
-    and words built at run time; plumbing left out. ``last``: only the final one, which is
-    what failed when a chain (``git checkout X && go build``) printed its errors."""
+    """The commands a shell line runs, each as its program and the set of its other words,
+    without options (``-x``, ``--y``) and words built at run time; plumbing left out.
+    ``last``: only the final one, which is what failed when a chain (``git checkout X &&
+    go build``) printed its errors."""
     out: list[tuple[str, ...]] = []
     for argv in simple_commands(command):
+        argv = command_proper(argv)
         if not argv or argv[0].rsplit("/", 1)[-1] in _PLUMBING:
             continue
-        words = [w for w in argv if not w.startswith("-") and "\0" not in w]
-        out.append(_unwrapped(words))
+        words = _unwrapped([w for w in argv if not w.startswith("-") and "\0" not in w])
+        out.append(words[:1] + tuple(sorted(set(words[1:]))))  # options may come anywhere
     return set(out[-1:] if last else out)
+
+
+_DURATION = re.compile(r"^\d+(?:\.\d+)?[smhd]?$")
+_PYTHON = re.compile(r"^python(?:\d(?:\.\d+)?)?$")
+
+
+def command_proper(argv: list[str]) -> list[str]:
+    """``argv`` without what only bounds or hosts the command: ``timeout [-s SIG] 60 cmd``
+    runs ``cmd``, ``python -m pytest`` runs ``pytest`` (leading ``VAR=x``, ``env``, ``time``
+    and ``nice`` go in ``simple_commands``)."""
+    while argv:
+        prog = argv[0].rsplit("/", 1)[-1]
+        if prog in ("timeout", "gtimeout"):
+            rest = argv[1:]
+            while rest and not _DURATION.match(rest[0]):
+                rest = rest[1:]  # its options and their values (-s KILL, -k 5)
+            argv = rest[1:]
+        elif _PYTHON.match(prog) and len(argv) > 2 and argv[1] == "-m":
+            argv = argv[2:]
+        else:
+            return argv
+    return argv
 
 
 _RUNNERS = (
@@ -500,6 +534,9 @@ class Trail:
         """Whether the latest request refers to it."""
         self.answered = True
         """Whether the agent replied in prose (no call pending) since the latest request."""
+        self.reply: tuple[int, str] | None = None
+        """(seq, opening words) of the agent's first prose after the latest request: how it
+        answered a question, even when it went on to act in the same message."""
         self.first_request: tuple[int, str] | None = None
         self.latest_request: tuple[int, str] | None = None
         """(seq, text clipped) of the first and the latest request a person made."""
@@ -532,6 +569,7 @@ class Trail:
                 remember(self.disputed, asked)
                 self.latest_request = (seq, asked[: CLIP_CHARS["request"]])
                 self.answered = False
+                self.reply = None
                 self.produced_wanted = self.produced is not None and bool(_REFERS.search(asked))
                 self.first_request = self.first_request or self.latest_request
                 self.progress.request(seq, asked)
@@ -562,6 +600,10 @@ class Trail:
     def _assistant(self, m: Message, seq: int) -> None:
         if m.text.strip() and not m.tool_calls:
             self.answered = True
+        said = one_line(_prose(m.text)).strip()
+        if self.reply is None and self.latest_request is not None and said:
+            answer = not is_narration(said)  # "Let me check ..." is no answer yet
+            self.reply = (seq, clip_words(said, REPLY_WORDS)) if answer else None
         if m.text.strip():
             self._note = edit_note(m.text)  # the words of this step, not of an earlier one
             quote = produced_quote(m.text)
@@ -689,9 +731,13 @@ class Trail:
         if _NOT_RUN.search(text[:300]):
             return  # the harness did not run it (a sibling call failed, no permission)
         line = result_line(text)
+        broke = broke or (line is not None and not verdict_ok(line))  # `| tail` hid the status
         if broke:
             if line is not None and verdict_ok(line):
                 line = None  # "0 failed" from a run that failed: its error says why
+            case = failed_case(text)
+            if case is not None and (line is None or not is_tally(line)):
+                line = case  # which test failed says more than the package's FAIL line
             located = located_error(text)
             if located and line and located not in line:
                 line = f"{line}; {located}"
@@ -804,6 +850,7 @@ class Trail:
             "disputed": dict(self.disputed),
             "produced": [*self.produced, self.produced_wanted] if self.produced else None,
             "answered": self.answered,
+            "reply": list(self.reply) if self.reply else None,
             "note": self._note,
             "last_result": self.last_result,
             "last_clean": self.last_clean,
@@ -860,7 +907,7 @@ class Trail:
         trail.last_result = int(data.get("last_result") or 0)
         trail.last_clean = int(data.get("last_clean") or 0)
         trail.runs = [str(r) for r in data.get("runs") or []]
-        for name in ("first_request", "latest_request"):
+        for name in ("first_request", "latest_request", "reply"):
             found = data.get(name)
             if found is not None:
                 setattr(trail, name, (int(found[0]), str(found[1])))
@@ -895,9 +942,11 @@ __all__ = [
     "Trail",
     "Used",
     "build_trail",
+    "command_proper",
     "error_lines",
     "exit_status",
     "failed",
     "item_changes",
     "mentions",
+    "settles",
 ]

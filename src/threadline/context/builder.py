@@ -45,7 +45,7 @@ MAX_READ_ROUNDS = 2
 MIN_FREED_SHARE = 0.05
 """Read on after pruning only when it freed at least this share of the budget."""
 VIEW_COUNT_CACHE_SIZE = 100_000
-_VIEW_COUNTS: dict[tuple[str, str, str, int], int] = {}
+_VIEW_COUNTS: dict[tuple[str, str, str, int, int], int] = {}
 MAX_PAGE = 4096
 SUMMARY_HEADER = (
     "Summary of the earlier conversation (messages up to #{seq}), written by threadline's "
@@ -403,6 +403,18 @@ def build_context(
     )
 
 
+def _arguments_size(m: Message) -> int:
+    """A size of a message's tool-call arguments: a copy whose arguments were cut
+    (``truncation.truncate_arguments``) is not counted as the whole call."""
+    if not m.tool_calls:
+        return 0
+    return sum(
+        len(c.raw_arguments or "")
+        + sum(len(v) if isinstance(v, str) else 1 for v in c.arguments.values())
+        for c in m.tool_calls
+    )
+
+
 def window_cost(counter: TokenCounter) -> Callable[[Message], int]:
     """What a message costs in a window counted by ``counter``: the count stored at append
     for that tokenizer, else counted here (an estimate stored for an exact tokenizer is
@@ -415,7 +427,7 @@ def window_cost(counter: TokenCounter) -> Callable[[Message], int]:
         if stored is not None:
             return stored
         # view copies (pruned, truncated, synthetic) are counted once per process
-        key = (family, m.id, m.role, len(m.text))
+        key = (family, m.id, m.role, len(m.text), _arguments_size(m))
         n = _VIEW_COUNTS.get(key)
         if n is None:
             n = counter.count_message(m)

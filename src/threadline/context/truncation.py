@@ -2,8 +2,10 @@
 
 In order, as the reference documents describe: strip images (each becomes a
 short text note), then cut oversized text blocks to their head and tail with
-a notice of what was cut, oldest message first, until the window fits. Only
-copies are changed; stored history is untouched.
+a notice of what was cut, oldest message first, until the window fits. Last,
+the oversized string arguments of tool calls (a ``Write`` of a whole file) are
+cut the same way: the call keeps its id and name, so it still pairs with its
+result. Only copies are changed; stored history is untouched.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from threadline.messages import ImagePart, Message, Part, TextPart
+from threadline.messages import ImagePart, Message, Part, TextPart, ToolCall
 
 if TYPE_CHECKING:  # the CLI imports cut_middle without the policy model
     from threadline.context.policy import ContextPolicy
@@ -77,6 +79,30 @@ def truncate_text(m: Message, policy: ContextPolicy) -> Message | None:
     return m.model_copy(update={"content": parts, "token_counts": {}})
 
 
+def _clip_value(value: object, policy: ContextPolicy) -> object:
+    if isinstance(value, str) and len(value) > policy.truncate_over_chars:
+        return cut_middle(value, policy.truncate_keep_head, policy.truncate_keep_tail)
+    return value
+
+
+def truncate_arguments(m: Message, policy: ContextPolicy) -> Message | None:
+    """A copy whose tool calls' oversized string arguments (and unparsed argument strings)
+    are cut to their head and tail, or None when none is oversized. Ids and names stay."""
+    calls: list[ToolCall] = []
+    changed = False
+    for call in m.tool_calls:
+        arguments = {k: _clip_value(v, policy) for k, v in call.arguments.items()}
+        raw = call.raw_arguments
+        clipped_raw = _clip_value(raw, policy) if raw is not None else None
+        if arguments != call.arguments or clipped_raw != raw:
+            changed = True
+            call = call.model_copy(update={"arguments": arguments, "raw_arguments": clipped_raw})
+        calls.append(call)
+    if not changed:
+        return None
+    return m.model_copy(update={"tool_calls": calls, "token_counts": {}})
+
+
 def emergency_truncate(
     messages: list[Message],
     *,
@@ -92,7 +118,8 @@ def emergency_truncate(
     if policy.strip_images:
         passes.append(strip_images)
     passes.append(lambda m: truncate_text(m, policy))
-    names = (["strip_images"] if policy.strip_images else []) + ["truncate"]
+    passes.append(lambda m: truncate_arguments(m, policy))
+    names = (["strip_images"] if policy.strip_images else []) + ["truncate", "truncate_arguments"]
     for name, step in zip(names, passes, strict=True):
         for i, m in enumerate(out):
             if sum(sizes) <= budget:
