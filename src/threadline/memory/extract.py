@@ -41,6 +41,7 @@ from threadline.memory.statements import (
 )
 from threadline.memory.substance import concrete, with_subject
 from threadline.memory.timeexpr import date_labels
+from threadline.memory.worth import fits_beside, points_back, worth_a_fact
 from threadline.messages import Message
 from threadline.requests import request_text
 
@@ -515,17 +516,17 @@ class ExtractiveExtractor(Extractor):
         speaker = _referent(m)
         names = tuple(n for n in (m.name, addressee) if n)
         as_said = units([s for s in sentences(text) if not _commentary(s)], names)
-        if not as_said or not _substantial(as_said, names):
-            return []  # judged on what was said; what is kept of it is cleaned below
         said_ = _clean_sentences(text, addressee is not None, speaker, names)
         found = [u for u in units(said_, names) if len(u.text) <= MAX_FACT_CHARS * 2]
-        if not found:
+        if not as_said or not found:
             return []
+        if not _substantial(as_said, names) and not any(u.first_person for u in found):
+            return []  # a short turn says something only of the speaker ("Just got back")
         if _DANGLING_RE.match(found[0].text) and not found[0].first_person:
             found = found[1:]  # "He loves the new trails": who "he" is was said before
         elif _POINTING_RE.match(found[0].text) and not _kept(found[0], names):
             found = found[1:]  # "It was made for a local church": "it" is the picture
-        groups = [g for g in _groups(found) if any(_kept(u, names) for u in g)]
+        groups = _grouped(found, names)
         out: list[tuple[str, str | None, str]] = []
         for group in groups:
             first = next((u for u in group if u.first_person), group[0])
@@ -569,8 +570,8 @@ def _clean_sentences(text: str, addressee: bool, speaker: str, names: tuple[str,
         if not sentence or _commentary(sentence):
             continue
         bare = _unaddressed(strip_opener(sentence), names)
-        kept, points_back = with_subject(rewritable(bare, addressee, speaker))
-        if kept and points_back:
+        kept, leans = with_subject(rewritable(bare, addressee, speaker))
+        if kept and leans:
             if out and out[-1] and not is_chatter(out[-1], names):
                 out[-1] = f"{out[-1]} {kept}"
             continue
@@ -620,17 +621,32 @@ MAX_GROUP_WORDS = 30
 into several facts, each a whole statement (with the ones leaning on it)."""
 
 
-def _groups(found: list[Unit]) -> list[list[Unit]]:
+def _grouped(found: list[Unit], names: tuple[str, ...]) -> list[list[Unit]]:
+    """A turn's statements in facts of up to about ``MAX_GROUP_WORDS`` words, each fact
+    opening with one worth a fact (``_kept`` and ``worth.worth_a_fact``); a statement
+    only of mood ("It was so special") or pointing back ("It helps me keep track") goes
+    only right after such a fact's last statement, as its context."""
     out: list[list[Unit]] = []
     size = 0
+    going = False
+    """Whether the statement before went into ``out[-1]``."""
     for u in found:
         n = len(u.text.split())
-        if out and size + n <= MAX_GROUP_WORDS:
+        fits = going and size + n <= MAX_GROUP_WORDS
+        core = _kept(u, names) and not points_back(u.text, names)
+        if core and worth_a_fact(u.text, u.first_person, names):
+            if not fits:
+                out.append([])
+                size = 0
+            out[-1].append(u)
+            size += n
+            going = True
+            continue
+        if fits and fits_beside(u.text, u.first_person, names):
             out[-1].append(u)
             size += n
         else:
-            out.append([u])
-            size = n
+            going = False
     return out
 
 

@@ -31,13 +31,18 @@ MIN_CONTENT_WORDS = 2
 """A sentence needs this many words beyond stop words and chatter to state something."""
 
 _INTERJECTION = (
-    r"(?:hi|hey|hello|heya|hiya|oh|ooh|ah|aw+|wow|whoa|yeah|yep|yes|no|nope|well|so|ok|okay|"
+    r"(?:hi|hey|hello|heya|hiya|oh|ooh|ah|aw+|wow|whoa|woah|yeah|yep|yes|no|nope|well|"
+    r"so far,? so good|so|ok|okay|"
     r"sure|thanks|thank you|thx|haha(?:ha)*|lol|omg|gosh|hmm+|um+|great|awesome|cool|nice|"
     r"right|totally|definitely|absolutely|exactly|congrats|congratulations|yay|man|dude|"
-    r"indeed|good to see you|good to hear from you|long time no see|nice to meet you)"
+    r"indeed|good to see you|good to hear from you|long time no (?:see|talk|chat)|"
+    r"nice to meet you|yup|oops|(?:and\s+)?(?:btw|by the way)|fyi|phew|ugh|guess what|"
+    r"you won['’]t believe (?:it|this)|"
+    r"(?:a lot|so much)(?:['’]s| has)? (?:happened|changed|going on)"
+    r"(?: since (?:we )?(?:last )?(?:talked|chatted|spoke|time))?)"
 )
 _OPENER_RE = re.compile(
-    rf"^(?:{_INTERJECTION}\b(?:\s+(?!I\b|I['’])[A-Z][\w'’.-]*)?[\s,!.:;-]+)+",
+    rf"^(?:{_INTERJECTION}\b(?:\s+(?!I\b|I['’])(?-i:[A-Z])[\w'’.-]*(?=[,!.:;]))?[\s,!.:;-]+)+",
     re.I,
 )
 """Greetings and interjections at a sentence's start, with a name after them ("Hey Mel,")."""
@@ -62,7 +67,7 @@ _RULES = _rules(
         (r"\bI\s*['’]d\b", "{s} would"),
         (r"\bI\s+wanna\b", "{s} wants to"),
         (r"\bI\s+gotta\b", "{s} has to"),
-        (r"\bmyself\b", "{s}"),
+        (r"\bmyself\b", "themself"),  # "express myself": not "express Ana"
         (r"\bmy\b", "{s}'s"),
         (r"\bmine\b", "{s}'s"),
         (r"\bme\b(?![-‐])", "{s}"),  # not "me-time"
@@ -94,7 +99,7 @@ _YOU_RULES = _rules(
         (r"\byou\s*['’]ve\b|\byou have\b", "{a} has"),
         (r"\byou\s*['’]ll\b", "{a} will"),
         (r"\byou\s*['’]d\b", "{a} would"),
-        (r"\byourself\b", "{a}"),
+        (r"\byourself\b", "themself"),
         (r"\byours\b", "{a}'s"),
         (r"\byour\b", "{a}'s"),
     ]
@@ -104,7 +109,9 @@ _SUBJECT_VERB_RE = re.compile(
     r"sometimes|rarely|actually|now|totally|finally|even|recently|definitely|already|"
     r"probably|kinda|sorta|almost|barely|hardly|ever|once|truly|honestly|literally|"
     r"seriously|generally|personally|basically|currently|mainly|genuinely|slowly|"
-    r"constantly|occasionally|especially|absolutely|certainly|simply|def))*)\s+"
+    r"constantly|occasionally|especially|absolutely|certainly|simply|def|"
+    r"(?!(?:apply|reply|rely|supply|comply|multiply|ally|bully|rally|tally)\b)[a-z]{3,}le?y"
+    r"))*)\s+"
     r"([a-z]+?(?:n['’]t)?(?:-[a-z]+)?)\b",
     re.I,
 )
@@ -234,6 +241,10 @@ def third_person(
         out = re.sub(rf"^{re.escape(addressee)},\s*(?=you)", "", out, flags=re.I)
     if addressee is not None and not anyone and _GENERIC_YOU_RE.search(out):
         addressee = None  # "you could hear birds": anyone, not the person spoken to
+    if not keep_we and re.search(r"\bwe\b", out, re.I):
+        out = re.sub(  # "we made our own pots": their pots, not the speaker's
+            r"\bour\b", lambda m: "Their" if m[0][0] == "O" else "their", out, flags=re.I
+        )
     rules = [(p, r.format(s=subject)) for p, r in (_RULES if keep_we else _RULES + _WE_RULES)]
     if addressee is not None:
         rules += [(p, r.format(a=addressee)) for p, r in _YOU_RULES]
@@ -281,9 +292,19 @@ def content_words(text: str, *, names: tuple[str, ...] = ()) -> list[str]:
     return out
 
 
+_TAG_RE = re.compile(
+    r"(?:,|\s[-–—])\s*(?:[\w'’]+\s+){0,2}[\w'’]*,?\s*"
+    r"(?:huh|right|eh|isn['’]t it|ain['’]t it|don['’]t you think|you know)\s*\?+$",
+    re.I,
+)
+"""A tag question after a statement ("I started a store - pretty cool, huh?"): the
+sentence is no question."""
+
+
 def strip_opener(sentence: str) -> str:
-    """``"Hey Mel! I got a dog"`` -> ``"I got a dog"``: greetings and interjections off."""
-    out = _OPENER_RE.sub("", sentence).strip()
+    """``"Hey Mel! I got a dog"`` -> ``"I got a dog"``: greetings and interjections off,
+    and a tag question at the end ("..., huh?")."""
+    out = _TAG_RE.sub("!", _OPENER_RE.sub("", sentence)).strip()
     return out[:1].upper() + out[1:] if out else out
 
 

@@ -44,7 +44,8 @@ MOOD_WORDS = frozenset(
     wild ride ups downs experience experiences awareness environment perspective
     fleeting determined emotional enlightening freeing authentically comfort
     responsibility decision normal thrill magical sucks healing connect unpredictable
-    everything nothing ain't story stories talk talking facing""".split()  # noqa: SIM905
+    everything nothing ain't story stories talk talking facing even never ever far come
+    comes came coming quite rather actually already still soon more less most""".split()  # noqa: SIM905
 )
 """Words of feeling, judgement, encouragement and light verbs: no content by themselves."""
 MIN_CONCRETE_WORDS = 3
@@ -53,7 +54,7 @@ number or time."""
 
 _NAME_INSIDE_RE = re.compile(r"(?<=[\w,;:)'’\"] )(?!I\b|I['’])[A-Z][\w'’.-]*")
 """A capitalised word inside a sentence (not the first word, not "I"): a name."""
-_DATUM_RE = re.compile(
+DATUM_RE = re.compile(
     r"\d|[\"“][^\"”]{2,60}[\"”]"  # a number, or a quoted title
     rf"|\b(?:yesterday|tomorrow|tonight|ago|next\s+(?:week|weekend|month|year|\w+day)|"
     rf"last\s+(?:week|weekend|month|year|night|time|{SEASONS}|\w+day)|{WEEKDAYS}|"
@@ -67,19 +68,37 @@ def concrete(text: str, names: tuple[str, ...] = ()) -> bool:
     """Whether ``text`` states something concrete: a name inside it (not one of
     ``names``, the speaker's and the addressee's), a quoted title, a number, a time, or
     ``MIN_CONCRETE_WORDS`` words of content that are no words of mood."""
-    if _DATUM_RE.search(text):
+    if DATUM_RE.search(text) or name_inside(text, names):
         return True
+    return len(substance_words(text, names)) >= MIN_CONCRETE_WORDS
+
+
+def name_inside(text: str, names: tuple[str, ...] = ()) -> bool:
+    """Whether ``text`` names someone or something inside a sentence (a capitalised word
+    not at its start, not "I", not one of ``names``)."""
     left_out = {n.casefold() for name in names for n in name.split()}
     for m in _NAME_INSIDE_RE.finditer(text):
         word = re.sub(r"['’]s$", "", m.group(0)).rstrip(".,!?;:'’").casefold()
         if word and word not in left_out:
             return True
-    return len(substance_words(text, names)) >= MIN_CONCRETE_WORDS
+    return False
 
 
 def substance_words(text: str, names: tuple[str, ...] = ()) -> list[str]:
-    """The words of ``text`` that carry content: ``content_words`` less ``MOOD_WORDS``."""
-    return [w for w in content_words(text, names=names) if w not in MOOD_WORDS]
+    """The words of ``text`` that carry content: ``content_words`` less ``MOOD_WORDS``
+    and adverbs of degree or manner ("amazingly", "really": ``_ADVERB_RE``)."""
+    return [
+        w
+        for w in content_words(text, names=names)
+        if w not in MOOD_WORDS and not (_ADVERB_RE.fullmatch(w) and w not in NOT_ADVERBS)
+    ]
+
+
+_ADVERB_RE = re.compile(r"[a-z]{3,}ly")
+NOT_ADVERBS = frozenset(
+    "family italy july lily belly rally ally jelly assembly supply reply".split()  # noqa: SIM905
+)
+"""Words ending in "-ly" that are no adverbs."""
 
 
 _ADVERBS = r"(?:(?:really|just|also|still|totally|definitely|honestly|so|and|but)\s+)*"
@@ -115,6 +134,13 @@ _FINITE_RE = re.compile(
 )
 
 
+_OWN_SUBJECT_RE = re.compile(
+    r"\b(?:I|we|he|she|they)\b(?!['’]s)|\b[a-z]+s\s+(?:me|us|him|her|them|my|our)\b"
+)
+"""A subject of its own after an "-ing" phrase ("Growing up, I saw ...", "Inspiring 💪 I
+emailed ...") or a verb of the phrase's own ("Seeing my students succeed motivates me")."""
+
+
 def with_subject(sentence: str) -> tuple[str, bool]:
     """A sentence with the subject it left out put back, and whether it points back
     ("it", said of what came before); "" for a reaction (``_REACTION_RE``).
@@ -146,6 +172,6 @@ def with_subject(sentence: str) -> tuple[str, bool]:
         "",
         sentence[gerund.end() :],
     )
-    if _FINITE_RE.search(rest) is not None:
+    if _FINITE_RE.search(rest) is not None or _OWN_SUBJECT_RE.search(rest) is not None:
         return sentence, False
     return f"I'm {sentence[:1].lower()}{sentence[1:]}", False

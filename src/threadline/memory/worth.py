@@ -1,0 +1,115 @@
+"""Whether a statement of a conversation is worth a fact: what a person would write down.
+
+Issue 37: judged fact by fact, half the facts of a conversation were true but trivial:
+reactions, opinions of the other person ("You're so talented"), truths about anyone
+("Life's too short"), captions of a shared picture ("Here's a pic of Oliver"), filler
+("Things have been hectic lately"). A fact is kept when it says something concrete of
+someone: the speaker's own event, plan, preference or thing (first person), or a named
+person, place or thing, or a time or number, with enough words of content beside it.
+Told by structure, not topic, so the rule holds on conversations nobody has read.
+"""
+
+from __future__ import annotations
+
+import re
+
+from threadline.memory.persons import ABSTRACT_OURS
+from threadline.memory.substance import DATUM_RE, MOOD_WORDS, name_inside, substance_words
+
+MIN_SUBSTANCE = 2
+"""Words of content (``substance.substance_words``; a name or a time counts as one) a
+kept statement needs: "We did it yesterday" has one, "I painted a lake sunrise" three."""
+
+MIN_IMPERSONAL = 4
+"""Words of content a statement with no person, name or time in it needs ("It was a
+transgender poetry reading where ..."); fewer make a truth about anyone ("Good
+flooring's crucial", "Life's too short")."""
+
+_YOURS_RE = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|y['’]all)\b", re.I)
+_PAST_RE = re.compile(
+    r"\b(?:was|were|had|did|went|got|made|took|saw|came|gave|found|told|became|left|felt|"
+    r"brought|began|kept|held|wrote|met|ran|paid|spoke|read|grew|lost|fell|sent|built|"
+    r"bought|wore|chose|taught|caught|sold|won|ate|flew|knew|threw|[a-z]{2,}ed)\b",
+    re.I,
+)
+"""A verb in the past: something happened."""
+_PICTURE_RE = re.compile(r"\b(?:pic|pics|photo|photos|picture|pictures|snap|shot|selfie)\b", re.I)
+_MY_THING_RE = re.compile(r"\b(?:my|our)\s+(?:own\s+|new\s+|old\s+)?([a-z]{3,})", re.I)
+"""Something of the speaker's ("my new job", "our dog"): content by itself, unless
+everyone has it ("my dreams", "my journey")."""
+_POINTING_RE = re.compile(
+    r"^(?:it|they|he|she)\b(?!\s+(?:and|or)\b)"
+    r"|^(?:this|that|these|those)(?:['’]s|\s+(?:is|was|are|were|has|had|will|would|really|just|"
+    r"also|looks?|seems?|means|made|makes|brings|helps|gives|reminds|keeps|shows)\b)",
+    re.I,
+)
+"""A statement opening with a pronoun for what was said or shown before ("It helps me
+keep track", "They're my biggest motivation"): out of its turn it names nothing."""
+_TOWARD_YOU_RE = re.compile(
+    r"\b(?:proud|awe|happy|glad|grateful|thankful|excited|pumped|impressed|amazed|sorry|"
+    r"inspired|jealous)\s+(?:of|for|about|by|at|with)\s+(?:you|your)\b",
+    re.I,
+)
+"""A feeling about the person spoken to ("I'm in awe of your courage"): a reaction."""
+_SHOWING_RE = re.compile(
+    r"^(?:here(?:['’]s|\s+is|\s+are)|check\s+(?:out|it\s+out|this\s+out)|take\s+a\s+look|"
+    r"look\s+at|see\s+(?:this|that)|this\s+is\s+(?:a|the|my)\s+(?:pic|photo|picture|snap|shot)|"
+    r"(?:that|this|the)\s+(?:pic|photo|picture|snap|shot)\b)",
+    re.I,
+)
+"""A statement that shows a shared picture ("Here's our latest work", "That pic was from
+a show"): the picture is not in the memory, so the statement points at nothing."""
+
+
+def _told(text: str, names: tuple[str, ...]) -> bool:
+    """Whether a statement with no person in it tells something by itself: a name, a
+    time, or something that happened (a past form) in ``MIN_IMPERSONAL`` words of
+    content ("It was a poetry reading where trans people shared their stories"), not
+    a truth about anyone in the present ("Kids are amazingly resilient")."""
+    if name_inside(text, names) or DATUM_RE.search(text):
+        return True
+    return _PAST_RE.search(text) is not None and len(substance_words(text, names)) >= MIN_IMPERSONAL
+
+
+def points_back(text: str, names: tuple[str, ...] = ()) -> bool:
+    """Whether a statement opens with a pronoun for what came before (``_POINTING_RE``)
+    and says too little to stand without it: a fact only beside the statement it points
+    at. One naming something, or with ``MIN_IMPERSONAL`` words of content ("It's
+    dairy-free vanilla with strawberry filling") says enough by itself."""
+    if _POINTING_RE.match(text) is None:
+        return False
+    return not _told(text, names)
+
+
+def fits_beside(text: str, first_person: bool, names: tuple[str, ...] = ()) -> bool:
+    """Whether a statement may stand in a fact at all, if only as the context of another:
+    not a feeling about the person spoken to, nor (unless the speaker's own, or naming a
+    time or a name: "You met them at the lake house last summer") a picture being shown
+    or what the person spoken to is, has or should do."""
+    if _TOWARD_YOU_RE.search(text):
+        return False
+    if first_person or name_inside(text, names) or DATUM_RE.search(text):
+        return True
+    return not (_SHOWING_RE.match(text) or _YOURS_RE.search(text))
+
+
+def worth_a_fact(text: str, first_person: bool, names: tuple[str, ...] = ()) -> bool:
+    """Whether a statement (as said, before the person rewriting) is worth a fact by
+    itself: it may stand in a fact (``fits_beside``), it is the speaker's or tells
+    something by itself (``_told``: not a truth about anyone), it is no caption of a
+    shared picture, and it has ``MIN_SUBSTANCE`` words of content. ``names``: the
+    speaker's and the person spoken to, no content by themselves."""
+    named = name_inside(text, names)
+    dated = DATUM_RE.search(text) is not None
+    words = len(substance_words(text, names))
+    if not fits_beside(text, first_person, names):
+        return False
+    if not first_person and not _told(text, names):
+        return False
+    if _SHOWING_RE.match(text) and _PICTURE_RE.search(text) and not (named or dated):
+        return False  # "Here's a pic of my family at the beach": a caption
+    mine = first_person and any(
+        m[1].lower() not in ABSTRACT_OURS and m[1].lower() not in MOOD_WORDS
+        for m in _MY_THING_RE.finditer(text)
+    )
+    return words + named + dated + mine >= MIN_SUBSTANCE
