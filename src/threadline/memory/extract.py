@@ -616,20 +616,22 @@ _POINTING_RE = re.compile(
 _DANGLING_RE = re.compile(r"^(?:he|she|they|him|her|his|their|them)\b", re.I)
 """A turn's first statement opening with a pronoun points at someone named in an earlier
 turn: out of context the fact would name no one (issue 37: "he" was the dog)."""
-MAX_GROUP_WORDS = 30
+MAX_GROUP_WORDS = 35
 """Statements of one turn share a fact up to about this many words; a longer turn is cut
 into several facts, each a whole statement (with the ones leaning on it)."""
 
 
 def _grouped(found: list[Unit], names: tuple[str, ...]) -> list[list[Unit]]:
-    """A turn's statements in facts of up to about ``MAX_GROUP_WORDS`` words, each fact
-    opening with one worth a fact (``_kept`` and ``worth.worth_a_fact``); a statement
-    only of mood ("It was so special") or pointing back ("It helps me keep track") goes
-    only right after such a fact's last statement, as its context."""
+    """A turn's statements in facts of up to about ``MAX_GROUP_WORDS`` words, each with
+    one worth a fact (``_kept`` and ``worth.worth_a_fact``); a statement only of mood
+    ("It was so special") goes right before or after such a statement, as its context,
+    one pointing back ("It helps me keep track") only right after it."""
     out: list[list[Unit]] = []
     size = 0
     going = False
     """Whether the statement before went into ``out[-1]``."""
+    waiting: list[Unit] = []
+    """Statements of mood right before: the context of the next fact, if one comes."""
     for u in found:
         n = len(u.text.split())
         fits = going and size + n <= MAX_GROUP_WORDS
@@ -638,15 +640,21 @@ def _grouped(found: list[Unit], names: tuple[str, ...]) -> list[list[Unit]]:
             if not fits:
                 out.append([])
                 size = 0
+                while waiting and size + n + len(waiting[-1].text.split()) <= MAX_GROUP_WORDS:
+                    size += len(waiting[-1].text.split())
+                    out[-1].insert(0, waiting.pop())
             out[-1].append(u)
             size += n
-            going = True
+            going, waiting = True, []
             continue
-        if fits and fits_beside(u.text, u.first_person, names):
+        if not fits_beside(u.text, u.first_person, names):
+            going, waiting = False, []
+        elif fits:
             out[-1].append(u)
             size += n
         else:
             going = False
+            waiting = [] if points_back(u.text, names) else [*waiting, u]
     return out
 
 
