@@ -39,9 +39,9 @@ from threadline.memory.statements import (
     third_person,
     units,
 )
-from threadline.memory.substance import concrete, with_subject
+from threadline.memory.substance import concrete, substance_words, with_subject
 from threadline.memory.timeexpr import date_labels
-from threadline.memory.worth import fits_beside, points_back, worth_a_fact
+from threadline.memory.worth import MIN_IMPERSONAL, fits_beside, points_back, worth_a_fact
 from threadline.messages import Message
 from threadline.requests import request_text
 
@@ -587,7 +587,7 @@ def _unaddressed(sentence: str, names: tuple[str, ...]) -> str:
         w = word.casefold()
         return len(w) >= 3 and any(n.casefold().startswith(w) for n in names)
 
-    lead = re.match(r"([A-Z][a-z]+)\s*,\s+", sentence)
+    lead = re.match(r"([A-Z][a-z]+)\s*(?:,|\s[-–—])\s+", sentence)
     if lead is not None and calls(lead.group(1)):
         sentence = sentence[lead.end() :]
         sentence = sentence[:1].upper() + sentence[1:]
@@ -675,9 +675,13 @@ _COMMENTARY_RE = re.compile(
 
 
 def _commentary(sentence: str) -> bool:
-    """Whether a sentence only rates something, with nothing of the speaker's in it."""
+    """Whether a sentence only rates something, with nothing of the speaker's in it nor
+    much else ("It's a great story about religion and human control over ecology" says
+    what the story is about)."""
     bare = strip_opener(sentence)
-    return bool(_COMMENTARY_RE.match(bare)) and FIRST_PERSON_RE.search(bare) is None
+    if not _COMMENTARY_RE.match(bare) or FIRST_PERSON_RE.search(bare) is not None:
+        return False
+    return len(substance_words(bare)) < MIN_IMPERSONAL
 
 
 def _substantial(group: list[Unit], names: tuple[str, ...]) -> bool:

@@ -43,7 +43,8 @@ _GENERIC_YOU_RE = re.compile(
     r"|\b(?:when|whenever|if|once)\s+you\b|\bwho\s+you\s+are\b|\bwho\s+\w+\s+you\b"
     r"|\byou\s+(?:could|can|can't|should|might|may|would|'d)\b"
     r"|\byou\s+(?:never|just|always)\s+know\b"
-    r"|\bmakes?\s+you\s+(?:feel|realize|think|want|appreciate)\b",
+    r"|\bmakes?\s+you\s+(?:feel|realize|think|want|appreciate)\b"
+    r"|\b(?:lets|allows)\s+you\b",
     re.I,
 )
 """Signs that a "you" means anyone, or that it gives advice: a general statement ("can

@@ -139,7 +139,7 @@ KEEP_VERB = frozenset(
     let meant set met ran paid sat spoke led read grew lost fell sent built understood drew
     broke spent cut drove bought wore chose taught caught sold fought won slept swam sang
     ate drank flew forgot knew threw hung hid rode shot shut put hit quit hurt cost said
-    moved wanna gonna gotta""".split()  # noqa: SIM905
+    moved wanna gonna gotta learnt dreamt burnt spelt leapt dealt knelt spilt smelt""".split()  # noqa: SIM905
 )
 """Modals and past forms: the same after "she" as after "I"."""
 
@@ -294,7 +294,8 @@ def content_words(text: str, *, names: tuple[str, ...] = ()) -> list[str]:
 
 _TAG_RE = re.compile(
     r"(?:,|\s[-–—])\s*(?:[\w'’]+\s+){0,2}[\w'’]*,?\s*"
-    r"(?:huh|right|eh|isn['’]t it|ain['’]t it|don['’]t you think|you know)\s*\?+$",
+    r"(?:huh|right|eh|isn['’]t it|ain['’]t it|don['’]t you think|you know|"
+    r"wanna see(?: it| them)?|want to see(?: it| them| (?:a|the|some) (?:pic|photo)s?)?)\s*\?+$",
     re.I,
 )
 """A tag question after a statement ("I started a store - pretty cool, huh?"): the
@@ -316,7 +317,18 @@ def is_chatter(sentence: str, names: tuple[str, ...] = ()) -> bool:
     """A question, a greeting, thanks or cheer: nothing to remember."""
     if is_question(sentence) or _SHARED_RE.fullmatch(sentence):
         return True
-    return len(content_words(sentence, names=names)) < MIN_CONTENT_WORDS
+    words = len(content_words(sentence, names=names))
+    return words + _names_a_place(sentence, names) < MIN_CONTENT_WORDS
+
+
+_INSIDE_NAME_RE = re.compile(r"(?<=[\w,] )(?!I\b)[A-Z][a-z]+")
+
+
+def _names_a_place(sentence: str, names: tuple[str, ...]) -> bool:
+    """Whether a sentence names someone or something other than ``names`` inside it ("I
+    was in Chicago"): a name is something to remember."""
+    left_out = {n.casefold() for name in names for n in name.split()}
+    return any(m[0].casefold() not in left_out for m in _INSIDE_NAME_RE.finditer(sentence))
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,11 @@ MOOD_WORDS = frozenset(
     fleeting determined emotional enlightening freeing authentically comfort
     responsibility decision normal thrill magical sucks healing connect unpredictable
     everything nothing ain't story stories talk talking facing even never ever far come
-    comes came coming quite rather actually already still soon more less most""".split()  # noqa: SIM905
+    comes came coming quite rather actually already still soon more less most long process
+    ready offer handling ahead sometimes pushing push reach guide discover bring brings
+    bringing brought around resilient focused focus gotta cute bet lemme cozy self thankful
+    stoked pumped thrilled hopeful optimistic chapter stuff things figure figuring
+    details advice""".split()  # noqa: SIM905
 )
 """Words of feeling, judgement, encouragement and light verbs: no content by themselves."""
 MIN_CONCRETE_WORDS = 3

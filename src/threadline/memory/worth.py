@@ -33,7 +33,16 @@ _PAST_RE = re.compile(
     re.I,
 )
 """A verb in the past: something happened."""
-_PICTURE_RE = re.compile(r"\b(?:pic|pics|photo|photos|picture|pictures|snap|shot|selfie)\b", re.I)
+_SPEAKER_RE = re.compile(r"\b(?:I|my|me|mine|myself|we|our|ours)\b|\bI['’]", re.I)
+"""The speaker in a statement; an "us" alone is often everyone ("Nature seems to refresh
+us")."""
+_LIKING_RE = re.compile(
+    r"(?<!would )(?<!['’]d )\b(?:love|loves|enjoy|enjoys|like|likes|prefer|prefers|hate|hates|"
+    r"favou?rite|fave|"
+    r"fan\s+of)\b",
+    re.I,
+)
+"""A preference of the speaker's ("I will always love reading"): content by itself."""
 _MY_THING_RE = re.compile(r"\b(?:my|our)\s+(?:own\s+|new\s+|old\s+)?([a-z]{3,})", re.I)
 """Something of the speaker's ("my new job", "our dog"): content by itself, unless
 everyone has it ("my dreams", "my journey")."""
@@ -102,14 +111,16 @@ def worth_a_fact(text: str, first_person: bool, names: tuple[str, ...] = ()) -> 
     named = name_inside(text, names)
     dated = DATUM_RE.search(text) is not None
     words = len(substance_words(text, names))
+    first_person = first_person and _SPEAKER_RE.search(text) is not None
     if not fits_beside(text, first_person, names):
         return False
     if not first_person and not _told(text, names):
         return False
-    if _SHOWING_RE.match(text) and _PICTURE_RE.search(text) and not (named or dated):
+    if _SHOWING_RE.match(text) and not (named or dated):
         return False  # "Here's a pic of my family at the beach": a caption
     mine = first_person and any(
         m[1].lower() not in ABSTRACT_OURS and m[1].lower() not in MOOD_WORDS
         for m in _MY_THING_RE.finditer(text)
     )
-    return words + named + dated + mine >= MIN_SUBSTANCE
+    liked = first_person and _LIKING_RE.search(text) is not None
+    return words + named + dated + mine + liked >= MIN_SUBSTANCE
