@@ -616,7 +616,7 @@ _POINTING_RE = re.compile(
 _DANGLING_RE = re.compile(r"^(?:he|she|they|him|her|his|their|them)\b", re.I)
 """A turn's first statement opening with a pronoun points at someone named in an earlier
 turn: out of context the fact would name no one (issue 37: "he" was the dog)."""
-MAX_GROUP_WORDS = 35
+MAX_GROUP_WORDS = 40
 """Statements of one turn share a fact up to about this many words; a longer turn is cut
 into several facts, each a whole statement (with the ones leaning on it)."""
 

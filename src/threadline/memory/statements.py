@@ -39,7 +39,7 @@ _INTERJECTION = (
     r"nice to meet you|yup|oops|(?:and\s+)?(?:btw|by the way)|fyi|phew|ugh|guess what|"
     r"you won['’]t believe (?:it|this)|"
     r"(?:a lot|so much)(?:['’]s| has)? (?:happened|changed|going on)"
-    r"(?: since (?:we )?(?:last )?(?:talked|chatted|spoke|time))?)"
+    r"(?: since (?:we |our |my )?(?:last )?(?:talked|chatted|spoke|time|chat|talk))?)"
 )
 _OPENER_RE = re.compile(
     rf"^(?:{_INTERJECTION}\b(?:\s+(?!I\b|I['’])(?-i:[A-Z])[\w'’.-]*(?=[,!.:;]))?[\s,!.:;-]+)+",

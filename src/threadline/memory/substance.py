@@ -124,7 +124,7 @@ _I_VERB_RE = re.compile(
     rf"^({_ADVERBS})(gonna|gotta|going\s+to|hoping|planning|thinking|trying|working|"
     r"looking|getting|heading|off\s+to|wish|hope|can't\s+wait|been|(?:love|loving)(?=\s+(?:to|\w+ing)\b)"
     r"|(?:lost|got|went|took|had|found|bought|started|finished|joined|moved|visited|tried|"
-    r"signed|launched|built)(?=\s+(?:my|a|an|some|the|to|back|up|into)\b))\b",
+    r"signed|launched|built)(?=\s+(?:my|a|an|some|the|that|this|these|those|lots|to|back|up|into|\w+ing)\b))\b",
     re.I,
 )
 """A verb whose dropped subject is the speaker ("Gonna continue my edu")."""
@@ -145,6 +145,18 @@ _OWN_SUBJECT_RE = re.compile(
 emailed ...") or a verb of the phrase's own ("Seeing my students succeed motivates me")."""
 
 
+ING_ADJECTIVES = frozenset(
+    """exciting amazing interesting inspiring relaxing refreshing challenging rewarding
+    fulfilling satisfying boring tiring exhausting surprising overwhelming terrifying
+    stunning charming calming annoying frustrating encouraging touching heartwarming
+    thrilling humbling freeing depressing disappointing worrying amusing fascinating
+    breathtaking""".split()  # noqa: SIM905
+)
+"""Words in "-ing" that open a sentence as an adjective ("Exciting but kinda scary"):
+said of "it", not of the speaker."""
+_ME_RE = re.compile(r"\b(?:me|myself)\b", re.I)
+
+
 def with_subject(sentence: str) -> tuple[str, bool]:
     """A sentence with the subject it left out put back, and whether it points back
     ("it", said of what came before); "" for a reaction (``_REACTION_RE``).
@@ -158,7 +170,13 @@ def with_subject(sentence: str) -> tuple[str, bool]:
     m = _IT_VERB_RE.match(sentence)
     if m is not None:
         return f"It {sentence[:1].lower()}{sentence[1:]}", True
+    lower = f"{sentence[:1].lower()}{sentence[1:]}"
+    adjective = _GERUND_OPENING_RE.match(sentence)
+    if adjective is not None and adjective[0].split()[-1].lower() in ING_ADJECTIVES:
+        return f"It's {lower}", True  # "Exciting but kinda nerve-wracking"
     verb = _I_VERB_RE.match(sentence)
+    if verb is not None and verb.group(2).lower() == "been" and _ME_RE.search(sentence):
+        return f"It's {lower}", True  # "Been hectic for me lately": it has, not I
     if verb is not None:
         word = verb.group(2).lower()
         if word in ("gotta", "been"):

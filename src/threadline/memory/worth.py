@@ -33,6 +33,13 @@ _PAST_RE = re.compile(
     re.I,
 )
 """A verb in the past: something happened."""
+_RESOLVE_RE = re.compile(
+    r"\b(?:will|['’]ll|gonna|going\s+to|gotta|have\s+to|must|won['’]t|never|not)\s+"
+    r"(?:\w+\s+)?(?:keep|stay|continue|give\s+up|quit|stop|let\s+anything|giving\s+up)\b",
+    re.I,
+)
+"""A resolve ("I'll keep plugging away", "I won't quit on my dreams"): no fact by
+itself, unless it names a time or a thing or says more (``MIN_IMPERSONAL`` words)."""
 _SPEAKER_RE = re.compile(r"\b(?:I|my|me|mine|myself|we|our|ours)\b|\bI['’]", re.I)
 """The speaker in a statement; an "us" alone is often everyone ("Nature seems to refresh
 us")."""
@@ -56,7 +63,8 @@ _POINTING_RE = re.compile(
 keep track", "They're my biggest motivation"): out of its turn it names nothing."""
 _TOWARD_YOU_RE = re.compile(
     r"\b(?:proud|awe|happy|glad|grateful|thankful|excited|pumped|impressed|amazed|sorry|"
-    r"inspired|jealous)\s+(?:of|for|about|by|at|with)\s+(?:you|your)\b",
+    r"inspired|jealous)\s+(?:of|for|about|by|at|with)\s+(?:you|your)\b"
+    r"|\b(?:love|loves|like|likes|admire|admires)\s+(?:\w+ing\s+|how\s+)?(?:you|your)\b",
     re.I,
 )
 """A feeling about the person spoken to ("I'm in awe of your courage"): a reaction."""
@@ -115,6 +123,8 @@ def worth_a_fact(text: str, first_person: bool, names: tuple[str, ...] = ()) -> 
     if not fits_beside(text, first_person, names):
         return False
     if not first_person and not _told(text, names):
+        return False
+    if _RESOLVE_RE.search(text) and not (named or dated) and words < MIN_IMPERSONAL:
         return False
     if _SHOWING_RE.match(text) and not (named or dated):
         return False  # "Here's a pic of my family at the beach": a caption
