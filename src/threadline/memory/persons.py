@@ -154,8 +154,9 @@ _ANYONE_RULES = [
 def generic(clause: str) -> str | None:
     """How a clause speaking of anyone is kept: ``"drop"`` for a "we" of everyone
     (``_GENERIC_WE_RE``) or an "our" of everyone ("taking care of our minds"),
-    ``"you"`` for a "you" of a general statement; None for a clause about the people
-    in the conversation (an "us" alone is the speaker's: "a car hit us")."""
+    ``"you"`` for a "you" of a general statement, ``"us"`` for an "us" of everyone with
+    no "we" ("things that bring us joy"); None for a clause about the people in the
+    conversation (an "us" alone is the speaker's: "a car hit us")."""
     if _GENERIC_WE_RE.search(clause):
         return "drop"
     if _YOU_RE.search(clause) and _GENERIC_YOU_RE.search(clause) and not _MINE_RE.search(clause):
@@ -163,7 +164,7 @@ def generic(clause: str) -> str | None:
     if _WE_RE.search(clause) is not None:
         return None if _we_done(clause) else "drop"
     if _ANYONE_US_RE.search(clause):
-        return "drop"
+        return "us"
     everyones = ABSTRACT_OURS - SHARED_OURS
     ours = (w.lower() in everyones for m in _OUR_RE.finditer(clause) for w in m.groups(""))
     return "drop" if any(ours) else None
@@ -175,7 +176,7 @@ _ANYONE_US_RE = re.compile(
     re.I,
 )
 """An "us" of everyone with no "we" beside it ("things that bring us joy", "surrounding
-ourselves with ..."); "a car hit us" is the speaker's."""
+ourselves with ..."): people's; "a car hit us" is the speaker's."""
 
 _ONE_EACH = {"lives": "life", "hearts": "heart", "minds": "mind", "souls": "soul", "bodies": "body"}
 
@@ -234,4 +235,7 @@ def _kept(clause: str, addressee: bool, speaker: str, *, first: bool) -> str:
     kind = generic(bare)
     if kind == "drop":
         return ""
+    if kind == "us":  # "things that bring us joy": people, no one in the conversation
+        out = re.sub(r"\bourselves\b", "themselves", clause, flags=re.I)
+        return re.sub(r"(?-i:\bus\b)", "people", out)
     return clause if kind is None else _as_anyone(clause, speaker)

@@ -109,7 +109,7 @@ _SUBJECT_VERB_RE = re.compile(
     r"sometimes|rarely|actually|now|totally|finally|even|recently|definitely|already|"
     r"probably|kinda|sorta|almost|barely|hardly|ever|once|truly|honestly|literally|"
     r"seriously|generally|personally|basically|currently|mainly|genuinely|slowly|"
-    r"constantly|occasionally|especially|absolutely|certainly|simply|def|"
+    r"constantly|occasionally|especially|absolutely|certainly|simply|def|first|later|soon|then|"
     r"(?!(?:apply|reply|rely|supply|comply|multiply|ally|bully|rally|tally)\b)[a-z]{3,}le?y"
     r"))*)\s+"
     r"([a-z]+?(?:n['’]t)?(?:-[a-z]+)?)\b",

@@ -61,6 +61,11 @@ _POINTING_RE = re.compile(
 )
 """A statement opening with a pronoun for what was said or shown before ("It helps me
 keep track", "They're my biggest motivation"): out of its turn it names nothing."""
+_IDENTIFIES_RE = re.compile(
+    r"^(?:it|this|that|these|those)(?:['’]s|['’]re|\s+(?:is|are|was|were))\s+(?:my|our)\s", re.I
+)
+"""A pointing opening that says what the thing is, the speaker's ("These are my lucky
+basketball shoes"): it names the thing."""
 _TOWARD_YOU_RE = re.compile(
     r"\b(?:proud|awe|happy|glad|grateful|thankful|excited|pumped|impressed|amazed|sorry|"
     r"inspired|jealous)\s+(?:of|for|about|by|at|with)\s+(?:you|your)\b"
@@ -93,7 +98,7 @@ def points_back(text: str, names: tuple[str, ...] = ()) -> bool:
     and says too little to stand without it: a fact only beside the statement it points
     at. One naming something, or with ``MIN_IMPERSONAL`` words of content ("It's
     dairy-free vanilla with strawberry filling") says enough by itself."""
-    if _POINTING_RE.match(text) is None:
+    if _POINTING_RE.match(text) is None or _IDENTIFIES_RE.match(text):
         return False
     return not _told(text, names)
 
