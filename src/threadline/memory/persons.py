@@ -163,11 +163,11 @@ def generic(clause: str) -> str | None:
         return "you"  # "I could help you if you want" is an offer to the person spoken to
     if _WE_RE.search(clause) is not None:
         return None if _we_done(clause) else "drop"
-    if _ANYONE_US_RE.search(clause):
-        return "us"
     everyones = ABSTRACT_OURS - SHARED_OURS
     ours = (w.lower() in everyones for m in _OUR_RE.finditer(clause) for w in m.groups(""))
-    return "drop" if any(ours) else None
+    if any(ours):
+        return "drop"
+    return "us" if _ANYONE_US_RE.search(clause) else None
 
 
 _ANYONE_US_RE = re.compile(
