@@ -169,7 +169,8 @@ def with_subject(sentence: str) -> tuple[str, bool]:
         return "", False
     m = _IT_VERB_RE.match(sentence)
     if m is not None:
-        return f"It {sentence[:1].lower()}{sentence[1:]}", True
+        it = "It's" if m.group(2).lower().startswith(("gonna", "gotta")) else "It"
+        return f"{it} {sentence[:1].lower()}{sentence[1:]}", True
     lower = f"{sentence[:1].lower()}{sentence[1:]}"
     adjective = _GERUND_OPENING_RE.match(sentence)
     if adjective is not None and adjective[0].split()[-1].lower() in ING_ADJECTIVES:

@@ -67,8 +67,8 @@ _IDENTIFIES_RE = re.compile(
 """A pointing opening that says what the thing is, the speaker's ("These are my lucky
 basketball shoes"): it names the thing."""
 _TOWARD_YOU_RE = re.compile(
-    r"\b(?:proud|awe|happy|glad|grateful|thankful|excited|pumped|impressed|amazed|sorry|"
-    r"inspired|jealous)\s+(?:of|for|about|by|at|with)\s+(?:you|your)\b"
+    r"\b(?:proud|awe|happy|glad|grateful|thankful|excited|pumped|stoked|thrilled|impressed|"
+    r"amazed|sorry|inspired|jealous)\s+(?:of|for|about|by|at|with)\s+(?:you|your)\b"
     r"|\b(?:love|loves|like|likes|admire|admires)\s+(?:\w+ing\s+|how\s+)?(?:you|your)\b",
     re.I,
 )
