@@ -133,15 +133,22 @@ _THIRD_PERSON = {
     "were": "was",
     "weren't": "wasn't",
 }
-KEEP_VERB = frozenset(
-    """will would can could should might must may shall was did had used won't wouldn't
-    can't couldn't shouldn't mightn't mustn't wasn't didn't hadn't went got saw made took
-    came gave found thought told became left felt brought began kept held wrote stood heard
-    let meant set met ran paid sat spoke led read grew lost fell sent built understood drew
-    broke spent cut drove bought wore chose taught caught sold fought won slept swam sang
-    ate drank flew forgot knew threw hung hid rode shot shut put hit quit hurt cost said
-    moved wanna gonna gotta learnt dreamt burnt spelt leapt dealt knelt spilt smelt""".split()  # noqa: SIM905
+PAST_FORMS = frozenset(
+    """was were did had used went got saw made took came gave found thought told became
+    left felt brought began kept held wrote stood heard meant met ran paid sat spoke led
+    read grew lost fell sent built understood drew broke spent drove bought wore chose
+    taught caught sold fought won slept swam sang ate drank flew forgot knew threw hung hid
+    rode shot moved said learnt dreamt burnt spelt leapt dealt knelt spilt smelt""".split()  # noqa: SIM905
 )
+"""Irregular past forms (and "was", "had", "did"): something happened."""
+KEEP_VERB = (
+    frozenset(
+        """will would can could should might must may shall won't wouldn't can't couldn't
+        shouldn't mightn't mustn't wasn't didn't hadn't let set cut shut put hit quit hurt
+        cost wanna gonna gotta""".split()  # noqa: SIM905
+    )
+    | PAST_FORMS
+) - {"were"}
 """Modals and past forms: the same after "she" as after "I"."""
 
 

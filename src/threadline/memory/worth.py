@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from threadline.memory.persons import ABSTRACT_OURS
+from threadline.memory.statements import PAST_FORMS
 from threadline.memory.substance import DATUM_RE, MOOD_WORDS, name_inside, substance_words
 
 MIN_SUBSTANCE = 2
@@ -26,12 +27,7 @@ transgender poetry reading where ..."); fewer make a truth about anyone ("Good
 flooring's crucial", "Life's too short")."""
 
 _YOURS_RE = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|y['’]all)\b", re.I)
-_PAST_RE = re.compile(
-    r"\b(?:was|were|had|did|went|got|made|took|saw|came|gave|found|told|became|left|felt|"
-    r"brought|began|kept|held|wrote|met|ran|paid|spoke|read|grew|lost|fell|sent|built|"
-    r"bought|wore|chose|taught|caught|sold|won|ate|flew|knew|threw|[a-z]{2,}ed)\b",
-    re.I,
-)
+_PAST_RE = re.compile(rf"\b(?:{'|'.join(sorted(PAST_FORMS))}|[a-z]{{2,}}ed)\b", re.I)
 """A verb in the past: something happened."""
 _RESOLVE_RE = re.compile(
     r"\b(?:will|['’]ll|gonna|going\s+to|gotta|have\s+to|must|won['’]t|never|not)\s+"
