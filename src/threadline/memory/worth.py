@@ -27,8 +27,13 @@ transgender poetry reading where ..."); fewer make a truth about anyone ("Good
 flooring's crucial", "Life's too short")."""
 
 _YOURS_RE = re.compile(r"\b(?:you|your|yours|yourself|yourselves|ya|y['’]all)\b", re.I)
-_PAST_RE = re.compile(rf"\b(?:{'|'.join(sorted(PAST_FORMS))}|[a-z]{{2,}}ed)\b", re.I)
-"""A verb in the past: something happened."""
+_AS_ADJECTIVE = "".join(
+    f"(?<!{w} )"
+    for w in "be been is are am so very really too feel felt get got".split()  # noqa: SIM905
+)
+_PAST_RE = re.compile(rf"\b(?:{'|'.join(sorted(PAST_FORMS))}|{_AS_ADJECTIVE}[a-z]{{2,}}ed)\b", re.I)
+"""A verb in the past: something happened; not a form in "-ed" after "be" or "so", an
+adjective ("they will be so supported")."""
 _RESOLVE_RE = re.compile(
     r"\b(?:will|['’]ll|gonna|going\s+to|gotta|have\s+to|must|won['’]t|never|not)\s+"
     r"(?:\w+\s+)?(?:keep|stay|continue|give\s+up|quit|stop|let\s+anything|giving\s+up)\b",
@@ -57,6 +62,7 @@ _POINTING_RE = re.compile(
 )
 """A statement opening with a pronoun for what was said or shown before ("It helps me
 keep track", "They're my biggest motivation"): out of its turn it names nothing."""
+_SOMEONE_RE = re.compile(r"^(?:they|he|she)\b", re.I)
 _IDENTIFIES_RE = re.compile(
     r"^(?:it|this|that|these|those)(?:['’]s|['’]re|\s+(?:is|are|was|were))\s+(?:my|our)\s", re.I
 )
@@ -91,11 +97,14 @@ def _told(text: str, names: tuple[str, ...]) -> bool:
 
 def points_back(text: str, names: tuple[str, ...] = ()) -> bool:
     """Whether a statement opens with a pronoun for what came before (``_POINTING_RE``)
-    and says too little to stand without it: a fact only beside the statement it points
-    at. One naming something, or with ``MIN_IMPERSONAL`` words of content ("It's
-    dairy-free vanilla with strawberry filling") says enough by itself."""
+    and cannot stand without it: a fact only beside the statement it points at. "It"
+    or "this" telling something by itself (``_told``: "It was a poetry reading where
+    trans people shared their stories") or saying what the speaker's thing is ("These
+    are my lucky shoes") stands; "they", "he", "she" only with a name beside them."""
     if _POINTING_RE.match(text) is None or _IDENTIFIES_RE.match(text):
         return False
+    if _SOMEONE_RE.match(text):  # "They were scared but we reassured them": who?
+        return not name_inside(text, names)
     return not _told(text, names)
 
 
