@@ -71,7 +71,8 @@ basketball shoes"): it names the thing."""
 _TOWARD_YOU_RE = re.compile(
     r"\b(?:proud|awe|happy|glad|grateful|thankful|excited|pumped|stoked|thrilled|impressed|"
     r"amazed|sorry|inspired|jealous)\s+(?:of|for|about|by|at|with)\s+(?:you|your)\b"
-    r"|\b(?:love|loves|like|likes|admire|admires)\s+(?:\w+ing\s+|how\s+)?(?:you|your)\b",
+    r"|\b(?:love|loves|like|likes|admire|admires)\s+(?:\w+ing\s+|how\s+)?(?:you|your)\b"
+    r"|\bwish(?:ing|es)?\s+(?:you|your)\b",
     re.I,
 )
 """A feeling about the person spoken to ("I'm in awe of your courage"): a reaction."""
