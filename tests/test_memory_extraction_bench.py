@@ -33,8 +33,7 @@ SAMPLE = {
                 {
                     "speaker": "Rosa",
                     "dia_id": "D1:4",
-                    "text": "The weather here has been grey and rainy for weeks, the garden is "
-                    "flooded and muddy.",
+                    "text": "I repainted the garden shed green last weekend, it took three days.",
                 },
             ],
         )
@@ -61,7 +60,7 @@ def test_coverage_noise_and_ceiling(tmp_path: Path, capsys: pytest.CaptureFixtur
     # the cat and the banjo are covered; "opera music" is in no turn
     assert out["observation_coverage"] == pytest.approx(2 / 3)
     assert out["ceiling"] == pytest.approx(2 / 3)
-    # three facts (D1:1, D1:3, D1:4): the weather covers nothing
+    # three facts (D1:1, D1:3, D1:4): the shed covers nothing
     assert out["facts"] == 3 and out["noise_share"] == pytest.approx(1 / 3)
 
 

@@ -138,10 +138,10 @@ def test_a_we_is_never_named_twice() -> None:
     facts = facts_of(
         "Jon",
         "Gina",
-        "Thanks! Your words mean a lot. I'm staying positive and pushing forward. We've put "
-        "our hearts into our dreams and I'm sure we'll make it.",
+        "Thanks! Your words mean a lot. I'm staying positive and rehearsing for the festival "
+        "in June. We've put our hearts into our dreams and I'm sure we'll make it.",
     )
-    assert "Jon is staying positive and pushing forward." in " ".join(facts)
+    assert "Jon is staying positive and rehearsing for the festival in June." in " ".join(facts)
     assert not any(garbled(f, "Jon") or "Jon's dreams" in f for f in facts)
 
 

@@ -87,7 +87,7 @@ CASES = [
         "Melanie",
         "Caroline",
         "That must have been tough for you, Caroline. I know the adoption process takes months.",
-        "That must have been tough for Caroline. Melanie knows the adoption process takes months.",
+        "Melanie knows the adoption process takes months.",  # the reaction is no fact
     ),
     (
         "Gina",
@@ -119,8 +119,8 @@ CASES = [
     (
         "Caroline",
         "Melanie",
-        "The stained glass window I made shows time changing our lives.",
-        "The stained glass window Caroline made shows time changing one's life.",
+        "I made a stained glass window for the church in May. It shows time changing our lives.",
+        "Caroline made a stained glass window for the church in May.",  # "our lives": anyone's
     ),
     # "makes you feel": generic again
     (

@@ -35,3 +35,13 @@ def test_a_new_value_of_the_same_attribute_supersedes_the_old() -> None:
     ) == ["Ana's favorite editor is Helix."]
     assert derive_slot("Ana's editor is vim") == "editor"
     assert derive_slot("the weather was nice") is None
+
+
+def test_an_attribute_inside_a_phrase_is_no_slot() -> None:
+    """LoCoMo: "Losing Jon's job was tough" superseded "Losing Jon's job was a bummer";
+    "desserts that work for everyone" took the slot "works at"."""
+    assert derive_slot("Losing Jon's job was tough but it gave Jon a push.") is None
+    assert derive_slot("A strong brand for Gina's store is something Gina works on.") is None
+    assert derive_slot("Joanna makes desserts that work for everyone's diets.") is None
+    assert derive_slot("Joanna will keep working at it.") is None
+    assert derive_slot("Ana left Acme. Ana's job is teacher.") == "job"

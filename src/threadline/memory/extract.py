@@ -39,8 +39,9 @@ from threadline.memory.statements import (
     third_person,
     units,
 )
-from threadline.memory.substance import concrete, with_subject
+from threadline.memory.substance import concrete, substance_words, with_subject
 from threadline.memory.timeexpr import date_labels
+from threadline.memory.worth import MIN_IMPERSONAL, fits_beside, points_back, worth_a_fact
 from threadline.messages import Message
 from threadline.requests import request_text
 
@@ -551,17 +552,17 @@ class ExtractiveExtractor(Extractor):
         speaker = _referent(m)
         names = tuple(n for n in (m.name, addressee) if n)
         as_said = units([s for s in sentences(text) if not _commentary(s)], names)
-        if not as_said or not _substantial(as_said, names):
-            return []  # judged on what was said; what is kept of it is cleaned below
         said_ = _clean_sentences(text, addressee is not None, speaker, names)
         found = [u for u in units(said_, names) if len(u.text) <= MAX_FACT_CHARS * 2]
-        if not found:
+        if not as_said or not found:
             return []
+        if not _substantial(as_said, names) and not any(u.first_person for u in found):
+            return []  # a short turn says something only of the speaker ("Just got back")
         if _DANGLING_RE.match(found[0].text) and not found[0].first_person:
             found = found[1:]  # "He loves the new trails": who "he" is was said before
         elif _POINTING_RE.match(found[0].text) and not _kept(found[0], names):
             found = found[1:]  # "It was made for a local church": "it" is the picture
-        groups = [g for g in _groups(found) if any(_kept(u, names) for u in g)]
+        groups = _grouped(found, names)
         out: list[tuple[str, str | None, str]] = []
         for group in groups:
             first = next((u for u in group if u.first_person), group[0])
@@ -605,8 +606,8 @@ def _clean_sentences(text: str, addressee: bool, speaker: str, names: tuple[str,
         if not sentence or _commentary(sentence):
             continue
         bare = _unaddressed(strip_opener(sentence), names)
-        kept, points_back = with_subject(rewritable(bare, addressee, speaker))
-        if kept and points_back:
+        kept, leans = with_subject(rewritable(bare, addressee, speaker))
+        if kept and leans:
             if out and out[-1] and not is_chatter(out[-1], names):
                 out[-1] = f"{out[-1]} {kept}"
             continue
@@ -622,7 +623,7 @@ def _unaddressed(sentence: str, names: tuple[str, ...]) -> str:
         w = word.casefold()
         return len(w) >= 3 and any(n.casefold().startswith(w) for n in names)
 
-    lead = re.match(r"([A-Z][a-z]+)\s*,\s+", sentence)
+    lead = re.match(r"([A-Z][a-z]+)\s*(?:,|\s[-–—])\s+", sentence)
     if lead is not None and calls(lead.group(1)):
         sentence = sentence[lead.end() :]
         sentence = sentence[:1].upper() + sentence[1:]
@@ -651,22 +652,45 @@ _POINTING_RE = re.compile(
 _DANGLING_RE = re.compile(r"^(?:he|she|they|him|her|his|their|them)\b", re.I)
 """A turn's first statement opening with a pronoun points at someone named in an earlier
 turn: out of context the fact would name no one (issue 37: "he" was the dog)."""
-MAX_GROUP_WORDS = 30
+MAX_GROUP_WORDS = 40
 """Statements of one turn share a fact up to about this many words; a longer turn is cut
 into several facts, each a whole statement (with the ones leaning on it)."""
 
 
-def _groups(found: list[Unit]) -> list[list[Unit]]:
+def _grouped(found: list[Unit], names: tuple[str, ...]) -> list[list[Unit]]:
+    """A turn's statements in facts of up to about ``MAX_GROUP_WORDS`` words, each with
+    one worth a fact (``_kept`` and ``worth.worth_a_fact``); a statement only of mood
+    ("It was so special") goes right before or after such a statement, as its context,
+    one pointing back ("It helps me keep track") only right after it."""
     out: list[list[Unit]] = []
     size = 0
+    going = False
+    """Whether the statement before went into ``out[-1]``."""
+    waiting: list[Unit] = []
+    """Statements of mood right before: the context of the next fact, if one comes."""
     for u in found:
         n = len(u.text.split())
-        if out and size + n <= MAX_GROUP_WORDS:
+        fits = going and size + n <= MAX_GROUP_WORDS
+        core = _kept(u, names) and not points_back(u.text, names)
+        if core and worth_a_fact(u.text, u.first_person, names):
+            if not fits:
+                out.append([])
+                size = 0
+                while waiting and size + n + len(waiting[-1].text.split()) <= MAX_GROUP_WORDS:
+                    size += len(waiting[-1].text.split())
+                    out[-1].insert(0, waiting.pop())
+            out[-1].append(u)
+            size += n
+            going, waiting = True, []
+            continue
+        if not fits_beside(u.text, u.first_person, names):
+            going, waiting = False, []
+        elif fits:
             out[-1].append(u)
             size += n
         else:
-            out.append([u])
-            size = n
+            going = False
+            waiting = [] if points_back(u.text, names) else [*waiting, u]
     return out
 
 
@@ -687,9 +711,13 @@ _COMMENTARY_RE = re.compile(
 
 
 def _commentary(sentence: str) -> bool:
-    """Whether a sentence only rates something, with nothing of the speaker's in it."""
+    """Whether a sentence only rates something, with nothing of the speaker's in it nor
+    much else ("It's a great story about religion and human control over ecology" says
+    what the story is about)."""
     bare = strip_opener(sentence)
-    return bool(_COMMENTARY_RE.match(bare)) and FIRST_PERSON_RE.search(bare) is None
+    if not _COMMENTARY_RE.match(bare) or FIRST_PERSON_RE.search(bare) is not None:
+        return False
+    return len(substance_words(bare)) < MIN_IMPERSONAL
 
 
 def _substantial(group: list[Unit], names: tuple[str, ...]) -> bool:

@@ -10,7 +10,9 @@ soul", "remind Caroline and others how important Caroline's loved ones are"). Is
 
 A "we" is kept only where it did or plans something (a past form, "we're going to",
 "we'll ... next week"); an "our" only before a thing of the speaker's ("our trip",
-not "our hearts"); an "us" only beside such a "we".
+not "our hearts": rewritten as anyone's, "within us all is the key to our true
+potential" came out "within one all"). A "you" of anyone is kept as "one" ("you
+could hear birds" -> "one could hear birds").
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ _GENERIC_YOU_RE = re.compile(
     r"|\b(?:when|whenever|if|once)\s+you\b|\bwho\s+you\s+are\b|\bwho\s+\w+\s+you\b"
     r"|\byou\s+(?:could|can|can't|should|might|may|would|'d)\b"
     r"|\byou\s+(?:never|just|always)\s+know\b"
-    r"|\bmakes?\s+you\s+(?:feel|realize|think|want|appreciate)\b",
+    r"|\bmakes?\s+you\s+(?:feel|realize|think|want|appreciate)\b"
+    r"|\b(?:lets|allows)\s+you\b",
     re.I,
 )
 """Signs that a "you" means anyone, or that it gives advice: a general statement ("can
@@ -86,7 +89,11 @@ ABSTRACT_OURS = frozenset(
     differences potential""".split()  # noqa: SIM905
 )
 """What everyone has ("our hearts", "our stories"): an "our" before them is anyone's."""
-_US_RE = re.compile(r"(?-i:\bus\b)|\bourselves\b", re.I)
+SHARED_OURS = frozenset(
+    "world future past community society time bond bonds friendship relationship love".split()  # noqa: SIM905
+)
+"""Of ``ABSTRACT_OURS``, what the speaker shares with people near them ("our community",
+"our friendship"): the speaker's, not everyone's; the clause is kept."""
 
 
 def _we_done(clause: str) -> bool:
@@ -146,23 +153,35 @@ _ANYONE_RULES = [
 
 def generic(clause: str) -> str | None:
     """How a clause speaking of anyone is kept: ``"drop"`` for a "we" of everyone
-    (``_GENERIC_WE_RE``), ``"you"`` for a "you" of a general statement, ``"we"`` for
-    an "our"/"us" of everyone ("taking care of our minds"); None for a clause about
-    the people in the conversation."""
+    (``_GENERIC_WE_RE``) or an "our" of everyone ("taking care of our minds"),
+    ``"you"`` for a "you" of a general statement, ``"us"`` for an "us" of everyone with
+    no "we" ("things that bring us joy"); None for a clause about the people in the
+    conversation (an "us" alone is the speaker's: "a car hit us")."""
     if _GENERIC_WE_RE.search(clause):
         return "drop"
     if _YOU_RE.search(clause) and _GENERIC_YOU_RE.search(clause) and not _MINE_RE.search(clause):
         return "you"  # "I could help you if you want" is an offer to the person spoken to
     if _WE_RE.search(clause) is not None:
         return None if _we_done(clause) else "drop"
-    ours = (w.lower() in ABSTRACT_OURS for m in _OUR_RE.finditer(clause) for w in m.groups(""))
-    return "we" if any(ours) or _US_RE.search(clause) else None
+    everyones = ABSTRACT_OURS - SHARED_OURS
+    ours = (w.lower() in everyones for m in _OUR_RE.finditer(clause) for w in m.groups(""))
+    if any(ours):
+        return "drop"
+    return "us" if _ANYONE_US_RE.search(clause) else None
 
+
+_ANYONE_US_RE = re.compile(
+    r"\bourselves\b|\b(?:remind|reminds|reminding|help|helps|make|makes|let|lets|bring|"
+    r"brings|give|gives|teach|teaches|allow|allows|keep|keeps|show|shows)\s+(?-i:us)\b",
+    re.I,
+)
+"""An "us" of everyone with no "we" beside it ("things that bring us joy", "surrounding
+ourselves with ..."): people's; "a car hit us" is the speaker's."""
 
 _ONE_EACH = {"lives": "life", "hearts": "heart", "minds": "mind", "souls": "soul", "bodies": "body"}
 
 
-def _as_anyone(clause: str, speaker: str, you: bool) -> str:
+def _as_anyone(clause: str, speaker: str) -> str:
     """A clause speaking of anyone with its persons as "one": "you" -> "one" (its verb
     agreed), "your"/"our" -> "one's", "us" -> "one" ("Nature can be so refreshing for
     one's soul", "taking care of one's minds")."""
@@ -175,11 +194,9 @@ def _as_anyone(clause: str, speaker: str, you: bool) -> str:
         out,
         flags=re.I,
     )
-    if you:
-        out = re.sub(r"\byou\s+(?:two|both|guys|all)\b|\by['’]all\b", "people", out, flags=re.I)
-        out = re.sub(r"\byourselves\b", "themselves", out, flags=re.I)
-        out = third_person(out, speaker, "one", keep_we=True, anyone=True)
-    return out
+    out = re.sub(r"\byou\s+(?:two|both|guys|all)\b|\by['’]all\b", "people", out, flags=re.I)
+    out = re.sub(r"\byourselves\b", "themselves", out, flags=re.I)
+    return third_person(out, speaker, "one", keep_we=True, anyone=True)
 
 
 def rewritable(sentence: str, addressee: bool, speaker: str) -> str:
@@ -218,4 +235,7 @@ def _kept(clause: str, addressee: bool, speaker: str, *, first: bool) -> str:
     kind = generic(bare)
     if kind == "drop":
         return ""
-    return clause if kind is None else _as_anyone(clause, speaker, kind == "you")
+    if kind == "us":  # "things that bring us joy": people, no one in the conversation
+        out = re.sub(r"\bourselves\b", "themselves", clause, flags=re.I)
+        return re.sub(r"(?-i:\bus\b)", "people", out)
+    return clause if kind is None else _as_anyone(clause, speaker)

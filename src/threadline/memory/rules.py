@@ -127,19 +127,33 @@ def aware(dt: datetime | None) -> datetime | None:
 _SLOT_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?:lives?|living|resides?) in\b"), "lives in"),
     (re.compile(r"\bmoved to\b"), "lives in"),
-    (re.compile(r"\b(?:works?|working) (?:at|for)\b"), "works at"),
+    (
+        re.compile(
+            r"(?<!that )(?<!which )\b(?:works?|working) (?:at|for)\b"
+            r"(?! (?:it|them|this|that|everyone|everybody|all)\b)"
+        ),
+        "works at",
+    ),
     (re.compile(r"\b(?:is|am) (?:married to|dating|engaged to)\b"), "partner"),
     (re.compile(r"\brelationship status\b"), "relationship status"),
     (re.compile(r"\b(?:favou?rite) (\w+(?: \w+)?)\b"), "favorite {0}"),
     (re.compile(r"\bprefers? (?:\S+ )+?(?:over|to|instead of) (\w+)"), "prefers over {0}"),
     (re.compile(r"\bprefers? (?:\S+ )*?for (\w+(?: \w+)?)"), "prefers for {0}"),
     (re.compile(r"\buses? (?:\S+ )*?for (\w+(?: \w+)?)"), "uses for {0}"),
-    (re.compile(r"(?:'s|\bmy|\bour) (\w+(?: \w+)?) (?:is|are|was|=)\b"), "{0}"),
+    (
+        re.compile(
+            r"(?:^|[.!?;:,–—-]\s+|\b(?:and|but|so)\s+)(?:[\w-]+'s|my|our) (\w+(?: \w+)?) "
+            r"(?:is|are|was|=)\b"
+        ),
+        "{0}",
+    ),
 ]
-"""Patterns of single-valued attributes. The last is an attribute of someone's ("Ana's
-editor is vim"), never of "the" thing a clause names: "the weather was nice" and "the
-dogs are outside" are no attribute of the speaker, and one must not supersede another
-fact of theirs for sharing that word."""
+"""Patterns of single-valued attributes. The last is an attribute of someone's opening a
+clause ("Ana's editor is vim"), never of "the" thing a clause names ("the weather was
+nice", "the dogs are outside" are no attribute of the speaker) nor one inside a phrase
+("Losing Jon's job was tough", "a brand image for Gina's store is something ...": no
+new value of Jon's job or Gina's store); one must not supersede another fact of theirs
+for sharing that word."""
 
 
 def derive_slot(statement: str) -> str | None:

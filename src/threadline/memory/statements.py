@@ -31,13 +31,19 @@ MIN_CONTENT_WORDS = 2
 """A sentence needs this many words beyond stop words and chatter to state something."""
 
 _INTERJECTION = (
-    r"(?:hi|hey|hello|heya|hiya|oh|ooh|ah|aw+|wow|whoa|yeah|yep|yes|no|nope|well|so|ok|okay|"
+    r"(?:hi|hey|hello|heya|hiya|oh|ooh|ah|aw+|wow|whoa|woah|yeah|yep|yes|no|nope|well|"
+    r"so far,? so good|so|ok|okay|"
     r"sure|thanks|thank you|thx|haha(?:ha)*|lol|omg|gosh|hmm+|um+|great|awesome|cool|nice|"
-    r"right|totally|definitely|absolutely|exactly|congrats|congratulations|yay|man|dude|"
-    r"indeed|good to see you|good to hear from you|long time no see|nice to meet you)"
+    r"right|totally|definitely|absolutely|exactly|yay|man|dude|"
+    r"(?:congrats|congratulations)(?:\s+(?:on|for)\s+[^.!?,]*)?|"
+    r"indeed|good to see you|good to hear from you|long time no (?:see|talk|chat)|"
+    r"nice to meet you|yup|oops|(?:and\s+)?(?:btw|by the way)|fyi|phew|ugh|guess what|"
+    r"you won['’]t believe (?:it|this)|"
+    r"(?:a lot|so much)(?:['’]s| has)? (?:happened|changed|going on)"
+    r"(?: since (?:we |our |my )?(?:last )?(?:talked|chatted|spoke|time|chat|talk))?)"
 )
 _OPENER_RE = re.compile(
-    rf"^(?:{_INTERJECTION}\b(?:\s+(?!I\b|I['’])[A-Z][\w'’.-]*)?[\s,!.:;-]+)+",
+    rf"^(?:{_INTERJECTION}\b(?:\s+(?!I\b|I['’])(?-i:[A-Z])[\w'’.-]*(?=[,!.:;]))?[\s,!.:;-]+)+",
     re.I,
 )
 """Greetings and interjections at a sentence's start, with a name after them ("Hey Mel,")."""
@@ -62,7 +68,7 @@ _RULES = _rules(
         (r"\bI\s*['’]d\b", "{s} would"),
         (r"\bI\s+wanna\b", "{s} wants to"),
         (r"\bI\s+gotta\b", "{s} has to"),
-        (r"\bmyself\b", "{s}"),
+        (r"\bmyself\b", "themself"),  # "express myself": not "express Ana"
         (r"\bmy\b", "{s}'s"),
         (r"\bmine\b", "{s}'s"),
         (r"\bme\b(?![-‐])", "{s}"),  # not "me-time"
@@ -94,7 +100,7 @@ _YOU_RULES = _rules(
         (r"\byou\s*['’]ve\b|\byou have\b", "{a} has"),
         (r"\byou\s*['’]ll\b", "{a} will"),
         (r"\byou\s*['’]d\b", "{a} would"),
-        (r"\byourself\b", "{a}"),
+        (r"\byourself\b", "themself"),
         (r"\byours\b", "{a}'s"),
         (r"\byour\b", "{a}'s"),
     ]
@@ -104,7 +110,9 @@ _SUBJECT_VERB_RE = re.compile(
     r"sometimes|rarely|actually|now|totally|finally|even|recently|definitely|already|"
     r"probably|kinda|sorta|almost|barely|hardly|ever|once|truly|honestly|literally|"
     r"seriously|generally|personally|basically|currently|mainly|genuinely|slowly|"
-    r"constantly|occasionally|especially|absolutely|certainly|simply|def))*)\s+"
+    r"constantly|occasionally|especially|absolutely|certainly|simply|def|first|later|soon|then|"
+    r"(?!(?:apply|reply|rely|supply|comply|multiply|ally|bully|rally|tally)\b)[a-z]{3,}le?y"
+    r"))*)\s+"
     r"([a-z]+?(?:n['’]t)?(?:-[a-z]+)?)\b",
     re.I,
 )
@@ -125,15 +133,22 @@ _THIRD_PERSON = {
     "were": "was",
     "weren't": "wasn't",
 }
-KEEP_VERB = frozenset(
-    """will would can could should might must may shall was did had used won't wouldn't
-    can't couldn't shouldn't mightn't mustn't wasn't didn't hadn't went got saw made took
-    came gave found thought told became left felt brought began kept held wrote stood heard
-    let meant set met ran paid sat spoke led read grew lost fell sent built understood drew
-    broke spent cut drove bought wore chose taught caught sold fought won slept swam sang
-    ate drank flew forgot knew threw hung hid rode shot shut put hit quit hurt cost said
-    moved wanna gonna gotta""".split()  # noqa: SIM905
+PAST_FORMS = frozenset(
+    """was were did had used went got saw made took came gave found thought told became
+    left felt brought began kept held wrote stood heard meant met ran paid sat spoke led
+    read grew lost fell sent built understood drew broke spent drove bought wore chose
+    taught caught sold fought won slept swam sang ate drank flew forgot knew threw hung hid
+    rode shot moved said learnt dreamt burnt spelt leapt dealt knelt spilt smelt""".split()  # noqa: SIM905
 )
+"""Irregular past forms (and "was", "had", "did"): something happened."""
+KEEP_VERB = (
+    frozenset(
+        """will would can could should might must may shall won't wouldn't can't couldn't
+        shouldn't mightn't mustn't wasn't didn't hadn't let set cut shut put hit quit hurt
+        cost wanna gonna gotta""".split()  # noqa: SIM905
+    )
+    | PAST_FORMS
+) - {"were"}
 """Modals and past forms: the same after "she" as after "I"."""
 
 
@@ -234,6 +249,10 @@ def third_person(
         out = re.sub(rf"^{re.escape(addressee)},\s*(?=you)", "", out, flags=re.I)
     if addressee is not None and not anyone and _GENERIC_YOU_RE.search(out):
         addressee = None  # "you could hear birds": anyone, not the person spoken to
+    if not keep_we and re.search(r"\bwe\b", out, re.I):
+        out = re.sub(  # "we made our own pots": their pots, not the speaker's
+            r"\bour\b", lambda m: "Their" if m[0][0] == "O" else "their", out, flags=re.I
+        )
     rules = [(p, r.format(s=subject)) for p, r in (_RULES if keep_we else _RULES + _WE_RULES)]
     if addressee is not None:
         rules += [(p, r.format(a=addressee)) for p, r in _YOU_RULES]
@@ -281,9 +300,20 @@ def content_words(text: str, *, names: tuple[str, ...] = ()) -> list[str]:
     return out
 
 
+_TAG_RE = re.compile(
+    r"(?:,|\s[-–—])\s*(?:[\w'’]+\s+){0,2}[\w'’]*,?\s*"
+    r"(?:huh|right|eh|isn['’]t it|ain['’]t it|don['’]t you think|you know|"
+    r"wanna see(?: it| them)?|want to see(?: it| them| (?:a|the|some) (?:pic|photo)s?)?)\s*\?+$",
+    re.I,
+)
+"""A tag question after a statement ("I started a store - pretty cool, huh?"): the
+sentence is no question."""
+
+
 def strip_opener(sentence: str) -> str:
-    """``"Hey Mel! I got a dog"`` -> ``"I got a dog"``: greetings and interjections off."""
-    out = _OPENER_RE.sub("", sentence).strip()
+    """``"Hey Mel! I got a dog"`` -> ``"I got a dog"``: greetings and interjections off,
+    and a tag question at the end ("..., huh?")."""
+    out = _TAG_RE.sub("!", _OPENER_RE.sub("", sentence)).strip()
     return out[:1].upper() + out[1:] if out else out
 
 
@@ -295,7 +325,18 @@ def is_chatter(sentence: str, names: tuple[str, ...] = ()) -> bool:
     """A question, a greeting, thanks or cheer: nothing to remember."""
     if is_question(sentence) or _SHARED_RE.fullmatch(sentence):
         return True
-    return len(content_words(sentence, names=names)) < MIN_CONTENT_WORDS
+    words = len(content_words(sentence, names=names))
+    return words + _names_a_place(sentence, names) < MIN_CONTENT_WORDS
+
+
+_INSIDE_NAME_RE = re.compile(r"(?<=[\w,] )(?!I\b)[A-Z][a-z]+")
+
+
+def _names_a_place(sentence: str, names: tuple[str, ...]) -> bool:
+    """Whether a sentence names someone or something other than ``names`` inside it ("I
+    was in Chicago"): a name is something to remember."""
+    left_out = {n.casefold() for name in names for n in name.split()}
+    return any(m[0].casefold() not in left_out for m in _INSIDE_NAME_RE.finditer(sentence))
 
 
 @dataclass(frozen=True, slots=True)

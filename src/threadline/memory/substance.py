@@ -44,7 +44,12 @@ MOOD_WORDS = frozenset(
     wild ride ups downs experience experiences awareness environment perspective
     fleeting determined emotional enlightening freeing authentically comfort
     responsibility decision normal thrill magical sucks healing connect unpredictable
-    everything nothing ain't story stories talk talking facing""".split()  # noqa: SIM905
+    everything nothing ain't story stories talk talking facing even never ever far come
+    comes came coming quite rather actually already still soon more less most long process
+    ready offer handling ahead sometimes pushing push reach guide discover bring brings
+    bringing brought around resilient focused focus gotta cute bet lemme cozy self thankful
+    stoked pumped thrilled hopeful optimistic chapter stuff things figure figuring
+    details advice""".split()  # noqa: SIM905
 )
 """Words of feeling, judgement, encouragement and light verbs: no content by themselves."""
 MIN_CONCRETE_WORDS = 3
@@ -53,7 +58,7 @@ number or time."""
 
 _NAME_INSIDE_RE = re.compile(r"(?<=[\w,;:)'’\"] )(?!I\b|I['’])[A-Z][\w'’.-]*")
 """A capitalised word inside a sentence (not the first word, not "I"): a name."""
-_DATUM_RE = re.compile(
+DATUM_RE = re.compile(
     r"\d|[\"“][^\"”]{2,60}[\"”]"  # a number, or a quoted title
     rf"|\b(?:yesterday|tomorrow|tonight|ago|next\s+(?:week|weekend|month|year|\w+day)|"
     rf"last\s+(?:week|weekend|month|year|night|time|{SEASONS}|\w+day)|{WEEKDAYS}|"
@@ -67,19 +72,37 @@ def concrete(text: str, names: tuple[str, ...] = ()) -> bool:
     """Whether ``text`` states something concrete: a name inside it (not one of
     ``names``, the speaker's and the addressee's), a quoted title, a number, a time, or
     ``MIN_CONCRETE_WORDS`` words of content that are no words of mood."""
-    if _DATUM_RE.search(text):
+    if DATUM_RE.search(text) or name_inside(text, names):
         return True
+    return len(substance_words(text, names)) >= MIN_CONCRETE_WORDS
+
+
+def name_inside(text: str, names: tuple[str, ...] = ()) -> bool:
+    """Whether ``text`` names someone or something inside a sentence (a capitalised word
+    not at its start, not "I", not one of ``names``)."""
     left_out = {n.casefold() for name in names for n in name.split()}
     for m in _NAME_INSIDE_RE.finditer(text):
         word = re.sub(r"['’]s$", "", m.group(0)).rstrip(".,!?;:'’").casefold()
         if word and word not in left_out:
             return True
-    return len(substance_words(text, names)) >= MIN_CONCRETE_WORDS
+    return False
 
 
 def substance_words(text: str, names: tuple[str, ...] = ()) -> list[str]:
-    """The words of ``text`` that carry content: ``content_words`` less ``MOOD_WORDS``."""
-    return [w for w in content_words(text, names=names) if w not in MOOD_WORDS]
+    """The words of ``text`` that carry content: ``content_words`` less ``MOOD_WORDS``
+    and adverbs of degree or manner ("amazingly", "really": ``_ADVERB_RE``)."""
+    return [
+        w
+        for w in content_words(text, names=names)
+        if w not in MOOD_WORDS and not (_ADVERB_RE.fullmatch(w) and w not in NOT_ADVERBS)
+    ]
+
+
+_ADVERB_RE = re.compile(r"[a-z]{3,}ly")
+NOT_ADVERBS = frozenset(
+    "family italy july lily belly rally ally jelly assembly supply reply".split()  # noqa: SIM905
+)
+"""Words ending in "-ly" that are no adverbs."""
 
 
 _ADVERBS = r"(?:(?:really|just|also|still|totally|definitely|honestly|so|and|but)\s+)*"
@@ -101,7 +124,7 @@ _I_VERB_RE = re.compile(
     rf"^({_ADVERBS})(gonna|gotta|going\s+to|hoping|planning|thinking|trying|working|"
     r"looking|getting|heading|off\s+to|wish|hope|can't\s+wait|been|(?:love|loving)(?=\s+(?:to|\w+ing)\b)"
     r"|(?:lost|got|went|took|had|found|bought|started|finished|joined|moved|visited|tried|"
-    r"signed|launched|built)(?=\s+(?:my|a|an|some|the|to|back|up|into)\b))\b",
+    r"signed|launched|built)(?=\s+(?:my|a|an|some|the|that|this|these|those|lots|to|back|up|into|\w+ing)\b))\b",
     re.I,
 )
 """A verb whose dropped subject is the speaker ("Gonna continue my edu")."""
@@ -113,6 +136,25 @@ _FINITE_RE = re.compile(
     r"mean|let)\b"
     r"|['’](?:s|re|ve|ll|d)\b"
 )
+
+
+_OWN_SUBJECT_RE = re.compile(
+    r"\b(?:I|we|he|she|they)\b(?!['’]s)|\b[a-z]+s\s+(?:me|us|him|her|them|my|our)\b"
+)
+"""A subject of its own after an "-ing" phrase ("Growing up, I saw ...", "Inspiring 💪 I
+emailed ...") or a verb of the phrase's own ("Seeing my students succeed motivates me")."""
+
+
+ING_ADJECTIVES = frozenset(
+    """exciting amazing interesting inspiring relaxing refreshing challenging rewarding
+    fulfilling satisfying boring tiring exhausting surprising overwhelming terrifying
+    stunning charming calming annoying frustrating encouraging touching heartwarming
+    thrilling humbling freeing depressing disappointing worrying amusing fascinating
+    breathtaking""".split()  # noqa: SIM905
+)
+"""Words in "-ing" that open a sentence as an adjective ("Exciting but kinda scary"):
+said of "it", not of the speaker."""
+_ME_RE = re.compile(r"\b(?:me|myself)\b", re.I)
 
 
 def with_subject(sentence: str) -> tuple[str, bool]:
@@ -127,8 +169,15 @@ def with_subject(sentence: str) -> tuple[str, bool]:
         return "", False
     m = _IT_VERB_RE.match(sentence)
     if m is not None:
-        return f"It {sentence[:1].lower()}{sentence[1:]}", True
+        it = "It's" if m.group(2).lower().startswith(("gonna", "gotta")) else "It"
+        return f"{it} {sentence[:1].lower()}{sentence[1:]}", True
+    lower = f"{sentence[:1].lower()}{sentence[1:]}"
+    adjective = _GERUND_OPENING_RE.match(sentence)
+    if adjective is not None and adjective[0].split()[-1].lower() in ING_ADJECTIVES:
+        return f"It's {lower}", True  # "Exciting but kinda nerve-wracking"
     verb = _I_VERB_RE.match(sentence)
+    if verb is not None and verb.group(2).lower() == "been" and _ME_RE.search(sentence):
+        return f"It's {lower}", True  # "Been hectic for me lately": it has, not I
     if verb is not None:
         word = verb.group(2).lower()
         if word in ("gotta", "been"):
@@ -146,6 +195,6 @@ def with_subject(sentence: str) -> tuple[str, bool]:
         "",
         sentence[gerund.end() :],
     )
-    if _FINITE_RE.search(rest) is not None:
+    if _FINITE_RE.search(rest) is not None or _OWN_SUBJECT_RE.search(rest) is not None:
         return sentence, False
     return f"I'm {sentence[:1].lower()}{sentence[1:]}", False
