@@ -1,0 +1,134 @@
+"""Subagent outcomes (issue 31, run F): each subagent's brief, the substance of its report,
+its files and commits, never the tool's tally banner. Records are shaped like Pi's
+``spawn_pi`` results (``details.result.results[]``) and Claude Code's ``Task`` calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threadline.compaction.subagents import (
+    MAX_OUTCOMES,
+    SUBAGENT_REPORTS_KEY,
+    latest_outcomes,
+    subagent_outcomes,
+)
+from threadline.interop.pi_session import SUBAGENT_REPORTS_KEY as PI_KEY
+from threadline.interop.pi_session import subagent_reports
+from threadline.messages import Message, ToolCall
+
+TALLY = "spawn_pi: \u2713 2 of 3 tasks complete\n\u2713 task-1 [worker] \u00b7 session 5ad70dff"
+
+
+def spawn(prompts: list[str]) -> ToolCall:
+    tasks = [{"role": "worker", "thinking": "high", "prompt": p} for p in prompts]
+    return ToolCall(id="call_1|fc_1", name="spawn_pi", arguments={"tasks": tasks})
+
+
+def pi_result(runs: list[dict[str, Any]]) -> Message:
+    details = {"phase": "finished", "result": {"requested": len(runs), "results": runs}}
+    return Message.tool(
+        TALLY,
+        tool_call_id="call_1|fc_1",
+        name="spawn_pi",
+        metadata={PI_KEY: subagent_reports(details)},
+    )
+
+
+def test_each_pi_subagent_says_its_task_and_report_not_the_tally() -> None:
+    call = spawn(
+        [
+            "Adopt full lint rules in src/batch.ts and src/results.ts only. Run focused tests.",
+            "Resolve diagnostics in src/tools.ts only. Do not edit other files.",
+            "Review the uncommitted diff for behaviour changes. Do not edit.",
+        ]
+    )
+    runs = [
+        {
+            "taskId": "task-1",
+            "requestIndex": 0,
+            "status": "succeeded",
+            "summary": "### Changes\n- **Changed:** Updated `src/batch.ts` and `src/results.ts` "
+            "to satisfy the rules.\n- Committed as `4c1d2e9`.\n\n### Verification\n- ok",
+        },
+        {
+            "taskId": "task-2",
+            "requestIndex": 1,
+            "status": "parent_aborted",
+            "error": {"code": "parent_aborted", "message": "Parent stopped waiting; child open"},
+        },
+        {
+            "taskId": "task-3",
+            "requestIndex": 2,
+            "status": "succeeded",
+            "summary": "Perfect! Now I have everything.\n\n**Verdict: clean migration.** No "
+            "accidental behaviour changes found. Here is the full report.\n\n## Report",
+        },
+    ]
+    assert PI_KEY == SUBAGENT_REPORTS_KEY
+    lines = [o.line() for o in subagent_outcomes(call, pi_result(runs), 7)]
+    assert len(lines) == 3
+    assert all("of 3 tasks" not in ln for ln in lines)  # never the tally
+    first, second, third = lines
+    assert "Adopt full lint rules in src/batch.ts" in first
+    assert ": Updated `src/batch.ts` and `src/results.ts` to satisfy the rules" in first
+    assert "changed `src/batch.ts`, `src/results.ts`" in first and "`4c1d2e9`" in first
+    assert "Resolve diagnostics in src/tools.ts" in second
+    assert "not finished (parent_aborted): Parent stopped waiting" in second
+    assert "changed" not in second  # an unfinished subagent changed nothing we know of
+    assert "Verdict: clean migration." in third and "Perfect" not in third
+    assert "full report" not in third  # a pointer to the rest is no substance
+
+
+def test_a_task_run_again_replaces_its_earlier_outcome() -> None:
+    call = spawn(["Fix src/a.ts only.", "Fix src/b.ts only."])
+    failed = [
+        {"requestIndex": i, "status": "parent_aborted", "error": {"message": "stopped"}}
+        for i in range(2)
+    ]
+    done = [
+        {"requestIndex": i, "status": "succeeded", "summary": f"Updated `src/{c}.ts` as asked."}
+        for i, c in enumerate("ab")
+    ]
+    kept = latest_outcomes([], subagent_outcomes(call, pi_result(failed), 3))
+    kept = latest_outcomes(kept, subagent_outcomes(call, pi_result(done), 9))
+    assert [o.seq for o in kept] == [9, 9]
+    assert all("not finished" not in o.line() for o in kept)
+    many = [
+        o
+        for n in range(4)
+        for o in subagent_outcomes(
+            spawn([f"task {n}", f"job {n}"]),
+            pi_result([{"requestIndex": 0, "status": "succeeded", "summary": "done it all"}]),
+            n,
+        )
+    ]
+    assert len(latest_outcomes([], many)) <= MAX_OUTCOMES
+
+
+def test_a_claude_code_task_says_its_description_and_report() -> None:
+    call = ToolCall(
+        id="toolu_01",
+        name="Task",
+        arguments={
+            "description": "Explore transcript rendering",
+            "prompt": "Very thorough exploration of lib/web/live/session_live.ex ...",
+            "subagent_type": "Explore",
+        },
+    )
+    report = (
+        "Perfect! Now I have all the information needed.\n\n"
+        "## Rendering is duplicated in SessionLive and SubagentLive\n\n- details"
+    )
+    result = Message.tool(report, tool_call_id="toolu_01")
+    (outcome,) = subagent_outcomes(call, result, 4)
+    assert outcome.line() == (
+        "Subagent `Explore transcript rendering`: Rendering is duplicated in SessionLive and "
+        "SubagentLive"
+    )
+
+
+def test_a_tally_alone_is_said_as_it_is() -> None:
+    """No report kept (an older import): the tally is all the evidence, said as such."""
+    result = Message.tool("spawn_pi: \u00d7 incomplete \u00b7 0 of 1", tool_call_id="c")
+    (outcome,) = subagent_outcomes(spawn(["fix it"]), result, 2)
+    assert "incomplete" in outcome.line() and "finished" not in outcome.line()
