@@ -231,6 +231,20 @@ def test_a_session_file_import_brings_its_subagents_as_the_folder_import_does(
     assert len(tree(by_file)) == 3 and tree(by_file) == tree(by_folder)
 
 
+def test_a_session_file_import_prints_one_id_its_folder_import_all(sqlite_url: str) -> None:
+    """``sid=$(threadline sessions import <session>.jsonl)`` names that session alone: the
+    subagents it brings along are listed under it; a folder import names every session."""
+    require_shared(TRANSCRIPTS)
+    folder = TRANSCRIPTS / "claude-code/spotter-8463c716"
+    one = cli(sqlite_url, str(folder / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"))
+    assert one.exit_code == 0 and "3 conversations: 3 new" in one.stderr
+    (sid,) = one.stdout.split()
+    store = open_store(sqlite_url)
+    assert store.session_info(sid).parent_id is None
+    assert len(store.list_sessions(parent=sid)) == 2
+    assert len(cli(sqlite_url, str(folder)).stdout.split()) == 3
+
+
 def test_a_session_file_s_subagents_come_after_it_and_only_its_own(tmp_path: Path) -> None:
     """The ``subagents`` folder of the named file only (a sibling session's stays out), each
     file once when the folder is named as well, after the session it belongs to."""

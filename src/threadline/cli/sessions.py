@@ -508,6 +508,16 @@ def export(
     typer.echo(str(path))
 
 
+def _brought_along(result: SyncResult, paths: list[str]) -> bool:
+    """A Claude Code subagent file a named session file brought along: imported and
+    listed under its session, but stdout names only what was asked for (one file, one id)."""
+    source = Path(result.source)
+    if source.parent.name != "subagents":
+        return False
+    session_file = source.parent.parent.with_suffix(".jsonl").resolve()
+    return any(Path(p).resolve() == session_file for p in paths if p != "-")
+
+
 @app.command("import")
 def import_(
     ctx: typer.Context,
@@ -582,7 +592,8 @@ def import_(
         _warn_kept_agents(store, report, agent)
     if results and all(r.status is SyncStatus.SKIPPED for r in results) and not as_json:
         raise UsageError(_import_summary(report))
-    single = len(results) == 1
+    named = [r for r in results if not _brought_along(r, paths)]
+    single = len(named) == 1
     if as_json:
         print_json(report.to_json())
     elif single and failures and failures[0].exception is not None:
@@ -591,7 +602,7 @@ def import_(
         for failed in failures:
             report_error(failed.exception or UsageError(failed.error or "failed"))
         if single or not is_terminal(sys.stdout):
-            for r in results:
+            for r in named:
                 if r.session_id is not None:
                     typer.echo(r.session_id)
         echo(_import_summary(report), err=True, one_line=True)
