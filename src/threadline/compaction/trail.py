@@ -610,6 +610,8 @@ class Trail:
             if quote is not None:
                 self.produced, self.produced_wanted = (seq, quote), False
         self._count([v for t in _agent_texts(m) for v in extract_values(t)], seq, agent=True)
+        if m.text.strip():  # its words come before its calls: of the stretch they end, if any
+            self.progress.said(m.text, seq)
         for call in m.tool_calls:
             if call.id and shell_text(call) is not None:
                 self.runs = [*self.runs, call.id][-MAX_RUNS:]
@@ -617,8 +619,6 @@ class Trail:
             if items is not None:
                 self._todo_progress(items, seq)
                 self.todos = TodoState(seq, items)
-        if m.text.strip():
-            self.progress.said(m.text, seq)
 
     def _todo_progress(self, items: list[tuple[str, str]], seq: int) -> None:
         """A todo list written: its completed items end their segments, its item in
