@@ -69,6 +69,7 @@ from threadline.compaction.snapshot import (
     words,
 )
 from threadline.compaction.standing import requirement_lines
+from threadline.compaction.subagents import BY_SUBAGENT
 from threadline.compaction.toolcalls import DONE_STATUSES
 from threadline.compaction.trail import Trail, Used, mentions
 from threadline.compaction.values import (
@@ -200,6 +201,7 @@ _FOLD_TITLES = {
     "moved": "Also moved",
     "copied": "Also copied",
     "written": "Also written",
+    BY_SUBAGENT: "Changed by subagents",
 }
 _PATH_SPAN = re.compile(r"`([^`]+)`")
 _PATHLIKE = re.compile(r"[/\\]|\.\w{1,10}$")
@@ -268,6 +270,8 @@ def _fold_group(rec: FileEdit) -> str:
         return rec.last_action
     if rec.actions.get("created"):
         return "created"
+    if set(rec.actions) == {BY_SUBAGENT}:
+        return BY_SUBAGENT
     return "written" if set(rec.actions) == {"written"} else "edited"
 
 

@@ -53,6 +53,8 @@ from threadline.compaction.progress import (
     verdict_ok,
 )
 from threadline.compaction.snapshot import clip_chars, clip_words, one_line
+from threadline.compaction.subagents import BY_SUBAGENT, resolved
+from threadline.compaction.untracked import untracked_paths
 from threadline.compaction.toolcalls import (
     DONE_STATUSES,
     FileTracker,
@@ -677,14 +679,20 @@ class Trail:
         self._item_progress(before, command, seq)
         if self.ledger.last_commit is not None and self.ledger.last_commit != commit:
             self.progress.committed(self.ledger.last_commit[1], seq)
-        reported = [f for o in self.ledger.outcomes if o.seq == seq for f in o.files]
+        outcomes = [o for o in self.ledger.outcomes if o.seq == seq]
+        known = self.tracker.known()
+        for o in outcomes:  # a bare name is the one file of that name the run knows
+            o.files = list(dict.fromkeys(resolved(f, known) for f in o.files))
+        reported = [f for o in outcomes for f in o.files]
         if reported:
             changed = []
-            for path in dict.fromkeys(reported):  # a subagent's changes are the run's
-                rec = self.tracker.touch(path, "edited", seq, base=self.tracker.root)
+            for path in dict.fromkeys(reported):  # the run's changes, made by its subagents
+                rec = self.tracker.touch(path, BY_SUBAGENT, seq, base=self.tracker.root)
                 changed += [rec.path] if rec is not None else []
             if changed:
                 self.progress.touched(changed, seq)
+        for path in untracked_paths(command, m.text) if command else []:
+            self.tracker.untracked(path)  # git says new: a file written whole was created
         target = run_target(shown) if command else shown
         if command is not None and is_check(command) and not _no_match(command, m.text):
             self._check(target, m.text, broke, seq)
