@@ -54,7 +54,6 @@ from threadline.compaction.progress import (
 )
 from threadline.compaction.snapshot import clip_chars, clip_words, one_line
 from threadline.compaction.subagents import BY_SUBAGENT, resolved
-from threadline.compaction.untracked import untracked_paths
 from threadline.compaction.toolcalls import (
     DONE_STATUSES,
     FileTracker,
@@ -66,6 +65,7 @@ from threadline.compaction.toolcalls import (
     split_heredocs,
     todo_items,
 )
+from threadline.compaction.untracked import untracked_paths
 from threadline.compaction.values import (
     Value,
     extract_error_lines,
