@@ -587,6 +587,7 @@ class Progress:
         report = _report(prose)
         if report:
             cur.report = report
+            cur.last = max(cur.last, seq)  # the stretch runs to its report
         for sentence in reversed(_SENTENCE.split(prose)):
             if _REMAINS.search(sentence) and words(sentence) >= 4:
                 said = clip_words(sentence.strip(" -*#"), REMAINS_WORDS)

@@ -303,10 +303,15 @@ def _files(trail: Trail, old: Sequence[Bullet], snapshot: Snapshot) -> list[str]
     named = list(files)
     for i, b in enumerate(old):  # files only the summarizer knows (its words, another tool's)
         paths = paths_of(b.text)
-        if not paths or all(any(same_file(p, n) for n in named) for p in paths):
+        new = [p for p in paths if not any(same_file(p, n) for n in named)]
+        if not new:
             continue
-        snapshot.add("files_modified", b.text, SUMMARIZER_FILE_SCORE * b.score - i * 0.001)
-        named += [p for p in paths if not any(same_file(p, n) for n in named)]
+        text = b.text
+        title = _label(text)
+        if len(paths) > 1 and title:  # a line of names: only those no line names yet
+            text = f"{text.split(':', 1)[0]}: {', '.join(code_span(p) for p in new)}"
+        snapshot.add("files_modified", text, SUMMARIZER_FILE_SCORE * b.score - i * 0.001)
+        named += new
     return named
 
 
