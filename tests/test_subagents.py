@@ -194,7 +194,11 @@ def test_files_a_subagent_changed_are_its_work_not_the_agent_s_edits() -> None:
     ]
     for n, m in enumerate(messages, 1):
         m.seq = n
-    files = build_trail(messages, "/w").tracker.files()
+    trail = build_trail(messages, "/w")
+    files = trail.tracker.files()
     assert set(files["src/a.ts"].actions) == {"edited"}
     assert "domain.test.ts" not in files  # the one path of that name the run knows...
     assert set(files["test/unit/domain.test.ts"].actions) == {BY_SUBAGENT}  # ...its work
+    (seg,) = trail.progress.segments
+    assert seg.files == ["/w/src/a.ts"] and seg.delegated == ["/w/test/unit/domain.test.ts"]
+    assert "subagents changed `/w/test/unit/domain.test.ts`" in seg.facts(str)

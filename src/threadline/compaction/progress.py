@@ -288,6 +288,7 @@ _SEGMENT_JSON = (
     "turned",
     "asks",
     "ours",
+    "delegated",
 )
 """A segment's fields in its JSON, in order; the lists and checks are copied."""
 
@@ -320,6 +321,8 @@ class Segment:
     ours: list[str] = field(default_factory=list)
     """Files changed after the approach was ``turned`` down: they build the person's way,
     not the step as planned."""
+    delegated: list[str] = field(default_factory=list)
+    """Files subagents reported changing: the run's work, not the agent's own edits."""
     asks: str = ""
     """Of a request's segment: the clause of the request that sets how something should be
     (``standing.clause``), for the standing requirements."""
@@ -329,6 +332,7 @@ class Segment:
         data.update(
             files=list(self.files),
             ours=list(self.ours),
+            delegated=list(self.delegated),
             deleted=list(self.deleted),
             checks={t: c.to_json() for t, c in self.checks.items()},
             commits=list(self.commits),
@@ -341,6 +345,7 @@ class Segment:
         seg.files = [str(f) for f in data.get("files") or []]
         seg.deleted = [str(f) for f in data.get("deleted") or []]
         seg.ours = [str(f) for f in data.get("ours") or []]
+        seg.delegated = [str(f) for f in data.get("delegated") or []]
         for target, (seq, command, line, ok) in (data.get("checks") or {}).items():
             seg.checks[str(target)] = Check(int(seq), str(command), str(line), bool(ok))
         seg.commits = [str(c) for c in data.get("commits") or []]
@@ -359,7 +364,12 @@ class Segment:
     def busy(self) -> bool:
         """Whether anything happened in it (files, checks, commits, a closure)."""
         return bool(
-            self.files or self.ours or self.checks or self.commits or self.closed is not None
+            self.files
+            or self.ours
+            or self.delegated
+            or self.checks
+            or self.commits
+            or self.closed is not None
         )
 
     def name(self) -> str:
@@ -398,6 +408,9 @@ class Segment:
         if self.ours:  # after the turn-down: the person's way, not the step as planned
             ours = _file_clauses(self.ours, self.deleted, self.start, shown, detail, made, files)
             out.append("then, the user's way: " + ", ".join(ours))
+        if self.delegated:
+            theirs = _file_clauses(self.delegated, (), self.start, shown, detail, None, files)
+            out.append("subagents " + ", ".join(theirs))
         if not current:  # a finished stretch: how its last checks went then
             last: list[Check] = []
             for c in sorted(self.checks.values(), key=lambda c: -c.seq):
@@ -523,11 +536,19 @@ class Progress:
             seg.reason = clip_words(one_line(reason), REASON_WORDS)
 
     def touched(
-        self, paths: list[str], seq: int, note: str | None = None, *, deleted: Sequence[str] = ()
+        self,
+        paths: list[str],
+        seq: int,
+        note: str | None = None,
+        *,
+        deleted: Sequence[str] = (),
+        delegated: bool = False,
     ) -> None:
-        """Files changed at ``seq``; of them, ``deleted`` are gone now."""
+        """Files changed at ``seq`` (by subagents when ``delegated``); of them, ``deleted``
+        are gone now."""
         seg = self._here(seq)
         files = seg.ours if seg.turned else seg.files  # after a turn-down: the person's way
+        files = seg.delegated if delegated else files
         for path in paths:
             if path in files:
                 files.remove(path)
@@ -548,7 +569,7 @@ class Progress:
         seg = next((s for s in reversed(self.segments) if s.start <= at), None)
         if seg is None or not (last is None or last < seg.start):
             return
-        for files in (seg.files, seg.ours):
+        for files in (seg.files, seg.ours, seg.delegated):
             if path in files:
                 files.remove(path)
 

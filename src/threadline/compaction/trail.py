@@ -690,7 +690,7 @@ class Trail:
                 rec = self.tracker.touch(path, BY_SUBAGENT, seq, base=self.tracker.root)
                 changed += [rec.path] if rec is not None else []
             if changed:
-                self.progress.touched(changed, seq)
+                self.progress.touched(changed, seq, delegated=True)
         for path in untracked_paths(command, m.text) if command else []:
             self.tracker.untracked(path)  # git says new: a file written whole was created
         target = run_target(shown) if command else shown
