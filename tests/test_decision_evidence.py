@@ -259,10 +259,17 @@ def test_a_plan_step_whose_call_the_person_turned_down_says_so(
         "site agent selection logic",
         error=True,
     )
+    edit(log, "cmd/cli/agent/agent.go")  # the interface the person asked for instead
+    log.call("TodoWrite", {"todos": [{**todos[0], "status": "completed"}, todos[1]]})
     filler(log)
     current = state(compacted(imported_plain(store, log, tmp_path)))
-    assert 'plan step "Add a dispatch helper by agent type" (its approach turned down' in current
-    assert "We don't want if-else call site agent selection logic" in current
+    step = next(ln for ln in current.splitlines() if "Add a dispatch helper" in ln)
+    assert 'plan step "Add a dispatch helper by agent type": approach turned down' in step
+    assert "We don't want if-else call site agent selection logic" in step
+    assert not step.startswith("Done")  # not implemented as planned
+    planned, _, ours = step.partition("then, the user's way: ")
+    assert "helper.go" in planned and "agent.go" not in planned
+    assert "agent.go" in ours and "helper.go" not in ours
 
 
 def test_a_question_while_turning_a_call_down_leaves_the_plan_step_as_it_was() -> None:

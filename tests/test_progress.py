@@ -490,3 +490,33 @@ def test_a_stretch_keeps_the_assistant_s_report_of_what_it_did() -> None:
     )
     assert second.report == ""
     assert Segment.from_json(first.to_json()).report == first.report
+
+
+def test_words_before_a_todo_write_report_on_the_stretch_they_end_not_the_next_step() -> None:
+    """Claude Code writes "Code compiles. Let me update the todo list" and the ``TodoWrite``
+    that starts the next step in one message: the report is of the work before the step."""
+    todo = [{"content": "Add the interface methods", "status": "in_progress"}]
+    messages = numbered(
+        [
+            Message.user("Fix the stale base commit."),
+            Message.assistant(
+                "",
+                tool_calls=[
+                    ToolCall(
+                        id="e1", name="Edit", arguments={"file_path": "/r/a.go", "old_string": "x"}
+                    )
+                ],
+            ),
+            Message.tool("The file /r/a.go has been updated successfully.", tool_call_id="e1"),
+            Message.assistant(
+                "The code compiles now with the base refreshed. Let me update the todo list.",
+                tool_calls=[ToolCall(id="t1", name="TodoWrite", arguments={"todos": todo})],
+            ),
+            Message.tool("Todos have been modified successfully.", tool_call_id="t1"),
+        ]
+    )
+    segments = build_trail(messages, "/r").progress.segments
+    step = next(s for s in segments if s.title == "Add the interface methods")
+    before = next(s for s in segments if s.start == 1)
+    assert step.report == ""
+    assert "compiles" in before.report

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from threadline.compaction.subagents import (
+    BY_SUBAGENT,
     MAX_OUTCOMES,
     SUBAGENT_REPORTS_KEY,
     latest_outcomes,
+    resolved,
     subagent_outcomes,
 )
+from threadline.compaction.trail import build_trail
 from threadline.interop.pi_session import SUBAGENT_REPORTS_KEY as PI_KEY
 from threadline.interop.pi_session import subagent_reports
 from threadline.messages import Message, ToolCall
@@ -132,3 +138,67 @@ def test_a_tally_alone_is_said_as_it_is() -> None:
     result = Message.tool("spawn_pi: \u00d7 incomplete \u00b7 0 of 1", tool_call_id="c")
     (outcome,) = subagent_outcomes(spawn(["fix it"]), result, 2)
     assert "incomplete" in outcome.line() and "finished" not in outcome.line()
+
+
+def test_a_bare_name_a_subagent_reports_is_the_path_its_brief_named() -> None:
+    call = spawn(["Resolve diagnostics in test/unit/results.test.ts and test/unit/domain.test.ts."])
+    runs = [
+        {
+            "taskId": "task-1",
+            "requestIndex": 0,
+            "status": "succeeded",
+            "summary": "Fixed the unsafe assertions.\n\nFiles changed:\n- `domain.test.ts`\n"
+            "- `results.test.ts`\n- `other.test.ts`",
+        }
+    ]
+    (outcome,) = subagent_outcomes(call, pi_result(runs), 3)
+    # named in the brief: its path; named nowhere else: as the subagent said it
+    assert outcome.files == [
+        "test/unit/domain.test.ts",
+        "test/unit/results.test.ts",
+        "other.test.ts",
+    ]
+
+
+@given(st.lists(st.sampled_from(["a/x.ts", "b/x.ts", "c/y.ts", "x.ts", "z.ts"]), max_size=6))
+def test_a_bare_name_resolves_only_to_the_one_known_path_with_that_name(known: list[str]) -> None:
+    for name in ("x.ts", "y.ts", "z.ts"):
+        out = resolved(name, known)
+        same = {p for p in known if p.rsplit("/", 1)[-1] == name and p != name}
+        assert out == (same.pop() if len(same) == 1 else name)
+    assert resolved("a/x.ts", ["b/a/x.ts"]) == "a/x.ts"  # a path is kept as written
+
+
+def test_files_a_subagent_changed_are_its_work_not_the_agent_s_edits() -> None:
+    """A Pi parent edits one file; a ``spawn_pi`` child reports one by bare name, which the
+    parent had read under its directory."""
+    call = spawn(["Fix the diagnostics in the domain tests only."])
+    runs = [
+        {
+            "taskId": "t1",
+            "requestIndex": 0,
+            "status": "succeeded",
+            "summary": "Fixed the assertions.\n\nFiles changed:\n- `domain.test.ts`",
+        }
+    ]
+    read = ToolCall(id="r1", name="read", arguments={"path": "test/unit/domain.test.ts"})
+    edit = ToolCall(id="e1", name="edit", arguments={"path": "src/a.ts", "edits": []})
+    messages = [
+        Message.user("Tidy the lint setup."),
+        Message.assistant("", tool_calls=[read]),
+        Message.tool("import x", tool_call_id="r1", name="read"),
+        Message.assistant("", tool_calls=[edit]),
+        Message.tool("Successfully replaced 1 block(s) in src/a.ts.", tool_call_id="e1"),
+        Message.assistant("", tool_calls=[call]),
+        pi_result(runs),
+    ]
+    for n, m in enumerate(messages, 1):
+        m.seq = n
+    trail = build_trail(messages, "/w")
+    files = trail.tracker.files()
+    assert set(files["src/a.ts"].actions) == {"edited"}
+    assert "domain.test.ts" not in files  # the one path of that name the run knows...
+    assert set(files["test/unit/domain.test.ts"].actions) == {BY_SUBAGENT}  # ...its work
+    (seg,) = trail.progress.segments
+    assert seg.files == ["/w/src/a.ts"] and seg.delegated == ["/w/test/unit/domain.test.ts"]
+    assert "subagents changed `/w/test/unit/domain.test.ts`" in seg.facts(str)

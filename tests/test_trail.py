@@ -409,3 +409,21 @@ def test_unreadable_trail_metadata_is_ignored() -> None:
     good = build_trail(run(("Write", {"file_path": "a.py", "content": "x"}))).to_metadata()
     assert Trail.from_metadata({**good, "files": {"files": {"a.py": {"actions": "bad"}}}}) is None
     assert Trail.from_metadata(good) is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=operations, extra=st.lists(st.sampled_from(["out/log.jsonl", "notes.md"]), max_size=2))
+def test_a_summarizer_s_line_of_names_adds_only_files_no_line_names_yet(
+    ops: list[tuple[str, str]], extra: list[str]
+) -> None:
+    """The summarizer's own "Also changed:" line (its tracker's word) beside the trail's: a
+    file both name is listed once (run E listed twelve SVG files twice)."""
+    trail = build_trail(session_of(ops))
+    names = [*{p: None for _, p in ops}, *dict.fromkeys(extra)]
+    old = Snapshot()
+    old.add("files_modified", "Also changed: " + ", ".join(f"`{n}`" for n in names), 1.0)
+    summary = SummaryResult.counted(old.render(), old, [], summarizer="test")
+    text = reconcile(summary, trail, max_words=600).text
+    named = [p for b in parse(text).files_modified for p in code_spans(b.text)]
+    assert sorted(named) == sorted(set(named))  # each once
+    assert set(extra) <= set(named)  # only the summarizer knows these: still said

@@ -287,6 +287,8 @@ _SEGMENT_JSON = (
     "report",
     "turned",
     "asks",
+    "ours",
+    "delegated",
 )
 """A segment's fields in its JSON, in order; the lists and checks are copied."""
 
@@ -316,6 +318,11 @@ class Segment:
     turned: str = ""
     """What the person said turning the step's approach down (a plan step only): the step
     is no longer the plan as written."""
+    ours: list[str] = field(default_factory=list)
+    """Files changed after the approach was ``turned`` down: they build the person's way,
+    not the step as planned."""
+    delegated: list[str] = field(default_factory=list)
+    """Files subagents reported changing: the run's work, not the agent's own edits."""
     asks: str = ""
     """Of a request's segment: the clause of the request that sets how something should be
     (``standing.clause``), for the standing requirements."""
@@ -324,6 +331,8 @@ class Segment:
         data = {name: getattr(self, name) for name in _SEGMENT_JSON}
         data.update(
             files=list(self.files),
+            ours=list(self.ours),
+            delegated=list(self.delegated),
             deleted=list(self.deleted),
             checks={t: c.to_json() for t, c in self.checks.items()},
             commits=list(self.commits),
@@ -335,6 +344,8 @@ class Segment:
         seg = cls(str(data["key"]), str(data["title"]), str(data["source"]), int(data["start"]))
         seg.files = [str(f) for f in data.get("files") or []]
         seg.deleted = [str(f) for f in data.get("deleted") or []]
+        seg.ours = [str(f) for f in data.get("ours") or []]
+        seg.delegated = [str(f) for f in data.get("delegated") or []]
         for target, (seq, command, line, ok) in (data.get("checks") or {}).items():
             seg.checks[str(target)] = Check(int(seq), str(command), str(line), bool(ok))
         seg.commits = [str(c) for c in data.get("commits") or []]
@@ -352,16 +363,21 @@ class Segment:
     @property
     def busy(self) -> bool:
         """Whether anything happened in it (files, checks, commits, a closure)."""
-        return bool(self.files or self.checks or self.commits or self.closed is not None)
+        return bool(
+            self.files
+            or self.ours
+            or self.delegated
+            or self.checks
+            or self.commits
+            or self.closed is not None
+        )
 
     def name(self) -> str:
         """``spotter-dov.1`` (beads: title), or request #12 ("opening words")."""
         if not self.key:
             return f'request #{self.start} ("{self.title}")' if self.title else "work"
         if self.source == TODO_SOURCE and self.turned:
-            return (
-                f'plan step "{self.title}" (its approach turned down by the user: "{self.turned}")'
-            )
+            return f'plan step "{self.title}": approach turned down by the user ("{self.turned}")'
         if self.source == TODO_SOURCE:
             return f'plan step "{self.title}"'
         title = f": {self.title}" if self.title and self.title != self.key else ""
@@ -388,25 +404,13 @@ class Segment:
         what ``detail`` says of it, such as the definitions changed): for a finished one
         its last check as it went then, for the ``current`` one its latest passing check
         (its failures are said apart, while no later run passed)."""
-        out: list[str] = []
-        if self.files:
-            listed = self.files[-files:]
-            gone = set(self.deleted)
-            kept = [f for f in listed if f not in gone]
-            for verb, group in (
-                ("created", [f for f in kept if made and made(f, self.start)]),
-                ("changed", [f for f in kept if not (made and made(f, self.start))]),
-                ("deleted", [f for f in listed if f in gone]),
-            ):
-                if group:
-                    names = ", ".join(
-                        code_span(shown(f)) + (f" ({d})" if detail and (d := detail(f)) else "")
-                        for f in group
-                    )
-                    out.append(f"{verb} {names}")
-            more = len(self.files) - files
-            if more > 0:
-                out[-1] += f" (+{more} more files)"
+        out = _file_clauses(self.files, self.deleted, self.start, shown, detail, made, files)
+        if self.ours:  # after the turn-down: the person's way, not the step as planned
+            ours = _file_clauses(self.ours, self.deleted, self.start, shown, detail, made, files)
+            out.append("then, the user's way: " + ", ".join(ours))
+        if self.delegated:
+            theirs = _file_clauses(self.delegated, (), self.start, shown, detail, None, files)
+            out.append("subagents " + ", ".join(theirs))
         if not current:  # a finished stretch: how its last checks went then
             last: list[Check] = []
             for c in sorted(self.checks.values(), key=lambda c: -c.seq):
@@ -424,6 +428,40 @@ class Segment:
         if self.commits:
             out.append("committed " + ", ".join(code_span(c) for c in self.commits[-3:]))
         return out
+
+
+def _file_clauses(
+    files: Sequence[str],
+    deleted: Sequence[str],
+    start: int,
+    shown: Shown,
+    detail: Shown | None,
+    made: Made | None,
+    limit: int,
+) -> list[str]:
+    """``created `a`, changed `b` (+2 more files)``: the last ``limit`` of ``files`` by what
+    happened to them (``made`` since ``start``, or left ``deleted``)."""
+    out: list[str] = []
+    if not files:
+        return out
+    listed = list(files[-limit:])
+    gone = set(deleted)
+    kept = [f for f in listed if f not in gone]
+    for verb, group in (
+        ("created", [f for f in kept if made and made(f, start)]),
+        ("changed", [f for f in kept if not (made and made(f, start))]),
+        ("deleted", [f for f in listed if f in gone]),
+    ):
+        if group:
+            names = ", ".join(
+                code_span(shown(f)) + (f" ({d})" if detail and (d := detail(f)) else "")
+                for f in group
+            )
+            out.append(f"{verb} {names}")
+    more = len(files) - limit
+    if more > 0:
+        out[-1] += f" (+{more} more files)"
+    return out
 
 
 class Progress:
@@ -498,20 +536,29 @@ class Progress:
             seg.reason = clip_words(one_line(reason), REASON_WORDS)
 
     def touched(
-        self, paths: list[str], seq: int, note: str | None = None, *, deleted: Sequence[str] = ()
+        self,
+        paths: list[str],
+        seq: int,
+        note: str | None = None,
+        *,
+        deleted: Sequence[str] = (),
+        delegated: bool = False,
     ) -> None:
-        """Files changed at ``seq``; of them, ``deleted`` are gone now."""
+        """Files changed at ``seq`` (by subagents when ``delegated``); of them, ``deleted``
+        are gone now."""
         seg = self._here(seq)
+        files = seg.ours if seg.turned else seg.files  # after a turn-down: the person's way
+        files = seg.delegated if delegated else files
         for path in paths:
-            if path in seg.files:
-                seg.files.remove(path)
-            seg.files.append(path)
+            if path in files:
+                files.remove(path)
+            files.append(path)
             if path in deleted and path not in seg.deleted:
                 seg.deleted.append(path)
             elif path not in deleted and path in seg.deleted:
                 seg.deleted.remove(path)  # made again
-        del seg.files[:-MAX_FILES]
-        seg.deleted = [f for f in seg.deleted if f in seg.files]
+        del files[:-MAX_FILES]
+        seg.deleted = [f for f in seg.deleted if f in seg.files or f in seg.ours]
         if note:
             seg.note = note
 
@@ -520,10 +567,11 @@ class Progress:
         ``at`` no longer names the file, unless another change (``last``, the file's latest
         change left) falls in it too."""
         seg = next((s for s in reversed(self.segments) if s.start <= at), None)
-        if seg is None or path not in seg.files:
+        if seg is None or not (last is None or last < seg.start):
             return
-        if last is None or last < seg.start:
-            seg.files.remove(path)
+        for files in (seg.files, seg.ours, seg.delegated):
+            if path in files:
+                files.remove(path)
 
     def checked(
         self, target: str, command: str, line: str, ok: bool, seq: int, *, settles: Any = None
@@ -560,6 +608,7 @@ class Progress:
         report = _report(prose)
         if report:
             cur.report = report
+            cur.last = max(cur.last, seq)  # the stretch runs to its report
         for sentence in reversed(_SENTENCE.split(prose)):
             if _REMAINS.search(sentence) and words(sentence) >= 4:
                 said = clip_words(sentence.strip(" -*#"), REMAINS_WORDS)
@@ -624,7 +673,10 @@ def _as_is(path: str) -> str:
 
 def segment_line(seg: Segment, shown: Shown = _as_is, made: Made | None = None) -> str:
     """A finished (or paused) segment in one line."""
-    head = f"Done: {seg.name()}" if seg.closed is not None else f"Worked on {seg.name()}"
+    if seg.closed is None:
+        head = f"Worked on {seg.name()}"
+    else:  # a step built the person's way was not done as planned
+        head = f"Closed {seg.name()}" if seg.ours else f"Done: {seg.name()}"
     span = f"#{seg.start}" + (f"-#{seg.closed}" if seg.closed is not None else f"-#{seg.last}")
     parts = [f"{head}, {span}"]
     parts += seg.facts(shown, made=made)

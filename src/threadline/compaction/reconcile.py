@@ -69,6 +69,7 @@ from threadline.compaction.snapshot import (
     words,
 )
 from threadline.compaction.standing import requirement_lines
+from threadline.compaction.subagents import BY_SUBAGENT
 from threadline.compaction.toolcalls import DONE_STATUSES
 from threadline.compaction.trail import Trail, Used, mentions
 from threadline.compaction.values import (
@@ -200,6 +201,7 @@ _FOLD_TITLES = {
     "moved": "Also moved",
     "copied": "Also copied",
     "written": "Also written",
+    BY_SUBAGENT: "Changed by subagents",
 }
 _PATH_SPAN = re.compile(r"`([^`]+)`")
 _PATHLIKE = re.compile(r"[/\\]|\.\w{1,10}$")
@@ -268,6 +270,8 @@ def _fold_group(rec: FileEdit) -> str:
         return rec.last_action
     if rec.actions.get("created"):
         return "created"
+    if set(rec.actions) == {BY_SUBAGENT}:
+        return BY_SUBAGENT
     return "written" if set(rec.actions) == {"written"} else "edited"
 
 
@@ -299,10 +303,15 @@ def _files(trail: Trail, old: Sequence[Bullet], snapshot: Snapshot) -> list[str]
     named = list(files)
     for i, b in enumerate(old):  # files only the summarizer knows (its words, another tool's)
         paths = paths_of(b.text)
-        if not paths or all(any(same_file(p, n) for n in named) for p in paths):
+        new = [p for p in paths if not any(same_file(p, n) for n in named)]
+        if not new:
             continue
-        snapshot.add("files_modified", b.text, SUMMARIZER_FILE_SCORE * b.score - i * 0.001)
-        named += [p for p in paths if not any(same_file(p, n) for n in named)]
+        text = b.text
+        title = _label(text)
+        if len(paths) > 1 and title:  # a line of names: only those no line names yet
+            text = f"{text.split(':', 1)[0]}: {', '.join(code_span(p) for p in new)}"
+        snapshot.add("files_modified", text, SUMMARIZER_FILE_SCORE * b.score - i * 0.001)
+        named += new
     return named
 
 

@@ -17,7 +17,7 @@ the report strings).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,9 @@ _FILES_HEADING = re.compile(
 )
 """A heading over the list of files a report changed ("Files changed", "### Changes")."""
 MAX_FILES = 6
+BY_SUBAGENT = "changed by a subagent"
+"""The action a file a subagent reported changing has in the artifact trail: the run's
+change, not one of the agent's own calls."""
 _CHANGE_LINE = re.compile(rf"(?i)^\W*{_CHANGE}\b")
 """A line that says it changed something ("Updated `src/a.ts` ...")."""
 DONE_STATUSES = frozenset({"succeeded", "success", "completed", "complete", "done", "ok"})
@@ -186,7 +189,20 @@ def _files(text: str) -> list[str]:
     return files
 
 
-def _outcome(seq: int, task: str, report: str, status: str | None) -> Outcome:
+def resolved(name: str, known: Iterable[str]) -> str:
+    """A bare file name a subagent reports (``domain.test.ts``) as the one path among
+    ``known`` with that name (``test/unit/domain.test.ts``); else as it was said."""
+    if "/" in name or "\\" in name:
+        return name
+    found = {p for p in known if p.replace("\\", "/").rsplit("/", 1)[-1] == name and p != name}
+    return found.pop() if len(found) == 1 else name
+
+
+def _paths(text: str) -> list[str]:
+    return [v.text.strip("`") for v in extract_values(text) if v.kind == "path"]
+
+
+def _outcome(seq: int, task: str, report: str, status: str | None, brief: str = "") -> Outcome:
     if status is not None and status.lower() not in DONE_STATUSES:
         why = _first_words(report) or report.strip()
         said = f"not finished ({status})" + (f": {why}" if why else "")
@@ -195,7 +211,9 @@ def _outcome(seq: int, task: str, report: str, status: str | None) -> Outcome:
     said = _first_words(report) or (lines[0].strip() if lines else "")  # a tally: no report
     said = clip_words(one_line(said), OUTCOME_WORDS)
     commits = list(dict.fromkeys(m.group("hash") for m in _REPORTED_COMMIT.finditer(report)))
-    return Outcome(seq, task, said, _files(report), commits)
+    named = _paths(f"{brief}\n{report}")  # a bare name is the path its brief or report gave
+    files = list(dict.fromkeys(resolved(f, named) for f in _files(report)))
+    return Outcome(seq, task, said, files, commits)
 
 
 def subagent_outcomes(call: ToolCall, result: Message, seq: int) -> list[Outcome]:
@@ -205,12 +223,13 @@ def subagent_outcomes(call: ToolCall, result: Message, seq: int) -> list[Outcome
     runs = _runs(result)
     if not runs:
         task = clip_words(briefs[0] or call.name, TASK_WORDS)
-        return [_outcome(seq, task, result.text, None)]
+        return [_outcome(seq, task, result.text, None, briefs[0])]
     out: list[Outcome] = []
     for n, run in enumerate(runs):
         index = run.index if run.index is not None else n
         brief = briefs[index] if 0 <= index < len(briefs) and briefs[index] else call.name
-        out.append(_outcome(seq, clip_words(brief, TASK_WORDS), run.report, run.status))
+        task = clip_words(brief, TASK_WORDS)
+        out.append(_outcome(seq, task, run.report, run.status, brief))
     return out
 
 
@@ -223,9 +242,11 @@ def latest_outcomes(old: Sequence[Outcome], new: Sequence[Outcome]) -> list[Outc
 
 
 __all__ = [
+    "BY_SUBAGENT",
     "MAX_OUTCOMES",
     "SUBAGENT_REPORTS_KEY",
     "Outcome",
     "latest_outcomes",
+    "resolved",
     "subagent_outcomes",
 ]

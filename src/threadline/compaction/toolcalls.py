@@ -862,6 +862,16 @@ def swe_agent_ops(action_text: str, *, open_file: str | None = None) -> list[Fil
     return shell_file_ops(action_text)
 
 
+def _as_created(rec: FileEdit) -> None:
+    """One whole-file write of ``rec`` was its creation."""
+    if rec.actions.get("written"):
+        rec.actions["written"] -= 1
+        rec.actions = {k: v for k, v in rec.actions.items() if v}
+        rec.actions["created"] = rec.actions.get("created", 0) + 1
+        if rec.last_action == "written":
+            rec.last_action = "created"
+
+
 class FileTracker:
     """Follows a session's messages and records what its tool calls did to files.
 
@@ -886,6 +896,9 @@ class FileTracker:
         self.after_action = False
         """The last assistant message gave a SWE-agent text command: the next user message is
         its output, not the user speaking."""
+        self.read: set[str] = set()
+        """Keys of the files read calls opened, for naming a file someone calls by its bare
+        name (not kept in ``state``)."""
         self.set_cwd(cwd)
 
     def state(self) -> dict[str, Any]:
@@ -1060,13 +1073,15 @@ class FileTracker:
                 rec.failed = brief
         elif recs and m.text.lstrip().startswith("File created successfully"):
             for rec in recs:
-                if rec.actions.get("written"):
-                    rec.actions["written"] -= 1
-                    rec.actions = {k: v for k, v in rec.actions.items() if v}
-                    rec.actions["created"] = rec.actions.get("created", 0) + 1
-                    if rec.last_action == "written":
-                        rec.last_action = "created"
+                _as_created(rec)
         return answered, touched
+
+    def untracked(self, path: str) -> None:
+        """Git lists ``path`` as untracked: a file the run wrote whole is one it created."""
+        key = self.key(path)
+        rec = self.records.get(key) if key is not None else None
+        if rec is not None and not rec.actions.get("created"):
+            _as_created(rec)
 
     def _take_back(self, undo: Sequence[Undo], m: Message) -> list[FileEdit]:
         """Changes the result ``m`` shows did not happen, taken back (newest first); a failed
@@ -1094,7 +1109,13 @@ class FileTracker:
                 return call, recs
         return self._open.pop(0) if self._open else (None, [])
 
+    def known(self) -> list[str]:
+        """Every file the run read or changed, as shown."""
+        return [*self.files(), *(self.shown(k) for k in sorted(self.read))]
+
     def _opened(self, call: ToolCall) -> None:
+        if call_action(call) == "read":
+            self.read.update(k for p in path_args(call, PATH_ARG_KEYS) if (k := self.key(p)))
         if call.name in _SWE_OPENERS:
             paths = path_args(call, PATH_ARG_KEYS)
             if paths:

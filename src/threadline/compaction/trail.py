@@ -53,6 +53,7 @@ from threadline.compaction.progress import (
     verdict_ok,
 )
 from threadline.compaction.snapshot import clip_chars, clip_words, one_line
+from threadline.compaction.subagents import BY_SUBAGENT, resolved
 from threadline.compaction.toolcalls import (
     DONE_STATUSES,
     FileTracker,
@@ -64,6 +65,7 @@ from threadline.compaction.toolcalls import (
     split_heredocs,
     todo_items,
 )
+from threadline.compaction.untracked import untracked_paths
 from threadline.compaction.values import (
     Value,
     extract_error_lines,
@@ -610,6 +612,8 @@ class Trail:
             if quote is not None:
                 self.produced, self.produced_wanted = (seq, quote), False
         self._count([v for t in _agent_texts(m) for v in extract_values(t)], seq, agent=True)
+        if m.text.strip():  # its words come before its calls: of the stretch they end, if any
+            self.progress.said(m.text, seq)
         for call in m.tool_calls:
             if call.id and shell_text(call) is not None:
                 self.runs = [*self.runs, call.id][-MAX_RUNS:]
@@ -617,8 +621,6 @@ class Trail:
             if items is not None:
                 self._todo_progress(items, seq)
                 self.todos = TodoState(seq, items)
-        if m.text.strip():
-            self.progress.said(m.text, seq)
 
     def _todo_progress(self, items: list[tuple[str, str]], seq: int) -> None:
         """A todo list written: its completed items end their segments, its item in
@@ -677,14 +679,20 @@ class Trail:
         self._item_progress(before, command, seq)
         if self.ledger.last_commit is not None and self.ledger.last_commit != commit:
             self.progress.committed(self.ledger.last_commit[1], seq)
-        reported = [f for o in self.ledger.outcomes if o.seq == seq for f in o.files]
+        outcomes = [o for o in self.ledger.outcomes if o.seq == seq]
+        known = self.tracker.known()
+        for o in outcomes:  # a bare name is the one file of that name the run knows
+            o.files = list(dict.fromkeys(resolved(f, known) for f in o.files))
+        reported = [f for o in outcomes for f in o.files]
         if reported:
             changed = []
-            for path in dict.fromkeys(reported):  # a subagent's changes are the run's
-                rec = self.tracker.touch(path, "edited", seq, base=self.tracker.root)
+            for path in dict.fromkeys(reported):  # the run's changes, made by its subagents
+                rec = self.tracker.touch(path, BY_SUBAGENT, seq, base=self.tracker.root)
                 changed += [rec.path] if rec is not None else []
             if changed:
-                self.progress.touched(changed, seq)
+                self.progress.touched(changed, seq, delegated=True)
+        for path in untracked_paths(command, m.text) if command else []:
+            self.tracker.untracked(path)  # git says new: a file written whole was created
         target = run_target(shown) if command else shown
         if command is not None and is_check(command) and not _no_match(command, m.text):
             self._check(target, m.text, broke, seq)
