@@ -185,6 +185,15 @@ def settles(success: str, failure: str) -> bool:
     return _covers(run_target(success), run_target(failure))
 
 
+def _retries(command: str, failure: Failure) -> bool:
+    """``command`` runs what ``failure`` ran, perhaps split in two with an option added
+    (``git add -f x && git add y`` after ``git add y x``): its words hold all the failed
+    run's words but options."""
+    failed = run_target(failure.command).split()
+    words = set(run_target(command).split())
+    return len(failed) >= 2 and all(w in words for w in failed if not w.startswith("-"))
+
+
 def _covers(success: str, failure: str) -> bool:
     """A clean run of ``success`` settles ``failure``: the same run, a wider run of the
     same tool (``mix test`` passing after ``mix test test/a_test.exs`` failed), or a run
@@ -708,7 +717,7 @@ class Trail:
             if (
                 command is not None
                 and f.errors
-                and any(_covers(r, run_target(f.command)) for r in ran)
+                and (any(_covers(r, run_target(f.command)) for r in ran) or _retries(command, f))
             ):
                 self.fixes.rerun(f.command, f.errors[0], command, f.options, seq)
         self.failures = [  # it runs clean now, or a wider run of the same tool did
