@@ -330,3 +330,13 @@ def test_nothing_on_another_subject_is_ever_superseded(
 ) -> None:
     later = f"{lead} the {' '.join(sorted(said))}"
     assert not supersedes("start with the " + " ".join(sorted(mine)) + " later", mine, later, said)
+
+
+def test_a_cosmetic_tweak_counts_for_less_than_a_rule_of_the_product() -> None:
+    """Judge, run E: three UI quotes held Key Decisions; a look's tweak ranks below a choice
+    of what the product does, and is still a choice."""
+    from threadline.compaction.decisions import user_strength
+
+    tweak = user_strength("Use a thicker border for the board, not a shadow.")
+    rule = user_strength("Use the server clock for the cooldowns, not the browser's.")
+    assert 0 < tweak < rule
