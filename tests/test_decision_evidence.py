@@ -175,9 +175,112 @@ def test_a_fix_announced_in_thinking_is_a_decision_tied_to_the_edit(
     log.user("Now look at the docs.")
     filler(log)
     said = decisions(compacted(imported_plain(store, log, tmp_path)))
-    (fix,) = [d for d in said.splitlines() if d.startswith("Fix:")]
-    assert fix.startswith("Fix: the credo nesting issue in `build_tool_use_index` (then `Edit`")
+    (fix,) = [d for d in said.splitlines() if "to fix" in d]
+    assert (
+        fix == "Edited `lib/renderer.ex` to fix the credo nesting issue in `build_tool_use_index`"
+    )
     assert "cart_test" not in said  # only read, then the person asked for something else
+
+
+NESTED = """  defp classify(lines) do
+    Enum.map(lines, fn line ->
+      case state(line) do
+        :normal -> if code?(line), do: :code, else: :text
+      end
+    end)
+  end"""
+FLAT = """  defp classify(lines) do
+    Enum.map(lines, &classify_line/1)
+  end
+
+  defp classify_line(line), do: classify_state(state(line), line)
+
+  defp classify_state(:normal, line), do: if(code?(line), do: :code, else: :text)"""
+
+
+def test_a_check_the_agent_relays_then_fixes_is_worded_with_what_the_edit_added(
+    store: Store, tmp_path: Path
+) -> None:
+    """Judge 1, run B: a hook's credo output never reaches the history; the agent's words
+    ("Credo reports nesting too deep in `classify`") and the edit's added definitions do."""
+    log = ClaudeLog.asking("Work on the renderer.")
+    thought_then_call(
+        log,
+        "Credo reports nesting too deep in `classify/1`. I will flatten it.",
+        "Edit",
+        {"file_path": f"{CWD}/lib/renderer.ex", "old_string": NESTED, "new_string": FLAT},
+    )
+    log.user("Now look at the docs.")
+    filler(log)
+    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    (fix,) = [d for d in said.splitlines() if "to fix" in d]
+    assert fix.startswith("Added `classify_line`/`classify_state` in `lib/renderer.ex` to fix")
+    assert "nesting too deep in `classify/1` (Credo)" in fix
+    assert len(fix.split()) <= 25
+
+
+def test_a_relayed_report_names_a_fault_or_is_none() -> None:
+    assert announced_fix("Credo reports nesting too deep in `classify/1`.") == (
+        "Fix: nesting too deep in `classify/1` (Credo)"
+    )
+    assert announced_fix("The compiler is complaining about an unused alias.") == (
+        "Fix: an unused alias (compiler)"
+    )
+    assert announced_fix("The page reports three sessions.") is None
+
+
+def test_an_edit_anchored_on_a_helper_does_not_name_the_helper_as_changed() -> None:
+    """Judge 1, run A: tests added before `load_fixture` (the edit's anchor) were listed as
+    a change of `load_fixture`; a body changed under the same head still names it."""
+    from threadline.compaction.toolcalls import call_file_ops
+
+    helper = "  defp load_fixture(name) do\n    File.read!(name)\n  end"
+    added = 'describe "render/2" do\n  test "kinds" do\n    assert true\n  end\nend\n\n' + helper
+    anchored = ToolCall(
+        id="e1",
+        name="Edit",
+        arguments={"file_path": "/r/t_test.exs", "old_string": helper, "new_string": added},
+    )
+    (op,) = call_file_ops(anchored)
+    assert op.symbols == ()
+    body = helper.replace("File.read!(name)", "File.read!(Path.join(@dir, name))")
+    changed = ToolCall(
+        id="e2",
+        name="Edit",
+        arguments={"file_path": "/r/t_test.exs", "old_string": helper, "new_string": body},
+    )
+    (op,) = call_file_ops(changed)
+    assert op.symbols == ("load_fixture",)
+
+
+def test_a_rerun_with_the_option_the_error_advised_is_a_fix() -> None:
+    """Judge 1, run B: `git add` refused an ignored path ("hint: Use -f ..."); the same add
+    with `-f` went through. An option nobody advised is no fix."""
+    ignored = (
+        "Exit code 1\nThe following paths are ignored by one of your .gitignore files:\n"
+        "priv/static/assets\nhint: Use -f if you really want to add them.\n"
+        'hint: Turn this message off by running\nhint: "git config advice.addIgnoredFile false"'
+    )
+    messages = numbered(
+        [
+            Message.user("Commit it."),
+            acts("c1", "Bash", command="git add lib/a.ex priv/static/assets/app.css"),
+            Message.tool(ignored, tool_call_id="c1", metadata={"is_error": True}),
+            acts("c2", "Bash", command="git add -f priv/static/assets/app.css && git add lib/a.ex"),
+            Message.tool("", tool_call_id="c2"),
+            acts("c3", "Bash", command="find . -name '*.css'"),
+            Message.tool(
+                "Exit code 1\nfind: bad path", tool_call_id="c3", metadata={"is_error": True}
+            ),
+            acts("c4", "Bash", command="find . -maxdepth 2 -name '*.css'"),
+            Message.tool("./a.css", tool_call_id="c4"),
+        ]
+    )
+    trail = build_trail(messages, cwd="/repo")
+    (fix,) = trail.fixes.fixes
+    assert fix.line().startswith("Added `-f` to `git add` to get past `The following paths")
+    again = Trail.from_metadata(trail.to_metadata())
+    assert again is not None and [f.to_json() for f in again.fixes.fixes] == [fix.to_json()]
 
 
 def test_an_announced_fix_names_its_fault_or_is_not_stated() -> None:

@@ -121,8 +121,10 @@ def test_a_tool_call_turned_down_voids_the_proposal_and_keeps_what_the_user_said
     assert "Rather than modifying the Agent interface" not in said
 
 
-def test_only_questions_turning_a_call_down_decide_nothing() -> None:
-    """The call is turned down (its proposal void), but a question decides nothing."""
+def test_questions_turning_a_call_down_are_the_turn_down_asked_not_a_choice() -> None:
+    """Judge 2, run C: the person's turn-downs with only a question were missing. The call
+    is turned down (its proposal void) and the question is the why, stated as asked: never
+    as the person's own choice ("User: ...")."""
     rejected = (
         "The user doesn't want to proceed with this tool use. To tell you how to proceed, "
         "the user said:\nis the message count the same as the line count for gemini?"
@@ -137,7 +139,11 @@ def test_only_questions_turning_a_call_down_decide_nothing() -> None:
             Message.tool(rejected, tool_call_id="e1", metadata={"is_error": True}),
         ]
     )
-    assert not any("message count" in d for d in said)
+    asked = [d for d in said if "message count" in d]
+    assert len(asked) == 1
+    assert asked[0].startswith("User turned down `Edit`")
+    assert "asking: is the message count the same" in asked[0]
+    assert not any(d.startswith("User:") for d in said)
     assert not any("counting messages" in d for d in said)
 
 
@@ -324,3 +330,13 @@ def test_nothing_on_another_subject_is_ever_superseded(
 ) -> None:
     later = f"{lead} the {' '.join(sorted(said))}"
     assert not supersedes("start with the " + " ".join(sorted(mine)) + " later", mine, later, said)
+
+
+def test_a_cosmetic_tweak_counts_for_less_than_a_rule_of_the_product() -> None:
+    """Judge, run E: three UI quotes held Key Decisions; a look's tweak ranks below a choice
+    of what the product does, and is still a choice."""
+    from threadline.compaction.decisions import user_strength
+
+    tweak = user_strength("Use a thicker border for the board, not a shadow.")
+    rule = user_strength("Use the server clock for the cooldowns, not the browser's.")
+    assert 0 < tweak < rule

@@ -292,8 +292,24 @@ _PASTED = re.compile(
 ASP0011: Suggest using X instead of Y"): its words are the tool's, not a choice."""
 
 
+_COSMETIC = re.compile(
+    r"(?i)\b(?:colou?rs?|bigger|larger|smaller|slightly|diameter|radius|font|pixels?|px|"
+    r"margins?|padding|borders?|opacity|shadows?|(?:counter-?)?clockwise|thicker|thinner|"
+    r"darker|lighter|highlight)\b"
+)
+"""A look's tweak ("make the circle slightly larger", "clockwise instead"): a choice, but
+worth less than a rule of what the product does."""
+COSMETIC_FACTOR = 0.5
+
+
 def user_strength(sentence: str) -> float:
-    """How surely a sentence the person typed sets a rule or makes a choice (0: it does not)."""
+    """How surely a sentence the person typed sets a rule or makes a choice (0: it does not);
+    a cosmetic tweak counts for less (``_COSMETIC``)."""
+    strength = _user_strength(sentence)
+    return strength * COSMETIC_FACTOR if _COSMETIC.search(sentence) else strength
+
+
+def _user_strength(sentence: str) -> float:
     if len(sentence) > SENTENCE_MAX_CHARS or sentence.rstrip().endswith("?"):
         return 0.0
     if _PASTED.search(sentence):
@@ -447,8 +463,9 @@ _APPROACH_LEAD = re.compile(
 """The line that opens the agent's account of how it will do the work ("The changes
 needed in the renderer:", "I'll create the files in order:")."""
 _STEP = re.compile(r"^\s*(?:\d+[.)]|[-*+\u2022])\s+(?P<text>\S.*)$")
-APPROACH_WORDS = 40
-"""An approach is stated in at most this many words."""
+APPROACH_WORDS = 22
+"""An approach is stated in at most this many words: its first steps, not the whole plan
+(a plan without its reasons is worth less than a decision with one)."""
 
 
 def stated_approach(text: str) -> str | None:

@@ -75,7 +75,7 @@ from threadline.compaction.decisions import (
     subject_words,
     user_strength,
 )
-from threadline.compaction.fixes import announced_fix
+from threadline.compaction.fixes import announced_fix, fix_statement
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
     SECTION_NAMES,
@@ -207,6 +207,8 @@ SCAN_TAIL_CHARS = 6_000
 FILE_SCORE = 3.0
 DECISION_SCORE = 2.0
 FIX_FACTOR = 0.9
+ASKED_FACTOR = 0.8
+"""A turn-down the person only asked a question with: a decision, worded as their question."""
 """A fix the agent announced and carried out: its fault is the why."""
 ACTED_ONLY = ("Approach: ", "Fix: ")
 """Announcements that are decisions only once a call of the same turn carries them out."""
@@ -625,11 +627,14 @@ class _Pass:
         self.add_values(words, "user", recency, index)
         self.last_request = clip_words(_prose(words).strip(), REQUEST_MAX_WORDS)
         self.new_request(words)
-        if all(s.rstrip().endswith("?") for s in _sentences(words)):
-            return  # only questions: the call is turned down, nothing decided
         said = clip_words(words, MAX_BULLET_WORDS)
-        what = clip_words(describe_call(call), LED_TO_WORDS) if call else "a tool call"
+        what = clip_words(self._described(call), LED_TO_WORDS) if call else "a tool call"
         score = DECISION_SCORE * USER_DECISION_FACTOR * recency
+        if all(s.rstrip().endswith("?") for s in _sentences(words)):
+            # only questions: the call is still turned down, the question is why
+            line = f"User turned down {what}, asking: {said}"
+            self.book.add(line, score * ASKED_FACTOR, user=True, topics=subject_words(words))
+            return
         self.book.add(
             f"User (turning down {what}): {said}", score, user=True, topics=subject_words(words)
         )
@@ -802,15 +807,29 @@ class _Pass:
                 self.decided(text, score, user=False, said=text)
         self.tentative = []
 
-    def acted_on(self, call: ToolCall) -> None:
-        """The agent acted: the choices it announced this turn are decisions, tied to the call."""
+    def _described(self, call: ToolCall) -> str:
+        """``describe_call`` with a path under the session's directory as it is shown."""
         what = describe_call(call)
         root = self.tracker.root
-        if root and len(root) > 1:  # a path under the session's directory, as it is shown
+        if root and len(root) > 1:
             what = what.replace(root.rstrip("/") + "/", "")
-        then = f" (then {clip_words(what, LED_TO_WORDS)})"
+        return what
+
+    def acted_on(self, call: ToolCall) -> None:
+        """The agent acted: the choices it announced this turn are decisions, tied to the call."""
+        then = f" (then {clip_words(self._described(call), LED_TO_WORDS)})"
+        fixed = False
         for text, score in self.tentative:
-            self.decided(text + then, score, user=False, said=text)
+            if text.startswith("Fix: "):
+                if fixed:  # the same fault said twice (thinking and text): one call, one fix
+                    continue
+                fixed = True
+                made = fix_statement(
+                    text.removeprefix("Fix: "), call, lambda p: _shown(self.tracker, p)
+                )
+                self.decided(made, score, user=False, said=text)
+            else:
+                self.decided(text + then, score, user=False, said=text)
         self.tentative = []
 
     # -- the state at the end of the window

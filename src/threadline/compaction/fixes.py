@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.snapshot import clip_chars, clip_words, code_span
+from threadline.compaction.toolcalls import added_definitions, call_file_ops
+from threadline.messages import ToolCall
 
 MAX_FIXES = 12
 """Fixes remembered: the oldest beyond this are forgotten."""
@@ -49,15 +51,21 @@ class Fix:
     target: str
     error: str
     files: list[str]
+    how: str = ""
+    """A rerun's change of the command itself ("added `-f` to `git add`"), when no file
+    changed."""
 
     def line(self, shown: Callable[[str], str] = lambda p: p) -> str:
+        if self.how:
+            error = code_span(clip_chars(self.error, ERROR_CHARS))
+            return f"{self.how[:1].upper()}{self.how[1:]} to get past {error}"
         names = ", ".join(code_span(shown(f)) for f in self.files[:MAX_FILES])
         more = f" (+{len(self.files) - MAX_FILES} more)" if len(self.files) > MAX_FILES else ""
         error = code_span(clip_chars(self.error, ERROR_CHARS))
         return f"Changed {names}{more} to fix {error} (then {code_span(self.target)} passed)"
 
     def to_json(self) -> list[Any]:
-        return [self.seq, self.target, self.error, list(self.files)]
+        return [self.seq, self.target, self.error, list(self.files), self.how]
 
 
 _LOCATED = re.compile(r"(?P<path>[\w.~/-]*\w\.\w{1,8})(?::\d+|\(\d+)")
@@ -118,9 +126,50 @@ class FixBook:
             return book
         for seq, target, error, files in data.get("pending") or []:
             book.pending[str(target)] = Pending(int(seq), str(target), str(error), list(files))
-        for seq, target, error, files in data.get("fixes") or []:
-            book.fixes.append(Fix(int(seq), str(target), str(error), [str(f) for f in files]))
+        for seq, target, error, files, *how in data.get("fixes") or []:
+            fix = Fix(int(seq), str(target), str(error), [str(f) for f in files])
+            fix.how = str(how[0]) if how else ""
+            book.fixes.append(fix)
         return book
+
+    def rerun(self, failed: str, error: str, command: str, named: Sequence[str], seq: int) -> None:
+        """``command`` ran clean where ``failed`` (the same run) had failed with ``error``
+        whose output ``named`` these options: adding one of them is the fix ("added `-f` to
+        `git add`"); other added options are no fix anyone was told of."""
+        how = added_options(failed, command, named)
+        if how is not None and error:
+            self.fixes.append(Fix(seq, failed, error, [], how))
+            del self.fixes[:-MAX_FIXES]
+
+
+_SEGMENTS = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+
+
+_NAMED_OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)(?![\w-])")
+_ADVICE = re.compile(r"(?i)\b(?:use|pass|add|try|rerun|run\s+with|specify|hint)\b")
+
+
+def named_options(output: str) -> list[str]:
+    """Options a failed command's output advises ("hint: Use -f if you really want to add
+    them", "try --force"): on lines that give advice, at most a few."""
+    found: dict[str, None] = {}
+    for line in output.splitlines()[:200]:
+        if _ADVICE.search(line):
+            found.update((m, None) for m in _NAMED_OPTION.findall(line))
+    return list(found)[:8]
+
+
+def added_options(failed: str, command: str, named: Sequence[str]) -> str | None:
+    """ "added `-f` to `git add`" when ``command``'s first line has an option ``failed``'s
+    has not and the failure's output advised it (``named_options``), else None."""
+    before = set(failed.split("\n", 1)[0].split())
+    for segment in _SEGMENTS.split(command.split("\n", 1)[0]):
+        words = segment.split()
+        new = [w for w in words if w in named and w not in before]
+        if new:
+            program = " ".join(w for w in words[:3] if not w.startswith("-"))
+            return f"added {code_span(' '.join(new))} to {code_span(program)}"
+    return None
 
 
 _ANNOUNCED = re.compile(
@@ -138,6 +187,13 @@ _NAMES_A_FAULT = (
 )
 """What a fix is about must name a fault ("fix the compile error", not "fix up the docs")
 and say which (a code span, a file or identifier, a call, a quote, a CamelCase name)."""
+_REPORTED = re.compile(
+    r"(?i)^(?:the\s+)?(?P<tool>[\w.-]+)\s+(?:(?:warning|error|issue)s?\s+)?(?:now\s+)?"
+    r"(?:reports|flags|is\s+complaining\s+about|complains\s+about|warns\s+about|"
+    r"is\s+warning\s+about|still\s+reports)\s+(?P<what>.+)$"
+)
+"""A check's complaint as the agent relays it ("Credo reports nesting too deep in `f`"):
+the check's output may never reach the history (a hook ran it), the agent's words do."""
 _TAIL = re.compile(
     r"(?i)(?:[,;]?\s+(?:and\s+then|then|and\s+(?:re-?)?run|before)\b.*|"
     r"\s+(?:first|now|too|as\s+well|quickly|next))$"
@@ -145,10 +201,42 @@ _TAIL = re.compile(
 """What follows the fault: the next step ("then compile"), or when ("first")."""
 
 
+_LINTER = re.compile(
+    r"(?i)^(?:credo|eslint|ruff|mypy|pyright|clippy|tsc|oxlint|biome|pylint|"
+    r"flake8|rubocop|golangci-lint|dialyzer|compiler|linter|typecheck\w*|type-?checker)$"
+)
+"""A tool whose reports are faults by themselves ("credo reports ...")."""
+HOW_NAMES = 2
+"""Definitions named as the how of a fix."""
+
+
+def fix_statement(fault: str, call: ToolCall, shown: Callable[[str], str] = lambda p: p) -> str:
+    """A fix the agent announced and then made, in the past tense with its how: "Added
+    `a`/`b` in `f.ex` to fix <fault>" (definitions the edit added), "Changed `g` in `f.ex`"
+    (ones it changed), else "Edited `f.ex`"; a call that changed no file, by its name."""
+    ops = [op for op in call_file_ops(call) if op.action not in ("deleted", "moved", "copied")]
+    if not ops:
+        return f"Ran {code_span(call.name)} to fix {fault}"
+    where = code_span(shown(ops[0].path))
+    added = added_definitions(call)
+    names = added or ops[0].symbols
+    if not names:
+        return f"Edited {where} to fix {fault}"
+    listed = "/".join(code_span(n) for n in names[:HOW_NAMES])
+    more = f" (+{len(names) - HOW_NAMES})" if len(names) > HOW_NAMES else ""
+    return f"{'Added' if added else 'Changed'} {listed}{more} in {where} to fix {fault}"
+
+
 def announced_fix(sentence: str) -> str | None:
     """``Fix: <what>`` for a sentence of the agent announcing a fix of a named fault, else
     None; what follows "then" (the next step) is cut."""
     m = _ANNOUNCED.match(sentence.strip())
+    reported = None if m is not None else _REPORTED.match(sentence.strip())
+    if reported is not None:
+        what = _TAIL.sub("", reported.group("what").rstrip(" .:!,")).rstrip(" .:!,")
+        if all(p.search(what) for p in _NAMES_A_FAULT) or _LINTER.search(reported["tool"]):
+            return f"Fix: {clip_words(what, FIX_WORDS)} ({reported['tool']})"
+        return None
     if m is None:
         return None
     what = _TAIL.sub("", m.group("what").rstrip(" .:!,")).rstrip(" .:!,")
@@ -157,4 +245,4 @@ def announced_fix(sentence: str) -> str | None:
     return f"Fix: {clip_words(what, FIX_WORDS)}"
 
 
-__all__ = ["Fix", "FixBook", "announced_fix"]
+__all__ = ["Fix", "FixBook", "announced_fix", "fix_statement"]

@@ -452,22 +452,55 @@ def _definitions(lines: Iterable[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _edit_pairs(call: ToolCall) -> list[tuple[str, str]]:
+    """An editor call's (old, new) texts: one pair, or MultiEdit's list of them."""
+    sources = [call.arguments]
+    sources += [e for e in argument(call.arguments, "edits") or [] if isinstance(e, dict)]
+    pairs: list[tuple[str, str]] = []
+    for source in sources:
+        texts = [(k, s) for k in _EDIT_TEXT_KEYS for s in strings(argument(source, k))]
+        olds = [s for k, s in texts if k.startswith(("old", "search"))]
+        news = [s for k, s in texts if not k.startswith(("old", "search"))]
+        pairs.append(("\n".join(olds), "\n".join(news)))
+    return pairs
+
+
 def _call_symbols(call: ToolCall) -> tuple[str, ...]:
     """What an editor call changed: names defined in its old and new text (not in whole
     files); a definition line both sides hold unchanged is only the edit's anchor when
-    other definitions were added or removed beside it."""
-    texts: list[str] = []
-    for key in _EDIT_TEXT_KEYS:
-        texts.extend(strings(argument(call.arguments, key)))
-    for edit in argument(call.arguments, "edits") or []:  # MultiEdit: a list of old/new pairs
-        if isinstance(edit, dict):
-            texts.extend(s for key in _EDIT_TEXT_KEYS for s in strings(argument(edit, key)))
-    lines = [line.strip() for text in texts for line in text.splitlines()]
+    other definitions were added or removed beside it, or when the new text keeps the old
+    whole (lines inserted next to it: a test added after ``load_fixture`` is no change of
+    ``load_fixture``)."""
+    pairs = _edit_pairs(call)
+    lines = [line.strip() for pair in pairs for text in pair for line in text.splitlines()]
     counts: dict[str, int] = {}
     for line in lines:
         counts[line] = counts.get(line, 0) + 1
     changed = _definitions(line for line in lines if counts[line] == 1)
-    return changed or _definitions(lines)
+    rewritten = [
+        line.strip()
+        for old, new in pairs
+        if not (old.strip() and old.strip() in new)
+        for text in (old, new)
+        for line in text.splitlines()
+    ]
+    return changed or _definitions(rewritten)
+
+
+def added_definitions(call: ToolCall) -> tuple[str, ...]:
+    """Names an editor call or a patch defines that its old text did not: how a change was
+    made ("added `classify_code_line`"), when it made new definitions."""
+    old_lines: list[str] = []
+    new_lines: list[str] = []
+    for old, new in _edit_pairs(call):
+        old_lines += old.splitlines()
+        new_lines += new.splitlines()
+    for text in [call.raw_arguments or "", *strings(argument(call.arguments, "patch"))]:
+        if is_patch(text):
+            old_lines += [line[1:] for line in text.splitlines() if line.startswith("-")]
+            new_lines += [line[1:] for line in text.splitlines() if line.startswith("+")]
+    before = set(_definitions(old_lines))
+    return tuple(n for n in _definitions(new_lines) if n not in before)
 
 
 def patch_ops(text: str, *, base: str | None = None) -> list[FileOp]:
@@ -1285,6 +1318,7 @@ __all__ = [
     "FileEdit",
     "FileOp",
     "FileTracker",
+    "added_definitions",
     "brief_result",
     "call_action",
     "call_file_ops",

@@ -39,7 +39,7 @@ from typing import Any
 from threadline.compaction.decisions import is_narration, turns_approach_down
 from threadline.compaction.disputes import remember
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
-from threadline.compaction.fixes import FixBook
+from threadline.compaction.fixes import FixBook, named_options
 from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
 from threadline.compaction.progress import (
     TODO_SOURCE,
@@ -185,6 +185,15 @@ def settles(success: str, failure: str) -> bool:
     ``failure``, however each was written (``cd X &&``, ``2>&1 | tail -40``, ``VAR=1``,
     ``timeout 60``, its options in another order); a run of another target does not."""
     return _covers(run_target(success), run_target(failure))
+
+
+def _retries(command: str, failure: Failure) -> bool:
+    """``command`` runs what ``failure`` ran, perhaps split in two with an option added
+    (``git add -f x && git add y`` after ``git add y x``): its words hold all the failed
+    run's words but options."""
+    failed = run_target(failure.command).split()
+    words = set(run_target(command).split())
+    return len(failed) >= 2 and all(w in words for w in failed if not w.startswith("-"))
 
 
 def _covers(success: str, failure: str) -> bool:
@@ -355,9 +364,17 @@ class Failure:
     seq: int
     command: str
     errors: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)
+    """Command-line options its output named ("hint: Use -f if you really want to add
+    them"): a rerun adding one of them is the fix."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "command": self.command, "errors": list(self.errors)}
+        return {
+            "seq": self.seq,
+            "command": self.command,
+            "errors": list(self.errors),
+            "options": list(self.options),
+        }
 
 
 @dataclass(slots=True)
@@ -698,12 +715,19 @@ class Trail:
             self._check(target, m.text, broke, seq)
         if broke:
             self.failures = [f for f in self.failures if run_target(f.command) != target]
-            self.failures.append(Failure(seq, shown, error_lines(m.text)))
+            self.failures.append(Failure(seq, shown, error_lines(m.text), named_options(m.text)))
             self.failures = self.failures[-MAX_FAILURES:]
             self._erring(m.text, target)
             return
         echoed = ran_clean(m.text) if command and runs_scripts(command) else []
         ran = [target, *(run_target(c) for c in echoed)]
+        for f in self.failures:  # the same run failed before: an option it added is a fix
+            if (
+                command is not None
+                and f.errors
+                and (any(_covers(r, run_target(f.command)) for r in ran) or _retries(command, f))
+            ):
+                self.fixes.rerun(f.command, f.errors[0], command, f.options, seq)
         self.failures = [  # it runs clean now, or a wider run of the same tool did
             f for f in self.failures if not any(_covers(r, run_target(f.command)) for r in ran)
         ]
@@ -890,7 +914,8 @@ class Trail:
         trail.resolved = {str(k): int(v) for k, v in (data.get("resolved") or {}).items()}
         for f in data.get("failures") or []:
             errors = [str(e) for e in f.get("errors") or []]
-            trail.failures.append(Failure(int(f["seq"]), str(f["command"]), errors))
+            options = [str(o) for o in f.get("options") or []]
+            trail.failures.append(Failure(int(f["seq"]), str(f["command"]), errors, options))
         for text, (kind, count, last, refs) in (data.get("used") or {}).items():
             trail.used[str(text)] = Used(str(kind), int(count), int(last), int(refs))
         todos = data.get("todos")
