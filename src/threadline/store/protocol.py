@@ -468,6 +468,11 @@ class Session:
         self.refresh()
         return retraction.retract_ranges(self, [(1, self.last_seq)])[0]
 
+    def view_index(self) -> retraction.Retractions | None:
+        """The retraction index the latest view read through this handle used (None
+        before any): what a reader that keeps the view compares to know it still holds."""
+        return self._read_with
+
     def hidden_after(self, seq: int) -> int:
         """How many seqs after ``seq`` are out of the view (retracted, or records), by the
         index the latest read through this handle used: what it read and this agree."""
