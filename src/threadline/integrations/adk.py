@@ -373,11 +373,14 @@ class ThreadlineSessionService(BaseSessionService):
         user_id: str,
         *,
         app_state: dict[str, Any] | None = None,
+        user_state: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """ADK's view of a session's state: its own keys, ``app:`` and ``user:`` ones."""
+        """ADK's view of a session's state: its own keys, ``app:`` and ``user:`` ones
+        (``app_state`` / ``user_state`` when the caller read them already)."""
         if app_state is None:
             app_state = self._state_of(app_key(app_name), State.APP_PREFIX)
-        user_state = self._state_of(user_key(app_name, user_id), State.USER_PREFIX)
+        if user_state is None:
+            user_state = self._state_of(user_key(app_name, user_id), State.USER_PREFIX)
         return {**_read_state(info.metadata), **app_state, **user_state}
 
     def _state_of(self, session_id: str, prefix: str) -> dict[str, Any]:
@@ -393,13 +396,16 @@ class ThreadlineSessionService(BaseSessionService):
         events: list[Event],
         *,
         app_state: dict[str, Any] | None = None,
+        user_state: dict[str, Any] | None = None,
     ) -> AdkSession:
         updated = info.metadata.get(UPDATED)
         made = AdkSession(
             id=sid,
             app_name=app_name,
             user_id=user_id,
-            state=self._merged(info, app_name, user_id, app_state=app_state),
+            state=self._merged(
+                info, app_name, user_id, app_state=app_state, user_state=user_state
+            ),
             events=events,
             last_update_time=(
                 float(updated)
@@ -412,13 +418,23 @@ class ThreadlineSessionService(BaseSessionService):
 
     def _listed(self, app_name: str, infos: list[SessionInfo]) -> list[AdkSession]:
         app_state = self._state_of(app_key(app_name), State.APP_PREFIX)
+        users: dict[str, dict[str, Any]] = {}  # each user's state read once
         out = []
         for info in infos:
             meta = info.metadata.get(META)
             if isinstance(meta, dict) and meta.get("kind") == "session":
+                user = meta["user"]
+                if user not in users:
+                    users[user] = self._state_of(user_key(app_name, user), State.USER_PREFIX)
                 out.append(
                     self._adk_session(
-                        info, app_name, meta["user"], meta["id"], [], app_state=app_state
+                        info,
+                        app_name,
+                        user,
+                        meta["id"],
+                        [],
+                        app_state=app_state,
+                        user_state=users[user],
                     )
                 )
         return out

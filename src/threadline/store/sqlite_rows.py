@@ -3,6 +3,7 @@ SELECT and the decoding are both built from the dataclass and cannot drift apart
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import fields
@@ -23,9 +24,15 @@ _DECODE: dict[str, Callable[[Any], Any]] = {
 """Columns stored as text that the records hold decoded; the rest are taken as they are."""
 
 
+@functools.cache
 def columns(kind: type[Any]) -> tuple[str, ...]:
     """A record's columns: its table's columns are named and ordered as its fields."""
     return tuple(f.name for f in fields(kind))
+
+
+@functools.cache
+def _decoders(kind: type[Any]) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    return tuple((name, _DECODE.get(name, _same)) for name in columns(kind))
 
 
 def select(kind: type[Any], table: str) -> str:
@@ -39,8 +46,8 @@ ENTRY_SELECT = select(ScratchpadEntry, "scratchpad")
 
 def record(kind: type[R], row: Sequence[Any]) -> R:
     """``kind`` built from a row read with ``select(kind, ...)``."""
-    named = zip(columns(kind), row, strict=True)
-    return kind(**{name: _DECODE.get(name, _same)(value) for name, value in named})
+    named = zip(_decoders(kind), row, strict=True)
+    return kind(**{name: decode(value) for (name, decode), value in named})
 
 
 def _same(value: Any) -> Any:
