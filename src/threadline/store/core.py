@@ -5,7 +5,7 @@ a backend supplies (docs/architecture.md has the table). A backend is a subclass
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
@@ -25,6 +25,7 @@ from threadline.store.checks import (
     validate_agent,
     validate_session_id,
 )
+from threadline.store.alongside import alongside
 from threadline.store.encoding import Appending, numbered
 from threadline.store.listing import (
     ListOptions,
@@ -208,10 +209,22 @@ class StoreCore:
         seq > ``after_seq`` (>= 0); ``SessionNotFound`` when the session does not exist."""
         raise NotImplementedError
 
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+    def append_messages(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        scratchpad: Mapping[str, str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[Message]:
+        """See ``Store.append_messages``: ``scratchpad`` and ``metadata`` go in the
+        batch's atomic step (``store/alongside.py``); a batch needs a message for them."""
+        extra = alongside(scratchpad, metadata)
         if not messages:
+            if extra:
+                raise UsageError("scratchpad entries or metadata go with a batch of messages")
             return []
-        stored = self._append(session_id, Appending(session_id, messages))
+        stored = self._append(session_id, Appending(session_id, messages, extra))
         return numbered(messages, stored) if isinstance(stored, int) else stored
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:

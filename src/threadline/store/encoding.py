@@ -24,6 +24,7 @@ from threadline.store.checks import (
     validate_media_ref,
     validate_message_id,
 )
+from threadline.store.alongside import NOTHING, Alongside
 from threadline.store.session_info import source_time
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
@@ -74,9 +75,13 @@ class Appending:
     a backend stores of them, each worked out once and only when a backend asks (a
     prepared batch carries its bodies and counts already)."""
 
-    def __init__(self, session_id: str, messages: Sequence[Message]) -> None:
+    def __init__(
+        self, session_id: str, messages: Sequence[Message], alongside: Alongside = NOTHING
+    ) -> None:
         self.session_id = session_id
         self.messages = messages
+        self.alongside = alongside
+        """What the backend writes in the same atomic step (``store/alongside.py``)."""
         self.ids = [m.id for m in messages]
         self.at = append_time(messages)
         """The session's ``updated_at`` after the batch, unless it is later already."""

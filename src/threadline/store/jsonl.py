@@ -646,6 +646,13 @@ class JSONLStore(core.StoreCore):
                 offset += len(chunk)
             index.total_tokens, index.scanned_to = total, offset
             index.lines += len(chunks)
+            if batch.alongside:  # under the same lock, so no reader sees one without the
+                # other; a crash between the files can (the known gap of this backend)
+                if batch.alongside.metadata:
+                    _, meta = self._with_meta(paths)
+                    meta["metadata"] = batch.alongside.merged(meta.get("metadata") or {})
+                    self._write_meta(paths, meta)
+                self._put_entries(paths, batch.alongside.scratchpad, keep_existing=False)
             return [m.model_copy(deep=True) for m in stored]
 
     def _stored_copies(self, sf: SessionFile, index: Index, batch: Appending) -> list[Message]:
@@ -769,15 +776,24 @@ class JSONLStore(core.StoreCore):
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
     ) -> None:
-        with self._locked(session_id) as paths:  # one file written once: all or nothing
-            pad = self._pad(paths)
-            now = format_ts(utcnow())
-            for name, content in entries.items():
-                old = pad.get(name)
-                if old is None or not keep_existing:
-                    created = now if old is None else old.get("created_at", now)
-                    pad[name] = {"content": content, "created_at": created, "updated_at": now}
-            atomic_write(paths.scratchpad, json_bytes({"entries": pad}))
+        with self._locked(session_id) as paths:
+            self._put_entries(paths, entries, keep_existing=keep_existing)
+
+    def _put_entries(
+        self, paths: SessionPaths, entries: dict[str, str], *, keep_existing: bool
+    ) -> None:
+        """Scratchpad entries, the session's lock held: one file written once, all or
+        nothing; ``keep_existing`` leaves the entries that exist as they are."""
+        if not entries:
+            return
+        pad = self._pad(paths)
+        now = format_ts(utcnow())
+        for name, content in entries.items():
+            old = pad.get(name)
+            if old is None or not keep_existing:
+                created = now if old is None else old.get("created_at", now)
+                pad[name] = {"content": content, "created_at": created, "updated_at": now}
+        atomic_write(paths.scratchpad, json_bytes({"entries": pad}))
 
     def _scratchpad_contents(
         self, session_id: str, names: list[str], prefixes: list[str]

@@ -196,6 +196,11 @@ class MemoryStore(core.StoreCore):
             e.info.last_seq = seq
             e.info.message_count += len(stored)
             e.info.updated_at = later(e.info.updated_at, batch.at)
+            if batch.alongside.metadata:
+                e.info.metadata = batch.alongside.merged(e.info.metadata)
+            now = utcnow()
+            for name, content in batch.alongside.scratchpad.items():
+                _put_entry(e, name, content, now)
             return [m.model_copy(deep=True) for m in stored]
 
     def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, Unpack, runtime_checkable
 
 from threadline.errors import InvalidMessage, StoreUnavailable
@@ -116,9 +116,18 @@ class Store(Protocol):
     def delete_all(self, *, agent: str | None = None, force: bool = False) -> int: ...
 
     # messages
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+    def append_messages(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        scratchpad: Mapping[str, str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[Message]:
         """All-or-nothing; assigns consecutive seqs. Idempotent on message ids: a batch
-        whose first id is already stored returns the stored copies instead."""
+        whose first id is already stored returns the stored copies instead. With it, in
+        the same atomic step, ``scratchpad`` entries are written and ``metadata`` keys
+        merged into the session's (``store/alongside.py``)."""
         ...
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
@@ -336,8 +345,16 @@ class Session:
         return self
 
     # -- messages
-    def append(self, messages: Message | Sequence[Message]) -> list[Message]:
+    def append(
+        self,
+        messages: Message | Sequence[Message],
+        *,
+        scratchpad: Mapping[str, str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[Message]:
         """Store a batch atomically; returns the stored copies with seq and token counts.
+        ``scratchpad`` entries and ``metadata`` keys are written in the same atomic step
+        (``Store.append_messages``).
 
         A tool result must answer a call made in the same batch or in the recent
         history; anything else is refused (``InvalidMessage``) before storing. A batch
@@ -349,10 +366,14 @@ class Session:
         batch = [messages] if isinstance(messages, Message) else list(messages)
         prepared = prepare_messages(self.model, batch, at=at)
         self._check_results_have_calls(prepared)
-        stored = self.store.append_messages(self.id, prepared)
+        stored = self.store.append_messages(
+            self.id, prepared, scratchpad=scratchpad, metadata=metadata
+        )
         if prepared.calls:
             self._recent_calls = prepared.calls
         info = self._info
+        if metadata:  # the keys as this append wrote them, over what the handle knew
+            info = info.replace(metadata={**info.metadata, **copy.deepcopy(metadata)})
         if stored and (stored[0].seq or 0) <= info.last_seq:
             self.refresh()  # a batch stored before: read the counters rather than add twice
         elif stored:  # the counters as this append left them, without reading them back

@@ -3,7 +3,6 @@ SELECT and the decoding are both built from the dataclass and cannot drift apart
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import fields
@@ -24,15 +23,20 @@ _DECODE: dict[str, Callable[[Any], Any]] = {
 """Columns stored as text that the records hold decoded; the rest are taken as they are."""
 
 
-@functools.cache
 def columns(kind: type[Any]) -> tuple[str, ...]:
     """A record's columns: its table's columns are named and ordered as its fields."""
     return tuple(f.name for f in fields(kind))
 
 
-@functools.cache
+_DECODERS: dict[type[Any], tuple[tuple[str, Callable[[Any], Any]], ...]] = {}
+"""Each record's columns with their decoders, worked out on its first row."""
+
+
 def _decoders(kind: type[Any]) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
-    return tuple((name, _DECODE.get(name, _same)) for name in columns(kind))
+    found = _DECODERS.get(kind)
+    if found is None:
+        found = _DECODERS[kind] = tuple((n, _DECODE.get(n, _same)) for n in columns(kind))
+    return found
 
 
 def select(kind: type[Any], table: str) -> str:
