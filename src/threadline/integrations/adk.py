@@ -492,16 +492,19 @@ class ThreadlineSessionService(BaseSessionService):
                 raise StaleSessionError(STALE)
 
     def _store_event(self, session: AdkSession, event: Event) -> SessionInfo:
+        """The event and its session-scoped state in one atomic step (a crash keeps both
+        or neither); then the app's and the user's state, which other sessions hold."""
         key = session_key(session.app_name, session.user_id, session.id)
         handle = Session(self.store, self.store.session_info(key))
         when = datetime.fromtimestamp(event.timestamp, UTC)
-        handle.append(dated(_event_messages(handle, event), min(when, datetime.now(UTC))))
         scopes = _split_state(event.actions.state_delta if event.actions else None)
+        handle.append(
+            dated(_event_messages(handle, event), min(when, datetime.now(UTC))),
+            metadata={UPDATED: event.timestamp, **_stored_state(scopes["session"])},
+        )
         self._update_state(app_key(session.app_name), scopes["app"])
         self._update_state(user_key(session.app_name, session.user_id), scopes["user"])
-        return self.store.update_session(
-            key, metadata={UPDATED: event.timestamp, **_stored_state(scopes["session"])}
-        )
+        return handle.info
 
 
 async def _run(fn: Callable[[], T]) -> T:
