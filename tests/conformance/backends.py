@@ -32,16 +32,7 @@ BACKENDS = ["memory", "sqlite", "jsonl", "postgres", "redis"]
 SEARCH_UNSUPPORTED: frozenset[str] = frozenset()
 """Backends whose ``search`` raises ``NotSupported`` (none: Redis scans with the shared matcher)."""
 
-JSONL_ALONGSIDE = (
-    "JSONL keeps messages, metadata and scratchpad in three files: an append writes its "
-    "companions under the same session lock (no reader sees one without the other) but "
-    "after the .jsonl, so a crash or a failed sidecar write between them keeps the batch "
-    "without its companions"
-)
-
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("jsonl", "test_a_failed_second_write_leaves_neither"): JSONL_ALONGSIDE,
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 """(backend, test function name) -> why that backend is expected to fail that test."""
 
 IN_PROCESS = frozenset({"memory"})

@@ -89,6 +89,7 @@ from threadline.stamps import utcnow
 from threadline.store import core
 from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
 from threadline.store.checks import SESSION_ID_PATTERN, CorruptRecordWarning, format_ts, parse_ts
+from threadline.store.alongside import Alongside
 from threadline.store.encoding import Appending, primary_tokens
 from threadline.store.jsonl_file import (
     FORMAT_VERSION,
@@ -261,7 +262,35 @@ class JSONLStore(core.StoreCore):
         if not isinstance(session_id, str) or not _ID_RE.match(session_id):
             raise SessionNotFound(str(session_id))
         with self._translate(), self._mutex, self._hold(f"{session_id}.lock"):
-            yield self._find(session_id)
+            paths = self._find(session_id)
+            if paths.pending.exists():
+                self._settle(paths)
+            yield paths
+
+    def _settle(self, paths: SessionPaths) -> None:
+        """What an append left to write with its batch (``SessionPaths.pending``), the
+        session's lock held: written to the sidecars when the batch is committed in the
+        .jsonl (the commit point: a crash after it keeps both), dropped when it is not
+        (a crash before it keeps neither). Writing it twice writes the same."""
+        try:
+            pending = json.loads(paths.pending.read_bytes())
+            with self._open(paths) as (sf, header_end):
+                committed = self._state(sf, header_end).last_seq
+            if committed >= int(pending["seq"]):
+                self._write_alongside(
+                    paths, Alongside(pending["scratchpad"], pending["metadata"])
+                )
+            paths.pending.unlink()
+            fsync_dir(paths.dir)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CorruptRecord(f"unfinished append: {exc}", where=str(paths.pending)) from exc
+
+    def _write_alongside(self, paths: SessionPaths, extra: Alongside) -> None:
+        if extra.metadata:
+            _, meta = self._with_meta(paths)
+            meta["metadata"] = extra.merged(meta.get("metadata") or {})
+            self._write_meta(paths, meta)
+        self._put_entries(paths, extra.scratchpad, keep_existing=False)
 
     def _find(self, sid: str) -> SessionPaths:
         agent = self._agents.get(sid)
@@ -629,6 +658,10 @@ class JSONLStore(core.StoreCore):
                     encode_line(line, batch_last=last, total_tokens=total, stored_at=stored_at)
                 )
                 stored.append(sm)
+            extra = batch.alongside
+            if extra:  # written first, and settled once the batch is (see ``_settle``)
+                pending = {"seq": last, "scratchpad": extra.scratchpad, "metadata": extra.metadata}
+                atomic_write(paths.pending, json_bytes(pending))
             f = sf.f
             f.seek(index.scanned_to)
             try:
@@ -638,6 +671,7 @@ class JSONLStore(core.StoreCore):
             except OSError:
                 with contextlib.suppress(OSError):
                     f.truncate(index.scanned_to)
+                    paths.pending.unlink(missing_ok=True)
                 raise
             offset = index.scanned_to
             for sm, chunk in zip(stored, chunks, strict=True):
@@ -646,14 +680,9 @@ class JSONLStore(core.StoreCore):
                 offset += len(chunk)
             index.total_tokens, index.scanned_to = total, offset
             index.lines += len(chunks)
-            if batch.alongside:  # under the same lock, so no reader sees one without the
-                # other; a crash between the files can (the known gap of this backend)
-                if batch.alongside.metadata:
-                    _, meta = self._with_meta(paths)
-                    meta["metadata"] = batch.alongside.merged(meta.get("metadata") or {})
-                    self._write_meta(paths, meta)
-                self._put_entries(paths, batch.alongside.scratchpad, keep_existing=False)
-            return [m.model_copy(deep=True) for m in stored]
+            if extra:  # the batch is committed: its companions go to the sidecars
+                self._settle(paths)
+        return [m.model_copy(deep=True) for m in stored]
 
     def _stored_copies(self, sf: SessionFile, index: Index, batch: Appending) -> list[Message]:
         """A retried batch: the stored messages, or an error if only part of it is stored."""
