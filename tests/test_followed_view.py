@@ -47,9 +47,7 @@ def test_the_followed_view_is_the_fresh_view(store: Store, ops: list[str]) -> No
     store.delete_all(force=True)
     mine = store.create_session(id="followed")
     view: FollowedView[str] = FollowedView(text_of)
-    n = 0
-    for op in ops:
-        n += 1
+    for n, op in enumerate(ops, 1):
         other = store.get_session("followed")  # another handle: what another process does
         if op == "mine":
             view.appended(mine.append([Message.user(f"mine {n}"), Message.assistant(f"a {n}")]))

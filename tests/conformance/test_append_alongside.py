@@ -21,7 +21,9 @@ from threadline.errors import ThreadlineError, UsageError
 NAMES = st.text(alphabet="abcdefgh/-", min_size=1, max_size=8)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     steps=st.lists(
         st.tuples(

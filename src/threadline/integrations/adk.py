@@ -403,9 +403,7 @@ class ThreadlineSessionService(BaseSessionService):
             id=sid,
             app_name=app_name,
             user_id=user_id,
-            state=self._merged(
-                info, app_name, user_id, app_state=app_state, user_state=user_state
-            ),
+            state=self._merged(info, app_name, user_id, app_state=app_state, user_state=user_state),
             events=events,
             last_update_time=(
                 float(updated)

@@ -40,9 +40,7 @@ class Alongside:
 NOTHING = Alongside()
 
 
-def alongside(
-    scratchpad: Mapping[str, str] | None, metadata: dict[str, Any] | None
-) -> Alongside:
+def alongside(scratchpad: Mapping[str, str] | None, metadata: dict[str, Any] | None) -> Alongside:
     """The checked companions of an append (``UsageError`` for a bad name or value)."""
     entries = dict(scratchpad or {})
     for name, content in entries.items():

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
 from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError, UsageError
 from threadline.stamps import utcnow
+from threadline.store.alongside import alongside
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, new_checkpoint
 from threadline.store.checks import (
     MIN_PREFIX_LENGTH,
@@ -25,7 +26,6 @@ from threadline.store.checks import (
     validate_agent,
     validate_session_id,
 )
-from threadline.store.alongside import alongside
 from threadline.store.encoding import Appending, numbered
 from threadline.store.listing import (
     ListOptions,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 from threadline.errors import InvalidMessage, MessageTooLarge, UsageError
 from threadline.json_limits import value_problem
 from threadline.stamps import utcnow
+from threadline.store.alongside import NOTHING, Alongside
 from threadline.store.checks import (
     MAX_MESSAGE_BYTES,
     format_ts,
@@ -24,7 +25,6 @@ from threadline.store.checks import (
     validate_media_ref,
     validate_message_id,
 )
-from threadline.store.alongside import NOTHING, Alongside
 from threadline.store.session_info import source_time
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)

@@ -47,11 +47,7 @@ class FollowedView(Generic[T]):
         """``(seq, converted)`` of every message in view, oldest first, as stored now.
         The list is the view's own: read it, do not change it."""
         info = session.refresh().info
-        if (
-            self._created != info.created_at
-            or info.last_seq < self._upto
-            or self._index is None
-        ):
+        if self._created != info.created_at or info.last_seq < self._upto or self._index is None:
             self._reread(session)
         elif info.last_seq > self._upto:
             page = session.read_messages(after_seq=self._upto)

@@ -87,9 +87,9 @@ from threadline.errors import (
 from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store import core
+from threadline.store.alongside import Alongside
 from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
 from threadline.store.checks import SESSION_ID_PATTERN, CorruptRecordWarning, format_ts, parse_ts
-from threadline.store.alongside import Alongside
 from threadline.store.encoding import Appending, primary_tokens
 from threadline.store.jsonl_file import (
     FORMAT_VERSION,
@@ -277,9 +277,7 @@ class JSONLStore(core.StoreCore):
             with self._open(paths) as (sf, header_end):
                 committed = self._state(sf, header_end).last_seq
             if committed >= int(pending["seq"]):
-                self._write_alongside(
-                    paths, Alongside(pending["scratchpad"], pending["metadata"])
-                )
+                self._write_alongside(paths, Alongside(pending["scratchpad"], pending["metadata"]))
             paths.pending.unlink()
             fsync_dir(paths.dir)
         except (OSError, ValueError, KeyError, TypeError) as exc:

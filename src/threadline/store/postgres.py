@@ -1178,7 +1178,9 @@ def _require(conn: Conn, session_id: str) -> None:
         raise SessionNotFound(session_id)
 
 
-def _put_entries(conn: Conn, session_id: str, entries: dict[str, str], *, keep_existing: bool) -> None:
+def _put_entries(
+    conn: Conn, session_id: str, entries: dict[str, str], *, keep_existing: bool
+) -> None:
     """Scratchpad entries in one statement (in the caller's transaction, if any);
     ``keep_existing`` leaves the entries that exist as they are."""
     now = utcnow()

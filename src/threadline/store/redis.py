@@ -80,6 +80,7 @@ from threadline.errors import (
 from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store import core
+from threadline.store.alongside import Alongside
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, check_checkpoint
 from threadline.store.checks import (
     MAX_BOUND,
@@ -92,7 +93,6 @@ from threadline.store.checks import (
     validate_session_id,
 )
 from threadline.store.decode import decode_message
-from threadline.store.alongside import Alongside
 from threadline.store.encoding import Appending
 from threadline.store.listing import ListRequest, SessionPage
 from threadline.store.locks import LockHolder

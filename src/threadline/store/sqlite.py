@@ -42,6 +42,7 @@ from threadline.errors import (
 )
 from threadline.stamps import utcnow
 from threadline.store import core, retraction, sqlite_files
+from threadline.store.alongside import Alongside
 from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
 from threadline.store.checks import (
     MAX_BOUND,
@@ -51,7 +52,6 @@ from threadline.store.checks import (
     split_url_options,
 )
 from threadline.store.decode import decode_message, decode_rows
-from threadline.store.alongside import Alongside
 from threadline.store.encoding import Appending
 from threadline.store.listing import ListRequest, SessionPage
 from threadline.store.locks import LockHolder
