@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from threadline.store.checks import check_scratchpad_entry
 from threadline.store.session_info import check_session_fields
@@ -40,8 +40,18 @@ class Alongside:
 NOTHING = Alongside()
 
 
-def alongside(scratchpad: Mapping[str, str] | None, metadata: dict[str, Any] | None) -> Alongside:
+class AlongsideFields(TypedDict, total=False):
+    """The keyword arguments of ``Store.append_messages`` beside the batch."""
+
+    scratchpad: Mapping[str, str] | None
+    """Entries written (each replacing its name's) with the batch."""
+    metadata: dict[str, Any] | None
+    """Keys merged into the session's metadata with the batch."""
+
+
+def alongside(fields: AlongsideFields) -> Alongside:
     """The checked companions of an append (``UsageError`` for a bad name or value)."""
+    scratchpad, metadata = fields.get("scratchpad"), fields.get("metadata")
     entries = dict(scratchpad or {})
     for name, content in entries.items():
         check_scratchpad_entry(name, content)

@@ -5,13 +5,13 @@ a backend supplies (docs/architecture.md has the table). A backend is a subclass
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
 from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError, UsageError
 from threadline.stamps import utcnow
-from threadline.store.alongside import alongside
+from threadline.store.alongside import AlongsideFields, alongside
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, new_checkpoint
 from threadline.store.checks import (
     MIN_PREFIX_LENGTH,
@@ -210,16 +210,11 @@ class StoreCore:
         raise NotImplementedError
 
     def append_messages(
-        self,
-        session_id: str,
-        messages: Sequence[Message],
-        *,
-        scratchpad: Mapping[str, str] | None = None,
-        metadata: dict[str, Any] | None = None,
+        self, session_id: str, messages: Sequence[Message], **fields: Unpack[AlongsideFields]
     ) -> list[Message]:
         """See ``Store.append_messages``: ``scratchpad`` and ``metadata`` go in the
         batch's atomic step (``store/alongside.py``); a batch needs a message for them."""
-        extra = alongside(scratchpad, metadata)
+        extra = alongside(fields)
         if not messages:
             if extra:
                 raise UsageError("scratchpad entries or metadata go with a batch of messages")

@@ -28,11 +28,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, Unpack, runtime_checkable
 
 from threadline.errors import InvalidMessage, StoreUnavailable
 from threadline.store import retraction
+from threadline.store.alongside import AlongsideFields
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious
 from threadline.store.checks import RESULT_LOOKBACK, TAIL_BATCH, bounded, bounded_or_none
 from threadline.store.encoding import (
@@ -117,12 +118,7 @@ class Store(Protocol):
 
     # messages
     def append_messages(
-        self,
-        session_id: str,
-        messages: Sequence[Message],
-        *,
-        scratchpad: Mapping[str, str] | None = None,
-        metadata: dict[str, Any] | None = None,
+        self, session_id: str, messages: Sequence[Message], **fields: Unpack[AlongsideFields]
     ) -> list[Message]:
         """All-or-nothing; assigns consecutive seqs. Idempotent on message ids: a batch
         whose first id is already stored returns the stored copies instead. With it, in
@@ -346,11 +342,7 @@ class Session:
 
     # -- messages
     def append(
-        self,
-        messages: Message | Sequence[Message],
-        *,
-        scratchpad: Mapping[str, str] | None = None,
-        metadata: dict[str, Any] | None = None,
+        self, messages: Message | Sequence[Message], **fields: Unpack[AlongsideFields]
     ) -> list[Message]:
         """Store a batch atomically; returns the stored copies with seq and token counts.
         ``scratchpad`` entries and ``metadata`` keys are written in the same atomic step
@@ -366,12 +358,11 @@ class Session:
         batch = [messages] if isinstance(messages, Message) else list(messages)
         prepared = prepare_messages(self.model, batch, at=at)
         self._check_results_have_calls(prepared)
-        stored = self.store.append_messages(
-            self.id, prepared, scratchpad=scratchpad, metadata=metadata
-        )
+        stored = self.store.append_messages(self.id, prepared, **fields)
         if prepared.calls:
             self._recent_calls = prepared.calls
         info = self._info
+        metadata = fields.get("metadata")
         if metadata:  # the keys as this append wrote them, over what the handle knew
             info = info.replace(metadata={**info.metadata, **copy.deepcopy(metadata)})
         if stored and (stored[0].seq or 0) <= info.last_seq:
