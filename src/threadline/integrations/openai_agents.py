@@ -9,7 +9,12 @@ rest of threadline (the context builder, compaction, search, the CLI) reads the
 same session.
 
 ``get_items(limit)`` answers as ``SQLiteSession`` does: all items, or the latest
-``limit`` in order, reading only the tail it needs. With a ``policy`` the session
+``limit`` in order. The first read of a session object reads what it needs (the whole
+view, or only the tail for a ``limit``); once it has read the whole view it keeps it
+(``store/followed.py``), and each later read costs the session's counters and what
+was appended since, by this object or any other writer (a retraction elsewhere makes
+it read the view again). Runner reads the whole session every turn; this is why that
+read does not grow with the conversation's history. With a ``policy`` the session
 is *budgeted*: ``get_items`` returns threadline's window instead (the checkpoint
 summary first, then the recent items that fit), where a tool result never comes
 without its call, and a ``limit`` takes whole stored messages, so one response's
