@@ -13,8 +13,8 @@ same session.
 view, or only the tail for a ``limit``); once it has read the whole view it keeps it
 (``store/followed.py``), and each later read costs the session's counters and what
 was appended since, by this object or any other writer (a retraction elsewhere makes
-it read the view again). Runner reads the whole session every turn; this is why that
-read does not grow with the conversation's history. With a ``policy`` the session
+it read the view again). Runner reads the whole session every turn: what a turn reads
+from the store does not grow with the conversation. With a ``policy`` the session
 is *budgeted*: ``get_items`` returns threadline's window instead (the checkpoint
 summary first, then the recent items that fit), where a tool result never comes
 without its call, and a ``limit`` takes whole stored messages, so one response's
