@@ -242,6 +242,12 @@ class StoreCore:
     def count_messages(self, session_id: str) -> int:
         return self.session_info(session_id).message_count
 
+    def session_mark(self, session_id: str) -> tuple[datetime, int]:
+        """See ``Store.session_mark``: from ``session_info`` unless a backend reads the
+        two fields alone."""
+        info = self.session_info(session_id)
+        return info.created_at, info.last_seq
+
     def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         """Primitive: in one atomic step, apply ``change`` (its parent checked against the
         stored one with ``change.new_parent``, its metadata merged with ``change.merged``)

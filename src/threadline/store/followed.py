@@ -3,11 +3,12 @@ appended since (issue 35): a framework that reads the whole conversation every t
 (the Agents SDK's ``get_items()``) pays for the new tail, not the thread.
 
 Each message in view is kept converted (``convert``: whatever the face gives back for
-it), with its seq. ``current`` reads the session's counters (one read); when its last
-seq moved, it reads the messages after the one it holds, through the view. What it
-holds is read again whole when the session is another one at the same id (another
-``created_at``), when its last seq went back, or when the retraction index the read
-used is not the one it holds (a retraction record came: it may hide held messages).
+it), with its seq. ``current`` reads the session's mark (``Store.session_mark``: one
+narrow read); when its last seq moved, it reads the messages after the one it holds,
+through the view. What it holds is read again whole when the session is another one
+at the same id (another ``created_at``), when its last seq went back, or when the
+retraction index the read used is not the one it holds (a retraction record came: it
+may hide held messages).
 History is append-only (invariant 1) and a retraction always comes with a record, so
 between those events the held messages are exactly what a fresh read gives.
 """
@@ -46,16 +47,16 @@ class FollowedView(Generic[T]):
     def current(self, session: Session) -> list[tuple[int, T]]:
         """``(seq, converted)`` of every message in view, oldest first, as stored now.
         The list is the view's own: read it, do not change it."""
-        info = session.refresh().info
-        if self._created != info.created_at or info.last_seq < self._upto or self._index is None:
-            self._reread(session)
-        elif info.last_seq > self._upto:
+        created, last_seq = session.store.session_mark(session.id)
+        if self._created != created or last_seq < self._upto or self._index is None:
+            self._reread(session, created, last_seq)
+        elif last_seq > self._upto:
             page = session.read_messages(after_seq=self._upto)
             if session.view_index() != self._index:
-                self._reread(session)
+                self._reread(session, created, last_seq)
             else:
                 self._take(page)
-                self._upto = max(self._upto, info.last_seq)
+                self._upto = max(self._upto, last_seq)
         return self._held
 
     def appended(self, stored: Sequence[Message]) -> None:
@@ -67,13 +68,13 @@ class FollowedView(Generic[T]):
         self._take(stored)
         self._upto = stored[-1].seq or self._upto
 
-    def _reread(self, session: Session) -> None:
+    def _reread(self, session: Session, created: datetime, last_seq: int) -> None:
         self._held = []
         self._upto = 0
-        self._created = session.info.created_at
+        self._created = created
         self._take(session.messages())
         self._index = session.view_index()
-        self._upto = max(self._upto, session.last_seq)
+        self._upto = max(self._upto, last_seq)
 
     def _take(self, messages: Sequence[Message]) -> None:
         for m in messages:

@@ -29,6 +29,7 @@ import contextlib
 import copy
 import json
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol, Unpack, runtime_checkable
 
 from threadline.errors import InvalidMessage, StoreUnavailable
@@ -91,6 +92,11 @@ class Store(Protocol):
     def get_session(self, id_or_prefix: str) -> Session: ...
     def resolve_id(self, id_or_prefix: str) -> str: ...
     def session_info(self, session_id: str) -> SessionInfo: ...
+    def session_mark(self, session_id: str) -> tuple[datetime, int]:
+        """``(created_at, last_seq)``: what moves when the session's history does (a new
+        session at the same id, an append), read without the rest of ``session_info``."""
+        ...
+
     def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
         """Newest updated first (ties by id): a page (``limit``, ``offset``) of every
         session, of one ``agent``'s, of the ``top_level`` ones (listed under no other) or

@@ -48,6 +48,7 @@ from threadline.store.checks import (
     MAX_BOUND,
     format_ts,
     id_prefix_range,
+    parse_ts,
     refuse_unknown_options,
     split_url_options,
 )
@@ -745,6 +746,15 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         if row is None:
             raise SessionNotFound(session_id)
         return session_from_row(row)
+
+    def session_mark(self, session_id: str) -> tuple[datetime, int]:
+        with self._read() as con:
+            row = con.execute(
+                "SELECT created_at, last_seq FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return parse_ts(row[0]), int(row[1])
 
     def _list_page(self, request: ListRequest) -> SessionPage:
         where, args = request.where(":{}", format_ts)
