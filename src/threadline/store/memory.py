@@ -188,6 +188,18 @@ class MemoryStore(core.StoreCore):
                 sm = m.model_copy(deep=True, update={"seq": seq})
                 encode_message(sm)
                 stored.append(sm)
+            extra = batch.alongside
+            if extra:  # before the batch is kept: a failure leaves the session as it was
+                kept = (dict(e.scratchpad), list(e.names), e.info.metadata)
+                try:
+                    now = utcnow()
+                    for name, content in extra.scratchpad.items():
+                        _put_entry(e, name, content, now)
+                    if extra.metadata:
+                        e.info.metadata = extra.merged(e.info.metadata)
+                except BaseException:
+                    e.scratchpad, e.names, e.info.metadata = kept
+                    raise
             for sm in stored:
                 assert sm.seq is not None
                 e.ids[sm.id] = sm.seq
@@ -196,11 +208,6 @@ class MemoryStore(core.StoreCore):
             e.info.last_seq = seq
             e.info.message_count += len(stored)
             e.info.updated_at = later(e.info.updated_at, batch.at)
-            if batch.alongside.metadata:
-                e.info.metadata = batch.alongside.merged(e.info.metadata)
-            now = utcnow()
-            for name, content in batch.alongside.scratchpad.items():
-                _put_entry(e, name, content, now)
             return [m.model_copy(deep=True) for m in stored]
 
     def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
