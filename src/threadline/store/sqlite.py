@@ -741,20 +741,19 @@ class SQLiteStore(SQLEntries, core.StoreCore):
             return [r[0] for r in rows]
 
     def session_info(self, session_id: str) -> SessionInfo:
-        with self._read() as con:
-            row = con.execute(SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
-        if row is None:
-            raise SessionNotFound(session_id)
-        return session_from_row(row)
+        return session_from_row(self._session_row(SESSION_SELECT, session_id))
 
     def session_mark(self, session_id: str) -> tuple[datetime, int]:
+        row = self._session_row("SELECT created_at, last_seq FROM sessions", session_id)
+        return parse_ts(row[0]), int(row[1])
+
+    def _session_row(self, select: str, session_id: str) -> tuple[Any, ...]:
+        """The session's row as ``select`` (``SELECT ... FROM sessions``) reads it."""
         with self._read() as con:
-            row = con.execute(
-                "SELECT created_at, last_seq FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            row = con.execute(select + " WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
-        return parse_ts(row[0]), int(row[1])
+        return tuple(row)
 
     def _list_page(self, request: ListRequest) -> SessionPage:
         where, args = request.where(":{}", format_ts)
