@@ -391,7 +391,7 @@ async def bench_adk(engine: str, url: str, native: str, quick: bool) -> list[Row
     )
     rows.append(("", "get_session", engine, *times.values()))
     lists = {k: lambda s=s: s.list_sessions(app_name="app", user_id="user") for k, s in pairs}
-    times = await apaired_median_ms(lists, 5)
+    times = await apaired_median_ms(lists, 20)
     rows.append(("", f"list_sessions (all {count})", engine, *times.values()))
     ours.close()
     await theirs.close()
