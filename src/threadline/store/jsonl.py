@@ -263,7 +263,7 @@ class JSONLStore(core.StoreCore):
             raise SessionNotFound(str(session_id))
         with self._translate(), self._mutex, self._hold(f"{session_id}.lock"):
             paths = self._find(session_id)
-            if paths.pending.exists():
+            if not self.read_only and paths.pending.exists():  # read-only: left for a writer
                 self._settle(paths)
             yield paths
 
