@@ -365,7 +365,8 @@ async def bench_adk(engine: str, url: str, native: str, quick: bool) -> list[Row
             )
         )
 
-    times = {k: await amedian_ms(lambda k=k: create(k), count) for k in services}
+    # the services take turns, call by call, as the other faces' rows do
+    times = await apaired_median_ms({k: lambda k=k: create(k) for k in services}, count)
     rows.append(("ADK service", "create_session", engine, *times.values()))
 
     def event(i: int) -> Event:
@@ -374,29 +375,23 @@ async def bench_adk(engine: str, url: str, native: str, quick: bool) -> list[Row
         )
 
     counter = iter(range(10**6))
-    times = {
-        k: await amedian_ms(
-            lambda k=k: services[k].append_event(made[k][0], event(next(counter))), count
-        )
-        for k in services
-    }
+    pairs = list(services.items())
+    first = {k: made[k][0] for k in services}
+    appends = {k: lambda k=k, s=s: s.append_event(first[k], event(next(counter))) for k, s in pairs}
+    times = await apaired_median_ms(appends, count)
     rows.append(("", "append_event", engine, *times.values()))
-    times = {
-        k: await amedian_ms(
-            lambda k=k: services[k].get_session(
+    times = await apaired_median_ms(
+        {
+            k: lambda k=k: services[k].get_session(
                 app_name="app", user_id="user", session_id="s00000"
-            ),
-            20,
-        )
-        for k in services
-    }
+            )
+            for k in services
+        },
+        20,
+    )
     rows.append(("", "get_session", engine, *times.values()))
-    times = {
-        k: await amedian_ms(
-            lambda k=k: services[k].list_sessions(app_name="app", user_id="user"), 5
-        )
-        for k in services
-    }
+    lists = {k: lambda s=s: s.list_sessions(app_name="app", user_id="user") for k, s in pairs}
+    times = await apaired_median_ms(lists, 20)
     rows.append(("", f"list_sessions (all {count})", engine, *times.values()))
     ours.close()
     await theirs.close()

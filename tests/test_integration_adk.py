@@ -5,6 +5,8 @@ faces wrote, and the app > user > session tree the CLI lists."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,10 +14,12 @@ import pytest
 pytest.importorskip("google.adk")
 
 from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from threadline import Message, open_store
+from tests.conformance.backends import clean_store
+from threadline import Message, Store, open_store
 from threadline.errors import UsageError
 from threadline.integrations.adk import (
     ThreadlineSessionService,
@@ -139,3 +143,59 @@ def test_deleting_a_session_leaves_the_others(sqlite_url: str) -> None:
 
     asyncio.run(scenario())
     service.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    yield from clean_store(request.param, tmp_path)
+
+
+def test_an_event_and_its_session_state_are_one_write(any_store: Store) -> None:
+    """The event's messages and its session-scoped state delta go to the store in one
+    append (``Store.append_messages(metadata=)``, one atomic step): a crash keeps both
+    or neither. A failed write of the state fails the event with it."""
+    store = any_store
+    service = ThreadlineSessionService(store)
+    calls: list[str] = []
+    append, update = store.append_messages, store.update_session
+
+    def counted_append(*args: Any, **kwargs: Any) -> Any:
+        calls.append("append" + (" with state" if kwargs.get("metadata") else ""))
+        return append(*args, **kwargs)
+
+    def counted_update(*args: Any, **kwargs: Any) -> Any:
+        calls.append("update")
+        return update(*args, **kwargs)
+
+    async def scenario() -> None:
+        made = await service.create_session(app_name="app", user_id="ada", session_id="s")
+        store.append_messages = counted_append  # type: ignore[method-assign]
+        store.update_session = counted_update  # type: ignore[method-assign]
+        delta = Event(
+            author="user",
+            content=said("user", types.Part(text="hi")),
+            actions=EventActions(state_delta={"step": 1}),
+        )
+        await service.append_event(made, delta)
+        assert calls == ["append with state"]
+
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise OSError("injected: the write failed")
+
+        store.append_messages = refused  # type: ignore[method-assign]
+        again = await service.get_session(app_name="app", user_id="ada", session_id="s")
+        assert again is not None
+        later = Event(
+            author="user",
+            content=said("user", types.Part(text="lost")),
+            actions=EventActions(state_delta={"step": 2}),
+        )
+        with pytest.raises(OSError):
+            await service.append_event(again, later)
+        store.append_messages = append  # type: ignore[method-assign]
+        stored = await service.get_session(app_name="app", user_id="ada", session_id="s")
+        assert stored is not None
+        assert stored.state["step"] == 1
+        assert [e.content.parts[0].text for e in stored.events if e.content] == ["hi"]
+
+    asyncio.run(scenario())

@@ -2,7 +2,7 @@
 
 A local ``Model`` returns scripted responses (reasoning, text, function calls), so
 ``Runner.run`` executes real ``function_tool`` calls and saves real items through
-the session. Every scenario runs on sqlite and PostgreSQL and is checked against
+the session. Every scenario runs on SQLite, PostgreSQL and Redis and is checked against
 the SDK's own ``SQLiteSession`` fed the same inputs.
 """
 
@@ -40,7 +40,7 @@ from threadline.integrations.openai_agents import ThreadlineSession  # noqa: E40
 
 set_tracing_disabled(True)
 
-BACKENDS = ["sqlite", "postgres"]
+BACKENDS = ["sqlite", "postgres", "redis"]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -373,11 +373,14 @@ class ThreadlineSessionService(BaseSessionService):
         user_id: str,
         *,
         app_state: dict[str, Any] | None = None,
+        user_state: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """ADK's view of a session's state: its own keys, ``app:`` and ``user:`` ones."""
+        """ADK's view of a session's state: its own keys, ``app:`` and ``user:`` ones
+        (``app_state`` / ``user_state`` when the caller read them already)."""
         if app_state is None:
             app_state = self._state_of(app_key(app_name), State.APP_PREFIX)
-        user_state = self._state_of(user_key(app_name, user_id), State.USER_PREFIX)
+        if user_state is None:
+            user_state = self._state_of(user_key(app_name, user_id), State.USER_PREFIX)
         return {**_read_state(info.metadata), **app_state, **user_state}
 
     def _state_of(self, session_id: str, prefix: str) -> dict[str, Any]:
@@ -393,13 +396,14 @@ class ThreadlineSessionService(BaseSessionService):
         events: list[Event],
         *,
         app_state: dict[str, Any] | None = None,
+        user_state: dict[str, Any] | None = None,
     ) -> AdkSession:
         updated = info.metadata.get(UPDATED)
         made = AdkSession(
             id=sid,
             app_name=app_name,
             user_id=user_id,
-            state=self._merged(info, app_name, user_id, app_state=app_state),
+            state=self._merged(info, app_name, user_id, app_state=app_state, user_state=user_state),
             events=events,
             last_update_time=(
                 float(updated)
@@ -412,13 +416,23 @@ class ThreadlineSessionService(BaseSessionService):
 
     def _listed(self, app_name: str, infos: list[SessionInfo]) -> list[AdkSession]:
         app_state = self._state_of(app_key(app_name), State.APP_PREFIX)
+        users: dict[str, dict[str, Any]] = {}  # each user's state read once
         out = []
         for info in infos:
             meta = info.metadata.get(META)
             if isinstance(meta, dict) and meta.get("kind") == "session":
+                user = meta["user"]
+                if user not in users:
+                    users[user] = self._state_of(user_key(app_name, user), State.USER_PREFIX)
                 out.append(
                     self._adk_session(
-                        info, app_name, meta["user"], meta["id"], [], app_state=app_state
+                        info,
+                        app_name,
+                        user,
+                        meta["id"],
+                        [],
+                        app_state=app_state,
+                        user_state=users[user],
                     )
                 )
         return out
@@ -476,16 +490,19 @@ class ThreadlineSessionService(BaseSessionService):
                 raise StaleSessionError(STALE)
 
     def _store_event(self, session: AdkSession, event: Event) -> SessionInfo:
+        """The event and its session-scoped state in one atomic step (a crash keeps both
+        or neither); then the app's and the user's state, which other sessions hold."""
         key = session_key(session.app_name, session.user_id, session.id)
         handle = Session(self.store, self.store.session_info(key))
         when = datetime.fromtimestamp(event.timestamp, UTC)
-        handle.append(dated(_event_messages(handle, event), min(when, datetime.now(UTC))))
         scopes = _split_state(event.actions.state_delta if event.actions else None)
+        handle.append(
+            dated(_event_messages(handle, event), min(when, datetime.now(UTC))),
+            metadata={UPDATED: event.timestamp, **_stored_state(scopes["session"])},
+        )
         self._update_state(app_key(session.app_name), scopes["app"])
         self._update_state(user_key(session.app_name, session.user_id), scopes["user"])
-        return self.store.update_session(
-            key, metadata={UPDATED: event.timestamp, **_stored_state(scopes["session"])}
-        )
+        return handle.info
 
 
 async def _run(fn: Callable[[], T]) -> T:

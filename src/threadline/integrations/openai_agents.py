@@ -9,7 +9,12 @@ rest of threadline (the context builder, compaction, search, the CLI) reads the
 same session.
 
 ``get_items(limit)`` answers as ``SQLiteSession`` does: all items, or the latest
-``limit`` in order, reading only the tail it needs. With a ``policy`` the session
+``limit`` in order. The first read of a session object reads what it needs (the whole
+view, or only the tail for a ``limit``); once it has read the whole view it keeps it
+(``store/followed.py``), and each later read costs the session's counters and what
+was appended since, by this object or any other writer (a retraction elsewhere makes
+it read the view again). Runner reads the whole session every turn: what a turn reads
+from the store does not grow with the conversation. With a ``policy`` the session
 is *budgeted*: ``get_items`` returns threadline's window instead (the checkpoint
 summary first, then the recent items that fit), where a tool result never comes
 without its call, and a ``limit`` takes whole stored messages, so one response's
@@ -24,6 +29,7 @@ session object, as ``SQLiteSession`` does.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -40,6 +46,7 @@ from threadline.interop.responses_format import items_to_messages, messages_to_i
 from threadline.messages import Message
 from threadline.store import Store
 from threadline.store.checks import DEFAULT_AGENT
+from threadline.store.followed import FollowedView
 from threadline.store.protocol import Session
 
 if TYPE_CHECKING:
@@ -53,7 +60,10 @@ T = TypeVar("T")
 FACE = Face("openai_agents", "oa", legacy_id=bare_key)
 """An SDK session ``KEY`` is threadline session ``oa-KEY`` (``integrations/binding.py``)."""
 TAIL_PAGE = 64
-"""Messages read per round when ``get_items(limit)`` collects the latest items."""
+"""Messages read per round when a cold ``get_items(limit)`` collects the latest items."""
+Held = tuple[int, str]
+"""A message's items as the session keeps them between reads: how many, and their JSON
+(``"item, item"``), so each read hands out fresh objects with one ``json.loads``."""
 
 
 class ThreadlineSession(SessionABC):
@@ -87,6 +97,7 @@ class ThreadlineSession(SessionABC):
         self.model = model
         self.compactor = compactor
         self._lock = threading.Lock()
+        self._view: FollowedView[Held] = FollowedView(_held)
 
     @property
     def store(self) -> Store:
@@ -106,7 +117,7 @@ class ThreadlineSession(SessionABC):
         if not items:
             return
         messages = items_to_messages(items)
-        await self._run(lambda: self._binding.for_write().append(messages))
+        await self._run(lambda: self._view.appended(self._binding.for_write().append(messages)))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Retract the newest item and return it (append-only: the history keeps it)."""
@@ -150,8 +161,10 @@ class ThreadlineSession(SessionABC):
                 return _items(window)
             return without_orphans(_whole_messages(window, limit))
         if limit is None or limit < 0:  # SQLite's LIMIT with a negative number means "all"
-            return _items(session.messages())
-        return _latest_items(session, limit)
+            return _loaded(self._view.current(session))
+        if not self._view.following:  # nothing held yet: read only the tail it needs
+            return _tail_items(session, limit)
+        return _latest_items(self._view.current(session), limit)
 
     def _window(self, session: Session) -> list[Message]:
         session.refresh()
@@ -190,7 +203,27 @@ def _items(messages: list[Message]) -> list[TResponseInputItem]:
     return messages_to_items(messages)  # type: ignore[return-value]
 
 
-def _latest_items(session: Session, limit: int) -> list[TResponseInputItem]:
+def _held(message: Message) -> Held:
+    items = _items([message])
+    return len(items), json.dumps(items, ensure_ascii=False)[1:-1]
+
+
+def _loaded(held: list[tuple[int, Held]]) -> list[TResponseInputItem]:
+    """The held items as fresh objects (the caller may change them)."""
+    texts = [text for _, (count, text) in held if count]
+    return json.loads("[" + ",".join(texts) + "]")  # type: ignore[no-any-return]
+
+
+def _latest_items(held: list[tuple[int, Held]], limit: int) -> list[TResponseInputItem]:
+    """The latest ``limit`` items in order: only the messages that hold them are loaded."""
+    count, first = 0, len(held)
+    while first > 0 and count < limit:
+        first -= 1
+        count += held[first][1][0]
+    return _loaded(held[first:])[-limit:]
+
+
+def _tail_items(session: Session, limit: int) -> list[TResponseInputItem]:
     """The latest ``limit`` items in order, reading only as much of the tail as they
     need: a message holds one item or more, so the first read is ``limit`` messages."""
     collected: list[list[TResponseInputItem]] = []

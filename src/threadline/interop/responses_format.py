@@ -222,9 +222,7 @@ def items_to_messages(items: Iterable[Mapping[str, Any]]) -> list[Message]:
         except InvalidMessage as exc:
             raise InvalidMessage(f"item {index}: {exc}") from exc
     for message, original in zip(b.messages, b.originals, strict=True):
-        bare = message.model_copy(deep=True)
-        bare.metadata.pop(ITEMS_KEY, None)
-        if _canonical_items(bare) == original:
+        if _canonical_items(message) == original:  # it reads no metadata
             message.metadata.pop(ITEMS_KEY, None)
     return b.messages
 

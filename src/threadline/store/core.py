@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
 from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError, UsageError
 from threadline.stamps import utcnow
+from threadline.store.alongside import AlongsideFields, alongside
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, new_checkpoint
 from threadline.store.checks import (
     MIN_PREFIX_LENGTH,
@@ -208,10 +209,17 @@ class StoreCore:
         seq > ``after_seq`` (>= 0); ``SessionNotFound`` when the session does not exist."""
         raise NotImplementedError
 
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+    def append_messages(
+        self, session_id: str, messages: Sequence[Message], **fields: Unpack[AlongsideFields]
+    ) -> list[Message]:
+        """See ``Store.append_messages``: ``scratchpad`` and ``metadata`` go in the
+        batch's atomic step (``store/alongside.py``); a batch needs a message for them."""
+        extra = alongside(fields)
         if not messages:
+            if extra:
+                raise UsageError("scratchpad entries or metadata go with a batch of messages")
             return []
-        stored = self._append(session_id, Appending(session_id, messages))
+        stored = self._append(session_id, Appending(session_id, messages, extra))
         return numbered(messages, stored) if isinstance(stored, int) else stored
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
@@ -233,6 +241,12 @@ class StoreCore:
 
     def count_messages(self, session_id: str) -> int:
         return self.session_info(session_id).message_count
+
+    def session_mark(self, session_id: str) -> tuple[datetime, int]:
+        """See ``Store.session_mark``: from ``session_info`` unless a backend reads the
+        two fields alone."""
+        info = self.session_info(session_id)
+        return info.created_at, info.last_seq
 
     def _update_session(self, session_id: str, change: SessionChange) -> SessionInfo:
         """Primitive: in one atomic step, apply ``change`` (its parent checked against the

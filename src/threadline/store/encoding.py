@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 from threadline.errors import InvalidMessage, MessageTooLarge, UsageError
 from threadline.json_limits import value_problem
 from threadline.stamps import utcnow
+from threadline.store.alongside import NOTHING, Alongside
 from threadline.store.checks import (
     MAX_MESSAGE_BYTES,
     format_ts,
@@ -74,9 +75,13 @@ class Appending:
     a backend stores of them, each worked out once and only when a backend asks (a
     prepared batch carries its bodies and counts already)."""
 
-    def __init__(self, session_id: str, messages: Sequence[Message]) -> None:
+    def __init__(
+        self, session_id: str, messages: Sequence[Message], alongside: Alongside = NOTHING
+    ) -> None:
         self.session_id = session_id
         self.messages = messages
+        self.alongside = alongside
+        """What the backend writes in the same atomic step (``store/alongside.py``)."""
         self.ids = [m.id for m in messages]
         self.at = append_time(messages)
         """The session's ``updated_at`` after the batch, unless it is later already."""

@@ -87,6 +87,7 @@ from threadline.errors import (
 from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store import core
+from threadline.store.alongside import Alongside
 from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
 from threadline.store.checks import SESSION_ID_PATTERN, CorruptRecordWarning, format_ts, parse_ts
 from threadline.store.encoding import Appending, primary_tokens
@@ -261,7 +262,33 @@ class JSONLStore(core.StoreCore):
         if not isinstance(session_id, str) or not _ID_RE.match(session_id):
             raise SessionNotFound(str(session_id))
         with self._translate(), self._mutex, self._hold(f"{session_id}.lock"):
-            yield self._find(session_id)
+            paths = self._find(session_id)
+            if not self.read_only and paths.pending.exists():  # read-only: left for a writer
+                self._settle(paths)
+            yield paths
+
+    def _settle(self, paths: SessionPaths) -> None:
+        """What an append left to write with its batch (``SessionPaths.pending``), the
+        session's lock held: written to the sidecars when the batch is committed in the
+        .jsonl (the commit point: a crash after it keeps both), dropped when it is not
+        (a crash before it keeps neither). Writing it twice writes the same."""
+        try:
+            pending = json.loads(paths.pending.read_bytes())
+            with self._open(paths) as (sf, header_end):
+                committed = self._state(sf, header_end).last_seq
+            if committed >= int(pending["seq"]):
+                self._write_alongside(paths, Alongside(pending["scratchpad"], pending["metadata"]))
+            paths.pending.unlink()
+            fsync_dir(paths.dir)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CorruptRecord(f"unfinished append: {exc}", where=str(paths.pending)) from exc
+
+    def _write_alongside(self, paths: SessionPaths, extra: Alongside) -> None:
+        if extra.metadata:
+            _, meta = self._with_meta(paths)
+            meta["metadata"] = extra.merged(meta.get("metadata") or {})
+            self._write_meta(paths, meta)
+        self._put_entries(paths, extra.scratchpad, keep_existing=False)
 
     def _find(self, sid: str) -> SessionPaths:
         agent = self._agents.get(sid)
@@ -629,6 +656,10 @@ class JSONLStore(core.StoreCore):
                     encode_line(line, batch_last=last, total_tokens=total, stored_at=stored_at)
                 )
                 stored.append(sm)
+            extra = batch.alongside
+            if extra:  # written first, and settled once the batch is (see ``_settle``)
+                pending = {"seq": last, "scratchpad": extra.scratchpad, "metadata": extra.metadata}
+                atomic_write(paths.pending, json_bytes(pending))
             f = sf.f
             f.seek(index.scanned_to)
             try:
@@ -638,6 +669,7 @@ class JSONLStore(core.StoreCore):
             except OSError:
                 with contextlib.suppress(OSError):
                     f.truncate(index.scanned_to)
+                    paths.pending.unlink(missing_ok=True)
                 raise
             offset = index.scanned_to
             for sm, chunk in zip(stored, chunks, strict=True):
@@ -646,7 +678,9 @@ class JSONLStore(core.StoreCore):
                 offset += len(chunk)
             index.total_tokens, index.scanned_to = total, offset
             index.lines += len(chunks)
-            return [m.model_copy(deep=True) for m in stored]
+            if extra:  # the batch is committed: its companions go to the sidecars
+                self._settle(paths)
+        return [m.model_copy(deep=True) for m in stored]
 
     def _stored_copies(self, sf: SessionFile, index: Index, batch: Appending) -> list[Message]:
         """A retried batch: the stored messages, or an error if only part of it is stored."""
@@ -769,15 +803,24 @@ class JSONLStore(core.StoreCore):
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
     ) -> None:
-        with self._locked(session_id) as paths:  # one file written once: all or nothing
-            pad = self._pad(paths)
-            now = format_ts(utcnow())
-            for name, content in entries.items():
-                old = pad.get(name)
-                if old is None or not keep_existing:
-                    created = now if old is None else old.get("created_at", now)
-                    pad[name] = {"content": content, "created_at": created, "updated_at": now}
-            atomic_write(paths.scratchpad, json_bytes({"entries": pad}))
+        with self._locked(session_id) as paths:
+            self._put_entries(paths, entries, keep_existing=keep_existing)
+
+    def _put_entries(
+        self, paths: SessionPaths, entries: dict[str, str], *, keep_existing: bool
+    ) -> None:
+        """Scratchpad entries, the session's lock held: one file written once, all or
+        nothing; ``keep_existing`` leaves the entries that exist as they are."""
+        if not entries:
+            return
+        pad = self._pad(paths)
+        now = format_ts(utcnow())
+        for name, content in entries.items():
+            old = pad.get(name)
+            if old is None or not keep_existing:
+                created = now if old is None else old.get("created_at", now)
+                pad[name] = {"content": content, "created_at": created, "updated_at": now}
+        atomic_write(paths.scratchpad, json_bytes({"entries": pad}))
 
     def _scratchpad_contents(
         self, session_id: str, names: list[str], prefixes: list[str]

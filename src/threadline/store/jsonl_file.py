@@ -255,6 +255,12 @@ class SessionPaths:
         return self.dir / f"{self.sid}_scratchpad.json"
 
     @property
+    def pending(self) -> Path:
+        """What an append writes with its batch (``store/alongside.py``), between the
+        batch's commit and the sidecars' update."""
+        return self.dir / f"{self.sid}.alongside.json"
+
+    @property
     def corrupt(self) -> Path:
         return self.dir / f"{self.sid}.jsonl.corrupt"
 
@@ -264,7 +270,7 @@ class SessionPaths:
 
     def leftovers(self) -> list[Path]:
         """Files that outlive the .jsonl only when a create or delete crashed."""
-        return [self.meta, self.summary, self.scratchpad, self.corrupt]
+        return [self.meta, self.summary, self.scratchpad, self.pending, self.corrupt]
 
 
 def forward_lines(f: IO[bytes], start: int, end: int) -> Iterator[tuple[int, bytes]]:

@@ -188,6 +188,18 @@ class MemoryStore(core.StoreCore):
                 sm = m.model_copy(deep=True, update={"seq": seq})
                 encode_message(sm)
                 stored.append(sm)
+            extra = batch.alongside
+            if extra:  # before the batch is kept: a failure leaves the session as it was
+                kept = (dict(e.scratchpad), list(e.names), e.info.metadata)
+                try:
+                    now = utcnow()
+                    for name, content in extra.scratchpad.items():
+                        _put_entry(e, name, content, now)
+                    if extra.metadata:
+                        e.info.metadata = extra.merged(e.info.metadata)
+                except BaseException:
+                    e.scratchpad, e.names, e.info.metadata = kept
+                    raise
             for sm in stored:
                 assert sm.seq is not None
                 e.ids[sm.id] = sm.seq

@@ -757,8 +757,12 @@ class PostgresStore(SQLEntries, core.StoreCore):
         """The first seq given to the batch, or the stored copies of a batch already stored."""
         session_id = batch.session_id
         # the row lock serialises appenders of this session: seqs stay gap-free
+        extra = batch.alongside
         head_cur = conn.execute(
-            "SELECT last_seq FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
+            "SELECT last_seq, "
+            + ("metadata" if extra.metadata else "NULL")
+            + " FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+            (session_id,),
         )
         # a separate statement: under READ COMMITTED it sees what committed while we waited
         known_cur = conn.execute(
@@ -780,12 +784,16 @@ class PostgresStore(SQLEntries, core.StoreCore):
         rows = [(session_id, first + i, *p) for i, p in enumerate(prepared)]
         with conn.cursor() as cur:
             cur.executemany(_INSERT_MESSAGE, rows)
+        # metadata (with the batch's companions) as read under the row lock taken above
+        metadata = Json(extra.merged(head[1])) if extra.metadata else None
         conn.execute(
             "UPDATE sessions SET last_seq = %s, message_count = message_count + %s, "
-            "total_tokens = total_tokens + %s, updated_at = GREATEST(updated_at, %s) "
-            "WHERE id = %s",
-            (first + len(rows) - 1, len(rows), sum(batch.tokens), batch.at, session_id),
+            "total_tokens = total_tokens + %s, updated_at = GREATEST(updated_at, %s), "
+            "metadata = COALESCE(%s, metadata) WHERE id = %s",
+            (first + len(rows) - 1, len(rows), sum(batch.tokens), batch.at, metadata, session_id),
         )
+        if extra.scratchpad:
+            _put_entries(conn, session_id, extra.scratchpad, keep_existing=False)
         return first
 
     @_resent
@@ -925,22 +933,11 @@ class PostgresStore(SQLEntries, core.StoreCore):
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
     ) -> None:
-        now = utcnow()
-        update = (
-            "NOTHING"
-            if keep_existing
-            else ("UPDATE SET content = excluded.content, updated_at = excluded.updated_at")
-        )
         # one statement, atomic by itself: one round trip however many entries (a
         # missing session fails its foreign key)
         with self._read() as conn:
             try:
-                conn.execute(
-                    "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
-                    "SELECT %s, name, content, %s, %s FROM unnest(%s::text[], %s::json[]) "
-                    f"AS e (name, content) ON CONFLICT (session_id, name) DO {update}",
-                    (session_id, now, now, list(entries), [Json(c) for c in entries.values()]),
-                )
+                _put_entries(conn, session_id, entries, keep_existing=keep_existing)
             except psycopg.errors.ForeignKeyViolation as exc:
                 raise SessionNotFound(session_id) from exc
 
@@ -1179,3 +1176,22 @@ def _holder(session_id: str, lock: object) -> LockHolder | None:
 def _require(conn: Conn, session_id: str) -> None:
     if not conn.execute("SELECT 1 FROM sessions WHERE id = %s", (session_id,)).fetchone():
         raise SessionNotFound(session_id)
+
+
+def _put_entries(
+    conn: Conn, session_id: str, entries: dict[str, str], *, keep_existing: bool
+) -> None:
+    """Scratchpad entries in one statement (in the caller's transaction, if any);
+    ``keep_existing`` leaves the entries that exist as they are."""
+    now = utcnow()
+    update = (
+        "NOTHING"
+        if keep_existing
+        else "UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
+    )
+    conn.execute(
+        "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
+        "SELECT %s, name, content, %s, %s FROM unnest(%s::text[], %s::json[]) "
+        f"AS e (name, content) ON CONFLICT (session_id, name) DO {update}",
+        (session_id, now, now, list(entries), [Json(c) for c in entries.values()]),
+    )

@@ -29,10 +29,12 @@ import contextlib
 import copy
 import json
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol, Unpack, runtime_checkable
 
 from threadline.errors import InvalidMessage, StoreUnavailable
 from threadline.store import retraction
+from threadline.store.alongside import AlongsideFields
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious
 from threadline.store.checks import RESULT_LOOKBACK, TAIL_BATCH, bounded, bounded_or_none
 from threadline.store.encoding import (
@@ -90,6 +92,11 @@ class Store(Protocol):
     def get_session(self, id_or_prefix: str) -> Session: ...
     def resolve_id(self, id_or_prefix: str) -> str: ...
     def session_info(self, session_id: str) -> SessionInfo: ...
+    def session_mark(self, session_id: str) -> tuple[datetime, int]:
+        """``(created_at, last_seq)``: what moves when the session's history does (a new
+        session at the same id, an append), read without the rest of ``session_info``."""
+        ...
+
     def list_sessions(self, **options: Unpack[ListOptions]) -> SessionPage:
         """Newest updated first (ties by id): a page (``limit``, ``offset``) of every
         session, of one ``agent``'s, of the ``top_level`` ones (listed under no other) or
@@ -116,9 +123,13 @@ class Store(Protocol):
     def delete_all(self, *, agent: str | None = None, force: bool = False) -> int: ...
 
     # messages
-    def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
+    def append_messages(
+        self, session_id: str, messages: Sequence[Message], **fields: Unpack[AlongsideFields]
+    ) -> list[Message]:
         """All-or-nothing; assigns consecutive seqs. Idempotent on message ids: a batch
-        whose first id is already stored returns the stored copies instead."""
+        whose first id is already stored returns the stored copies instead. With it, in
+        the same atomic step, ``scratchpad`` entries are written and ``metadata`` keys
+        merged into the session's (``store/alongside.py``)."""
         ...
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
@@ -336,8 +347,12 @@ class Session:
         return self
 
     # -- messages
-    def append(self, messages: Message | Sequence[Message]) -> list[Message]:
+    def append(
+        self, messages: Message | Sequence[Message], **fields: Unpack[AlongsideFields]
+    ) -> list[Message]:
         """Store a batch atomically; returns the stored copies with seq and token counts.
+        ``scratchpad`` entries and ``metadata`` keys are written in the same atomic step
+        (``Store.append_messages``).
 
         A tool result must answer a call made in the same batch or in the recent
         history; anything else is refused (``InvalidMessage``) before storing. A batch
@@ -349,10 +364,13 @@ class Session:
         batch = [messages] if isinstance(messages, Message) else list(messages)
         prepared = prepare_messages(self.model, batch, at=at)
         self._check_results_have_calls(prepared)
-        stored = self.store.append_messages(self.id, prepared)
+        stored = self.store.append_messages(self.id, prepared, **fields)
         if prepared.calls:
             self._recent_calls = prepared.calls
         info = self._info
+        metadata = fields.get("metadata")
+        if metadata:  # the keys as this append wrote them, over what the handle knew
+            info = info.replace(metadata={**info.metadata, **copy.deepcopy(metadata)})
         if stored and (stored[0].seq or 0) <= info.last_seq:
             self.refresh()  # a batch stored before: read the counters rather than add twice
         elif stored:  # the counters as this append left them, without reading them back
@@ -467,6 +485,11 @@ class Session:
             return None
         self.refresh()
         return retraction.retract_ranges(self, [(1, self.last_seq)])[0]
+
+    def view_index(self) -> retraction.Retractions | None:
+        """The retraction index the latest view read through this handle used (None
+        before any): what a reader that keeps the view compares to know it still holds."""
+        return self._read_with
 
     def hidden_after(self, seq: int) -> int:
         """How many seqs after ``seq`` are out of the view (retracted, or records), by the

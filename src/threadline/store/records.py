@@ -35,12 +35,14 @@ _T = TypeVar("_T")
 class Record:
     """A store record: see the module docstring. Subclasses are ``@dataclass`` classes."""
 
-    _converters: ClassVar[dict[type, dict[str, Convert]]] = {}
+    _converters: ClassVar[dict[type, dict[str, tuple[Convert, tuple[type, ...]]]]] = {}
 
     def __post_init__(self) -> None:
         cls = type(self)
-        for name, convert in _field_converters(cls).items():
+        for name, (convert, as_is) in _field_converters(cls).items():
             value = getattr(self, name)
+            if type(value) in as_is:  # already what the field holds: nothing to check
+                continue
             try:
                 converted = convert(value)
             except ValueError as exc:
@@ -112,14 +114,28 @@ def _plain(value: object) -> Any:
 # -- field checks -----------------------------------------------------------------
 
 
-def _field_converters(cls: type) -> dict[str, Convert]:
-    """Each field's check, from its annotation, made once per class."""
+def _field_converters(cls: type) -> dict[str, tuple[Convert, tuple[type, ...]]]:
+    """Each field's check, from its annotation, made once per class, with the types a
+    value of it passes as it is (the check would return it unchanged)."""
     found = Record._converters.get(cls)
     if found is None:
         hints = typing.get_type_hints(cls)
-        found = {f.name: _converter(hints[f.name]) for f in dataclasses.fields(cls)}
+        found = {
+            f.name: (_converter(hints[f.name]), _as_is(hints[f.name]))
+            for f in dataclasses.fields(cls)
+        }
         Record._converters[cls] = found
     return found
+
+
+def _as_is(tp: Any) -> tuple[type, ...]:
+    """The exact types whose values ``_converter(tp)`` returns unchanged, unchecked."""
+    if tp in (str, int, float, datetime):
+        return (tp,)
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) is UnionType and len(args) == 2 and NoneType in args:
+        return (NoneType, *_as_is(next(a for a in args if a is not NoneType)))
+    return ()
 
 
 def _converter(tp: Any) -> Convert:

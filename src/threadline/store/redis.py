@@ -80,6 +80,7 @@ from threadline.errors import (
 from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store import core
+from threadline.store.alongside import Alongside
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, check_checkpoint
 from threadline.store.checks import (
     MAX_BOUND,
@@ -95,7 +96,7 @@ from threadline.store.decode import decode_message
 from threadline.store.encoding import Appending
 from threadline.store.listing import ListRequest, SessionPage
 from threadline.store.locks import LockHolder
-from threadline.store.protocol import same_memo
+from threadline.store.protocol import MEMO_CAS_ATTEMPTS, same_memo
 from threadline.store.records import format_time
 from threadline.store.redis_scripts import SCRIPTS
 from threadline.store.retry import CONNECTION_RETRY
@@ -623,21 +624,48 @@ class RedisStore(core.StoreCore):
     # -- messages ---------------------------------------------------------------
 
     def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
-        self._session_key(session_id)
+        key = self._session_key(session_id)
+        args: list[Any] = [
+            self.prefix,
+            session_id,
+            format_ts(batch.at),
+            _score(batch.at),
+            sum(batch.tokens),
+            len(batch.ids),
+            *batch.ids,
+            *batch.bodies,
+        ]
+        for _ in range(MEMO_CAS_ATTEMPTS):  # the metadata compare-and-set of the script
+            res = self._run_append([*args, *self._alongside_args(key, batch.alongside)])
+            if int(res[0]) != -5:
+                return self._appended(session_id, batch, res)
+        raise StoreUnavailable(
+            f"session {session_id}: the metadata changed under {MEMO_CAS_ATTEMPTS} attempts "
+            "in a row to append with it; too many writers at once"
+        )
+
+    def _run_append(self, args: list[Any]) -> Any:
         with self._translate():
-            res = self._scripts["append"](
-                keys=[],
-                args=[
-                    self.prefix,
-                    session_id,
-                    format_ts(batch.at),
-                    _score(batch.at),
-                    sum(batch.tokens),
-                    len(batch.ids),
-                    *batch.ids,
-                    *batch.bodies,
-                ],
-            )
+            return self._scripts["append"](keys=[], args=args)
+
+    def _alongside_args(self, key: str, extra: Alongside) -> list[str]:
+        """The append script's arguments after the batch (``_APPEND``): the metadata as
+        stored now and merged, the time, the scratchpad entries."""
+        if not extra:
+            return []
+        expected = merged = ""
+        if extra.metadata:
+            with self._translate():
+                raw = self._r.hget(key, "metadata")
+            expected = _text(raw or "{}")
+            try:
+                merged = json.dumps(extra.merged(json.loads(expected)))
+            except ValueError as exc:
+                raise CorruptRecord(f"unreadable metadata: {exc}", where=key) from exc
+        pairs = [part for item in extra.scratchpad.items() for part in item]
+        return [expected, merged, format_time(utcnow()), *pairs]
+
+    def _appended(self, session_id: str, batch: Appending, res: Any) -> int | list[Message]:
         code = int(res[0])
         if code == 1:
             return int(res[1])

@@ -94,6 +94,32 @@ local function pad_index(id)
   return n
 end
 
+-- scratchpad entries from ARGV[from] on (name, content, ...) written at 'now'; with
+-- 'keep', an entry that exists stays as it is; returns the first as stored
+local function pad_put(id, keep, now, from)
+  local pad, n = P .. 'p:' .. id, pad_index(id)
+  local first
+  for k = from, #ARGV, 2 do
+    local name = ARGV[k]
+    local stored = redis.call('HGET', pad, name)
+    if not (stored and keep) then
+      local created = now
+      if stored then
+        local ok, was = pcall(cjson.decode, stored)
+        if ok and type(was) == 'table' and type(was.created_at) == 'string' then
+          created = was.created_at
+        end
+      end
+      stored = cjson.encode({{name = name, content = ARGV[k + 1], created_at = created,
+                             updated_at = now}})
+      redis.call('HSET', pad, name, stored)
+      redis.call('ZADD', n, 0, name)
+    end
+    first = first or stored
+  end
+  return first
+end
+
 local function reap()
   local now = now_ms()
   local due = redis.call('ZRANGEBYSCORE', P .. 'expires', '-inf', now, 'LIMIT', 0, {REAP_BATCH})
@@ -155,15 +181,19 @@ for k = 2, #ARGV do out[#out + 1] = redis.call('ZCARD', P .. 'kids:' .. ARGV[k])
 return out
 """
 
-# ARGV: P, id, updated_at, score, tokens, n, ids[n], bodies[n]; updated_at only moves
-# forward (scores are minus microseconds: exact in a double, and compared as numbers)
+# ARGV: P, id, updated_at, score, tokens, n, ids[n], bodies[n], then what goes with the
+# batch (store/alongside.py), if anything: metadata expected ('' keeps it), metadata to
+# store, now, scratchpad name, content, ...; updated_at only moves forward (scores are
+# minus microseconds: exact in a double, and compared as numbers)
 # -> {1, first seq} | {0, seq, body, ...} (already stored) | {-1} no session
 #    | {-2, id} partly stored | {-3, id} stored already or twice in the batch
 #    | {-4, llen, last_seq} the list and the counter disagree
+#    | {-5} the metadata is not the expected (the caller merges again and retries)
 _APPEND = f"""
 local id = ARGV[2]
 local s, m, ix = P .. 's:' .. id, P .. 'm:' .. id, P .. 'i:' .. id
 local n = tonumber(ARGV[6])
+local extra = 7 + 2 * n
 if redis.call('EXISTS', s) == 0 then return {{-1}} end
 local base = tonumber(redis.call('HGET', s, 'seq_base') or 0)
 if redis.call('HEXISTS', ix, ARGV[7]) == 1 then
@@ -185,6 +215,14 @@ end
 local last = tonumber(redis.call('HGET', s, 'last_seq'))
 local len = redis.call('LLEN', m)
 if len + base ~= last then return {{-4, len + base, last}} end
+if #ARGV >= extra then
+  if ARGV[extra] ~= '' and (redis.call('HGET', s, 'metadata') or '{{}}') ~= ARGV[extra] then
+    return {{-5}}
+  end
+  -- a scratchpad key of the wrong type fails here, before anything is written
+  redis.call('HLEN', P .. 'p:' .. id)
+  redis.call('ZCARD', P .. 'n:' .. id)
+end
 for a = 1, n, {PUSH_CHUNK} do
   local b = math.min(a + {PUSH_CHUNK} - 1, n)
   redis.call('RPUSH', m, unpack(ARGV, 6 + n + a, 6 + n + b))
@@ -202,6 +240,10 @@ local was = tonumber(redis.call('ZSCORE', P .. 'sessions', id))
 if not was or tonumber(ARGV[4]) < was then
   redis.call('HSET', s, 'updated_at', ARGV[3])
   reindex(id, ARGV[4])
+end
+if #ARGV >= extra then
+  if ARGV[extra] ~= '' then redis.call('HSET', s, 'metadata', ARGV[extra + 1]) end
+  pad_put(id, false, ARGV[extra + 2], extra + 3)
 end
 touch(id)
 return {{1, last + 1}}
@@ -353,26 +395,7 @@ return 1
 _PAD_WRITE = """
 local id, keep, now = ARGV[2], ARGV[3] == '1', ARGV[4]
 if redis.call('EXISTS', P .. 's:' .. id) == 0 then return -1 end
-local pad, n = P .. 'p:' .. id, pad_index(id)
-local first
-for k = 5, #ARGV, 2 do
-  local name = ARGV[k]
-  local stored = redis.call('HGET', pad, name)
-  if not (stored and keep) then
-    local created = now
-    if stored then
-      local ok, was = pcall(cjson.decode, stored)
-      if ok and type(was) == 'table' and type(was.created_at) == 'string' then
-        created = was.created_at
-      end
-    end
-    stored = cjson.encode({name = name, content = ARGV[k + 1], created_at = created,
-                           updated_at = now})
-    redis.call('HSET', pad, name, stored)
-    redis.call('ZADD', n, 0, name)
-  end
-  first = first or stored
-end
+local first = pad_put(id, keep, now, 5)
 touch(id)
 return first
 """

@@ -42,11 +42,13 @@ from threadline.errors import (
 )
 from threadline.stamps import utcnow
 from threadline.store import core, retraction, sqlite_files
+from threadline.store.alongside import Alongside
 from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
 from threadline.store.checks import (
     MAX_BOUND,
     format_ts,
     id_prefix_range,
+    parse_ts,
     refuse_unknown_options,
     split_url_options,
 )
@@ -739,11 +741,19 @@ class SQLiteStore(SQLEntries, core.StoreCore):
             return [r[0] for r in rows]
 
     def session_info(self, session_id: str) -> SessionInfo:
+        return session_from_row(self._session_row(SESSION_SELECT, session_id))
+
+    def session_mark(self, session_id: str) -> tuple[datetime, int]:
+        row = self._session_row("SELECT created_at, last_seq FROM sessions", session_id)
+        return parse_ts(row[0]), int(row[1])
+
+    def _session_row(self, select: str, session_id: str) -> tuple[Any, ...]:
+        """The session's row as ``select`` (``SELECT ... FROM sessions``) reads it."""
         with self._read() as con:
-            row = con.execute(SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
+            row = con.execute(select + " WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
-        return session_from_row(row)
+        return tuple(row)
 
     def _list_page(self, request: ListRequest) -> SessionPage:
         where, args = request.where(":{}", format_ts)
@@ -871,9 +881,24 @@ class SQLiteStore(SQLEntries, core.StoreCore):
                 "total_tokens = total_tokens + ?, updated_at = max(updated_at, ?) WHERE id = ?",
                 (seq + n, n, sum(tokens), format_ts(batch.at), session_id),
             )
+            if batch.alongside:
+                self._write_alongside(con, session_id, batch.alongside)
             if rowid + n - indexed_upto > MAX_INDEX_BACKLOG:
                 self._index_pending(con)
         return int(seq) + 1
+
+    def _write_alongside(self, con: sqlite3.Connection, session_id: str, extra: Alongside) -> None:
+        """An append's companions (``store/alongside.py``), in its transaction."""
+        if extra.metadata:
+            (stored,) = con.execute(
+                "SELECT metadata FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            con.execute(
+                "UPDATE sessions SET metadata = ? WHERE id = ?",
+                (json.dumps(extra.merged(json.loads(stored))), session_id),
+            )
+        if extra.scratchpad:
+            _put_entries(con, session_id, extra.scratchpad, keep_existing=False)
 
     def _stored_copies(self, con: sqlite3.Connection, batch: Appending) -> list[Message]:
         out = []
@@ -1035,19 +1060,9 @@ class SQLiteStore(SQLEntries, core.StoreCore):
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
     ) -> None:
-        now = format_ts(utcnow())
-        update = (
-            "NOTHING"
-            if keep_existing
-            else ("UPDATE SET content = excluded.content, updated_at = excluded.updated_at")
-        )
         with self._write() as con:
             self._require(con, session_id)
-            con.executemany(
-                "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
-                f"VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, name) DO {update}",
-                [(session_id, name, content, now, now) for name, content in entries.items()],
-            )
+            _put_entries(con, session_id, entries, keep_existing=keep_existing)
 
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
         with self._write() as con:
@@ -1268,3 +1283,21 @@ _INDEX_FROM_BODIES = (
     "FROM messages"
 )
 _HITS = "SELECT rowid FROM {schema}.{table} WHERE {table} MATCH ?"
+
+
+def _put_entries(
+    con: sqlite3.Connection, session_id: str, entries: dict[str, str], *, keep_existing: bool
+) -> None:
+    """Scratchpad entries in one statement of the caller's transaction; ``keep_existing``
+    leaves the entries that exist as they are."""
+    now = format_ts(utcnow())
+    update = (
+        "NOTHING"
+        if keep_existing
+        else "UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
+    )
+    con.executemany(
+        "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
+        f"VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, name) DO {update}",
+        [(session_id, name, content, now, now) for name, content in entries.items()],
+    )
