@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from threadline.compaction.decisions import is_narration, standing_first
 from threadline.compaction.disputes import note as disputed_note
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet
+from threadline.compaction.signatures import SIGNATURE_LEAD
 from threadline.compaction.file_edit import FileEdit
 from threadline.compaction.history import (
     as_history,
@@ -376,6 +377,9 @@ def _values(
             shown.append(value)
             room -= 1
     for b in old:
+        if b.text.startswith(SIGNATURE_LEAD):
+            picked.append((b.text, b.text))  # read from an applied edit: true as written
+            continue
         label, text = bullet_value(b.text)
         if label is not None and label.lower() == COMMAND_LABEL:
             continue  # the trail's failures replace them
