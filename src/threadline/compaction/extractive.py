@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,11 +77,11 @@ from threadline.compaction.decisions import (
 )
 from threadline.compaction.findings import answers, findings, settled
 from threadline.compaction.fixes import announced_fix
-from threadline.compaction.signatures import signatures
 from threadline.compaction.prose import EMPHASIS as _EMPHASIS
-from threadline.compaction.prose import FENCED_CODE
+from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
 from threadline.compaction.prose import sentences as _sentences
+from threadline.compaction.signatures import signatures
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
     SECTION_NAMES,
@@ -1078,8 +1078,8 @@ def _found(messages: Sequence[Message], snapshot: Snapshot) -> None:
         snapshot.add("current_state", line.text, FOUND_SCORE - rank * FOUND_STEP)
     for rank, line in enumerate(answers(messages)):
         snapshot.add("current_state", line.text, ANSWER_SCORE - rank * FOUND_STEP)
-    if (line := settled(messages)) is not None:
-        snapshot.add("key_decisions", line.text, SETTLED_SCORE)
+    if (design := settled(messages)) is not None:
+        snapshot.add("key_decisions", design.text, SETTLED_SCORE)
     top = max((b.score for b in snapshot.section("important_values")), default=1.0)
     for rank, sig in enumerate(signatures(messages)):
         snapshot.add("important_values", sig.bullet(), top * (SIGNATURE_SHARE - rank * FOUND_STEP))

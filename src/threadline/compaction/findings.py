@@ -103,7 +103,12 @@ def findings(messages: Sequence[Message]) -> list[Line]:
             key = flat.lower()
             if key not in seen:
                 seen.add(key)
-                found.append(Line(_seq(m, index), f"Found (#{_seq(m, index)}): " + clip_words(flat, FOUND_WORDS)))
+                found.append(
+                    Line(
+                        _seq(m, index),
+                        f"Found (#{_seq(m, index)}): " + clip_words(flat, FOUND_WORDS),
+                    )
+                )
             break
     return list(reversed(found))[:MAX_FOUND]
 
@@ -179,7 +184,7 @@ def settled(messages: Sequence[Message]) -> Line | None:
         before = _nearest(messages, index, "user", -1)
         if before is None or not _acted(messages, index):
             continue
-        at, person = before
+        _, person = before
         rest = _gist(_AGREEMENT.sub("", m.text.strip(), count=1), ANSWER_WORDS)
         if len(rest.split()) < 4:
             continue

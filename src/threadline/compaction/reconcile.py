@@ -37,7 +37,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from threadline.compaction.decisions import is_narration, standing_first
 from threadline.compaction.disputes import note as disputed_note
 from threadline.compaction.extractive import DEFAULT_MAX_VALUES, file_bullet
-from threadline.compaction.signatures import SIGNATURE_LEAD
 from threadline.compaction.file_edit import FileEdit
 from threadline.compaction.history import (
     as_history,
@@ -57,6 +56,7 @@ from threadline.compaction.progress import (
     failing_checks,
     unresolved,
 )
+from threadline.compaction.signatures import SIGNATURE_LEAD
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
     SKELETON_WORDS,

@@ -27,7 +27,8 @@ SIGNATURE_CHARS = 140
 _SIGNATURE = re.compile(
     r"^(?:"
     r"func\s+(?:\([^)]*\)\s*)?[A-Za-z_]\w*\s*\(.*|"  # Go function or method
-    r"[A-Z]\w*\((?:[^()]|\([^()]*\))*\)\s*(?:\((?:[^()]|\([^()]*\))*\)|[\w.*\[\]]+)\s*$|"  # Go interface
+    # a Go interface method, with its results
+    r"[A-Z]\w*\((?:[^()]|\([^()]*\))*\)\s*(?:\((?:[^()]|\([^()]*\))*\)|[\w.*\[\]]+)\s*$|"
     r"(?:async\s+)?def\s+\w+\s*\(.*\)\s*(?:->\s*[^:]+)?:\s*$|"  # Python
     r"(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*\w+\s*(?:<[^>]*>)?\(.*|"  # JS/TS
     r"(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?fn\s+\w+\s*(?:<[^>]*>)?\(.*|"  # Rust
@@ -97,12 +98,14 @@ def _written(call: ToolCall) -> Iterator[tuple[str, list[str]]]:
 
 def _patch(text: str) -> Iterator[tuple[str, list[str]]]:
     """A Codex patch's added lines, per file."""
-    path, added, removed = "", [], set()
+    path = ""
+    added: list[str] = []
+    removed: set[str] = set()
     for line in text.splitlines():
         if m := _PATCH_FILE.match(line):
             if added:
                 yield path, [a for a in added if a.strip() not in removed]
-            path, added, removed = m.group(1).strip(), [], set()
+            path, added, removed = m.group(1).strip(), [], set[str]()
         elif line.startswith("+"):
             added.append(line[1:])
         elif line.startswith("-"):
