@@ -121,7 +121,7 @@ def test_signatures_come_from_edits_that_took_effect(tmp_path: Path) -> None:
     test = {"file_path": f"{CWD}/src/state_test.go", "content": "func helper(t int) error {\n}\n"}
     log.call("Write", test, "File created successfully")
     found = [s.bullet() for s in signatures(messages(log, tmp_path))]
-    assert found == ["signature (written in `src/state.go`): `Position(path string) (int, error)`"]
+    assert found == ["signature: `Position(path string) (int, error)` (written in src/state.go)"]
 
 
 def test_a_codex_patch_and_a_pi_edit_are_read() -> None:

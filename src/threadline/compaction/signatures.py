@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from threadline.compaction.applied import not_applied
+from threadline.compaction.values import SIGNATURE_LABEL
 from threadline.messages import Message, ToolCall
 
-SIGNATURE_LEAD = "signature (written in "
+SIGNATURE_LEAD = f"{SIGNATURE_LABEL}: "
 """How a signature's Important Values bullet begins (a model snapshot's reconciliation keeps it)."""
 MAX_SIGNATURES = 6
 """Signatures kept, the latest first."""
@@ -62,7 +63,7 @@ class Signature:
 
     def bullet(self) -> str:
         where = "/".join(self.path.split("/")[-2:]) if self.path else "an edit"
-        return f"{SIGNATURE_LEAD}`{where}`): `{self.text}`"
+        return f"{SIGNATURE_LEAD}`{self.text}` (written in {where})"
 
 
 def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
@@ -129,7 +130,7 @@ def signatures(messages: Sequence[Message]) -> list[Signature]:
                     continue
                 for line in lines:
                     text = line.strip().rstrip("{").strip()
-                    if _SIGNATURE.match(text) and len(text) <= SIGNATURE_CHARS:
+                    if _SIGNATURE.match(text) and len(text) <= SIGNATURE_CHARS and "`" not in text:
                         sig = Signature(seq, path, text)
                         if _TEST_NAME.match(sig.name):
                             continue
