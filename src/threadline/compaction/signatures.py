@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from threadline.compaction.applied import not_applied
+from threadline.compaction.findings import Line
 from threadline.compaction.values import SIGNATURE_LABEL
 from threadline.messages import Message, ToolCall
 
@@ -49,12 +50,10 @@ _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update) File:\s*(\S.*)$")
 
 
 @dataclass(frozen=True)
-class Signature:
-    """A callable's declaration line, the file it was written to, and the seq of the edit."""
+class Signature(Line):
+    """A callable's declaration line (``text``), the seq of the edit, and the file it wrote."""
 
-    seq: int
-    path: str
-    text: str
+    path: str = ""
 
     @property
     def name(self) -> str:
@@ -131,7 +130,7 @@ def signatures(messages: Sequence[Message]) -> list[Signature]:
                 for line in lines:
                     text = line.strip().rstrip("{").strip()
                     if _SIGNATURE.match(text) and len(text) <= SIGNATURE_CHARS and "`" not in text:
-                        sig = Signature(seq, path, text)
+                        sig = Signature(seq, text, path)
                         if _TEST_NAME.match(sig.name):
                             continue
                         key = sig.name
