@@ -19,12 +19,12 @@ from threadline.messages import Message
 
 FOUND_WORDS = 32
 """A diagnosis, clipped."""
-ANSWER_WORDS = 26
+ANSWER_WORDS = 22
 """The gist of an answer or of the reply a follow-up refers to."""
 QUESTION_WORDS = 18
 FOUND_MIN_WORDS = 8
 """Fewer words name a problem ("Critical bug discovered") without saying what it is."""
-MAX_FOUND = 3
+MAX_FOUND = 2
 """Diagnoses kept, the latest first: later ones tend to correct earlier guesses."""
 MAX_ANSWERS = 3
 FOLLOW_UP_MAX_WORDS = 8
@@ -71,12 +71,17 @@ def _said(m: Message) -> str:
 
 
 def _gist(text: str, limit: int) -> str:
-    """The first sentences of ``text``'s prose, up to ``limit`` words."""
+    """The first sentences of ``text``'s prose, up to ``limit`` words; it stops before a later
+    sentence that only leads into code ("I ran:"), whose words went with the code."""
     kept: list[str] = []
     for sentence in sentences(text):
         flat = _LEAD.sub("", sentence)
         if NARRATION.match(flat) or (flat.endswith("!") and len(flat.split()) <= 3):
             continue  # "Let me check", "Excellent point!": no content
+        if kept and flat.endswith(":"):
+            break
+        if kept and kept[-1][-1:] not in ".!?:;":
+            kept[-1] += ";"  # a list item: keep the items apart
         kept.append(flat)
         if len(" ".join(kept).split()) >= limit:
             break

@@ -20,7 +20,7 @@ from threadline.messages import Message, ToolCall
 
 SIGNATURE_LEAD = f"{SIGNATURE_LABEL}: "
 """How a signature's Important Values bullet begins (a model snapshot's reconciliation keeps it)."""
-MAX_SIGNATURES = 6
+MAX_SIGNATURES = 4
 """Signatures kept, the latest first."""
 MAX_PER_FILE = 2
 """Signatures kept from one file: the run's interfaces over one script's helpers."""
