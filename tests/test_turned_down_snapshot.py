@@ -149,8 +149,17 @@ def test_an_earlier_summarys_intent_stays_as_its_history(
     log.user("let's stash and get the latest updates")
     edit(log, "agent/agent.go")
     reads(log, 10)
-    text = compacted(imported(sqlite_store, log.write(tmp_path / "run.jsonl"), checkpoints=0))
-    state = section(text, "current_state")
-    assert any(
-        re.match(r"As of #\d+ \(earlier summary\): .*Fix checkpoint id reuse", s) for s in state
-    ), state
+    session = imported(sqlite_store, log.write(tmp_path / "run.jsonl"), checkpoints=0)
+    state = section(compacted(session), "current_state")
+    assert re.match(
+        r"Primary request \(earlier summary, #\d+\): .*Fix checkpoint id reuse", state[0]
+    )
+    assert state[1].startswith("First request (user, #")  # a step, not the task
+    assert not any(s.endswith("the task: Fix checkpoint id reuse") for s in state)  # said once
+    log.user("now run the tests")
+    reads(log, 10)
+    session = imported(sqlite_store, log.write(tmp_path / "run.jsonl"), checkpoints=0)
+    again = section(compacted(session), "current_state")  # over threadline's own checkpoint
+    assert re.match(
+        r"Primary request \(earlier summary, #\d+\): .*Fix checkpoint id reuse", again[0]
+    )

@@ -56,6 +56,7 @@ from threadline.compaction.llm import evidence_text
 from threadline.compaction.orientation import orientation_metadata
 from threadline.compaction.overlay import overlay
 from threadline.compaction.pins import (
+    earlier_task,
     pin_requests,
     pinned_bullets,
     pinned_words,
@@ -516,7 +517,8 @@ class Compactor:
             max_words=self.policy.summary_max_words,
             found=(trail.first_request, trail.latest_request),
         )
-        pinned = pinned_bullets(first, latest)
+        task = earlier_task(previous, max_words=self.policy.summary_max_words)
+        pinned = pinned_bullets(first, latest, task)
         budget_words = max(SKELETON_WORDS, self.policy.summary_max_words - pinned_words(pinned))
         began = time.perf_counter()
         extra: dict[str, Any] = {"focus": focus} if focus else {}
@@ -588,7 +590,7 @@ class Compactor:
             "kept_tokens": cut.kept_tokens,
             "cut_rule": cut.rule,
             "trigger": "forced" if plan.forced else plan.decision.reason,
-            **request_metadata(first, latest),
+            **request_metadata(first, latest, task),
             TRAIL_KEY: trail.to_metadata(),
             **orientation_metadata(
                 session, later, cut.kept[0] if cut.kept else (messages[-1] if messages else None)

@@ -368,7 +368,9 @@ def agent_strength(sentence: str) -> tuple[float, bool]:
     return 0.0, False
 
 
-_VERDICT_PREFIXES = ("User", "Approved plan")
+SETTLED = "Settled"
+"""How a design the agent restated on accepting the person's correction begins: a verdict."""
+_VERDICT_PREFIXES = ("User", "Approved plan", SETTLED)
 
 
 def is_narration(text: str) -> bool:

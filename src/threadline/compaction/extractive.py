@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,7 +75,13 @@ from threadline.compaction.decisions import (
     subject_words,
     user_strength,
 )
+from threadline.compaction.findings import answers, findings, settled
 from threadline.compaction.fixes import announced_fix, fix_statement
+from threadline.compaction.prose import EMPHASIS as _EMPHASIS
+from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
+from threadline.compaction.prose import prose as _prose
+from threadline.compaction.prose import sentences as _sentences
+from threadline.compaction.signatures import signatures
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
     SECTION_NAMES,
@@ -216,6 +222,14 @@ TASK_SCORE = 2.0
 STATE_SCORE = 10.0
 """Current-state bullets outrank everything: an agent cannot resume without them."""
 EARLIER_RESULT_SCORE = 1.6
+FOUND_SCORE = 3.0
+"""A cause the agent found outranks earlier results, below the latest request and action."""
+ANSWER_SCORE = 2.6
+FOUND_STEP = 0.1
+SETTLED_SCORE = DECISION_SCORE * 2.0
+SIGNATURE_SHARE = 0.9
+"""A signature the run wrote ranks just below the best value: what code now calls."""
+"""The design as last settled leads Key Decisions: it supersedes the corrections before it."""
 PREVIOUS_VALUE_SCORE = KIND_WEIGHTS["path"] * SOURCE_WEIGHTS["assistant"]
 """What a value carried over from the previous snapshot scores before its discount."""
 NOTED_FILES = 6
@@ -261,14 +275,8 @@ WORKING_DIRECTORY = "Working directory"
 """The Current State line that carries the session's working directory to the next round."""
 ALSO_CHANGED = "Also changed"
 
-FENCED_CODE = re.compile(r"```.*?(?:```|\Z)", re.S)
 """A fenced code block (to the end of the text when unclosed)."""
 _FENCED = FENCED_CODE
-_TAGGED = re.compile(r"<([a-z]\w*-[\w-]+)>.*?</\1>", re.S)
-_LINE_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+\u2022]\s+|\d+[.)]\s+|>\s*)")
-_CHECKBOX_LINE = re.compile(r"^\s*[-*+]\s*\[[ xX]\]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])")
-_EMPHASIS = re.compile(r"\*\*|__")
 _APOSTROPHE = "['\u2019]"
 _TASK = re.compile(
     r"\b(?:TODO|FIXME)\b|\b(?:next,?\s+(?:I|we)(?:'ll|\s+will|\s+need\s+to|\s+should|\s+must)|"
@@ -353,22 +361,6 @@ def _message_text(m: Message, text: str | None = None) -> str:
     refs = [p.uri for p in m.content if isinstance(p, FilePart)]
     refs += [p.url for p in m.content if isinstance(p, ImagePart) and p.url]
     return "\n".join([own, *(r for r in refs if r and not r.startswith("data:"))]).strip()
-
-
-def _prose(text: str) -> str:
-    return _TAGGED.sub(" ", _FENCED.sub("\n", text))
-
-
-def _sentences(text: str) -> Iterator[str]:
-    """Sentences of the prose in ``text``: code, tables, checkboxes and list markers removed."""
-    for line in _prose(text).splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith("|") or _CHECKBOX_LINE.match(stripped):
-            continue
-        stripped = _EMPHASIS.sub("", _LINE_MARKER.sub("", stripped))
-        for sentence in _SENTENCE_END.split(stripped):
-            if sentence.strip():
-                yield sentence.strip()
 
 
 def edit_note(text: str) -> str | None:
@@ -1097,6 +1089,21 @@ def _boost_focus(snapshot: Snapshot, focus: str) -> None:
                 bullets[i] = b.model_copy(update={"score": b.score * FOCUS_BOOST})
 
 
+def _found(messages: Sequence[Message], snapshot: Snapshot) -> None:
+    """What the run found (causes, answers, what a terse follow-up meant) in Current State,
+    above earlier results; the design settled on the person's correction in Key Decisions;
+    the signatures its edits wrote in Important Values."""
+    for rank, line in enumerate(findings(messages)):
+        snapshot.add("current_state", line.text, FOUND_SCORE - rank * FOUND_STEP)
+    for rank, line in enumerate(answers(messages)):
+        snapshot.add("current_state", line.text, ANSWER_SCORE - rank * FOUND_STEP)
+    if (design := settled(messages)) is not None:
+        snapshot.add("key_decisions", design.text, SETTLED_SCORE)
+    top = max((b.score for b in snapshot.section("important_values")), default=1.0)
+    for rank, sig in enumerate(signatures(messages)):
+        snapshot.add("important_values", sig.bullet(), top * (SIGNATURE_SHARE - rank * FOUND_STEP))
+
+
 class ExtractiveSummarizer:
     """Offline, deterministic snapshots; the default when no model is configured."""
 
@@ -1131,6 +1138,7 @@ class ExtractiveSummarizer:
         self._decisions(p, old, snapshot)
         ranked = self._values(p, old, snapshot, max_words, files, self.max_values)
         self._state(p, old, snapshot)
+        _found(messages, snapshot)
         self._tasks(p, old, snapshot)
         if focus:
             _boost_focus(snapshot, focus)

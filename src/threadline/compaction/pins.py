@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from threadline.compaction.history import earlier_intent
 from threadline.compaction.snapshot import (
     SKELETON_WORDS,
     SummaryResult,
@@ -34,6 +35,7 @@ from threadline.store.protocol import Session
 
 FIRST_KEY = "first_request"
 LATEST_KEY = "latest_request"
+TASK_KEY = "earlier_task"
 FIRST_REQUEST_WORDS = 75
 """At most this many words of the first request (fewer when the word limit is small)."""
 LATEST_REQUEST_WORDS = 50
@@ -41,9 +43,13 @@ FIRST_SCAN_LIMIT = 5_000
 """How far from the start a compaction looks for the first request when no checkpoint
 recorded it (an imported session whose first checkpoint came from another tool)."""
 SCAN_PAGE = 200
+EARLIER = "earlier summary"
+"""The source of a task an imported summary states: the messages before it are not read."""
 PIN_SCORE = 1_000.0
 """Pinned bullets outrank everything a summarizer writes."""
-_OWN_LABELS = frozenset({"primary request", "latest request", "last request", "request"})
+_OWN_LABELS = frozenset(
+    {"primary request", "first request", "latest request", "last request", "request"}
+)
 """Current-state bullets the pins replace (the extractive summarizer writes a "Last request")."""
 
 
@@ -52,17 +58,20 @@ class PinnedRequest:
     seq: int
     text: str
     """Clipped, verbatim (on one line)."""
+    source: str = "user"
+    """Who stated it: the person, or an earlier summary (its task, as of its last seq)."""
 
     def as_metadata(self) -> dict[str, Any]:
-        return {"seq": self.seq, "text": self.text}
+        out: dict[str, Any] = {"seq": self.seq, "text": self.text}
+        return out if self.source == "user" else {**out, "source": self.source}
 
     @classmethod
     def from_metadata(cls, value: Any) -> PinnedRequest | None:
         if not isinstance(value, dict):
             return None
-        seq, text = value.get("seq"), value.get("text")
-        if isinstance(seq, int) and isinstance(text, str) and text:
-            return cls(seq, text)
+        seq, text, source = value.get("seq"), value.get("text"), value.get("source", "user")
+        if isinstance(seq, int) and isinstance(text, str) and text and isinstance(source, str):
+            return cls(seq, text, source)
         return None
 
 
@@ -132,12 +141,38 @@ def requests_to_pin(
     return first, latest
 
 
-def pinned_bullets(first: PinnedRequest | None, latest: PinnedRequest | None) -> list[str]:
-    if first is not None and latest is not None and first.seq == latest.seq:
-        return [f"Primary request (user, #{first.seq}; also the latest): {first.text}"]
+def earlier_task(previous: Checkpoint | None, *, max_words: int = 600) -> PinnedRequest | None:
+    """The task an earlier summary of another tool states ("Primary Request and Intent"),
+    carried in each later checkpoint's metadata: after such a summary the person's first
+    message is often one step ("let's stash first"), not the task."""
+    if previous is None:
+        return None
+    carried = PinnedRequest.from_metadata(previous.metadata.get(TASK_KEY))
+    if carried is not None:
+        return carried
+    intent = earlier_intent(previous.summary)
+    if not intent:
+        return None
+    task = "; ".join(line.rstrip(". ") for line in intent)
+    limit = max(5, min(FIRST_REQUEST_WORDS, max_words // 8))
+    return PinnedRequest(previous.covers_up_to, clip_words(task, limit), EARLIER)
+
+
+def pinned_bullets(
+    first: PinnedRequest | None,
+    latest: PinnedRequest | None,
+    task: PinnedRequest | None = None,
+) -> list[str]:
+    """The request bullets; with an earlier summary's ``task``, that is the primary request
+    and the person's first message is named as their first request."""
     out = []
+    if task is not None:
+        out.append(f"Primary request ({task.source}, #{task.seq}): {task.text}")
+    lead = "First request" if task is not None else "Primary request"
+    if first is not None and latest is not None and first.seq == latest.seq:
+        return [*out, f"{lead} ({first.source}, #{first.seq}; also the latest): {first.text}"]
     if first is not None:
-        out.append(f"Primary request (user, #{first.seq}): {first.text}")
+        out.append(f"{lead} ({first.source}, #{first.seq}): {first.text}")
     if latest is not None:
         out.append(f"Latest request (user, #{latest.seq}): {latest.text}")
     return out
@@ -152,6 +187,19 @@ def _label(text: str) -> str:
     return head.split(" (")[0].strip().lower() if sep and len(head) <= 60 else ""
 
 
+def _body(bullet: str) -> str:
+    """What a bullet says after its label ("the task: " of an earlier summary's included)."""
+    return bullet.partition("): ")[2].removeprefix("the task: ").strip().rstrip(".")
+
+
+def _repeats(body: str, pinned: set[str]) -> bool:
+    """``body`` says what a pinned bullet says: the same words, or their clipped start."""
+    if not body:
+        return False
+    stem = body.removesuffix("\u2026").strip()
+    return body in pinned or (stem != body and any(p.startswith(stem) for p in pinned))
+
+
 def pin_requests(
     summary: SummaryResult, bullets: Sequence[str], *, max_words: int
 ) -> SummaryResult:
@@ -160,7 +208,12 @@ def pin_requests(
     if not bullets:
         return summary
     parsed = parse(summary.text)
-    state = [b for b in parsed.current_state if _label(b.text) not in _OWN_LABELS]
+    pinned = {_body(b) for b in bullets}
+    state = [
+        b
+        for b in parsed.current_state
+        if _label(b.text) not in _OWN_LABELS and not _repeats(_body(b.text), pinned)
+    ]  # nor a line that repeats a pinned one (an earlier summary's task, quoted as history)
     snapshot = parsed.model_copy(update={"current_state": []})
     for i, text in enumerate(bullets):
         snapshot.add("current_state", text, PIN_SCORE - i)
@@ -168,8 +221,12 @@ def pin_requests(
     return summary.rewritten(snapshot.render(max(max_words, SKELETON_WORDS)))
 
 
-def request_metadata(first: PinnedRequest | None, latest: PinnedRequest | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def request_metadata(
+    first: PinnedRequest | None,
+    latest: PinnedRequest | None,
+    task: PinnedRequest | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {TASK_KEY: task.as_metadata()} if task is not None else {}
     if first is not None:
         out[FIRST_KEY] = first.as_metadata()
     if latest is not None:

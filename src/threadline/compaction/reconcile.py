@@ -56,6 +56,7 @@ from threadline.compaction.progress import (
     failing_checks,
     unresolved,
 )
+from threadline.compaction.signatures import SIGNATURE_LEAD
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
     SKELETON_WORDS,
@@ -385,6 +386,9 @@ def _values(
             shown.append(value)
             room -= 1
     for b in old:
+        if b.text.startswith(SIGNATURE_LEAD):
+            picked.append((b.text, b.text))  # read from an applied edit: true as written
+            continue
         label, text = bullet_value(b.text)
         if label is not None and label.lower() == COMMAND_LABEL:
             continue  # the trail's failures replace them

@@ -629,7 +629,9 @@ VALUE_LABELS: dict[ValueKind, str] = {
 """What each kind of value is called in a snapshot's Important Values."""
 COMMAND_LABEL = "failed command"
 _LABEL_OF: dict[str, str] = {str(k): v for k, v in VALUE_LABELS.items()}
-_LABELS = {label.lower() for label in [*VALUE_LABELS.values(), COMMAND_LABEL]}
+SIGNATURE_LABEL = "signature"
+"""The label of a callable's declaration an edit of the run wrote (``signatures``)."""
+_LABELS = {label.lower() for label in [*VALUE_LABELS.values(), COMMAND_LABEL, SIGNATURE_LABEL]}
 _LABELLED = re.compile(r"^(?P<label>[A-Za-z][A-Za-z ]{0,20}):\s+(?P<rest>\S.*)$")
 
 ARTEFACT_DIRECTORIES = frozenset(

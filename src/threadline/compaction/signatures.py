@@ -1,0 +1,145 @@
+"""Signatures the run added: the functions and interface methods its edits introduced.
+
+A continuing engineer calls what the run defined; "edited `agent.go`" does not say that it
+now declares ``GetTranscriptPosition(path string) (int, error)``. Read from the text an edit
+wrote (new text not in the text it replaced, a patch's added lines, a new file's content),
+only for edits that took effect.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from threadline.compaction.applied import not_applied
+from threadline.compaction.findings import Line
+from threadline.compaction.values import SIGNATURE_LABEL
+from threadline.messages import Message, ToolCall
+
+SIGNATURE_LEAD = f"{SIGNATURE_LABEL}: "
+"""How a signature's Important Values bullet begins (a model snapshot's reconciliation keeps it)."""
+MAX_SIGNATURES = 4
+"""Signatures kept, the latest first."""
+MAX_PER_FILE = 2
+"""Signatures kept from one file: the run's interfaces over one script's helpers."""
+SIGNATURE_CHARS = 140
+
+_SIGNATURE = re.compile(
+    r"^(?:"
+    r"func\s+(?:\([^)]*\)\s*)?[A-Za-z_]\w*\s*\(.*|"  # Go function or method
+    # a Go interface method, with its results
+    r"[A-Z]\w*\((?:[^()]|\([^()]*\))*\)\s*(?:\((?:[^()]|\([^()]*\))*\)|[\w.*\[\]]+)\s*$|"
+    r"(?:async\s+)?def\s+\w+\s*\(.*\)\s*(?:->\s*[^:]+)?:\s*$|"  # Python
+    r"(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*\w+\s*(?:<[^>]*>)?\(.*|"  # JS/TS
+    r"(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?fn\s+\w+\s*(?:<[^>]*>)?\(.*|"  # Rust
+    r"defp?\s+\w+[?!]?\(.*\)\s*(?:do|,\s*do:.*)?\s*$"  # Elixir
+    r")"
+)
+"""A line that declares a callable, in the languages runs most often edit."""
+_NAME = re.compile(r"(\w+[?!]?)\s*(?:<[^>]*>)?\(")
+_OLD_KEY = re.compile(r"(?i)^old(?:_?str(?:ing)?|_?text)?$")
+_PATH_KEY = re.compile(r"(?i)^(?:file_?path|path|filename|file)$")
+_NOT_CODE = (".md", ".markdown", ".txt", ".rst", ".adoc")
+"""A callable written into a document is a sketch in prose, not one the code now has."""
+_TEST_NAME = re.compile(r"^(?:Test|test_|test[A-Z])")
+_TEST_FILE = re.compile(r"(?:^test_|_test\.|\.test\.|\.spec\.|_spec\.)")
+"""A test, or a test file's helper: nothing a continuing engineer calls."""
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update) File:\s*(\S.*)$")
+
+
+@dataclass(frozen=True)
+class Signature(Line):
+    """A callable's declaration line (``text``), the seq of the edit, and the file it wrote."""
+
+    path: str = ""
+
+    @property
+    def name(self) -> str:
+        m = _NAME.search(self.text.removeprefix("func "))
+        return m.group(1) if m else self.text
+
+    def bullet(self) -> str:
+        where = "/".join(self.path.split("/")[-2:]) if self.path else "an edit"
+        return f"{SIGNATURE_LEAD}`{self.text}` (written in {where})"
+
+
+def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in a call's arguments with the key it sits under."""
+    if isinstance(value, str):
+        yield key, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, str(k))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v, key)
+
+
+def _written(call: ToolCall) -> Iterator[tuple[str, list[str]]]:
+    """(path, lines the call wrote that the text it replaced did not hold)."""
+    path = ""
+    old: set[str] = set()
+    new: list[str] = []
+    raw = [("", call.raw_arguments)] if call.raw_arguments else []  # a free-form patch
+    for key, text in [*_strings(call.arguments), *raw]:
+        if _PATH_KEY.match(key):
+            path = text
+        elif _OLD_KEY.match(key):
+            old.update(line.strip() for line in text.splitlines())
+        elif "*** Begin Patch" in text:
+            yield from _patch(text)
+        elif "\n" in text:
+            new.extend(text.splitlines())
+    if new:
+        yield path, [line for line in new if line.strip() not in old]
+
+
+def _patch(text: str) -> Iterator[tuple[str, list[str]]]:
+    """A Codex patch's added lines, per file."""
+    path = ""
+    added: list[str] = []
+    removed: set[str] = set()
+    for line in text.splitlines():
+        if m := _PATCH_FILE.match(line):
+            if added:
+                yield path, [a for a in added if a.strip() not in removed]
+            path, added, removed = m.group(1).strip(), [], set[str]()
+        elif line.startswith("+"):
+            added.append(line[1:])
+        elif line.startswith("-"):
+            removed.add(line[1:].strip())
+    if added:
+        yield path, [a for a in added if a.strip() not in removed]
+
+
+def signatures(messages: Sequence[Message]) -> list[Signature]:
+    """Callables the run's applied edits declared, the latest form of each, latest first."""
+    results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
+    latest: dict[str, Signature] = {}  # by name: an interface and its implementation
+    for index, m in enumerate(messages):
+        seq = m.seq if m.seq is not None else index + 1
+        for call in m.tool_calls or []:
+            result = results.get(call.id)
+            if result is None or not_applied(result, shell=False):
+                continue
+            for path, lines in _written(call):
+                if path.lower().endswith(_NOT_CODE) or _TEST_FILE.search(path.rsplit("/", 1)[-1]):
+                    continue
+                for line in lines:
+                    text = line.strip().rstrip("{").strip()
+                    if _SIGNATURE.match(text) and len(text) <= SIGNATURE_CHARS and "`" not in text:
+                        sig = Signature(seq, text, path)
+                        if _TEST_NAME.match(sig.name):
+                            continue
+                        key = sig.name
+                        latest.pop(key, None)
+                        latest[key] = sig
+    kept: list[Signature] = []
+    per_file: dict[str, int] = {}
+    for sig in reversed(latest.values()):
+        per_file[sig.path] = per_file.get(sig.path, 0) + 1
+        if per_file[sig.path] <= MAX_PER_FILE:
+            kept.append(sig)
+    return kept[:MAX_SIGNATURES]
