@@ -41,6 +41,7 @@ from threadline.memory.statements import (
 )
 from threadline.memory.substance import concrete, substance_words, with_subject
 from threadline.memory.timeexpr import date_labels
+from threadline.memory.vocative import called
 from threadline.memory.worth import MIN_IMPERSONAL, fits_beside, points_back, worth_a_fact
 from threadline.messages import Message
 from threadline.requests import request_text
@@ -434,7 +435,7 @@ class ExtractiveExtractor(Extractor):
             if text:
                 when = origin.observed_at or m.created_at
                 if m.name:
-                    addressee = _addressee(m, last_speaker)
+                    addressee = _addressee(m, last_speaker) or called(text, m.name)
                     out.extend(self._one(m, text, origin, when, addressee))
                 else:
                     out.extend(self._coding(m, text, origin, when, requests))
