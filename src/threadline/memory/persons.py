@@ -196,6 +196,7 @@ def _as_anyone(clause: str, speaker: str) -> str:
     )
     out = re.sub(r"\byou\s+(?:two|both|guys|all)\b|\by['’]all\b", "people", out, flags=re.I)
     out = re.sub(r"\byourselves\b", "themselves", out, flags=re.I)
+    out = re.sub(r"\byourself\b", "oneself", out, flags=re.I)
     return third_person(out, speaker, "one", keep_we=True, anyone=True)
 
 
@@ -245,8 +246,7 @@ _NO_REWRITE_RE = re.compile(
 bare "one" standing for a word of an earlier turn ("I've been one" -> "Gina has been
 one")."""
 _OUR_CHAT_RE = re.compile(
-    r",?\s*\b(?:since|after|from)\s+(?:our|we)\s+last\s+"
-    r"(?:chat|talk|conversation|call|chatted|talked|spoke)\b",
+    r",?\s*\b(?:since|after|from)\s+our\s+last\s+(?:chat|talk|conversation|call)\b",
     re.I,
 )
 """The conversation itself as a time ("since our last chat"): rewritten, it would be
@@ -258,10 +258,8 @@ def _kept(clause: str, addressee: bool, speaker: str, *, first: bool) -> str:
     bare = strip_opener(clause)
     if not bare.strip() or _dropped(bare, addressee, first):
         return ""
-    if _NO_REWRITE_RE.search(_idioms_put(bare)):
-        return ""
     kind = generic(bare)
-    if kind == "drop":
+    if kind == "drop" or (kind != "you" and _NO_REWRITE_RE.search(_idioms_put(bare))):
         return ""
     if kind == "us":  # "things that bring us joy": people, no one in the conversation
         out = re.sub(r"\bourselves\b", "themselves", clause, flags=re.I)

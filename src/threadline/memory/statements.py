@@ -59,8 +59,30 @@ REFLEXIVE_IDIOMS = [
     (r"\bbe\s+true\s+to\s+myself\b", "be true to who {s} is"),
     (r"\b(express(?:es|ed|ing)?)\s+myself\b", r"\1 {s}'s feelings"),
     (r"\b(?:all\s+)?by\s+myself\b", "alone"),
+    (r"\b(believ\w*|belief|faith|confidence|trust\w*)\s+in\s+myself\b", r"\1 in {s}'s own abilities"),
+    (r"\bproud\s+of\s+myself\b", "proud"),
+    (r"\b((?:look\w*|car\w+)\s+(?:after|for))\s+myself\b", r"\1 {s}'s own health"),
+    (r"\b(true\s+to)\s+myself\b", r"\1 who {s} is"),
+    (r"\b(accept\w*|understand\w*|embrac\w+)\s+myself\b", r"\1 who {s} is"),
+    (r"\bexpression\s+of\s+myself\b", "self-expression"),
+    (r"\bremind(?:ed)?\s+myself\s+of\b", "recalled"),
+    (r"\bremind(?:s)?\s+myself\s+of\b", "recall"),
+    (r"\breminding\s+myself\s+of\b", "recalling"),
+    (r"\b(push\w*)\s+myself\b", r"\1"),
+    (r"\bchallenged\s+myself\b", "took on a challenge"),
+    (r"\bchallenging\s+myself\b", "taking on a challenge"),
+    (r"\bchallenge\s+myself\b", "take on a challenge"),
+    (r"\b(confidence|faith|belief|believ\w*|trust\w*)\s+in\s+yourself\b", r"\1 in oneself"),
+    (r"\b(put\w*|push\w*|tak\w+\s+time\s+for)\s+yourself\b", r"\1 oneself"),
+    (r"\b(?<=\w\s)for\s+myself\b", "personally"),
+    (r"\b(?<=\w\s)to\s+myself\b", "alone"),
     (r"\b(take|took|taking|takes|taken)\s+care\s+of\s+myself\b", r"\1 care of {s}'s health"),
     (r"\b(it|that|this|them|these|those|everything|all|one)\s+myself\b", r"\1"),
+    (
+        r"\b((?:the|a|an|my|this|that|these|those)\s+(?:\w+\s+){0,2}?"
+        r"(?!(?:for|to|with|about|of|on|at|in|from|by|into|after|like|than|as)\b)\w+)\s+myself\b",
+        r"\1",
+    ),
     (r"\b(I|me)\s+myself\b", r"\1"),
 ]
 """A reflexive rewritten so no "themself" is needed: an idiom said another way ("be true
@@ -284,6 +306,9 @@ def third_person(
         out = re.sub(r"\byou\b", addressee, out, flags=re.I)
     if subject.startswith("the "):  # "as the user drags their piece", not "the user's piece"
         out = _their_after(out, subject)
+        out = re.sub(  # "... blue. The user likes", not "blue. the user likes"
+            rf"(?<=[.!?]\s){re.escape(subject)}", subject[:1].upper() + subject[1:], out
+        )
     return out[:1].upper() + out[1:]
 
 

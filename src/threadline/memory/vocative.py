@@ -13,7 +13,8 @@ from threadline.memory.statements import CHATTER_WORDS, strip_opener
 
 _GREETED_RE = re.compile(
     r"^(?:hey|hi|hello|heya|hiya|yo|morning|evening|thanks|thank\s+you|congrats|"
-    r"congratulations|dear)[,!]?\s+([A-Z][a-z]{2,})\b(?!\s+[A-Z])(?=\s*[,!.:;-]|\s+you\b)"
+    r"congratulations|dear)[,!]?\s+([A-Z][a-z]{2,})\b(?!\s+(?-i:[A-Z]))(?=\s*[,!.:;-]|\s+you\b)",
+    re.I,
 )
 """A greeting before a name ("Hey Gina!", "Thanks Mel,")."""
 _CALLED_RE = re.compile(r"^([A-Z][a-z]{2,})\s*[,!]\s+(?=you\b|your\b|guess\b|I\b)", re.I)
