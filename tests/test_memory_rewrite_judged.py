@@ -124,7 +124,8 @@ def test_a_name_called_at_the_start_is_the_listener(name: str, opening: str) -> 
 
 
 @pytest.mark.parametrize(
-    "text", ["Wow, you did it!", "Yeah, you know me.", "Sure, I can.", "Hey there!", "Porto is far."]
+    "text",
+    ["Wow, you did it!", "Yeah, you know me.", "Sure, I can.", "Hey there!", "Porto is far."],
 )
 def test_a_word_that_is_no_name_is_never_the_listener(text: str) -> None:
     assert called(text, "Zed") is None

@@ -41,6 +41,7 @@ from threadline.memory.statements import (
 )
 from threadline.memory.substance import concrete, substance_words, with_subject
 from threadline.memory.timeexpr import date_labels
+from threadline.memory.views import views
 from threadline.memory.vocative import called
 from threadline.memory.worth import MIN_IMPERSONAL, fits_beside, points_back, worth_a_fact
 from threadline.messages import Message
@@ -544,6 +545,17 @@ class ExtractiveExtractor(Extractor):
         return out
 
     def _statements(
+        self, m: Message, text: str, addressee: str | None, when: datetime
+    ) -> list[tuple[str, str | None, str]]:
+        """What a person's turn states (``_stated``); for a turn that states nothing
+        else, the views its advice, cheer or show-and-tell carry (``views.views``)."""
+        stated = self._stated(m, text, addressee, when)
+        if stated:
+            return stated
+        said_ = sentences(_SHARED_CAPTION_RE.sub("", text))
+        return [(v, speaker_of(m), "fact") for v in views(said_, _referent(m), addressee)]
+
+    def _stated(
         self, m: Message, text: str, addressee: str | None, when: datetime
     ) -> list[tuple[str, str | None, str]]:
         """``(statement, subject, kind)`` of what a person's turn states: its statements

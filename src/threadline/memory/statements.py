@@ -59,7 +59,10 @@ REFLEXIVE_IDIOMS = [
     (r"\bbe\s+true\s+to\s+myself\b", "be true to who {s} is"),
     (r"\b(express(?:es|ed|ing)?)\s+myself\b", r"\1 {s}'s feelings"),
     (r"\b(?:all\s+)?by\s+myself\b", "alone"),
-    (r"\b(believ\w*|belief|faith|confidence|trust\w*)\s+in\s+myself\b", r"\1 in {s}'s own abilities"),
+    (
+        r"\b(believ\w*|belief|faith|confidence|trust\w*)\s+in\s+myself\b",
+        r"\1 in {s}'s own abilities",
+    ),
     (r"\bproud\s+of\s+myself\b", "proud"),
     (r"\b((?:look\w*|car\w+)\s+(?:after|for))\s+myself\b", r"\1 {s}'s own health"),
     (r"\b(true\s+to)\s+myself\b", r"\1 who {s} is"),

@@ -1,0 +1,90 @@
+"""What a short turn of advice, cheer or show-and-tell says, when nothing else in it is a fact.
+
+The statement rules drop advice ("Keep going!"), praise of the person spoken to and
+rating ("It's awesome ..."), so a turn made only of them yields no fact. Yet some of
+them carry content a person would remember (issue 37: the judge's missed
+observations): a piece of advice given ("My advice: stay focused"), a belief offered
+as a reminder ("remember that stumbling blocks can be opened doors"), a concrete
+quality seen in the other person ("You're talented and passionate about dance"), a
+thing of the speaker's shown ("Here's one of my trophies from a dance contest"), what
+the speaker enjoys ("It's awesome seeing my vision happen"). Each becomes one short
+statement naming who holds the view."""
+
+from __future__ import annotations
+
+import re
+
+from threadline.memory.statements import strip_opener, third_person
+
+_END = r"(?P<rest>[^.!?]{8,160})"
+_ADVICE_RE = re.compile(
+    rf"^(?:my|one)\s+(?:best\s+)?(?:advice|tip)\s*(?:is|would\s+be)?\s*[:,-–—]\s*{_END}", re.I
+)
+_REMEMBER_RE = re.compile(
+    rf"^(?:just\s+|always\s+)?(?:remember|never\s+forget|don['’]t\s+forget)\s*(?:that|,)\s*{_END}",
+    re.I,
+)
+_QUALITY_RE = re.compile(
+    r"^you\s*(?:['’]re|\s+are)\s+(?P<q>(?:\w+ly\s+)?\w+(?:\s+and\s+(?:\w+ly\s+)?\w+)?"
+    r"\s+(?:about|at|in)\s+[^.!?,]{3,60})",
+    re.I,
+)
+_POTENTIAL_RE = re.compile(
+    r"^you\s+(?:really\s+)?(?:have|got)\s+(?P<q>(?:so\s+much\s+|real\s+|a\s+lot\s+of\s+)?"
+    r"(?:potential|talent|a\s+gift\s+for\s+[^.!?,]{3,40}))",
+    re.I,
+)
+_SHOWN_RE = re.compile(
+    r"^(?:here['’]?s|here\s+is|check\s+out|this\s+is)\s+(?P<one>one\s+of\s+)?my\s+(?P<thing>[^.!?,;]{3,80})",
+    re.I,
+)
+_ENJOYS_RE = re.compile(
+    r"^it['’]?s\s+(?:so\s+|really\s+|super\s+)?(?:awesome|amazing|great|wonderful|rewarding|"
+    r"fulfilling)\s+(?P<doing>(?:seeing|having|being|getting|watching|doing)\s+my\s+[^.!?]{3,80})",
+    re.I,
+)
+
+
+_CLAIM_RE = re.compile(
+    r"\b(?:is|are|was|were|can|could|will|may|might|must|should|has|have|makes?|helps?|"
+    r"brings?|leads?|takes?|comes?)\b",
+    re.I,
+)
+"""A verb that makes a reminder a claim ("stumbling blocks can be opened doors"), not a
+bare imperative ("just do it") or a phrase."""
+
+
+def views(sentences: list[str], speaker: str, addressee: str | None) -> list[str]:
+    """The views a turn's ``sentences`` state, as third-person statements of
+    ``speaker`` (the other person's qualities only with ``addressee`` known)."""
+    out: list[str] = []
+    for sentence in sentences:
+        bare = strip_opener(sentence).strip()
+        view = _view(bare, speaker, addressee)
+        if view:
+            out.append(view)
+    return out
+
+
+def _inner(text: str, speaker: str, addressee: str | None = None) -> str:
+    """``text`` in the third person, as the inside of a sentence (its case kept)."""
+    text = text.strip()
+    out = third_person(text, speaker, addressee)
+    return out if text[:1].isupper() else out[:1].lower() + out[1:]
+
+
+def _view(bare: str, speaker: str, addressee: str | None) -> str | None:
+    if m := _ADVICE_RE.match(bare):
+        return f"{speaker}'s advice: {_inner(m['rest'], speaker, addressee)}."
+    m = _REMEMBER_RE.match(bare)
+    if m and not re.search(r"\b(?:you|your)\b", m["rest"], re.I) and _CLAIM_RE.search(m["rest"]):
+        return f"{speaker} believes that {_inner(m['rest'], speaker)}."
+    if addressee is not None and (m := _QUALITY_RE.match(bare) or _POTENTIAL_RE.match(bare)):
+        verb = "is" if m.re is _QUALITY_RE else "has"
+        return f"{speaker} thinks {addressee} {verb} {_inner(m['q'], speaker, addressee)}."
+    if (m := _SHOWN_RE.match(bare)) and not re.search(r"\b(?:one|ones|it|this|that)\b", m["thing"]):
+        thing = _inner(m["thing"], speaker, addressee)
+        return f"{speaker} has {thing}." if m["one"] else f"{speaker} showed {speaker}'s {thing}."
+    if m := _ENJOYS_RE.match(bare):
+        return f"{speaker} enjoys {_inner(m['doing'], speaker, addressee)}."
+    return None
