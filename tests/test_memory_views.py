@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from threadline.memory import ExtractiveExtractor
-from threadline.memory.views import views
 from threadline.messages import Message
 
 
@@ -31,11 +30,6 @@ def _facts(text: str, speaker: str = "Gina", addressee: str = "Jon") -> list[str
             "Gina believes that sometimes stumbling blocks can be opened doors.",
         ),
         (
-            "No worries, Jon! You're incredibly talented and passionate about dance. Keep shining!",
-            "Gina thinks Jon is incredibly talented and passionate about dance.",
-        ),
-        ("Don't let anything stop you. You have potential!", "Gina thinks Jon has potential."),
-        (
             "Got your back! Here's one of my trophies from a dance contest, nice reminder.",
             "Gina has trophies from a dance contest.",
         ),
@@ -56,6 +50,8 @@ def test_the_content_of_advice_or_cheer_is_kept(text: str, expected: str) -> Non
         "Just remember, just do it!",
         "Here's my latest one!",
         "You're awesome!",
+        "Don't let anything stop you. You have potential!",
+        "You're incredibly talented and passionate about dance. Keep shining!",
         "Remember that you are loved.",
     ],
 )
@@ -67,10 +63,3 @@ def test_a_turn_that_states_something_gets_no_extra_view() -> None:
     facts = _facts("I opened an online clothing store in May. Here's one of my mugs from Porto.")
     assert any("clothing store" in f for f in facts)
     assert not any(f.startswith("Gina has mugs") for f in facts)
-
-
-def test_the_other_persons_qualities_need_to_know_who_they_are() -> None:
-    assert views(["You're really passionate about gaming."], "Joanna", None) == []
-    assert views(["You're really passionate about gaming."], "Joanna", "Nate") == [
-        "Joanna thinks Nate is really passionate about gaming."
-    ]

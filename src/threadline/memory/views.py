@@ -4,11 +4,11 @@ The statement rules drop advice ("Keep going!"), praise of the person spoken to 
 rating ("It's awesome ..."), so a turn made only of them yields no fact. Yet some of
 them carry content a person would remember (issue 37: the judge's missed
 observations): a piece of advice given ("My advice: stay focused"), a belief offered
-as a reminder ("remember that stumbling blocks can be opened doors"), a concrete
-quality seen in the other person ("You're talented and passionate about dance"), a
-thing of the speaker's shown ("Here's one of my trophies from a dance contest"), what
+as a reminder ("remember that stumbling blocks can be opened doors"), a thing of the
+speaker's shown ("Here's one of my trophies from a dance contest"), what
 the speaker enjoys ("It's awesome seeing my vision happen"). Each becomes one short
-statement naming who holds the view."""
+statement naming who holds the view. Praise of the person spoken to ("You're so
+talented") stays a reaction, no fact (``worth``)."""
 
 from __future__ import annotations
 
@@ -18,20 +18,10 @@ from threadline.memory.statements import strip_opener, third_person
 
 _END = r"(?P<rest>[^.!?]{8,160})"
 _ADVICE_RE = re.compile(
-    rf"^(?:my|one)\s+(?:best\s+)?(?:advice|tip)\s*(?:is|would\s+be)?\s*[:,-–—]\s*{_END}", re.I
+    rf"^(?:my|one)\s+(?:best\s+)?(?:advice|tip)\s*(?:is|would\s+be)?\s*[:,\-–—]\s*{_END}", re.I
 )
 _REMEMBER_RE = re.compile(
     rf"^(?:just\s+|always\s+)?(?:remember|never\s+forget|don['’]t\s+forget)\s*(?:that|,)\s*{_END}",
-    re.I,
-)
-_QUALITY_RE = re.compile(
-    r"^you\s*(?:['’]re|\s+are)\s+(?P<q>(?:\w+ly\s+)?\w+(?:\s+and\s+(?:\w+ly\s+)?\w+)?"
-    r"\s+(?:about|at|in)\s+[^.!?,]{3,60})",
-    re.I,
-)
-_POTENTIAL_RE = re.compile(
-    r"^you\s+(?:really\s+)?(?:have|got)\s+(?P<q>(?:so\s+much\s+|real\s+|a\s+lot\s+of\s+)?"
-    r"(?:potential|talent|a\s+gift\s+for\s+[^.!?,]{3,40}))",
     re.I,
 )
 _SHOWN_RE = re.compile(
@@ -56,7 +46,7 @@ bare imperative ("just do it") or a phrase."""
 
 def views(sentences: list[str], speaker: str, addressee: str | None) -> list[str]:
     """The views a turn's ``sentences`` state, as third-person statements of
-    ``speaker`` (the other person's qualities only with ``addressee`` known)."""
+    ``speaker`` (``addressee``: who "you" is)."""
     out: list[str] = []
     for sentence in sentences:
         bare = strip_opener(sentence).strip()
@@ -79,9 +69,6 @@ def _view(bare: str, speaker: str, addressee: str | None) -> str | None:
     m = _REMEMBER_RE.match(bare)
     if m and not re.search(r"\b(?:you|your)\b", m["rest"], re.I) and _CLAIM_RE.search(m["rest"]):
         return f"{speaker} believes that {_inner(m['rest'], speaker)}."
-    if addressee is not None and (m := _QUALITY_RE.match(bare) or _POTENTIAL_RE.match(bare)):
-        verb = "is" if m.re is _QUALITY_RE else "has"
-        return f"{speaker} thinks {addressee} {verb} {_inner(m['q'], speaker, addressee)}."
     if (m := _SHOWN_RE.match(bare)) and not re.search(r"\b(?:one|ones|it|this|that)\b", m["thing"]):
         thing = _inner(m["thing"], speaker, addressee)
         return f"{speaker} has {thing}." if m["one"] else f"{speaker} showed {speaker}'s {thing}."
