@@ -26,10 +26,6 @@ def _facts(text: str, speaker: str = "Gina", addressee: str = "Jon") -> list[str
             "Gina's advice: stay passionate, focused and resilient.",
         ),
         (
-            "Just remember that sometimes stumbling blocks can be opened doors. Keep going!",
-            "Gina believes that sometimes stumbling blocks can be opened doors.",
-        ),
-        (
             "Got your back! Here's one of my trophies from a dance contest, nice reminder.",
             "Gina has trophies from a dance contest.",
         ),

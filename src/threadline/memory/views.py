@@ -3,12 +3,13 @@
 The statement rules drop advice ("Keep going!"), praise of the person spoken to and
 rating ("It's awesome ..."), so a turn made only of them yields no fact. Yet some of
 them carry content a person would remember (issue 37: the judge's missed
-observations): a piece of advice given ("My advice: stay focused"), a belief offered
-as a reminder ("remember that stumbling blocks can be opened doors"), a thing of the
+observations): a piece of advice given ("My advice: stay focused"), a thing of the
 speaker's shown ("Here's one of my trophies from a dance contest"), what
 the speaker enjoys ("It's awesome seeing my vision happen"). Each becomes one short
 statement naming who holds the view. Praise of the person spoken to ("You're so
-talented") stays a reaction, no fact (``worth``)."""
+talented") stays a reaction, no fact (``worth``); so does a general truth offered as
+a reminder ("remember that stumbling blocks can be opened doors"): kept as a fact, it
+took the place of evidence turns in search (LoCoMo recall@10 0.689 -> 0.687)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,6 @@ _END = r"(?P<rest>[^.!?]{8,160})"
 _ADVICE_RE = re.compile(
     rf"^(?:my|one)\s+(?:best\s+)?(?:advice|tip)\s*(?:is|would\s+be)?\s*[:,\-–—]\s*{_END}", re.I
 )
-_REMEMBER_RE = re.compile(
-    rf"^(?:just\s+|always\s+)?(?:remember|never\s+forget|don['’]t\s+forget)\s*(?:that|,)\s*{_END}",
-    re.I,
-)
 _SHOWN_RE = re.compile(
     r"^(?:here['’]?s|here\s+is|check\s+out|this\s+is)\s+(?P<one>one\s+of\s+)?my\s+(?P<thing>[^.!?,;]{3,80})",
     re.I,
@@ -33,15 +30,6 @@ _ENJOYS_RE = re.compile(
     r"fulfilling)\s+(?P<doing>(?:seeing|having|being|getting|watching|doing)\s+my\s+[^.!?]{3,80})",
     re.I,
 )
-
-
-_CLAIM_RE = re.compile(
-    r"\b(?:is|are|was|were|can|could|will|may|might|must|should|has|have|makes?|helps?|"
-    r"brings?|leads?|takes?|comes?)\b",
-    re.I,
-)
-"""A verb that makes a reminder a claim ("stumbling blocks can be opened doors"), not a
-bare imperative ("just do it") or a phrase."""
 
 
 def views(sentences: list[str], speaker: str, addressee: str | None) -> list[str]:
@@ -66,9 +54,6 @@ def _inner(text: str, speaker: str, addressee: str | None = None) -> str:
 def _view(bare: str, speaker: str, addressee: str | None) -> str | None:
     if m := _ADVICE_RE.match(bare):
         return f"{speaker}'s advice: {_inner(m['rest'], speaker, addressee)}."
-    m = _REMEMBER_RE.match(bare)
-    if m and not re.search(r"\b(?:you|your)\b", m["rest"], re.I) and _CLAIM_RE.search(m["rest"]):
-        return f"{speaker} believes that {_inner(m['rest'], speaker)}."
     if (m := _SHOWN_RE.match(bare)) and not re.search(r"\b(?:one|ones|it|this|that)\b", m["thing"]):
         thing = _inner(m["thing"], speaker, addressee)
         return f"{speaker} has {thing}." if m["one"] else f"{speaker} showed {speaker}'s {thing}."
