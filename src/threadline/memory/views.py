@@ -21,15 +21,18 @@ _END = r"(?P<rest>[^.!?]{8,160})"
 _ADVICE_RE = re.compile(
     rf"^(?:my|one)\s+(?:best\s+)?(?:advice|tip)\s*(?:is|would\s+be)?\s*[:,\-–—]\s*{_END}", re.I
 )
+"""Advice given as such ("My advice: stay passionate, focused and resilient")."""
 _SHOWN_RE = re.compile(
-    r"^(?:here['’]?s|here\s+is|check\s+out|this\s+is)\s+(?P<one>one\s+of\s+)?my\s+(?P<thing>[^.!?,;]{3,80})",
-    re.I,
+    r"(?i)^(?:here['’]?s|here\s+is|check\s+out|this\s+is)\s+(?P<one>one\s+of\s+)?"
+    r"my\s+(?P<thing>[^.!?,;]{3,80})"
 )
+"""A thing of the speaker's shown ("Here's one of my trophies from a dance contest")."""
 _ENJOYS_RE = re.compile(
-    r"^it['’]?s\s+(?:so\s+|really\s+|super\s+)?(?:awesome|amazing|great|wonderful|rewarding|"
-    r"fulfilling)\s+(?P<doing>(?:seeing|having|being|getting|watching|doing)\s+my\s+[^.!?]{3,80})",
-    re.I,
+    r"(?i)^it['’]?s\s+(?:so\s+|really\s+|super\s+)?(?:awesome|amazing|great|wonderful|"
+    r"rewarding|fulfilling)\s+(?P<doing>(?:seeing|having|being|getting|watching|doing)\s+"
+    r"my\s+[^.!?]{3,80})"
 )
+"""What the speaker enjoys, said as a rating ("It's awesome seeing my vision happen")."""
 
 
 def views(sentences: list[str], speaker: str, addressee: str | None) -> list[str]:
