@@ -147,3 +147,10 @@ def test_a_time_word_in_a_figure_of_speech_gets_no_date(text: str) -> None:
 def test_tomorrow_and_yesterday_get_their_dates() -> None:
     assert date_labels("The official opening night is tomorrow.", SAID) == ["2023-06-10"]
     assert date_labels("I put this dress on yesterday.", SAID) == ["2023-06-08"]
+
+
+def test_both_of_us_is_the_speaker_and_the_person_spoken_to() -> None:
+    fact = _facts(
+        "Nice, Gina! I'm happy that dance has such a special meaning to both of us.", "Jon", "Gina"
+    )
+    assert fact == "Jon is happy that dance has such a special meaning to Jon and Gina."

@@ -619,6 +619,8 @@ def _clean_sentences(text: str, addressee: bool, speaker: str, names: tuple[str,
         if not sentence or _commentary(sentence):
             continue
         bare = _unaddressed(strip_opener(sentence), names)
+        if len(names) == 2:  # "a special meaning to both of us": the two speaking
+            bare = _BOTH_OF_US_RE.sub(f"{names[0]} and {names[1]}", bare)
         kept, leans = with_subject(rewritable(bare, addressee, speaker))
         if kept and leans:
             if out and out[-1] and not is_chatter(out[-1], names):
@@ -626,6 +628,10 @@ def _clean_sentences(text: str, addressee: bool, speaker: str, names: tuple[str,
             continue
         out.append(kept)
     return out
+
+
+_BOTH_OF_US_RE = re.compile(r"\b(?:both|the\s+two)\s+of\s+us\b|\bus\s+both\b", re.I)
+""""Both of us" said to the person spoken to: the speaker and them."""
 
 
 def _unaddressed(sentence: str, names: tuple[str, ...]) -> str:
