@@ -90,6 +90,13 @@ CASES = [
         "Ana finished it in four hours.",
     ),
     (
+        "Caroline",
+        "Melanie",
+        "Thanks, Melanie. This painting, 'Embracing Identity', is all about finding comfort and "
+        "love in being yourself. My aim was to show warmth and self-acceptance.",
+        "finding comfort and love in being oneself.",
+    ),
+    (
         "Ana",
         "Ben",
         "I built the garden shed myself last spring.",

@@ -77,6 +77,7 @@ REFLEXIVE_IDIOMS = [
     (r"\bchallenge\s+myself\b", "take on a challenge"),
     (r"\b(confidence|faith|belief|believ\w*|trust\w*)\s+in\s+yourself\b", r"\1 in oneself"),
     (r"\b(put\w*|push\w*|tak\w+\s+time\s+for)\s+yourself\b", r"\1 oneself"),
+    (r"\b(\w+ing)\s+yourself\b", r"\1 oneself"),  # "in being yourself": anyone's
     (r"\b(?<=\w\s)for\s+myself\b", "personally"),
     (r"\b(?<=\w\s)to\s+myself\b", "alone"),
     (r"\b(take|took|taking|takes|taken)\s+care\s+of\s+myself\b", r"\1 care of {s}'s health"),
