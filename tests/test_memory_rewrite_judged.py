@@ -161,3 +161,8 @@ def test_both_of_us_is_the_speaker_and_the_person_spoken_to() -> None:
         "Nice, Gina! I'm happy that dance has such a special meaning to both of us.", "Jon", "Gina"
     )
     assert fact == "Jon is happy that dance has such a special meaning to Jon and Gina."
+
+
+def test_me_before_i_is_never_the_name_twice() -> None:
+    out = third_person("My family has been my rock, reminding me I'm not alone.", "Maria")
+    assert out == "Maria's family has been Maria's rock, reminding Maria that Maria is not alone."

@@ -304,6 +304,9 @@ def third_person(
         out = pattern.sub(replacement, out)
     out = _SUBJECT_VERB_RE.sub(subject_verb, out)
     out = re.sub(r"\bI\b", subject, out)
+    out = re.sub(  # "reminding me I'm not alone": "reminding Maria that Maria is ..."
+        rf"\b({re.escape(subject)}) (?={re.escape(subject)}\b)", r"\1 that ", out
+    )
     if not keep_we:
         out = group_once(out, f"{subject} and others")
     if addressee is not None:
