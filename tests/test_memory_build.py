@@ -53,7 +53,7 @@ def test_build_all_then_nothing_new(sqlite_url: str) -> None:
     assert report["scopes"] == {"agent:ana": 2, "agent:bo": 2}
     listed = json.loads(run(sqlite_url, "memory", "list", "--agent", "ana", "--json").stdout)
     assert {f["statement"] for f in listed["items"]} == {
-        "The user always drinks oat milk in the user's coffee.",
+        "The user always drinks oat milk in their coffee.",
         "The user's daughter Anneliese is 7 years old.",
     }
     assert {f["session_id"] for f in listed["items"]} == {ana}  # provenance

@@ -267,7 +267,7 @@ def test_the_state_a_request_ends_the_users_confusion_and_a_tasks_aim_are_no_fac
     )
     assert facts == [
         "The size of the board squares is defined with absolute value.",
-        "This highlight stays on as the user drags the user's piece onto the taken piece.",
+        "This highlight stays on as the user drags their piece onto the taken piece.",
     ]
 
 

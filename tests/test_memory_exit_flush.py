@@ -36,7 +36,7 @@ from threadline.memory import open_memory
 
 MODEL = "compatible/gpt-4o"
 OAT_MILK = "I always drink oat milk in my coffee."
-STORED = "The user always drinks oat milk in the user's coffee."
+STORED = "The user always drinks oat milk in their coffee."
 AGENT_YAML = """\
 name: mt1
 model: openai/gpt-4o

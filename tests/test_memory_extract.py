@@ -214,7 +214,7 @@ def test_every_statement_of_a_person_becomes_a_third_person_fact() -> None:
         "Caroline's daughter Anneliese is 7 years old. Caroline is keen on counseling."
     )
     assert facts_of(Message.user("I always drink oat milk in my coffee.", seq=1)) == [
-        "The user always drinks oat milk in the user's coffee."
+        "The user always drinks oat milk in their coffee."
     ]
 
 

@@ -92,8 +92,8 @@ CASES = [
     (
         "Gina",
         "Jon",
-        "Jon, you must be so excited about opening the dance studio downtown tomorrow!",
-        "Jon must be so excited about opening the dance studio downtown tomorrow!",
+        "Jon, you must be so excited about opening the dance studio downtown on Friday!",
+        "Jon must be so excited about opening the dance studio downtown on Friday!",
     ),
     # found in the judge sample: "need" is no past form, "help you reach" takes no
     # conjugation, "I wanna" is "wants to", "our lives" is not one person's

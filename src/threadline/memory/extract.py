@@ -41,6 +41,8 @@ from threadline.memory.statements import (
 )
 from threadline.memory.substance import concrete, substance_words, with_subject
 from threadline.memory.timeexpr import date_labels
+from threadline.memory.views import views
+from threadline.memory.vocative import called
 from threadline.memory.worth import MIN_IMPERSONAL, fits_beside, points_back, worth_a_fact
 from threadline.messages import Message
 from threadline.requests import request_text
@@ -434,7 +436,7 @@ class ExtractiveExtractor(Extractor):
             if text:
                 when = origin.observed_at or m.created_at
                 if m.name:
-                    addressee = _addressee(m, last_speaker)
+                    addressee = _addressee(m, last_speaker) or called(text, m.name)
                     out.extend(self._one(m, text, origin, when, addressee))
                 else:
                     out.extend(self._coding(m, text, origin, when, requests))
@@ -545,6 +547,17 @@ class ExtractiveExtractor(Extractor):
     def _statements(
         self, m: Message, text: str, addressee: str | None, when: datetime
     ) -> list[tuple[str, str | None, str]]:
+        """What a person's turn states (``_stated``); for a turn that states nothing
+        else, the views its advice, cheer or show-and-tell carry (``views.views``)."""
+        stated = self._stated(m, text, addressee, when)
+        if stated:
+            return stated
+        said_ = sentences(_SHARED_CAPTION_RE.sub("", text))
+        return [(v, speaker_of(m), "fact") for v in views(said_, _referent(m), addressee)]
+
+    def _stated(
+        self, m: Message, text: str, addressee: str | None, when: datetime
+    ) -> list[tuple[str, str | None, str]]:
         """``(statement, subject, kind)`` of what a person's turn states: its statements
         in one fact (together they keep each other's context, and what is worth keeping
         from a conversation often spans two of them), less commentary with nothing of
@@ -606,6 +619,8 @@ def _clean_sentences(text: str, addressee: bool, speaker: str, names: tuple[str,
         if not sentence or _commentary(sentence):
             continue
         bare = _unaddressed(strip_opener(sentence), names)
+        if len(names) == 2:  # "a special meaning to both of us": the two speaking
+            bare = _BOTH_OF_US_RE.sub(f"{names[0]} and {names[1]}", bare)
         kept, leans = with_subject(rewritable(bare, addressee, speaker))
         if kept and leans:
             if out and out[-1] and not is_chatter(out[-1], names):
@@ -613,6 +628,10 @@ def _clean_sentences(text: str, addressee: bool, speaker: str, names: tuple[str,
             continue
         out.append(kept)
     return out
+
+
+_BOTH_OF_US_RE = re.compile(r"\b(?:both|the\s+two)\s+of\s+us\b|\bus\s+both\b", re.I)
+""""Both of us" said to the person spoken to: the speaker and them."""
 
 
 def _unaddressed(sentence: str, names: tuple[str, ...]) -> str:

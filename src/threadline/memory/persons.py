@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import re
 
-from threadline.memory.statements import strip_opener, third_person
+from threadline.memory.statements import REFLEXIVE_IDIOMS, strip_opener, third_person
 from threadline.memory.substance import concrete
 from threadline.memory.words import MONTHS_BUT_MAY, SEASONS, WEEKDAYS
 
 _SEPARATOR_RE = re.compile(
-    r"(,\s+so\s+|,?\s+(?:but|because|though|although|which|whenever|while)\s+"
+    r"(,\s+so\s+|,?\s+(?:but|because|['’]?cause|cuz|though|although|which|whenever|while)\s+"
     r"|,\s+and\s+|\s+[-–—]+\s+|;\s+)",
     re.I,
 )
@@ -196,7 +196,15 @@ def _as_anyone(clause: str, speaker: str) -> str:
     )
     out = re.sub(r"\byou\s+(?:two|both|guys|all)\b|\by['’]all\b", "people", out, flags=re.I)
     out = re.sub(r"\byourselves\b", "themselves", out, flags=re.I)
+    out = re.sub(r"\byourself\b", "oneself", out, flags=re.I)
     return third_person(out, speaker, "one", keep_we=True, anyone=True)
+
+
+def _idioms_put(clause: str) -> str:
+    """``clause`` with the reflexive idioms said another way (the speaker as "X")."""
+    for pattern, replacement in REFLEXIVE_IDIOMS:
+        clause = re.sub(pattern, replacement.format(s="X"), clause, flags=re.I)
+    return clause
 
 
 def rewritable(sentence: str, addressee: bool, speaker: str) -> str:
@@ -228,12 +236,30 @@ def rewritable(sentence: str, addressee: bool, speaker: str) -> str:
     return out[:1].upper() + out[1:]
 
 
+_NO_REWRITE_RE = re.compile(
+    r"\b(?:myself|yourself)\b"
+    r"|\b(?:been|am|is|was|be|become|became|['’]m)\s+one\s*[.!?]*$",
+    re.I,
+)
+"""A clause the rewriting cannot put cleanly: a reflexive no idiom of
+``statements.REFLEXIVE_IDIOMS`` takes ("I pushed myself" -> "Ana pushed themself"), a
+bare "one" standing for a word of an earlier turn ("I've been one" -> "Gina has been
+one")."""
+_OUR_CHAT_RE = re.compile(
+    r",?\s*\b(?:since|after|from)\s+our\s+last\s+(?:chat|talk|conversation|call)\b",
+    re.I,
+)
+"""The conversation itself as a time ("since our last chat"): rewritten, it would be
+the speaker's chat."""
+
+
 def _kept(clause: str, addressee: bool, speaker: str, *, first: bool) -> str:
+    clause = _OUR_CHAT_RE.sub("", clause)
     bare = strip_opener(clause)
     if not bare.strip() or _dropped(bare, addressee, first):
         return ""
     kind = generic(bare)
-    if kind == "drop":
+    if kind == "drop" or (kind != "you" and _NO_REWRITE_RE.search(_idioms_put(bare))):
         return ""
     if kind == "us":  # "things that bring us joy": people, no one in the conversation
         out = re.sub(r"\bourselves\b", "themselves", clause, flags=re.I)

@@ -55,20 +55,63 @@ _LEANS_ON_BEFORE = re.compile(
 _WORD_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 
 
+REFLEXIVE_IDIOMS = [
+    (r"\bbe\s+true\s+to\s+myself\b", "be true to who {s} is"),
+    (r"\b(express(?:es|ed|ing)?)\s+myself\b", r"\1 {s}'s feelings"),
+    (r"\b(?:all\s+)?by\s+myself\b", "alone"),
+    (
+        r"\b(believ\w*|belief|faith|confidence|trust\w*)\s+in\s+myself\b",
+        r"\1 in {s}'s own abilities",
+    ),
+    (r"\bproud\s+of\s+myself\b", "proud"),
+    (r"\b((?:look\w*|car\w+)\s+(?:after|for))\s+myself\b", r"\1 {s}'s own health"),
+    (r"\b(true\s+to)\s+myself\b", r"\1 who {s} is"),
+    (r"\b(accept\w*|understand\w*|embrac\w+)\s+myself\b", r"\1 who {s} is"),
+    (r"\bexpression\s+of\s+myself\b", "self-expression"),
+    (r"\bremind(?:ed)?\s+myself\s+of\b", "recalled"),
+    (r"\bremind(?:s)?\s+myself\s+of\b", "recall"),
+    (r"\breminding\s+myself\s+of\b", "recalling"),
+    (r"\b(push\w*)\s+myself\b", r"\1"),
+    (r"\bchallenged\s+myself\b", "took on a challenge"),
+    (r"\bchallenging\s+myself\b", "taking on a challenge"),
+    (r"\bchallenge\s+myself\b", "take on a challenge"),
+    (r"\b(confidence|faith|belief|believ\w*|trust\w*)\s+in\s+yourself\b", r"\1 in oneself"),
+    (r"\b(put\w*|push\w*|tak\w+\s+time\s+for)\s+yourself\b", r"\1 oneself"),
+    (r"\b(\w+ing)\s+yourself\b", r"\1 oneself"),  # "in being yourself": anyone's
+    (r"\b(?<=\w\s)for\s+myself\b", "personally"),
+    (r"\b(?<=\w\s)to\s+myself\b", "alone"),
+    (r"\b(take|took|taking|takes|taken)\s+care\s+of\s+myself\b", r"\1 care of {s}'s health"),
+    (r"\b(it|that|this|them|these|those|everything|all|one)\s+myself\b", r"\1"),
+    (
+        r"\b((?:the|a|an|my|this|that|these|those)\s+(?:\w+\s+){0,2}?"
+        r"(?!(?:for|to|with|about|of|on|at|in|from|by|into|after|like|than|as)\b)\w+)\s+myself\b",
+        r"\1",
+    ),
+    (r"\b(I|me)\s+myself\b", r"\1"),
+]
+"""A reflexive rewritten so no "themself" is needed: an idiom said another way ("be true
+to myself" -> "be true to who Ana is"), an emphatic "myself" dropped ("I made it
+myself"). Any other "myself" ("I pushed myself") is left for ``persons`` to drop."""
+
+
 def _rules(table: list[tuple[str, str]]) -> list[tuple[re.Pattern[str], str]]:
     """Compile a rewrite table; person words match in any case unless a rule says ``(?-i:``."""
     return [(re.compile(pattern, re.I), replacement) for pattern, replacement in table]
 
 
+_PERFECT_PARTICIPLES = "been|had|sunk|spent|seen|taken|given|written|eaten|gotten|grown"
+"""Participles that after "I'm" say "I've" ("I'm sunk tons of time into it")."""
 _RULES = _rules(
     [
+        (rf"\bI\s*['’]?m\s+(?=(?:{_PERFECT_PARTICIPLES})\b)", "{s} has "),
         (r"\bI\s*['’]?m\b|\bI am\b", "{s} is"),
         (r"\bI\s*['’]ve\b", "{s} has"),
         (r"\bI\s*['’]ll\b", "{s} will"),
         (r"\bI\s*['’]d\b", "{s} would"),
         (r"\bI\s+wanna\b", "{s} wants to"),
         (r"\bI\s+gotta\b", "{s} has to"),
-        (r"\bmyself\b", "themself"),  # "express myself": not "express Ana"
+        *REFLEXIVE_IDIOMS,
+        (r"\bmyself\b", "themself"),  # left only where ``persons`` could not drop it
         (r"\bmy\b", "{s}'s"),
         (r"\bmine\b", "{s}'s"),
         (r"\bme\b(?![-‐])", "{s}"),  # not "me-time"
@@ -249,7 +292,8 @@ def third_person(
         out = re.sub(rf"^{re.escape(addressee)},\s*(?=you)", "", out, flags=re.I)
     if addressee is not None and not anyone and _GENERIC_YOU_RE.search(out):
         addressee = None  # "you could hear birds": anyone, not the person spoken to
-    if not keep_we and re.search(r"\bwe\b", out, re.I):
+    out = _MINE_AND_I_RE.sub(lambda m: f"I and {m[1][:1].lower()}{m[1][1:]}", out)
+    if not keep_we and _GROUP_RE.search(out):
         out = re.sub(  # "we made our own pots": their pots, not the speaker's
             r"\bour\b", lambda m: "Their" if m[0][0] == "O" else "their", out, flags=re.I
         )
@@ -260,11 +304,40 @@ def third_person(
         out = pattern.sub(replacement, out)
     out = _SUBJECT_VERB_RE.sub(subject_verb, out)
     out = re.sub(r"\bI\b", subject, out)
+    out = re.sub(  # "reminding me I'm not alone": "reminding Maria that Maria is ..."
+        rf"\b({re.escape(subject)}) (?={re.escape(subject)}\b)", r"\1 that ", out
+    )
     if not keep_we:
         out = group_once(out, f"{subject} and others")
     if addressee is not None:
         out = re.sub(r"\byou\b", addressee, out, flags=re.I)
+    if subject.startswith("the "):  # "as the user drags their piece", not "the user's piece"
+        out = _their_after(out, subject)
+        out = re.sub(  # "... blue. The user likes", not "blue. the user likes"
+            rf"(?<=[.!?]\s){re.escape(subject)}", subject[:1].upper() + subject[1:], out
+        )
     return out[:1].upper() + out[1:]
+
+
+def _their_after(text: str, subject: str) -> str:
+    """``subject``'s possessive as "their" once ``subject`` is named in the sentence."""
+    again = re.compile(rf"\b{re.escape(subject)}'s\b")
+
+    def one(m: re.Match[str]) -> str:
+        part = m[0]
+        first = part.find(subject)
+        if first < 0:
+            return part
+        cut = first + len(subject) + (2 if part.startswith("'s", first + len(subject)) else 0)
+        return part[:cut] + again.sub("their", part[cut:])
+
+    return re.sub(r"[^.!?]+[.!?]*", one, text)
+
+
+_MINE_AND_I_RE = re.compile(r"\b((?:my|me)\s+(?:[a-z]+\s+){0,2}?[a-z]+)\s+and\s+I\b", re.I)
+""""my kids and I": put as "I and my kids", so it becomes "Ana and Ana's kids"."""
+_GROUP_RE = re.compile(r"\bwe\b|\b(?:and\s+I|I\s+and|me\s+and)\b", re.I)
+"""A group with the speaker in it ("we", "Mark and I"): its "our" is "their"."""
 
 
 def group_once(text: str, group: str) -> str:

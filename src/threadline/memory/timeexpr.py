@@ -106,16 +106,27 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
         ),
         "ago",
     ),
-    (re.compile(r"\b(yesterday|today|tonight|recently|lately)\b"), "word"),
+    (re.compile(r"\b(yesterday|today|tonight|tomorrow|recently|lately)\b"), "word"),
     (re.compile(rf"\b(?:in|during|since|by|before|after|of) {_YEAR}\b|\b{_YEAR}\b"), "year"),
 ]
 
 
+_FIGURATIVE_RE = re.compile(
+    r"\b(?:feels?|felt|seems?|seemed|feeling)\s+like\s+(?:it\s+(?:was|is)\s+)?"
+    r"(?:just\s+|only\s+)?yesterday\b|\blike\s+it\s+was\s+(?:just\s+|only\s+)?yesterday\b"
+    r"|\b(?:born|happen)\s+yesterday\b|\b(?:like\s+)?there['’]?s\s+no\s+tomorrow\b"
+    r"|\btomorrow\s+is\s+another\s+day\b"
+)
+"""A time word used as a figure of speech ("feels like just yesterday I put this dress
+on", said of a wedding five years back): no date to stamp."""
+
+
 def find_windows(text: str, now: datetime) -> list[Window]:
-    """Every time expression in ``text``, as windows relative to ``now``."""
+    """Every time expression in ``text``, as windows relative to ``now``; none for a time
+    word in a figure of speech (``_FIGURATIVE_RE``)."""
     low = text.lower()
     out: list[Window] = []
-    taken: list[tuple[int, int]] = []
+    taken: list[tuple[int, int]] = [m.span() for m in _FIGURATIVE_RE.finditer(low)]
     for pattern, form in _PATTERNS:
         for m in pattern.finditer(low):
             if any(a <= m.start() < b or a < m.end() <= b for a, b in taken):
@@ -163,6 +174,8 @@ def _window(form: str, m: re.Match[str], now: datetime) -> Window | None:
                 return Window(today, today + timedelta(days=1), label)
             if g[0] == "yesterday":
                 return Window(today - timedelta(days=1), today, label)
+            if g[0] == "tomorrow":
+                return Window(today + timedelta(days=1), today + timedelta(days=2), label)
             return Window(now - timedelta(days=30), None, label)
         if form == "year":
             year = int(g[0] or g[1])
