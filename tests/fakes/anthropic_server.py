@@ -10,10 +10,7 @@ output usage, ``message_stop``. Errors carry ``{"type": "error", "error":
 {type, message}, "request_id": ...}``; the context-length error is the exact
 "prompt is too long" one. Like the real API (version 2026-10-21), it refuses a
 request without ``max_tokens`` or with ``temperature`` / ``top_p`` / ``top_k``.
-
-    with FakeAnthropic() as srv:
-        srv.reply_text("hi", usage=(10, 2))
-        model = AnthropicChatModel("claude-sonnet-4-5", api_key="test", base_url=srv.url)
+Scripted like every fake (``tests.fakes``).
 """
 
 from __future__ import annotations

@@ -5,11 +5,8 @@ when the request says ``"stream": true``, with ``chat.completion.chunk``
 events (``data: {...}`` lines, tool-call argument deltas keyed by index, a
 usage-only chunk when ``stream_options.include_usage`` is set, then
 ``data: [DONE]``). Errors carry OpenAI's ``{"error": {message, type, param,
-code}}`` body; the context-length error is the exact one OpenAI sends.
-
-    with FakeOpenAI() as srv:
-        srv.reply_text("hi", usage=(10, 2))
-        model = OpenAIChatModel("gpt-4o", api_key="test", base_url=srv.url)
+code}}`` body; the context-length error is the exact one OpenAI sends. Scripted like
+every fake (``tests.fakes``).
 """
 
 from __future__ import annotations
