@@ -347,6 +347,16 @@ def test_parse_command() -> None:
     assert "did you mean" not in unknown_hint("zzzz")
 
 
+def test_every_handler_is_registered_once_under_distinct_names() -> None:
+    from threadline.cli import slash
+
+    handlers = {name for name in vars(slash) if name.startswith("cmd_")}
+    assert sorted(spec.handler.__name__ for spec in COMMANDS) == sorted(handlers)
+    names = [name for spec in COMMANDS for name in (spec.name, *spec.aliases)]
+    assert len(names) == len(set(names)) == len(command_names())
+    assert [spec.name for spec in COMMANDS][:2] == ["help", "sessions"]  # as written
+
+
 @given(st.text(max_size=60))
 def test_parse_command_never_raises_and_only_takes_slash_lines(text: str) -> None:
     parsed = parse_command(text)

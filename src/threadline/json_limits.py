@@ -3,7 +3,8 @@
 Two checks, one rule. ``nesting_too_deep`` reads raw text *before* a parse, because
 Python's parser recurses and a file of 200,000 ``[`` ends in ``RecursionError``; TOML
 nests with the same brackets and ``tomllib`` recurses too, so it reads TOML as well
-(``toml=True``: its literal strings and comments are passed over).
+(``toml=True``: its literal strings and comments are passed over); ``parse_json`` is
+that check and the parse in one call.
 ``value_problem`` reads a parsed value *before* it is stored: ``NaN`` and infinities
 are not JSON (pydantic writes them as ``null``, PostgreSQL refuses them), and a value
 nested deeper than the reader's recursion limit is written fine but can never be read
@@ -13,9 +14,11 @@ levels).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable
+from typing import Any
 
 MAX_JSON_DEPTH = 100
 """Levels of ``[``/``{`` nesting accepted in a file to import and in a stored value."""
@@ -53,6 +56,24 @@ def nesting_too_deep(
         elif token in (b"]", b"}"):
             depth = max(0, depth - 1)
     return None
+
+
+class TooDeep(ValueError):
+    """JSON text nested deeper than the limit, refused before the parser recursed into it."""
+
+    def __init__(self, line: int, limit: int = MAX_JSON_DEPTH) -> None:
+        super().__init__(f"nests more than {limit} levels deep")
+        self.line = line
+        """Where the text first goes too deep (1-based)."""
+
+
+def parse_json(data: bytes | str, **options: Any) -> Any:
+    """``json.loads(data, **options)``, after refusing (``TooDeep``) text nested deeper than
+    ``MAX_JSON_DEPTH``, which would end the parser in ``RecursionError``."""
+    deep = nesting_too_deep(data)
+    if deep is not None:
+        raise TooDeep(deep)
+    return json.loads(data, **options)
 
 
 def value_problem(value: object, limit: int = MAX_JSON_DEPTH) -> str | None:

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_core import PydanticSerializationError, to_json
 
 from threadline.errors import InvalidMessage, validation_problems
-from threadline.json_limits import nesting_too_deep
+from threadline.json_limits import parse_json
 from threadline.stamps import new_id, utcnow
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -129,11 +129,9 @@ class ToolCall(_Model):
         text = arguments or ""
         if not text.strip():
             return cls(id=id, name=name)
-        if nesting_too_deep(text) is not None:
-            return cls(id=id, name=name, raw_arguments=text)
         try:
-            parsed = json.loads(text, parse_constant=_not_json)
-        except ValueError:
+            parsed = parse_json(text, parse_constant=_not_json)
+        except ValueError:  # not strict JSON, or too deep (TooDeep)
             return cls(id=id, name=name, raw_arguments=text)
         if isinstance(parsed, dict):
             return cls(id=id, name=name, arguments=parsed)

@@ -13,6 +13,10 @@ loop and summarizer tests.
         model = OpenAIChatModel("gpt-4o", api_key="test", base_url=srv.url)
         ...
         assert srv.last_json["tools"][0]["function"]["name"] == "grep"
+
+    with FakeAnthropic() as srv:  # scripted the same way
+        srv.reply_text("hi", usage=(10, 2))
+        model = AnthropicChatModel("claude-sonnet-4-5", api_key="test", base_url=srv.url)
 """
 
 from tests.fakes.anthropic_server import FakeAnthropic

@@ -10,10 +10,7 @@ output usage, ``message_stop``. Errors carry ``{"type": "error", "error":
 {type, message}, "request_id": ...}``; the context-length error is the exact
 "prompt is too long" one. Like the real API (version 2026-10-21), it refuses a
 request without ``max_tokens`` or with ``temperature`` / ``top_p`` / ``top_k``.
-
-    with FakeAnthropic() as srv:
-        srv.reply_text("hi", usage=(10, 2))
-        model = AnthropicChatModel("claude-sonnet-4-5", api_key="test", base_url=srv.url)
+Scripted like every fake (``tests.fakes``).
 """
 
 from __future__ import annotations
@@ -29,29 +26,30 @@ from tests.fakes.base import (
     Reply,
     StreamFailure,
     pieces,
-    retry_after,
 )
 
 REJECTED_PARAMETERS = ("temperature", "top_p", "top_k")
 """Sampling parameters that API version 2026-10-21 refuses (even at their defaults)."""
-ERROR_TYPES: dict[int, tuple[str, str]] = {
-    400: ("invalid_request_error", "Invalid request."),
-    401: ("authentication_error", "invalid x-api-key"),
+ERROR_TYPES: dict[int, tuple[str, str, str | None]] = {
+    400: ("invalid_request_error", "Invalid request.", None),
+    401: ("authentication_error", "invalid x-api-key", None),
     403: (
         "permission_error",
         "Your API key does not have permission to use the specified resource.",
+        None,
     ),
-    404: ("not_found_error", "model: no-such-model"),
-    413: ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
+    404: ("not_found_error", "model: no-such-model", None),
+    413: ("request_too_large", "Request exceeds the maximum allowed number of bytes.", None),
     429: (
         "rate_limit_error",
         "This request would exceed the rate limit for your organization of 30,000 input "
         "tokens per minute. Please try again later.",
+        None,
     ),
-    500: ("api_error", "Internal server error"),
-    529: ("overloaded_error", "Overloaded"),
+    500: ("api_error", "Internal server error", None),
+    529: ("overloaded_error", "Overloaded", None),
 }
-"""``status -> (error type, message)`` as Anthropic sends them."""
+"""``status -> (error type, message, code)`` as Anthropic sends them (no codes)."""
 
 
 class FakeAnthropic(FakeServer):
@@ -59,6 +57,10 @@ class FakeAnthropic(FakeServer):
 
     endpoint = "/v1/messages"
     url_suffix = ""
+    request_id_header = "request-id"
+    rate_limit_header = "anthropic-ratelimit-input-tokens-remaining"
+    errors = ERROR_TYPES
+    server_error_type = "api_error"
 
     def fail_context_length(self, *, tokens: int = 208_310, limit: int = 200_000) -> None:
         """The 400 Anthropic sends when the prompt does not fit the window."""
@@ -141,7 +143,7 @@ class FakeAnthropic(FakeServer):
         }
 
     def render_json(self, reply: Reply, request: RecordedRequest) -> Rendered:
-        return self.json_body(200, self._message(reply, request), [("request-id", "req_fake")])
+        return self.json_body(200, self._message(reply, request), self.id_headers())
 
     def _stream_start(self, reply: Reply, request: RecordedRequest) -> list[bytes]:
         message = self._message(reply, request)
@@ -224,40 +226,21 @@ class FakeAnthropic(FakeServer):
             )
         )
         events.append(event("message_stop", {"type": "message_stop"}))
-        return Rendered(200, [*self.sse_headers(), ("request-id", "req_fake")], events=events)
+        return Rendered(200, [*self.sse_headers(), *self.id_headers()], events=events)
 
-    def render_stream_failure(self, failure: StreamFailure, request: RecordedRequest) -> Rendered:
-        reply = Reply(text=failure.text)
-        events = self._stream_start(reply, request)
-        events.extend(self._text_block(0, self.text_chunks(reply)))
-        events.append(
-            event(
-                "error",
-                {
-                    "type": "error",
-                    "error": {"type": failure.error_type, "message": failure.message},
-                },
-            )
-        )
-        return Rendered(200, self.sse_headers(), events=events)
+    def stream_text(self, reply: Reply, request: RecordedRequest) -> list[bytes]:
+        return [*self._stream_start(reply, request), *self._text_block(0, self.text_chunks(reply))]
 
-    def render_failure(self, failure: Failure) -> Rendered:
-        kind, message = ERROR_TYPES.get(
-            failure.status,
-            (
-                "api_error" if failure.status >= 500 else "invalid_request_error",
-                f"HTTP {failure.status}",
-            ),
-        )
-        body = {
+    def stream_error(self, failure: StreamFailure) -> bytes:
+        error = {"type": failure.error_type, "message": failure.message}
+        return event("error", {"type": "error", "error": error})
+
+    def error_body(self, error_type: str, message: str, code: str | None) -> dict[str, Any]:
+        return {
             "type": "error",
-            "error": {"type": failure.error_type or kind, "message": failure.message or message},
+            "error": {"type": error_type, "message": message},
             "request_id": "req_fake",
         }
-        headers = [("request-id", "req_fake"), *retry_after(failure)]
-        if failure.status == 429:
-            headers.append(("anthropic-ratelimit-input-tokens-remaining", "0"))
-        return self.json_body(failure.status, body, headers)
 
 
 def event(name: str, payload: dict[str, Any]) -> bytes:

@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 FAKE_CREATED = 1_700_000_000
 """The fixed ``created`` timestamp in fake replies (deterministic output)."""
@@ -262,6 +262,14 @@ class FakeServer:
     """The path a chat request is POSTed to."""
     url_suffix = ""
     """Appended to ``http://127.0.0.1:PORT`` to make the SDK's base URL."""
+    request_id_header = "x-request-id"
+    """The response header naming the request, as the provider names it."""
+    rate_limit_header: str | None = None
+    """The header a 429 sends as ``0`` (the spent budget), if the provider sends one."""
+    errors: ClassVar[dict[int, tuple[str, str, str | None]]] = {}
+    """``status -> (error type, message, code)`` as the provider sends them."""
+    server_error_type = "server_error"
+    """The error type of a 5xx ``errors`` does not name (any other is a bad request)."""
 
     def __init__(self) -> None:
         self._queue: deque[Scripted] = deque()
@@ -492,12 +500,50 @@ class FakeServer:
         raise NotImplementedError
 
     def render_failure(self, failure: Failure) -> Rendered:
+        """The error response, what the script leaves out taken from ``errors``."""
+        fallback = (
+            self.server_error_type if failure.status >= 500 else "invalid_request_error",
+            f"HTTP {failure.status}",
+            None,
+        )
+        kind, message, code = self.errors.get(failure.status, fallback)
+        body = self.error_body(
+            failure.error_type or kind,
+            failure.message or message,
+            failure.code if failure.code is not None else code,
+        )
+        return self.json_body(failure.status, body, self.failure_headers(failure))
+
+    def error_body(self, error_type: str, message: str, code: str | None) -> dict[str, Any]:
+        """The provider's JSON error body."""
         raise NotImplementedError
 
     def render_stream_failure(self, failure: StreamFailure, request: RecordedRequest) -> Rendered:
+        """``failure.text`` streamed as a reply starts, then the in-stream error event."""
+        reply = Reply(text=failure.text)
+        events = [*self.stream_text(reply, request), self.stream_error(failure)]
+        return Rendered(200, self.sse_headers(), events=events)
+
+    def stream_text(self, reply: Reply, request: RecordedRequest) -> list[bytes]:
+        """The opening events of a stream and ``reply``'s text, left open."""
+        raise NotImplementedError
+
+    def stream_error(self, failure: StreamFailure) -> bytes:
+        """The event a stream that fails midway ends with."""
         raise NotImplementedError
 
     # -- shared helpers for subclasses ----------------------------------------------
+
+    def id_headers(self) -> list[tuple[str, str]]:
+        return [(self.request_id_header, "req_fake")]
+
+    def failure_headers(self, failure: Failure) -> list[tuple[str, str]]:
+        """What an error response carries: the request id, the ``retry-after`` the script
+        asks for, and on a 429 the spent rate limit."""
+        headers = [*self.id_headers(), *retry_after(failure)]
+        if failure.status == 429 and self.rate_limit_header is not None:
+            headers.append((self.rate_limit_header, "0"))
+        return headers
 
     @staticmethod
     def requested_model(request: RecordedRequest, reply: Reply) -> str:

@@ -5,11 +5,8 @@ when the request says ``"stream": true``, with ``chat.completion.chunk``
 events (``data: {...}`` lines, tool-call argument deltas keyed by index, a
 usage-only chunk when ``stream_options.include_usage`` is set, then
 ``data: [DONE]``). Errors carry OpenAI's ``{"error": {message, type, param,
-code}}`` body; the context-length error is the exact one OpenAI sends.
-
-    with FakeOpenAI() as srv:
-        srv.reply_text("hi", usage=(10, 2))
-        model = OpenAIChatModel("gpt-4o", api_key="test", base_url=srv.url)
+code}}`` body; the context-length error is the exact one OpenAI sends. Scripted like
+every fake (``tests.fakes``).
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ from typing import Any
 
 from tests.fakes.base import (
     FAKE_CREATED,
-    Failure,
     FakeServer,
     RecordedRequest,
     Rendered,
@@ -27,7 +23,6 @@ from tests.fakes.base import (
     StreamFailure,
     arguments_json,
     pieces,
-    retry_after,
 )
 
 DEFAULT_ERRORS: dict[int, tuple[str, str, str | None]] = {
@@ -72,6 +67,8 @@ class FakeOpenAI(FakeServer):
 
     endpoint = "/v1/chat/completions"
     url_suffix = "/v1"
+    rate_limit_header = "x-ratelimit-remaining-tokens"
+    errors = DEFAULT_ERRORS
 
     @property
     def env(self) -> dict[str, str]:
@@ -146,7 +143,7 @@ class FakeOpenAI(FakeServer):
             "service_tier": "default",
             "system_fingerprint": "fp_fake",
         }
-        return self.json_body(200, body, [("x-request-id", "req_fake")])
+        return self.json_body(200, body, self.id_headers())
 
     def _chunk_maker(self, reply: Reply, request: RecordedRequest) -> Any:
         data = request.json()
@@ -210,39 +207,29 @@ class FakeOpenAI(FakeServer):
         events.append(b"data: [DONE]\n\n")
         return Rendered(200, self.sse_headers(), events=events)
 
-    def render_stream_failure(self, failure: StreamFailure, request: RecordedRequest) -> Rendered:
-        reply = Reply(text=failure.text)
+    def stream_text(self, reply: Reply, request: RecordedRequest) -> list[bytes]:
         chunk, _ = self._chunk_maker(reply, request)
         events = [chunk({"role": "assistant", "content": "", "refusal": None})]
         events.extend(chunk({"content": piece}) for piece in self.text_chunks(reply))
+        return events
+
+    def stream_error(self, failure: StreamFailure) -> bytes:
         error = {
             "message": failure.message,
             "type": failure.error_type,
             "param": None,
             "code": None,
         }
-        events.append(sse({"error": error}))
-        return Rendered(200, self.sse_headers(), events=events)
+        return sse({"error": error})
 
-    def render_failure(self, failure: Failure) -> Rendered:
-        kind, message, code = DEFAULT_ERRORS.get(
-            failure.status,
-            (
-                "server_error" if failure.status >= 500 else "invalid_request_error",
-                f"HTTP {failure.status}",
-                None,
-            ),
-        )
+    def error_body(self, error_type: str, message: str, code: str | None) -> dict[str, Any]:
         error = {
-            "message": failure.message or message,
-            "type": failure.error_type or kind,
-            "param": "messages" if failure.code == "context_length_exceeded" else None,
-            "code": failure.code if failure.code is not None else code,
+            "message": message,
+            "type": error_type,
+            "param": "messages" if code == "context_length_exceeded" else None,
+            "code": code,
         }
-        headers = [("x-request-id", "req_fake"), *retry_after(failure)]
-        if failure.status == 429:
-            headers.append(("x-ratelimit-remaining-tokens", "0"))
-        return self.json_body(failure.status, {"error": error}, headers)
+        return {"error": error}
 
 
 def sse(payload: Any) -> bytes:

@@ -54,7 +54,7 @@ class FakeResponses(FakeServer):
                 "total_tokens": prompt + completion,
             },
         }
-        return self.json_body(200, body, [("x-request-id", "req_fake")])
+        return self.json_body(200, body, self.id_headers())
 
     def render_failure(self, failure: Failure) -> Rendered:
         error = {

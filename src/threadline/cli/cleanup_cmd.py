@@ -30,6 +30,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from threadline.cli.params import OnlyAgentOpt
 from threadline.cli.render import fmt_time, make_console, plural
 from threadline.cli.state import confirm_delete, store_of
 from threadline.config import config_path, load_settings
@@ -136,9 +137,7 @@ def cleanup(
         bool, typer.Option("--dry-run", help="Show what would be deleted; delete nothing.")
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    agent: Annotated[
-        str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.")
-    ] = None,
+    agent: OnlyAgentOpt = None,
 ) -> None:
     r"""Delete old sessions, or the oldest ones beyond a size cap; never a locked one.
 

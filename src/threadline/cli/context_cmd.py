@@ -23,7 +23,7 @@ from threadline.cli.params import IdArg
 from threadline.cli.render import print_json
 from threadline.cli.state import store_of
 from threadline.errors import UsageError
-from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
+from threadline.json_limits import TooDeep, parse_json
 from threadline.report.context import session_context
 from threadline.session_agent import session_agent
 from threadline.store.checks import MAX_INT
@@ -44,13 +44,10 @@ def read_text_file(path: Path, *, what: str) -> str:
 def read_tools_file(path: Path) -> list[dict[str, Any]]:
     """A JSON array of tool definitions (OpenAI ``{"type": "function", ...}`` or Anthropic)."""
     text = read_text_file(path, what="tools file")
-    deep = nesting_too_deep(text)  # the parser would recurse into it
-    if deep is not None:
-        raise UsageError(
-            f"tools file {path} nests more than {MAX_JSON_DEPTH} levels deep (line {deep})"
-        )
     try:
-        tools = json.loads(text)
+        tools = parse_json(text)
+    except TooDeep as exc:
+        raise UsageError(f"tools file {path} {exc} (line {exc.line})") from exc
     except json.JSONDecodeError as exc:
         raise UsageError(f"tools file {path} is not JSON: line {exc.lineno}: {exc.msg}") from exc
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):

@@ -47,7 +47,7 @@ from threadline.cli.render import (
 )
 from threadline.cli.state import store_of
 from threadline.errors import ImportFormatError, ThreadlineError, UsageError
-from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
+from threadline.json_limits import TooDeep, parse_json
 from threadline.store import sqlite_files
 from threadline.store.checks import DEFAULT_AGENT
 
@@ -417,13 +417,10 @@ def read_import(path: str) -> dict[str, Any]:
         raise UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
     if len(raw) > MAX_IMPORT_BYTES:
         raise ImportFormatError(f"{where}: larger than {MAX_IMPORT_BYTES:,} bytes")
-    deep = nesting_too_deep(raw)  # the parser would recurse into it
-    if deep is not None:
-        raise ImportFormatError(
-            f"{where}:{deep}: JSON nests more than {MAX_JSON_DEPTH} levels deep"
-        )
     try:
-        data = json.loads(raw)
+        data = parse_json(raw)
+    except TooDeep as exc:
+        raise ImportFormatError(f"{where}:{exc.line}: JSON {exc}") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ImportFormatError(f"{where}: not a JSON document ({exc})") from exc
     if not isinstance(data, dict):

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from threadline.cli.errors import exit_code_for, exit_interrupted
 from threadline.cli.errors import report as report_error
-from threadline.cli.params import IdArg, JsonOpt
+from threadline.cli.params import IdArg, JsonOpt, OnlyAgentOpt
 from threadline.cli.render import (
     echo,
     fmt_time,
@@ -78,13 +78,10 @@ class ExportFormat(StrEnum):
     supyagent = "supyagent"
 
 
-AgentOpt = Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.")]
-
-
 @app.command("list")
 def list_sessions(
     ctx: typer.Context,
-    agent: AgentOpt = None,
+    agent: OnlyAgentOpt = None,
     limit: Annotated[
         int,
         typer.Option("-n", "--limit", min=1, max=MAX_PAGE_SIZE, help="Sessions per page."),
@@ -386,7 +383,7 @@ def delete(
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to find; see the syntax above.")],
-    agent: AgentOpt = None,
+    agent: OnlyAgentOpt = None,
     model: Annotated[
         str | None, typer.Option("--model", help="Only sessions of this model.")
     ] = None,

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
@@ -136,6 +136,21 @@ def parse_command(text: str) -> ParsedCommand | None:
     return ParsedCommand(match["name"].lower(), (match["args"] or "").strip())
 
 
+_REGISTERED: list[CommandSpec] = []
+_H = TypeVar("_H", bound=Handler)
+
+
+def command(usage: str, help: str, *aliases: str) -> Callable[[_H], _H]:
+    """Registers the handler below as ``usage`` (with ``help`` and ``aliases``), so each
+    command is declared once, where it is written; ``/help`` lists them in that order."""
+
+    def register(handler: _H) -> _H:
+        _REGISTERED.append(CommandSpec(usage, help, handler, aliases))
+        return handler
+
+    return register
+
+
 # -- shared rendering ------------------------------------------------------------------
 
 
@@ -174,6 +189,7 @@ def _note(host: ChatHost, text: str) -> None:
 # -- the commands ------------------------------------------------------------------------
 
 
+@command("/help", "List the commands.")
 def cmd_help(host: ChatHost, args: str) -> None:
     table = Table(box=None, pad_edge=False, show_header=False, padding=(0, 2))
     table.add_column(no_wrap=True, style="bold")
@@ -187,6 +203,7 @@ def cmd_help(host: ChatHost, args: str) -> None:
     _note(host, "Anything else is sent to the model. Ctrl-D quits; Ctrl-C cancels a reply.")
 
 
+@command("/sessions", "This agent's sessions, newest first.")
 def cmd_sessions(host: ChatHost, args: str) -> None:
     agent = host.agent.config.name
     page = host.store.list_sessions(agent=agent, limit=DEFAULT_PAGE_SIZE)
@@ -197,6 +214,7 @@ def cmd_sessions(host: ChatHost, args: str) -> None:
     _note(host, f"agent {agent} · current: {current.id if current else 'none yet'}")
 
 
+@command("/session [ID]", "Switch to a session (id or prefix); without ID, show the current one.")
 def cmd_session(host: ChatHost, args: str) -> None:
     if not args:
         session = _need_session(host, "show")
@@ -210,6 +228,7 @@ def cmd_session(host: ChatHost, args: str) -> None:
     _note(host, f"switched to session {session.id} ({session.message_count:,} messages)")
 
 
+@command("/new [TITLE]", "Start a new session at the next message.")
 def cmd_new(host: ChatHost, args: str) -> None:
     left = host.detach()
     host.pending_title = args or None
@@ -217,6 +236,7 @@ def cmd_new(host: ChatHost, args: str) -> None:
     _note(host, f"{where}a new session starts with your next message")
 
 
+@command("/delete [ID]", "Delete a session (default: the current one, after asking).")
 def cmd_delete(host: ChatHost, args: str) -> None:
     """``/delete [ID]``: without an id, the current session, after asking. A session with
     forks is refused (``sessions delete --force`` deletes it with them)."""
@@ -236,6 +256,7 @@ def cmd_delete(host: ChatHost, args: str) -> None:
         _note(host, "a new session starts with your next message")
 
 
+@command("/rename TITLE", "Set the current session's title.")
 def cmd_rename(host: ChatHost, args: str) -> None:
     title = check_title(args)
     if title is None:
@@ -249,6 +270,7 @@ def cmd_rename(host: ChatHost, args: str) -> None:
     _note(host, f"renamed session {session.id}: {title}")
 
 
+@command("/export [FILE]", "Write the session as Markdown (FILE.json: re-importable JSON).")
 def cmd_export(host: ChatHost, args: str) -> None:
     session = _need_session(host, "export").refresh()
     path = Path(args).expanduser() if args else Path(EXPORT_NAME.format(id=session.id, ext="md"))
@@ -266,6 +288,7 @@ def cmd_export(host: ChatHost, args: str) -> None:
     _note(host, f"wrote {path} ({session.message_count:,} messages)")
 
 
+@command("/history [N]", "Show the last N messages (default 10).")
 def cmd_history(host: ChatHost, args: str) -> None:
     count = DEFAULT_HISTORY
     if args:
@@ -283,6 +306,7 @@ def cmd_history(host: ChatHost, args: str) -> None:
     host.console.print(render_messages(messages))
 
 
+@command("/context", "What the next model call gets, and how close compaction is.")
 def cmd_context(host: ChatHost, args: str) -> None:
     session = _need_session(host, "report on").refresh()
     blocks = session_context(session, host.agent).blocks
@@ -296,6 +320,10 @@ MEMORY_LISTED = 20
 """``/memory`` without a query lists this many of the newest facts."""
 
 
+@command(
+    "/memory [--json] [QUERY]",
+    "Search this agent's long-term memory; without QUERY, its newest facts.",
+)
 def cmd_memory(host: ChatHost, args: str) -> None:
     """``/memory [--json] [QUERY]``: search this agent's memory, or list its newest facts."""
     from threadline.cli.memory_cmd import facts_table, hits_table
@@ -333,12 +361,14 @@ def _json(host: ChatHost, data: object) -> None:
     host.console.print(Text(json.dumps(data, ensure_ascii=False, indent=2)), soft_wrap=True)
 
 
+@command("/tokens", "Toggle the per-turn token usage line.")
 def cmd_tokens(host: ChatHost, args: str) -> None:
     host.show_tokens = not host.show_tokens
     host.remember_settings()
     _note(host, f"per-turn token line {'on' if host.show_tokens else 'off'}")
 
 
+@command("/fork", "Go on in a new session sharing this one's history.")
 def cmd_fork(host: ChatHost, args: str) -> None:
     """``/fork``: go on in a new session that shares all of this one's history."""
     if args:
@@ -353,6 +383,7 @@ def cmd_fork(host: ChatHost, args: str) -> None:
     )
 
 
+@command("/rewind [N]", "Go back before the N-th last request (default 1), in a new session.")
 def cmd_rewind(host: ChatHost, args: str) -> None:
     """``/rewind [N]``: fork just before the N-th last request and go on there."""
     from threadline.requests import request_text
@@ -376,6 +407,11 @@ def cmd_rewind(host: ChatHost, args: str) -> None:
         _note(host, f"undone: {shorten(asked, REWOUND_CHARS)}")
 
 
+@command(
+    "/summarize [FOCUS]",
+    "Compact now: summarize older messages into a checkpoint (FOCUS: what to keep most of).",
+    "compact",
+)
 def cmd_summarize(host: ChatHost, args: str) -> None:
     """``/compact [focus]``: the rest of the line tells the summarizer what to keep most of."""
     session = _need_session(host, "summarize")
@@ -386,56 +422,13 @@ def cmd_summarize(host: ChatHost, args: str) -> None:
         host.console.print(block)
 
 
+@command("/quit", "Leave (Ctrl-D too); prints the session id.", "exit")
 def cmd_quit(host: ChatHost, args: str) -> Outcome:
     return Outcome.QUIT
 
 
-COMMANDS: tuple[CommandSpec, ...] = (
-    CommandSpec("/help", "List the commands.", cmd_help),
-    CommandSpec("/sessions", "This agent's sessions, newest first.", cmd_sessions),
-    CommandSpec(
-        "/session [ID]",
-        "Switch to a session (id or prefix); without ID, show the current one.",
-        cmd_session,
-    ),
-    CommandSpec("/new [TITLE]", "Start a new session at the next message.", cmd_new),
-    CommandSpec(
-        "/delete [ID]",
-        "Delete a session (default: the current one, after asking).",
-        cmd_delete,
-    ),
-    CommandSpec("/rename TITLE", "Set the current session's title.", cmd_rename),
-    CommandSpec(
-        "/export [FILE]",
-        "Write the session as Markdown (FILE.json: re-importable JSON).",
-        cmd_export,
-    ),
-    CommandSpec("/history [N]", "Show the last N messages (default 10).", cmd_history),
-    CommandSpec(
-        "/context",
-        "What the next model call gets, and how close compaction is.",
-        cmd_context,
-    ),
-    CommandSpec(
-        "/memory [--json] [QUERY]",
-        "Search this agent's long-term memory; without QUERY, its newest facts.",
-        cmd_memory,
-    ),
-    CommandSpec("/tokens", "Toggle the per-turn token usage line.", cmd_tokens),
-    CommandSpec("/fork", "Go on in a new session sharing this one's history.", cmd_fork),
-    CommandSpec(
-        "/rewind [N]",
-        "Go back before the N-th last request (default 1), in a new session.",
-        cmd_rewind,
-    ),
-    CommandSpec(
-        "/summarize [FOCUS]",
-        "Compact now: summarize older messages into a checkpoint (FOCUS: what to keep most of).",
-        cmd_summarize,
-        ("compact",),
-    ),
-    CommandSpec("/quit", "Leave (Ctrl-D too); prints the session id.", cmd_quit, ("exit",)),
-)
+COMMANDS: tuple[CommandSpec, ...] = tuple(_REGISTERED)
+"""Every command, in the order ``/help`` lists them (the order they are written in)."""
 
 _BY_NAME: dict[str, CommandSpec] = {
     name: spec for spec in COMMANDS for name in (spec.name, *spec.aliases)

@@ -27,7 +27,7 @@ from threadline.interop import databases
 from threadline.interop.anthropic_format import from_anthropic
 from threadline.interop.openai_format import content_from_openai, tool_call_from_openai
 from threadline.interop.records import Parsed, stamp, utc_iso
-from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
+from threadline.json_limits import TooDeep, parse_json
 from threadline.messages import Message
 
 ROLES = frozenset({"user", "assistant", "tool_results"})
@@ -149,10 +149,10 @@ def _structured(content: str) -> Any:
     head = content.lstrip()[:1]
     if head not in ("[", "{"):
         return None
-    if nesting_too_deep(content) is not None:  # the parser would end in RecursionError
-        raise InvalidMessage(f"its JSON nests more than {MAX_JSON_DEPTH} levels deep")
     try:
-        data = json.loads(content)
+        data = parse_json(content)
+    except TooDeep as exc:
+        raise InvalidMessage(f"its JSON {exc}") from exc
     except json.JSONDecodeError:
         return None
     if (

@@ -31,7 +31,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from threadline.json_limits import MAX_JSON_DEPTH, nesting_too_deep
+from threadline.json_limits import MAX_JSON_DEPTH, TooDeep, parse_json
 from threadline.server.procedures import (
     PROCEDURES,
     ProcedureError,
@@ -95,10 +95,10 @@ def parse_input(text: str | bytes | None) -> Any:
             raise bad_request(f"the input is not UTF-8 (byte {exc.start})") from None
     if not text.strip():
         return None
-    if nesting_too_deep(text) is not None:
-        raise bad_request(f"the input nests deeper than {MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(text)
+        return parse_json(text)
+    except TooDeep:
+        raise bad_request(f"the input nests deeper than {MAX_JSON_DEPTH} levels") from None
     except json.JSONDecodeError as exc:
         raise bad_request(f"the input is not JSON: {exc.msg}") from None
 
