@@ -89,9 +89,9 @@ from threadline.compaction.values import (
 )
 
 SHARES: dict[SectionName, float] = {
-    "files_modified": 0.22,
+    "files_modified": 0.28,
     "key_decisions": 0.10,
-    "important_values": 0.30,
+    "important_values": 0.24,
     "current_state": 0.18,
     "pending_tasks": 0.10,
 }
