@@ -293,10 +293,9 @@ def third_person(
     if addressee is not None and not anyone and _GENERIC_YOU_RE.search(out):
         addressee = None  # "you could hear birds": anyone, not the person spoken to
     out = _MINE_AND_I_RE.sub(lambda m: f"I and {m[1][:1].lower()}{m[1][1:]}", out)
-    if not keep_we and _GROUP_RE.search(out):
-        out = re.sub(  # "we made our own pots": their pots, not the speaker's
-            r"\bour\b", lambda m: "Their" if m[0][0] == "O" else "their", out, flags=re.I
-        )
+    if not keep_we and _GROUP_RE.search(out):  # "we made our own pots": their pots, not
+        out = re.sub(r"[^.!?]+[.!?]*", _group_ours, out)  # the speaker's; a sentence without
+        # the group keeps "our" for the speaker ("here's our cat! They brighten our day")
     rules = [(p, r.format(s=subject)) for p, r in (_RULES if keep_we else _RULES + _WE_RULES)]
     if addressee is not None:
         rules += [(p, r.format(a=addressee)) for p, r in _YOU_RULES]
@@ -317,6 +316,14 @@ def third_person(
             rf"(?<=[.!?]\s){re.escape(subject)}", subject[:1].upper() + subject[1:], out
         )
     return out[:1].upper() + out[1:]
+
+
+def _group_ours(m: re.Match[str]) -> str:
+    """In a sentence naming a group with the speaker in it, its "our" is "their"."""
+    part = m[0]
+    if not _GROUP_RE.search(part):
+        return part
+    return re.sub(r"\bour\b", lambda o: "Their" if o[0][0] == "O" else "their", part, flags=re.I)
 
 
 def _their_after(text: str, subject: str) -> str:
