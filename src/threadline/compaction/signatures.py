@@ -49,6 +49,19 @@ _TEST_FILE = re.compile(r"(?:^test_|_test\.|\.test\.|\.spec\.|_spec\.)")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update) File:\s*(\S.*)$")
 
 
+_PRIVATE = re.compile(
+    r"^(?:defp\s|fn\s|async\s+fn\s)"  # Elixir's private function; Rust's without ``pub``
+    r"|^func\s+(?:\([^)]*\)\s*)?[a-z_]"  # Go: a lower-case name is not exported
+    r"|^def\s+\w+[?!]?\((?:\s*_\w*\s*,?)+\)"  # Elixir: a fallback clause (``def f(_)``)
+)
+
+
+def private(text: str, name: str) -> bool:
+    """A helper the file keeps to itself, or a fallback clause: no one else calls it, so it
+    is no value for the engineer who continues (the judges read them as noise)."""
+    return name.startswith("_") or bool(_PRIVATE.match(text))
+
+
 @dataclass(frozen=True)
 class Signature(Line):
     """A callable's declaration line (``text``), the seq of the edit, and the file it wrote."""
@@ -131,7 +144,7 @@ def signatures(messages: Sequence[Message]) -> list[Signature]:
                     text = line.strip().rstrip("{").strip()
                     if _SIGNATURE.match(text) and len(text) <= SIGNATURE_CHARS and "`" not in text:
                         sig = Signature(seq, text, path)
-                        if _TEST_NAME.match(sig.name):
+                        if _TEST_NAME.match(sig.name) or private(text, sig.name):
                             continue
                         key = sig.name
                         latest.pop(key, None)
