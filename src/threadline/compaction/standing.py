@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from threadline.compaction.decisions import (
     SHARED_TOPIC,
@@ -30,8 +30,16 @@ from threadline.compaction.decisions import (
 )
 from threadline.compaction.snapshot import clip_words, one_line, words
 
-if TYPE_CHECKING:  # progress keeps each request's clause (``clause``): no import cycle
-    from threadline.compaction.progress import Segment
+
+class Segment(Protocol):
+    """What a requirement reads of a progress segment (``progress.Segment``): this module
+    is called by ``progress``, so it names the fields, not the class."""
+
+    start: int
+    key: str
+    title: str
+    asks: str
+
 
 COMMON_SHARE = 0.25
 """Words in more than this share of the requests are the run's subject, not one spec's."""
