@@ -248,6 +248,9 @@ TEMPLATE_WORDS = 400
 """A user message this long (an issue text, a prompt template) weighs half per sentence, and
 less the longer it is: its rules are boilerplate next to a short request's."""
 MAX_DECISIONS_PER_MESSAGE = 5
+SAME_MESSAGE_DECAY = 0.8
+"""Each further rule of one message of the person's counts for less, so that the rules of one
+message (four cases of one feature) leave room for those of other messages."""
 """A prompt template's ten "always ..." rules must not crowd out the session's decisions."""
 
 FOCUS_BOOST = 2.5
@@ -671,6 +674,7 @@ class _Pass:
                 else:
                     clipped = ("User: " if user else "") + clip_words(sentence, MAX_BULLET_WORDS)
                     score = DECISION_SCORE * strength * recency * (template if user else 1.0)
+                    score *= (SAME_MESSAGE_DECAY ** (decisions - 1)) if user else 1.0
                     self.decided(clipped, score, user=user, said=sentence)
             if not user and _CHANGE_CLAIM.search(sentence):
                 for v in extract_values(sentence):
