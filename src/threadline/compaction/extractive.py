@@ -81,6 +81,7 @@ from threadline.compaction.prose import EMPHASIS as _EMPHASIS
 from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
 from threadline.compaction.prose import sentences as _sentences
+from threadline.compaction.task_why import stated_why, with_why
 from threadline.compaction.signatures import signatures
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
@@ -441,6 +442,8 @@ class _Pass:
     """The words the person typed: a name the agent quotes is theirs when they said it too."""
     book: DecisionBook = field(default_factory=DecisionBook)
     tentative: list[tuple[str, float]] = field(default_factory=list)
+    task_why: str | None = None
+    """The reason the last task description shown gave: an approach to it carries it."""
     """The agent's choices announced this turn, not yet acted on: (bullet, score)."""
     tasks: Ranked = field(default_factory=dict)
     done: set[str] = field(default_factory=set)
@@ -754,6 +757,7 @@ class _Pass:
             self.turned_down(m, call, recency, index)
             return
         text = _message_text(m)
+        self.task_why = stated_why(text) or self.task_why
         action = call_action(call) if call is not None else None
         command = self.last_command if m.role == "user" else None
         read = action == "read" or (command or "").startswith(("open ", "goto ", "scroll_"))
@@ -824,6 +828,8 @@ class _Pass:
                     text.removeprefix("Fix: "), call, lambda p: _shown(self.tracker, p)
                 )
                 self.decided(made, score, user=False, said=text)
+            elif text.startswith("Approach: "):
+                self.decided(with_why(text, self.task_why) + then, score, user=False, said=text)
             else:
                 self.decided(text + then, score, user=False, said=text)
         self.tentative = []
