@@ -345,7 +345,9 @@ def test_a_cosmetic_tweak_counts_for_less_than_a_rule_of_the_product() -> None:
 @settings(max_examples=80, deadline=None)
 @given(
     lead=st.sampled_from(["When", "If", "Once", "While"]),
-    subject=st.sampled_from(["a piece is on cooldown", "the queue is full", "a player is in check"]),
+    subject=st.sampled_from(
+        ["a piece is on cooldown", "the queue is full", "a player is in check"]
+    ),
     then=st.sampled_from(
         ["moving it queues a pre-move", "that player can still move", "new jobs wait"]
     ),

@@ -81,7 +81,6 @@ from threadline.compaction.prose import EMPHASIS as _EMPHASIS
 from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
 from threadline.compaction.prose import sentences as _sentences
-from threadline.compaction.task_why import stated_why, with_why
 from threadline.compaction.signatures import signatures
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
@@ -95,6 +94,7 @@ from threadline.compaction.snapshot import (
     parse,
     words,
 )
+from threadline.compaction.task_why import stated_why, with_why
 from threadline.compaction.toolcalls import (
     BRIEF_MAX_WORDS,
     DONE_STATUSES,
