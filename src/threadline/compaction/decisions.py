@@ -333,10 +333,15 @@ def states_product_rule(sentence: str) -> bool:
     )
 
 
+_CLAUSE_END = re.compile(r"(?<=[.;!])\s+(?=[a-z])")
+"""Typed in lower case ("try again. but don't change X"), a sentence the splitter keeps whole
+holds clauses: a rule in any of them is a rule."""
+
+
 def user_strength(sentence: str) -> float:
     """How surely a sentence the person typed sets a rule or makes a choice (0: it does not);
     a cosmetic tweak counts for less (``_COSMETIC``)."""
-    strength = _user_strength(sentence)
+    strength = max(_user_strength(c) for c in _CLAUSE_END.split(sentence.strip()) if c)
     return strength * COSMETIC_FACTOR if _COSMETIC.search(sentence) else strength
 
 

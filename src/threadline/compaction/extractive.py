@@ -81,6 +81,7 @@ from threadline.compaction.prose import EMPHASIS as _EMPHASIS
 from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
 from threadline.compaction.prose import sentences as _sentences
+from threadline.compaction.retry import retry_why
 from threadline.compaction.signatures import signatures
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
@@ -676,6 +677,8 @@ class _Pass:
                     self.tentative.append((clipped, DECISION_SCORE * strength * recency))
                 else:
                     clipped = ("User: " if user else "") + clip_words(sentence, MAX_BULLET_WORDS)
+                    if user and (why := self.retried(sentence)):
+                        clipped = f"{clipped} {why}"
                     score = DECISION_SCORE * strength * recency * (template if user else 1.0)
                     score *= (SAME_MESSAGE_DECAY ** (decisions - 1)) if user else 1.0
                     self.decided(clipped, score, user=user, said=sentence)
@@ -686,6 +689,11 @@ class _Pass:
                     rec = self.tracker.mention(v.text, index)
                     if rec is not None:
                         rec.note = clip_words(sentence, NOTE_MAX_WORDS)
+
+    def retried(self, sentence: str) -> str | None:
+        """The failure a retry the person asks for answers (``retry.py``)."""
+        last = self.results[-1] if self.results else None
+        return retry_why(sentence, last.text if last else None, bool(last and last.error))
 
     def thought(self, m: Message, recency: float) -> None:
         """A fix the agent announced in its thinking ("Let me fix the credo nesting issue
