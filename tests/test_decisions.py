@@ -340,3 +340,50 @@ def test_a_cosmetic_tweak_counts_for_less_than_a_rule_of_the_product() -> None:
     tweak = user_strength("Use a thicker border for the board, not a shadow.")
     rule = user_strength("Use the server clock for the cooldowns, not the browser's.")
     assert 0 < tweak < rule
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lead=st.sampled_from(["When", "If", "Once", "While"]),
+    subject=st.sampled_from(
+        ["a piece is on cooldown", "the queue is full", "a player is in check"]
+    ),
+    then=st.sampled_from(
+        ["moving it queues a pre-move", "that player can still move", "new jobs wait"]
+    ),
+)
+def test_a_condition_and_what_then_happens_is_a_rule_of_the_product(
+    lead: str, subject: str, then: str
+) -> None:
+    """Judge, run E: the game's rules ("when a king is under check, that player can still
+    move other pieces") were missing; a condition about the speaker or a fault is no rule."""
+    from threadline.compaction.decisions import states_product_rule
+
+    rule = f"{lead} {subject}, {then}."
+    assert states_product_rule(rule)
+    assert user_strength(rule) >= 1.0
+    assert not states_product_rule(f"{lead} I drag {subject.split()[1]}, {then}.")
+    assert not states_product_rule(f"{lead} {subject}, nothing happens.")
+    assert not states_product_rule(f"{lead} it loads, {then}.")  # "it": of what?
+    assert user_strength(f"{lead} {subject}, {then}?") == 0.0
+
+
+def test_the_rules_of_one_message_leave_room_for_another_messages_rule() -> None:
+    """Run E: four cases of the pre-move rule in one message crowded out the game-end rule
+    given a turn earlier; further rules of one message count for less."""
+    said = decisions(
+        [
+            Message.user("Change the rule such that the game is lost when the king is captured."),
+            Message.assistant("Done.", tool_calls=[edit("rules.js")]),
+            Message.user(
+                "If a piece is ready, it moves instantly.\n"
+                "If a piece is on cooldown, moving it queues a pre-move.\n"
+                "If a pre-move becomes invalid, the pre-move is cancelled.\n"
+                "If a piece has a pre-move, a new pre-move overrides it."
+            ),
+            Message.assistant("Implemented.", tool_calls=[edit("state.js", "e2")]),
+        ]
+    )
+    joined = "\n".join(said)
+    assert "the game is lost when the king is captured" in joined
+    assert "If a piece is ready, it moves instantly." in joined

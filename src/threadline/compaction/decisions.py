@@ -301,11 +301,47 @@ _COSMETIC = re.compile(
 worth less than a rule of what the product does."""
 COSMETIC_FACTOR = 0.5
 
+_RULE_CHANGE = re.compile(r"(?i)\b(?:change|set|update|make)\s+the\s+rules?\b")
+""""Change the rule such that the game is lost when the king is captured": the person
+setting what the product does."""
+_CONDITION_RULE = re.compile(
+    r"(?i)^(?:\d+\s*[:.)]\s*)?(?:when|whenever|if|once|while|as\s+long\s+as)\s+"
+    r"(?!(?:it|this|that|they|these|those)\b)[^,?]{3,160},"
+    r"\s*(?:then\s+)?\S"
+)
+""""When a king is under check, that player can still move other pieces", "If a piece is on
+cooldown, moving it queues a pre-move": a condition and what then happens, a product rule."""
+_SPEAKER = re.compile(r"\b(?:I|me|my|(?i:we|us|our|you|your))\b")
+"""A condition about the speaker or the agent ("if i try to drag", "when you run it") tells
+what happened to someone, not what the product does."""
+_SYMPTOM = re.compile(
+    r"(?i)\b(?:nothing|doesn['\u2019]?t|does\s+not|didn['\u2019]?t|isn['\u2019]?t|won['\u2019]?t|"
+    r"not\s+working|broken|crash\w*|errors?|fails?|failed|wrong|bug|seems?|looks\s+like|"
+    r"still\s+getting)\b"
+)
+"""A report of a fault in the conditional's shape ("when it loads, nothing happens")."""
+
+
+def states_product_rule(sentence: str) -> bool:
+    """The person setting how the product behaves (a rule of a game, what happens when), which
+    outranks a request about its look."""
+    text = sentence.strip()
+    if _RULE_CHANGE.search(text):
+        return True
+    return bool(
+        _CONDITION_RULE.match(text) and not _SPEAKER.search(text) and not _SYMPTOM.search(text)
+    )
+
+
+_CLAUSE_END = re.compile(r"(?<=[.;!])\s+(?=[a-z])")
+"""Typed in lower case ("try again. but don't change X"), a sentence the splitter keeps whole
+holds clauses: a rule in any of them is a rule."""
+
 
 def user_strength(sentence: str) -> float:
     """How surely a sentence the person typed sets a rule or makes a choice (0: it does not);
     a cosmetic tweak counts for less (``_COSMETIC``)."""
-    strength = _user_strength(sentence)
+    strength = max(_user_strength(c) for c in _CLAUSE_END.split(sentence.strip()) if c)
     return strength * COSMETIC_FACTOR if _COSMETIC.search(sentence) else strength
 
 
@@ -320,7 +356,7 @@ def _user_strength(sentence: str) -> float:
         return 0.0  # "If you prefer X, ...", "tell me which you prefer": a choice left open
     if DECISION.search(sentence) or CONTRAST.search(sentence):
         return USER_DECISION_FACTOR
-    if _RULE.search(sentence) or _OBLIGATION.search(sentence):
+    if _RULE.search(sentence) or _OBLIGATION.search(sentence) or states_product_rule(sentence):
         return USER_DECISION_FACTOR
     request = _IMPERATIVE.match(sentence) or _PLAIN_REQUEST.match(sentence)
     if request and RATIONALE.search(_SO_THAT_REQUEST.sub(" ", sentence)):
@@ -630,6 +666,7 @@ __all__ = [
     "standing_rank",
     "stated_approach",
     "states_decision",
+    "states_product_rule",
     "subject_words",
     "supersedes",
     "turns_approach_down",

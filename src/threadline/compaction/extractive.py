@@ -81,6 +81,7 @@ from threadline.compaction.prose import EMPHASIS as _EMPHASIS
 from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
 from threadline.compaction.prose import sentences as _sentences
+from threadline.compaction.retry import retry_why
 from threadline.compaction.signatures import signatures
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
@@ -94,6 +95,7 @@ from threadline.compaction.snapshot import (
     parse,
     words,
 )
+from threadline.compaction.task_why import stated_why, with_why
 from threadline.compaction.toolcalls import (
     BRIEF_MAX_WORDS,
     DONE_STATUSES,
@@ -248,6 +250,9 @@ TEMPLATE_WORDS = 400
 """A user message this long (an issue text, a prompt template) weighs half per sentence, and
 less the longer it is: its rules are boilerplate next to a short request's."""
 MAX_DECISIONS_PER_MESSAGE = 5
+SAME_MESSAGE_DECAY = 0.8
+"""Each further rule of one message of the person's counts for less, so that the rules of one
+message (four cases of one feature) leave room for those of other messages."""
 """A prompt template's ten "always ..." rules must not crowd out the session's decisions."""
 
 FOCUS_BOOST = 2.5
@@ -438,6 +443,8 @@ class _Pass:
     """The words the person typed: a name the agent quotes is theirs when they said it too."""
     book: DecisionBook = field(default_factory=DecisionBook)
     tentative: list[tuple[str, float]] = field(default_factory=list)
+    task_why: str | None = None
+    """The reason the last task description shown gave: an approach to it carries it."""
     """The agent's choices announced this turn, not yet acted on: (bullet, score)."""
     tasks: Ranked = field(default_factory=dict)
     done: set[str] = field(default_factory=set)
@@ -670,7 +677,10 @@ class _Pass:
                     self.tentative.append((clipped, DECISION_SCORE * strength * recency))
                 else:
                     clipped = ("User: " if user else "") + clip_words(sentence, MAX_BULLET_WORDS)
+                    if user and (why := self.retried(sentence)):
+                        clipped = f"{clipped} {why}"
                     score = DECISION_SCORE * strength * recency * (template if user else 1.0)
+                    score *= (SAME_MESSAGE_DECAY ** (decisions - 1)) if user else 1.0
                     self.decided(clipped, score, user=user, said=sentence)
             if not user and _CHANGE_CLAIM.search(sentence):
                 for v in extract_values(sentence):
@@ -679,6 +689,11 @@ class _Pass:
                     rec = self.tracker.mention(v.text, index)
                     if rec is not None:
                         rec.note = clip_words(sentence, NOTE_MAX_WORDS)
+
+    def retried(self, sentence: str) -> str | None:
+        """The failure a retry the person asks for answers (``retry.py``)."""
+        last = self.results[-1] if self.results else None
+        return retry_why(sentence, last.text if last else None, bool(last and last.error))
 
     def thought(self, m: Message, recency: float) -> None:
         """A fix the agent announced in its thinking ("Let me fix the credo nesting issue
@@ -750,6 +765,7 @@ class _Pass:
             self.turned_down(m, call, recency, index)
             return
         text = _message_text(m)
+        self.task_why = stated_why(text) or self.task_why
         action = call_action(call) if call is not None else None
         command = self.last_command if m.role == "user" else None
         read = action == "read" or (command or "").startswith(("open ", "goto ", "scroll_"))
@@ -820,6 +836,8 @@ class _Pass:
                     text.removeprefix("Fix: "), call, lambda p: _shown(self.tracker, p)
                 )
                 self.decided(made, score, user=False, said=text)
+            elif text.startswith("Approach: "):
+                self.decided(with_why(text, self.task_why) + then, score, user=False, said=text)
             else:
                 self.decided(text + then, score, user=False, said=text)
         self.tentative = []

@@ -1,0 +1,44 @@
+"""The reason a task's description gives ("## Why This Task Is Necessary", "Motivation:"),
+for an approach to the task to carry as its why: judges found approaches listed without one."""
+
+from __future__ import annotations
+
+import re
+
+from threadline.compaction.prose import sentences
+from threadline.compaction.snapshot import clip_words
+from threadline.compaction.verdicts import topic_words
+
+WHY_WORDS = 18
+"""A reason is quoted in at most this many words."""
+SHARED_WORDS = 2
+"""Content words an approach must share with a reason to be the approach it explains."""
+
+_WHY_HEADING = re.compile(
+    r"(?im)^[ \t]*(?:#{1,6}[ \t]*|\*\*)?(?:why(?:[ \t]+[\w ]{0,40})?|motivation|rationale|"
+    r"problem(?:[ \t]+statement)?|background)[ \t]*(?:\*\*)?[ \t]*:?[ \t]*(?:\*\*)?[ \t]*$"
+)
+"""A heading on a line of its own that opens a description's reason."""
+_NEXT_HEADING = re.compile(r"(?m)^[ \t]*(?:#{1,6}[ \t]+\S|[A-Z][A-Z ]{3,}$|\*\*[^*]+\*\*[ \t]*$)")
+
+
+def stated_why(text: str) -> str | None:
+    """The first sentence under a description's "Why" heading, or None."""
+    m = _WHY_HEADING.search(text)
+    if m is None:
+        return None
+    body = text[m.end() :]
+    end = _NEXT_HEADING.search(body)
+    body = body[: end.start()] if end else body
+    first = next(iter(sentences(" ".join(body.split()))), "").strip()
+    return clip_words(first, WHY_WORDS) if len(first.split()) >= 4 else None
+
+
+def with_why(approach: str, why: str | None) -> str:
+    """``approach`` with the reason its task states, when they speak of the same things."""
+    if why is None or len(topic_words(approach) & topic_words(why)) < SHARED_WORDS:
+        return approach
+    return f"{approach} (why: {why})"
+
+
+__all__ = ["stated_why", "with_why"]
