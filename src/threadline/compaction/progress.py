@@ -834,7 +834,9 @@ def account(
         parts = [
             ", ".join(items[-10:]) + (f" (+{len(items) - 10} more)" if len(items) > 10 else "")
         ]
-        if asked:
+        if len(asked) == 1:  # one request is named, not counted
+            parts.append(asked[0].name())
+        elif asked:
             parts.append(f"{len(asked)} requests (#{asked[0].start}-#{asked[-1].start})")
         lines.insert(
             0,
