@@ -98,17 +98,13 @@ def test_files_unchanged_since_the_passing_check_are_not_said_changed() -> None:
     assert "`11 tests, 0 failures`" in line and "files changed after it" not in line
 
 
+def _call(new: str) -> ToolCall:
+    return _edit("x", "a.ex", "x", new).tool_calls[0]
+
+
 def test_attributes_that_annotate_and_bare_decorators_are_no_definitions() -> None:
-    call = ToolCall(
-        id="x",
-        name="Edit",
-        arguments={
-            "file_path": "a.ex",
-            "old_string": "x",
-            "new_string": '  @doc "Renders."\n  @impl true\n  @property\n  @limit 3\n',
-        },
-    )
-    assert edit_defs(call).added == ("@limit",)
+    new = '  @doc "Renders."\n  @impl true\n  @property\n  @limit 3\n'
+    assert edit_defs(_call(new)).added == ("@limit",)
 
 
 def test_test_cases_are_counted_in_each_language_s_form() -> None:
@@ -116,10 +112,7 @@ def test_test_cases_are_counted_in_each_language_s_form() -> None:
         'test "a" do\nend\ndef test_b():\n    pass\nfunc TestC(t *testing.T) {}\n'
         "it('d', () => {})\n"
     )
-    call = ToolCall(
-        id="x", name="Edit", arguments={"file_path": "t", "old_string": "", "new_string": new}
-    )
-    assert edit_defs(call).tests == 4
+    assert edit_defs(_call(new)).tests == 4
 
 
 @settings(max_examples=60, deadline=None)
