@@ -784,3 +784,24 @@ def test_bd_show_s_children_give_each_sub_task_s_status() -> None:
     assert items["shop-7q2.2"].status == "in_progress"
     assert items["shop-7q2.3"].title == "Add regression coverage for coupons"
     assert ledger.items["shop-7q2.1"].status == "closed"
+
+
+def test_an_item_open_at_the_cut_that_the_kept_tail_takes_up_is_said_so(
+    store: Store, tmp_path: Path
+) -> None:
+    log = ClaudeLog()
+    log.user("Work on bead shop-7q2. Start with the first ready task.")
+    shown = (
+        "○ shop-7q2 [EPIC] · Coupons at checkout   [● P2 · OPEN]\n\nCHILDREN\n"
+        "  ↳ ○ shop-7q2.1: Parse coupon codes ● P2\n"
+        "  ↳ ○ shop-7q2.2: Apply coupons to totals ● P2\n"
+    )
+    log.call("Bash", {"command": "bd show shop-7q2"}, shown)
+    filler(log, 12)
+    log.call("Bash", {"command": "bd update shop-7q2.1 --status in_progress"}, "✓ Updated")
+    filler(log, 1)
+    tasks = pending(compacted(imported_plain(store, log, tmp_path))).split("\n")
+    first = next(line for line in tasks if "`shop-7q2.1`" in line)
+    assert "set in progress after #" in first and "in the messages kept below" in first
+    second = next(line for line in tasks if "`shop-7q2.2`" in line)
+    assert "set in progress" not in second  # still open: the next ready sub-task
