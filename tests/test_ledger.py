@@ -760,3 +760,48 @@ def test_tracker_options_take_a_value_unless_they_are_switches() -> None:
         call = ToolCall(id=f"c{seq}", name="Bash", arguments={"command": command})
         ledger.observe(call, Message.tool("ok", tool_call_id=f"c{seq}"), seq, failed=False)
     assert ledger.closed_keys() == ["shop-1", "shop-2", "shop-3", "issue #12"]
+
+
+def test_bd_show_s_children_give_each_sub_task_s_status() -> None:
+    """Judges, run B: the epic's next sub-task (``bd show``'s CHILDREN, ○ open) was missing
+    from Pending Tasks; ✓ children are closed and an unknown closed one is not added."""
+    shown = (
+        "○ shop-7q2 [EPIC] · Coupons at checkout   [● P2 · OPEN]\n"
+        "Owner: Dev · Type: epic\n\nDESCRIPTION\nCoupons.\n\nCHILDREN\n"
+        "  ↳ ✓ shop-7q2.1: Parse coupon codes ● P2\n"
+        "  ↳ ◐ shop-7q2.2: Apply coupons to totals ● P2\n"
+        "  ↳ ○ shop-7q2.3: Add regression coverage for coupons ● P1\n"
+    )
+    ledger = Ledger()
+    start = ToolCall(id="1", name="Bash", arguments={"command": "bd update shop-7q2.1 -s open"})
+    ledger.observe(
+        start, Message.tool("✓ Updated issue: shop-7q2.1", tool_call_id="1"), 1, failed=False
+    )
+    call = ToolCall(id="2", name="Bash", arguments={"command": "bd show shop-7q2"})
+    ledger.observe(call, Message.tool(shown, tool_call_id="2"), 2, failed=False)
+    items = {i.key: i for i in ledger.open_items()}
+    assert set(items) == {"shop-7q2", "shop-7q2.2", "shop-7q2.3"}
+    assert items["shop-7q2.2"].status == "in_progress"
+    assert items["shop-7q2.3"].title == "Add regression coverage for coupons"
+    assert ledger.items["shop-7q2.1"].status == "closed"
+
+
+def test_an_item_open_at_the_cut_that_the_kept_tail_takes_up_is_said_so(
+    store: Store, tmp_path: Path
+) -> None:
+    log = ClaudeLog()
+    log.user("Work on bead shop-7q2. Start with the first ready task.")
+    shown = (
+        "○ shop-7q2 [EPIC] · Coupons at checkout   [● P2 · OPEN]\n\nCHILDREN\n"
+        "  ↳ ○ shop-7q2.1: Parse coupon codes ● P2\n"
+        "  ↳ ○ shop-7q2.2: Apply coupons to totals ● P2\n"
+    )
+    log.call("Bash", {"command": "bd show shop-7q2"}, shown)
+    filler(log, 12)
+    log.call("Bash", {"command": "bd update shop-7q2.1 --status in_progress"}, "✓ Updated")
+    filler(log, 1)
+    tasks = pending(compacted(imported_plain(store, log, tmp_path))).split("\n")
+    first = next(line for line in tasks if "`shop-7q2.1`" in line)
+    assert "set in progress after #" in first and "in the messages kept below" in first
+    second = next(line for line in tasks if "`shop-7q2.2`" in line)
+    assert "set in progress" not in second  # still open: the next ready sub-task

@@ -520,3 +520,17 @@ def test_words_before_a_todo_write_report_on_the_stretch_they_end_not_the_next_s
     before = next(s for s in segments if s.start == 1)
     assert step.report == ""
     assert "compiles" in before.report
+
+
+def test_a_fold_of_one_request_names_it_rather_than_counting_it() -> None:
+    """Judge, run D: "Earlier work (#16-#20): 1 requests (#16-#16)" said nothing."""
+    progress = Progress()
+    progress.request(1, "Make the sync track every conversation incrementally.")
+    progress.touched(["/w/design.md"], 2)
+    progress.request(3, "Put it into the existing document as its own phase.")
+    progress.touched(["/w/design.md"], 4, "merge the phase into the design")
+    progress.request(5, "Now check the metrics error handling.")
+    progress.touched(["/w/metrics.md"], 6)
+    lines, _ = account(progress, 6, budget=30)
+    assert lines[0].startswith('Earlier work (#1-#2): request #1 ("Make the sync track')
+    assert "1 requests" not in " ".join(lines)

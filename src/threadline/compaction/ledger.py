@@ -85,6 +85,14 @@ _BD_SHOWN = re.compile(
     re.M,
 )
 """``bd show X``'s head line: "○ spotter-fum.1 · Enrich the renderer   [● P2 · OPEN]"."""
+_BD_CHILD = re.compile(
+    r"^\s*\u21b3 (?P<mark>[\u2713\u25cb\u25d0]) (?P<id>[\w-]+(?:\.\d+)+): (?P<title>.+?)"
+    r"(?:\s+\u25cf P\d)?\s*$",
+    re.M,
+)
+"""A child under ``bd show X``'s CHILDREN: "  ↳ ○ spotter-fum.4: Add coverage ● P2"."""
+_BD_MARKS = {"\u2713": CLOSED, "\u25cb": OPEN, "\u25d0": ACTIVE}
+"""The child's mark: ✓ closed, ○ open, ◐ in progress."""
 _GH_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?P<kind>issues|pull)/(?P<n>\d+)")
 """What ``gh issue create`` / ``gh pr create`` print."""
 _MCP_ISSUE = re.compile(r"^mcp__.+__(?P<verb>create|update|close|reopen)_issue$")
@@ -282,8 +290,9 @@ class Ledger:
             for i in ids:
                 self._set(i, status, seq, title=title, source="beads")
         elif verb == "show":
-            for m in _BD_SHOWN.finditer(text):
-                status = _status(m.group("status"))
+            shown = [(m, _status(m.group("status"))) for m in _BD_SHOWN.finditer(text)]
+            shown += [(m, _BD_MARKS[m.group("mark")]) for m in _BD_CHILD.finditer(text)]
+            for m, status in shown:
                 if m.group("id") in self.items or status != CLOSED:
                     self._set(m.group("id"), status, seq, title=m.group("title"), source="beads")
 

@@ -45,6 +45,10 @@ MAX_FILES = 24
 MAX_CHECKS = 6
 """Commands whose latest result a segment remembers (the most recent)."""
 MAX_COMMITS = 6
+MAX_DEFS = 40
+"""Editor calls whose definitions a segment keeps."""
+SHOWN_DEFS = 6
+"""Names said per clause ("added `a`, `b` (+3 more)")."""
 LINE_CHARS = 200
 TITLE_WORDS = 14
 REASON_WORDS = 18
@@ -289,6 +293,8 @@ _SEGMENT_JSON = (
     "asks",
     "ours",
     "delegated",
+    "defs",
+    "changed",
 )
 """A segment's fields in its JSON, in order; the lists and checks are copied."""
 
@@ -323,6 +329,10 @@ class Segment:
     not the step as planned."""
     delegated: list[str] = field(default_factory=list)
     """Files subagents reported changing: the run's work, not the agent's own edits."""
+    defs: list[list[Any]] = field(default_factory=list)
+    """What its edits defined: ``[seq, added, removed, new tests]`` per editor call."""
+    changed: int = 0
+    """The seq of its latest file change."""
     asks: str = ""
     """Of a request's segment: the clause of the request that sets how something should be
     (``standing.clause``), for the standing requirements."""
@@ -336,6 +346,7 @@ class Segment:
             deleted=list(self.deleted),
             checks={t: c.to_json() for t, c in self.checks.items()},
             commits=list(self.commits),
+            defs=[list(d) for d in self.defs],
         )
         return data
 
@@ -358,6 +369,11 @@ class Segment:
         seg.turned = str(data.get("turned") or "")
         seg.asks = str(data.get("asks") or "")
         seg.last = int(data.get("last") or seg.start)
+        seg.defs = [
+            [int(at), [str(n) for n in added], [str(n) for n in gone], int(tests)]
+            for at, added, gone, tests in data.get("defs") or []
+        ]
+        seg.changed = int(data.get("changed") or 0)
         return seg
 
     @property
@@ -422,12 +438,42 @@ class Segment:
             if said:
                 out.append(("last checks " if len(said) > 1 else "last check ") + "; ".join(said))
         else:
+            out += _defs_clauses(self.defs)
             passed = self.latest_pass()
             if passed is not None:
-                out.append(f"last passing check {passed.said()}")
+                later = " (files changed after it)" if self.changed > passed.seq else ""
+                out.append(f"last passing check {passed.said()}{later}")
         if self.commits:
             out.append("committed " + ", ".join(code_span(c) for c in self.commits[-3:]))
         return out
+
+
+def _defs_clauses(defs: Sequence[Sequence[Any]]) -> list[str]:
+    """``added `a`, `b`; removed `@c`; 13 new tests``: the net of a segment's edits (a name
+    added then removed within it is neither)."""
+    added: dict[str, None] = {}
+    removed: dict[str, None] = {}
+    tests = 0
+    for _, made, gone, n in defs:
+        for name in gone:
+            if name in added:
+                del added[name]  # added here and gone again
+            else:
+                removed[name] = None
+        for name in made:
+            if name in removed:
+                del removed[name]  # taken out and put back: neither
+            else:
+                added[name] = None
+        tests += n
+    out = []
+    for verb, names in (("added", list(added)), ("removed", list(removed))):
+        if names:
+            more = f" (+{len(names) - SHOWN_DEFS} more)" if len(names) > SHOWN_DEFS else ""
+            out.append(f"{verb} " + ", ".join(code_span(n) for n in names[:SHOWN_DEFS]) + more)
+    if tests > 0:
+        out.append(f"{tests} new test" + ("s" if tests > 1 else ""))
+    return out
 
 
 def _file_clauses(
@@ -561,13 +607,23 @@ class Progress:
         seg.deleted = [f for f in seg.deleted if f in seg.files or f in seg.ours]
         if note:
             seg.note = note
+        seg.changed = max(seg.changed, seq)
+
+    def defined(self, seq: int, added: Sequence[str], removed: Sequence[str], tests: int) -> None:
+        """An editor call at ``seq`` added and removed these definitions and ``tests`` tests."""
+        seg = self._here(seq)
+        seg.defs.append([seq, list(added), list(removed), tests])
+        del seg.defs[:-MAX_DEFS]
 
     def untouch(self, path: str, at: int, last: int | None) -> None:
         """The change a call at ``at`` made to ``path`` did not happen: the stretch holding
         ``at`` no longer names the file, unless another change (``last``, the file's latest
         change left) falls in it too."""
         seg = next((s for s in reversed(self.segments) if s.start <= at), None)
-        if seg is None or not (last is None or last < seg.start):
+        if seg is None:
+            return
+        seg.defs = [d for d in seg.defs if d[0] != at]  # what it defined was not made either
+        if not (last is None or last < seg.start):
             return
         for files in (seg.files, seg.ours, seg.delegated):
             if path in files:
@@ -671,8 +727,10 @@ def _as_is(path: str) -> str:
     return path
 
 
-def segment_line(seg: Segment, shown: Shown = _as_is, made: Made | None = None) -> str:
-    """A finished (or paused) segment in one line."""
+def segment_line(
+    seg: Segment, shown: Shown = _as_is, made: Made | None = None, *, defs: bool = False
+) -> str:
+    """A finished (or paused) segment in one line (with what its edits defined: ``defs``)."""
     if seg.closed is None:
         head = f"Worked on {seg.name()}"
     else:  # a step built the person's way was not done as planned
@@ -680,6 +738,8 @@ def segment_line(seg: Segment, shown: Shown = _as_is, made: Made | None = None) 
     span = f"#{seg.start}" + (f"-#{seg.closed}" if seg.closed is not None else f"-#{seg.last}")
     parts = [f"{head}, {span}"]
     parts += seg.facts(shown, made=made)
+    if defs:
+        parts += _defs_clauses(seg.defs)
     if seg.report and not seg.reason:  # a closing reason already says what was done
         parts.append(f"reported: {seg.report}")
     if seg.closed is not None:
@@ -759,7 +819,7 @@ def account(
     spent = 0
     cut = 0
     for i in range(len(done) - 1, -1, -1):
-        line = segment_line(done[i], shown, made)
+        line = segment_line(done[i], shown, made, defs=i == len(done) - 1)
         if spent + words(line) > budget:
             cut = i + 1
             break
@@ -774,7 +834,9 @@ def account(
         parts = [
             ", ".join(items[-10:]) + (f" (+{len(items) - 10} more)" if len(items) > 10 else "")
         ]
-        if asked:
+        if len(asked) == 1:  # one request is named, not counted
+            parts.append(asked[0].name())
+        elif asked:
             parts.append(f"{len(asked)} requests (#{asked[0].start}-#{asked[-1].start})")
         lines.insert(
             0,

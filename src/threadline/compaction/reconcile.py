@@ -127,6 +127,8 @@ REQUEST_SCORE = 3.0
 """A follow-up request the agent has not answered yet, after the items trackers show open."""
 """An item a tracker shows open outranks every other pending line (``ledger.py``)."""
 TAIL_NOTE = "opened after #{seq}, in the messages kept below"
+TAIL_ACTIVE = "set in progress after #{seq}, in the messages kept below"
+"""An item open at the cut that the kept tail took up."""
 """An item the kept tail opened: still open, but not as of the summary's end."""
 EARLIER_SCORE = 0.3
 INTENT_SCORE = 1.0
@@ -770,7 +772,11 @@ def _tasks(
         snapshot.add("pending_tasks", line, FAILING_SCORE - rank * 0.05)
     at_end = open_items(trail, evidence)
     for rank, item in enumerate(at_end):
-        snapshot.add("pending_tasks", clip_words(item.line(), 40), LEDGER_SCORE - rank * 0.05)
+        line = clip_words(item.line(), 40)
+        later = evidence.ledger.items.get(item.key)
+        if item.status != ACTIVE and later is not None and later.status == ACTIVE:
+            line += f": {TAIL_ACTIVE.format(seq=trail.through)}"
+        snapshot.add("pending_tasks", line, LEDGER_SCORE - rank * 0.05)
         listed.append(_norm(item.title or item.key))
     known = {i.key for i in at_end}
     for rank, item in enumerate(i for i in evidence.ledger.open_items() if i.key not in known):

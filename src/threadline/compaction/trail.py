@@ -38,6 +38,7 @@ from typing import Any
 
 from threadline.compaction.decisions import is_narration, turns_approach_down
 from threadline.compaction.disputes import remember
+from threadline.compaction.edit_defs import edit_defs
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
 from threadline.compaction.fixes import FixBook, named_options
 from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
@@ -632,6 +633,9 @@ class Trail:
         if m.text.strip():  # its words come before its calls: of the stretch they end, if any
             self.progress.said(m.text, seq)
         for call in m.tool_calls:
+            made = edit_defs(call)
+            if made.added or made.removed or made.tests:
+                self.progress.defined(seq, made.added, made.removed, made.tests)
             if call.id and shell_text(call) is not None:
                 self.runs = [*self.runs, call.id][-MAX_RUNS:]
             items = todo_items(call)
