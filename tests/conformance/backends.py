@@ -32,7 +32,13 @@ BACKENDS = ["memory", "sqlite", "jsonl", "postgres", "redis"]
 SEARCH_UNSUPPORTED: frozenset[str] = frozenset()
 """Backends whose ``search`` raises ``NotSupported`` (none: Redis scans with the shared matcher)."""
 
-KNOWN_GAPS: dict[tuple[str, str], str] = {}
+KNOWN_GAPS: dict[tuple[str, str], str] = {
+    (backend, "test_no_message_stays_when_the_entries_fail"): (
+        "append_and_write is one transaction on the SQL backends only; here the messages "
+        "are written first, the entries last (store/core.py)"
+    )
+    for backend in ("memory", "jsonl", "redis")
+}
 """(backend, test function name) -> why that backend is expected to fail that test."""
 
 IN_PROCESS = frozenset({"memory"})

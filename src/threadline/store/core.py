@@ -9,7 +9,12 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
-from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError, UsageError
+from threadline.errors import (
+    SessionLocked,
+    SessionNotFound,
+    ThreadlineError,
+    UsageError,
+)
 from threadline.stamps import utcnow
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, new_checkpoint
 from threadline.store.checks import (
@@ -37,6 +42,7 @@ from threadline.store.listing import (
 from threadline.store.locks import LockHolder
 from threadline.store.protocol import Session, Store, same_memo
 from threadline.store.session_info import (
+    Mark,
     NewSession,
     ScratchpadEntry,
     SessionChange,
@@ -213,6 +219,49 @@ class StoreCore:
             return []
         stored = self._append(session_id, Appending(session_id, messages))
         return numbered(messages, stored) if isinstance(stored, int) else stored
+
+    def append_and_write(
+        self,
+        session_id: str,
+        entries: dict[str, str],
+        *,
+        messages: Sequence[Message] = (),
+        to: str | None = None,
+        expect: Mark | None = None,
+    ) -> list[Message]:
+        """See ``Store.append_and_write``."""
+        for name, content in entries.items():
+            check_scratchpad_entry(name, content)
+        target = session_id if to is None else to
+        batch = Appending(target, messages) if messages else None
+        stored = self._append_and_write(session_id, entries, target, batch, expect)
+        if isinstance(stored, int):
+            return numbered(messages, stored)
+        return stored or []
+
+    def _append_and_write(
+        self,
+        session_id: str,
+        entries: dict[str, str],
+        target: str,
+        batch: Appending | None,
+        expect: Mark | None,
+    ) -> int | list[Message] | None:
+        """Primitive, optional: in one atomic step, check ``target`` against ``expect``
+        (``SessionChanged``), append ``batch`` to it as ``_append`` does (its result),
+        and write ``entries`` (checked) to ``session_id``'s scratchpad. Here, for the
+        backends with no transaction over both: the check, then the messages, then the
+        entries, each a step of its own (a crash between leaves messages whose entries
+        were not written, never entries naming messages that are not there)."""
+        if expect is not None:
+            info = self.session_info(target)
+            expect.holds(target, info.created_at, info.last_seq)
+        stored = None if batch is None else self._append(target, batch)
+        if entries:
+            self._scratchpad_write_many(session_id, entries, False)
+        else:
+            self.session_info(session_id)
+        return stored
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
         limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")

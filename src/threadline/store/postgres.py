@@ -56,6 +56,7 @@ from threadline.errors import (
     InvalidMessage,
     NotAThreadlineStore,
     SchemaTooNew,
+    SessionChanged,
     SessionExists,
     SessionNotFound,
     StoreError,
@@ -91,7 +92,13 @@ from threadline.store.search_query import (
     search_timed_out,
 )
 from threadline.store.search_query import search_timeout as search_timeout_checked
-from threadline.store.session_info import NewSession, ScratchpadEntry, SessionChange, SessionInfo
+from threadline.store.session_info import (
+    Mark,
+    NewSession,
+    ScratchpadEntry,
+    SessionChange,
+    SessionInfo,
+)
 from threadline.store.sql_entries import SQLEntries
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
@@ -729,36 +736,25 @@ class PostgresStore(SQLEntries, core.StoreCore):
 
     # -- messages ---------------------------------------------------------------
 
-    @_resent
     def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
-        prepared = [  # before the session is locked
-            _message_row(m, b, t)
-            for m, b, t in zip(batch.messages, batch.bodies, batch.tokens, strict=True)
-        ]
-        with self._read() as conn:
-            try:
-                # one pipeline: BEGIN, lock and lookup travel together, then the inserts,
-                # the counters and COMMIT; two round trips whatever the batch size
-                with conn.pipeline(), conn.transaction():
-                    return self._append_in(conn, batch, prepared)
-            except psycopg.errors.UniqueViolation as exc:
-                raise batch.already_stored() from exc
-            except psycopg.DataError as exc:
-                raise InvalidMessage(
-                    f"a message in this batch cannot be stored: {self._clean(exc)}"
-                ) from exc
+        stored = self._append_and_write(session_id, {}, session_id, batch, None)
+        assert stored is not None
+        return stored
 
     def _append_in(
         self,
         conn: Conn,
         batch: Appending,
         prepared: Sequence[tuple[str, str, datetime, int, str, str]],
+        expect: Mark | None,
     ) -> int | list[Message]:
-        """The first seq given to the batch, or the stored copies of a batch already stored."""
+        """The first seq given to the batch, or the stored copies of a batch already
+        stored; the session checked against ``expect`` first."""
         session_id = batch.session_id
         # the row lock serialises appenders of this session: seqs stay gap-free
         head_cur = conn.execute(
-            "SELECT last_seq FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
+            "SELECT last_seq, created_at FROM sessions WHERE id = %s FOR NO KEY UPDATE",
+            (session_id,),
         )
         # a separate statement: under READ COMMITTED it sees what committed while we waited
         known_cur = conn.execute(
@@ -768,6 +764,8 @@ class PostgresStore(SQLEntries, core.StoreCore):
         head = head_cur.fetchone()
         if head is None:
             raise SessionNotFound(session_id)
+        if expect is not None:
+            expect.holds(session_id, head[1], head[0])
         known = {r[0]: (r[1], r[2]) for r in known_cur.fetchall()}
         if batch.ids[0] in known:
             missing = [mid for mid in batch.ids if mid not in known]
@@ -787,6 +785,50 @@ class PostgresStore(SQLEntries, core.StoreCore):
             (first + len(rows) - 1, len(rows), sum(batch.tokens), batch.at, session_id),
         )
         return first
+
+    @_resent
+    def _append_and_write(
+        self,
+        session_id: str,
+        entries: dict[str, str],
+        target: str,
+        batch: Appending | None,
+        expect: Mark | None,
+    ) -> int | list[Message] | None:
+        """One commit: the messages (``_append_in``, two round trips) and the entries
+        in one transaction, or the entries alone in one statement that checks the mark."""
+        if batch is None:
+            if expect is None or not entries:
+                return super()._append_and_write(session_id, entries, target, batch, expect)
+            with self._read() as conn:
+                try:
+                    if self._upsert_entries(conn, session_id, entries, expect=(target, expect)):
+                        return None
+                except psycopg.errors.ForeignKeyViolation as exc:
+                    raise SessionNotFound(session_id) from exc
+                info = _one(conn, SessionInfo, _SESSION_SQL, (target,))
+            if info is None:
+                raise SessionNotFound(target)
+            expect.holds(target, info.created_at, info.last_seq)
+            raise SessionChanged(target)  # held after all: changed and back meanwhile
+        prepared = _prepared_rows(batch)  # before the session is locked
+        with self._read() as conn:
+            try:
+                # one pipeline: BEGIN, lock and lookup travel together, then the inserts,
+                # the counters, the entries and COMMIT; two round trips whatever the size
+                with conn.pipeline(), conn.transaction():
+                    stored = self._append_in(conn, batch, prepared, expect)
+                    if entries:
+                        self._upsert_entries(conn, session_id, entries)
+                    return stored
+            except psycopg.errors.UniqueViolation as exc:
+                raise batch.already_stored() from exc
+            except psycopg.errors.ForeignKeyViolation as exc:
+                raise SessionNotFound(session_id) from exc
+            except psycopg.DataError as exc:
+                raise InvalidMessage(
+                    f"a message in this batch cannot be stored: {self._clean(exc)}"
+                ) from exc
 
     @_resent
     def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
@@ -925,24 +967,47 @@ class PostgresStore(SQLEntries, core.StoreCore):
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
     ) -> None:
-        now = utcnow()
-        update = (
-            "NOTHING"
-            if keep_existing
-            else ("UPDATE SET content = excluded.content, updated_at = excluded.updated_at")
-        )
         # one statement, atomic by itself: one round trip however many entries (a
         # missing session fails its foreign key)
         with self._read() as conn:
             try:
-                conn.execute(
-                    "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
-                    "SELECT %s, name, content, %s, %s FROM unnest(%s::text[], %s::json[]) "
-                    f"AS e (name, content) ON CONFLICT (session_id, name) DO {update}",
-                    (session_id, now, now, list(entries), [Json(c) for c in entries.values()]),
-                )
+                self._upsert_entries(conn, session_id, entries, keep=keep_existing)
             except psycopg.errors.ForeignKeyViolation as exc:
                 raise SessionNotFound(session_id) from exc
+
+    def _upsert_entries(
+        self,
+        conn: Conn,
+        session_id: str,
+        entries: dict[str, str],
+        *,
+        keep: bool = False,
+        expect: tuple[str, Mark] | None = None,
+    ) -> bool:
+        """One statement upserting ``entries`` (``keep``: leave stored ones); with
+        ``expect`` (a session and its mark), only if that session is so when it runs.
+        False when the mark kept it from writing."""
+        now = utcnow()
+        update = (
+            "NOTHING"
+            if keep
+            else "UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
+        )
+        args: list[Any] = [session_id, now, now, list(entries), [Json(c) for c in entries.values()]]
+        where = ""
+        if expect is not None:
+            where = (
+                " WHERE EXISTS (SELECT 1 FROM sessions WHERE id = %s AND created_at = %s"
+                " AND last_seq = %s)"
+            )
+            args += [expect[0], expect[1].created_at, expect[1].last_seq]
+        cur = conn.execute(
+            "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
+            "SELECT %s, name, content, %s, %s FROM unnest(%s::text[], %s::json[]) "
+            f"AS e (name, content){where} ON CONFLICT (session_id, name) DO {update}",
+            args,
+        )
+        return expect is None or cur.rowcount > 0
 
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
         with self._write() as conn:
@@ -1153,6 +1218,13 @@ def _one(conn: Conn, record: type[R], query: str, args: Params) -> R | None:
 
 def _all(conn: Conn, record: type[R], query: str, args: Params) -> list[R]:
     return conn.cursor(row_factory=class_row(record)).execute(query, args).fetchall()
+
+
+def _prepared_rows(batch: Appending) -> list[tuple[str, str, datetime, int, str, str]]:
+    return [
+        _message_row(m, b, t)
+        for m, b, t in zip(batch.messages, batch.bodies, batch.tokens, strict=True)
+    ]
 
 
 def _message_row(m: Message, body: bytes, tokens: int) -> tuple[str, str, datetime, int, str, str]:

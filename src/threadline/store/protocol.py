@@ -58,6 +58,7 @@ from threadline.store.listing import ListOptions, SessionPage
 from threadline.store.locks import LockHolder
 from threadline.store.search_records import SearchOptions, SearchPage
 from threadline.store.session_info import (
+    Mark,
     ScratchpadEntry,
     SessionChangeFields,
     SessionFields,
@@ -119,6 +120,23 @@ class Store(Protocol):
     def append_messages(self, session_id: str, messages: Sequence[Message]) -> list[Message]:
         """All-or-nothing; assigns consecutive seqs. Idempotent on message ids: a batch
         whose first id is already stored returns the stored copies instead."""
+        ...
+
+    def append_and_write(
+        self,
+        session_id: str,
+        entries: dict[str, str],
+        *,
+        messages: Sequence[Message] = (),
+        to: str | None = None,
+        expect: Mark | None = None,
+    ) -> list[Message]:
+        """Append ``messages`` to session ``to`` (default ``session_id``) and write the
+        scratchpad ``entries`` of ``session_id``, in one atomic step on the SQL backends
+        (one transaction, one commit; elsewhere the messages first, the entries last).
+        ``expect``: only if ``to`` is still as a writer read it (same ``created_at`` and
+        ``last_seq``), so ``messages`` get the seqs after ``expect.last_seq``; else
+        nothing is written (``SessionChanged``). Returns the appended messages as stored."""
         ...
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
@@ -336,12 +354,22 @@ class Session:
         return self
 
     # -- messages
-    def append(self, messages: Message | Sequence[Message]) -> list[Message]:
+    def append(
+        self,
+        messages: Message | Sequence[Message],
+        *,
+        entries: dict[str, str] | None = None,
+        entries_of: str | None = None,
+        expect: Mark | None = None,
+    ) -> list[Message]:
         """Store a batch atomically; returns the stored copies with seq and token counts.
 
         A tool result must answer a call made in the same batch or in the recent
         history; anything else is refused (``InvalidMessage``) before storing. A batch
         dated by its source (``dated``) moves ``updated_at`` to its time, else to now.
+        ``entries`` (scratchpad entries of session ``entries_of``, default this one)
+        and ``expect`` (this session as last read): written with the batch in one
+        step, only if the session is still as expected (``Store.append_and_write``).
         """
         from threadline.messages import Message
 
@@ -349,7 +377,12 @@ class Session:
         batch = [messages] if isinstance(messages, Message) else list(messages)
         prepared = prepare_messages(self.model, batch, at=at)
         self._check_results_have_calls(prepared)
-        stored = self.store.append_messages(self.id, prepared)
+        if entries is None and expect is None:
+            stored = self.store.append_messages(self.id, prepared)
+        else:
+            stored = self.store.append_and_write(
+                entries_of or self.id, entries or {}, messages=prepared, to=self.id, expect=expect
+            )
         if prepared.calls:
             self._recent_calls = prepared.calls
         info = self._info

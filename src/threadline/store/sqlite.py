@@ -47,6 +47,7 @@ from threadline.store.checks import (
     MAX_BOUND,
     format_ts,
     id_prefix_range,
+    parse_ts,
     refuse_unknown_options,
     split_url_options,
 )
@@ -67,7 +68,13 @@ from threadline.store.search_query import (
     search_timed_out,
 )
 from threadline.store.search_query import search_timeout as search_timeout_checked
-from threadline.store.session_info import NewSession, ScratchpadEntry, SessionChange, SessionInfo
+from threadline.store.session_info import (
+    Mark,
+    NewSession,
+    ScratchpadEntry,
+    SessionChange,
+    SessionInfo,
+)
 from threadline.store.sql_entries import SQLEntries
 from threadline.store.sqlite_rows import (
     CHECKPOINT_SELECT,
@@ -826,54 +833,90 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         """One transaction of plain inserts: the full-text index catches up before a
         search answers and on close (``update_search_index``), never row by row here,
         and here only when ``MAX_INDEX_BACKLOG`` messages wait."""
-        with self._write() as con:
-            head = con.execute(
-                "SELECT last_seq, (SELECT indexed_upto FROM search_index), "
-                "(SELECT COALESCE(MAX(rowid), 0) FROM messages), "
-                "EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2) "
-                "FROM sessions WHERE id = ?1",
-                (session_id, batch.ids[0]),
-            ).fetchone()
-            if head is None:
-                raise SessionNotFound(session_id)
-            seq, indexed_upto, top, stored_already = head
-            if stored_already:  # a retried batch: batches are atomic, so all of it is
-                return self._stored_copies(con, batch)
-            # new rows go above the index marker even when the newest rows were deleted
-            # (SQLite would reuse their rowids, which the marker says are indexed)
-            rowid = max(top, indexed_upto)
-            n = len(batch.ids)
-            tokens = batch.tokens
-            rows = list(  # column by column: zip makes the rows' tuples in C
-                zip(
-                    range(rowid + 1, rowid + n + 1),
-                    repeat(session_id, n),
-                    range(seq + 1, seq + n + 1),
-                    batch.ids,
-                    [m.role for m in batch.messages],
-                    batch.times,
-                    tokens,
-                    map(bytes.decode, batch.bodies),
-                    strict=True,
-                )
+        stored = self._append_and_write(session_id, {}, session_id, batch, None)
+        assert stored is not None
+        return stored
+
+    def _append_in(
+        self, con: sqlite3.Connection, session_id: str, batch: Appending, expect: Mark | None
+    ) -> int | list[Message]:
+        """``_append`` within the caller's transaction, the session checked against
+        ``expect`` first."""
+        head = con.execute(
+            "SELECT last_seq, created_at, (SELECT indexed_upto FROM search_index), "
+            "(SELECT COALESCE(MAX(rowid), 0) FROM messages), "
+            "EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2) "
+            "FROM sessions WHERE id = ?1",
+            (session_id, batch.ids[0]),
+        ).fetchone()
+        if head is None:
+            raise SessionNotFound(session_id)
+        seq, created_at, indexed_upto, top, stored_already = head
+        if expect is not None:
+            expect.holds(session_id, parse_ts(created_at), seq)
+        if stored_already:  # a retried batch: batches are atomic, so all of it is
+            return self._stored_copies(con, batch)
+        # new rows go above the index marker even when the newest rows were deleted
+        # (SQLite would reuse their rowids, which the marker says are indexed)
+        rowid = max(top, indexed_upto)
+        n = len(batch.ids)
+        tokens = batch.tokens
+        rows = list(  # column by column: zip makes the rows' tuples in C
+            zip(
+                range(rowid + 1, rowid + n + 1),
+                repeat(session_id, n),
+                range(seq + 1, seq + n + 1),
+                batch.ids,
+                [m.role for m in batch.messages],
+                batch.times,
+                tokens,
+                map(bytes.decode, batch.bodies),
+                strict=True,
             )
-            try:
-                con.executemany(
-                    "INSERT INTO messages "
-                    "(rowid, session_id, seq, id, role, created_at, tokens, body) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
-            except sqlite3.IntegrityError as exc:
-                raise batch.already_stored() from exc
-            con.execute(
-                "UPDATE sessions SET last_seq = ?, message_count = message_count + ?, "
-                "total_tokens = total_tokens + ?, updated_at = max(updated_at, ?) WHERE id = ?",
-                (seq + n, n, sum(tokens), format_ts(batch.at), session_id),
+        )
+        try:
+            con.executemany(
+                "INSERT INTO messages "
+                "(rowid, session_id, seq, id, role, created_at, tokens, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
             )
-            if rowid + n - indexed_upto > MAX_INDEX_BACKLOG:
-                self._index_pending(con)
+        except sqlite3.IntegrityError as exc:
+            raise batch.already_stored() from exc
+        con.execute(
+            "UPDATE sessions SET last_seq = ?, message_count = message_count + ?, "
+            "total_tokens = total_tokens + ?, updated_at = max(updated_at, ?) WHERE id = ?",
+            (seq + n, n, sum(tokens), format_ts(batch.at), session_id),
+        )
+        if rowid + n - indexed_upto > MAX_INDEX_BACKLOG:
+            self._index_pending(con)
         return int(seq) + 1
+
+    def _append_and_write(
+        self,
+        session_id: str,
+        entries: dict[str, str],
+        target: str,
+        batch: Appending | None,
+        expect: Mark | None,
+    ) -> int | list[Message] | None:
+        """One transaction: the check, the messages, the entries; one commit."""
+        with self._write() as con:
+            stored = None
+            if batch is not None:
+                stored = self._append_in(con, target, batch, expect)
+            elif expect is not None:
+                row = con.execute(
+                    "SELECT last_seq, created_at FROM sessions WHERE id = ?", (target,)
+                ).fetchone()
+                if row is None:
+                    raise SessionNotFound(target)
+                expect.holds(target, parse_ts(row[1]), row[0])
+            if session_id != target or (batch is None and expect is None):
+                self._require(con, session_id)
+            if entries:
+                self._put_entries(con, session_id, entries, False)
+        return stored
 
     def _stored_copies(self, con: sqlite3.Connection, batch: Appending) -> list[Message]:
         out = []
@@ -1035,19 +1078,25 @@ class SQLiteStore(SQLEntries, core.StoreCore):
     def _scratchpad_write_many(
         self, session_id: str, entries: dict[str, str], keep_existing: bool
     ) -> None:
+        with self._write() as con:
+            self._require(con, session_id)
+            self._put_entries(con, session_id, entries, keep_existing)
+
+    def _put_entries(
+        self, con: sqlite3.Connection, session_id: str, entries: dict[str, str], keep: bool
+    ) -> None:
+        """Upsert ``entries`` within the caller's transaction (``keep``: leave stored ones)."""
         now = format_ts(utcnow())
         update = (
             "NOTHING"
-            if keep_existing
+            if keep
             else ("UPDATE SET content = excluded.content, updated_at = excluded.updated_at")
         )
-        with self._write() as con:
-            self._require(con, session_id)
-            con.executemany(
-                "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
-                f"VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, name) DO {update}",
-                [(session_id, name, content, now, now) for name, content in entries.items()],
-            )
+        con.executemany(
+            "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
+            f"VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, name) DO {update}",
+            [(session_id, name, content, now, now) for name, content in entries.items()],
+        )
 
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
         with self._write() as con:
