@@ -40,7 +40,12 @@ class Counted:
             "scratchpad_contents",
         ):
             setattr(store, name, self._reading(name, getattr(store, name)))
-        for name in ("scratchpad_write", "scratchpad_write_many"):
+        for name in (
+            "scratchpad_write",
+            "scratchpad_write_many",
+            "append_messages",
+            "append_and_write",
+        ):
             setattr(store, name, self._writing(name, getattr(store, name)))
 
     def _reading(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
@@ -157,11 +162,41 @@ def test_alist_yields_before_it_has_read_the_thread(saver: ThreadlineSaver) -> N
 
 
 def test_put_is_one_write(saver: ThreadlineSaver) -> None:
+    """Each put one write and no read: the saver knows the thread's session from its
+    last write, and the write checks it is still so (``Store.append_and_write``)."""
     fill(saver, "t", 2)
     counted = Counted(saver.store)
     fill(saver, "t", 3)
-    assert counted.calls.get("scratchpad_write_many") == 3
-    assert not counted.calls.get("scratchpad_write")
+    assert counted.calls == {"append_and_write": 3}
+
+
+def test_a_chat_turn_appends_and_writes_its_checkpoint_at_once(saver: ThreadlineSaver) -> None:
+    """A put whose checkpoint holds new messages appends them in the same write."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from threadline.integrations.langgraph import thread_session_id
+
+    config: Any = {"configurable": {"thread_id": "chat", "checkpoint_ns": ""}}
+    said: list[Any] = []
+    version = None
+    for turn in range(3):
+        counted = Counted(saver.store)
+        said += [
+            HumanMessage(f"question {turn}", id=f"h{turn}"),
+            AIMessage(f"answer {turn}", id=f"a{turn}"),
+        ]
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = str(uuid6(clock_seq=turn))
+        version = saver.get_next_version(version, None)
+        checkpoint["channel_values"] = {"messages": list(said)}
+        checkpoint["channel_versions"] = {"messages": version}
+        config = saver.put(config, checkpoint, {"step": turn}, {"messages": version})
+        assert counted.calls == {"append_and_write": 1}
+    texts = [m.text for m in saver.store.read_messages(thread_session_id("chat"))]
+    assert texts == [m.content for m in said]
+    got = saver.get_tuple(config)
+    assert got is not None
+    assert got.checkpoint["channel_values"]["messages"] == said
 
 
 def test_no_second_read_of_a_thread_past_the_cache_of_threads(saver: ThreadlineSaver) -> None:
@@ -234,3 +269,40 @@ def test_a_session_at_the_threads_id_that_it_did_not_make_is_still_refused(
         saver.get_tuple(config("mine"))
     with pytest.raises(NotOwned):
         saver.put_writes(config("mine", "1"), [("n", 1)], "task-1")
+
+
+def test_a_put_on_a_thread_another_saver_moved_is_made_again(tmp_path: Path) -> None:
+    """Two savers take turns on one thread (two processes serving it): each put of the
+    one that is behind finds the session changed, nothing written, and is made again
+    on the session as it is; every message is kept once, in order, and no fork."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from threadline.integrations.langgraph import thread_session_id
+
+    store = open_store(f"sqlite://{tmp_path / 't.db'}")
+    savers = [ThreadlineSaver(store), ThreadlineSaver(store)]
+    redone: list[str] = []
+    for saver in savers:
+        forget = saver._forget_thread
+        saver._forget_thread = lambda t, f=forget: (redone.append(t), f(t))[1]  # type: ignore[method-assign]
+    said: list[Any] = []
+    version = None
+    for turn in range(6):
+        saver = savers[turn % 2]
+        latest = saver.get_tuple(config("chat"))
+        parent = latest.config if latest is not None else config("chat")
+        said += [HumanMessage(f"q{turn}", id=f"h{turn}"), AIMessage(f"a{turn}", id=f"a{turn}")]
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = str(uuid6(clock_seq=turn))
+        version = saver.get_next_version(version, None)
+        checkpoint["channel_values"] = {"messages": list(said)}
+        checkpoint["channel_versions"] = {"messages": version}
+        saver.put(parent, checkpoint, {"step": turn}, {"messages": version})
+    texts = [m.text for m in store.read_messages(thread_session_id("chat"))]
+    assert texts == [m.content for m in said]
+    assert store.list_sessions().total == 1
+    assert redone == ["chat"] * 4  # each turn of a saver after its first
+    for saver in savers:
+        got = saver.get_tuple(config("chat"))
+        assert got is not None and got.checkpoint["channel_values"]["messages"] == said
+    store.close()
