@@ -149,7 +149,7 @@ def test_put_writes_reads_nothing_and_writes_once(saver: ThreadlineSaver) -> Non
 
 
 def test_alist_yields_before_it_has_read_the_thread(saver: ThreadlineSaver) -> None:
-    fill(saver, "t", 120)
+    fill(saver, "t", 200)  # its values in the checkpoint records: one entry each
     everything = entries_read(saver, lambda: list(saver.list(config("t"))))
 
     async def first() -> int:

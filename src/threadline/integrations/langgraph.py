@@ -57,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import random
 import threading
 from collections import OrderedDict
@@ -83,6 +84,7 @@ from threadline.integrations.binding import (
 )
 from threadline.integrations.checkpoint_records import (
     PREFIX,
+    WRITES,
     ThreadPad,
     blob_name,
     branch_name,
@@ -177,6 +179,7 @@ Batch = list[tuple[dict[str, Any], CheckpointMetadata]]
 Refs = list[int | None]
 Records = list[dict[str, Any]]
 Values = list[Any]
+Texts = list[str]
 
 
 @dataclass
@@ -554,10 +557,18 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         for record in records:
             checkpoint = self.serde.loads_typed(untyped(record["checkpoint"]))
             checkpoints.append(checkpoint)
-            ns = record["ns"]
-            names += [blob_name(ns, c, v) for c, v in checkpoint["channel_versions"].items()]
+            ns, inline = record["ns"], record.get("inline", ())
+            names += [
+                blob_name(ns, c, v)
+                for c, v in checkpoint["channel_versions"].items()
+                if c not in inline
+            ]
             prefixes.append(writes_prefix(ns, record["id"]))
         contents = self.store.scratchpad_contents(root_id, names=names, prefixes=prefixes)
+        writes: dict[str, Texts] = {}  # a checkpoint's writes prefix -> their records
+        for name, content in contents.items():
+            if name.startswith(WRITES):
+                writes.setdefault(name.rsplit("/", 2)[0] + "/", []).append(content)
         return [
             self._tuple(
                 root_id,
@@ -565,6 +576,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 record,
                 checkpoint,
                 contents,
+                writes.get(writes_prefix(record["ns"], record["id"]), []),
                 self.serde.loads_typed(untyped(record["metadata"]))
                 if metadata is None
                 else metadata[i],
@@ -584,11 +596,16 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         record: dict[str, Any],
         checkpoint: Checkpoint,
         contents: dict[str, str],
+        written: Texts,
         metadata: CheckpointMetadata,
     ) -> CheckpointTuple:
         ns, cid = record["ns"], record["id"]
+        inline: dict[str, Any] = record.get("inline", {})
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
+            if channel in inline:
+                values[channel] = inline[channel]
+                continue
             raw = contents.get(blob_name(ns, channel, version))
             blob = record_of(raw) if raw is not None else None
             if blob is not None and "messages" in blob:
@@ -596,8 +613,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 values[channel] = self._messages_value(holder, blob["messages"])
             elif blob is not None and blob["value"][0] != "empty":
                 values[channel] = self.serde.loads_typed(untyped(blob["value"]))
-        prefix = writes_prefix(ns, cid)
-        found = (record_of(v) for k, v in contents.items() if k.startswith(prefix))
+        found = map(record_of, written)
         writes = sorted(
             (w for w in found if w is not None),
             key=lambda w: (w.get("task_path", ""), w["task_id"], w["idx"]),
@@ -669,8 +685,11 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         plan = None
         if self.messages_key and self.messages_key in new_versions and ns == "":
             plan = self._plan_messages(branch, values.get(self.messages_key))
+        inline = {c: v for c, v in values.items() if _plain(v)}
         entries: dict[str, str] = {}  # the values, then the checkpoint: one write
         for channel, version in new_versions.items():
+            if channel in inline:
+                continue
             blob: dict[str, Any] = {"ns": ns, "channel": channel, "version": version}
             if channel == self.messages_key and plan is not None:
                 if branch.id != session.id:
@@ -693,6 +712,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             "metadata": typed(self.serde.dumps_typed(full_metadata)),
             "run_id": _text_or_none(full_metadata.get("run_id")),
         }
+        if inline:
+            record["inline"] = inline
         appended = plan.batch if plan is not None else []
         if ns == "":  # the branch's end once this put's messages are in
             record.update(branch=branch.id, upto=mark.last_seq + len(appended))
@@ -1087,6 +1108,25 @@ def _message_id(session_id: str, lc_id: str) -> str:
     the same message, so a resend is recognised (``Store.append_messages``)."""
     digest = hashlib.sha256(f"{session_id}\0{lc_id}".encode("utf-8", "surrogatepass"))
     return DERIVED_PREFIX + digest.hexdigest()[:40]
+
+
+def _plain(value: object) -> bool:
+    """A channel value the checkpoint record holds itself, as JSON (as LangGraph's
+    ``PostgresSaver`` keeps primitive values in its checkpoint row): None, a bool, an
+    int, a finite float or a string that JSON keeps exactly (the types exactly, so a
+    subclass such as an enum keeps its serde round trip)."""
+    kind = type(value)
+    if value is None or kind is bool or kind is int:
+        return True
+    if kind is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    if kind is str:
+        try:
+            value.encode("utf-8")  # type: ignore[attr-defined]
+        except UnicodeEncodeError:  # a lone surrogate: not JSON every store keeps
+            return False
+        return "\x00" not in value  # type: ignore[operator]
+    return False
 
 
 def _text_or_none(value: object) -> str | None:
