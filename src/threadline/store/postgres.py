@@ -275,14 +275,17 @@ _CHECKPOINT_SQL = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_
 _ENTRY_COLUMNS = "name, content, created_at, updated_at"
 _ENTRY_SQL = f"SELECT {_ENTRY_COLUMNS} FROM scratchpad WHERE session_id = %s"
 _RANGES_SQL = (
-    "SELECT e.name, e.content FROM unnest(%s::text[], %s::text[]) AS r (low, high) "
-    "CROSS JOIN LATERAL (SELECT name, content FROM scratchpad WHERE session_id = %s "
-    "AND name >= r.low AND name < r.high OFFSET 0) AS e"
+    "SELECT e.name, e.content FROM sessions AS s LEFT JOIN LATERAL ("
+    "SELECT x.name, x.content FROM unnest(%s::text[], %s::text[]) AS r (low, high) "
+    "CROSS JOIN LATERAL (SELECT name, content FROM scratchpad WHERE session_id = s.id "
+    "AND name >= r.low AND name < r.high OFFSET 0) AS x) AS e ON true WHERE s.id = %s"
 )
 """Entries in ranges of names, each range its own scan of the primary key: ``OFFSET 0``
 keeps the planner from flattening the subquery into a join that reads every entry of
 the session once and filters it against every range (what it chose for a thread whose
-table statistics were older than its entries: 10 ms for a page of 10 checkpoints)."""
+table statistics were older than its entries: 10 ms for a page of 10 checkpoints).
+From the session's row: no row when the session does not exist, one of NULLs when it
+holds none of the entries, so no second query tells the two apart."""
 _NO_SEQ_LIMIT = 2**63 - 1
 
 
@@ -959,9 +962,9 @@ class PostgresStore(SQLEntries, core.StoreCore):
                 _RANGES_SQL,
                 ([low for low, _ in ranges], [high for _, high in ranges], session_id),
             ).fetchall()
-            if not rows:
-                _require(conn, session_id)
-        return rows
+        if not rows:
+            raise SessionNotFound(session_id)
+        return [row for row in rows if row[0] is not None]
 
     @_resent
     def _scratchpad_write_many(
