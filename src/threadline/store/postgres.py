@@ -990,7 +990,10 @@ class PostgresStore(SQLEntries, core.StoreCore):
             if keep
             else "UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
         )
-        args: list[Any] = [session_id, now, now, list(entries), [Json(c) for c in entries.values()]]
+        rows = ", ".join(["(%s, %s::json)"] * len(entries))  # not unnested arrays: slower
+        args: list[Any] = [session_id, now, now]
+        for name, content in entries.items():
+            args += [name, Json(content)]
         where = ""
         if expect is not None:
             where = (
@@ -1000,7 +1003,7 @@ class PostgresStore(SQLEntries, core.StoreCore):
             args += [expect[0], expect[1].created_at, expect[1].last_seq]
         cur = conn.execute(
             "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
-            "SELECT %s, name, content, %s, %s FROM unnest(%s::text[], %s::json[]) "
+            f"SELECT %s, name, content, %s, %s FROM (VALUES {rows}) "
             f"AS e (name, content){where} ON CONFLICT (session_id, name) DO {update}",
             args,
         )
