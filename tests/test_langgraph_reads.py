@@ -306,3 +306,41 @@ def test_a_put_on_a_thread_another_saver_moved_is_made_again(tmp_path: Path) -> 
         got = saver.get_tuple(config("chat"))
         assert got is not None and got.checkpoint["channel_values"]["messages"] == said
     store.close()
+
+
+def test_messages_read_from_what_the_saver_knows_are_copies(tmp_path: Path) -> None:
+    """A checkpoint's messages the saver knows already come back without a read of the
+    session, each a copy: a caller changing one changes neither the next read nor what
+    another saver (another process) reads."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    store = open_store(f"sqlite://{tmp_path / 't.db'}")
+    saver = ThreadlineSaver(store)
+    said = [HumanMessage("q", id="h"), AIMessage("a", id="a", additional_kwargs={"k": [1]})]
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = str(uuid6())
+    version = saver.get_next_version(None, None)
+    checkpoint["channel_values"] = {"messages": list(said)}
+    checkpoint["channel_versions"] = {"messages": version}
+    saved = saver.put(config("chat"), checkpoint, {"step": 0}, {"messages": version})
+    counted = Counted(store)
+    calls = {"n": 0}
+    read_messages = store.read_messages
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        return read_messages(*args, **kwargs)
+
+    store.read_messages = counting  # type: ignore[method-assign]
+    first = saver.get_tuple(saved)
+    assert first is not None and calls["n"] == 0 and counted.calls
+    got = first.checkpoint["channel_values"]["messages"]
+    assert got == said
+    got[1].additional_kwargs["k"].append(2)
+    got[0].content = "changed"
+    again = saver.get_tuple(saved)
+    assert again is not None and again.checkpoint["channel_values"]["messages"] == said
+    store.read_messages = read_messages  # type: ignore[method-assign]
+    other = ThreadlineSaver(store).get_tuple(saved)
+    assert other is not None and other.checkpoint["channel_values"]["messages"] == said
+    store.close()

@@ -852,10 +852,30 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             while len(self._seen) > KNOWN_SESSIONS:
                 self._seen.popitem(last=False)
 
+    def _known_by_seq(self, session: Session, seqs: Sequence[int]) -> dict[int, BaseMessage] | None:
+        """seq -> message of ``seqs``, when this saver knows every one of them of this
+        session (as read now: its messages by seq never change), else None (read them)."""
+        with self._lock:
+            cached = self._seen.get(session.id)
+            if not seqs or cached is None or cached.created != session.info.created_at:
+                return None
+            if cached.last < max(seqs):
+                return None
+            by_seq = {seq: message for seq, message in cached.messages.values()}
+        return by_seq if all(seq in by_seq for seq in seqs) else None
+
     def _messages_value(self, session: Session, items: Records) -> Values:
         """A messages channel value stored by reference: session messages by seq, and
         inline the ones the session does not hold as they were."""
         seqs = [i["s"] for i in items if "s" in i]
+        known = self._known_by_seq(session, seqs)
+        if known is not None:  # copies: what the caller changes is not what the saver knows
+            return [
+                known[i["s"]].model_copy(deep=True)
+                if "s" in i
+                else self.serde.loads_typed(untyped(i["v"]))
+                for i in items
+            ]
         by_seq: dict[int, Message] = {}
         if seqs:
             first = min(seqs)
