@@ -28,6 +28,17 @@ def columns(kind: type[Any]) -> tuple[str, ...]:
     return tuple(f.name for f in fields(kind))
 
 
+_DECODERS: dict[type[Any], tuple[tuple[str, Callable[[Any], Any]], ...]] = {}
+"""Record type -> each column with what decodes it (worked out once a type)."""
+
+
+def _decoders(kind: type[Any]) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    known = _DECODERS.get(kind)
+    if known is None:
+        known = _DECODERS[kind] = tuple((n, _DECODE.get(n, _same)) for n in columns(kind))
+    return known
+
+
 def select(kind: type[Any], table: str) -> str:
     return f"SELECT {', '.join(columns(kind))} FROM {table}"
 
@@ -39,8 +50,8 @@ ENTRY_SELECT = select(ScratchpadEntry, "scratchpad")
 
 def record(kind: type[R], row: Sequence[Any]) -> R:
     """``kind`` built from a row read with ``select(kind, ...)``."""
-    named = zip(columns(kind), row, strict=True)
-    return kind(**{name: _DECODE.get(name, _same)(value) for name, value in named})
+    named = zip(_decoders(kind), row, strict=True)
+    return kind(**{name: decode(value) for (name, decode), value in named})
 
 
 def _same(value: Any) -> Any:
