@@ -344,3 +344,29 @@ def test_messages_read_from_what_the_saver_knows_are_copies(tmp_path: Path) -> N
     other = ThreadlineSaver(store).get_tuple(saved)
     assert other is not None and other.checkpoint["channel_values"]["messages"] == said
     store.close()
+
+
+def test_a_thread_made_again_elsewhere_is_read_not_remembered(tmp_path: Path) -> None:
+    """Another saver deletes the thread and makes it again, with other messages at the
+    same seqs: this saver's memory of the old session is not what it gives back."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    store = open_store(f"sqlite://{tmp_path / 't.db'}")
+    mine, other = ThreadlineSaver(store), ThreadlineSaver(store)
+
+    def put(saver: ThreadlineSaver, said: list[Any]) -> Any:
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = str(uuid6())
+        version = saver.get_next_version(None, None)
+        checkpoint["channel_values"] = {"messages": said}
+        checkpoint["channel_versions"] = {"messages": version}
+        return saver.put(config("chat"), checkpoint, {"step": 0}, {"messages": version})
+
+    put(mine, [HumanMessage("old question", id="h"), AIMessage("old answer", id="a")])
+    assert mine.get_tuple(config("chat")) is not None  # remembered from here on
+    other.delete_thread("chat")
+    now = [HumanMessage("new question", id="h"), AIMessage("new answer", id="a")]
+    put(other, now)
+    got = mine.get_tuple(config("chat"))
+    assert got is not None and got.checkpoint["channel_values"]["messages"] == now
+    store.close()

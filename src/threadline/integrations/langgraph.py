@@ -609,8 +609,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             raw = contents.get(blob_name(ns, channel, version))
             blob = record_of(raw) if raw is not None else None
             if blob is not None and "messages" in blob:
-                holder = self._reader(blob.get("session"), root_id)
-                values[channel] = self._messages_value(holder, blob["messages"])
+                values[channel] = self._messages_of(blob, root_id)
             elif blob is not None and blob["value"][0] != "empty":
                 values[channel] = self.serde.loads_typed(untyped(blob["value"]))
         found = map(record_of, written)
@@ -629,6 +628,30 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 for w in writes
             ],
         )
+
+    def _messages_of(self, blob: dict[str, Any], root_id: str) -> Values:
+        """A messages value: from what the saver knows of the session holding them when
+        the value names that session's making (``born``: a session made again under its
+        id holds other messages at the same seqs), else read."""
+        held = blob.get("session")
+        holder_id = held if isinstance(held, str) else root_id
+        born = blob.get("born")
+        if isinstance(born, str):
+            items = blob["messages"]
+            known = self._known_by_seq(holder_id, born, [i["s"] for i in items if "s" in i])
+            if known is not None:
+                return self._copied_value(known, items)
+        return self._messages_value(self._reader(held, root_id), blob["messages"])
+
+    def _copied_value(self, known: dict[int, BaseMessage], items: Records) -> Values:
+        """A value of messages the saver knows, each a copy (what the caller changes is
+        not what the saver knows), and the inline ones."""
+        return [
+            known[i["s"]].model_copy(deep=True)
+            if "s" in i
+            else self.serde.loads_typed(untyped(i["v"]))
+            for i in items
+        ]
 
     def _reader(self, holder_id: object, root_id: str) -> Session:
         """The session a messages value names (its root's by default), read now."""
@@ -694,6 +717,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             if channel == self.messages_key and plan is not None:
                 if branch.id != session.id:
                     blob["session"] = branch.id
+                blob["born"] = branch.info.created_at.isoformat()
                 blob["messages"] = [
                     {"s": seq} if seq is not None else {"v": typed(self.serde.dumps_typed(m))}
                     for seq, m in zip(plan.refs, values[channel], strict=True)
@@ -852,12 +876,14 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             while len(self._seen) > KNOWN_SESSIONS:
                 self._seen.popitem(last=False)
 
-    def _known_by_seq(self, session: Session, seqs: Sequence[int]) -> dict[int, BaseMessage] | None:
-        """seq -> message of ``seqs``, when this saver knows every one of them of this
-        session (as read now: its messages by seq never change), else None (read them)."""
+    def _known_by_seq(
+        self, session_id: str, born: str, seqs: Sequence[int]
+    ) -> dict[int, BaseMessage] | None:
+        """seq -> message of ``seqs``, when this saver knows every one of them of the
+        session made at ``born`` (its messages by seq never change), else None."""
         with self._lock:
-            cached = self._seen.get(session.id)
-            if not seqs or cached is None or cached.created != session.info.created_at:
+            cached = self._seen.get(session_id)
+            if not seqs or cached is None or cached.created.isoformat() != born:
                 return None
             if cached.last < max(seqs):
                 return None
@@ -868,14 +894,9 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         """A messages channel value stored by reference: session messages by seq, and
         inline the ones the session does not hold as they were."""
         seqs = [i["s"] for i in items if "s" in i]
-        known = self._known_by_seq(session, seqs)
-        if known is not None:  # copies: what the caller changes is not what the saver knows
-            return [
-                known[i["s"]].model_copy(deep=True)
-                if "s" in i
-                else self.serde.loads_typed(untyped(i["v"]))
-                for i in items
-            ]
+        known = self._known_by_seq(session.id, session.info.created_at.isoformat(), seqs)
+        if known is not None:
+            return self._copied_value(known, items)
         by_seq: dict[int, Message] = {}
         if seqs:
             first = min(seqs)
