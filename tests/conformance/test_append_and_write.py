@@ -109,3 +109,40 @@ def test_no_message_stays_when_the_entries_fail(store: Store) -> None:
         )
     assert _texts(store, session.id) == []
     assert store.session_info(session.id).last_seq == 0
+
+
+def test_of_writers_on_one_mark_one_wins(store: Store) -> None:
+    """Writers that read the session alike race to write on it: one writes, each other
+    is told ``SessionChanged``, and the winner's messages have the seqs after the mark."""
+    import threading
+
+    session = store.create_session()
+    session.append([Message.user("first")])
+    mark = Mark.of(store.session_info(session.id))
+    results: dict[int, object] = {}
+    start = threading.Barrier(4)
+
+    def write(n: int) -> None:
+        start.wait()
+        try:
+            results[n] = store.append_and_write(
+                session.id,
+                {f"w/{n}": str(n)},
+                messages=[Message.user(f"writer {n} says {i}") for i in range(2)],
+                expect=mark,
+            )
+        except SessionChanged as exc:
+            results[n] = exc
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    won = [n for n, r in results.items() if isinstance(r, list)]
+    assert len(won) == 1 and len(results) == 4
+    stored = results[won[0]]
+    assert isinstance(stored, list) and [m.seq for m in stored] == [2, 3]
+    texts = dict(_texts(store, session.id))
+    assert [texts[2], texts[3]] == [f"writer {won[0]} says {i}" for i in range(2)]
+    assert store.scratchpad_contents(session.id, prefixes=["w/"]) == {f"w/{won[0]}": str(won[0])}

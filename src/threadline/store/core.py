@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
 from threadline.errors import (
+    SessionChanged,
     SessionLocked,
     SessionNotFound,
     ThreadlineError,
@@ -252,11 +253,15 @@ class StoreCore:
         and write ``entries`` (checked) to ``session_id``'s scratchpad. Here, for the
         backends with no transaction over both: the check, then the messages, then the
         entries, each a step of its own (a crash between leaves messages whose entries
-        were not written, never entries naming messages that are not there)."""
+        were not written, never entries naming messages that are not there; messages
+        that did not get the seqs after the mark are left so too, ``SessionChanged``)."""
         if expect is not None:
             info = self.session_info(target)
             expect.holds(target, info.created_at, info.last_seq)
         stored = None if batch is None else self._append(target, batch)
+        first = stored[0].seq if isinstance(stored, list) and stored else stored
+        if expect is not None and batch is not None and first != expect.last_seq + 1:
+            raise SessionChanged(target)  # another append got in between: entries not written
         if entries:
             self._scratchpad_write_many(session_id, entries, False)
         else:

@@ -270,6 +270,14 @@ _INSERT_MESSAGE = (
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _SESSION_SQL = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s"
+_MARK_SQL = (
+    "SELECT 1 / (CASE WHEN created_at = %s AND last_seq = %s THEN 1 ELSE 0 END) "
+    "FROM sessions WHERE id = %s FOR NO KEY UPDATE"
+)
+"""Lock a session's row (as an append does) and fail with a division by zero when it is
+not as a writer's ``Mark`` says: the check travels in the same pipeline as the write
+it guards, and its failure rolls that write back. No row (no session): the inserts
+after it fail their foreign key."""
 _CHECKPOINT_COLUMNS = "id, session_id, covers_up_to, summary, created_at, metadata"
 _CHECKPOINT_SQL = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_id = %s"
 _ENTRY_COLUMNS = "name, content, created_at, updated_at"
@@ -815,19 +823,51 @@ class PostgresStore(SQLEntries, core.StoreCore):
             try:
                 # one pipeline: BEGIN, lock and lookup travel together, then the inserts,
                 # the counters, the entries and COMMIT; two round trips whatever the size
+                # (one on a mark: the lock fails the transaction when the mark is off)
                 with conn.pipeline(), conn.transaction():
-                    stored = self._append_in(conn, batch, prepared, expect)
+                    if expect is None:
+                        stored = self._append_in(conn, batch, prepared, None)
+                    else:
+                        stored = self._append_on(conn, batch, prepared, expect)
                     if entries:
                         self._upsert_entries(conn, session_id, entries)
                     return stored
+            except psycopg.errors.DivisionByZero as exc:  # _MARK_SQL: the mark is off
+                raise SessionChanged(target) from exc
             except psycopg.errors.UniqueViolation as exc:
                 raise batch.already_stored() from exc
             except psycopg.errors.ForeignKeyViolation as exc:
-                raise SessionNotFound(session_id) from exc
+                missing = target if exc.diag.table_name == "messages" else session_id
+                raise SessionNotFound(missing) from exc
             except psycopg.DataError as exc:
                 raise InvalidMessage(
                     f"a message in this batch cannot be stored: {self._clean(exc)}"
                 ) from exc
+
+    def _append_on(
+        self,
+        conn: Conn,
+        batch: Appending,
+        prepared: Sequence[tuple[str, str, datetime, int, str, str]],
+        expect: Mark,
+    ) -> int:
+        """The batch after ``expect.last_seq``, sent without waiting for an answer: the
+        session's row locked and checked against the mark first (``_MARK_SQL``), so
+        an off mark fails the transaction and nothing is written. A resend cannot be
+        stored already: its first store moved the mark."""
+        session_id = batch.session_id
+        conn.execute(_MARK_SQL, (expect.created_at, expect.last_seq, session_id))
+        first = expect.last_seq + 1
+        rows = [(session_id, first + i, *p) for i, p in enumerate(prepared)]
+        with conn.cursor() as cur:
+            cur.executemany(_INSERT_MESSAGE, rows)
+        conn.execute(
+            "UPDATE sessions SET last_seq = %s, message_count = message_count + %s, "
+            "total_tokens = total_tokens + %s, updated_at = GREATEST(updated_at, %s) "
+            "WHERE id = %s",
+            (first + len(rows) - 1, len(rows), sum(batch.tokens), batch.at, session_id),
+        )
+        return first
 
     @_resent
     def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
