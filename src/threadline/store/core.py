@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Self, Unpack, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Self, Unpack, cast
 
 from threadline.errors import (
     SessionChanged,
@@ -58,6 +58,17 @@ from threadline.store.session_info import (
 
 if TYPE_CHECKING:
     from threadline.messages import Message
+
+
+class Together(NamedTuple):
+    """One ``append_and_write`` on its way into a backend: entries of ``session_id``,
+    and ``batch`` for ``target``, which must be as ``expect`` says (when given)."""
+
+    session_id: str
+    entries: dict[str, str]
+    target: str
+    batch: Appending | None
+    expect: Mark | None
 
 
 def page_range(prefix: str, before: str | None) -> tuple[str, str | None]:
@@ -235,26 +246,21 @@ class StoreCore:
             check_scratchpad_entry(name, content)
         target = session_id if to is None else to
         batch = Appending(target, messages) if messages else None
-        stored = self._append_and_write(session_id, entries, target, batch, expect)
+        stored = self._append_and_write(Together(session_id, entries, target, batch, expect))
         if isinstance(stored, int):
             return numbered(messages, stored)
         return stored or []
 
-    def _append_and_write(
-        self,
-        session_id: str,
-        entries: dict[str, str],
-        target: str,
-        batch: Appending | None,
-        expect: Mark | None,
-    ) -> int | list[Message] | None:
-        """Primitive, optional: in one atomic step, check ``target`` against ``expect``
-        (``SessionChanged``), append ``batch`` to it as ``_append`` does (its result),
-        and write ``entries`` (checked) to ``session_id``'s scratchpad. Here, for the
+    def _append_and_write(self, step: Together) -> int | list[Message] | None:
+        """Primitive, optional: in one atomic step, check ``step.target`` against
+        ``step.expect`` (``SessionChanged``), append ``step.batch`` to it as ``_append``
+        does (its result), and write ``step.entries`` (checked) to the scratchpad of
+        ``step.session_id``. Here, for the
         backends with no transaction over both: the check, then the messages, then the
         entries, each a step of its own (a crash between leaves messages whose entries
         were not written, never entries naming messages that are not there; messages
         that did not get the seqs after the mark are left so too, ``SessionChanged``)."""
+        session_id, entries, target, batch, expect = step
         if expect is not None:
             info = self.session_info(target)
             expect.holds(target, info.created_at, info.last_seq)

@@ -744,7 +744,7 @@ class PostgresStore(SQLEntries, core.StoreCore):
     # -- messages ---------------------------------------------------------------
 
     def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
-        stored = self._append_and_write(session_id, {}, session_id, batch, None)
+        stored = self._append_and_write(core.Together(session_id, {}, session_id, batch, None))
         assert stored is not None
         return stored
 
@@ -781,32 +781,16 @@ class PostgresStore(SQLEntries, core.StoreCore):
             return decode_rows(session_id, [known[mid] for mid in batch.ids])
         if known:
             raise batch.already_stored()
-        first = int(head[0]) + 1
-        rows = [(session_id, first + i, *p) for i, p in enumerate(prepared)]
-        with conn.cursor() as cur:
-            cur.executemany(_INSERT_MESSAGE, rows)
-        conn.execute(
-            "UPDATE sessions SET last_seq = %s, message_count = message_count + %s, "
-            "total_tokens = total_tokens + %s, updated_at = GREATEST(updated_at, %s) "
-            "WHERE id = %s",
-            (first + len(rows) - 1, len(rows), sum(batch.tokens), batch.at, session_id),
-        )
-        return first
+        return _store_rows(conn, batch, prepared, int(head[0]) + 1)
 
     @_resent
-    def _append_and_write(
-        self,
-        session_id: str,
-        entries: dict[str, str],
-        target: str,
-        batch: Appending | None,
-        expect: Mark | None,
-    ) -> int | list[Message] | None:
+    def _append_and_write(self, step: core.Together) -> int | list[Message] | None:
         """One commit: the messages (``_append_in``, two round trips) and the entries
         in one transaction, or the entries alone in one statement that checks the mark."""
+        session_id, entries, target, batch, expect = step
         if batch is None:
             if expect is None or not entries:
-                return super()._append_and_write(session_id, entries, target, batch, expect)
+                return super()._append_and_write(step)
             with self._read() as conn:
                 try:
                     if self._upsert_entries(conn, session_id, entries, expect=(target, expect)):
@@ -855,19 +839,8 @@ class PostgresStore(SQLEntries, core.StoreCore):
         session's row locked and checked against the mark first (``_MARK_SQL``), so
         an off mark fails the transaction and nothing is written. A resend cannot be
         stored already: its first store moved the mark."""
-        session_id = batch.session_id
-        conn.execute(_MARK_SQL, (expect.created_at, expect.last_seq, session_id))
-        first = expect.last_seq + 1
-        rows = [(session_id, first + i, *p) for i, p in enumerate(prepared)]
-        with conn.cursor() as cur:
-            cur.executemany(_INSERT_MESSAGE, rows)
-        conn.execute(
-            "UPDATE sessions SET last_seq = %s, message_count = message_count + %s, "
-            "total_tokens = total_tokens + %s, updated_at = GREATEST(updated_at, %s) "
-            "WHERE id = %s",
-            (first + len(rows) - 1, len(rows), sum(batch.tokens), batch.at, session_id),
-        )
-        return first
+        conn.execute(_MARK_SQL, (expect.created_at, expect.last_seq, batch.session_id))
+        return _store_rows(conn, batch, prepared, expect.last_seq + 1)
 
     @_resent
     def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
@@ -1258,6 +1231,27 @@ def _one(conn: Conn, record: type[R], query: str, args: Params) -> R | None:
 
 def _all(conn: Conn, record: type[R], query: str, args: Params) -> list[R]:
     return conn.cursor(row_factory=class_row(record)).execute(query, args).fetchall()
+
+
+def _store_rows(
+    conn: Conn,
+    batch: Appending,
+    prepared: Sequence[tuple[str, str, datetime, int, str, str]],
+    first: int,
+) -> int:
+    """Insert the batch's rows from seq ``first`` and move the session's counters (its
+    row locked by the caller); ``first``."""
+    session_id = batch.session_id
+    rows = [(session_id, first + i, *p) for i, p in enumerate(prepared)]
+    with conn.cursor() as cur:
+        cur.executemany(_INSERT_MESSAGE, rows)
+    conn.execute(
+        "UPDATE sessions SET last_seq = %s, message_count = message_count + %s, "
+        "total_tokens = total_tokens + %s, updated_at = GREATEST(updated_at, %s) "
+        "WHERE id = %s",
+        (first + len(rows) - 1, len(rows), sum(batch.tokens), batch.at, session_id),
+    )
+    return first
 
 
 def _prepared_rows(batch: Appending) -> list[tuple[str, str, datetime, int, str, str]]:

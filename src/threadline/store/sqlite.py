@@ -833,7 +833,7 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         """One transaction of plain inserts: the full-text index catches up before a
         search answers and on close (``update_search_index``), never row by row here,
         and here only when ``MAX_INDEX_BACKLOG`` messages wait."""
-        stored = self._append_and_write(session_id, {}, session_id, batch, None)
+        stored = self._append_and_write(core.Together(session_id, {}, session_id, batch, None))
         assert stored is not None
         return stored
 
@@ -892,15 +892,9 @@ class SQLiteStore(SQLEntries, core.StoreCore):
             self._index_pending(con)
         return int(seq) + 1
 
-    def _append_and_write(
-        self,
-        session_id: str,
-        entries: dict[str, str],
-        target: str,
-        batch: Appending | None,
-        expect: Mark | None,
-    ) -> int | list[Message] | None:
+    def _append_and_write(self, step: core.Together) -> int | list[Message] | None:
         """One transaction: the check, the messages, the entries; one commit."""
+        session_id, entries, target, batch, expect = step
         with self._write() as con:
             stored = None
             if batch is not None:
