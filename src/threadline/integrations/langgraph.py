@@ -21,10 +21,15 @@ hash; the record holds the real ones):
     lg/r/<session id>                      a fork holding a later branch
 
 Values are LangGraph's own serialisation (``serde.dumps_typed``), so whatever a
-graph keeps comes back as it was. A ``put`` writes the channel values first and
-the checkpoint record last, in one write (one transaction on the SQL stores; elsewhere in that
-order), so a crash leaves unused values at worst, never a checkpoint that reads
-values that are not there.
+graph keeps comes back as it was; plain values (None, bools, ints, finite floats,
+text) are kept in the checkpoint record itself, as JSON, as ``PostgresSaver`` keeps
+primitives in its checkpoint row. A ``put`` appends the checkpoint's new messages,
+then writes the channel values and the checkpoint record last, in one write
+(``Store.append_and_write``: one transaction, one commit on the SQL stores; elsewhere
+in that order), so a crash leaves unused values or messages at worst, never a
+checkpoint that reads what is not there. The write is made on the thread's sessions as
+the saver last knew them, with no read first; when another writer moved them meanwhile
+it writes nothing (``SessionChanged``) and the put is made again on them as they are.
 
 The messages channel (``messages_key``, a list of LangChain messages, in the root
 namespace: a subgraph's own messages are not the thread's conversation) is also kept
