@@ -9,7 +9,12 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
-from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError, UsageError
+from threadline.errors import (
+    SessionLocked,
+    SessionNotFound,
+    ThreadlineError,
+    UsageError,
+)
 from threadline.stamps import utcnow
 from threadline.store.alongside import AlongsideFields, alongside
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, new_checkpoint
@@ -38,6 +43,7 @@ from threadline.store.listing import (
 from threadline.store.locks import LockHolder
 from threadline.store.protocol import Session, Store, same_memo
 from threadline.store.session_info import (
+    Mark,
     NewSession,
     ScratchpadEntry,
     SessionChange,
@@ -195,7 +201,12 @@ class StoreCore:
         and return the first seq it gave (the core numbers the batch), or, when the
         batch's first id is stored already (a resend), return the stored copies
         (``Appending.partly_stored`` when only some are). ``SessionNotFound`` when the
-        session does not exist, ``Appending.already_stored`` for an id stored before."""
+        session (or ``batch.alongside.pad_of``) does not exist,
+        ``Appending.already_stored`` for an id stored before. In the same step, first
+        ``batch.alongside.expect`` is checked against the session (``Mark.holds``:
+        nothing written when off), then its companions are written (``store/alongside.py``).
+        The batch may be empty (``append_and_write``): the check and the companions
+        alone, ``updated_at`` left as it is."""
         raise NotImplementedError
 
     def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
@@ -214,12 +225,31 @@ class StoreCore:
     ) -> list[Message]:
         """See ``Store.append_messages``: ``scratchpad`` and ``metadata`` go in the
         batch's atomic step (``store/alongside.py``); a batch needs a message for them."""
-        extra = alongside(fields)
+        extra = alongside(session_id, fields)
         if not messages:
             if extra:
                 raise UsageError("scratchpad entries or metadata go with a batch of messages")
-            return []
+            if extra.expect is None:
+                return []
         stored = self._append(session_id, Appending(session_id, messages, extra))
+        return numbered(messages, stored) if isinstance(stored, int) else stored
+
+    def append_and_write(
+        self,
+        session_id: str,
+        entries: dict[str, str],
+        *,
+        messages: Sequence[Message] = (),
+        to: str | None = None,
+        expect: Mark | None = None,
+    ) -> list[Message]:
+        """See ``Store.append_and_write``: the append primitive with its companions
+        (``store/alongside.py``), the batch possibly empty."""
+        target = session_id if to is None else to
+        extra = alongside(
+            target, {"scratchpad": entries, "expect": expect, "scratchpad_of": session_id}
+        )
+        stored = self._append(target, Appending(target, messages, extra))
         return numbered(messages, stored) if isinstance(stored, int) else stored
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:

@@ -60,6 +60,7 @@ from threadline.store.listing import ListOptions, SessionPage
 from threadline.store.locks import LockHolder
 from threadline.store.search_records import SearchOptions, SearchPage
 from threadline.store.session_info import (
+    Mark,
     ScratchpadEntry,
     SessionChangeFields,
     SessionFields,
@@ -129,7 +130,26 @@ class Store(Protocol):
         """All-or-nothing; assigns consecutive seqs. Idempotent on message ids: a batch
         whose first id is already stored returns the stored copies instead. With it, in
         the same atomic step, ``scratchpad`` entries are written and ``metadata`` keys
-        merged into the session's (``store/alongside.py``)."""
+        merged into the session's (``store/alongside.py``); ``scratchpad_of`` names
+        another session for the entries; ``expect`` (a ``Mark``): only if the session is
+        still as the writer read it, else nothing is written (``SessionChanged``)."""
+        ...
+
+    def append_and_write(
+        self,
+        session_id: str,
+        entries: dict[str, str],
+        *,
+        messages: Sequence[Message] = (),
+        to: str | None = None,
+        expect: Mark | None = None,
+    ) -> list[Message]:
+        """Append ``messages`` (possibly none) to session ``to`` (default ``session_id``)
+        and write the scratchpad ``entries`` of ``session_id``, in one atomic step on
+        every backend (``append_messages`` with ``scratchpad_of``; ``store/alongside.py``).
+        ``expect``: only if ``to`` is still as a writer read it (same ``created_at`` and
+        ``last_seq``), so ``messages`` get the seqs after ``expect.last_seq``; else
+        nothing is written (``SessionChanged``). Returns the appended messages as stored."""
         ...
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
@@ -351,8 +371,9 @@ class Session:
         self, messages: Message | Sequence[Message], **fields: Unpack[AlongsideFields]
     ) -> list[Message]:
         """Store a batch atomically; returns the stored copies with seq and token counts.
-        ``scratchpad`` entries and ``metadata`` keys are written in the same atomic step
-        (``Store.append_messages``).
+        ``scratchpad`` entries (of session ``scratchpad_of``, default this one) and
+        ``metadata`` keys are written in the same atomic step, only if the session is
+        still as ``expect`` says when given (``Store.append_messages``).
 
         A tool result must answer a call made in the same batch or in the recent
         history; anything else is refused (``InvalidMessage``) before storing. A batch
