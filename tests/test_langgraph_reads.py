@@ -171,7 +171,8 @@ def test_put_is_one_write(saver: ThreadlineSaver) -> None:
 
 
 def test_a_chat_turn_appends_and_writes_its_checkpoint_at_once(saver: ThreadlineSaver) -> None:
-    """A put whose checkpoint holds new messages appends them in the same write."""
+    """A put whose checkpoint holds new messages appends them in the same write (the
+    append with the checkpoint's entries and the mark: ``Store.append_messages``)."""
     from langchain_core.messages import AIMessage, HumanMessage
 
     from threadline.integrations.langgraph import thread_session_id
@@ -191,7 +192,8 @@ def test_a_chat_turn_appends_and_writes_its_checkpoint_at_once(saver: Threadline
         checkpoint["channel_values"] = {"messages": list(said)}
         checkpoint["channel_versions"] = {"messages": version}
         config = saver.put(config, checkpoint, {"step": turn}, {"messages": version})
-        assert counted.calls == {"append_and_write": 1}
+        # the one write: the append with its companions (``Session.append``)
+        assert counted.calls == {"append_messages": 1}
     texts = [m.text for m in saver.store.read_messages(thread_session_id("chat"))]
     assert texts == [m.content for m in said]
     got = saver.get_tuple(config)

@@ -156,3 +156,46 @@ def test_a_killed_writer_leaves_batches_with_their_companions(
     names = [e.name for e in store.scratchpad_list("crash")]
     assert names == [f"pad-{n:06d}" for n in range(1, batches + 1)]
     assert session.info.metadata == {"last": batches}
+
+
+ELSEWHERE_WRITER = """
+import sys
+from threadline import Message, open_store
+from threadline.store.session_info import Mark
+store = open_store(sys.argv[1])
+session = store.get_session("crash")
+n = session.message_count
+while True:
+    n += 1
+    mark = Mark.of(store.session_info("crash"))
+    store.append_and_write(
+        "crash-pad", {f"pad-{n:06d}": str(n)}, messages=[Message.user(f"m {n}")],
+        to="crash", expect=mark,
+    )
+    if n % 5 == 1:
+        print("writing", flush=True)
+"""
+
+
+def test_a_killed_writer_leaves_entries_of_another_session_with_their_batches(
+    backend: str, store: Store, store_url: str
+) -> None:
+    """``scratchpad_of`` (a LangGraph fork's messages, its checkpoint in the root):
+    the same step on every backend, so a kill leaves each batch with its entries."""
+    if backend == "memory":
+        pytest.skip("an in-process store: nothing outlives its process")
+    store.create_session(id="crash")
+    store.create_session(id="crash-pad")
+    for kill_after in (0.05, 0.3):
+        child = subprocess.Popen(
+            [sys.executable, "-c", ELSEWHERE_WRITER, store_url], stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
+        time.sleep(kill_after)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    batches = store.session_info("crash").message_count  # JSONL: settles what was pending
+    assert batches > 0
+    names = [e.name for e in store.scratchpad_list("crash-pad")]
+    assert names == [f"pad-{n:06d}" for n in range(1, batches + 1)]
+    assert store.scratchpad_list("crash") == []

@@ -5,8 +5,8 @@ checkpoint in one commit, with no read of the session first).
 
 With a mark that holds, the messages get the seqs after it and the entries are
 stored; with one that does not (an append in between, the session made again),
-nothing is written and ``SessionChanged`` says so. On the SQL backends the step is
-one transaction: a failure at the entries leaves no message behind.
+nothing is written and ``SessionChanged`` says so. On every backend it is one atomic
+step (``StoreCore._append``): a failure at the entries leaves no message behind.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def test_a_missing_session_is_not_found(store: Store) -> None:
 
 
 def test_no_message_stays_when_the_entries_fail(store: Store) -> None:
-    """One transaction: the entries' session is missing, so the messages go too."""
+    """One step: the entries' session is missing, so the messages go too."""
     session = store.create_session()
     mark = Mark.of(store.session_info(session.id))
     with pytest.raises(SessionNotFound):

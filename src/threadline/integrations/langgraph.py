@@ -27,7 +27,8 @@ primitives in its checkpoint row. A ``put`` appends the checkpoint's new message
 and writes the channel values and the checkpoint record, in one atomic write on every
 store (``Store.append_and_write``), so a crash leaves all of it or none. The write is
 made on the thread's sessions as the saver last knew them, with no read first; when
-another writer moved them meanwhile it writes nothing (``SessionChanged``) and the put is made again on them as they are.
+another writer moved them meanwhile it writes nothing (``SessionChanged``) and the put is
+made again on them as they are.
 
 The messages channel (``messages_key``, a list of LangChain messages, in the root
 namespace: a subgraph's own messages are not the thread's conversation) is also kept
