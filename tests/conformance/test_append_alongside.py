@@ -134,6 +134,18 @@ while True:
 """
 
 
+def _kill_while_writing(script: str, store_url: str, delays: list[float]) -> None:
+    """Run ``script`` on the store once per delay, killing it that long into its writes."""
+    for kill_after in delays:
+        child = subprocess.Popen(
+            [sys.executable, "-c", script, store_url], stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
+        time.sleep(kill_after)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+
+
 @pytest.mark.parametrize("kill_after", [0.05, 0.2, 0.5])
 def test_a_killed_writer_leaves_batches_with_their_companions(
     backend: str, store: Store, store_url: str, kill_after: float
@@ -141,14 +153,7 @@ def test_a_killed_writer_leaves_batches_with_their_companions(
     if backend == "memory":
         pytest.skip("an in-process store: nothing outlives its process")
     store.create_session(id="crash", metadata={"last": 0})
-    for _ in range(2):
-        child = subprocess.Popen(
-            [sys.executable, "-c", WRITER, store_url], stdout=subprocess.PIPE, text=True
-        )
-        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
-        time.sleep(kill_after)
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+    _kill_while_writing(WRITER, store_url, [kill_after, kill_after])
     session = store.get_session("crash")
     batches = session.message_count // 2
     assert session.message_count == 2 * batches
@@ -186,14 +191,7 @@ def test_a_killed_writer_leaves_entries_of_another_session_with_their_batches(
         pytest.skip("an in-process store: nothing outlives its process")
     store.create_session(id="crash")
     store.create_session(id="crash-pad")
-    for kill_after in (0.05, 0.3):
-        child = subprocess.Popen(
-            [sys.executable, "-c", ELSEWHERE_WRITER, store_url], stdout=subprocess.PIPE, text=True
-        )
-        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
-        time.sleep(kill_after)
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+    _kill_while_writing(ELSEWHERE_WRITER, store_url, [0.05, 0.3])
     batches = store.session_info("crash").message_count  # JSONL: settles what was pending
     assert batches > 0
     names = [e.name for e in store.scratchpad_list("crash-pad")]
