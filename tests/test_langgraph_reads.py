@@ -44,7 +44,6 @@ class Counted:
             "scratchpad_write",
             "scratchpad_write_many",
             "append_messages",
-            "append_and_write",
         ):
             setattr(store, name, self._writing(name, getattr(store, name)))
 
@@ -163,11 +162,11 @@ def test_alist_yields_before_it_has_read_the_thread(saver: ThreadlineSaver) -> N
 
 def test_put_is_one_write(saver: ThreadlineSaver) -> None:
     """Each put one write and no read: the saver knows the thread's session from its
-    last write, and the write checks it is still so (``Store.append_and_write``)."""
+    last write, and the write checks it is still so (``Store.append_messages``)."""
     fill(saver, "t", 2)
     counted = Counted(saver.store)
     fill(saver, "t", 3)
-    assert counted.calls == {"append_and_write": 3}
+    assert counted.calls == {"append_messages": 3}
 
 
 def test_a_chat_turn_appends_and_writes_its_checkpoint_at_once(saver: ThreadlineSaver) -> None:

@@ -173,9 +173,9 @@ n = session.message_count
 while True:
     n += 1
     mark = Mark.of(store.session_info("crash"))
-    store.append_and_write(
-        "crash-pad", {f"pad-{n:06d}": str(n)}, messages=[Message.user(f"m {n}")],
-        to="crash", expect=mark,
+    store.append_messages(
+        "crash", [Message.user(f"m {n}")], scratchpad={f"pad-{n:06d}": str(n)},
+        scratchpad_of="crash-pad", expect=mark,
     )
     if n % 5 == 1:
         print("writing", flush=True)

@@ -1,5 +1,6 @@
-"""``Store.append_and_write``: messages appended and scratchpad entries written in one
-step, on what a writer last read of the session (``Mark``), on every backend (issue
+"""``Store.append_messages`` on a mark (``expect``, with ``scratchpad_of``): messages
+appended and scratchpad entries written in one step, on what a writer last read of the
+session (``Mark``), on every backend (issue
 35: a LangGraph ``put`` appends the new messages of a checkpoint and writes the
 checkpoint in one commit, with no read of the session first).
 
@@ -50,9 +51,9 @@ def test_a_holding_mark_writes_all_and_a_stale_one_nothing(
         entries = {f"e/{step}": f"entry of step {step}"}
         if stale[step]:
             with pytest.raises(SessionChanged):
-                store.append_and_write(session.id, entries, messages=batch, expect=mark)
+                store.append_messages(session.id, batch, scratchpad=entries, expect=mark)
         else:
-            stored = store.append_and_write(session.id, entries, messages=batch, expect=mark)
+            stored = store.append_messages(session.id, batch, scratchpad=entries, expect=mark)
             assert [m.seq for m in stored] == list(
                 range(mark.last_seq + 1, mark.last_seq + 1 + size)
             )
@@ -67,8 +68,12 @@ def test_a_holding_mark_writes_all_and_a_stale_one_nothing(
 def test_entries_go_to_one_session_and_messages_to_another(store: Store) -> None:
     root, branch = store.create_session(), store.create_session()
     mark = Mark.of(store.session_info(branch.id))
-    stored = store.append_and_write(
-        root.id, {"c/1": "checkpoint"}, messages=[Message.user("hi")], to=branch.id, expect=mark
+    stored = store.append_messages(
+        branch.id,
+        [Message.user("hi")],
+        scratchpad={"c/1": "checkpoint"},
+        scratchpad_of=root.id,
+        expect=mark,
     )
     assert [m.seq for m in stored] == [1]
     assert _texts(store, branch.id) == [(1, "hi")]
@@ -86,7 +91,7 @@ def test_a_session_made_again_under_its_id_breaks_the_mark(store: Store) -> None
     if made.created_at == mark.created_at:  # the clock did not move: the test says nothing
         mark = Mark(made.created_at.replace(year=made.created_at.year - 1), mark.last_seq)
     with pytest.raises(SessionChanged):
-        store.append_and_write("again", {"x": "y"}, expect=mark)
+        store.append_messages("again", [], scratchpad={"x": "y"}, expect=mark)
     assert store.scratchpad_contents("again", names=["x"]) == {}
 
 
@@ -94,9 +99,13 @@ def test_a_missing_session_is_not_found(store: Store) -> None:
     session = store.create_session()
     mark = Mark.of(store.session_info(session.id))
     with pytest.raises(SessionNotFound):
-        store.append_and_write("nobody", {"x": "y"}, messages=[Message.user("hi")], to=session.id)
+        store.append_messages(
+            session.id, [Message.user("hi")], scratchpad={"x": "y"}, scratchpad_of="nobody"
+        )
     with pytest.raises(SessionNotFound):
-        store.append_and_write("nobody", {"x": "y"}, expect=mark)
+        store.append_messages(
+            session.id, [], scratchpad={"x": "y"}, scratchpad_of="nobody", expect=mark
+        )
 
 
 def test_no_message_stays_when_the_entries_fail(store: Store) -> None:
@@ -104,8 +113,12 @@ def test_no_message_stays_when_the_entries_fail(store: Store) -> None:
     session = store.create_session()
     mark = Mark.of(store.session_info(session.id))
     with pytest.raises(SessionNotFound):
-        store.append_and_write(
-            "nobody", {"x": "y"}, messages=[Message.user("hi")], to=session.id, expect=mark
+        store.append_messages(
+            session.id,
+            [Message.user("hi")],
+            scratchpad={"x": "y"},
+            scratchpad_of="nobody",
+            expect=mark,
         )
     assert _texts(store, session.id) == []
     assert store.session_info(session.id).last_seq == 0
@@ -125,10 +138,10 @@ def test_of_writers_on_one_mark_one_wins(store: Store) -> None:
     def write(n: int) -> None:
         start.wait()
         try:
-            results[n] = store.append_and_write(
+            results[n] = store.append_messages(
                 session.id,
-                {f"w/{n}": str(n)},
-                messages=[Message.user(f"writer {n} says {i}") for i in range(2)],
+                [Message.user(f"writer {n} says {i}") for i in range(2)],
+                scratchpad={f"w/{n}": str(n)},
                 expect=mark,
             )
         except SessionChanged as exc:

@@ -25,7 +25,7 @@ graph keeps comes back as it was; plain values (None, bools, ints, finite floats
 text) are kept in the checkpoint record itself, as JSON, as ``PostgresSaver`` keeps
 primitives in its checkpoint row. A ``put`` appends the checkpoint's new messages,
 and writes the channel values and the checkpoint record, in one atomic write on every
-store (``Store.append_and_write``), so a crash leaves all of it or none. The write is
+store (``Store.append_messages`` with ``expect``), so a crash leaves all of it or none. The write is
 made on the thread's sessions as the saver last knew them, with no read first; when
 another writer moved them meanwhile it writes nothing (``SessionChanged``) and the put is
 made again on them as they are.
@@ -749,7 +749,9 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         if appended:
             branch.append(appended, scratchpad=entries, scratchpad_of=session.id, expect=mark)
         else:
-            self.store.append_and_write(session.id, entries, to=branch.id, expect=mark)
+            self.store.append_messages(
+                branch.id, [], scratchpad=entries, scratchpad_of=session.id, expect=mark
+            )
         with self._lock:
             if plan is not None:
                 self._learned(branch.id, plan.learned, mark.last_seq + len(appended))

@@ -43,7 +43,6 @@ from threadline.store.listing import (
 from threadline.store.locks import LockHolder
 from threadline.store.protocol import Session, Store, same_memo
 from threadline.store.session_info import (
-    Mark,
     NewSession,
     ScratchpadEntry,
     SessionChange,
@@ -205,7 +204,7 @@ class StoreCore:
         ``Appending.already_stored`` for an id stored before. In the same step, first
         ``batch.alongside.expect`` is checked against the session (``Mark.holds``:
         nothing written when off), then its companions are written (``store/alongside.py``).
-        The batch may be empty (``append_and_write``): the check and the companions
+        The batch may be empty (written on a mark): the check and the companions
         alone, ``updated_at`` left as it is."""
         raise NotImplementedError
 
@@ -224,32 +223,14 @@ class StoreCore:
         self, session_id: str, messages: Sequence[Message], **fields: Unpack[AlongsideFields]
     ) -> list[Message]:
         """See ``Store.append_messages``: ``scratchpad`` and ``metadata`` go in the
-        batch's atomic step (``store/alongside.py``); a batch needs a message for them."""
+        batch's atomic step (``store/alongside.py``); a batch needs a message for them,
+        unless it is written on a mark (``expect``)."""
         extra = alongside(session_id, fields)
-        if not messages:
+        if not messages and extra.expect is None:
             if extra:
                 raise UsageError("scratchpad entries or metadata go with a batch of messages")
-            if extra.expect is None:
-                return []
+            return []
         stored = self._append(session_id, Appending(session_id, messages, extra))
-        return numbered(messages, stored) if isinstance(stored, int) else stored
-
-    def append_and_write(
-        self,
-        session_id: str,
-        entries: dict[str, str],
-        *,
-        messages: Sequence[Message] = (),
-        to: str | None = None,
-        expect: Mark | None = None,
-    ) -> list[Message]:
-        """See ``Store.append_and_write``: the append primitive with its companions
-        (``store/alongside.py``), the batch possibly empty."""
-        target = session_id if to is None else to
-        extra = alongside(
-            target, {"scratchpad": entries, "expect": expect, "scratchpad_of": session_id}
-        )
-        stored = self._append(target, Appending(target, messages, extra))
         return numbered(messages, stored) if isinstance(stored, int) else stored
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:

@@ -208,7 +208,7 @@ class MemoryStore(core.StoreCore):
                 e.ids[sm.id] = sm.seq
                 e.messages.append(sm)
                 e.info.total_tokens += primary_tokens(sm)
-            if not stored:  # companions alone (``append_and_write``): no time moves
+            if not stored:  # companions alone (written on a mark): no time moves
                 return seq + 1
             e.info.last_seq = seq
             e.info.message_count += len(stored)

@@ -60,7 +60,6 @@ from threadline.store.listing import ListOptions, SessionPage
 from threadline.store.locks import LockHolder
 from threadline.store.search_records import SearchOptions, SearchPage
 from threadline.store.session_info import (
-    Mark,
     ScratchpadEntry,
     SessionChangeFields,
     SessionFields,
@@ -132,24 +131,9 @@ class Store(Protocol):
         the same atomic step, ``scratchpad`` entries are written and ``metadata`` keys
         merged into the session's (``store/alongside.py``); ``scratchpad_of`` names
         another session for the entries; ``expect`` (a ``Mark``): only if the session is
-        still as the writer read it, else nothing is written (``SessionChanged``)."""
-        ...
-
-    def append_and_write(
-        self,
-        session_id: str,
-        entries: dict[str, str],
-        *,
-        messages: Sequence[Message] = (),
-        to: str | None = None,
-        expect: Mark | None = None,
-    ) -> list[Message]:
-        """Append ``messages`` (possibly none) to session ``to`` (default ``session_id``)
-        and write the scratchpad ``entries`` of ``session_id``, in one atomic step on
-        every backend (``append_messages`` with ``scratchpad_of``; ``store/alongside.py``).
-        ``expect``: only if ``to`` is still as a writer read it (same ``created_at`` and
-        ``last_seq``), so ``messages`` get the seqs after ``expect.last_seq``; else
-        nothing is written (``SessionChanged``). Returns the appended messages as stored."""
+        still as the writer read it, so the messages get the seqs after ``last_seq``,
+        else nothing is written (``SessionChanged``); on a mark the batch may be empty
+        (the companions alone)."""
         ...
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:

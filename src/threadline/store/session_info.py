@@ -46,7 +46,7 @@ class SessionInfo(Record):
 @dataclass(frozen=True)
 class Mark:
     """A session as a writer last read it: a write made on it
-    (``Store.append_and_write(expect=...)``) happens only if the session still is so."""
+    (``Store.append_messages(expect=...)``) happens only if the session still is so."""
 
     created_at: datetime
     last_seq: int
