@@ -40,7 +40,11 @@ class Counted:
             "scratchpad_contents",
         ):
             setattr(store, name, self._reading(name, getattr(store, name)))
-        for name in ("scratchpad_write", "scratchpad_write_many"):
+        for name in (
+            "scratchpad_write",
+            "scratchpad_write_many",
+            "append_messages",
+        ):
             setattr(store, name, self._writing(name, getattr(store, name)))
 
     def _reading(self, name: str, method: Callable[..., Any]) -> Callable[..., Any]:
@@ -144,7 +148,7 @@ def test_put_writes_reads_nothing_and_writes_once(saver: ThreadlineSaver) -> Non
 
 
 def test_alist_yields_before_it_has_read_the_thread(saver: ThreadlineSaver) -> None:
-    fill(saver, "t", 120)
+    fill(saver, "t", 200)  # its values in the checkpoint records: one entry each
     everything = entries_read(saver, lambda: list(saver.list(config("t"))))
 
     async def first() -> int:
@@ -157,11 +161,43 @@ def test_alist_yields_before_it_has_read_the_thread(saver: ThreadlineSaver) -> N
 
 
 def test_put_is_one_write(saver: ThreadlineSaver) -> None:
+    """Each put one write and no read: the saver knows the thread's session from its
+    last write, and the write checks it is still so (``Store.append_messages``)."""
     fill(saver, "t", 2)
     counted = Counted(saver.store)
     fill(saver, "t", 3)
-    assert counted.calls.get("scratchpad_write_many") == 3
-    assert not counted.calls.get("scratchpad_write")
+    assert counted.calls == {"append_messages": 3}
+
+
+def test_a_chat_turn_appends_and_writes_its_checkpoint_at_once(saver: ThreadlineSaver) -> None:
+    """A put whose checkpoint holds new messages appends them in the same write (the
+    append with the checkpoint's entries and the mark: ``Store.append_messages``)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from threadline.integrations.langgraph import thread_session_id
+
+    config: Any = {"configurable": {"thread_id": "chat", "checkpoint_ns": ""}}
+    said: list[Any] = []
+    version = None
+    for turn in range(3):
+        counted = Counted(saver.store)
+        said += [
+            HumanMessage(f"question {turn}", id=f"h{turn}"),
+            AIMessage(f"answer {turn}", id=f"a{turn}"),
+        ]
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = str(uuid6(clock_seq=turn))
+        version = saver.get_next_version(version, None)
+        checkpoint["channel_values"] = {"messages": list(said)}
+        checkpoint["channel_versions"] = {"messages": version}
+        config = saver.put(config, checkpoint, {"step": turn}, {"messages": version})
+        # the one write: the append with its companions (``Session.append``)
+        assert counted.calls == {"append_messages": 1}
+    texts = [m.text for m in saver.store.read_messages(thread_session_id("chat"))]
+    assert texts == [m.content for m in said]
+    got = saver.get_tuple(config)
+    assert got is not None
+    assert got.checkpoint["channel_values"]["messages"] == said
 
 
 def test_no_second_read_of_a_thread_past_the_cache_of_threads(saver: ThreadlineSaver) -> None:
@@ -234,3 +270,104 @@ def test_a_session_at_the_threads_id_that_it_did_not_make_is_still_refused(
         saver.get_tuple(config("mine"))
     with pytest.raises(NotOwned):
         saver.put_writes(config("mine", "1"), [("n", 1)], "task-1")
+
+
+def test_a_put_on_a_thread_another_saver_moved_is_made_again(tmp_path: Path) -> None:
+    """Two savers take turns on one thread (two processes serving it): each put of the
+    one that is behind finds the session changed, nothing written, and is made again
+    on the session as it is; every message is kept once, in order, and no fork."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from threadline.integrations.langgraph import thread_session_id
+
+    store = open_store(f"sqlite://{tmp_path / 't.db'}")
+    savers = [ThreadlineSaver(store), ThreadlineSaver(store)]
+    redone: list[str] = []
+    for saver in savers:
+        forget = saver._forget_thread
+        saver._forget_thread = lambda t, f=forget: (redone.append(t), f(t))[1]  # type: ignore[method-assign]
+    said: list[Any] = []
+    version = None
+    for turn in range(6):
+        saver = savers[turn % 2]
+        latest = saver.get_tuple(config("chat"))
+        parent = latest.config if latest is not None else config("chat")
+        said += [HumanMessage(f"q{turn}", id=f"h{turn}"), AIMessage(f"a{turn}", id=f"a{turn}")]
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = str(uuid6(clock_seq=turn))
+        version = saver.get_next_version(version, None)
+        checkpoint["channel_values"] = {"messages": list(said)}
+        checkpoint["channel_versions"] = {"messages": version}
+        saver.put(parent, checkpoint, {"step": turn}, {"messages": version})
+    texts = [m.text for m in store.read_messages(thread_session_id("chat"))]
+    assert texts == [m.content for m in said]
+    assert store.list_sessions().total == 1
+    assert redone == ["chat"] * 4  # each turn of a saver after its first
+    for saver in savers:
+        got = saver.get_tuple(config("chat"))
+        assert got is not None and got.checkpoint["channel_values"]["messages"] == said
+    store.close()
+
+
+def test_messages_read_from_what_the_saver_knows_are_copies(tmp_path: Path) -> None:
+    """A checkpoint's messages the saver knows already come back without a read of the
+    session, each a copy: a caller changing one changes neither the next read nor what
+    another saver (another process) reads."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    store = open_store(f"sqlite://{tmp_path / 't.db'}")
+    saver = ThreadlineSaver(store)
+    said = [HumanMessage("q", id="h"), AIMessage("a", id="a", additional_kwargs={"k": [1]})]
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = str(uuid6())
+    version = saver.get_next_version(None, None)
+    checkpoint["channel_values"] = {"messages": list(said)}
+    checkpoint["channel_versions"] = {"messages": version}
+    saved = saver.put(config("chat"), checkpoint, {"step": 0}, {"messages": version})
+    counted = Counted(store)
+    calls = {"n": 0}
+    read_messages = store.read_messages
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        return read_messages(*args, **kwargs)
+
+    store.read_messages = counting  # type: ignore[method-assign]
+    first = saver.get_tuple(saved)
+    assert first is not None and calls["n"] == 0 and counted.calls
+    got = first.checkpoint["channel_values"]["messages"]
+    assert got == said
+    got[1].additional_kwargs["k"].append(2)
+    got[0].content = "changed"
+    again = saver.get_tuple(saved)
+    assert again is not None and again.checkpoint["channel_values"]["messages"] == said
+    store.read_messages = read_messages  # type: ignore[method-assign]
+    other = ThreadlineSaver(store).get_tuple(saved)
+    assert other is not None and other.checkpoint["channel_values"]["messages"] == said
+    store.close()
+
+
+def test_a_thread_made_again_elsewhere_is_read_not_remembered(tmp_path: Path) -> None:
+    """Another saver deletes the thread and makes it again, with other messages at the
+    same seqs: this saver's memory of the old session is not what it gives back."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    store = open_store(f"sqlite://{tmp_path / 't.db'}")
+    mine, other = ThreadlineSaver(store), ThreadlineSaver(store)
+
+    def put(saver: ThreadlineSaver, said: list[Any]) -> Any:
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = str(uuid6())
+        version = saver.get_next_version(None, None)
+        checkpoint["channel_values"] = {"messages": said}
+        checkpoint["channel_versions"] = {"messages": version}
+        return saver.put(config("chat"), checkpoint, {"step": 0}, {"messages": version})
+
+    put(mine, [HumanMessage("old question", id="h"), AIMessage("old answer", id="a")])
+    assert mine.get_tuple(config("chat")) is not None  # remembered from here on
+    other.delete_thread("chat")
+    now = [HumanMessage("new question", id="h"), AIMessage("new answer", id="a")]
+    put(other, now)
+    got = mine.get_tuple(config("chat"))
+    assert got is not None and got.checkpoint["channel_values"]["messages"] == now
+    store.close()

@@ -184,6 +184,16 @@ class SessionLocked(ThreadlineError):
         self.holder = holder
 
 
+class SessionChanged(ThreadlineError):
+    """A write made on what a writer last knew of a session (``Mark``) found the
+    session changed since (appended to, or deleted and made again): nothing was
+    written; read the session again and redo the write."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id} changed since it was read; nothing written")
+        self.session_id = session_id
+
+
 class CompactionInProgress(ThreadlineError):
     exit_code = 4
 

@@ -134,6 +134,18 @@ while True:
 """
 
 
+def _kill_while_writing(script: str, store_url: str, delays: list[float]) -> None:
+    """Run ``script`` on the store once per delay, killing it that long into its writes."""
+    for kill_after in delays:
+        child = subprocess.Popen(
+            [sys.executable, "-c", script, store_url], stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
+        time.sleep(kill_after)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+
+
 @pytest.mark.parametrize("kill_after", [0.05, 0.2, 0.5])
 def test_a_killed_writer_leaves_batches_with_their_companions(
     backend: str, store: Store, store_url: str, kill_after: float
@@ -141,14 +153,7 @@ def test_a_killed_writer_leaves_batches_with_their_companions(
     if backend == "memory":
         pytest.skip("an in-process store: nothing outlives its process")
     store.create_session(id="crash", metadata={"last": 0})
-    for _ in range(2):
-        child = subprocess.Popen(
-            [sys.executable, "-c", WRITER, store_url], stdout=subprocess.PIPE, text=True
-        )
-        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
-        time.sleep(kill_after)
-        child.send_signal(signal.SIGKILL)
-        child.wait()
+    _kill_while_writing(WRITER, store_url, [kill_after, kill_after])
     session = store.get_session("crash")
     batches = session.message_count // 2
     assert session.message_count == 2 * batches
@@ -156,3 +161,39 @@ def test_a_killed_writer_leaves_batches_with_their_companions(
     names = [e.name for e in store.scratchpad_list("crash")]
     assert names == [f"pad-{n:06d}" for n in range(1, batches + 1)]
     assert session.info.metadata == {"last": batches}
+
+
+ELSEWHERE_WRITER = """
+import sys
+from threadline import Message, open_store
+from threadline.store.session_info import Mark
+store = open_store(sys.argv[1])
+session = store.get_session("crash")
+n = session.message_count
+while True:
+    n += 1
+    mark = Mark.of(store.session_info("crash"))
+    store.append_messages(
+        "crash", [Message.user(f"m {n}")], scratchpad={f"pad-{n:06d}": str(n)},
+        scratchpad_of="crash-pad", expect=mark,
+    )
+    if n % 5 == 1:
+        print("writing", flush=True)
+"""
+
+
+def test_a_killed_writer_leaves_entries_of_another_session_with_their_batches(
+    backend: str, store: Store, store_url: str
+) -> None:
+    """``scratchpad_of`` (a LangGraph fork's messages, its checkpoint in the root):
+    the same step on every backend, so a kill leaves each batch with its entries."""
+    if backend == "memory":
+        pytest.skip("an in-process store: nothing outlives its process")
+    store.create_session(id="crash")
+    store.create_session(id="crash-pad")
+    _kill_while_writing(ELSEWHERE_WRITER, store_url, [0.05, 0.3])
+    batches = store.session_info("crash").message_count  # JSONL: settles what was pending
+    assert batches > 0
+    names = [e.name for e in store.scratchpad_list("crash-pad")]
+    assert names == [f"pad-{n:06d}" for n in range(1, batches + 1)]
+    assert store.scratchpad_list("crash") == []

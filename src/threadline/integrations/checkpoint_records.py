@@ -152,9 +152,13 @@ def branch_name(session_id: str) -> str:
     return f"{PREFIX}r/{part(session_id)}"
 
 
+WRITES = f"{PREFIX}w/"
+"""What the names of pending writes start with."""
+
+
 def writes_prefix(ns: str, cid: str) -> str:
     """What the names of a checkpoint's pending writes start with."""
-    return f"{PREFIX}w/{part(ns)}/{part(cid)}/"
+    return f"{WRITES}{part(ns)}/{part(cid)}/"
 
 
 def write_name(ns: str, cid: str, task_id: str, idx: int) -> str:

@@ -21,10 +21,14 @@ hash; the record holds the real ones):
     lg/r/<session id>                      a fork holding a later branch
 
 Values are LangGraph's own serialisation (``serde.dumps_typed``), so whatever a
-graph keeps comes back as it was. A ``put`` writes the channel values first and
-the checkpoint record last, in one write (one transaction on the SQL stores; elsewhere in that
-order), so a crash leaves unused values at worst, never a checkpoint that reads
-values that are not there.
+graph keeps comes back as it was; plain values (None, bools, ints, finite floats,
+text) are kept in the checkpoint record itself, as JSON, as ``PostgresSaver`` keeps
+primitives in its checkpoint row. A ``put`` appends the checkpoint's new messages,
+and writes the channel values and the checkpoint record, in one atomic write on every
+store (``Store.append_messages`` with ``expect``), so a crash leaves all of it or none. The write is
+made on the thread's sessions as the saver last knew them, with no read first; when
+another writer moved them meanwhile it writes nothing (``SessionChanged``) and the put is
+made again on them as they are.
 
 The messages channel (``messages_key``, a list of LangChain messages, in the root
 namespace: a subgraph's own messages are not the thread's conversation) is also kept
@@ -57,6 +61,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import random
 import threading
 from collections import OrderedDict
@@ -67,6 +72,7 @@ from typing import Any, TypeVar
 
 from threadline.errors import (
     CorruptRecord,
+    SessionChanged,
     SessionHasForks,
     SessionNotFound,
     UsageError,
@@ -82,6 +88,7 @@ from threadline.integrations.binding import (
 )
 from threadline.integrations.checkpoint_records import (
     PREFIX,
+    WRITES,
     ThreadPad,
     blob_name,
     branch_name,
@@ -96,7 +103,7 @@ from threadline.integrations.checkpoint_records import (
 from threadline.store import Store
 from threadline.store.checks import MAX_PAGE_SIZE, validate_session_id
 from threadline.store.protocol import Session
-from threadline.store.session_info import SessionInfo
+from threadline.store.session_info import Mark, SessionInfo
 
 try:
     from langchain_core.messages import BaseMessage
@@ -129,6 +136,9 @@ METADATA = "langgraph"
 """Session metadata key: ``{"thread_id": <the LangGraph thread id>}``."""
 KNOWN_SESSIONS = 64
 """Thread sessions whose messages a saver keeps in memory to match checkpoints against."""
+PUT_ATTEMPTS = 8
+"""How often a put is made again when another writer changed the thread's sessions
+between this saver's knowing them and its write."""
 KNOWN_THREADS = 4096
 """Threads whose session a saver remembers (its owner checked once), so a read of one
 goes to its records without a lookup of the session first."""
@@ -173,6 +183,19 @@ Batch = list[tuple[dict[str, Any], CheckpointMetadata]]
 Refs = list[int | None]
 Records = list[dict[str, Any]]
 Values = list[Any]
+Texts = list[str]
+
+
+@dataclass
+class _Plan:
+    """What a put keeps of the messages channel (``ThreadlineSaver._plan_messages``)."""
+
+    batch: list[Message]
+    """the messages to append, in order, after the session's last seq"""
+    refs: Refs
+    """per message of the value: the seq it is stored at, or None (kept inline)"""
+    learned: dict[str, tuple[int, BaseMessage]]
+    """LangChain id -> (seq, the message as the session will give it back) of ``batch``"""
 
 
 @dataclass
@@ -215,6 +238,9 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         self._latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
         """thread session id -> the root-namespace checkpoint record this saver wrote
         last (the parent of the next put, read without a round trip)"""
+        self._handles: OrderedDict[str, Session] = OrderedDict()
+        """session id -> the session as this saver last read or wrote it: what a put
+        writes on without reading it first (its ``Mark`` is checked in the write)"""
 
     def close(self) -> None:
         """Close the store if this saver opened it from a URL."""
@@ -300,14 +326,17 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         two branches."""
         from threadline.store.fork import fork_session
 
+        if not parent_id:
+            return root  # a first checkpoint
         record = self._latest.get(root.id)
         if record is None or record["id"] != parent_id:
-            entry = self.store.scratchpad_read(root.id, checkpoint_name("", parent_id or ""))
-            record = record_of(entry.content) if parent_id and entry is not None else None
+            entry = self.store.scratchpad_read(root.id, checkpoint_name("", parent_id))
+            record = record_of(entry.content) if entry is not None else None
         if record is None or not isinstance(record.get("upto"), int):
             return root  # a first checkpoint, or one kept before branches were
         upto: int = record["upto"]
-        branch = self._holder(record.get("branch"), root)
+        held = record.get("branch")
+        branch = self._handle(held) if isinstance(held, str) and held != root.id else root
         mine = branch.id == root.id or _recorded_thread(branch.info) == thread_id
         if mine and branch.last_seq <= upto:  # read by this put: current
             return branch
@@ -322,9 +351,16 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             },
         )
         self.store.scratchpad_write(root.id, branch_name(fork.id), json.dumps({"id": fork.id}))
+        self._hold(fork)
         return fork
 
     def _session_for_write(self, thread_id: str) -> Session:
+        """The thread's session, created if new: as this saver last knew it, else read."""
+        with self._lock:
+            known = self._owned.get(thread_id)
+            handle = self._handles.get(known) if known is not None else None
+        if handle is not None:
+            return handle
         thread_session_id(thread_id)
         session = create_owned(
             self.store,
@@ -335,7 +371,41 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             metadata={METADATA: {"thread_id": thread_id}},
         )
         self._own(thread_id, session.id)
+        self._hold(session)
         return session
+
+    def _handle(self, session_id: str) -> Session:
+        """Session ``session_id`` as this saver last knew it, else read (``CorruptRecord``
+        when it is gone: a record names it)."""
+        with self._lock:
+            handle = self._handles.get(session_id)
+        if handle is None:
+            try:
+                handle = Session(self.store, self.store.session_info(session_id))
+            except SessionNotFound:
+                raise CorruptRecord(
+                    f"a checkpoint's messages are in session {session_id}, which is gone"
+                ) from None
+            self._hold(handle)
+        return handle
+
+    def _hold(self, session: Session) -> None:
+        with self._lock:
+            self._handles[session.id] = session
+            self._handles.move_to_end(session.id)
+            while len(self._handles) > KNOWN_THREADS:
+                self._handles.popitem(last=False)
+
+    def _forget_thread(self, thread_id: str) -> None:
+        """Drop what this saver knew of the thread's sessions (a write found them changed)."""
+        with self._lock:
+            root_id = self._owned.pop(thread_id, None)
+            if root_id is None:
+                return
+            record = self._latest.pop(root_id, None)
+            self._handles.pop(root_id, None)
+            if record is not None and isinstance(record.get("branch"), str):
+                self._handles.pop(record["branch"], None)
 
     def _read(self, session: Session) -> ThreadPad:
         return ThreadPad.whole(self.store, session.id)
@@ -491,10 +561,18 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         for record in records:
             checkpoint = self.serde.loads_typed(untyped(record["checkpoint"]))
             checkpoints.append(checkpoint)
-            ns = record["ns"]
-            names += [blob_name(ns, c, v) for c, v in checkpoint["channel_versions"].items()]
+            ns, inline = record["ns"], record.get("inline", ())
+            names += [
+                blob_name(ns, c, v)
+                for c, v in checkpoint["channel_versions"].items()
+                if c not in inline
+            ]
             prefixes.append(writes_prefix(ns, record["id"]))
         contents = self.store.scratchpad_contents(root_id, names=names, prefixes=prefixes)
+        writes: dict[str, Texts] = {}  # a checkpoint's writes prefix -> their records
+        for name, content in contents.items():
+            if name.startswith(WRITES):
+                writes.setdefault(name.rsplit("/", 2)[0] + "/", []).append(content)
         return [
             self._tuple(
                 root_id,
@@ -502,6 +580,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 record,
                 checkpoint,
                 contents,
+                writes.get(writes_prefix(record["ns"], record["id"]), []),
                 self.serde.loads_typed(untyped(record["metadata"]))
                 if metadata is None
                 else metadata[i],
@@ -521,20 +600,23 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         record: dict[str, Any],
         checkpoint: Checkpoint,
         contents: dict[str, str],
+        written: Texts,
         metadata: CheckpointMetadata,
     ) -> CheckpointTuple:
         ns, cid = record["ns"], record["id"]
+        inline: dict[str, Any] = record.get("inline", {})
         values: dict[str, Any] = {}
         for channel, version in checkpoint["channel_versions"].items():
+            if channel in inline:
+                values[channel] = inline[channel]
+                continue
             raw = contents.get(blob_name(ns, channel, version))
             blob = record_of(raw) if raw is not None else None
             if blob is not None and "messages" in blob:
-                holder = self._reader(blob.get("session"), root_id)
-                values[channel] = self._messages_value(holder, blob["messages"])
+                values[channel] = self._messages_of(blob, root_id)
             elif blob is not None and blob["value"][0] != "empty":
                 values[channel] = self.serde.loads_typed(untyped(blob["value"]))
-        prefix = writes_prefix(ns, cid)
-        found = (record_of(v) for k, v in contents.items() if k.startswith(prefix))
+        found = map(record_of, written)
         writes = sorted(
             (w for w in found if w is not None),
             key=lambda w: (w.get("task_path", ""), w["task_id"], w["idx"]),
@@ -550,6 +632,30 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 for w in writes
             ],
         )
+
+    def _messages_of(self, blob: dict[str, Any], root_id: str) -> Values:
+        """A messages value: from what the saver knows of the session holding them when
+        the value names that session's making (``born``: a session made again under its
+        id holds other messages at the same seqs), else read."""
+        held = blob.get("session")
+        holder_id = held if isinstance(held, str) else root_id
+        born = blob.get("born")
+        if isinstance(born, str):
+            items = blob["messages"]
+            known = self._known_by_seq(holder_id, born, [i["s"] for i in items if "s" in i])
+            if known is not None:
+                return self._copied_value(known, items)
+        return self._messages_value(self._reader(held, root_id), blob["messages"])
+
+    def _copied_value(self, known: dict[int, BaseMessage], items: Records) -> Values:
+        """A value of messages the saver knows, each a copy (what the caller changes is
+        not what the saver knows), and the inline ones."""
+        return [
+            known[i["s"]].model_copy(deep=True)
+            if "s" in i
+            else self.serde.loads_typed(untyped(i["v"]))
+            for i in items
+        ]
 
     def _reader(self, holder_id: object, root_id: str) -> Session:
         """The session a messages value names (its root's by default), read now."""
@@ -572,6 +678,27 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """The checkpoint, its new channel values and the messages it holds first, in
+        one write on the thread's sessions as this saver last knew them (one
+        transaction on the SQL stores); when another writer changed them meanwhile,
+        nothing is written and the put is made again on them as they are now."""
+        thread_id: str = config["configurable"]["thread_id"]
+        for attempt in range(PUT_ATTEMPTS):
+            try:
+                return self._put(config, checkpoint, metadata, new_versions)
+            except (SessionChanged, SessionNotFound):
+                if attempt == PUT_ATTEMPTS - 1:
+                    raise
+                self._forget_thread(thread_id)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
         configurable = config["configurable"]
         thread_id: str = configurable["thread_id"]
         ns: str = configurable.get("checkpoint_ns", "")
@@ -579,20 +706,25 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         branch = session
         if ns == "":
             branch = self._branch(session, thread_id, configurable.get("checkpoint_id"))
+        mark = Mark.of(branch.info)
         stored: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = stored.pop("channel_values", None) or {}
-        refs = None
+        plan = None
         if self.messages_key and self.messages_key in new_versions and ns == "":
-            refs = self._keep_messages(branch, values.get(self.messages_key))
+            plan = self._plan_messages(branch, values.get(self.messages_key))
+        inline = {c: v for c, v in values.items() if _plain(v)}
         entries: dict[str, str] = {}  # the values, then the checkpoint: one write
         for channel, version in new_versions.items():
+            if channel in inline:
+                continue
             blob: dict[str, Any] = {"ns": ns, "channel": channel, "version": version}
-            if channel == self.messages_key and refs is not None:
+            if channel == self.messages_key and plan is not None:
                 if branch.id != session.id:
                     blob["session"] = branch.id
+                blob["born"] = branch.info.created_at.isoformat()
                 blob["messages"] = [
                     {"s": seq} if seq is not None else {"v": typed(self.serde.dumps_typed(m))}
-                    for seq, m in zip(refs, values[channel], strict=True)
+                    for seq, m in zip(plan.refs, values[channel], strict=True)
                 ]
             elif channel in values:
                 blob["value"] = typed(self.serde.dumps_typed(values[channel]))
@@ -608,15 +740,26 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             "metadata": typed(self.serde.dumps_typed(full_metadata)),
             "run_id": _text_or_none(full_metadata.get("run_id")),
         }
-        if ns == "":
-            record.update(branch=branch.id, upto=branch.last_seq)  # as read, or appended
-            with self._lock:
+        if inline:
+            record["inline"] = inline
+        appended = plan.batch if plan is not None else []
+        if ns == "":  # the branch's end once this put's messages are in
+            record.update(branch=branch.id, upto=mark.last_seq + len(appended))
+        entries[checkpoint_name(ns, checkpoint["id"])] = json.dumps(record)  # the last
+        if appended:
+            branch.append(appended, scratchpad=entries, scratchpad_of=session.id, expect=mark)
+        else:
+            self.store.append_messages(
+                branch.id, [], scratchpad=entries, scratchpad_of=session.id, expect=mark
+            )
+        with self._lock:
+            if plan is not None:
+                self._learned(branch.id, plan.learned, mark.last_seq + len(appended))
+            if ns == "":
                 self._latest[session.id] = record
                 self._latest.move_to_end(session.id)
                 while len(self._latest) > KNOWN_SESSIONS:
                     self._latest.popitem(last=False)
-        entries[checkpoint_name(ns, checkpoint["id"])] = json.dumps(record)  # the last
-        self.store.scratchpad_write_many(session.id, entries)
         return _config(thread_id, ns, checkpoint["id"])
 
     def put_writes(
@@ -660,32 +803,31 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 self._forget_owned(thread_id)
         write(self._session_for_write(thread_id).id)
 
-    def _keep_messages(self, session: Session, value: object) -> Refs | None:
-        """Append the messages of ``value`` the session does not hold yet, once each.
-
-        Returns, for each message, the seq of the session message it is exactly (what
-        the checkpoint stores in its place), or None for one the session does not hold
-        as it is (an edited copy, one without an id); None when ``value`` is not a
-        list of messages."""
+    def _plan_messages(self, session: Session, value: object) -> _Plan | None:
+        """What a put keeps of the messages channel ``value`` in ``session``: the
+        messages the session does not hold yet, once each, to append after its last
+        seq; and, for each message of ``value``, the seq of the session message it is
+        exactly (what the checkpoint stores in its place), or None for one the session
+        does not hold as it is (an edited copy, one without an id). None when ``value``
+        is not a list of messages."""
         if not isinstance(value, list) or not all(isinstance(m, BaseMessage) for m in value):
             return None
         with self._lock:
             known = self._known(session)
-            new = list(
-                {m.id: m for m in value if isinstance(m.id, str) and m.id not in known}.values()
-            )
-            if new:
-                batch = to_threadline(new, answerable=recent_calls(session, new))
-                batch = [
-                    m.model_copy(update={"id": _message_id(session.id, lc.id or "")})
-                    for m, lc in zip(batch, new, strict=True)
-                ]
-                self._learn(session.id, session.append(batch))
-            refs: Refs = []
-            for m in value:
-                found = known.get(m.id) if isinstance(m.id, str) else None
-                refs.append(found[0] if found is not None and found[1] == m else None)
-            return refs
+        new = list({m.id: m for m in value if isinstance(m.id, str) and m.id not in known}.values())
+        batch: list[Message] = []
+        learned: dict[str, tuple[int, BaseMessage]] = {}
+        if new:
+            made = to_threadline(new, answerable=recent_calls(session, new))
+            for seq, (m, lc) in enumerate(zip(made, new, strict=True), session.last_seq + 1):
+                lc_id = lc.id or ""
+                batch.append(m.model_copy(update={"id": _message_id(session.id, lc_id)}))
+                learned[lc_id] = (seq, to_langchain(m))
+        refs: Refs = []
+        for m in value:
+            found = (learned.get(m.id) or known.get(m.id)) if isinstance(m.id, str) else None
+            refs.append(found[0] if found is not None and found[1] == m else None)
+        return _Plan(batch, refs, learned)
 
     def _known(self, session: Session) -> dict[str, tuple[int, BaseMessage]]:
         """LangChain id -> (seq, the message as the session gives it back), for the
@@ -717,6 +859,16 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 cached.messages[lc_id] = (m.seq, to_langchain(m))
             cached.last = max(cached.last, m.seq or 0)
 
+    def _learned(
+        self, session_id: str, learned: dict[str, tuple[int, BaseMessage]], last: int
+    ) -> None:
+        """Know what a put appended (as it planned it), the session's end now ``last``."""
+        cached = self._seen.get(session_id)
+        if cached is not None and cached.last <= last:
+            for lc_id, known in learned.items():
+                cached.messages.setdefault(lc_id, known)
+            cached.last = last
+
     def _remember(self, session: Session, read: Sequence[Message]) -> None:
         """Know a session's messages from a read of all of them (a checkpoint's
         value), when the saver does not know them yet: the put that follows a read
@@ -730,10 +882,27 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             while len(self._seen) > KNOWN_SESSIONS:
                 self._seen.popitem(last=False)
 
+    def _known_by_seq(
+        self, session_id: str, born: str, seqs: Sequence[int]
+    ) -> dict[int, BaseMessage] | None:
+        """seq -> message of ``seqs``, when this saver knows every one of them of the
+        session made at ``born`` (its messages by seq never change), else None."""
+        with self._lock:
+            cached = self._seen.get(session_id)
+            if not seqs or cached is None or cached.created.isoformat() != born:
+                return None
+            if cached.last < max(seqs):
+                return None
+            by_seq = {seq: message for seq, message in cached.messages.values()}
+        return by_seq if all(seq in by_seq for seq in seqs) else None
+
     def _messages_value(self, session: Session, items: Records) -> Values:
         """A messages channel value stored by reference: session messages by seq, and
         inline the ones the session does not hold as they were."""
         seqs = [i["s"] for i in items if "s" in i]
+        known = self._known_by_seq(session.id, session.info.created_at.isoformat(), seqs)
+        if known is not None:
+            return self._copied_value(known, items)
         by_seq: dict[int, Message] = {}
         if seqs:
             first = min(seqs)
@@ -787,6 +956,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             self._latest.pop(session.id, None)
             for sid in [*thread.branches, session.id]:
                 self._seen.pop(sid, None)
+                self._handles.pop(sid, None)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """A fork of the source thread's session (sharing its messages by reference)
@@ -985,6 +1155,25 @@ def _message_id(session_id: str, lc_id: str) -> str:
     the same message, so a resend is recognised (``Store.append_messages``)."""
     digest = hashlib.sha256(f"{session_id}\0{lc_id}".encode("utf-8", "surrogatepass"))
     return DERIVED_PREFIX + digest.hexdigest()[:40]
+
+
+def _plain(value: object) -> bool:
+    """A channel value the checkpoint record holds itself, as JSON (as LangGraph's
+    ``PostgresSaver`` keeps primitive values in its checkpoint row): None, a bool, an
+    int, a finite float or a string that JSON keeps exactly (the types exactly, so a
+    subclass such as an enum keeps its serde round trip)."""
+    kind = type(value)
+    if value is None or kind is bool or kind is int:
+        return True
+    if kind is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    if kind is str:
+        try:
+            value.encode("utf-8")  # type: ignore[attr-defined]
+        except UnicodeEncodeError:  # a lone surrogate: not JSON every store keeps
+            return False
+        return "\x00" not in value  # type: ignore[operator]
+    return False
 
 
 def _text_or_none(value: object) -> str | None:

@@ -33,12 +33,13 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from threadline.context.policy import ContextPolicy
-from threadline.integrations.langchain import to_langchain, to_threadline
+from threadline.integrations.langchain import METADATA_KEY, to_langchain, to_threadline
 from threadline.integrations.langgraph import ThreadlineSaver
 from threadline.integrations.turn_window import turn_window
 
 if TYPE_CHECKING:
     from threadline.compaction.compactor import Compactor
+    from threadline.store.protocol import Session
 
 INPUT_KEY = "llm_input_messages"
 """The state key ``create_react_agent`` sends the model instead of ``messages``."""
@@ -99,6 +100,7 @@ class _Fit:
             compactor=self.compactor,
             instructions=self.instructions,
             tools=self.tools,
+            held=_held(session, turn),  # in the window already: not counted beside it
         )
         history = [to_langchain(m, in_window=True) for m in window]
         return {INPUT_KEY: [*_besides(history, turn), *turn]}
@@ -116,6 +118,24 @@ def _besides(history: list[BaseMessage], turn: list[BaseMessage]) -> list[BaseMe
         if (m.id is None or m.id not in sent)
         and not (isinstance(m, ToolMessage) and m.tool_call_id in calls)
     ]
+
+
+def _held(session: Session | None, turn: list[BaseMessage]) -> int:
+    """How many of the turn's first messages the session holds already (the saver
+    keeps a checkpoint's messages as it writes it, so some of the turn may be stored
+    when the hook runs): the window counts those itself, ``_besides`` drops them from
+    it and the turn sends them, so the turn's room is only for the rest."""
+    if session is None or not turn:
+        return 0
+    ids = set()
+    for m in session.tail(len(turn)):
+        kept = m.metadata.get(METADATA_KEY)
+        if isinstance(kept, dict) and isinstance(kept.get("data"), dict):
+            ids.add(kept["data"].get("id"))
+    held = 0
+    while held < len(turn) and turn[held].id is not None and turn[held].id in ids:
+        held += 1
+    return held
 
 
 def _state_messages(state: Any, key: str) -> list[BaseMessage]:

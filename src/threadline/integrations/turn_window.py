@@ -44,16 +44,21 @@ def turn_window(
     compactor: Compactor | None = None,
     instructions: str | None = None,
     tools: Sequence[Mapping[str, Any]] = (),
+    held: int = 0,
 ) -> list[Message]:
     """The session's window (oldest first) to send before ``turn``, so that the
     instructions, the tool schemas, the window and ``turn`` fit the policy's budget
-    together; ``[]`` when there is no session or no room for its history."""
+    together; ``[]`` when there is no session or no room for its history. ``held``:
+    how many of the turn's first messages the session holds already, so the window
+    counts them itself (the caller sends them once, with the turn)."""
     model = model or (session.model if session is not None else None) or lookup(None).name
     counter = counter_for(model)
     cost = window_cost(counter)
-    extra = sum(cost(m) for m in turn) + counter.count_tools(list(tools))
+    fixed = counter.count_tools(list(tools))
     if instructions:
-        extra += counter.count_message(Message.system(instructions))
+        fixed += counter.count_message(Message.system(instructions))
+    costs = [cost(m) for m in turn]
+    extra = fixed + sum(costs)
     budget = budget_of(policy, model)
     needed = extra + counter.count_messages([])
     if needed > budget:
@@ -66,7 +71,7 @@ def turn_window(
     if session is None:
         return []
     limit = policy.context_limit or lookup(model).context_window
-    room = policy.model_copy(update={"context_limit": limit - extra})
+    room = policy.model_copy(update={"context_limit": limit - fixed - sum(costs[held:])})
     session.refresh()
     try:
         if compactor is not None:

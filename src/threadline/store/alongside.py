@@ -7,6 +7,12 @@ costs a sync of its own). ``Store.append_messages(..., scratchpad=, metadata=)``
 them to the backend with the batch (``Appending.alongside``): each backend stores
 batch, entries and metadata in its one transaction, script or lock, or, for a batch
 stored already (a resend), none of them again. Checked here, once, for every backend.
+
+The same step carries the writer's ``Mark`` (``expect``: the batch's session as it
+last read it; anything else and nothing is written, ``SessionChanged``) and may name
+another session for the entries (``pad_of``: a LangGraph thread keeps its checkpoint
+records in its root session while a forked branch takes the messages). This is the
+one backend primitive for all of it (``StoreCore._append``).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from threadline.store.checks import check_scratchpad_entry
-from threadline.store.session_info import check_session_fields
+from threadline.store.session_info import Mark, check_session_fields
 
 
 @dataclass(frozen=True)
@@ -28,9 +34,17 @@ class Alongside:
 
     scratchpad: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    expect: Mark | None = None
+    """The batch's session as the writer last read it: the step happens only if it is so."""
+    pad_of: str | None = None
+    """The session whose scratchpad takes the entries (None: the batch's own)."""
 
     def __bool__(self) -> bool:
         return bool(self.scratchpad or self.metadata)
+
+    def pad(self, session_id: str) -> str:
+        """The session whose scratchpad takes the entries of a batch of ``session_id``."""
+        return session_id if self.pad_of is None else self.pad_of
 
     def merged(self, stored: dict[str, Any]) -> dict[str, Any]:
         """The session metadata to store: ``stored`` with these keys over it."""
@@ -47,15 +61,23 @@ class AlongsideFields(TypedDict, total=False):
     """Entries written (each replacing its name's) with the batch."""
     metadata: dict[str, Any] | None
     """Keys merged into the session's metadata with the batch."""
+    expect: Mark | None
+    """The session as the writer last read it; anything else writes nothing (``SessionChanged``)."""
+    scratchpad_of: str | None
+    """The session whose scratchpad takes ``scratchpad`` (default: the batch's own)."""
 
 
-def alongside(fields: AlongsideFields) -> Alongside:
-    """The checked companions of an append (``UsageError`` for a bad name or value)."""
+def alongside(session_id: str, fields: AlongsideFields) -> Alongside:
+    """The checked companions of an append to ``session_id`` (``UsageError`` for a bad
+    name or value)."""
     scratchpad, metadata = fields.get("scratchpad"), fields.get("metadata")
+    expect, pad_of = fields.get("expect"), fields.get("scratchpad_of")
+    if pad_of == session_id:
+        pad_of = None
     entries = dict(scratchpad or {})
     for name, content in entries.items():
         check_scratchpad_entry(name, content)
     check_session_fields(None, metadata)
-    if not entries and not metadata:
+    if not entries and not metadata and expect is None and pad_of is None:
         return NOTHING
-    return Alongside(entries, copy.deepcopy(metadata or {}))
+    return Alongside(entries, copy.deepcopy(metadata or {}), expect, pad_of)

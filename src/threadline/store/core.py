@@ -9,7 +9,12 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
-from threadline.errors import SessionLocked, SessionNotFound, ThreadlineError, UsageError
+from threadline.errors import (
+    SessionLocked,
+    SessionNotFound,
+    ThreadlineError,
+    UsageError,
+)
 from threadline.stamps import utcnow
 from threadline.store.alongside import AlongsideFields, alongside
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, new_checkpoint
@@ -195,7 +200,12 @@ class StoreCore:
         and return the first seq it gave (the core numbers the batch), or, when the
         batch's first id is stored already (a resend), return the stored copies
         (``Appending.partly_stored`` when only some are). ``SessionNotFound`` when the
-        session does not exist, ``Appending.already_stored`` for an id stored before."""
+        session (or ``batch.alongside.pad_of``) does not exist,
+        ``Appending.already_stored`` for an id stored before. In the same step, first
+        ``batch.alongside.expect`` is checked against the session (``Mark.holds``:
+        nothing written when off), then its companions are written (``store/alongside.py``).
+        The batch may be empty (written on a mark): the check and the companions
+        alone, ``updated_at`` left as it is."""
         raise NotImplementedError
 
     def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
@@ -213,9 +223,10 @@ class StoreCore:
         self, session_id: str, messages: Sequence[Message], **fields: Unpack[AlongsideFields]
     ) -> list[Message]:
         """See ``Store.append_messages``: ``scratchpad`` and ``metadata`` go in the
-        batch's atomic step (``store/alongside.py``); a batch needs a message for them."""
-        extra = alongside(fields)
-        if not messages:
+        batch's atomic step (``store/alongside.py``); a batch needs a message for them,
+        unless it is written on a mark (``expect``)."""
+        extra = alongside(session_id, fields)
+        if not messages and extra.expect is None:
             if extra:
                 raise UsageError("scratchpad entries or metadata go with a batch of messages")
             return []

@@ -277,18 +277,28 @@ class JSONLStore(core.StoreCore):
             with self._open(paths) as (sf, header_end):
                 committed = self._state(sf, header_end).last_seq
             if committed >= int(pending["seq"]):
-                self._write_alongside(paths, Alongside(pending["scratchpad"], pending["metadata"]))
+                extra = Alongside(pending["scratchpad"], pending["metadata"])
+                self._write_alongside(paths, extra, pending.get("pad"))
             paths.pending.unlink()
             fsync_dir(paths.dir)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CorruptRecord(f"unfinished append: {exc}", where=str(paths.pending)) from exc
 
-    def _write_alongside(self, paths: SessionPaths, extra: Alongside) -> None:
+    def _write_alongside(self, paths: SessionPaths, extra: Alongside, pad: str | None) -> None:
+        """An append's companions, the session's lock held; the entries go to session
+        ``pad`` (None: this one), under its lock too (taken after this one's)."""
         if extra.metadata:
             _, meta = self._with_meta(paths)
             meta["metadata"] = extra.merged(meta.get("metadata") or {})
             self._write_meta(paths, meta)
-        self._put_entries(paths, extra.scratchpad, keep_existing=False)
+        if pad is None or pad == paths.sid:
+            self._put_entries(paths, extra.scratchpad, keep_existing=False)
+            return
+        try:
+            with self._locked(pad) as pad_paths:
+                self._put_entries(pad_paths, extra.scratchpad, keep_existing=False)
+        except SessionNotFound:  # deleted since the batch was written: its pad went with it
+            pass
 
     def _find(self, sid: str) -> SessionPaths:
         agent = self._agents.get(sid)
@@ -632,10 +642,22 @@ class JSONLStore(core.StoreCore):
 
     def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
         messages = batch.messages
+        extra = batch.alongside
         with self._locked(session_id) as paths, self._open(paths, "r+b") as (sf, header_end):
             index = self._index(sf, header_end)
             assert index is not None
             sf.repair(index)
+            if extra.expect is not None:
+                header, _ = sf.header()
+                created = header.get("created_at") or self._meta(paths, header).get("created_at")
+                extra.expect.holds(session_id, parse_ts(str(created)), index.last_seq)
+            if extra.pad_of is not None:  # SessionNotFound before anything is written
+                if not _ID_RE.match(extra.pad_of):
+                    raise SessionNotFound(extra.pad_of)
+                self._find(extra.pad_of)
+            if not batch.ids:  # the companions alone: one write each, nothing to commit
+                self._write_alongside(paths, extra, extra.pad_of)
+                return index.last_seq + 1
             if batch.ids[0] in index.ids:
                 return self._stored_copies(sf, index, batch)
             ids = batch.ids
@@ -656,9 +678,13 @@ class JSONLStore(core.StoreCore):
                     encode_line(line, batch_last=last, total_tokens=total, stored_at=stored_at)
                 )
                 stored.append(sm)
-            extra = batch.alongside
             if extra:  # written first, and settled once the batch is (see ``_settle``)
-                pending = {"seq": last, "scratchpad": extra.scratchpad, "metadata": extra.metadata}
+                pending = {
+                    "seq": last,
+                    "scratchpad": extra.scratchpad,
+                    "metadata": extra.metadata,
+                    "pad": extra.pad_of,
+                }
                 atomic_write(paths.pending, json_bytes(pending))
             f = sf.f
             f.seek(index.scanned_to)

@@ -172,7 +172,11 @@ class MemoryStore(core.StoreCore):
     def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
         with self._lock:
             e = self._get(session_id)
-            if batch.ids[0] in e.ids:
+            extra = batch.alongside
+            if extra.expect is not None:
+                extra.expect.holds(session_id, e.info.created_at, e.info.last_seq)
+            pad = e if extra.pad_of is None else self._get(extra.pad_of)
+            if batch.ids and batch.ids[0] in e.ids:
                 out = []
                 for mid in batch.ids:
                     if mid not in e.ids:
@@ -188,23 +192,24 @@ class MemoryStore(core.StoreCore):
                 sm = m.model_copy(deep=True, update={"seq": seq})
                 encode_message(sm)
                 stored.append(sm)
-            extra = batch.alongside
-            if extra:  # before the batch is kept: a failure leaves the session as it was
-                kept = (dict(e.scratchpad), list(e.names), e.info.metadata)
+            if extra:  # before the batch is kept: a failure leaves the sessions as they were
+                kept = (dict(pad.scratchpad), list(pad.names), e.info.metadata)
                 try:
                     now = utcnow()
                     for name, content in extra.scratchpad.items():
-                        _put_entry(e, name, content, now)
+                        _put_entry(pad, name, content, now)
                     if extra.metadata:
                         e.info.metadata = extra.merged(e.info.metadata)
                 except BaseException:
-                    e.scratchpad, e.names, e.info.metadata = kept
+                    pad.scratchpad, pad.names, e.info.metadata = kept
                     raise
             for sm in stored:
                 assert sm.seq is not None
                 e.ids[sm.id] = sm.seq
                 e.messages.append(sm)
                 e.info.total_tokens += primary_tokens(sm)
+            if not stored:  # companions alone (written on a mark): no time moves
+                return seq + 1
             e.info.last_seq = seq
             e.info.message_count += len(stored)
             e.info.updated_at = later(e.info.updated_at, batch.at)

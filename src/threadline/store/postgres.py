@@ -56,6 +56,7 @@ from threadline.errors import (
     InvalidMessage,
     NotAThreadlineStore,
     SchemaTooNew,
+    SessionChanged,
     SessionExists,
     SessionNotFound,
     StoreError,
@@ -66,6 +67,7 @@ from threadline.errors import (
 )
 from threadline.stamps import utcnow
 from threadline.store import core, retraction
+from threadline.store.alongside import Alongside
 from threadline.store.checkpoints import Checkpoint, ExpectPrevious, check_checkpoint
 from threadline.store.checks import (
     DEFAULT_PAGE_SIZE,
@@ -91,7 +93,13 @@ from threadline.store.search_query import (
     search_timed_out,
 )
 from threadline.store.search_query import search_timeout as search_timeout_checked
-from threadline.store.session_info import NewSession, ScratchpadEntry, SessionChange, SessionInfo
+from threadline.store.session_info import (
+    Mark,
+    NewSession,
+    ScratchpadEntry,
+    SessionChange,
+    SessionInfo,
+)
 from threadline.store.sql_entries import SQLEntries
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
@@ -263,19 +271,26 @@ _INSERT_MESSAGE = (
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _SESSION_SQL = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s"
+_MARK_SQL = (
+    "SELECT 1 / (CASE WHEN created_at = %s AND last_seq = %s THEN 1 ELSE 0 END) "
+    "FROM sessions WHERE id = %s FOR NO KEY UPDATE"
+)
+"""Lock a session's row (as an append does) and fail with a division by zero when it is
+not as a writer's ``Mark`` says: the check travels in the same pipeline as the write
+it guards, and its failure rolls that write back. No row (no session): the inserts
+after it fail their foreign key."""
 _CHECKPOINT_COLUMNS = "id, session_id, covers_up_to, summary, created_at, metadata"
 _CHECKPOINT_SQL = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_id = %s"
 _ENTRY_COLUMNS = "name, content, created_at, updated_at"
 _ENTRY_SQL = f"SELECT {_ENTRY_COLUMNS} FROM scratchpad WHERE session_id = %s"
-_RANGES_SQL = (
-    "SELECT e.name, e.content FROM unnest(%s::text[], %s::text[]) AS r (low, high) "
-    "CROSS JOIN LATERAL (SELECT name, content FROM scratchpad WHERE session_id = %s "
-    "AND name >= r.low AND name < r.high OFFSET 0) AS e"
+_RANGE_SQL = (
+    "SELECT name, content FROM scratchpad WHERE session_id = %s AND name >= %s AND name < %s"
 )
-"""Entries in ranges of names, each range its own scan of the primary key: ``OFFSET 0``
-keeps the planner from flattening the subquery into a join that reads every entry of
-the session once and filters it against every range (what it chose for a thread whose
-table statistics were older than its entries: 10 ms for a page of 10 checkpoints)."""
+_NO_SESSION_SQL = "SELECT NULL, NULL WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = %s)"
+"""Entries in ranges of names: one SELECT a range, each an index scan of the primary
+key, joined by UNION ALL (an array of ranges unnested in a LATERAL join cost four times
+as long a call), and a row of NULLs when the session does not exist, so no second query
+tells a missing session from one holding none of the entries."""
 _NO_SEQ_LIMIT = 2**63 - 1
 
 
@@ -731,18 +746,26 @@ class PostgresStore(SQLEntries, core.StoreCore):
 
     @_resent
     def _append(self, session_id: str, batch: Appending) -> int | list[Message]:
-        prepared = [  # before the session is locked
-            _message_row(m, b, t)
-            for m, b, t in zip(batch.messages, batch.bodies, batch.tokens, strict=True)
-        ]
+        extra = batch.alongside
+        if not batch.ids and extra.expect is not None and extra.scratchpad and not extra.metadata:
+            return self._write_on_mark(session_id, extra)
+        prepared = _prepared_rows(batch)  # before the session is locked
         with self._read() as conn:
             try:
                 # one pipeline: BEGIN, lock and lookup travel together, then the inserts,
-                # the counters and COMMIT; two round trips whatever the batch size
+                # the counters, the companions and COMMIT; two round trips whatever the
+                # size (one on a mark: the lock fails the transaction when the mark is off)
                 with conn.pipeline(), conn.transaction():
+                    if extra.expect is not None and batch.ids and not extra.metadata:
+                        return self._append_on(conn, batch, prepared, extra.expect)
                     return self._append_in(conn, batch, prepared)
+            except psycopg.errors.DivisionByZero as exc:  # _MARK_SQL: the mark is off
+                raise SessionChanged(session_id) from exc
             except psycopg.errors.UniqueViolation as exc:
                 raise batch.already_stored() from exc
+            except psycopg.errors.ForeignKeyViolation as exc:
+                missing = session_id if exc.diag.table_name == "messages" else extra.pad_of
+                raise SessionNotFound(missing or session_id) from exc
             except psycopg.DataError as exc:
                 raise InvalidMessage(
                     f"a message in this batch cannot be stored: {self._clean(exc)}"
@@ -754,12 +777,13 @@ class PostgresStore(SQLEntries, core.StoreCore):
         batch: Appending,
         prepared: Sequence[tuple[str, str, datetime, int, str, str]],
     ) -> int | list[Message]:
-        """The first seq given to the batch, or the stored copies of a batch already stored."""
+        """The first seq given to the batch, or the stored copies of a batch already
+        stored; the session checked against the batch's mark first."""
         session_id = batch.session_id
         # the row lock serialises appenders of this session: seqs stay gap-free
         extra = batch.alongside
         head_cur = conn.execute(
-            "SELECT last_seq, "
+            "SELECT last_seq, created_at, "
             + ("metadata" if extra.metadata else "NULL")
             + " FROM sessions WHERE id = %s FOR NO KEY UPDATE",
             (session_id,),
@@ -772,29 +796,49 @@ class PostgresStore(SQLEntries, core.StoreCore):
         head = head_cur.fetchone()
         if head is None:
             raise SessionNotFound(session_id)
+        if extra.expect is not None:
+            extra.expect.holds(session_id, head[1], head[0])
         known = {r[0]: (r[1], r[2]) for r in known_cur.fetchall()}
-        if batch.ids[0] in known:
+        if batch.ids and batch.ids[0] in known:
             missing = [mid for mid in batch.ids if mid not in known]
             if missing:
                 raise batch.partly_stored(missing[0])
             return decode_rows(session_id, [known[mid] for mid in batch.ids])
         if known:
             raise batch.already_stored()
-        first = int(head[0]) + 1
-        rows = [(session_id, first + i, *p) for i, p in enumerate(prepared)]
-        with conn.cursor() as cur:
-            cur.executemany(_INSERT_MESSAGE, rows)
         # metadata (with the batch's companions) as read under the row lock taken above
-        metadata = Json(extra.merged(head[1])) if extra.metadata else None
-        conn.execute(
-            "UPDATE sessions SET last_seq = %s, message_count = message_count + %s, "
-            "total_tokens = total_tokens + %s, updated_at = GREATEST(updated_at, %s), "
-            "metadata = COALESCE(%s, metadata) WHERE id = %s",
-            (first + len(rows) - 1, len(rows), sum(batch.tokens), batch.at, metadata, session_id),
-        )
-        if extra.scratchpad:
-            _put_entries(conn, session_id, extra.scratchpad, keep_existing=False)
-        return first
+        metadata = Json(extra.merged(head[2])) if extra.metadata else None
+        return _store_rows(conn, batch, prepared, int(head[0]) + 1, metadata)
+
+    def _append_on(
+        self,
+        conn: Conn,
+        batch: Appending,
+        prepared: Sequence[tuple[str, str, datetime, int, str, str]],
+        expect: Mark,
+    ) -> int:
+        """The batch after ``expect.last_seq``, sent without waiting for an answer: the
+        session's row locked and checked against the mark first (``_MARK_SQL``), so
+        an off mark fails the transaction and nothing is written. A resend cannot be
+        stored already: its first store moved the mark."""
+        conn.execute(_MARK_SQL, (expect.created_at, expect.last_seq, batch.session_id))
+        return _store_rows(conn, batch, prepared, expect.last_seq + 1, None)
+
+    def _write_on_mark(self, session_id: str, extra: Alongside) -> int:
+        """No messages, only entries on a mark: one statement that checks it."""
+        assert extra.expect is not None
+        pad = extra.pad(session_id)
+        with self._read() as conn:
+            try:
+                if _put_entries(conn, pad, extra.scratchpad, expect=(session_id, extra.expect)):
+                    return extra.expect.last_seq + 1
+            except psycopg.errors.ForeignKeyViolation as exc:
+                raise SessionNotFound(pad) from exc
+            info = _one(conn, SessionInfo, _SESSION_SQL, (session_id,))
+        if info is None:
+            raise SessionNotFound(session_id)
+        extra.expect.holds(session_id, info.created_at, info.last_seq)
+        raise SessionChanged(session_id)  # held after all: changed and back meanwhile
 
     @_resent
     def _tail_range(self, session_id: str, limit: int, before_seq: int | None) -> list[Message]:
@@ -919,14 +963,12 @@ class PostgresStore(SQLEntries, core.StoreCore):
         self, session_id: str, ranges: list[tuple[str, str]]
     ) -> list[tuple[str, str]]:
         with self._read() as conn:
-            # one text however many ranges, so the driver prepares it once (no planning
-            # per call); each range an index scan of the primary key
-            rows: list[tuple[str, str]] = conn.execute(
-                _RANGES_SQL,
-                ([low for low, _ in ranges], [high for _, high in ranges], session_id),
-            ).fetchall()
-            if not rows:
-                _require(conn, session_id)
+            # one text per count of ranges, each prepared by the driver once it repeats
+            query = " UNION ALL ".join([_RANGE_SQL] * len(ranges) + [_NO_SESSION_SQL])
+            args = [a for low, high in ranges for a in (session_id, low, high)]
+            rows: list[tuple[str, str]] = conn.execute(query, [*args, session_id]).fetchall()
+        if any(row[0] is None for row in rows):
+            raise SessionNotFound(session_id)
         return rows
 
     @_resent
@@ -1152,6 +1194,45 @@ def _all(conn: Conn, record: type[R], query: str, args: Params) -> list[R]:
     return conn.cursor(row_factory=class_row(record)).execute(query, args).fetchall()
 
 
+def _store_rows(
+    conn: Conn,
+    batch: Appending,
+    prepared: Sequence[tuple[str, str, datetime, int, str, str]],
+    first: int,
+    metadata: Json | None,
+) -> int:
+    """Insert the batch's rows from seq ``first``, move the session's counters (its
+    row locked by the caller) and write the batch's companions (``metadata``: merged
+    already); ``first``."""
+    session_id = batch.session_id
+    rows = [(session_id, first + i, *p) for i, p in enumerate(prepared)]
+    if rows:
+        with conn.cursor() as cur:
+            cur.executemany(_INSERT_MESSAGE, rows)
+        conn.execute(
+            "UPDATE sessions SET last_seq = %s, message_count = message_count + %s, "
+            "total_tokens = total_tokens + %s, updated_at = GREATEST(updated_at, %s), "
+            "metadata = COALESCE(%s, metadata) WHERE id = %s",
+            (first + len(rows) - 1, len(rows), sum(batch.tokens), batch.at, metadata, session_id),
+        )
+    elif metadata is not None:
+        conn.execute("UPDATE sessions SET metadata = %s WHERE id = %s", (metadata, session_id))
+    extra = batch.alongside
+    pad = extra.pad(session_id)
+    if extra.scratchpad:
+        _put_entries(conn, pad, extra.scratchpad)
+    elif pad != session_id:
+        _require(conn, pad)
+    return first
+
+
+def _prepared_rows(batch: Appending) -> list[tuple[str, str, datetime, int, str, str]]:
+    return [
+        _message_row(m, b, t)
+        for m, b, t in zip(batch.messages, batch.bodies, batch.tokens, strict=True)
+    ]
+
+
 def _message_row(m: Message, body: bytes, tokens: int) -> tuple[str, str, datetime, int, str, str]:
     """A message's columns but session and seq; search sees a bounded, NUL-free text."""
     text = search_text(message_pieces(m))
@@ -1179,19 +1260,40 @@ def _require(conn: Conn, session_id: str) -> None:
 
 
 def _put_entries(
-    conn: Conn, session_id: str, entries: dict[str, str], *, keep_existing: bool
-) -> None:
+    conn: Conn,
+    session_id: str,
+    entries: dict[str, str],
+    *,
+    keep_existing: bool = False,
+    expect: tuple[str, Mark] | None = None,
+) -> bool:
     """Scratchpad entries in one statement (in the caller's transaction, if any);
-    ``keep_existing`` leaves the entries that exist as they are."""
+    ``keep_existing`` leaves the entries that exist as they are; with ``expect`` (a
+    session and its mark), only if that session is so when it runs. False when the
+    mark kept it from writing."""
+    if not entries:
+        return True
     now = utcnow()
     update = (
         "NOTHING"
         if keep_existing
         else "UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
     )
-    conn.execute(
+    rows = ", ".join(["(%s, %s::json)"] * len(entries))  # not unnested arrays: slower
+    args: list[Any] = [session_id, now, now]
+    for name, content in entries.items():
+        args += [name, Json(content)]
+    where = ""
+    if expect is not None:
+        where = (
+            " WHERE EXISTS (SELECT 1 FROM sessions WHERE id = %s AND created_at = %s"
+            " AND last_seq = %s)"
+        )
+        args += [expect[0], expect[1].created_at, expect[1].last_seq]
+    cur = conn.execute(
         "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
-        "SELECT %s, name, content, %s, %s FROM unnest(%s::text[], %s::json[]) "
-        f"AS e (name, content) ON CONFLICT (session_id, name) DO {update}",
-        (session_id, now, now, list(entries), [Json(c) for c in entries.values()]),
+        f"SELECT %s, name, content, %s, %s FROM (VALUES {rows}) "
+        f"AS e (name, content){where} ON CONFLICT (session_id, name) DO {update}",
+        args,
     )
+    return expect is None or cur.rowcount > 0

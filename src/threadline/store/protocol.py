@@ -129,7 +129,11 @@ class Store(Protocol):
         """All-or-nothing; assigns consecutive seqs. Idempotent on message ids: a batch
         whose first id is already stored returns the stored copies instead. With it, in
         the same atomic step, ``scratchpad`` entries are written and ``metadata`` keys
-        merged into the session's (``store/alongside.py``)."""
+        merged into the session's (``store/alongside.py``); ``scratchpad_of`` names
+        another session for the entries; ``expect`` (a ``Mark``): only if the session is
+        still as the writer read it, so the messages get the seqs after ``last_seq``,
+        else nothing is written (``SessionChanged``); on a mark the batch may be empty
+        (the companions alone)."""
         ...
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
@@ -351,8 +355,9 @@ class Session:
         self, messages: Message | Sequence[Message], **fields: Unpack[AlongsideFields]
     ) -> list[Message]:
         """Store a batch atomically; returns the stored copies with seq and token counts.
-        ``scratchpad`` entries and ``metadata`` keys are written in the same atomic step
-        (``Store.append_messages``).
+        ``scratchpad`` entries (of session ``scratchpad_of``, default this one) and
+        ``metadata`` keys are written in the same atomic step, only if the session is
+        still as ``expect`` says when given (``Store.append_messages``).
 
         A tool result must answer a call made in the same batch or in the recent
         history; anything else is refused (``InvalidMessage``) before storing. A batch

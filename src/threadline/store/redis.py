@@ -71,6 +71,7 @@ from threadline.errors import (
     CorruptRecord,
     InvalidSessionId,
     NotSupported,
+    SessionChanged,
     SessionExists,
     SessionNotFound,
     StoreUnavailable,
@@ -636,7 +637,7 @@ class RedisStore(core.StoreCore):
             *batch.bodies,
         ]
         for _ in range(MEMO_CAS_ATTEMPTS):  # the metadata compare-and-set of the script
-            res = self._run_append([*args, *self._alongside_args(key, batch.alongside)])
+            res = self._run_append([*args, *self._alongside_args(session_id, key, batch.alongside)])
             if int(res[0]) != -5:
                 return self._appended(session_id, batch, res)
         raise StoreUnavailable(
@@ -648,10 +649,11 @@ class RedisStore(core.StoreCore):
         with self._translate():
             return self._scripts["append"](keys=[], args=args)
 
-    def _alongside_args(self, key: str, extra: Alongside) -> list[str]:
+    def _alongside_args(self, session_id: str, key: str, extra: Alongside) -> list[str]:
         """The append script's arguments after the batch (``_APPEND``): the metadata as
-        stored now and merged, the time, the scratchpad entries."""
-        if not extra:
+        stored now and merged, the time, the scratchpad's session, the mark, the
+        scratchpad entries."""
+        if not extra and extra.expect is None and extra.pad_of is None:
             return []
         expected = merged = ""
         if extra.metadata:
@@ -663,7 +665,12 @@ class RedisStore(core.StoreCore):
             except ValueError as exc:
                 raise CorruptRecord(f"unreadable metadata: {exc}", where=key) from exc
         pairs = [part for item in extra.scratchpad.items() for part in item]
-        return [expected, merged, format_time(utcnow()), *pairs]
+        mark = extra.expect
+        created, last = (
+            ("", "") if mark is None else (format_ts(mark.created_at), str(mark.last_seq))
+        )
+        pad = extra.pad(session_id)
+        return [expected, merged, format_time(utcnow()), pad, created, last, *pairs]
 
     def _appended(self, session_id: str, batch: Appending, res: Any) -> int | list[Message]:
         code = int(res[0])
@@ -677,7 +684,9 @@ class RedisStore(core.StoreCore):
                     out.append(decoded)
             return out
         if code == -1:
-            raise SessionNotFound(session_id)
+            raise SessionNotFound(_text(res[1]))
+        if code == -6:
+            raise SessionChanged(session_id)
         if code == -2:
             raise batch.partly_stored(_text(res[1]))
         if code == -3:  # stored already, or twice in this batch

@@ -183,20 +183,29 @@ return out
 
 # ARGV: P, id, updated_at, score, tokens, n, ids[n], bodies[n], then what goes with the
 # batch (store/alongside.py), if anything: metadata expected ('' keeps it), metadata to
-# store, now, scratchpad name, content, ...; updated_at only moves forward (scores are
-# minus microseconds: exact in a double, and compared as numbers)
-# -> {1, first seq} | {0, seq, body, ...} (already stored) | {-1} no session
+# store, now, the session whose scratchpad takes the entries, the mark (created_at, ''
+# for none, and last_seq), scratchpad name, content, ...; updated_at only moves forward
+# (scores are minus microseconds: exact in a double, and compared as numbers); n may be
+# 0 (the mark and the companions alone)
+# -> {1, first seq} | {0, seq, body, ...} (already stored) | {-1, id} no session
 #    | {-2, id} partly stored | {-3, id} stored already or twice in the batch
 #    | {-4, llen, last_seq} the list and the counter disagree
 #    | {-5} the metadata is not the expected (the caller merges again and retries)
+#    | {-6} the session is not as the mark says
 _APPEND = f"""
 local id = ARGV[2]
 local s, m, ix = P .. 's:' .. id, P .. 'm:' .. id, P .. 'i:' .. id
 local n = tonumber(ARGV[6])
 local extra = 7 + 2 * n
-if redis.call('EXISTS', s) == 0 then return {{-1}} end
+local pad = ARGV[extra + 3] or id
+if redis.call('EXISTS', s) == 0 then return {{-1, id}} end
+if pad ~= id and redis.call('EXISTS', P .. 's:' .. pad) == 0 then return {{-1, pad}} end
+if (ARGV[extra + 4] or '') ~= '' and (redis.call('HGET', s, 'created_at') ~= ARGV[extra + 4]
+    or redis.call('HGET', s, 'last_seq') ~= ARGV[extra + 5]) then
+  return {{-6}}
+end
 local base = tonumber(redis.call('HGET', s, 'seq_base') or 0)
-if redis.call('HEXISTS', ix, ARGV[7]) == 1 then
+if n > 0 and redis.call('HEXISTS', ix, ARGV[7]) == 1 then
   local out = {{0}}
   for k = 1, n do
     local seq = redis.call('HGET', ix, ARGV[6 + k])
@@ -220,8 +229,8 @@ if #ARGV >= extra then
     return {{-5}}
   end
   -- a scratchpad key of the wrong type fails here, before anything is written
-  redis.call('HLEN', P .. 'p:' .. id)
-  redis.call('ZCARD', P .. 'n:' .. id)
+  redis.call('HLEN', P .. 'p:' .. pad)
+  redis.call('ZCARD', P .. 'n:' .. pad)
 end
 for a = 1, n, {PUSH_CHUNK} do
   local b = math.min(a + {PUSH_CHUNK} - 1, n)
@@ -233,19 +242,22 @@ for a = 1, n, {PUSH_CHUNK} do
   end
   redis.call('HSET', ix, unpack(seqs))
 end
-redis.call('HSET', s, 'last_seq', last + n)
-redis.call('HINCRBY', s, 'message_count', n)
-redis.call('HINCRBY', s, 'total_tokens', ARGV[5])
-local was = tonumber(redis.call('ZSCORE', P .. 'sessions', id))
-if not was or tonumber(ARGV[4]) < was then
-  redis.call('HSET', s, 'updated_at', ARGV[3])
-  reindex(id, ARGV[4])
+if n > 0 then
+  redis.call('HSET', s, 'last_seq', last + n)
+  redis.call('HINCRBY', s, 'message_count', n)
+  redis.call('HINCRBY', s, 'total_tokens', ARGV[5])
+  local was = tonumber(redis.call('ZSCORE', P .. 'sessions', id))
+  if not was or tonumber(ARGV[4]) < was then
+    redis.call('HSET', s, 'updated_at', ARGV[3])
+    reindex(id, ARGV[4])
+  end
 end
 if #ARGV >= extra then
   if ARGV[extra] ~= '' then redis.call('HSET', s, 'metadata', ARGV[extra + 1]) end
-  pad_put(id, false, ARGV[extra + 2], extra + 3)
+  pad_put(pad, false, ARGV[extra + 2], extra + 6)
 end
 touch(id)
+if pad ~= id then touch(pad) end
 return {{1, last + 1}}
 """
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, TypedDict
 
-from threadline.errors import UsageError
+from threadline.errors import SessionChanged, UsageError
 from threadline.stamps import new_id, utcnow
 from threadline.store.checks import (
     DEFAULT_AGENT,
@@ -41,6 +41,24 @@ class SessionInfo(Record):
     """The session this one is listed under (a subagent's, a compaction summariser's or a
     fork's parent); ``None`` for a top-level session. Set at creation or once later
     (``update_session(parent=...)``), and cleared when the parent is deleted."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A session as a writer last read it: a write made on it
+    (``Store.append_messages(expect=...)``) happens only if the session still is so."""
+
+    created_at: datetime
+    last_seq: int
+
+    @classmethod
+    def of(cls, info: SessionInfo) -> Mark:
+        return cls(info.created_at, info.last_seq)
+
+    def holds(self, session_id: str, created_at: datetime, last_seq: int) -> None:
+        """Nothing when session ``session_id`` as stored now is this; else ``SessionChanged``."""
+        if (created_at, last_seq) != (self.created_at, self.last_seq):
+            raise SessionChanged(session_id)
 
 
 FORK_KEY: Final = "forked_from"

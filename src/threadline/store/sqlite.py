@@ -69,7 +69,12 @@ from threadline.store.search_query import (
     search_timed_out,
 )
 from threadline.store.search_query import search_timeout as search_timeout_checked
-from threadline.store.session_info import NewSession, ScratchpadEntry, SessionChange, SessionInfo
+from threadline.store.session_info import (
+    NewSession,
+    ScratchpadEntry,
+    SessionChange,
+    SessionInfo,
+)
 from threadline.store.sql_entries import SQLEntries
 from threadline.store.sqlite_rows import (
     CHECKPOINT_SELECT,
@@ -837,22 +842,33 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         search answers and on close (``update_search_index``), never row by row here,
         and here only when ``MAX_INDEX_BACKLOG`` messages wait."""
         with self._write() as con:
-            head = con.execute(
-                "SELECT last_seq, (SELECT indexed_upto FROM search_index), "
-                "(SELECT COALESCE(MAX(rowid), 0) FROM messages), "
-                "EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2) "
-                "FROM sessions WHERE id = ?1",
-                (session_id, batch.ids[0]),
-            ).fetchone()
-            if head is None:
-                raise SessionNotFound(session_id)
-            seq, indexed_upto, top, stored_already = head
-            if stored_already:  # a retried batch: batches are atomic, so all of it is
-                return self._stored_copies(con, batch)
+            return self._append_in(con, session_id, batch)
+
+    def _append_in(
+        self, con: sqlite3.Connection, session_id: str, batch: Appending
+    ) -> int | list[Message]:
+        """``_append`` within the caller's transaction: the mark checked first, then
+        the batch, then its companions."""
+        extra = batch.alongside
+        head = con.execute(
+            "SELECT last_seq, created_at, (SELECT indexed_upto FROM search_index), "
+            "(SELECT COALESCE(MAX(rowid), 0) FROM messages), "
+            "EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2) "
+            "FROM sessions WHERE id = ?1",
+            (session_id, batch.ids[0] if batch.ids else None),
+        ).fetchone()
+        if head is None:
+            raise SessionNotFound(session_id)
+        seq, created_at, indexed_upto, top, stored_already = head
+        if extra.expect is not None:
+            extra.expect.holds(session_id, parse_ts(created_at), seq)
+        if stored_already:  # a retried batch: batches are atomic, so all of it is
+            return self._stored_copies(con, batch)
+        n = len(batch.ids)
+        if n:
             # new rows go above the index marker even when the newest rows were deleted
             # (SQLite would reuse their rowids, which the marker says are indexed)
             rowid = max(top, indexed_upto)
-            n = len(batch.ids)
             tokens = batch.tokens
             rows = list(  # column by column: zip makes the rows' tuples in C
                 zip(
@@ -881,10 +897,9 @@ class SQLiteStore(SQLEntries, core.StoreCore):
                 "total_tokens = total_tokens + ?, updated_at = max(updated_at, ?) WHERE id = ?",
                 (seq + n, n, sum(tokens), format_ts(batch.at), session_id),
             )
-            if batch.alongside:
-                self._write_alongside(con, session_id, batch.alongside)
             if rowid + n - indexed_upto > MAX_INDEX_BACKLOG:
                 self._index_pending(con)
+        self._write_alongside(con, session_id, extra)
         return int(seq) + 1
 
     def _write_alongside(self, con: sqlite3.Connection, session_id: str, extra: Alongside) -> None:
@@ -897,8 +912,11 @@ class SQLiteStore(SQLEntries, core.StoreCore):
                 "UPDATE sessions SET metadata = ? WHERE id = ?",
                 (json.dumps(extra.merged(json.loads(stored))), session_id),
             )
+        pad = extra.pad(session_id)
+        if pad != session_id:
+            self._require(con, pad)
         if extra.scratchpad:
-            _put_entries(con, session_id, extra.scratchpad, keep_existing=False)
+            _put_entries(con, pad, extra.scratchpad, keep_existing=False)
 
     def _stored_copies(self, con: sqlite3.Connection, batch: Appending) -> list[Message]:
         out = []
