@@ -9,7 +9,7 @@ from threadline.compaction.prose import sentences
 from threadline.compaction.snapshot import clip_words
 from threadline.compaction.verdicts import topic_words
 
-WHY_WORDS = 18
+WHY_WORDS = 32
 """A reason is quoted in at most this many words."""
 SHARED_WORDS = 2
 """Content words an approach must share with a reason to be the approach it explains."""
