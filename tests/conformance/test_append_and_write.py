@@ -159,3 +159,21 @@ def test_of_writers_on_one_mark_one_wins(store: Store) -> None:
     texts = dict(_texts(store, session.id))
     assert [texts[2], texts[3]] == [f"writer {won[0]} says {i}" for i in range(2)]
     assert store.scratchpad_contents(session.id, prefixes=["w/"]) == {f"w/{won[0]}": str(won[0])}
+
+
+def test_a_batch_sent_again_on_its_mark_gets_its_stored_copies(store: Store) -> None:
+    """A retry after a lost reply sends the same batch on the same mark: it was stored,
+    so the stored copies answer (as for any resent batch), not ``SessionChanged``; a
+    different batch on that moved mark is still refused."""
+    session = store.create_session()
+    mark = Mark.of(store.session_info(session.id))
+    batch = [Message.user("one"), Message.assistant("two")]
+    first = store.append_messages(session.id, batch, scratchpad={"k": "v"}, expect=mark)
+    again = store.append_messages(session.id, batch, scratchpad={"k": "v"}, expect=mark)
+    assert [(m.id, m.seq) for m in again] == [(m.id, m.seq) for m in first] == [
+        (batch[0].id, 1),
+        (batch[1].id, 2),
+    ]
+    assert _texts(store, session.id) == [(1, "one"), (2, "two")]
+    with pytest.raises(SessionChanged):
+        store.append_messages(session.id, [Message.user("other")], expect=mark)

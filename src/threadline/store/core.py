@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self, Unpack, cast
 
 from threadline.errors import (
+    SessionChanged,
     SessionLocked,
     SessionNotFound,
     ThreadlineError,
@@ -43,6 +44,7 @@ from threadline.store.listing import (
 from threadline.store.locks import LockHolder
 from threadline.store.protocol import Session, Store, same_memo
 from threadline.store.session_info import (
+    Mark,
     NewSession,
     ScratchpadEntry,
     SessionChange,
@@ -230,8 +232,27 @@ class StoreCore:
             if extra:
                 raise UsageError("scratchpad entries or metadata go with a batch of messages")
             return []
-        stored = self._append(session_id, Appending(session_id, messages, extra))
+        try:
+            stored = self._append(session_id, Appending(session_id, messages, extra))
+        except SessionChanged:
+            resent = self._resent_on_mark(session_id, messages, extra.expect)
+            if resent is None:
+                raise
+            return resent
         return numbered(messages, stored) if isinstance(stored, int) else stored
+
+    def _resent_on_mark(
+        self, session_id: str, messages: Sequence[Message], expect: Mark | None
+    ) -> list[Message] | None:
+        """A batch written on a mark, then sent again (a retry after a lost reply) finds the
+        mark moved by itself: when the messages right after the mark are this batch, it
+        was stored, and the stored copies answer, as for any resent batch."""
+        if not messages or expect is None:
+            return None
+        created, _ = self.session_mark(session_id)
+        after = self.read_messages(session_id, after_seq=expect.last_seq, limit=len(messages))
+        same = created == expect.created_at and [m.id for m in after] == [m.id for m in messages]
+        return after if same else None
 
     def tail(self, session_id: str, limit: int, *, before_seq: int | None = None) -> list[Message]:
         limit, before_seq = bounded(limit, "limit"), bounded_or_none(before_seq, "before_seq")
