@@ -88,3 +88,27 @@ def test_a_retraction_elsewhere_is_seen(store: Store) -> None:
     other = Session(store, store.session_info("r"))
     other.retract([2, 4])
     assert [s for s, _ in view.current(session)] == [1, 3, 5]
+
+
+def test_a_clear_between_the_pages_of_a_first_read_is_seen_next(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review: a first read takes pages of 1,000, each with the retraction index as it is
+    then; another handle clearing the session between two pages must not leave the view
+    holding what the index now hides (it kept the 1,000 cleared items for good)."""
+    session = store.create_session(id="p")
+    session.append([Message.user(f"m {i}") for i in range(1005)])
+    other = Session(store, store.session_info("p"))
+    page = Session.read_messages
+
+    def cleared_after_the_first_page(self: Session, **kw: object) -> list[Message]:
+        got = page(self, **kw)  # type: ignore[arg-type]
+        if len(got) == 1000:
+            other.retract_all()
+        return got
+
+    view: FollowedView[str] = FollowedView(text_of)
+    monkeypatch.setattr(Session, "read_messages", cleared_after_the_first_page)
+    view.current(session)
+    monkeypatch.undo()
+    assert view.current(session) == fresh(store, "p") == []

@@ -72,8 +72,12 @@ class FollowedView(Generic[T]):
         self._held = []
         self._upto = 0
         self._created = created
-        self._take(session.messages())
-        self._index = session.view_index()
+        before = session.retractions()
+        self._take(session.messages())  # in pages, each with the index as it is then
+        index = session.view_index()
+        # another writer retracting between the pages leaves a mixed read: read it all
+        # again on the next call (the index only grows, so equal ends mean equal pages)
+        self._index = index if index == before else None
         self._upto = max(self._upto, last_seq)
 
     def _take(self, messages: Sequence[Message]) -> None:
