@@ -149,3 +149,17 @@ def test_a_turn_whose_event_matches_no_item_marks_nothing(tmp_path: Path) -> Non
     # the item holds an expanded prompt, the event what was typed: neither tells the other
     msgs = parse(turn("Review the diff against main and list bugs.", event="/review"), tmp_path)
     assert not any(m.metadata.get("codex_context") for m in msgs)
+
+
+def test_a_web_search_with_odd_fields_still_imports() -> None:
+    """Review: a ``queries`` that is not a list (a number, a string) failed the import;
+    it names no query, and a plain ``query`` still does."""
+    from threadline.interop.codex_search import call_and_result
+
+    for action in ({"type": "search", "queries": 5}, {"type": "search", "queries": "x"}):
+        call, result = call_and_result({"type": "web_search_call", "action": action}, 3)
+        assert call.name == "web_search" and result.text
+    call, result = call_and_result(
+        {"type": "web_search_call", "action": {"type": "search", "query": "ruff rules"}}, 4
+    )
+    assert "ruff rules" in result.text or "ruff rules" in str(call.arguments)

@@ -511,8 +511,9 @@ def _brought_along(result: SyncResult, paths: list[str]) -> bool:
     source = Path(result.source)
     if source.parent.name != "subagents":
         return False
-    session_file = source.parent.parent.with_suffix(".jsonl").resolve()
-    return any(Path(p).resolve() == session_file for p in paths if p != "-")
+    folder = source.parent.parent.resolve()  # ``<session>/``, beside ``<session>.jsonl``
+    named = {Path(p).resolve() for p in paths if p != "-"}
+    return source.resolve() not in named and any(p.with_suffix("") == folder for p in named)
 
 
 @app.command("import")
@@ -593,8 +594,10 @@ def import_(
     single = len(named) == 1
     if as_json:
         print_json(report.to_json())
-    elif single and failures and failures[0].exception is not None:
-        raise failures[0].exception
+    elif single and (own := [f for f in failures if not _brought_along(f, paths)]):
+        if own[0].exception is not None:  # the file named failed: its error is the answer
+            raise own[0].exception
+        raise UsageError(own[0].error or "failed")
     else:
         for failed in failures:
             report_error(failed.exception or UsageError(failed.error or "failed"))

@@ -26,7 +26,10 @@ def _what(action: Mapping[str, Any]) -> str:
         return f"opened {action['url']}"
     if kind == "find_in_page" and action.get("url"):
         return f"looked for {action.get('pattern')!r} in {action['url']}"
-    queries = action.get("queries") or ([action["query"]] if action.get("query") else [])
+    listed = action.get("queries")
+    queries = listed if isinstance(listed, list) else []
+    if not queries and isinstance(action.get("query"), str) and action["query"]:
+        queries = [action["query"]]
     if queries:
         return "searched for " + "; ".join(repr(q) for q in queries if isinstance(q, str))
     return "searched the web"

@@ -662,7 +662,7 @@ class RedisStore(core.StoreCore):
             expected = _text(raw or "{}")
             try:
                 merged = json.dumps(extra.merged(json.loads(expected)))
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:  # not JSON, or JSON but not an object
                 raise CorruptRecord(f"unreadable metadata: {exc}", where=key) from exc
         pairs = [part for item in extra.scratchpad.items() for part in item]
         mark = extra.expect
