@@ -501,7 +501,7 @@ _APPROACH_LEAD = re.compile(
 """The line that opens the agent's account of how it will do the work ("The changes
 needed in the renderer:", "I'll create the files in order:")."""
 _STEP = re.compile(r"^\s*(?:\d+[.)]|[-*+\u2022])\s+(?P<text>\S.*)$")
-APPROACH_WORDS = 22
+APPROACH_WORDS = 36
 """An approach is stated in at most this many words: its first steps, not the whole plan
 (a plan without its reasons is worth less than a decision with one)."""
 
