@@ -31,7 +31,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, overload
 
 from pydantic import ValidationError
 
@@ -239,7 +239,13 @@ class _SessionFile:
     def __init__(self, ending: str) -> None:
         self.ending = ending
 
-    def __get__(self, paths: SessionPaths, owner: type | None = None) -> Path:
+    @overload
+    def __get__(self, paths: None, owner: type | None = None) -> _SessionFile: ...
+    @overload
+    def __get__(self, paths: SessionPaths, owner: type | None = None) -> Path: ...
+    def __get__(self, paths: SessionPaths | None, owner: type | None = None) -> Path | _SessionFile:
+        if paths is None:  # looked up on the class itself
+            return self
         return paths.dir / f"{paths.sid}{self.ending}"
 
 
