@@ -220,7 +220,7 @@ def test_aider_replies_and_notes() -> None:
 
 def test_single_conversation_readers_refuse_many() -> None:
     tau = TRANSCRIPTS / "openai-chat/tau-bench-gpt-4o-airline.json"
-    with pytest.raises(Exception, match="200 conversations"):
+    with pytest.raises(Exception, match=r"200 conversations; read them with read_openai_runs\(\)"):
         interop.read_openai_chat(tau)
     with pytest.raises(Exception, match="200 conversations"):
         interop.read_transcript(tau)

@@ -16,10 +16,11 @@ The agent's own announcement of a fix ("Let me fix the credo nesting issue in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.compaction.carried import Carried
 from threadline.compaction.snapshot import clip_chars, clip_words, code_span
 from threadline.compaction.toolcalls import added_definitions, call_file_ops
 from threadline.messages import ToolCall
@@ -83,7 +84,7 @@ def _fixed_files(error: str, changed: list[str]) -> list[str]:
 
 
 @dataclass(slots=True)
-class FixBook:
+class FixBook(Carried):
     """Failing checks waiting for a clean run, and the fixes found so far."""
 
     pending: dict[str, Pending] = field(default_factory=dict)
@@ -119,18 +120,13 @@ class FixBook:
             "fixes": [f.to_json() for f in self.fixes],
         }
 
-    @classmethod
-    def from_json(cls, data: Any) -> FixBook:
-        book = cls()
-        if not isinstance(data, dict):
-            return book
+    def load(self, data: Mapping[str, Any]) -> None:
         for seq, target, error, files in data.get("pending") or []:
-            book.pending[str(target)] = Pending(int(seq), str(target), str(error), list(files))
+            self.pending[str(target)] = Pending(int(seq), str(target), str(error), list(files))
         for seq, target, error, files, *how in data.get("fixes") or []:
             fix = Fix(int(seq), str(target), str(error), [str(f) for f in files])
             fix.how = str(how[0]) if how else ""
-            book.fixes.append(fix)
-        return book
+            self.fixes.append(fix)
 
     def rerun(self, failed: str, error: str, command: str, named: Sequence[str], seq: int) -> None:
         """``command`` ran clean where ``failed`` (the same run) had failed with ``error``

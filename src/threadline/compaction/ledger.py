@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from threadline.compaction.carried import Carried
 from threadline.compaction.snapshot import clip_words, code_span, one_line
 from threadline.compaction.subagents import Outcome, latest_outcomes, subagent_outcomes
 from threadline.compaction.toolcalls import SUBAGENT_TOOLS, operands, shell_text, simple_commands
@@ -182,7 +183,7 @@ def _first_error(text: str) -> str:
     return one_line(chosen)[:ERROR_CHARS]
 
 
-class Ledger:
+class Ledger(Carried):
     """Work items and commit outcomes of a session; ``observe`` takes in one tool result."""
 
     def __init__(self) -> None:
@@ -389,24 +390,19 @@ class Ledger:
             "outcomes": [o.to_json() for o in self.outcomes],
         }
 
-    @classmethod
-    def from_json(cls, data: Any) -> Ledger:
-        ledger = cls()
-        if not isinstance(data, Mapping):
-            return ledger
+    def load(self, data: Mapping[str, Any]) -> None:
         for key, title, status, source, seq in data.get("items") or []:
-            ledger.items[str(key)] = WorkItem(
+            self.items[str(key)] = WorkItem(
                 str(key), str(title), str(status), str(source), int(seq)
             )
         for seq, task, said, files, commits in data.get("outcomes") or []:
             outcome = Outcome(
                 int(seq), str(task), str(said), [str(f) for f in files], [str(c) for c in commits]
             )
-            ledger.outcomes.append(outcome)
+            self.outcomes.append(outcome)
         commit = data.get("last_commit")
         if commit:
-            ledger.last_commit = (int(commit[0]), str(commit[1]))
-        return ledger
+            self.last_commit = (int(commit[0]), str(commit[1]))
 
 
 __all__ = ["ACTIVE", "CLOSED", "OPEN", "SUBAGENT_TOOLS", "Ledger", "Outcome", "WorkItem"]

@@ -401,6 +401,17 @@ def _one(parsed: _Parsed, path: str | Path, hint: str) -> list[Message]:
     return parsed.runs[0]
 
 
+def _one_conversation(fmt: str, runs_reader: str = "") -> Callable[[str | Path], list[Message]]:
+    """The reader of a file in ``fmt`` holding one conversation; a file with several is an
+    error that names ``runs_reader``, the reader of them all."""
+
+    def read(path: str | Path) -> list[Message]:
+        return _one(_parse(path, fmt)[1], path, runs_reader)
+
+    read.__doc__ = f"The one conversation in a {fmt} file."
+    return read
+
+
 def read_transcript_runs(path: str | Path) -> list[list[Message]]:
     """Every conversation in a transcript file of any supported format."""
     return _parse(path)[1].runs
@@ -411,25 +422,9 @@ def read_transcript(path: str | Path) -> list[Message]:
     return _one(_parse(path)[1], path, "read_transcript_runs()")
 
 
-def read_claude_code(path: str | Path) -> list[Message]:
-    return _one(_parse(path, "claude-code")[1], path, "")
-
-
-def read_codex(path: str | Path) -> list[Message]:
-    return _one(_parse(path, "codex")[1], path, "")
-
-
 def read_openai_runs(path: str | Path) -> list[list[Message]]:
     """A JSON array of messages (one run), of runs with ``traj``, or ``{"messages": [...]}``."""
     return _parse(path, "openai-runs")[1].runs
-
-
-def read_openai_chat(path: str | Path) -> list[Message]:
-    return _one(_parse(path, "openai-runs")[1], path, "read_openai_runs()")
-
-
-def read_swe_agent(path: str | Path) -> list[Message]:
-    return _one(_parse(path, "swe-agent")[1], path, "")
 
 
 def read_openhands_runs(path: str | Path) -> list[list[Message]]:
@@ -437,16 +432,13 @@ def read_openhands_runs(path: str | Path) -> list[list[Message]]:
     return _parse(path, "openhands")[1].runs
 
 
-def read_openhands(path: str | Path) -> list[Message]:
-    return _one(_parse(path, "openhands")[1], path, "read_openhands_runs()")
-
-
-def read_gemini(path: str | Path) -> list[Message]:
-    return _one(_parse(path, "gemini")[1], path, "")
-
-
-def read_aider(path: str | Path) -> list[Message]:
-    return _one(_parse(path, "aider")[1], path, "")
+read_claude_code = _one_conversation("claude-code")
+read_codex = _one_conversation("codex")
+read_openai_chat = _one_conversation("openai-runs", "read_openai_runs()")
+read_swe_agent = _one_conversation("swe-agent")
+read_openhands = _one_conversation("openhands", "read_openhands_runs()")
+read_gemini = _one_conversation("gemini")
+read_aider = _one_conversation("aider")
 
 
 # -- sessions: what a store should hold ----------------------------------------------

@@ -19,6 +19,7 @@ from threadline.memory.base import (
     Fact,
     Source,
 )
+from threadline.memory.patterns import pattern_table
 
 MAX_SOURCES = 20
 """Sources kept per fact or entity (the newest); provenance, not an index of every mention."""
@@ -124,30 +125,28 @@ def aware(dt: datetime | None) -> datetime | None:
 
 # -- slots: which facts are values of the same thing ---------------------------------
 
-_SLOT_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\b(?:lives?|living|resides?) in\b"), "lives in"),
-    (re.compile(r"\bmoved to\b"), "lives in"),
-    (
-        re.compile(
+_SLOT_PATTERNS = pattern_table(
+    [
+        (r"\b(?:lives?|living|resides?) in\b", "lives in"),
+        (r"\bmoved to\b", "lives in"),
+        (
             r"(?<!that )(?<!which )\b(?:works?|working) (?:at|for)\b"
-            r"(?! (?:it|them|this|that|everyone|everybody|all)\b)"
+            r"(?! (?:it|them|this|that|everyone|everybody|all)\b)",
+            "works at",
         ),
-        "works at",
-    ),
-    (re.compile(r"\b(?:is|am) (?:married to|dating|engaged to)\b"), "partner"),
-    (re.compile(r"\brelationship status\b"), "relationship status"),
-    (re.compile(r"\b(?:favou?rite) (\w+(?: \w+)?)\b"), "favorite {0}"),
-    (re.compile(r"\bprefers? (?:\S+ )+?(?:over|to|instead of) (\w+)"), "prefers over {0}"),
-    (re.compile(r"\bprefers? (?:\S+ )*?for (\w+(?: \w+)?)"), "prefers for {0}"),
-    (re.compile(r"\buses? (?:\S+ )*?for (\w+(?: \w+)?)"), "uses for {0}"),
-    (
-        re.compile(
+        (r"\b(?:is|am) (?:married to|dating|engaged to)\b", "partner"),
+        (r"\brelationship status\b", "relationship status"),
+        (r"\b(?:favou?rite) (\w+(?: \w+)?)\b", "favorite {0}"),
+        (r"\bprefers? (?:\S+ )+?(?:over|to|instead of) (\w+)", "prefers over {0}"),
+        (r"\bprefers? (?:\S+ )*?for (\w+(?: \w+)?)", "prefers for {0}"),
+        (r"\buses? (?:\S+ )*?for (\w+(?: \w+)?)", "uses for {0}"),
+        (
             r"(?:^|[.!?;:,–—-]\s+|\b(?:and|but|so)\s+)(?:[\w-]+'s|my|our) (\w+(?: \w+)?) "
-            r"(?:is|are|was|=)\b"
+            r"(?:is|are|was|=)\b",
+            "{0}",
         ),
-        "{0}",
-    ),
-]
+    ]
+)
 """Patterns of single-valued attributes. The last is an attribute of someone's opening a
 clause ("Ana's editor is vim"), never of "the" thing a clause names ("the weather was
 nice", "the dogs are outside" are no attribute of the speaker) nor one inside a phrase

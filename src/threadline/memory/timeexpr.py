@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from threadline.memory.patterns import pattern_table
+
 MONTHS = {
     name: i + 1
     for i, names in enumerate(
@@ -92,23 +94,23 @@ def _count(text: str) -> int:
     return int(text) if text.isdigit() else NUMBER_WORDS.get(text, 1)
 
 
-_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? {_MONTH},? {_YEAR}\b"), "dmy"),
-    (re.compile(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?,? {_YEAR}\b"), "mdy"),
-    (re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b"), "iso"),
-    (re.compile(rf"\b{_MONTH},? {_YEAR}\b"), "my"),
-    (re.compile(rf"\b(last|this|next) {_MONTH}\b"), "rel_month"),
-    (re.compile(r"\b(last|this|next|past) (week|month|year|weekend)\b"), "rel_unit"),
-    (
-        re.compile(
+_PATTERNS = pattern_table(
+    [
+        (rf"\b(\d{{1,2}})(?:st|nd|rd|th)? {_MONTH},? {_YEAR}\b", "dmy"),
+        (rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?,? {_YEAR}\b", "mdy"),
+        (r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b", "iso"),
+        (rf"\b{_MONTH},? {_YEAR}\b", "my"),
+        (rf"\b(last|this|next) {_MONTH}\b", "rel_month"),
+        (r"\b(last|this|next|past) (week|month|year|weekend)\b", "rel_unit"),
+        (
             r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|few|couple of) "
-            r"(day|week|month|year)s? ago\b"
+            r"(day|week|month|year)s? ago\b",
+            "ago",
         ),
-        "ago",
-    ),
-    (re.compile(r"\b(yesterday|today|tonight|tomorrow|recently|lately)\b"), "word"),
-    (re.compile(rf"\b(?:in|during|since|by|before|after|of) {_YEAR}\b|\b{_YEAR}\b"), "year"),
-]
+        (r"\b(yesterday|today|tonight|tomorrow|recently|lately)\b", "word"),
+        (rf"\b(?:in|during|since|by|before|after|of) {_YEAR}\b|\b{_YEAR}\b", "year"),
+    ]
+)
 
 
 _FIGURATIVE_RE = re.compile(

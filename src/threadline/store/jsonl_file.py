@@ -31,7 +31,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, overload
 
 from pydantic import ValidationError
 
@@ -230,6 +230,25 @@ def atomic_write(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+class _SessionFile:
+    """One file of a session: its id with a fixed ending, in the session's folder, so the
+    naming scheme is one table rather than a property per file."""
+
+    __slots__ = ("ending",)
+
+    def __init__(self, ending: str) -> None:
+        self.ending = ending
+
+    @overload
+    def __get__(self, paths: None, owner: type | None = None) -> _SessionFile: ...
+    @overload
+    def __get__(self, paths: SessionPaths, owner: type | None = None) -> Path: ...
+    def __get__(self, paths: SessionPaths | None, owner: type | None = None) -> Path | _SessionFile:
+        if paths is None:  # looked up on the class itself
+            return self
+        return paths.dir / f"{paths.sid}{self.ending}"
+
+
 @dataclass(frozen=True, slots=True)
 class SessionPaths:
     """Every file of one session; ids are validated, so none can leave ``dir``."""
@@ -238,35 +257,15 @@ class SessionPaths:
     agent: str
     dir: Path
 
-    @property
-    def jsonl(self) -> Path:
-        return self.dir / f"{self.sid}.jsonl"
-
-    @property
-    def meta(self) -> Path:
-        return self.dir / f"{self.sid}.meta.json"
-
-    @property
-    def summary(self) -> Path:
-        return self.dir / f"{self.sid}_summary.json"
-
-    @property
-    def scratchpad(self) -> Path:
-        return self.dir / f"{self.sid}_scratchpad.json"
-
-    @property
-    def pending(self) -> Path:
-        """What an append writes with its batch (``store/alongside.py``), between the
-        batch's commit and the sidecars' update."""
-        return self.dir / f"{self.sid}.alongside.json"
-
-    @property
-    def corrupt(self) -> Path:
-        return self.dir / f"{self.sid}.jsonl.corrupt"
-
-    @property
-    def media(self) -> Path:
-        return self.dir / f"{self.sid}_media"
+    jsonl = _SessionFile(".jsonl")
+    meta = _SessionFile(".meta.json")
+    summary = _SessionFile("_summary.json")
+    scratchpad = _SessionFile("_scratchpad.json")
+    pending = _SessionFile(".alongside.json")
+    """What an append writes with its batch (``store/alongside.py``), between the batch's
+    commit and the sidecars' update."""
+    corrupt = _SessionFile(".jsonl.corrupt")
+    media = _SessionFile("_media")
 
     def leftovers(self) -> list[Path]:
         """Files that outlive the .jsonl only when a create or delete crashed."""
