@@ -170,10 +170,14 @@ def test_a_batch_sent_again_on_its_mark_gets_its_stored_copies(store: Store) -> 
     batch = [Message.user("one"), Message.assistant("two")]
     first = store.append_messages(session.id, batch, scratchpad={"k": "v"}, expect=mark)
     again = store.append_messages(session.id, batch, scratchpad={"k": "v"}, expect=mark)
-    assert [(m.id, m.seq) for m in again] == [(m.id, m.seq) for m in first] == [
-        (batch[0].id, 1),
-        (batch[1].id, 2),
-    ]
+    assert (
+        [(m.id, m.seq) for m in again]
+        == [(m.id, m.seq) for m in first]
+        == [
+            (batch[0].id, 1),
+            (batch[1].id, 2),
+        ]
+    )
     assert _texts(store, session.id) == [(1, "one"), (2, "two")]
     with pytest.raises(SessionChanged):
         store.append_messages(session.id, [Message.user("other")], expect=mark)
