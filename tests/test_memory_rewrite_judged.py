@@ -166,3 +166,29 @@ def test_both_of_us_is_the_speaker_and_the_person_spoken_to() -> None:
 def test_me_before_i_is_never_the_name_twice() -> None:
     out = third_person("My family has been my rock, reminding me I'm not alone.", "Maria")
     assert out == "Maria's family has been Maria's rock, reminding Maria that Maria is not alone."
+
+
+def test_judge_three_s_garbled_nearest_facts() -> None:
+    """The final memory judge's three garbled rewrites among the facts shown beside the
+    observations: "all of you" is the listener and others, "my life and I've" is two
+    clauses, and an "us" before any "we" names the group instead of a "them" that points
+    nowhere."""
+    from threadline.memory.statements import third_person
+
+    assert third_person("Feeling supported by all of you means so much.", "Jon", "Gina") == (
+        "Feeling supported by Gina and others means so much."
+    )
+    said = third_person(
+        "It's an important part of my life and I've made strong connections there.", "Caroline"
+    )
+    assert said == (
+        "It's an important part of Caroline's life and Caroline has made strong connections there."
+    )
+    assert (
+        third_person(
+            "It reminds us that love is everywhere, even where we least expect it.", "Caroline"
+        )
+        == "It reminds Caroline and others that love is everywhere, even where they least "
+        "expect it."
+    )
+    assert third_person("My kids and I just painted.", "Mel") == "Mel and Mel's kids just painted."

@@ -138,7 +138,10 @@ _WE_RULES = _rules(
 """First-person plural forms: the speaker and others."""
 _YOU_RULES = _rules(
     [
-        (r"\byou\s+(?:two|both|guys|all|three)\b|\by['’]all\b", "{a} and others"),
+        (
+            r"\b(?:all|both|each)\s+of\s+you\b|\byou\s+(?:two|both|guys|all|three)\b|\by['’]all\b",
+            "{a} and others",
+        ),
         (r"\byou\s*['’]re\b|\byou are\b", "{a} is"),
         (r"\byou\s*['’]ve\b|\byou have\b", "{a} has"),
         (r"\byou\s*['’]ll\b", "{a} will"),
@@ -296,6 +299,14 @@ def third_person(
     if not keep_we and _GROUP_RE.search(out):  # "we made our own pots": their pots, not
         out = re.sub(r"[^.!?]+[.!?]*", _group_ours, out)  # the speaker's; a sentence without
         # the group keeps "our" for the speaker ("here's our cat! They brighten our day")
+    if (
+        not keep_we
+        and (us := _FIRST_US_RE.search(out))
+        and not _GROUP_RE.search(out, 0, us.start())
+    ):
+        # "it reminds us ... where we least expect it": the group named where it first
+        # comes, not a "them" that points nowhere
+        out = f"{out[: us.start()]}{subject} and others{out[us.end() :]}"
     rules = [(p, r.format(s=subject)) for p, r in (_RULES if keep_we else _RULES + _WE_RULES)]
     if addressee is not None:
         rules += [(p, r.format(a=addressee)) for p, r in _YOU_RULES]
@@ -341,8 +352,12 @@ def _their_after(text: str, subject: str) -> str:
     return re.sub(r"[^.!?]+[.!?]*", one, text)
 
 
-_MINE_AND_I_RE = re.compile(r"\b((?:my|me)\s+(?:[a-z]+\s+){0,2}?[a-z]+)\s+and\s+I\b", re.I)
+_MINE_AND_I_RE = re.compile(
+    r"\b((?:my|me)\s+(?:[a-z]+\s+){0,2}?[a-z]+)\s+and\s+I\b(?!\s*['’])", re.I
+)
 """"my kids and I": put as "I and my kids", so it becomes "Ana and Ana's kids"."""
+_FIRST_US_RE = re.compile(r"(?<=\w\s)us\b(?!\s*[A-Z])")
+"""An object "us" (not "US" the country, not a name's initials)."""
 _GROUP_RE = re.compile(r"\bwe\b|\b(?:and\s+I|I\s+and|me\s+and)\b", re.I)
 """A group with the speaker in it ("we", "Mark and I"): its "our" is "their"."""
 
