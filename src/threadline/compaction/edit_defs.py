@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from threadline.compaction.toolcalls import _definitions, _edit_pairs
+from threadline.compaction.toolcalls import definitions, edit_pairs
 from threadline.messages import ToolCall
 
 _ATTRIBUTE = re.compile(r"\s*(?P<name>@[a-z_]\w*)\s+[^\s=]")
@@ -56,7 +56,7 @@ class EditDefs:
 
 def _names(lines: Iterable[str]) -> dict[str, None]:
     lines = list(lines)
-    names = dict.fromkeys(_definitions(lines))
+    names = dict.fromkeys(definitions(lines))
     for line in lines:
         m = _ATTRIBUTE.match(line)
         if m and m.group("name") not in _NOT_ATTRIBUTES:
@@ -73,7 +73,7 @@ def edit_defs(call: ToolCall) -> EditDefs:
     (a whole file written over is no edit: what it replaced is not in the call)."""
     old_lines: list[str] = []
     new_lines: list[str] = []
-    for old, new in _edit_pairs(call):
+    for old, new in edit_pairs(call):
         old_lines += old.splitlines()
         new_lines += new.splitlines()
     if not new_lines and not old_lines:

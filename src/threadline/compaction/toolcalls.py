@@ -440,7 +440,7 @@ class FileOp:
     """Definitions the change touched (``parse``, ``Client``): what changed, in brief."""
 
 
-def _definitions(lines: Iterable[str]) -> tuple[str, ...]:
+def definitions(lines: Iterable[str]) -> tuple[str, ...]:
     """Names defined on the changed lines of an edit (an ``@@`` header names one too)."""
     names: dict[str, None] = {}
     for line in lines:
@@ -452,7 +452,7 @@ def _definitions(lines: Iterable[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _edit_pairs(call: ToolCall) -> list[tuple[str, str]]:
+def edit_pairs(call: ToolCall) -> list[tuple[str, str]]:
     """An editor call's (old, new) texts: one pair, or MultiEdit's list of them."""
     sources = [call.arguments]
     sources += [e for e in argument(call.arguments, "edits") or [] if isinstance(e, dict)]
@@ -471,12 +471,12 @@ def _call_symbols(call: ToolCall) -> tuple[str, ...]:
     other definitions were added or removed beside it, or when the new text keeps the old
     whole (lines inserted next to it: a test added after ``load_fixture`` is no change of
     ``load_fixture``)."""
-    pairs = _edit_pairs(call)
+    pairs = edit_pairs(call)
     lines = [line.strip() for pair in pairs for text in pair for line in text.splitlines()]
     counts: dict[str, int] = {}
     for line in lines:
         counts[line] = counts.get(line, 0) + 1
-    changed = _definitions(line for line in lines if counts[line] == 1)
+    changed = definitions(line for line in lines if counts[line] == 1)
     rewritten = [
         line.strip()
         for old, new in pairs
@@ -484,7 +484,7 @@ def _call_symbols(call: ToolCall) -> tuple[str, ...]:
         for text in (old, new)
         for line in text.splitlines()
     ]
-    return changed or _definitions(rewritten)
+    return changed or definitions(rewritten)
 
 
 def added_definitions(call: ToolCall) -> tuple[str, ...]:
@@ -492,15 +492,15 @@ def added_definitions(call: ToolCall) -> tuple[str, ...]:
     made ("added `classify_code_line`"), when it made new definitions."""
     old_lines: list[str] = []
     new_lines: list[str] = []
-    for old, new in _edit_pairs(call):
+    for old, new in edit_pairs(call):
         old_lines += old.splitlines()
         new_lines += new.splitlines()
     for text in [call.raw_arguments or "", *strings(argument(call.arguments, "patch"))]:
         if is_patch(text):
             old_lines += [line[1:] for line in text.splitlines() if line.startswith("-")]
             new_lines += [line[1:] for line in text.splitlines() if line.startswith("+")]
-    before = set(_definitions(old_lines))
-    return tuple(n for n in _definitions(new_lines) if n not in before)
+    before = set(definitions(old_lines))
+    return tuple(n for n in definitions(new_lines) if n not in before)
 
 
 def patch_ops(text: str, *, base: str | None = None) -> list[FileOp]:
@@ -512,7 +512,7 @@ def patch_ops(text: str, *, base: str | None = None) -> list[FileOp]:
 
     def flush() -> None:
         if path:
-            ops.append(FileOp(action, path, other, base, _definitions(changed)))
+            ops.append(FileOp(action, path, other, base, definitions(changed)))
         changed.clear()
 
     for line in text.splitlines():
