@@ -161,6 +161,19 @@ _LEADING_CONTRAST = re.compile(
     r"let's\s+|we(?:'ll|\s+will)\s+)?(?P<verb>[a-z]+)"
 )
 """"Rather than X, (let me) do Y": a choice, by its shape."""
+_NOT_A_VERB = frozenset(split_words("it its they this that these those there he she the a an"))
+"""What follows "Instead of X," when the sentence describes something ("it processes
+every session"), not a choice."""
+_PREFERRED = re.compile(
+    rf"(?i)^(?:(?:actually|so|ok(?:ay)?|hmm|but|then)\b[,]?\s+)*(?:I\s+think\s+)?"
+    rf"(?:(?:it|that|this){_APOSTROPHE}?s|(?:it|that|this)\s+is|it\s+would\s+be)\s+"
+    r"(?:much\s+|far\s+)?(?:cleaner|simpler|better|safer|best|cleanest|simplest)\s+to\s+[a-z]+"
+    r"|^(?:(?:actually|so|ok(?:ay)?|but|then)\b[,]?\s+)*(?:the|a)\s+(?:cleanest|simplest|right|best|"
+    r"better|safest|cleaner|simpler|safer)\s+(?:approach|solution|fix|way|option|design)\s+"
+    r"(?:is|would\s+be|here\s+is)\s+(?:to\s+)?[a-z]+"
+)
+"""The agent naming the way it prefers ("I think it's cleaner to keep them separate",
+"the right approach is to track the last synced id"): a choice it will act on."""
 _DONE_CHOICE = re.compile(
     r"(?i)\b(?:I|we)\s+(?:chose|decided|went\s+with|opted|used|kept|replaced|switched|moved|"
     r"added|made|changed|extracted|implemented|put|wrote|split|stored|left)\b"
@@ -382,11 +395,16 @@ def agent_strength(sentence: str) -> tuple[float, bool]:
     reasoned = RATIONALE.search(text) is not None
     contrast = CONTRAST.search(text) is not None
     decided = _AGENT_DECIDED.search(text) is not None
-    if not (reasoned or contrast or decided):
+    preferred = _PREFERRED.match(text) is not None
+    if not (reasoned or contrast or decided or preferred):
         return 0.0, False
     if _CHORE.match(NOTE_LEAD.sub("", text, count=1)):
         return 0.0, False  # "Also need to update X since it references Y": a step, not a choice
+    if _PREFERRED.match(text) and not text.endswith(":"):
+        return 1.0, True
     lead = _LEADING_CONTRAST.match(text)
+    if lead is not None and lead.group("verb").lower() in _NOT_A_VERB:
+        lead = None
     future = _CHOICE_VERB.search(text)
     verb = lead.group("verb") if lead else future.group("verb") if future else None
     if verb is not None:

@@ -81,6 +81,7 @@ from threadline.compaction.prose import EMPHASIS as _EMPHASIS
 from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
 from threadline.compaction.prose import sentences as _sentences
+from threadline.compaction.reasoning import concluded_choice, reasoning_text
 from threadline.compaction.retry import retry_why
 from threadline.compaction.signatures import signatures
 from threadline.compaction.snapshot import (
@@ -215,6 +216,9 @@ SCAN_TAIL_CHARS = 6_000
 FILE_SCORE = 3.0
 DECISION_SCORE = 2.0
 FIX_FACTOR = 0.9
+REASONING_FACTOR = 0.9
+"""A choice the agent's thinking concluded on: its own, said to itself, so a little below
+one it told the person."""
 ASKED_FACTOR = 0.8
 """A turn-down the person only asked a question with: a decision, worded as their question."""
 """A fix the agent announced and carried out: its fault is the why."""
@@ -555,9 +559,9 @@ class _Pass:
         text = _message_text(m)
         if m.role == "user":
             self.turn_note = None
+        injected = m.summary or m.synthetic or m.metadata.get("compact_summary")
         if not text.strip():
             return
-        injected = m.summary or m.synthetic or m.metadata.get("compact_summary")
         if m.role == "user" and not injected and m.text.strip():
             asked = request_text(m)
             if asked is None:
@@ -695,15 +699,25 @@ class _Pass:
         last = self.results[-1] if self.results else None
         return retry_why(sentence, last.text if last else None, bool(last and last.error))
 
+    pondered: tuple[str, float] | None = None
+    """The choice the agent's latest thinking concluded on, while no call carried it out."""
+
     def thought(self, m: Message, recency: float) -> None:
-        """A fix the agent announced in its thinking ("Let me fix the credo nesting issue
-        in X"): a decision once a call acts on it. Nothing else of its thinking counts."""
-        for block in m.metadata.get("thinking") or []:
-            text = block.get("thinking") or block.get("text") if isinstance(block, dict) else None
-            for sentence in _sentences(text if isinstance(text, str) else ""):
-                fix = announced_fix(sentence)
-                if fix is not None and all(fix != t for t, _ in self.tentative):
-                    self.tentative.append((fix, DECISION_SCORE * FIX_FACTOR * recency))
+        """The agent's thinking (``reasoning.py``): a fix it announced ("Let me fix the credo
+        nesting issue in X") and the choice its reasoning concluded on, each a decision once
+        a call acts on it; a newer thought's conclusion replaces one not yet acted on.
+        Nothing else of its thinking counts."""
+        for sentence in _sentences(reasoning_text(m)):
+            fix = announced_fix(sentence)
+            if fix is not None and all(fix != t for t, _ in self.tentative):
+                self.tentative.append((fix, DECISION_SCORE * FIX_FACTOR * recency))
+        if (why := concluded_choice(m)) is not None:
+            said, strength = why
+            score = DECISION_SCORE * strength * REASONING_FACTOR * recency
+            if self.pondered in self.tentative:
+                self.tentative.remove(self.pondered)
+            self.pondered = (clip_words(said, MAX_BULLET_WORDS), score)
+            self.tentative.append(self.pondered)
 
     def lists(self, text: str, recency: float, *, agent: bool) -> None:
         """Checkboxes, and list items under a "Remaining:" / "Next steps:" heading; the

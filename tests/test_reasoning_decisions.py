@@ -1,0 +1,85 @@
+"""The agent's thinking as the source of its reasons (issue 31, decisions with their why).
+
+Claude Code keeps a turn's thinking in a ``thinking`` record beside its ``tool_use``
+record; OpenCode, OpenHands and Pi keep ``reasoning`` parts; Gemini CLI keeps
+``thoughts``. A resumed agent needs the choice that thinking concluded on, not each
+option it weighed, and only once a call carried it out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.test_compaction_truth import CWD, ClaudeLog, compacted, store
+from tests.test_decision_evidence import decisions, thought_then_call
+from tests.test_ledger import filler, imported_plain
+from threadline.compaction.decisions import agent_strength
+from threadline.compaction.reasoning import concluded_choice, reasoning_text
+from threadline.messages import Message
+from threadline.store.protocol import Store
+
+__all__ = ["store"]
+
+DELIBERATION = (
+    "The cleanest approach is to have `render_message` return structured maps, then strip "
+    "them back to strings for the old callers. Actually, that approach feels fragile since "
+    "changes to the enriched behavior could silently break the public API. I think it's "
+    "cleaner to keep the old functions separate and accept some duplication rather than "
+    "risk tight coupling between them."
+)
+EDIT = {"file_path": f"{CWD}/lib/renderer.ex", "old_string": "a", "new_string": "b"}
+
+
+def test_the_reasoning_s_conclusion_is_the_decision_not_the_options_it_weighed(
+    store: Store, tmp_path: Path
+) -> None:
+    log = ClaudeLog.asking("Add the enriched render path.")
+    thought_then_call(log, DELIBERATION, "Edit", EDIT)
+    log.user("Now look at the docs.")
+    filler(log)
+    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    assert "keep the old functions separate" in said
+    assert "rather than risk tight coupling" in said  # the reason, with the choice
+    assert "`lib/renderer.ex`" in said  # tied to the edit it led to
+    assert "return structured maps" not in said  # an option given up in the same thought
+
+
+def test_a_choice_thought_but_never_acted_on_is_no_decision(store: Store, tmp_path: Path) -> None:
+    log = ClaudeLog.asking("Add the enriched render path.")
+    thought_then_call(
+        log,
+        "I think it's cleaner to keep the old functions separate rather than risk coupling.",
+        "Read",
+        {"file_path": f"{CWD}/lib/renderer.ex"},
+    )
+    log.user("Stop, look at the docs instead.")
+    filler(log)
+    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    assert "functions separate" not in said
+
+
+def test_a_description_in_the_reasoning_is_not_a_choice() -> None:
+    found = "Instead of maintaining a `syncedSessions` set, it processes all sessions every time."
+    assert agent_strength(found) == (0.0, False)
+    assert agent_strength("Option 3 seems cleanest because:") == (0.0, False)
+    chose = "The right approach is to track the last synced id, then send only the delta."
+    assert agent_strength(chose) == (1.0, True)
+
+
+def test_every_importer_s_shape_of_thinking_is_read() -> None:
+    shapes = [
+        [{"type": "thinking", "thinking": "Anthropic words.", "signature": "s"}],
+        [{"type": "reasoning", "text": "OpenCode words."}],
+        [{"subject": "Plan", "description": "Gemini words.", "timestamp": "t"}],
+        "Plain words.",
+    ]
+    for shape, expected in zip(shapes, ["Anthropic", "OpenCode", "Gemini", "Plain"], strict=True):
+        m = Message.assistant("ok", metadata={"thinking": shape})
+        assert reasoning_text(m).startswith(expected)
+    assert concluded_choice(Message.assistant("ok")) is None
+    m = Message.assistant(
+        "ok", metadata={"thinking": [{"type": "reasoning", "text": DELIBERATION}]}
+    )
+    (said, strength) = concluded_choice(m) or ("", 0.0)
+    assert said.startswith("I think it's cleaner to keep the old functions separate")
+    assert strength == 1.0
