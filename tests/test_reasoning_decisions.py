@@ -1,9 +1,12 @@
-"""The agent's thinking as the source of its reasons (issue 31, decisions with their why).
+"""What of the agent's thinking may become a decision (issue 31, decisions with their why).
 
 Claude Code keeps a turn's thinking in a ``thinking`` record beside its ``tool_use``
 record; OpenCode, OpenHands and Pi keep ``reasoning`` parts; Gemini CLI keeps
-``thoughts``. A resumed agent needs the choice that thinking concluded on, not each
-option it weighed, and only once a call carried it out.
+``thoughts``. A choice weighed there is not always what the agent then did: two
+judges found "I'll implement it as specified rather than defer it" stated as a
+decision before a write that deferred it. Only a fix announced in thinking and made
+by an edit counts; a fault relayed, then a command run instead, waits for an edit
+only until the agent speaks again.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from tests.test_compaction_truth import CWD, ClaudeLog, compacted, store
 from tests.test_decision_evidence import decisions, thought_then_call
 from tests.test_ledger import filler, imported_plain
 from threadline.compaction.decisions import agent_strength
-from threadline.compaction.reasoning import concluded_choice, reasoning_text
+from threadline.compaction.reasoning import reasoning_text
 from threadline.messages import Message
 from threadline.store.protocol import Store
 
@@ -30,18 +33,48 @@ DELIBERATION = (
 EDIT = {"file_path": f"{CWD}/lib/renderer.ex", "old_string": "a", "new_string": "b"}
 
 
-def test_the_reasoning_s_conclusion_is_the_decision_not_the_options_it_weighed(
-    store: Store, tmp_path: Path
-) -> None:
+def test_a_choice_weighed_in_thinking_is_no_decision(store: Store, tmp_path: Path) -> None:
     log = ClaudeLog.asking("Add the enriched render path.")
     thought_then_call(log, DELIBERATION, "Edit", EDIT)
     log.user("Now look at the docs.")
     filler(log)
     said = decisions(compacted(imported_plain(store, log, tmp_path)))
-    assert "keep the old functions separate" in said
-    assert "rather than risk tight coupling" in said  # the reason, with the choice
-    assert "`lib/renderer.ex`" in said  # tied to the edit it led to
-    assert "return structured maps" not in said  # an option given up in the same thought
+    assert "functions separate" not in said
+    assert "structured maps" not in said
+
+
+def test_a_relayed_fault_then_a_test_run_is_fixed_by_no_later_edit(
+    store: Store, tmp_path: Path
+) -> None:
+    """Run B: the agent relays a credo warning already fixed, runs the tests, talks, and
+    much later creates a stylesheet: that file did not fix the warning."""
+    log = ClaudeLog.asking("Add the enriched render path.")
+    thought_then_call(
+        log,
+        "The credo warning at line 280 is about `length/1` being expensive.",
+        "Bash",
+        {"command": "mix test test/renderer_test.exs"},
+    )
+    log.say("That line is already fixed; the tests pass.")
+    log.call("Write", {"file_path": f"{CWD}/priv/static/app.css", "content": "body {}"})
+    log.user("Now look at the docs.")
+    filler(log)
+    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    assert "length/1" not in said
+
+
+def test_a_relayed_fault_then_its_edit_is_a_fix(store: Store, tmp_path: Path) -> None:
+    log = ClaudeLog.asking("Add the enriched render path.")
+    thought_then_call(
+        log,
+        "The credo warning at line 280 is about `length/1` being expensive.",
+        "Edit",
+        {"file_path": f"{CWD}/test/renderer_test.exs", "old_string": "a", "new_string": "b"},
+    )
+    log.user("Now look at the docs.")
+    filler(log)
+    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    assert "Edited `test/renderer_test.exs` to fix `length/1` being expensive (credo)" in said
 
 
 def test_a_choice_thought_but_never_acted_on_is_no_decision(store: Store, tmp_path: Path) -> None:
@@ -76,10 +109,3 @@ def test_every_importer_s_shape_of_thinking_is_read() -> None:
     for shape, expected in zip(shapes, ["Anthropic", "OpenCode", "Gemini", "Plain"], strict=True):
         m = Message.assistant("ok", metadata={"thinking": shape})
         assert reasoning_text(m).startswith(expected)
-    assert concluded_choice(Message.assistant("ok")) is None
-    m = Message.assistant(
-        "ok", metadata={"thinking": [{"type": "reasoning", "text": DELIBERATION}]}
-    )
-    (said, strength) = concluded_choice(m) or ("", 0.0)
-    assert said.startswith("I think it's cleaner to keep the old functions separate")
-    assert strength == 1.0

@@ -166,7 +166,11 @@ def test_a_bare_name_resolves_only_to_the_one_known_path_with_that_name(known: l
         out = resolved(name, known)
         same = {p for p in known if p.rsplit("/", 1)[-1] == name and p != name}
         assert out == (same.pop() if len(same) == 1 else name)
-    assert resolved("a/x.ts", ["b/a/x.ts"]) == "a/x.ts"  # a path is kept as written
+    # a path said with a directory less is the run's one longer spelling of that file;
+    # one whose directories the known path does not hold is kept as written
+    assert resolved("a/x.ts", ["b/a/x.ts"]) == "b/a/x.ts"
+    assert resolved("a/x.ts", ["c/b/x.ts"]) == "a/x.ts"
+    assert resolved("a/x.ts", ["a/x.ts", "b/a/x.ts"]) == "a/x.ts"
 
 
 def test_files_a_subagent_changed_are_its_work_not_the_agent_s_edits() -> None:

@@ -81,7 +81,7 @@ from threadline.compaction.prose import EMPHASIS as _EMPHASIS
 from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
 from threadline.compaction.prose import sentences as _sentences
-from threadline.compaction.reasoning import concluded_choice, reasoning_text
+from threadline.compaction.reasoning import reasoning_text
 from threadline.compaction.retry import retry_why
 from threadline.compaction.signatures import signatures
 from threadline.compaction.snapshot import (
@@ -106,6 +106,7 @@ from threadline.compaction.toolcalls import (
     FileTracker,
     brief_result,
     call_action,
+    call_file_ops,
     canonical_key,
     describe_call,
     is_code_key,
@@ -216,9 +217,6 @@ SCAN_TAIL_CHARS = 6_000
 FILE_SCORE = 3.0
 DECISION_SCORE = 2.0
 FIX_FACTOR = 0.9
-REASONING_FACTOR = 0.9
-"""A choice the agent's thinking concluded on: its own, said to itself, so a little below
-one it told the person."""
 ASKED_FACTOR = 0.8
 """A turn-down the person only asked a question with: a decision, worded as their question."""
 """A fix the agent announced and carried out: its fault is the why."""
@@ -560,6 +558,9 @@ class _Pass:
         if m.role == "user":
             self.turn_note = None
         injected = m.summary or m.synthetic or m.metadata.get("compact_summary")
+        if m.role == "assistant" and self.deferred and (text.strip() or reasoning_text(m)):
+            self.tentative = [t for t in self.tentative if t not in self.deferred]
+            self.deferred = []
         if not text.strip():
             return
         if m.role == "user" and not injected and m.text.strip():
@@ -699,25 +700,19 @@ class _Pass:
         last = self.results[-1] if self.results else None
         return retry_why(sentence, last.text if last else None, bool(last and last.error))
 
-    pondered: tuple[str, float] | None = None
-    """The choice the agent's latest thinking concluded on, while no call carried it out."""
+    deferred: list[tuple[str, float]] = field(default_factory=list)
+    """Fixes the agent announced, then ran a command instead of an edit: they wait for an
+    edit only until the agent speaks again (it will say what it does next)."""
 
     def thought(self, m: Message, recency: float) -> None:
-        """The agent's thinking (``reasoning.py``): a fix it announced ("Let me fix the credo
-        nesting issue in X") and the choice its reasoning concluded on, each a decision once
-        a call acts on it; a newer thought's conclusion replaces one not yet acted on.
-        Nothing else of its thinking counts."""
+        """A fix the agent announced in its thinking ("Let me fix the credo nesting issue
+        in X"): a decision once a call acts on it. Nothing else of its thinking counts: a
+        choice it weighed there is not always what it then did (judges found "I'll implement
+        it as specified rather than defer it" before a write that deferred it)."""
         for sentence in _sentences(reasoning_text(m)):
             fix = announced_fix(sentence)
             if fix is not None and all(fix != t for t, _ in self.tentative):
                 self.tentative.append((fix, DECISION_SCORE * FIX_FACTOR * recency))
-        if (why := concluded_choice(m)) is not None:
-            said, strength = why
-            score = DECISION_SCORE * strength * REASONING_FACTOR * recency
-            if self.pondered in self.tentative:
-                self.tentative.remove(self.pondered)
-            self.pondered = (clip_words(said, MAX_BULLET_WORDS), score)
-            self.tentative.append(self.pondered)
 
     def lists(self, text: str, recency: float, *, agent: bool) -> None:
         """Checkboxes, and list items under a "Remaining:" / "Next steps:" heading; the
@@ -841,8 +836,13 @@ class _Pass:
         """The agent acted: the choices it announced this turn are decisions, tied to the call."""
         then = f" (then {clip_words(self._described(call), LED_TO_WORDS)})"
         fixed = False
+        edits = bool(call_file_ops(call))
+        waiting: list[tuple[str, float]] = []
         for text, score in self.tentative:
             if text.startswith("Fix: "):
+                if not edits:  # a command first (a test run): the edit may still come
+                    waiting.append((text, score))
+                    continue
                 if fixed:  # the same fault said twice (thinking and text): one call, one fix
                     continue
                 fixed = True
@@ -854,7 +854,8 @@ class _Pass:
                 self.decided(with_why(text, self.task_why) + then, score, user=False, said=text)
             else:
                 self.decided(text + then, score, user=False, said=text)
-        self.tentative = []
+        self.tentative = waiting
+        self.deferred = list(waiting)
 
     # -- the state at the end of the window
 

@@ -184,9 +184,10 @@ _NAMES_A_FAULT = (
 """What a fix is about must name a fault ("fix the compile error", not "fix up the docs")
 and say which (a code span, a file or identifier, a call, a quote, a CamelCase name)."""
 _REPORTED = re.compile(
-    r"(?i)^(?:the\s+)?(?P<tool>[\w.-]+)\s+(?:(?:warning|error|issue)s?\s+)?(?:now\s+)?"
+    r"(?i)^(?:the\s+)?(?P<tool>[\w.-]+)\s+(?:(?:warning|error|issue)s?\s+)?"
+    r"(?:(?:at|on)\s+line\s+\d+\s+)?(?:now\s+)?"
     r"(?:reports|flags|is\s+complaining\s+about|complains\s+about|warns\s+about|"
-    r"is\s+warning\s+about|still\s+reports)\s+(?P<what>.+)$"
+    r"is\s+warning\s+about|still\s+reports|is\s+about)\s+(?P<what>.+)$"
 )
 """A check's complaint as the agent relays it ("Credo reports nesting too deep in `f`"):
 the check's output may never reach the history (a hook ran it), the agent's words do."""

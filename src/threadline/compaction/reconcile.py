@@ -32,7 +32,7 @@ the stored messages show (invariant 11):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from threadline.compaction.decisions import is_narration, standing_first
 from threadline.compaction.disputes import note as disputed_note
@@ -70,7 +70,7 @@ from threadline.compaction.snapshot import (
     words,
 )
 from threadline.compaction.standing import requirement_lines
-from threadline.compaction.subagents import BY_SUBAGENT
+from threadline.compaction.subagents import BY_SUBAGENT, resolved
 from threadline.compaction.toolcalls import DONE_STATUSES
 from threadline.compaction.trail import Trail, Used, mentions
 from threadline.compaction.values import (
@@ -323,12 +323,17 @@ EARLIER_FILES_SCORE = 2.8
 
 
 def _earlier_files(
-    previous_text: str, previous_seq: int | None, named: Sequence[str], snapshot: Snapshot
+    previous_text: str,
+    previous_seq: int | None,
+    named: Sequence[str],
+    snapshot: Snapshot,
+    seen: Collection[str] = (),
 ) -> list[str]:
     """The files another tool's earlier summary says were changed that the trail does not
     name, in one line marked as its word (``history.earlier_files``); returns them."""
     found: list[str] = []
     for path in earlier_files(previous_text):
+        path = resolved(path, seen)  # the run's own spelling of it
         if any(same_file(path, n) for n in [*named, *found] if len(n) >= len(path)):
             continue
         found = [f for f in found if not same_file(f, path)]  # `a.go`, then `cmd/x/a.go`
@@ -856,7 +861,8 @@ def reconcile(
     old = parse(summary.text)
     snapshot = Snapshot()
     named = _files(trail, old.files_modified, snapshot)
-    named += _earlier_files(previous_text or "", previous_seq, named, snapshot)
+    seen = trail.tracker.known()
+    named += _earlier_files(previous_text or "", previous_seq, named, snapshot, seen)
     earlier = parse(previous_text) if previous_text else None
     reported = [bare(b.text) for b in earlier.key_decisions] if earlier else []
     scores = sorted((b.score for b in old.key_decisions), reverse=True)

@@ -190,12 +190,25 @@ def _files(text: str) -> list[str]:
 
 
 def resolved(name: str, known: Iterable[str]) -> str:
-    """A bare file name a subagent reports (``domain.test.ts``) as the one path among
-    ``known`` with that name (``test/unit/domain.test.ts``); else as it was said."""
-    if "/" in name or "\\" in name:
+    """A file said with fewer directories than the run's own spelling of it, as the one
+    path among ``known`` with that file name whose directories include the said ones in
+    order: a subagent's bare ``domain.test.ts`` is ``test/unit/domain.test.ts``, an
+    earlier summary's ``cli/a_test.go`` the ``cli/strategy/a_test.go`` git listed. A
+    path ``known`` holds is kept, as is one two known paths would fit, or none."""
+    said = name.replace("\\", "/").strip("/").split("/")
+    paths = {p.replace("\\", "/") for p in known}
+    if len(said) > 1 and "/".join(said) in paths:
         return name
-    found = {p for p in known if p.replace("\\", "/").rsplit("/", 1)[-1] == name and p != name}
+    found = {p for p in paths if _fits(said, p.strip("/").split("/"))}
     return found.pop() if len(found) == 1 else name
+
+
+def _fits(said: list[str], path: list[str]) -> bool:
+    """Whether ``path`` names the file ``said`` names, with directories ``said`` left out."""
+    if path[-1] != said[-1] or len(path) <= len(said):
+        return False
+    rest = iter(path[:-1])
+    return all(part in rest for part in said[:-1])  # a subsequence, in order
 
 
 def _paths(text: str) -> list[str]:

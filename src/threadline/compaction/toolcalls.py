@@ -930,6 +930,7 @@ class FileTracker:
         """The last assistant message gave a SWE-agent text command: the next user message is
         its output, not the user speaking."""
         self.read: set[str] = set()
+        self.git_listed: set[str] = set()
         """Keys of the files read calls opened, for naming a file someone calls by its bare
         name (not kept in ``state``)."""
         self.set_cwd(cwd)
@@ -1143,8 +1144,14 @@ class FileTracker:
         return self._open.pop(0) if self._open else (None, [])
 
     def known(self) -> list[str]:
-        """Every file the run read or changed, as shown."""
-        return [*self.files(), *(self.shown(k) for k in sorted(self.read))]
+        """Every file the run read, changed or saw git list, as shown."""
+        seen = sorted(self.read | self.git_listed)
+        return list(dict.fromkeys([*self.files(), *(self.shown(k) for k in seen)]))
+
+    def listed(self, paths: Iterable[str]) -> None:
+        """Paths git's output listed (``untracked.git_listed_paths``): the project's own
+        spelling of them. Like ``read``, not kept in the checkpoint's state."""
+        self.git_listed.update(k for p in paths if (k := self.key(p)))
 
     def _opened(self, call: ToolCall) -> None:
         if call_action(call) == "read":

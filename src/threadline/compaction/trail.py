@@ -66,7 +66,7 @@ from threadline.compaction.toolcalls import (
     split_heredocs,
     todo_items,
 )
-from threadline.compaction.untracked import untracked_paths
+from threadline.compaction.untracked import git_listed_paths, untracked_paths
 from threadline.compaction.values import (
     Value,
     extract_error_lines,
@@ -714,6 +714,7 @@ class Trail:
                 self.progress.touched(changed, seq, delegated=True)
         for path in untracked_paths(command, m.text) if command else []:
             self.tracker.untracked(path)  # git says new: a file written whole was created
+        self.tracker.listed(git_listed_paths(command, m.text) if command else [])
         target = run_target(shown) if command else shown
         if command is not None and is_check(command) and not _no_match(command, m.text):
             self._check(target, m.text, broke, seq)

@@ -1,8 +1,11 @@
-"""The files ``git status`` lists as untracked: new files, whatever tool wrote them.
+"""The files git lists: untracked ones (new, whatever tool wrote them), and every path a
+status or a diff names.
 
 A whole-file write (Pi's ``write``, a shell redirect) does not say whether the file
 was there before; git's "untracked" does, so a file the run wrote and git calls
-untracked is one the run created (``FileTracker.untracked``).
+untracked is one the run created (``FileTracker.untracked``). The paths a status or
+``diff --stat`` lists are the project's own spelling of them, which a misremembered
+path in an earlier summary is read against (``FileTracker.known``).
 """
 
 from __future__ import annotations
@@ -34,4 +37,27 @@ def untracked_paths(command: str, output: str) -> list[str]:
     return [p.strip('"') for p in found if p.strip('"') and not p.endswith("/")]
 
 
-__all__ = ["untracked_paths"]
+_GIT_LISTING = re.compile(r"\bgit\s+(?:-C\s+\S+\s+)?(?:status|diff|show|stash|log|commit)\b")
+_LONG = re.compile(
+    r"^\s+(?:modified|new file|deleted|renamed|both modified|typechange|copied):\s+"
+    r"(?:\S+\s+->\s+)?(?P<path>\S+)$"
+)
+_SHORT_ANY = re.compile(r"^[ MADRCUT?!]{2} (?:\S+ -> )?(?P<path>\S+)$")
+_STAT = re.compile(r"^\s*(?P<path>[^\s|.][^\s|]*)\s+\|\s+(?:\d+|Bin)\b")
+"""A ``--stat`` line (one abbreviated with ``...`` is left out: it is not the whole path)."""
+
+
+def git_listed_paths(command: str, output: str) -> list[str]:
+    """Every path ``output`` (of a git status, diff, show, stash or log ``command``) lists."""
+    if not _GIT_LISTING.search(command):
+        return []
+    found = untracked_paths(command, output)
+    for line in output.splitlines():
+        m = _LONG.match(line) or _SHORT_ANY.match(line) or _STAT.match(line)
+        path = m.group("path").strip('"') if m is not None else ""
+        if "/" in path or "." in path:
+            found.append(path)
+    return list(dict.fromkeys(p for p in found if not p.endswith("/")))
+
+
+__all__ = ["git_listed_paths", "untracked_paths"]
