@@ -67,6 +67,7 @@ from threadline.compaction.snapshot import (
     clip_words,
     code_span,
     parse,
+    shown_by_share,
     words,
 )
 from threadline.compaction.standing import requirement_lines
@@ -568,9 +569,11 @@ def _state(
     earlier: Sequence[str] = (),
     intent: Sequence[str] = (),
     room: int = DEFAULT_MAX_WORDS,
+    shares: Mapping[SectionName, float] = SHARES,
 ) -> None:
     """Current State; ``room``: the snapshot's word limit, of which the account of the work
-    takes what Files Modified, Key Decisions and the other state lines leave."""
+    takes what Files Modified, Key Decisions and the other state lines leave; ``shares``:
+    the sections' guaranteed shares it is rendered with (what Key Decisions will show)."""
     had_next = False
     kept: list[str] = []
     history: list[str] = []  # the earlier summary's state, as of its point (``history``)
@@ -623,7 +626,7 @@ def _state(
     progress = progress_lines(trail, evidence, budget=budget)
     asked_already = {int(n) for t in [*kept, *progress] for n in _NAMED_REQUEST.findall(t)}
     segments = [s for s in trail.progress.segments if s.start <= trail.through]
-    decided = _sure(snapshot, "key_decisions", room)
+    decided = shown_by_share(snapshot, "key_decisions", room, shares)
     standing = requirement_lines(segments, budget=STANDING_WORDS, skip=asked_already, said=decided)
     if progress:
         kept[at:at] = progress
@@ -659,18 +662,6 @@ STANDING_WORDS = 240
 STANDING_SCORE = 2.5
 """Below the state of the work, above decisions (a user decision often repeats one) and
 "Earlier result" lines."""
-
-
-def _sure(snapshot: Snapshot, name: SectionName, room: int) -> list[str]:
-    """The bullets of ``name`` its guaranteed share of ``room`` takes whatever else the
-    snapshot holds (``snapshot._select``'s first pass): they will be shown."""
-    quota = int((room - SKELETON_WORDS) * SHARES.get(name, 0.0))
-    shown: list[str] = []
-    for b in sorted(snapshot.section(name), key=lambda b: -b.score):
-        if 0 < words(b.text) <= quota:
-            quota -= words(b.text)
-            shown.append(b.text)
-    return shown
 
 
 def _reply(trail: Trail) -> str | None:
@@ -890,6 +881,7 @@ def reconcile(
         earlier=[bare(b.text) for b in earlier.current_state] if earlier else (),
         intent=earlier_intent(previous_text or ""),
         room=max_words,
+        shares=shares or SHARES,
     )
     _tasks(
         trail,
