@@ -51,9 +51,11 @@ from threadline.compaction.ledger import ACTIVE, WorkItem
 from threadline.compaction.progress import (
     ACCOUNT_WORDS,
     PROGRESS_HEADS,
+    Segment,
     account,
     current_line,
     failing_checks,
+    in_progress,
     unresolved,
 )
 from threadline.compaction.signatures import SIGNATURE_LEAD
@@ -743,6 +745,31 @@ def progress_lines(
     return lines
 
 
+def open_request(trail: Trail) -> Segment | None:
+    """The person's request Current State calls in progress at the cut (``progress_lines``),
+    unless the agent handed the turn back after its last step (it answered): open work.
+    A tracker's item in progress is the ledger's to list."""
+    seg = in_progress(trail.progress, trail.through)
+    if seg is None or seg.key or trail.turn_end >= seg.last:
+        return None
+    return seg
+
+
+def request_line(trail: Trail, evidence: Trail) -> str | None:
+    """Pending's line for the request still in progress at the cut (``open_request``)."""
+    seg = open_request(trail)
+    if seg is None:
+        return None
+    line = f"Finish request #{seg.start}: {clip_words(seg.asks or seg.title, REQUEST_WORDS)}"
+    later = next((s for s in evidence.progress.segments if s.start == seg.start), seg)
+    tail = "; the kept messages go on with it" if later.last > seg.last else ""
+    return f"{line} (in progress at #{trail.through}{tail})"
+
+
+REQUEST_WORDS = 12
+"""Current State's in-progress line says more of the request: Pending names it."""
+
+
 def _tasks(
     trail: Trail,
     evidence: Trail,
@@ -761,6 +788,9 @@ def _tasks(
         snapshot.add("pending_tasks", text, REQUEST_SCORE)
     for rank, line in enumerate(failing_lines(trail, evidence)):
         snapshot.add("pending_tasks", line, FAILING_SCORE - rank * 0.05)
+    if (line := request_line(trail, evidence)) is not None:
+        snapshot.add("pending_tasks", line, LEDGER_SCORE)
+        listed.append(_norm(line))
     at_end = open_items(trail, evidence)
     for rank, item in enumerate(at_end):
         line = clip_words(item.line(), 40)

@@ -554,6 +554,8 @@ class Trail:
         """Whether the latest request refers to it."""
         self.answered = True
         """Whether the agent replied in prose (no call pending) since the latest request."""
+        self.turn_end = 0
+        """The seq of the agent's latest prose with no call: where it handed the turn back."""
         self.reply: tuple[int, str] | None = None
         """(seq, opening words) of the agent's first prose after the latest request: how it
         answered a question, even when it went on to act in the same message."""
@@ -620,6 +622,7 @@ class Trail:
     def _assistant(self, m: Message, seq: int) -> None:
         if m.text.strip() and not m.tool_calls:
             self.answered = True
+            self.turn_end = seq
         said = one_line(_prose(m.text)).strip()
         if self.reply is None and self.latest_request is not None and said:
             answer = not is_narration(said)  # "Let me check ..." is no answer yet
@@ -886,6 +889,7 @@ class Trail:
             "disputed": dict(self.disputed),
             "produced": [*self.produced, self.produced_wanted] if self.produced else None,
             "answered": self.answered,
+            "turn_end": self.turn_end,
             "reply": list(self.reply) if self.reply else None,
             "note": self._note,
             "last_result": self.last_result,
@@ -942,6 +946,7 @@ class Trail:
         note = data.get("note")
         trail._note = note if isinstance(note, str) else None
         trail.last_result = int(data.get("last_result") or 0)
+        trail.turn_end = int(data.get("turn_end") or 0)
         trail.last_clean = int(data.get("last_clean") or 0)
         trail.runs = [str(r) for r in data.get("runs") or []]
         for name in ("first_request", "latest_request", "reply"):
