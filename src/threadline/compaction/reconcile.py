@@ -386,8 +386,11 @@ def _values(
         if room <= 0:
             break
         value = Value(next((k for k in VALUE_LABELS if k == used.kind), "id"), text)
+        if not used.said:
+            continue  # only passed to tools (fetched) or read in a path: nothing names it
         if worth_keeping(value, used.refs) and not taken(text):
-            picked.append((value_bullet(value.kind, text, item_note(trail, evidence, text)), text))
+            note = item_note(trail, evidence, text) or used.label or None
+            picked.append((value_bullet(value.kind, text, note), text))
             shown.append(value)
             room -= 1
     for b in old:
