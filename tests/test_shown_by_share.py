@@ -19,7 +19,18 @@ from threadline.compaction.snapshot import (
 )
 from threadline.compaction.standing import requirement_lines
 
-WORDS = "board king cooldown piece square move rule game captured highlight".split()
+WORDS = [
+    "board",
+    "king",
+    "cooldown",
+    "piece",
+    "square",
+    "move",
+    "rule",
+    "game",
+    "captured",
+    "highlight",
+]
 
 
 def _text(n: int, tag: int) -> str:

@@ -791,9 +791,9 @@ def _tasks(
         snapshot.add("pending_tasks", text, REQUEST_SCORE)
     for rank, line in enumerate(failing_lines(trail, evidence)):
         snapshot.add("pending_tasks", line, FAILING_SCORE - rank * 0.05)
-    if (line := request_line(trail, evidence)) is not None:
-        snapshot.add("pending_tasks", line, LEDGER_SCORE)
-        listed.append(_norm(line))
+    if (working := request_line(trail, evidence)) is not None:
+        snapshot.add("pending_tasks", working, LEDGER_SCORE)
+        listed.append(_norm(working))
     at_end = open_items(trail, evidence)
     for rank, item in enumerate(at_end):
         line = clip_words(item.line(), 40)

@@ -640,10 +640,10 @@ class Trail:
             quote = produced_quote(m.text)
             if quote is not None:
                 self.produced, self.produced_wanted = (seq, quote), False
-        said = [(_prose(m.text), False)] if m.text.strip() else []
-        said += [(c, True) for c in map(shell_text, m.tool_calls) if c and not only_looks(c)]
+        named = [(_prose(m.text), False)] if m.text.strip() else []
+        named += [(c, True) for c in map(shell_text, m.tool_calls) if c and not only_looks(c)]
         values = [v for t in _agent_texts(m) for v in extract_values(t)]
-        self._count(values, seq, agent=True, said=said)
+        self._count(values, seq, agent=True, said=named)
         if m.text.strip():  # its words come before its calls: of the stretch they end, if any
             self.progress.said(m.text, seq)
         for call in m.tool_calls:
