@@ -64,7 +64,7 @@ def _run() -> ClaudeLog:
     log.call(
         "Bash",
         {"command": "rg -n -i 'oxlint' --glob '!CHANGELOG.md' --glob '!pnpm-lock.yaml' ."},
-        "package.json:12:    \"lint\": \"oxlint\"",
+        'package.json:12:    "lint": "oxlint"',
     )
     for _ in range(2):
         log.call("WebFetch", {"url": DOCS, "prompt": "How is oxlint set up?"}, "# Oxlint\n...")
