@@ -11,19 +11,24 @@ from __future__ import annotations
 
 import re
 
+from threadline.compaction.decisions import words_pattern
 from threadline.compaction.values import split_words
 
-_SEPARATOR = re.compile(r"&&|\|\||[;|`(\"\n]|'(?!\w)|(?<!\w)'")
-"""Where a simple command (or a quoted one inside prose) begins; an apostrophe is none."""
-_SCRIPT = re.compile(r"^[\w./~-]+\.(?:py|js|mjs|cjs|ts|sh|rb|pl|php|go|exs?)$")
-_PROGRAM = re.compile(r"^[\w.-]+$")
-_NOUN = re.compile(r"^[A-Za-z][A-Za-z_-]{2,24}$")
-_FILLER = frozenset(
-    split_words(
+_FILLER = words_pattern(
+    *split_words(
         "the a an in on of for to with and or is was are be it its this that these those at by "
         "from as id ids uuid hash number run use using called named see via into"
     )
 )
+"""Words before an id that say nothing of what it is."""
+_SEPARATOR = re.compile(r"&&|\|\||[;|`(\"\n]|'(?!\w)|(?<!\w)'")
+"""Where a simple command (or a quoted one inside prose) begins; an apostrophe is none."""
+_SCRIPT = re.compile(r"^[\w./~-]+\.(?:py|js|mjs|cjs|ts|sh|rb|pl|php|go|exs?)$")
+"""A script a person or agent runs with an id after it (``export_codex_session.py``)."""
+_PROGRAM = re.compile(r"^[\w.-]+$")
+"""The interpreter before that script (``python3``), not a word of prose ("be:")."""
+_NOUN = re.compile(r"^[A-Za-z][A-Za-z_-]{2,24}$")
+"""A plain word naming what the id is ("session", "conversation")."""
 
 
 def id_label(text: str, value: str, *, command: bool = False) -> str:
@@ -46,7 +51,7 @@ def id_label(text: str, value: str, *, command: bool = False) -> str:
         runs = head[-2:] if len(head) > 1 and _PROGRAM.match(head[-2]) else head[-1:]
         return f"passed to {' '.join(runs)}"
     noun = head[-1].rstrip(":=,")
-    return noun.lower() if _NOUN.match(noun) and noun.lower() not in _FILLER else ""
+    return noun.lower() if _NOUN.match(noun) and not _FILLER.fullmatch(noun) else ""
 
 
 __all__ = ["id_label"]
