@@ -77,6 +77,7 @@ from threadline.compaction.decisions import (
 )
 from threadline.compaction.findings import answers, findings, settled
 from threadline.compaction.fixes import announced_fix, fix_statement
+from threadline.compaction.lookups import only_looks
 from threadline.compaction.prose import EMPHASIS as _EMPHASIS
 from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
@@ -111,6 +112,7 @@ from threadline.compaction.toolcalls import (
     describe_call,
     is_code_key,
     is_patch,
+    shell_text,
     split_heredocs,
     strings,
     todo_items,
@@ -532,6 +534,8 @@ class _Pass:
             if v.kind == "error":
                 w = max(weight, SOURCE_WEIGHTS["tool_error"])
             self.add_value(v, KIND_WEIGHTS[v.kind] * w * recency, w, index, named)
+            if v.kind == "url" and paths == "command":  # ``curl -X POST``, ``git clone``
+                self.values[v.text].sources.add(paths)
 
     def add_value(
         self, v: Value, score: float, source: float, index: int, name: str = "argument"
@@ -746,6 +750,8 @@ class _Pass:
         for call in calls:
             action = call_action(call)
             paths = "command" if action == "shell" else None
+            if paths and only_looks(shell_text(call) or ""):
+                paths = "lookup"  # ``find``, ``rg --glob``, ``git status``: where it looked
             paths = "lookup" if action in ("read", "search") else paths
             if call.name in SUBAGENT_TOOLS:
                 continue  # a subagent's brief: what it names, the agent itself did not touch
@@ -933,6 +939,9 @@ BOILERPLATE_COUNT = 2
 _REFERRED = frozenset({"user", "assistant", "command"})
 """A path is a value when a participant names it or a command uses it; one only read,
 searched, passed to a tool or printed is where the agent looked, not what it must carry."""
+_USED_URL = PROSE | {"command"}
+"""A URL is a value when a participant names it or a command that changed something used
+it (``lookups``); one the agent only fetched or a tool only printed is where it read."""
 _SCRATCH = re.compile(r"^(?:/private)?/(?:tmp|var/tmp|var/folders)/")
 """The system's scratch directories: a background task's output file lives there."""
 
@@ -952,8 +961,10 @@ def _unreferred(stat: _ValueStat, user_words: Collection[str] = ()) -> bool:
         return not sources & PROSE
     if kind in _NEEDS_USE:
         return not sources & (PROSE | {"argument", "command"})
-    if kind == "url" and sources <= TOOL_OUTPUT:
-        return stat.count >= BOILERPLATE_COUNT
+    if kind == "url" and not sources & _USED_URL:
+        # printed by tools only: boilerplate when repeated; passed to a tool (fetched,
+        # searched) without a participant naming it: where the agent read, not a value
+        return stat.count >= BOILERPLATE_COUNT if sources <= TOOL_OUTPUT else True
     if kind == "path" and _SCRATCH.match(stat.value.text):
         return not sources & PROSE
     if kind == "path":

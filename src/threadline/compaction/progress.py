@@ -798,6 +798,14 @@ def unresolved(seg: Segment, later: Progress | None = None) -> list[Check]:
     return sorted(seg.failing(), key=lambda c: -c.seq)
 
 
+def in_progress(progress: Progress, through: int) -> Segment | None:
+    """The segment still in progress at ``through``: the latest, when it is a work item not
+    closed or a request something was done for."""
+    segs = [s for s in progress.segments if s.start <= through]
+    cur = segs[-1] if segs else None
+    return cur if cur is not None and cur.closed is None and (cur.key or cur.busy) else None
+
+
 def account(
     progress: Progress,
     through: int,
@@ -812,8 +820,7 @@ def account(
     segs = [s for s in progress.segments if s.start <= through]
     if not segs:
         return [], None
-    cur = segs[-1]
-    active = cur if (cur.closed is None and (cur.key or cur.busy)) else None
+    active = in_progress(progress, through)
     done = [s for s in (segs[:-1] if active is not None else segs) if s.busy or s.key]
     lines: list[str] = []
     spent = 0
@@ -858,6 +865,7 @@ __all__ = [
     "current_line",
     "failed_case",
     "failing_checks",
+    "in_progress",
     "is_check",
     "is_tally",
     "latest_runs",

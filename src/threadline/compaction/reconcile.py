@@ -51,9 +51,11 @@ from threadline.compaction.ledger import ACTIVE, WorkItem
 from threadline.compaction.progress import (
     ACCOUNT_WORDS,
     PROGRESS_HEADS,
+    Segment,
     account,
     current_line,
     failing_checks,
+    in_progress,
     unresolved,
 )
 from threadline.compaction.signatures import SIGNATURE_LEAD
@@ -67,6 +69,7 @@ from threadline.compaction.snapshot import (
     clip_words,
     code_span,
     parse,
+    shown_by_share,
     words,
 )
 from threadline.compaction.standing import requirement_lines
@@ -388,8 +391,11 @@ def _values(
         if room <= 0:
             break
         value = Value(next((k for k in VALUE_LABELS if k == used.kind), "id"), text)
+        if not used.said:
+            continue  # only passed to tools (fetched) or read in a path: nothing names it
         if worth_keeping(value, used.refs) and not taken(text):
-            picked.append((value_bullet(value.kind, text, item_note(trail, evidence, text)), text))
+            note = item_note(trail, evidence, text) or used.label or None
+            picked.append((value_bullet(value.kind, text, note), text))
             shown.append(value)
             room -= 1
     for b in old:
@@ -573,9 +579,11 @@ def _state(
     earlier: Sequence[str] = (),
     intent: Sequence[str] = (),
     room: int = DEFAULT_MAX_WORDS,
+    shares: Mapping[SectionName, float] = SHARES,
 ) -> None:
     """Current State; ``room``: the snapshot's word limit, of which the account of the work
-    takes what Files Modified, Key Decisions and the other state lines leave."""
+    takes what Files Modified, Key Decisions and the other state lines leave; ``shares``:
+    the sections' guaranteed shares it is rendered with (what Key Decisions will show)."""
     had_next = False
     kept: list[str] = []
     history: list[str] = []  # the earlier summary's state, as of its point (``history``)
@@ -628,7 +636,7 @@ def _state(
     progress = progress_lines(trail, evidence, budget=budget)
     asked_already = {int(n) for t in [*kept, *progress] for n in _NAMED_REQUEST.findall(t)}
     segments = [s for s in trail.progress.segments if s.start <= trail.through]
-    decided = _sure(snapshot, "key_decisions", room)
+    decided = shown_by_share(snapshot, "key_decisions", room, shares)
     standing = requirement_lines(segments, budget=STANDING_WORDS, skip=asked_already, said=decided)
     if progress:
         kept[at:at] = progress
@@ -664,18 +672,6 @@ STANDING_WORDS = 240
 STANDING_SCORE = 2.5
 """Below the state of the work, above decisions (a user decision often repeats one) and
 "Earlier result" lines."""
-
-
-def _sure(snapshot: Snapshot, name: SectionName, room: int) -> list[str]:
-    """The bullets of ``name`` its guaranteed share of ``room`` takes whatever else the
-    snapshot holds (``snapshot._select``'s first pass): they will be shown."""
-    quota = int((room - SKELETON_WORDS) * SHARES.get(name, 0.0))
-    shown: list[str] = []
-    for b in sorted(snapshot.section(name), key=lambda b: -b.score):
-        if 0 < words(b.text) <= quota:
-            quota -= words(b.text)
-            shown.append(b.text)
-    return shown
 
 
 def _reply(trail: Trail) -> str | None:
@@ -757,6 +753,31 @@ def progress_lines(
     return lines
 
 
+def open_request(trail: Trail) -> Segment | None:
+    """The person's request Current State calls in progress at the cut (``progress_lines``),
+    unless the agent handed the turn back after its last step (it answered): open work.
+    A tracker's item in progress is the ledger's to list."""
+    seg = in_progress(trail.progress, trail.through)
+    if seg is None or seg.key or trail.turn_end >= seg.last:
+        return None
+    return seg
+
+
+def request_line(trail: Trail, evidence: Trail) -> str | None:
+    """Pending's line for the request still in progress at the cut (``open_request``)."""
+    seg = open_request(trail)
+    if seg is None:
+        return None
+    line = f"Finish request #{seg.start}: {clip_words(seg.asks or seg.title, REQUEST_WORDS)}"
+    later = next((s for s in evidence.progress.segments if s.start == seg.start), seg)
+    tail = "; the kept messages go on with it" if later.last > seg.last else ""
+    return f"{line} (in progress at #{trail.through}{tail})"
+
+
+REQUEST_WORDS = 12
+"""Current State's in-progress line says more of the request: Pending names it."""
+
+
 def _tasks(
     trail: Trail,
     evidence: Trail,
@@ -775,6 +796,9 @@ def _tasks(
         snapshot.add("pending_tasks", text, REQUEST_SCORE)
     for rank, line in enumerate(failing_lines(trail, evidence)):
         snapshot.add("pending_tasks", line, FAILING_SCORE - rank * 0.05)
+    if (working := request_line(trail, evidence)) is not None:
+        snapshot.add("pending_tasks", working, LEDGER_SCORE)
+        listed.append(_norm(working))
     at_end = open_items(trail, evidence)
     for rank, item in enumerate(at_end):
         line = clip_words(item.line(), 40)
@@ -896,6 +920,7 @@ def reconcile(
         earlier=[bare(b.text) for b in earlier.current_state] if earlier else (),
         intent=earlier_intent(previous_text or ""),
         room=max_words,
+        shares=shares or SHARES,
     )
     _tasks(
         trail,

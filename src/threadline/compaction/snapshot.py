@@ -280,54 +280,82 @@ def _ranked(bullets: Sequence[Bullet]) -> list[tuple[int, Bullet]]:
     return sorted(enumerate(bullets), key=lambda ib: -ib[1].score)
 
 
+class _Selection:
+    """Bullets chosen under a word limit: ``shared`` gives each section its guaranteed
+    share first, ``rest`` fills what is left by score. One rule for both ``render`` and
+    those that must know beforehand what a section will show (``shown_by_share``)."""
+
+    def __init__(self, snapshot: Snapshot, max_words: int) -> None:
+        if max_words < SKELETON_WORDS:
+            raise UsageError(
+                f"max_words must be at least {SKELETON_WORDS} (the headings alone), got {max_words}"
+            )
+        self.room = max_words - SKELETON_WORDS
+        self.chosen: set[tuple[SectionName, int]] = set()
+        self.filled: set[SectionName] = set()
+        self.costs: dict[tuple[SectionName, int], int] = {}
+        self.candidates: list[tuple[float, int, int, SectionName]] = []
+        for order, name in enumerate(SECTION_NAMES):
+            for i, b in enumerate(snapshot.section(name)):
+                cost = words(b.text)
+                if cost:
+                    self.costs[(name, i)] = cost
+                    self.candidates.append((-b.score, order, i, name))
+        self.candidates.sort()
+
+    def _take(self, name: SectionName, i: int, limit: int) -> int:
+        """Words spent taking bullet ``i`` of ``name`` if that stays within ``limit``."""
+        empty = 0 if name in self.filled else words(f"- {EMPTY_BULLET}")
+        extra = self.costs[(name, i)] - empty
+        if extra > limit:
+            return -1
+        self.chosen.add((name, i))
+        self.filled.add(name)
+        return extra
+
+    def shared(self, shares: Mapping[SectionName, float]) -> _Selection:
+        """Each section in turn takes its best bullets within its share of the room left."""
+        for name in SECTION_NAMES:
+            quota = int(self.room * max(0.0, shares.get(name, 0.0)))
+            if quota > 0:  # a section with a share never reads "(none)" for want of words:
+                best = next((i for _, _, i, n in self.candidates if n == name), None)
+                if best is not None:  # its best fits
+                    quota = max(quota, self.costs[(name, best)])
+            for _, _, i, section in self.candidates:
+                if section != name or quota <= 0:
+                    continue
+                spent = self._take(name, i, min(quota, self.room))
+                if spent >= 0:
+                    quota -= spent
+                    self.room -= spent
+        return self
+
+    def rest(self) -> set[tuple[SectionName, int]]:
+        """The highest-scored bullets overall in the words the shares left."""
+        for _, _, i, name in self.candidates:
+            if (name, i) not in self.chosen:
+                spent = self._take(name, i, self.room)
+                if spent >= 0:
+                    self.room -= spent
+        return self.chosen
+
+
 def _select(
     snapshot: Snapshot, max_words: int, shares: Mapping[SectionName, float]
 ) -> set[tuple[SectionName, int]]:
-    if max_words < SKELETON_WORDS:
-        raise UsageError(
-            f"max_words must be at least {SKELETON_WORDS} (the headings alone), got {max_words}"
-        )
-    room = max_words - SKELETON_WORDS
-    chosen: set[tuple[SectionName, int]] = set()
-    filled: set[SectionName] = set()
-    costs: dict[tuple[SectionName, int], int] = {}
-    candidates: list[tuple[float, int, int, SectionName]] = []
-    for order, name in enumerate(SECTION_NAMES):
-        for i, b in enumerate(snapshot.section(name)):
-            cost = words(b.text)
-            if cost:
-                costs[(name, i)] = cost
-                candidates.append((-b.score, order, i, name))
-    candidates.sort()
+    return _Selection(snapshot, max_words).shared(shares).rest()
 
-    def take(name: SectionName, i: int, limit: int) -> int:
-        """Words spent taking bullet ``i`` of ``name`` if that stays within ``limit``."""
-        extra = costs[(name, i)] - (0 if name in filled else words(f"- {EMPTY_BULLET}"))
-        if extra > limit:
-            return -1
-        chosen.add((name, i))
-        filled.add(name)
-        return extra
 
-    for name in SECTION_NAMES:
-        quota = int(room * max(0.0, shares.get(name, 0.0)))
-        if quota > 0:  # a section with a share never reads "(none)" for want of words:
-            best = next((i for _, _, i, n in candidates if n == name), None)  # its best fits
-            if best is not None:
-                quota = max(quota, costs[(name, best)])
-        for _, _, i, section in candidates:
-            if section != name or quota <= 0:
-                continue
-            spent = take(name, i, min(quota, room))
-            if spent >= 0:
-                quota -= spent
-                room -= spent
-    for _, _, i, name in candidates:
-        if (name, i) not in chosen:
-            spent = take(name, i, room)
-            if spent >= 0:
-                room -= spent
-    return chosen
+def shown_by_share(
+    snapshot: Snapshot,
+    name: SectionName,
+    max_words: int,
+    shares: Mapping[SectionName, float],
+) -> list[str]:
+    """The bullets of ``name`` that ``render(max_words, shares=shares)`` shows whatever
+    is added later to the sections rendered after it: those its guaranteed share takes."""
+    chosen = _Selection(snapshot, max_words).shared(shares).chosen
+    return [b.text for i, b in enumerate(snapshot.section(name)) if (name, i) in chosen]
 
 
 def heading_title(line: str) -> str | None:
@@ -460,6 +488,7 @@ __all__ = [
     "heading_title",
     "one_line",
     "parse",
+    "shown_by_share",
     "span_text",
     "words",
 ]

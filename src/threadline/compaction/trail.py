@@ -41,7 +41,9 @@ from threadline.compaction.disputes import remember
 from threadline.compaction.edit_defs import edit_defs
 from threadline.compaction.extractive import FENCED_CODE, SHORT_RESULT_CHARS, edit_note
 from threadline.compaction.fixes import FixBook, named_options
+from threadline.compaction.id_label import id_label
 from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
+from threadline.compaction.lookups import only_looks
 from threadline.compaction.progress import (
     TODO_SOURCE,
     Progress,
@@ -388,6 +390,11 @@ class Used:
     count: int
     last: int
     refs: int
+    said: int = 0
+    """In how many messages a participant's prose or a command that changed something names
+    it: none, and the agent only passed it to tools (fetched it) or read it in a path."""
+    label: str = ""
+    """What it is, as the words around it where it was first said say (``id_label``)."""
 
 
 @dataclass(slots=True)
@@ -554,6 +561,8 @@ class Trail:
         """Whether the latest request refers to it."""
         self.answered = True
         """Whether the agent replied in prose (no call pending) since the latest request."""
+        self.turn_end = 0
+        """The seq of the agent's latest prose with no call: where it handed the turn back."""
         self.reply: tuple[int, str] | None = None
         """(seq, opening words) of the agent's first prose after the latest request: how it
         answered a question, even when it went on to act in the same message."""
@@ -598,7 +607,8 @@ class Trail:
         if m.role == "assistant":
             self._assistant(m, seq)
         elif m.role == "user" or (m.role == "tool" and len(m.text) <= SHORT_RESULT_CHARS):
-            self._count(extract_values(m.text), seq, agent=False)
+            said = [(m.text, False)] if m.role == "user" and not m.summary else []
+            self._count(extract_values(m.text), seq, agent=False, said=said)
         for rec in touched:
             rec.note = self._note or rec.note
         if touched:
@@ -620,6 +630,7 @@ class Trail:
     def _assistant(self, m: Message, seq: int) -> None:
         if m.text.strip() and not m.tool_calls:
             self.answered = True
+            self.turn_end = seq
         said = one_line(_prose(m.text)).strip()
         if self.reply is None and self.latest_request is not None and said:
             answer = not is_narration(said)  # "Let me check ..." is no answer yet
@@ -629,7 +640,10 @@ class Trail:
             quote = produced_quote(m.text)
             if quote is not None:
                 self.produced, self.produced_wanted = (seq, quote), False
-        self._count([v for t in _agent_texts(m) for v in extract_values(t)], seq, agent=True)
+        named = [(_prose(m.text), False)] if m.text.strip() else []
+        named += [(c, True) for c in map(shell_text, m.tool_calls) if c and not only_looks(c)]
+        values = [v for t in _agent_texts(m) for v in extract_values(t)]
+        self._count(values, seq, agent=True, said=named)
         if m.text.strip():  # its words come before its calls: of the stretch they end, if any
             self.progress.said(m.text, seq)
         for call in m.tool_calls:
@@ -663,8 +677,17 @@ class Trail:
         if not failed(m) and not rejected(m.text):
             self.last_clean = seq
 
-    def _count(self, values: Iterable[Value], seq: int, *, agent: bool) -> None:
-        """Count each URL or id once for this message (an id inside a path or URL too)."""
+    def _count(
+        self,
+        values: Iterable[Value],
+        seq: int,
+        *,
+        agent: bool,
+        said: Sequence[tuple[str, bool]] = (),
+    ) -> None:
+        """Count each URL or id once for this message (an id inside a path or URL too);
+        ``said``: the message's prose and the commands that changed something, each with
+        whether it is a command (what names a value there, ``Used.said``)."""
         found: dict[str, str] = {}
         for v in values:
             if v.kind in USED_KINDS:
@@ -684,6 +707,10 @@ class Trail:
             used.refs += 1
             used.last = seq
             used.count += agent
+            where = next(((t, c) for t, c in said if text in t), None)
+            if where is not None:
+                used.said += 1
+                used.label = used.label or id_label(where[0], text, command=where[1])
         if len(self.used) > 2 * MAX_REMEMBERED:
             keep = sorted(self.used.items(), key=lambda kv: _keep_order(kv[1]))
             self.used = dict(keep[:MAX_REMEMBERED])
@@ -875,7 +902,9 @@ class Trail:
             "failures": [f.to_json() for f in self.failures],
             "erring": dict(self.erring),
             "resolved": dict(self.resolved),
-            "used": {t: [u.kind, u.count, u.last, u.refs] for t, u in self.used.items()},
+            "used": {
+                t: [u.kind, u.count, u.last, u.refs, u.said, u.label] for t, u in self.used.items()
+            },
             "todos": None
             if self.todos is None
             else {"seq": self.todos.seq, "items": [list(i) for i in self.todos.items]},
@@ -887,6 +916,7 @@ class Trail:
             "disputed": dict(self.disputed),
             "produced": [*self.produced, self.produced_wanted] if self.produced else None,
             "answered": self.answered,
+            "turn_end": self.turn_end,
             "reply": list(self.reply) if self.reply else None,
             "note": self._note,
             "last_result": self.last_result,
@@ -921,8 +951,9 @@ class Trail:
             errors = [str(e) for e in f.get("errors") or []]
             options = [str(o) for o in f.get("options") or []]
             trail.failures.append(Failure(int(f["seq"]), str(f["command"]), errors, options))
-        for text, (kind, count, last, refs) in (data.get("used") or {}).items():
-            trail.used[str(text)] = Used(str(kind), int(count), int(last), int(refs))
+        for text, (kind, count, last, refs, *more) in (data.get("used") or {}).items():
+            said, label = (int(more[0]), str(more[1])) if len(more) >= 2 else (refs, "")
+            trail.used[str(text)] = Used(str(kind), int(count), int(last), int(refs), said, label)
         todos = data.get("todos")
         if isinstance(todos, Mapping):
             items = [(str(t), str(s)) for t, s in todos["items"]]
@@ -943,6 +974,7 @@ class Trail:
         note = data.get("note")
         trail._note = note if isinstance(note, str) else None
         trail.last_result = int(data.get("last_result") or 0)
+        trail.turn_end = int(data.get("turn_end") or 0)
         trail.last_clean = int(data.get("last_clean") or 0)
         trail.runs = [str(r) for r in data.get("runs") or []]
         for name in ("first_request", "latest_request", "reply"):
