@@ -11,6 +11,7 @@ only until the agent speaks again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.test_compaction_truth import CWD, ClaudeLog, compacted, store
@@ -33,12 +34,29 @@ DELIBERATION = (
 EDIT = {"file_path": f"{CWD}/lib/renderer.ex", "old_string": "a", "new_string": "b"}
 
 
-def test_a_choice_weighed_in_thinking_is_no_decision(store: Store, tmp_path: Path) -> None:
+def decided_after(
+    store: Store,
+    where: Path,
+    thinking: str,
+    call: tuple[str, dict[str, object]],
+    then: Callable[[ClaudeLog], None] = lambda log: None,
+) -> str:
+    """Key Decisions of a run: a request, one thought and the call after it, ``then`` what
+    else the agent did, then a new request and later reads."""
     log = ClaudeLog.asking("Add the enriched render path.")
-    thought_then_call(log, DELIBERATION, "Edit", EDIT)
+    thought_then_call(log, thinking, *call)
+    then(log)
     log.user("Now look at the docs.")
     filler(log)
-    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    return decisions(compacted(imported_plain(store, log, where)))
+
+
+RELAYED = "The credo warning at line 280 is about `length/1` being expensive."
+TEST_EDIT = {"file_path": f"{CWD}/test/renderer_test.exs", "old_string": "a", "new_string": "b"}
+
+
+def test_a_choice_weighed_in_thinking_is_no_decision(store: Store, tmp_path: Path) -> None:
+    said = decided_after(store, tmp_path, DELIBERATION, ("Edit", EDIT))
     assert "functions separate" not in said
     assert "structured maps" not in said
 
@@ -47,48 +65,31 @@ def test_a_relayed_fault_then_a_test_run_is_fixed_by_no_later_edit(
     store: Store, tmp_path: Path
 ) -> None:
     """Run B: the agent relays a credo warning already fixed, runs the tests, talks, and
-    much later creates a stylesheet: that file did not fix the warning."""
-    log = ClaudeLog.asking("Add the enriched render path.")
-    thought_then_call(
-        log,
-        "The credo warning at line 280 is about `length/1` being expensive.",
-        "Bash",
-        {"command": "mix test test/renderer_test.exs"},
-    )
-    log.say("That line is already fixed; the tests pass.")
-    log.call("Write", {"file_path": f"{CWD}/priv/static/app.css", "content": "body {}"})
-    log.user("Now look at the docs.")
-    filler(log)
-    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    later creates a stylesheet: that file did not fix the warning."""
+
+    def talks_then_writes(log: ClaudeLog) -> None:
+        log.say("That line is already fixed; the tests pass.")
+        log.call("Write", {"file_path": f"{CWD}/priv/static/app.css", "content": "body {}"})
+
+    run = ("Bash", {"command": "mix test test/renderer_test.exs"})
+    said = decided_after(store, tmp_path, RELAYED, run, talks_then_writes)
     assert "length/1" not in said
 
 
 def test_a_relayed_fault_then_its_edit_is_a_fix(store: Store, tmp_path: Path) -> None:
-    log = ClaudeLog.asking("Add the enriched render path.")
-    thought_then_call(
-        log,
-        "The credo warning at line 280 is about `length/1` being expensive.",
-        "Edit",
-        {"file_path": f"{CWD}/test/renderer_test.exs", "old_string": "a", "new_string": "b"},
-    )
-    log.user("Now look at the docs.")
-    filler(log)
-    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    said = decided_after(store, tmp_path, RELAYED, ("Edit", TEST_EDIT))
     assert "Edited `test/renderer_test.exs` to fix `length/1` being expensive (credo)" in said
 
 
-def test_a_choice_thought_but_never_acted_on_is_no_decision(store: Store, tmp_path: Path) -> None:
-    log = ClaudeLog.asking("Add the enriched render path.")
-    thought_then_call(
-        log,
-        "I think it's cleaner to keep the old functions separate rather than risk coupling.",
-        "Read",
-        {"file_path": f"{CWD}/lib/renderer.ex"},
-    )
-    log.user("Stop, look at the docs instead.")
-    filler(log)
-    said = decisions(compacted(imported_plain(store, log, tmp_path)))
-    assert "functions separate" not in said
+def test_a_relayed_fault_then_a_test_run_then_its_edit_is_a_fix(
+    store: Store, tmp_path: Path
+) -> None:
+    def edits(log: ClaudeLog) -> None:
+        log.call("Edit", TEST_EDIT)
+
+    run = ("Bash", {"command": "mix credo"})
+    said = decided_after(store, tmp_path, RELAYED, run, edits)
+    assert "Edited `test/renderer_test.exs` to fix `length/1` being expensive (credo)" in said
 
 
 def test_a_description_in_the_reasoning_is_not_a_choice() -> None:

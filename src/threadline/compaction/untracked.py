@@ -38,13 +38,16 @@ def untracked_paths(command: str, output: str) -> list[str]:
 
 
 _GIT_LISTING = re.compile(r"\bgit\s+(?:-C\s+\S+\s+)?(?:status|diff|show|stash|log|commit)\b")
-_LONG = re.compile(
-    r"^\s+(?:modified|new file|deleted|renamed|both modified|typechange|copied):\s+"
-    r"(?:\S+\s+->\s+)?(?P<path>\S+)$"
+_LISTED = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r"^\s+(?:modified|new file|deleted|renamed|both modified|typechange|copied):\s+"
+        r"(?:\S+\s+->\s+)?(?P<path>\S+)$",  # ``git status``
+        r"^[ MADRCUT?!]{2} (?:\S+ -> )?(?P<path>\S+)$",  # ``--short`` / ``--porcelain``
+        r"^\s*(?P<path>[^\s|.][^\s|]*)\s+\|\s+(?:\d+|Bin)\b",  # ``--stat``, not ``.../x``
+    )
 )
-_SHORT_ANY = re.compile(r"^[ MADRCUT?!]{2} (?:\S+ -> )?(?P<path>\S+)$")
-_STAT = re.compile(r"^\s*(?P<path>[^\s|.][^\s|]*)\s+\|\s+(?:\d+|Bin)\b")
-"""A ``--stat`` line (one abbreviated with ``...`` is left out: it is not the whole path)."""
+"""A line of git's that lists one whole path."""
 
 
 def git_listed_paths(command: str, output: str) -> list[str]:
@@ -53,7 +56,7 @@ def git_listed_paths(command: str, output: str) -> list[str]:
         return []
     found = untracked_paths(command, output)
     for line in output.splitlines():
-        m = _LONG.match(line) or _SHORT_ANY.match(line) or _STAT.match(line)
+        m = next((m for pattern in _LISTED if (m := pattern.match(line))), None)
         path = m.group("path").strip('"') if m is not None else ""
         if "/" in path or "." in path:
             found.append(path)
