@@ -430,3 +430,44 @@ def test_an_approach_or_fix_the_window_ends_on_is_not_yet_a_decision() -> None:
 
     said = decisions(ExtractiveSummarizer().summarize(messages).text)
     assert "Approach:" not in said and "Fix:" not in said
+
+
+EPIC = """○ shop-9 [EPIC] · Checkout rework   [● P1 · OPEN]
+
+DESCRIPTION
+## Problem
+The cart and the checkout compute totals twice and drift.
+
+## No-gos
+- Do not add a second pricing library; continue with `money.ex`.
+- Do not keep separate total code paths for cart and checkout.
+- Do not touch the payment provider.
+
+## Acceptance Tests
+- GIVEN a cart WHEN checking out THEN the totals match.
+"""
+
+
+def test_a_task_s_no_gos_are_rules_the_work_keeps(store: Store, tmp_path: Path) -> None:
+    """Judges (run A): the epic's "No-gos" bind the work as the person's words do; the
+    snapshot kept only its "Why"."""
+    log = ClaudeLog.asking("Work on bead shop-9.")
+    log.bd("show shop-9", EPIC)
+    edit(log, "lib/cart.ex")
+    log.user("Now look at the docs.")
+    filler(log)
+    said = decisions(compacted(imported_plain(store, log, tmp_path)))
+    assert "Task rule (from `Bash` `bd show shop-9`): Do not add a second pricing library" in said
+    assert "payment provider" not in said  # two rules of one description at most
+    assert "GIVEN a cart" not in said  # an acceptance test is no rule
+
+
+def test_rules_are_read_only_under_their_heading() -> None:
+    from threadline.compaction.task_why import stated_rules
+
+    assert stated_rules(EPIC) == [
+        "Do not add a second pricing library; continue with `money.ex`.",
+        "Do not keep separate total code paths for cart and checkout.",
+    ]
+    assert stated_rules("## Why\n- Do not add X.\n") == []
+    assert stated_rules("Constraints:\n- must stay under 1 MB\n\nDone.") == ["must stay under 1 MB"]

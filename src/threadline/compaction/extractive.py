@@ -97,7 +97,7 @@ from threadline.compaction.snapshot import (
     parse,
     words,
 )
-from threadline.compaction.task_why import stated_why, with_why
+from threadline.compaction.task_why import stated_rules, stated_why, with_why
 from threadline.compaction.toolcalls import (
     BRIEF_MAX_WORDS,
     DONE_STATUSES,
@@ -219,6 +219,8 @@ SCAN_TAIL_CHARS = 6_000
 FILE_SCORE = 3.0
 DECISION_SCORE = 2.0
 FIX_FACTOR = 0.9
+TASK_RULE_FACTOR = 0.9
+"""A no-go the task's description sets: the person's rule, written before the run."""
 ASKED_FACTOR = 0.8
 """A turn-down the person only asked a question with: a decision, worded as their question."""
 """A fix the agent announced and carried out: its fault is the why."""
@@ -781,6 +783,9 @@ class _Pass:
             return
         text = _message_text(m)
         self.task_why = stated_why(text) or self.task_why
+        for rule in stated_rules(text) if call is not None else ():
+            line = f"Task rule (from {clip_words(self._described(call), LED_TO_WORDS)}): {rule}"
+            self.book.add(line, DECISION_SCORE * TASK_RULE_FACTOR * recency, user=True)
         action = call_action(call) if call is not None else None
         command = self.last_command if m.role == "user" else None
         read = action == "read" or (command or "").startswith(("open ", "goto ", "scroll_"))

@@ -1,5 +1,7 @@
-"""The reason a task's description gives ("## Why This Task Is Necessary", "Motivation:"),
-for an approach to the task to carry as its why: judges found approaches listed without one."""
+"""What a task's description says the work must honour: the reason it gives ("## Why
+This Task Is Necessary", "Motivation:"), for an approach to the task to carry as its why
+(judges found approaches listed without one), and its rules ("## No-gos", "Non-goals",
+"Constraints"), which bind the work as the person's own words do."""
 
 from __future__ import annotations
 
@@ -34,6 +36,33 @@ def stated_why(text: str) -> str | None:
     return clip_words(first, WHY_WORDS) if len(first.split()) >= 4 else None
 
 
+_RULES_HEADING = re.compile(
+    r"(?im)^[ \t]*(?:#{1,6}[ \t]*|\*\*)?(?:no[- ]?gos?|non[- ]?goals|constraints|"
+    r"out[ \t]+of[ \t]+scope|guardrails|do[ \t]+not|don['\u2019]?ts)"
+    r"[ \t]*(?:\*\*)?[ \t]*:?[ \t]*(?:\*\*)?[ \t]*$"
+)
+"""A heading on a line of its own that opens a description's rules."""
+_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d+[.)])[ \t]+(?P<text>\S.*)$")
+RULE_WORDS = 20
+MAX_RULES = 2
+"""Rules kept of one description: the snapshot's decisions have room for few."""
+
+
+def stated_rules(text: str) -> list[str]:
+    """The list items under a description's "No-gos" (or "Constraints") heading, clipped."""
+    m = _RULES_HEADING.search(text)
+    if m is None:
+        return []
+    body = text[m.end() :]
+    end = _NEXT_HEADING.search(body)
+    items = [
+        i.group("text")
+        for line in (body[: end.start()] if end else body).splitlines()
+        if (i := _ITEM.match(line))
+    ]
+    return [clip_words(" ".join(i.split()), RULE_WORDS) for i in items[:MAX_RULES]]
+
+
 def with_why(approach: str, why: str | None) -> str:
     """``approach`` with the reason its task states, when they speak of the same things."""
     if why is None or len(topic_words(approach) & topic_words(why)) < SHARED_WORDS:
@@ -41,4 +70,4 @@ def with_why(approach: str, why: str | None) -> str:
     return f"{approach} (why: {why})"
 
 
-__all__ = ["stated_why", "with_why"]
+__all__ = ["stated_rules", "stated_why", "with_why"]
