@@ -458,6 +458,9 @@ def test_a_task_s_no_gos_are_rules_the_work_keeps(store: Store, tmp_path: Path) 
     filler(log)
     said = decisions(compacted(imported_plain(store, log, tmp_path)))
     assert "Task rule (from `Bash` `bd show shop-9`): Do not add a second pricing library" in said
+    # the first description's reason is the reason for the whole work
+    why = "Why the work (from `Bash` `bd show shop-9`): The cart and the checkout compute totals"
+    assert why in said
     assert "payment provider" not in said  # two rules of one description at most
     assert "GIVEN a cart" not in said  # an acceptance test is no rule
 

@@ -150,6 +150,24 @@ def test_a_codex_patch_and_a_pi_edit_are_read() -> None:
     assert texts == ["def check(path: str) -> bool:", "export function makeMove(game, move)"]
 
 
+def test_a_file_written_whole_declares_only_what_its_read_had_not_shown() -> None:
+    """Judge 4, run A: a LiveView rewritten whole listed ``mount/3`` and ``extract_text/1``
+    as written, though the read before showed both."""
+    old = "defmodule R do\n  def extract_text(blocks) do\n    blocks\n  end\nend\n"
+    new = old.replace("end\nend", "end\n\n  def to_relative_path(path, cwd) do\n  end\nend")
+    read = ToolCall(id="r1", name="Read", arguments={"file_path": "/w/lib/r.ex"})
+    write = ToolCall(id="w1", name="Write", arguments={"file_path": "/w/lib/r.ex", "content": new})
+    numbered = "\n".join(f"{i + 1:6}\u2192{line}" for i, line in enumerate(old.splitlines()))
+    said = [
+        Message.user("go"),
+        Message.assistant("", tool_calls=[read]),
+        Message.tool(numbered, tool_call_id="r1"),
+        Message.assistant("", tool_calls=[write]),
+        Message.tool("The file /w/lib/r.ex has been updated.", tool_call_id="w1"),
+    ]
+    assert [s.text for s in signatures(said)] == ["def to_relative_path(path, cwd) do"]
+
+
 def test_the_snapshot_states_what_was_found_and_settled(
     sqlite_store: Store, tmp_path: Path
 ) -> None:

@@ -782,7 +782,11 @@ class _Pass:
             self.turned_down(m, call, recency, index)
             return
         text = _message_text(m)
-        self.task_why = stated_why(text) or self.task_why
+        why = stated_why(text)
+        if why is not None and self.task_why is None and call is not None:  # the first: the work's
+            line = f"Why the work (from {clip_words(self._described(call), LED_TO_WORDS)}): {why}"
+            self.book.add(line, DECISION_SCORE * USER_DECISION_FACTOR, user=True)
+        self.task_why = why or self.task_why
         for rule in stated_rules(text) if call is not None else ():
             line = f"Task rule (from {clip_words(self._described(call), LED_TO_WORDS)}): {rule}"
             self.book.add(line, DECISION_SCORE * TASK_RULE_FACTOR * recency, user=True)

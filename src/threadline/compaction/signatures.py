@@ -15,6 +15,7 @@ from typing import Any
 
 from threadline.compaction.applied import not_applied
 from threadline.compaction.findings import Line
+from threadline.compaction.toolcalls import PATH_ARG_KEYS, call_action, path_args
 from threadline.compaction.values import SIGNATURE_LABEL
 from threadline.messages import Message, ToolCall
 
@@ -127,17 +128,38 @@ def _patch(text: str) -> Iterator[tuple[str, list[str]]]:
         yield path, [a for a in added if a.strip() not in removed]
 
 
+_NUMBERED = re.compile(r"^\s*\d+(?:\u2192|\t|:\s|\|)")
+"""A read tool's line-number prefix (Claude Code's ``12→``, ``cat -n``'s tab, ``12: ``)."""
+
+
+def _read_lines(call: ToolCall, result: Message) -> tuple[str, set[str]] | None:
+    """(path, the stripped lines a read of it showed), for a call that read one file."""
+    if call_action(call) != "read":
+        return None
+    paths = path_args(call, PATH_ARG_KEYS)
+    if len(paths) != 1:
+        return None
+    return paths[0], {_NUMBERED.sub("", line).strip() for line in result.text.splitlines()}
+
+
 def signatures(messages: Sequence[Message]) -> list[Signature]:
-    """Callables the run's applied edits declared, the latest form of each, latest first."""
+    """Callables the run's applied edits declared, the latest form of each, latest first; a
+    file written whole declares only what a read of it had not shown already."""
     results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
     latest: dict[str, Signature] = {}  # by name: an interface and its implementation
+    shown: dict[str, set[str]] = {}  # path -> lines a read showed
     for index, m in enumerate(messages):
         seq = m.seq if m.seq is not None else index + 1
         for call in m.tool_calls or []:
             result = results.get(call.id)
             if result is None or not_applied(result, shell=False):
                 continue
+            if (read := _read_lines(call, result)) is not None:
+                shown.setdefault(read[0], set()).update(read[1])
+                continue
             for path, lines in _written(call):
+                had = shown.get(path, set())
+                lines = [line for line in lines if line.strip() not in had]
                 if path.lower().endswith(_NOT_CODE) or _TEST_FILE.search(path.rsplit("/", 1)[-1]):
                     continue
                 for line in lines:
