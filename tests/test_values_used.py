@@ -100,3 +100,19 @@ def test_important_values_keep_what_a_reader_can_use(store: Store, tmp_path: Pat
     assert f"`{SESSION}` (passed to python3 export_codex_session.py)" in values
     for noise in ("./.git/", "CHANGELOG.md", "pnpm-lock.yaml", DOCS, OTHER):
         assert noise not in values, noise
+
+
+def test_a_tracker_id_only_a_listing_printed_is_no_value(store: Store, tmp_path: Path) -> None:
+    """Judges, runs A and B: ``spotter-6lq.1`` came from ``bd ready`` listing other items;
+    the item the run worked on (named in its commands) stays."""
+    log = ClaudeLog.asking("Work on bead shop-9. Start with the first ready task.")
+    listing = "Ready work:\n1. [P1] shop-9.1: Cart totals\n2. [P2] other-g6r.1: Unrelated item\n"
+    for _ in range(2):
+        log.bd("ready", listing)
+    log.bd("update shop-9.1 --status in_progress", "✓ Updated issue: shop-9.1")
+    log.call("Edit", {"file_path": f"{CWD}/lib/cart.ex", "old_string": "a", "new_string": "b"})
+    for i in range(6):
+        log.call("Read", {"file_path": f"{CWD}/docs/page{i}.md"}, "# page\n" * 40)
+    summary = compacted(imported_plain(store, log, tmp_path))
+    assert "other-g6r.1" not in "\n".join(section(summary, "important_values"))
+    assert "shop-9.1" in summary

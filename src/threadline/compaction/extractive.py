@@ -939,9 +939,10 @@ _NEEDS_PROSE = frozenset({"setting"})
 """A ``key=value`` is a value when a participant says it: one only a command's script
 assigns (``status=$?`` printing ``status=2``) or a tool prints is plumbing. A bare name
 (``toggle_debug``) needs the person: the agent's prose names code symbols in passing."""
-_NEEDS_USE = frozenset({"version", "port", "address", "email"})
-"""A version or an address is a value when a participant says it or a command uses it; one
-only a tool printed is not. (A URL a tool returned is kept: the API answered with it.)"""
+_NEEDS_USE = frozenset({"version", "port", "address", "email", "id"})
+"""A version, an address or a tracker id is a value when a participant says it or a command
+uses it; one only a tool printed (``bd ready`` listing other items) is not. (A URL a tool
+returned is kept: the API answered with it.)"""
 BOILERPLATE_COUNT = 2
 """A URL only tools printed, this many times or more, is their boilerplate (a linter's
 "report issues at" link in every run), not an answer."""
