@@ -116,3 +116,32 @@ def test_a_tracker_id_only_a_listing_printed_is_no_value(store: Store, tmp_path:
     summary = compacted(imported_plain(store, log, tmp_path))
     assert "other-g6r.1" not in "\n".join(section(summary, "important_values"))
     assert "shop-9.1" in summary
+
+
+def test_a_quoted_path_with_a_placeholder_is_a_path() -> None:
+    from threadline.compaction.values import extract_values
+
+    said = "So it's a JSON file at `~/.codemie/sessions/{sessionId}.json` with `syncState`."
+    assert [(v.text, v.kind) for v in extract_values(said)] == [
+        ("~/.codemie/sessions/{sessionId}.json", "path"),
+        ("syncState", "identifier"),
+    ]
+
+
+def test_names_the_person_typed_and_a_path_with_a_placeholder_are_values(
+    store: Store, tmp_path: Path
+) -> None:
+    """Judges, run D: the ``SyncState`` fields the person named in prose and the session
+    file the agent located (``~/.codemie/sessions/{sessionId}.json``) were missing; a
+    proposal the person pasted back names nothing of theirs."""
+    log = ClaudeLog.asking("Review the sync design in docs/sync.md.")
+    log.say("So it's a JSON file at `~/.codemie/sessions/{sessionId}.json` with `syncState`.")
+    log.call("Edit", {"file_path": f"{CWD}/docs/sync.md", "old_string": "a", "new_string": "b"})
+    log.user("processedRecordIds is the same as lastSyncedId. there is lastProcessedLine too")
+    log.call("Edit", {"file_path": f"{CWD}/docs/sync.md", "old_string": "b", "new_string": "c"})
+    log.user("Give more details about this proposal:\n- state.js: playMove, resetGame\n- ui.js")
+    for i in range(6):
+        log.call("Read", {"file_path": f"{CWD}/docs/page{i}.md"}, "# page\n" * 40)
+    values = "\n".join(section(compacted(imported_plain(store, log, tmp_path)), "important_values"))
+    assert "name: `lastProcessedLine` (named by the user)" in values
+    assert "playMove" not in values  # pasted back, not typed

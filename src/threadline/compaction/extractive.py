@@ -529,6 +529,11 @@ class _Pass:
                 found = [v for v in found if v.kind != "identifier"]
             if source == "tool_short" and len(found) > MAX_VALUES_PER_RESULT:
                 found = sorted(found, key=lambda v: -KIND_WEIGHTS[v.kind])[:MAX_VALUES_PER_RESULT]
+            if source == "user" and "\n" not in text.strip():  # typed in prose, not pasted:
+                # a code name the person typed bare is one they named
+                had = {v.text for v in found}
+                named = (w for w in _CODE_NAME.findall(text) if w not in had)
+                found += [Value("identifier", w) for w in dict.fromkeys(named)]
         for v in found:
             flag = v.kind == "setting" and v.text.startswith("-")  # a command line's --type=bug
             named = paths if paths and (v.kind == "path" or flag) else source
@@ -956,6 +961,10 @@ _SCRATCH = re.compile(r"^(?:/private)?/(?:tmp|var/tmp|var/folders)/")
 """The system's scratch directories: a background task's output file lives there."""
 
 
+_CODE_NAME = re.compile(
+    r"(?<![\w./-])(?:[a-z]+(?:[A-Z][a-z0-9]+)+|[a-z]+(?:_[a-z0-9]+)+)(?![\w/-]|\.\w)"
+)
+"""A code name in the person's words, camelCase or snake_case (``lastProcessedLine``)."""
 _NAME_WORD = re.compile(r"[A-Za-z_][\w.]*\w")
 """A word that may be a code name (``lastSyncedMessageUuid``, ``SessionLive.mount``)."""
 

@@ -591,8 +591,14 @@ def extract_values(text: str) -> list[Value]:
     for _, kind, value in hits:
         if value not in seen:
             seen.add(value)
-            out.append(Value(kind, value))
+            path_like = kind == "identifier" and _PATH_TEMPLATE.match(value)
+            out.append(Value("path" if path_like else kind, value))
     return out
+
+
+_PATH_TEMPLATE = re.compile(r"^(?:~|\.{1,2})?/[\w.@{}-]+(?:/[\w.@{}-]+)+/?$")
+"""A quoted path with a placeholder in it (``~/.codemie/sessions/{sessionId}.json``): the path
+rule stops at the brace, the quote keeps it whole; it is a path, not a name."""
 
 
 def extract_error_lines(text: str) -> list[Value]:
