@@ -586,12 +586,14 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 record,
                 checkpoint,
                 contents,
-                writes.get(writes_prefix(record["ns"], record["id"]), []),
+                writes.get(prefix, []),
                 self.serde.loads_typed(untyped(record["metadata"]))
                 if metadata is None
                 else metadata[i],
             )
-            for i, (record, checkpoint) in enumerate(zip(records, checkpoints, strict=True))
+            for i, (record, checkpoint, prefix) in enumerate(
+                zip(records, checkpoints, prefixes, strict=True)
+            )
         ]
 
     def _batch_tuples(
