@@ -850,10 +850,7 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         the batch, then its companions."""
         extra = batch.alongside
         head = con.execute(
-            "SELECT last_seq, created_at, (SELECT indexed_upto FROM search_index), "
-            "(SELECT COALESCE(MAX(rowid), 0) FROM messages), "
-            "EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2) "
-            "FROM sessions WHERE id = ?1",
+            _APPEND_HEAD if batch.ids else _MARK_HEAD,
             (session_id, batch.ids[0] if batch.ids else None),
         ).fetchone()
         if head is None:
@@ -1305,6 +1302,16 @@ _INDEX_FROM_BODIES = (
     "FROM messages"
 )
 _HITS = "SELECT rowid FROM {schema}.{table} WHERE {table} MATCH ?"
+_APPEND_HEAD = (
+    "SELECT last_seq, created_at, (SELECT indexed_upto FROM search_index), "
+    "(SELECT COALESCE(MAX(rowid), 0) FROM messages), "
+    "EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2) "
+    "FROM sessions WHERE id = ?1"
+)
+"""What an append reads first: the session's end, the index marker, the top rowid and
+whether the batch's first id is stored already."""
+_MARK_HEAD = "SELECT last_seq, created_at, 0, 0, ?2 IS NOT NULL FROM sessions WHERE id = ?1"
+"""The same for a batch of no messages (companions on a mark): the session's end alone."""
 _RANGE_SQL = "SELECT name, content FROM scratchpad WHERE session_id = ? AND name >= ? AND name < ?"
 _NO_SESSION_SQL = "SELECT NULL, NULL WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?)"
 
