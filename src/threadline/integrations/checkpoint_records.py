@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from threadline import json_scan
 from threadline.store import Store
 from threadline.store.session_info import ScratchpadEntry
 
@@ -132,23 +133,12 @@ def newest_checkpoints(
     yield from sorted(hashed, key=lambda r: str(r["id"]), reverse=True)
 
 
-_scan = json.JSONDecoder().scan_once
-"""The decoder's scanner itself: ``json.loads`` around it (two more calls and two
-regular expression matches a record) cost as much again as the scan, and a
-thread's reads decode a record per checkpoint and pending write."""
-
-
 def record_of(content: str) -> dict[str, Any] | None:
     """The record an entry holds, or None when it is no JSON object (not ours)."""
     try:
-        record, end = _scan(content, 0)
-        if end != len(content):  # not as ``json.dumps`` writes it: read it as JSON is
-            record = json.loads(content)
-    except (ValueError, StopIteration):
-        try:
-            record = json.loads(content)
-        except ValueError:
-            return None
+        record = json_scan.loads(content)
+    except ValueError:
+        return None
     return record if isinstance(record, dict) else None
 
 
