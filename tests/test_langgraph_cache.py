@@ -5,26 +5,13 @@ and the threads it forgets read back as they were."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("langgraph.checkpoint.base")
 
+from tests.test_langgraph_shapes import chat
 from threadline.integrations.langgraph import ThreadlineSaver
-
-
-def chat(saver: ThreadlineSaver) -> Any:
-    from langchain_core.messages import AIMessage
-    from langgraph.graph import START, MessagesState, StateGraph
-
-    def reply(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(content=f"seen {len(state['messages'])}")]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("reply", reply)
-    graph.add_edge(START, "reply")
-    return graph.compile(checkpointer=saver)
 
 
 def test_the_sessions_known_hold_at_most_the_message_budget(
