@@ -22,7 +22,7 @@ from langgraph.checkpoint.base.id import uuid6
 
 from tests.store_calls import sizes_returned
 from threadline import open_store
-from threadline.integrations.langgraph import KNOWN_SESSIONS, ThreadlineSaver
+from threadline.integrations.langgraph import ThreadlineSaver
 from threadline.store.protocol import Store
 from threadline.store.sqlite import SQLiteStore
 
@@ -200,11 +200,16 @@ def test_a_chat_turn_appends_and_writes_its_checkpoint_at_once(saver: Threadline
     assert got.checkpoint["channel_values"]["messages"] == said
 
 
-def test_no_second_read_of_a_thread_past_the_cache_of_threads(saver: ThreadlineSaver) -> None:
+def test_no_second_read_of_a_thread_past_the_cache_of_threads(
+    saver: ThreadlineSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Round robin over more threads than the saver keeps in memory: each turn reads
-    the thread's messages once (the checkpoint's value), not again to append."""
+    the thread's messages once (the checkpoint's value), not again to append. (The
+    cache made small here: past it, at any size, is what is tested.)"""
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.graph import START, MessagesState, StateGraph
+
+    monkeypatch.setattr("threadline.integrations.langgraph.KNOWN_SESSIONS", 16)
 
     def reply(state: MessagesState) -> dict[str, Any]:
         return {"messages": [AIMessage(content=f"seen {len(state['messages'])}")]}
@@ -213,7 +218,7 @@ def test_no_second_read_of_a_thread_past_the_cache_of_threads(saver: ThreadlineS
     graph.add_node("reply", reply)
     graph.add_edge(START, "reply")
     chat = graph.compile(checkpointer=saver)
-    threads = KNOWN_SESSIONS + 6
+    threads = 16 + 6
 
     def turn(i: int) -> None:
         said = {"messages": [HumanMessage(content=f"turn {i}")]}

@@ -5,8 +5,7 @@ saver so that its module holds what LangGraph asks of it."""
 
 from __future__ import annotations
 
-import base64
-import contextlib
+import binascii
 import functools
 import hashlib
 import json
@@ -14,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from threadline import json_scan
 from threadline.store import Store
 from threadline.store.session_info import ScratchpadEntry
 
@@ -37,11 +37,13 @@ def version_part(version: Any) -> str:
 
 
 def typed(data: tuple[str, bytes]) -> list[str]:
-    return [data[0], base64.b64encode(data[1]).decode("ascii")]
+    """A serde's ``(type, bytes)`` as JSON holds it (``base64.b64encode``'s text)."""
+    return [data[0], binascii.b2a_base64(data[1], newline=False).decode("ascii")]
 
 
 def untyped(data: list[str]) -> tuple[str, bytes]:
-    return data[0], base64.b64decode(data[1])
+    """``typed`` undone (as ``base64.b64decode`` reads it, without its wrapping)."""
+    return data[0], binascii.a2b_base64(data[1])
 
 
 class ThreadPad:
@@ -133,11 +135,11 @@ def newest_checkpoints(
 
 def record_of(content: str) -> dict[str, Any] | None:
     """The record an entry holds, or None when it is no JSON object (not ours)."""
-    with contextlib.suppress(ValueError):
-        record = json.loads(content)
-        if isinstance(record, dict):
-            return record
-    return None
+    try:
+        record = json_scan.loads(content)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def checkpoint_name(ns: str, cid: str) -> str:

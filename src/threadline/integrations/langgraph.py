@@ -134,8 +134,12 @@ AGENT = "langgraph"
 """The agent name of the sessions a saver creates (``ThreadlineSaver(agent=...)``)."""
 METADATA = "langgraph"
 """Session metadata key: ``{"thread_id": <the LangGraph thread id>}``."""
-KNOWN_SESSIONS = 64
-"""Thread sessions whose messages a saver keeps in memory to match checkpoints against."""
+KNOWN_SESSIONS = 1024
+"""Thread sessions whose messages a saver keeps in memory to match checkpoints against
+(a round robin over more threads than this reads each thread's messages every turn)."""
+KNOWN_MESSAGES = 50_000
+"""The messages those sessions may hold in all: the least recently used sessions are
+forgotten past it, so a few long threads do not hold a saver's memory."""
 PUT_ATTEMPTS = 8
 """How often a put is made again when another writer changed the thread's sessions
 between this saver's knowing them and its write."""
@@ -233,6 +237,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         self._lock = threading.Lock()
         self._seen: OrderedDict[str, _Known] = OrderedDict()
         """session id -> what it holds of the messages channel (the latest few sessions)"""
+        self._held = 0
+        """the messages ``_seen`` holds in all (``KNOWN_MESSAGES`` at most, but one session)"""
         self._owned: OrderedDict[str, str] = OrderedDict()
         """thread id -> its session's id, owner checked (the latest ``KNOWN_THREADS``)"""
         self._latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -580,12 +586,14 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 record,
                 checkpoint,
                 contents,
-                writes.get(writes_prefix(record["ns"], record["id"]), []),
+                writes.get(prefix, []),
                 self.serde.loads_typed(untyped(record["metadata"]))
                 if metadata is None
                 else metadata[i],
             )
-            for i, (record, checkpoint) in enumerate(zip(records, checkpoints, strict=True))
+            for i, (record, checkpoint, prefix) in enumerate(
+                zip(records, checkpoints, prefixes, strict=True)
+            )
         ]
 
     def _batch_tuples(
@@ -758,7 +766,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             if ns == "":
                 self._latest[session.id] = record
                 self._latest.move_to_end(session.id)
-                while len(self._latest) > KNOWN_SESSIONS:
+                while len(self._latest) > KNOWN_THREADS:
                     self._latest.popitem(last=False)
         return _config(thread_id, ns, checkpoint["id"])
 
@@ -838,14 +846,13 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             or cached.created != session.info.created_at
             or cached.last > session.last_seq
         ):
-            cached = _Known(session.info.created_at)
-            self._seen[session.id] = cached
+            self._forget_seen(session.id)
+            cached = self._seen[session.id] = _Known(session.info.created_at)
         self._seen.move_to_end(session.id)
-        while len(self._seen) > KNOWN_SESSIONS:
-            self._seen.popitem(last=False)
         if session.last_seq > cached.last:
             self._learn(session.id, session.messages(after_seq=cached.last, include_retracted=True))
             cached.last = session.last_seq
+            self._trim_seen()
         return cached.messages
 
     def _learn(self, session_id: str, stored: Iterable[Message]) -> None:
@@ -857,6 +864,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             lc_id = kept["data"].get("id")
             if isinstance(lc_id, str) and lc_id not in cached.messages and m.seq is not None:
                 cached.messages[lc_id] = (m.seq, to_langchain(m))
+                self._held += 1
             cached.last = max(cached.last, m.seq or 0)
 
     def _learned(
@@ -866,8 +874,11 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         cached = self._seen.get(session_id)
         if cached is not None and cached.last <= last:
             for lc_id, known in learned.items():
-                cached.messages.setdefault(lc_id, known)
+                if lc_id not in cached.messages:
+                    cached.messages[lc_id] = known
+                    self._held += 1
             cached.last = last
+            self._trim_seen()
 
     def _remember(self, session: Session, read: Sequence[Message]) -> None:
         """Know a session's messages from a read of all of them (a checkpoint's
@@ -879,8 +890,20 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 return
             self._seen[session.id] = _Known(session.info.created_at)
             self._learn(session.id, read)
-            while len(self._seen) > KNOWN_SESSIONS:
-                self._seen.popitem(last=False)
+            self._trim_seen()
+
+    def _trim_seen(self) -> None:
+        """Forget the least recently used sessions past ``KNOWN_SESSIONS`` or
+        ``KNOWN_MESSAGES`` (the latest session stays, however long)."""
+        seen = self._seen
+        while len(seen) > 1 and (len(seen) > KNOWN_SESSIONS or self._held > KNOWN_MESSAGES):
+            _, dropped = seen.popitem(last=False)
+            self._held -= len(dropped.messages)
+
+    def _forget_seen(self, session_id: str) -> None:
+        dropped = self._seen.pop(session_id, None)
+        if dropped is not None:
+            self._held -= len(dropped.messages)
 
     def _known_by_seq(
         self, session_id: str, born: str, seqs: Sequence[int]
@@ -955,7 +978,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             self._owned.pop(thread_id, None)
             self._latest.pop(session.id, None)
             for sid in [*thread.branches, session.id]:
-                self._seen.pop(sid, None)
+                self._forget_seen(sid)
                 self._handles.pop(sid, None)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:

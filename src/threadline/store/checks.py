@@ -334,6 +334,10 @@ def prefix_bounds(prefix: str) -> tuple[str, str | None]:
     """``(low, high)`` with ``low <= name < high`` exactly for the names starting with
     ``prefix``, in code point order (UTF-8 byte order: SQLite's and PostgreSQL's "C"
     collation); ``high`` is None when no string is above them all."""
+    if prefix:  # most end in a character with a next one: the answer at once
+        after = ord(prefix[-1]) + 1
+        if after < 0xD800 or 0xDFFF < after <= 0x10FFFF:
+            return prefix, prefix[:-1] + chr(after)
     chars = list(prefix)
     while chars:
         after = ord(chars.pop()) + 1

@@ -49,9 +49,10 @@ import psycopg.errors
 from psycopg import sql
 from psycopg.abc import Params
 from psycopg.rows import class_row
-from psycopg.types.json import Json
+from psycopg.types.json import Json, set_json_loads
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
+from threadline import json_scan
 from threadline.errors import (
     InvalidMessage,
     NotAThreadlineStore,
@@ -433,6 +434,7 @@ class PostgresStore(SQLEntries, core.StoreCore):
             sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)), prepare=False
         )
         conn.execute("SET TIME ZONE 'UTC'", prepare=False)
+        set_json_loads(json_scan.loads, conn)  # each row's json read at once
 
     def _migrate(self, create: bool = True) -> Conn:
         """Create or upgrade the schema, serialised by an advisory lock across processes;

@@ -667,10 +667,9 @@ class SQLiteStore(SQLEntries, core.StoreCore):
             return StoreUnavailable(f"store {self.path}: {msg}")
         return CorruptRecord(f"database error: {exc}", where=str(self.path))
 
-    @contextlib.contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._translate(), self._lock:
-            yield self._con
+    def _read(self) -> _Reading:
+        """The connection, under the store's lock, its errors ours (``_translate``)."""
+        return _Reading(self)
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -851,10 +850,7 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         the batch, then its companions."""
         extra = batch.alongside
         head = con.execute(
-            "SELECT last_seq, created_at, (SELECT indexed_upto FROM search_index), "
-            "(SELECT COALESCE(MAX(rowid), 0) FROM messages), "
-            "EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2) "
-            "FROM sessions WHERE id = ?1",
+            _APPEND_HEAD if batch.ids else _MARK_HEAD,
             (session_id, batch.ids[0] if batch.ids else None),
         ).fetchone()
         if head is None:
@@ -1060,13 +1056,15 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         self, session_id: str, ranges: list[tuple[str, str]]
     ) -> list[tuple[str, str]]:
         # one SELECT a range, joined by UNION ALL: an OR of them would have SQLite read
-        # every entry of the session
-        term = (
-            "SELECT name, content FROM scratchpad WHERE session_id = ? AND name >= ? AND name < ?"
-        )
-        query = " UNION ALL ".join([term] * len(ranges))
-        args = tuple(a for low, high in ranges for a in (session_id, low, high))
-        return self._select_rows(session_id, query, args)
+        # every entry of the session; and a row of NULLs when the session does not
+        # exist, so no second statement tells a missing session from one without them
+        query = " UNION ALL ".join([_RANGE_SQL] * len(ranges) + [_NO_SESSION_SQL])
+        args = [a for low, high in ranges for a in (session_id, low, high)]
+        with self._read() as con:
+            rows: list[tuple[str, str]] = con.execute(query, (*args, session_id)).fetchall()
+        if any(row[0] is None for row in rows):
+            raise SessionNotFound(session_id)
+        return rows
 
     def _select_rows(self, session_id: str, query: str, args: tuple[str | int, ...]) -> list[Any]:
         with self._read() as con:
@@ -1079,8 +1077,11 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         self, session_id: str, entries: dict[str, str], keep_existing: bool
     ) -> None:
         with self._write() as con:
-            self._require(con, session_id)
-            _put_entries(con, session_id, entries, keep_existing=keep_existing)
+            try:  # a missing session fails the foreign key: no lookup first
+                _put_entries(con, session_id, entries, keep_existing=keep_existing)
+            except sqlite3.IntegrityError:
+                self._require(con, session_id)
+                raise
 
     def scratchpad_delete(self, session_id: str, name: str) -> bool:
         with self._write() as con:
@@ -1301,21 +1302,64 @@ _INDEX_FROM_BODIES = (
     "FROM messages"
 )
 _HITS = "SELECT rowid FROM {schema}.{table} WHERE {table} MATCH ?"
+_APPEND_HEAD = (
+    "SELECT last_seq, created_at, (SELECT indexed_upto FROM search_index), "
+    "(SELECT COALESCE(MAX(rowid), 0) FROM messages), "
+    "EXISTS (SELECT 1 FROM messages WHERE session_id = ?1 AND id = ?2) "
+    "FROM sessions WHERE id = ?1"
+)
+"""What an append reads first: the session's end, the index marker, the top rowid and
+whether the batch's first id is stored already."""
+_MARK_HEAD = "SELECT last_seq, created_at, 0, 0, ?2 IS NOT NULL FROM sessions WHERE id = ?1"
+"""The same for a batch of no messages (companions on a mark): the session's end alone."""
+_RANGE_SQL = "SELECT name, content FROM scratchpad WHERE session_id = ? AND name >= ? AND name < ?"
+_NO_SESSION_SQL = "SELECT NULL, NULL WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?)"
+
+
+class _Reading:
+    """``SQLiteStore._read``: what ``_translate`` and the lock do, as a class (a read of
+    a few rows is a few microseconds; two generator context managers were as many)."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.store._lock.acquire()
+        return self.store._con
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        self.store._lock.release()
+        if isinstance(exc, Exception) and not isinstance(exc, ThreadlineError):
+            ours = self.store._driver_error(exc)
+            if ours is not None:
+                raise ours from exc
 
 
 def _put_entries(
     con: sqlite3.Connection, session_id: str, entries: dict[str, str], *, keep_existing: bool
 ) -> None:
-    """Scratchpad entries in one statement of the caller's transaction; ``keep_existing``
-    leaves the entries that exist as they are."""
+    """Scratchpad entries in the caller's transaction, ``ENTRIES_A_STATEMENT`` rows a
+    statement (each statement a step, each step a release of the GIL, which a busy
+    thread beside may keep for its switch interval); ``keep_existing`` leaves the
+    entries that exist as they are."""
     now = format_ts(utcnow())
     update = (
         "NOTHING"
         if keep_existing
         else "UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
     )
-    con.executemany(
-        "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
-        f"VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, name) DO {update}",
-        [(session_id, name, content, now, now) for name, content in entries.items()],
-    )
+    items = list(entries.items())
+    for start in range(0, len(items), ENTRIES_A_STATEMENT):
+        chunk = items[start : start + ENTRIES_A_STATEMENT]
+        con.execute(
+            "INSERT INTO scratchpad (session_id, name, content, created_at, updated_at) "
+            f"VALUES {', '.join(['(?, ?, ?, ?, ?)'] * len(chunk))} "
+            f"ON CONFLICT (session_id, name) DO {update}",
+            [v for name, content in chunk for v in (session_id, name, content, now, now)],
+        )
+
+
+ENTRIES_A_STATEMENT = 199
+"""Rows of one scratchpad insert: 995 parameters, under the 999 an older SQLite allows."""

@@ -67,7 +67,20 @@ def checkpoint_from_row(row: Sequence[Any]) -> Checkpoint:
 
 
 def entry_from_row(row: Sequence[Any]) -> ScratchpadEntry:
-    return record(ScratchpadEntry, row)
+    """``record(ScratchpadEntry, row)`` spelled out: a page of entries is read often
+    (a LangGraph saver's every ``get_tuple``), and the generic mapping cost as much as
+    the query. ``ENTRY_COLUMNS`` keeps the row in this order."""
+    name, content, created_at, updated_at = row
+    return ScratchpadEntry(
+        name=name,
+        content=content,
+        created_at=parse_ts(created_at),
+        updated_at=parse_ts(updated_at),
+    )
+
+
+ENTRY_COLUMNS = ("name", "content", "created_at", "updated_at")
+assert columns(ScratchpadEntry) == ENTRY_COLUMNS, "entry_from_row reads the columns in order"
 
 
 def holder(session_id: str, lock_json: str | None) -> LockHolder | None:
