@@ -532,8 +532,8 @@ class _Pass:
             if source == "user" and "\n" not in text.strip():  # typed in prose, not pasted:
                 # a code name the person typed bare is one they named
                 had = {v.text for v in found}
-                named = (w for w in _CODE_NAME.findall(text) if w not in had)
-                found += [Value("identifier", w) for w in dict.fromkeys(named)]
+                typed = (w for w in _CODE_NAME.findall(text) if w not in had)
+                found += [Value("identifier", w) for w in dict.fromkeys(typed)]
         for v in found:
             flag = v.kind == "setting" and v.text.startswith("-")  # a command line's --type=bug
             named = paths if paths and (v.kind == "path" or flag) else source
@@ -788,13 +788,16 @@ class _Pass:
             return
         text = _message_text(m)
         why = stated_why(text)
-        if why is not None and self.task_why is None and call is not None:  # the first: the work's
-            line = f"Why the work (from {clip_words(self._described(call), LED_TO_WORDS)}): {why}"
-            self.book.add(line, DECISION_SCORE * USER_DECISION_FACTOR, user=True)
+        rules = stated_rules(text)
+        if call is not None and (why or rules):  # a task's description, as a tool showed it
+            source = clip_words(self._described(call), LED_TO_WORDS)
+            if why is not None and self.task_why is None:  # the first: the whole work's
+                line = f"Why the work (from {source}): {why}"
+                self.book.add(line, DECISION_SCORE * USER_DECISION_FACTOR, user=True)
+            for rule in rules:
+                line = f"Task rule (from {source}): {rule}"
+                self.book.add(line, DECISION_SCORE * TASK_RULE_FACTOR * recency, user=True)
         self.task_why = why or self.task_why
-        for rule in stated_rules(text) if call is not None else ():
-            line = f"Task rule (from {clip_words(self._described(call), LED_TO_WORDS)}): {rule}"
-            self.book.add(line, DECISION_SCORE * TASK_RULE_FACTOR * recency, user=True)
         action = call_action(call) if call is not None else None
         command = self.last_command if m.role == "user" else None
         read = action == "read" or (command or "").startswith(("open ", "goto ", "scroll_"))
