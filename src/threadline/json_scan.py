@@ -22,3 +22,12 @@ def loads(data: str | bytes) -> Any:
     except (ValueError, StopIteration):
         return json.loads(data)
     return value if end == len(text) else json.loads(data)
+
+
+def loads_object(data: str | bytes) -> dict[str, Any] | None:
+    """The JSON object ``data`` holds, or None when it holds anything else or no JSON."""
+    try:
+        value = loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -133,13 +133,8 @@ def newest_checkpoints(
     yield from sorted(hashed, key=lambda r: str(r["id"]), reverse=True)
 
 
-def record_of(content: str) -> dict[str, Any] | None:
-    """The record an entry holds, or None when it is no JSON object (not ours)."""
-    try:
-        record = json_scan.loads(content)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
+record_of = json_scan.loads_object
+"""The record an entry holds, or None when it is no JSON object (not ours)."""
 
 
 def checkpoint_name(ns: str, cid: str) -> str:

@@ -84,6 +84,7 @@ from threadline.errors import (
     ThreadlineError,
     UsageError,
 )
+from threadline.json_scan import loads_object
 from threadline.messages import Message
 from threadline.stamps import utcnow
 from threadline.store import core
@@ -103,7 +104,6 @@ from threadline.store.jsonl_file import (
     externalize_media,
     fsync_dir,
     json_bytes,
-    loads_object,
     tail_state,
 )
 from threadline.store.listing import ListRequest, SessionPage, children_counts

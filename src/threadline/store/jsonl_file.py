@@ -36,6 +36,7 @@ from typing import IO, Any, overload
 from pydantic import ValidationError
 
 from threadline.errors import CorruptRecord, InvalidMessage
+from threadline.json_scan import loads_object
 from threadline.messages import ImagePart, Message, Part
 from threadline.stamps import utcnow
 from threadline.store.checks import CorruptRecordWarning, format_ts
@@ -67,14 +68,6 @@ class Line:
     batch_last: int
     total_tokens: int
     stored_at: str
-
-
-def loads_object(raw: bytes) -> dict[str, Any] | None:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def envelope(raw: bytes) -> Line | None:
