@@ -74,3 +74,18 @@ def test_resolving_only_ever_gives_the_name_or_a_known_path_ending_in_it(
     for n in names:
         out = resolved(n, known)
         assert out == n or (out in known and out.rsplit("/", 1)[-1] == n)
+
+
+def test_a_later_range_is_read_in_the_session_s_directory() -> None:
+    """Run C: the importer stamps the directory on the first record only, so a compaction of
+    a later range saw none and wrote every turned-down edit's path in full."""
+    from threadline.compaction.compactor import _in_directory
+    from threadline.messages import Message
+
+    later = [Message.user("go on"), Message.assistant("ok")]
+    stamped = _in_directory(later, "/Users/alex/workspace/cli")
+    assert stamped[0].metadata["cwd"] == "/Users/alex/workspace/cli"
+    assert "cwd" not in later[0].metadata  # a copy: the stored message is untouched
+    said = [Message.user("go on", metadata={"cwd": "/elsewhere"}), Message.assistant("ok")]
+    assert _in_directory(said, "/Users/alex/workspace/cli") == said  # the range says it
+    assert _in_directory(later, None) == later

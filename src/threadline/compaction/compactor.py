@@ -522,6 +522,7 @@ class Compactor:
         budget_words = max(SKELETON_WORDS, self.policy.summary_max_words - pinned_words(pinned))
         began = time.perf_counter()
         extra: dict[str, Any] = {"focus": focus} if focus else {}
+        messages = _in_directory(messages, trail.tracker.root)
         summary = self.summarizer.summarize(
             messages,
             previous=previous.summary if previous else None,
@@ -656,6 +657,16 @@ def _iter_range(session: Session, floor: int, cut: int) -> Iterator[Message]:
             if m.seq is not None and m.seq <= cut:
                 yield m
         after = page[-1].seq or cut
+
+
+def _in_directory(messages: list[Message], root: str | None) -> list[Message]:
+    """``messages`` with the first saying where the session works, when no message of the
+    range says it (an importer stamps the directory once, where it changes): a summary of
+    a later range then shows paths as the earlier one did, relative to it."""
+    if not messages or not root or any("cwd" in m.metadata for m in messages):
+        return messages
+    first = messages[0]
+    return [first.model_copy(update={"metadata": {**first.metadata, "cwd": root}}), *messages[1:]]
 
 
 def _trail(
