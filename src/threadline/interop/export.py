@@ -49,6 +49,7 @@ from pydantic_core import to_jsonable_python
 
 from threadline.errors import ImportFormatError
 from threadline.interop.anthropic_format import to_anthropic
+from threadline.interop.lineage import with_exported_parent
 from threadline.interop.openai_format import message_to_openai
 from threadline.messages import Message
 from threadline.stamps import new_id
@@ -307,10 +308,8 @@ def from_json_export(
             m.id = new_id()
         messages.append(m)
     exported_id = session.get("id")
-    metadata = materialized_metadata(dict(session.get("metadata") or {}))
-    parent = session.get("parent_id")
-    if isinstance(parent, str) and parent:  # linked again when that export is imported too
-        metadata["parent_source_id"] = parent
+    carried = materialized_metadata(dict(session.get("metadata") or {}))
+    metadata = with_exported_parent(carried, session.get("parent_id"))
     return ImportedSession(
         messages=messages,
         title=session.get("title"),

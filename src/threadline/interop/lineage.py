@@ -27,6 +27,7 @@ __all__ = [
     "compaction_title",
     "parent_source_id",
     "unlinked_compaction_title",
+    "with_exported_parent",
 ]
 
 COMPACTION_AGENT_PREFIX: Final = "acompact"
@@ -37,6 +38,20 @@ def parent_source_id(metadata: Mapping[str, Any]) -> str | None:
     """The parent's source id an imported session names, if any."""
     parent = metadata.get("parent_source_id")
     return parent if isinstance(parent, str) and parent else None
+
+
+def with_exported_parent(metadata: Mapping[str, Any], parent: object) -> dict[str, Any]:
+    """An exported session's metadata naming the parent its export states, and no other.
+
+    The metadata of an imported session holds the parent *its* source named
+    (``parent_source_id``), an id of that source's store. Exported and imported again,
+    that id would link the new import under whatever imports it: a session the export
+    was never listed under. Only the export's ``parent_id`` (the session it was listed
+    under when exported) says where the import belongs."""
+    out = {k: v for k, v in metadata.items() if k != "parent_source_id"}
+    if isinstance(parent, str) and parent:  # linked again when that export is imported too
+        out["parent_source_id"] = parent
+    return out
 
 
 def child_kind(metadata: Mapping[str, Any]) -> str | None:
