@@ -27,7 +27,15 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "threadline"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "stamps", "json_limits", "yaml_limits", "lazy_exports", "tokenizer_env"),
+    (
+        "errors",
+        "stamps",
+        "json_limits",
+        "json_scan",
+        "yaml_limits",
+        "lazy_exports",
+        "tokenizer_env",
+    ),
     ("messages", "requests", "rejections"),
     ("catalog", "tokens"),
     ("store",),
