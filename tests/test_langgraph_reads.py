@@ -37,6 +37,7 @@ class Counted:
             "scratchpad_read",
             "scratchpad_list",
             "scratchpad_page",
+            "scratchpad_page_contents",
             "scratchpad_contents",
         ):
             setattr(store, name, self._reading(name, getattr(store, name)))
@@ -243,7 +244,7 @@ def test_a_known_thread_is_read_without_looking_up_its_session(saver: Threadline
     assert got is not None and got.checkpoint["id"] == ids[-1]
     saver.put_writes(config("t", ids[-1]), [("n", 1)], "task-1")
     assert counted.calls == {
-        "scratchpad_page": 1,
+        "scratchpad_page_contents": 1,
         "scratchpad_contents": 1,
         "scratchpad_write_many": 1,
     }

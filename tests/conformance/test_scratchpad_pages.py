@@ -40,6 +40,8 @@ def test_a_page_is_the_listing_reversed_below_before_and_cut(
     expected = [e for e in reversed(listed) if before is None or e.name < before][:limit]
     page = store.scratchpad_page(session.id, prefix=prefix, limit=limit, before=before)
     assert [(e.name, e.content) for e in page] == [(e.name, e.content) for e in expected]
+    pairs = store.scratchpad_page_contents(session.id, prefix=prefix, limit=limit, before=before)
+    assert pairs == [(e.name, e.content) for e in expected]
 
 
 def test_paging_down_reads_every_entry_once(store: Store) -> None:
@@ -125,3 +127,14 @@ def test_contents_refuse_bad_input_and_missing_sessions(store: Store) -> None:
     for names in ([], ["a"]):
         with pytest.raises(SessionNotFound):
             store.scratchpad_contents("no-such-session", names=names)
+
+
+def test_pages_of_contents_refuse_what_pages_refuse(store: Store) -> None:
+    session = store.create_session()
+    assert store.scratchpad_page_contents(session.id, limit=3) == []
+    assert store.scratchpad_page_contents(session.id, limit=0) == []
+    with pytest.raises(UsageError):
+        store.scratchpad_page_contents(session.id, limit="3")  # type: ignore[arg-type]
+    for limit in (0, 3):
+        with pytest.raises(SessionNotFound):
+            store.scratchpad_page_contents("no-such-session", limit=limit)

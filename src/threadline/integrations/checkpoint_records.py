@@ -109,26 +109,26 @@ def newest_checkpoints(
     below: str | None = None
     if before is not None and part(before).startswith("="):
         below = checkpoint_name(ns, before)
-        entries = store.scratchpad_list(session_id, prefix=prefix + "~")
-        hashed = [r for r in map(record_of, (e.content for e in entries)) if r is not None]
+        found = store.scratchpad_list(session_id, prefix=prefix + "~")
+        hashed = [r for r in map(record_of, (e.content for e in found)) if r is not None]
         hashed.sort(key=lambda r: str(r["id"]), reverse=True)
     size = max(1, min(page, 256))
     while True:
-        entries = store.scratchpad_page(session_id, prefix=prefix, limit=size, before=below)
-        for entry in entries:
-            record = record_of(entry.content)
+        pairs = store.scratchpad_page_contents(session_id, prefix=prefix, limit=size, before=below)
+        for name, content in pairs:
+            record = record_of(content)
             if record is None or (before is not None and str(record["id"]) >= before):
                 continue
-            if entry.name.startswith(prefix + "~"):
+            if name.startswith(prefix + "~"):
                 hashed.append(record)  # only on a first page from the top
                 hashed.sort(key=lambda r: str(r["id"]), reverse=True)
                 continue
             while hashed and str(hashed[0]["id"]) > str(record["id"]):
                 yield hashed.pop(0)
             yield record
-        if len(entries) < size:
+        if len(pairs) < size:
             break
-        below = entries[-1].name
+        below = pairs[-1][0]
         size = min(size * 4, 256)
     yield from sorted(hashed, key=lambda r: str(r["id"]), reverse=True)
 

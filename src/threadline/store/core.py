@@ -311,13 +311,36 @@ class StoreCore:
         self, session_id: str, *, prefix: str = "", limit: int, before: str | None = None
     ) -> list[ScratchpadEntry]:
         """See ``Store.scratchpad_page``."""
+        prefix, limit = self._page_checked(session_id, prefix, limit, before)
+        return self._scratchpad_page(session_id, prefix, limit, before) if limit > 0 else []
+
+    def scratchpad_page_contents(
+        self, session_id: str, *, prefix: str = "", limit: int, before: str | None = None
+    ) -> list[tuple[str, str]]:
+        """See ``Store.scratchpad_page_contents``."""
+        prefix, limit = self._page_checked(session_id, prefix, limit, before)
+        if limit <= 0:
+            return []
+        return self._scratchpad_page_contents(session_id, prefix, limit, before)
+
+    def _page_checked(
+        self, session_id: str, prefix: str, limit: int, before: str | None
+    ) -> tuple[str, int]:
+        """A page's prefix and limit, checked; the session too, when the page is empty."""
         prefix, limit = check_scratchpad_prefix(prefix), bounded(limit, "limit")
         if before is not None:
             check_scratchpad_prefix(before)
         if limit <= 0:
             self.session_info(session_id)
-            return []
-        return self._scratchpad_page(session_id, prefix, limit, before)
+        return prefix, limit
+
+    def _scratchpad_page_contents(
+        self, session_id: str, prefix: str, limit: int, before: str | None
+    ) -> list[tuple[str, str]]:
+        """Primitive, optional: ``_scratchpad_page`` as ``(name, content)`` pairs."""
+        return [
+            (e.name, e.content) for e in self._scratchpad_page(session_id, prefix, limit, before)
+        ]
 
     def _scratchpad_page(
         self, session_id: str, prefix: str, limit: int, before: str | None

@@ -961,6 +961,17 @@ class PostgresStore(SQLEntries, core.StoreCore):
         return entries
 
     @_resent
+    def _select_pairs(
+        self, session_id: str, condition: str, args: tuple[str | int, ...]
+    ) -> list[tuple[str, str]]:
+        with self._read() as conn:
+            query = "SELECT name, content FROM scratchpad WHERE session_id = %s" + condition
+            rows: list[tuple[str, str]] = conn.execute(query, (session_id, *args)).fetchall()
+            if not rows:
+                _require(conn, session_id)
+        return rows
+
+    @_resent
     def _select_ranges(
         self, session_id: str, ranges: list[tuple[str, str]]
     ) -> list[tuple[str, str]]:

@@ -182,6 +182,13 @@ class Store(Protocol):
         SQL backends read only the page), so the newest of many costs one page."""
         ...
 
+    def scratchpad_page_contents(
+        self, session_id: str, *, prefix: str = "", limit: int, before: str | None = None
+    ) -> list[tuple[str, str]]:
+        """``scratchpad_page`` as ``(name, content)`` pairs, without the dates: what a
+        reader of the newest few records needs, with nothing made per row that it drops."""
+        ...
+
     def scratchpad_contents(
         self, session_id: str, *, names: Sequence[str] = (), prefixes: Sequence[str] = ()
     ) -> dict[str, str]:

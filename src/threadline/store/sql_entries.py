@@ -30,20 +30,26 @@ class SQLEntries:
     ) -> list[ScratchpadEntry]:
         return self._entries(session_id, prefix, before, limit)
 
+    def _scratchpad_page_contents(
+        self, session_id: str, prefix: str, limit: int, before: str | None
+    ) -> list[Row]:
+        return self._select_pairs(session_id, *self._condition(prefix, before, limit))
+
     def _entries(
         self, session_id: str, prefix: str, before: str | None, limit: int | None
     ) -> list[ScratchpadEntry]:
-        """Names from ``prefix`` on and below ``before``: all of them by name, or the
-        last ``limit`` of them, last first (a page)."""
+        return self._select_entries(session_id, *self._condition(prefix, before, limit))
+
+    def _condition(self, prefix: str, before: str | None, limit: int | None) -> tuple[str, Args]:
+        """The condition (and its arguments) of names from ``prefix`` on and below
+        ``before``: all of them by name, or the last ``limit`` of them, last first (a page)."""
         mark = self.MARK
         low, high = page_range(prefix, before)
         args: Args = (low,) if high is None else (low, high)
         where = f" AND name >= {mark}" + ("" if high is None else f" AND name < {mark}")
         if limit is None:
-            return self._select_entries(session_id, where + " ORDER BY name", args)
-        return self._select_entries(
-            session_id, f"{where} ORDER BY name DESC LIMIT {mark}", (*args, limit)
-        )
+            return where + " ORDER BY name", args
+        return f"{where} ORDER BY name DESC LIMIT {mark}", (*args, limit)
 
     def _scratchpad_contents(
         self, session_id: str, names: list[str], prefixes: list[str]
@@ -61,6 +67,10 @@ class SQLEntries:
         """Primitive: ``(name, content)`` of the session's entries with ``low <= name <
         high`` for some of ``ranges``, each range read from the primary key; the
         session checked when none comes back (``SessionNotFound``)."""
+        raise NotImplementedError
+
+    def _select_pairs(self, session_id: str, condition: str, args: Args) -> list[Row]:
+        """Primitive: ``(name, content)`` of the entries ``_select_entries`` selects."""
         raise NotImplementedError
 
     def _select_entries(self, session_id: str, condition: str, args: Args) -> list[ScratchpadEntry]:
