@@ -98,6 +98,8 @@ def test_a_description_in_the_reasoning_is_not_a_choice() -> None:
     assert agent_strength("Option 3 seems cleanest because:") == (0.0, False)
     chose = "The right approach is to track the last synced id, then send only the delta."
     assert agent_strength(chose) == (1.0, True)
+    for described in ("That is simpler to read.", "It would be best to ask you first."):
+        assert agent_strength(described) == (0.0, False), described
 
 
 def test_every_importer_s_shape_of_thinking_is_read() -> None:

@@ -145,3 +145,18 @@ def test_names_the_person_typed_and_a_path_with_a_placeholder_are_values(
     values = "\n".join(section(compacted(imported_plain(store, log, tmp_path)), "important_values"))
     assert "name: `lastProcessedLine` (named by the user)" in values
     assert "playMove" not in values  # pasted back, not typed
+
+
+def test_commands_that_write_through_an_option_do_not_only_look() -> None:
+    """Review: ``git remote add URL``, ``sort -o``, ``sed -Ei`` and ``find -fprint`` write."""
+    for command in (
+        "git remote add origin https://github.com/x/y.git",
+        "git branch -D old-work",
+        "sort -o sorted.txt input.txt",
+        "sed -Ei 's/a/b/' src/x.py",
+        "sed --in-place=.bak 's/a/b/' src/x.py",
+        "find . -name '*.log' -fprint found.txt",
+    ):
+        assert not only_looks(command), command
+    for command in ("git remote -v", "git branch", "git branch --list", "sed -n 1,5p x.py"):
+        assert only_looks(command), command

@@ -16,8 +16,8 @@ def loads(data: str | bytes) -> Any:
     """``json.loads(data)``, the same value or error: UTF-8 bytes, or text, that is one
     JSON value from first to last character (as ``json.dumps`` writes it) is scanned
     at once; anything else goes to ``json.loads``."""
-    text = data if isinstance(data, str) else data.decode("utf-8", "surrogatepass")
-    try:
+    try:  # bytes in another encoding (UTF-16 with a BOM): ``json.loads`` detects it
+        text = data if isinstance(data, str) else data.decode("utf-8", "surrogatepass")
         value, end = _scan(text, 0)
     except (ValueError, StopIteration):
         return json.loads(data)

@@ -660,10 +660,10 @@ def _iter_range(session: Session, floor: int, cut: int) -> Iterator[Message]:
 
 
 def _in_directory(messages: list[Message], root: str | None) -> list[Message]:
-    """``messages`` with the first saying where the session works, when no message of the
-    range says it (an importer stamps the directory once, where it changes): a summary of
-    a later range then shows paths as the earlier one did, relative to it."""
-    if not messages or not root or any("cwd" in m.metadata for m in messages):
+    """``messages`` with the first saying where the session works when it does not say
+    it (an importer stamps the directory only where it changes): a summary of a later
+    range then shows paths as the earlier one did, relative to it."""
+    if not messages or not root or "cwd" in messages[0].metadata:
         return messages
     first = messages[0]
     return [first.model_copy(update={"metadata": {**first.metadata, "cwd": root}}), *messages[1:]]

@@ -166,11 +166,12 @@ _NOT_A_VERB = frozenset(split_words("it its they this that these those there he 
 every session"), not a choice."""
 _PREFERRED = re.compile(
     rf"(?i)^(?:(?:actually|so|ok(?:ay)?|hmm|but|then)\b[,]?\s+)*(?:I\s+think\s+)?"
-    rf"(?:(?:it|that|this){_APOSTROPHE}?s|(?:it|that|this)\s+is|it\s+would\s+be)\s+"
-    r"(?:much\s+|far\s+)?(?:cleaner|simpler|better|safer|best|cleanest|simplest)\s+to\s+[a-z]+"
-    r"|^(?:(?:actually|so|ok(?:ay)?|but|then)\b[,]?\s+)*(?:the|a)\s+(?:cleanest|simplest|right|best|"
-    r"better|safest|cleaner|simpler|safer)\s+(?:approach|solution|fix|way|option|design)\s+"
-    r"(?:is|would\s+be|here\s+is)\s+(?:to\s+)?[a-z]+"
+    rf"(?:it{_APOSTROPHE}?s|it\s+is|it\s+would\s+be)\s+"
+    r"(?:much\s+|far\s+)?(?:cleaner|simpler|better|safer|best|cleanest|simplest)\s+to\s+"
+    r"(?:just\s+)?(?P<verb>[a-z]+)"
+    r"|^(?:(?:actually|so|ok(?:ay)?|hmm|but|then)\b[,]?\s+)*(?:the|a)\s+(?:cleanest|simplest|right|"
+    r"best|better|safest|cleaner|simpler|safer)\s+(?:approach|solution|fix|way|option|design)\s+"
+    r"(?:is|would\s+be|here\s+is)\s+(?:to\s+)?(?:just\s+)?(?P<verb2>[a-z]+)"
 )
 """The agent naming the way it prefers ("I think it's cleaner to keep them separate",
 "the right approach is to track the last synced id"): a choice it will act on."""
@@ -377,6 +378,15 @@ def _user_strength(sentence: str) -> float:
     return REQUEST_FACTOR if _IMPERATIVE.match(sentence) else 0.0
 
 
+_NOT_ACTING = frozenset(split_words("read understand see say tell ask know think wait check look"))
+"""Verbs after "it's simpler to" that describe, not act ("it's simpler to read")."""
+
+
+def _acts(preferred: re.Match[str]) -> bool:
+    verb = preferred.group("verb") or preferred.group("verb2") or ""
+    return verb.lower() not in _NOT_ACTING
+
+
 def agent_strength(sentence: str) -> tuple[float, bool]:
     """How surely a sentence of the agent records a choice with its reason (0: it does not),
     and whether it still waits for the action that carries it out.
@@ -395,12 +405,12 @@ def agent_strength(sentence: str) -> tuple[float, bool]:
     reasoned = RATIONALE.search(text) is not None
     contrast = CONTRAST.search(text) is not None
     decided = _AGENT_DECIDED.search(text) is not None
-    preferred = _PREFERRED.match(text) is not None
+    preferred = _PREFERRED.match(text)
     if not (reasoned or contrast or decided or preferred):
         return 0.0, False
     if _CHORE.match(NOTE_LEAD.sub("", text, count=1)):
         return 0.0, False  # "Also need to update X since it references Y": a step, not a choice
-    if _PREFERRED.match(text) and not text.endswith(":"):
+    if preferred is not None and _acts(preferred) and not text.endswith(":"):
         return 1.0, True
     lead = _LEADING_CONTRAST.match(text)
     if lead is not None and lead.group("verb").lower() in _NOT_A_VERB:

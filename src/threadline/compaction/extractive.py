@@ -788,8 +788,9 @@ class _Pass:
             return
         text = _message_text(m)
         why = stated_why(text)
-        rules = stated_rules(text)
-        if call is not None and (why or rules):  # a task's description, as a tool showed it
+        described = call is not None and call_action(call) != "read"  # a tracker's view, not a file
+        rules = stated_rules(text) if described else []
+        if call is not None and described and (why or rules):  # a task, as a tracker showed it
             source = clip_words(self._described(call), LED_TO_WORDS)
             if why is not None and self.task_why is None:  # the first: the whole work's
                 line = f"Why the work (from {source}): {why}"

@@ -10,6 +10,8 @@ programs each simple command runs.
 
 from __future__ import annotations
 
+import re
+
 from threadline.compaction.toolcalls import simple_commands
 from threadline.compaction.values import split_words
 
@@ -42,16 +44,26 @@ def _looks(argv: list[str]) -> bool:
     prog = argv[0].rsplit("/", 1)[-1]
     if prog in ("sh", "bash", "zsh") and "-c" in argv[1:-1]:
         return only_looks(argv[argv.index("-c") + 1])
-    if prog == "sed":
-        return not any(a.startswith("-i") or a == "--in-place" for a in argv[1:])
-    if prog == "find":  # ``-delete``, ``-exec rm``: it acts on what it finds
-        return not any(a in ("-delete", "-exec", "-execdir", "-ok") for a in argv[1:])
+    if prog == "sed":  # ``-i``, ``-Ei``, ``--in-place=.bak``: it edits
+        return not any(_SED_IN_PLACE.match(a) for a in argv[1:])
+    if prog == "find":  # ``-delete``, ``-exec rm``, ``-fprint``: it acts on what it finds
+        return not any(a in _FIND_ACTS or a.startswith("-fprint") for a in argv[1:])
+    if prog == "sort":  # ``-o out``: it writes
+        return not any(a in ("-o", "--output") or a.startswith("--output=") for a in argv[1:])
     if prog == "git":
         rest = argv[1:]
         while rest[:1] and rest[0].startswith("-"):
             rest = rest[2:] if rest[0] in ("-C", "-c") else rest[1:]
+        if rest[:1] in (["remote"], ["branch"]):  # ``remote add``, ``branch -D x``: a change
+            return all(a in _LISTING for a in rest[1:])
         return bool(rest) and rest[0] in GIT_LOOKS
     return prog in LOOKERS
+
+
+_SED_IN_PLACE = re.compile(r"^(?:-[^-]*i|--in-place)")
+_FIND_ACTS = frozenset(split_words("-delete -exec -execdir -ok -okdir -fls"))
+_LISTING = frozenset(split_words("-v -vv -a -r -l --list --all --verbose show get-url"))
+"""What ``git remote`` / ``git branch`` take to list, not to change."""
 
 
 def only_looks(command: str) -> bool:

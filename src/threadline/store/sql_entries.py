@@ -15,6 +15,11 @@ NAME_CEILING = "\U0010ffff" * (MAX_SCRATCHPAD_NAME + 1)
 """Above every name: what a prefix of nothing but the last code point reads up to."""
 
 
+RANGES_PER_QUERY = 400
+"""Ranges one query reads at most: SQLite allows 500 terms in a compound SELECT (each
+range is one, and the missing-session check another)."""
+
+
 class SQLEntries:
     """Mixed in before ``StoreCore``: its ``_scratchpad_list``, ``_scratchpad_page`` and
     ``_scratchpad_contents``."""
@@ -61,7 +66,10 @@ class SQLEntries:
         for prefix in prefixes:
             low, high = prefix_bounds(prefix)
             ranges.append((low, NAME_CEILING if high is None else high))
-        return dict(self._select_ranges(session_id, ranges))
+        found: dict[str, str] = {}
+        for start in range(0, max(1, len(ranges)), RANGES_PER_QUERY):
+            found.update(self._select_ranges(session_id, ranges[start : start + RANGES_PER_QUERY]))
+        return found
 
     def _select_ranges(self, session_id: str, ranges: list[tuple[str, str]]) -> list[Row]:
         """Primitive: ``(name, content)`` of the session's entries with ``low <= name <
