@@ -107,12 +107,40 @@ def test_a_search_returns_the_best_ten(store: Store) -> None:
 
 def test_calls_run_off_the_event_loop(store: Store) -> None:
     service = ThreadlineMemoryService(store)
-    threads = threads_calling(store, "scratchpad_list")
+    threads = threads_calling(store, "scratchpad_write_many")
+    searching = threads_calling(store, "scratchpad_contents")  # the read a search makes
 
     async def scenario() -> int:
         await service.add_session_to_memory(session("s", event("e", "hello there")))
-        await service.search_memory(app_name="app", user_id="ada", query="hello")
+        found = await service.search_memory(app_name="app", user_id="ada", query="hello")
+        assert len(found.memories) == 1
         return threading.get_ident()
 
-    assert asyncio.run(scenario()) not in threads
-    assert threads
+    loop_thread = asyncio.run(scenario())
+    assert threads and searching
+    assert loop_thread not in threads | searching
+
+
+def test_unspaced_scripts_are_indexed_as_character_pairs() -> None:
+    """The pairs a run of Chinese, Japanese or Korean text is read as, set apart from
+    the words around it; a lone character is its own term."""
+    from threadline.integrations.doc_search import searchable
+
+    assert searchable("私はPythonを") == " 私は Python を "
+    pairs = ["東京", "京タ", "タワ", "ワー", "is", "tall"]
+    assert searchable("東京タワー is tall").split() == pairs
+    assert searchable("plain text") == "plain text"
+
+
+def test_a_memory_added_again_with_new_text_is_found_by_its_new_words(store: Store) -> None:
+    """Searches keep what they counted of each memory's text between calls; a memory
+    whose session is added again with other text is found by the new words only."""
+    service = ThreadlineMemoryService(store)
+    asyncio.run(service.add_session_to_memory(session("s", event("e", "the heron flies"))))
+    first = asyncio.run(service.search_memory(app_name="app", user_id="ada", query="heron"))
+    assert len(first.memories) == 1
+    asyncio.run(service.add_session_to_memory(session("s", event("e2", "a kingfisher dives"))))
+    again = asyncio.run(service.search_memory(app_name="app", user_id="ada", query="heron"))
+    assert again.memories == []
+    found = asyncio.run(service.search_memory(app_name="app", user_id="ada", query="kingfisher"))
+    assert [m.id for m in found.memories] == ["e2"]

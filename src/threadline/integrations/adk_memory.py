@@ -28,10 +28,11 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from threadline.integrations.binding import Face, missing_extra, open_or_use
-from threadline.integrations.doc_search import best_first, scores
+from threadline.integrations.doc_search import COUNTED_TEXTS, best_first, scores
 from threadline.integrations.documents import Documents, encode
 from threadline.store import Store
 
@@ -75,8 +76,15 @@ def _remembered(event: Event) -> bool:
     return bool(event.content and event.content.parts)
 
 
-def _text(content: types.Content) -> str:
-    return " ".join(part.text for part in content.parts or () if part.text)
+@lru_cache(maxsize=COUNTED_TEXTS)
+def _indexed(document: str) -> tuple[int, str, str]:
+    """A stored memory's (order, searched text, JSON text): its text parts as ADK's own
+    service searches them. Kept per document text, so a search parses only what changed
+    since the last and builds only the memories it returns."""
+    value = json.loads(document)
+    parts = (value.get("content") or {}).get("parts") or ()
+    text = " ".join(t for part in parts if isinstance(t := part.get("text"), str) and t)
+    return value["order"], text, document
 
 
 class ThreadlineMemoryService(BaseMemoryService):
@@ -167,19 +175,18 @@ class ThreadlineMemoryService(BaseMemoryService):
         if not query.strip():
             return SearchMemoryResponse()
         found = sorted(
-            (d.value for d in self._docs(app_name, user_id).under("")),
-            key=lambda v: v["order"],
+            (_indexed(text) for text in self._docs(app_name, user_id).texts_under("").values()),
+            key=lambda memory: memory[0],
         )
-        contents = [types.Content.model_validate(v["content"]) for v in found]
-        ranked = scores(query, [_text(c) for c in contents])
+        ranked = scores(query, [text for _, text, _ in found])
         best = [i for i in best_first(ranked) if ranked[i]][:MAX_RESULTS]
-        return SearchMemoryResponse(memories=[self._entry(found[i], contents[i]) for i in best])
+        return SearchMemoryResponse(memories=[self._entry(json.loads(found[i][2])) for i in best])
 
     @staticmethod
-    def _entry(value: dict[str, Any], content: types.Content) -> MemoryEntry:
+    def _entry(value: dict[str, Any]) -> MemoryEntry:
         timestamp = value.get("timestamp")
         return MemoryEntry(
-            content=content,
+            content=types.Content.model_validate(value["content"]),
             author=value.get("author"),
             id=value.get("event_id") or None,
             timestamp=datetime.fromtimestamp(timestamp).isoformat()

@@ -10,12 +10,17 @@ of one script inside another (``私はPythonを``) as its own word, so a query f
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
-from threadline.memory.rules import query_terms
+from threadline.memory.rules import query_terms, terms
 from threadline.memory.textindex import TextIndex
 
+COUNTED_TEXTS = 8192
+"""Documents whose counted terms a process keeps between searches."""
 _CJK_RANGES = (
     (0x1100, 0x11FF),  # Hangul jamo
     (0x3040, 0x30FF),  # Hiragana, Katakana
@@ -30,33 +35,28 @@ _CJK_RANGES = (
 )
 
 
-def _unspaced(char: str) -> bool:
-    """A character of a script written without spaces between words."""
-    code = ord(char)
-    return any(low <= code <= high for low, high in _CJK_RANGES)
+_UNSPACED_RUN = re.compile(
+    "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in _CJK_RANGES) + "]+"
+)
+"""A run of characters of scripts written without spaces between words."""
+
+
+def _pairs(run: re.Match[str]) -> str:
+    chars = run.group()
+    return " " + " ".join(chars[i : i + 2] for i in range(max(1, len(chars) - 1))) + " "
 
 
 def searchable(text: str) -> str:
     """``text`` with each Chinese, Japanese or Korean run as its overlapping character
     pairs, set apart from the words around it (what the index and the query read)."""
-    text = unicodedata.normalize("NFC", text)
-    out: list[str] = []
-    run: list[str] = []
+    return _UNSPACED_RUN.sub(_pairs, unicodedata.normalize("NFC", text))
 
-    def flush() -> None:
-        if run:
-            pairs = ["".join(run[i : i + 2]) for i in range(max(1, len(run) - 1))]
-            out.append(" " + " ".join(pairs) + " ")
-            run.clear()
 
-    for char in text:
-        if _unspaced(char):
-            run.append(char)
-        else:
-            flush()
-            out.append(char)
-    flush()
-    return "".join(out)
+@lru_cache(maxsize=COUNTED_TEXTS)
+def _counted(text: str) -> Counter[str]:
+    """The index terms of a document's text, counted once for every search that reads
+    it unchanged (a search reads all of a face's documents; few change between two)."""
+    return Counter(terms(searchable(text)))
 
 
 def scores(query: str, texts: Sequence[str | None]) -> list[float | None]:
@@ -69,7 +69,7 @@ def scores(query: str, texts: Sequence[str | None]) -> list[float | None]:
     index = TextIndex()
     for i, text in enumerate(texts):
         if text is not None:
-            index.put("doc", str(i), "all", searchable(text))
+            index.put_counts("doc", str(i), "all", _counted(text))
     for _, rid, score in index.search_terms(wanted, ["all"], len(index)):
         out[int(rid)] = score
     return out

@@ -86,6 +86,14 @@ class Documents:
             return []
         return [_document(e) for e in self.store.scratchpad_list(sid, prefix=prefix)]
 
+    def texts_under(self, prefix: str) -> dict[str, str]:
+        """name -> JSON text of every document under ``prefix``, unparsed, in one read:
+        for a reader that parses only some of them."""
+        sid = self._session_id()
+        if sid is None:
+            return {}
+        return self.store.scratchpad_contents(sid, prefixes=[prefix])
+
     def put_many(self, values: Mapping[str, str], *, keep_existing: bool = False) -> None:
         """Write encoded documents (name -> JSON text) in one step; with ``keep_existing``
         a name already stored keeps its document."""

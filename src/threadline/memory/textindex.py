@@ -31,9 +31,12 @@ class TextIndex:
         return len(self._docs)
 
     def put(self, kind: str, rid: str, scope: str, text: str) -> None:
+        self.put_counts(kind, rid, scope, Counter(terms(text)))
+
+    def put_counts(self, kind: str, rid: str, scope: str, counts: Counter[str]) -> None:
+        """``put`` of a text already counted into terms (the index does not change ``counts``)."""
         key = (kind, rid)
         self.remove(kind, rid)
-        counts = Counter(terms(text))
         if not counts:
             return
         length = sum(counts.values())
