@@ -474,3 +474,8 @@ def test_rules_are_read_only_under_their_heading() -> None:
     ]
     assert stated_rules("## Why\n- Do not add X.\n") == []
     assert stated_rules("Constraints:\n- must stay under 1 MB\n\nDone.") == ["must stay under 1 MB"]
+    # a heading that says what kind of constraints (a task template's "Architecture Constraints")
+    task = "## Edge Cases\n- Empty state.\n\n## Architecture Constraints\n- Keep one renderer.\n"
+    assert stated_rules(task) == ["Keep one renderer."]
+    assert stated_rules("## Rabbit Holes\n- Syncing templates by hand.\n") == []
+    assert stated_rules("## The constraints of the old design were\n- x\n") == []

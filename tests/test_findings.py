@@ -239,3 +239,32 @@ def test_private_helpers_and_fallback_clauses_are_no_signatures(tmp_path: Path) 
     names = {s.name for s in signatures(messages(log, tmp_path))}
     assert {"render", "Count"} <= names
     assert not names & {"tool_use_preview", "helper"}
+
+
+def test_a_cause_that_says_how_outranks_a_headline_of_the_same_message() -> None:
+    """Judges (run D): "a fundamental flaw in conversation tracking" names the problem; the
+    sentence after it saying what breaks what is what the next engineer must know."""
+    report = (
+        "CRITICAL ISSUE FOUND: both implementations have a fundamental flaw in conversation "
+        "tracking.\n\n"
+        "Conversation tracking: session-level tracking breaks incremental sync of messages "
+        "added to a session."
+    )
+    lines = [line.text for line in findings([Message.user("review it"), Message.assistant(report)])]
+    assert lines == [
+        "Found (#2): Conversation tracking: session-level tracking breaks incremental sync of "
+        "messages added to a session."
+    ]
+    alone = "Both implementations have a fundamental flaw in conversation tracking of sessions."
+    lines = [line.text for line in findings([Message.user("review"), Message.assistant(alone)])]
+    assert lines == [f"Found (#2): {alone}"]  # a headline alone is still a finding
+
+
+def test_a_problem_line_of_a_report_is_a_cause_and_breaking_down_is_not() -> None:
+    said = [
+        Message.user("summarise"),
+        Message.assistant("**Problem**: the filter runs once, so every processor gets one list."),
+        Message.assistant("Next, this breaks down into three steps we can take one by one."),
+    ]
+    lines = [line.text for line in findings(said)]
+    assert lines == ["Found (#2): Problem: the filter runs once, so every processor gets one list."]

@@ -30,16 +30,21 @@ MAX_ANSWERS = 3
 FOLLOW_UP_MAX_WORDS = 8
 """A request this short that points back ("do that") borrows the reply before it."""
 
-_DIAGNOSIS = re.compile(
+_CAUSE = re.compile(
     r"(?i)\b(?:root[ -]cause|"
     r"the\s+(?:real\s+|actual\s+|core\s+|main\s+|underlying\s+)?(?:problem|issue|bug|cause|culprit)"
     r"\s+(?:is|was|here\s+is)\b|"
     r"(?:is|are|was)\s+(?:failing|broken|empty|missing)\s+because\b|"
     r"(?:happens|happened|fails|failed|breaks|broke)\s+because\b|"
-    r"(?:fundamental|critical)\s+(?:flaw|issue|bug|problem)|"
-    r"\bcaused\s+by\b)"
+    r"\bcaused\s+by\b|"
+    r"\b(?:breaks|broke)\s+(?!down\b|out\b|up\b|into\b)\w)"
+    r"|^(?:root\s+cause|cause|problem|core\s+issue)\W{0,4}:\s*\S"
 )
-"""The agent stating a cause: "the root cause is", "the test is failing because"."""
+"""The agent stating a cause and how it works: "the root cause is", "the test is failing
+because", "session-level tracking breaks incremental sync", a "**Problem**:" line."""
+_HEADLINE = re.compile(r"(?i)\b(?:fundamental|critical)\s+(?:flaw|issue|bug|problem)")
+"""The agent naming a problem's gravity ("a fundamental flaw in X"): a finding when the
+message says no more; the cause, where it says one, tells the next engineer more."""
 _SETTLED_LATER = re.compile(
     r"(?i)\b(?:is|was|are|were|now|been)\s+(?:fixed|solved|resolved|gone|handled|addressed)\b"
 )
@@ -88,6 +93,27 @@ def _gist(text: str, limit: int) -> str:
     return clip_words(" ".join(k for k in kept if k), limit)
 
 
+def _diagnosis(m: Message) -> str | None:
+    """The message's statement of a cause: its first, or a headline ("a fundamental flaw")
+    only when no sentence of it says what the cause is."""
+    headline: str | None = None
+    for sentence in sentences(m.text):
+        flat = _LEAD.sub("", sentence)
+        cause = _CAUSE.search(flat) is not None
+        if (
+            not (cause or _HEADLINE.search(flat))
+            or flat.endswith("?")
+            or _HEDGE.match(flat)
+            or _SETTLED_LATER.search(flat)
+            or words(flat) < FOUND_MIN_WORDS
+        ):
+            continue
+        if cause:
+            return flat
+        headline = headline or flat
+    return headline
+
+
 def findings(messages: Sequence[Message]) -> list[Line]:
     """The agent's statements of a cause, latest first, one per message, no repeats."""
     found: list[Line] = []
@@ -95,26 +121,12 @@ def findings(messages: Sequence[Message]) -> list[Line]:
     for index, m in enumerate(messages):
         if m.role != "assistant" or not m.text.strip():
             continue
-        for sentence in sentences(m.text):
-            flat = _LEAD.sub("", sentence)
-            if (
-                not _DIAGNOSIS.search(flat)
-                or flat.endswith("?")
-                or _HEDGE.match(flat)
-                or _SETTLED_LATER.search(flat)
-                or words(flat) < FOUND_MIN_WORDS
-            ):
-                continue
-            key = flat.lower()
-            if key not in seen:
-                seen.add(key)
-                found.append(
-                    Line(
-                        _seq(m, index),
-                        f"Found (#{_seq(m, index)}): " + clip_words(flat, FOUND_WORDS),
-                    )
-                )
-            break
+        flat = _diagnosis(m)
+        if flat is None or flat.lower() in seen:
+            continue
+        seen.add(flat.lower())
+        seq = _seq(m, index)
+        found.append(Line(seq, f"Found (#{seq}): " + clip_words(flat, FOUND_WORDS)))
     return list(reversed(found))[:MAX_FOUND]
 
 

@@ -1,7 +1,7 @@
 """What a task's description says the work must honour: the reason it gives ("## Why
 This Task Is Necessary", "Motivation:"), for an approach to the task to carry as its why
 (judges found approaches listed without one), and its rules ("## No-gos", "Non-goals",
-"Constraints"), which bind the work as the person's own words do."""
+"Architecture Constraints"), which bind the work as the person's own words do."""
 
 from __future__ import annotations
 
@@ -37,8 +37,9 @@ def stated_why(text: str) -> str | None:
 
 
 _RULES_HEADING = re.compile(
-    r"(?im)^[ \t]*(?:#{1,6}[ \t]*|\*\*)?(?:no[- ]?gos?|non[- ]?goals|constraints|"
-    r"out[ \t]+of[ \t]+scope|guardrails|do[ \t]+not|don['\u2019]?ts)"
+    r"(?im)^[ \t]*(?:#{1,6}[ \t]*|\*\*)?(?:no[- ]?gos?|non[- ]?goals|"
+    r"(?:[a-z]+[ \t]+){0,2}(?:constraints|guardrails)|out[ \t]+of[ \t]+scope|"
+    r"do[ \t]+not|don['\u2019]?ts)"
     r"[ \t]*(?:\*\*)?[ \t]*:?[ \t]*(?:\*\*)?[ \t]*$"
 )
 """A heading on a line of its own that opens a description's rules."""
