@@ -71,3 +71,23 @@ def test_pending_names_the_request_in_progress_at_the_cut(store: Store, tmp_path
     assert "In progress: request #" in state
     assert "Finish request #" in pending and "exported-session.jsonl" in pending
     assert "clockwise" not in pending  # answered before the next request
+
+
+def test_a_request_whose_turn_ends_in_the_kept_messages_is_not_pending() -> None:
+    """Judges (runs D, E): "Finish request #595 (in progress at #603; the kept messages go on
+    with it)" while the kept messages show the agent answering it and the person asking
+    four more things."""
+    log = ClaudeLog()
+    _answered_then_asked(log)
+    cut = len(numbered(_messages(log)))
+    log.say("The export now writes every model response.")
+    log.user("Now make the script minimal.")
+    everything = numbered(_messages(log))
+    trail, evidence = build_trail(everything[:cut]), build_trail(everything)
+    assert open_request(trail) is not None  # in progress where the summary ends
+    assert request_line(trail, evidence) is None
+    going_on = ClaudeLog()
+    _answered_then_asked(going_on)
+    going_on.call("Bash", {"command": "wc -l exported-session.jsonl"}, "12 exported-session.jsonl")
+    still = build_trail(numbered(_messages(going_on)))
+    assert request_line(trail, still) is not None  # the kept messages only go on with it

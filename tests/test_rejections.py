@@ -121,6 +121,35 @@ def test_pi_and_codex_failures_write_nothing() -> None:
     assert trail.tracker.records == {}
 
 
+def test_a_patch_fed_to_a_shell_that_did_not_apply_writes_nothing() -> None:
+    """Judges (run E): Codex's ``apply_patch`` through ``shell_command`` failed ("Exit code: 1",
+    a shell profile's warning, then "Failed to find expected lines in index.js") and was
+    retried; the window counted both as edits."""
+    patch = "*** Begin Patch\n*** Update File: index.js\n@@\n-a\n+b\n*** End Patch\n"
+    command = f"apply_patch <<'PATCH'\n{patch}PATCH"
+
+    def shell(i: int) -> Message:
+        call = ToolCall(id=f"s{i}", name="shell_command", arguments={"command": command})
+        return Message.assistant("", tool_calls=[call])
+
+    noise = (
+        "/opt/homebrew/Library/Homebrew/cmd/shellenv.sh: line 18: /bin/ps: Operation not permitted"
+    )
+    head = "Wall time: 0.1 seconds\nOutput:\n" + noise
+    failed = f"Exit code: 1\n{head}\nFailed to find expected lines in index.js:\na\n"
+    applied = f"Exit code: 0\n{head}\nSuccess. Updated the following files:\nM index.js\n"
+    trail = build_trail(
+        [
+            Message.user("add premoves", metadata={"cwd": ROOT}),
+            shell(1),
+            Message.tool(failed, tool_call_id="s1", name="shell_command"),
+            shell(2),
+            Message.tool(applied, tool_call_id="s2", name="shell_command"),
+        ]
+    )
+    assert [rec.actions for rec in trail.tracker.records.values()] == [{"edited": 1}]
+
+
 def test_a_turned_down_command_neither_fails_nor_settles() -> None:
     def run(i: int, command: str) -> Message:
         call = ToolCall(id=f"r{i}", name="Bash", arguments={"command": command})

@@ -206,3 +206,43 @@ def test_files_a_subagent_changed_are_its_work_not_the_agent_s_edits() -> None:
     (seg,) = trail.progress.segments
     assert seg.files == ["/w/src/a.ts"] and seg.delegated == ["/w/test/unit/domain.test.ts"]
     assert "subagents changed `/w/test/unit/domain.test.ts`" in seg.facts(str)
+
+
+def test_every_worker_of_a_batch_larger_than_the_outcomes_kept_has_its_files_listed() -> None:
+    """Judges (run F): a batch of eight workers changed fourteen files; the snapshot kept the
+    latest six reports and said "(+2 more files)" of the rest."""
+    count = MAX_OUTCOMES + 2
+    call = spawn([f"Fix the diagnostics in src/m{i}.ts only." for i in range(count)])
+    runs = [
+        {
+            "taskId": f"task-{i}",
+            "requestIndex": i,
+            "status": "succeeded",
+            "summary": f"### Changes\n- Fixed diagnostics in `src/m{i}.ts`.",
+        }
+        for i in range(count)
+    ]
+    messages = [Message.user("Fix the lint diagnostics."), Message.assistant("", tool_calls=[call])]
+    messages.append(pi_result(runs))
+    for n, m in enumerate(messages, 1):
+        m.seq = n
+    trail = build_trail(messages, "/w")
+    changed = {f"src/m{i}.ts" for i in range(count)}
+    assert changed <= set(trail.tracker.files())
+    (seg,) = trail.progress.segments
+    assert set(seg.delegated) == {f"/w/{f}" for f in changed}
+    assert f"(+{count - 5} more files)" in " ".join(seg.facts(str))
+    assert len(trail.ledger.outcomes) == MAX_OUTCOMES  # what Current State quotes stays few
+
+
+def test_files_a_report_says_it_left_unchanged_are_not_its_changes() -> None:
+    """Run F: "Confirmed no changes were needed in `src/domain.ts` ..." under "### Changes"."""
+    report = (
+        "### Changes\n- Fixed async diagnostics in `src/orchestrator.ts`.\n"
+        "- Confirmed no changes were needed in `src/domain.ts`, `src/parent-label.ts`, or "
+        "`src/index.ts`.\n\n- **Changes:** Updated `test/integration/batch.test.ts`; "
+        "`protocol.test.ts` required no changes.\n- No additional edits made to `src/host.ts`."
+    )
+    result = Message.tool(report, tool_call_id="call_1|fc_1", name="spawn_pi")
+    (outcome,) = subagent_outcomes(spawn(["Fix the diagnostics."]), result, 3)
+    assert outcome.files == ["src/orchestrator.ts", "test/integration/batch.test.ts"]

@@ -29,8 +29,15 @@ _EDIT_FAILED = re.compile(
 )
 """The opening of an editing tool's result that says nothing was written, where the
 importer did not flag it (Codex's ``apply_patch`` outputs are plain text)."""
-_PATCH_FAILED = re.compile(r"(?i)\A\s*(?:apply_patch verification failed|error: patch failed)")
-"""A patch fed to a shell command that did not apply."""
+_PATCH_FAILED = re.compile(
+    r"(?im)^\s*(?:apply_patch verification failed|error: patch failed|"
+    r"failed to find (?:expected lines|context)\b|invalid (?:patch|hunk)\b)"
+)
+"""A line of a shell command's output saying a patch fed to it did not apply: git's, or
+Codex's ``apply_patch`` ("Failed to find expected lines in index.js:"), which may follow
+the shell's own noise (a profile's warning) and a harness's "Exit code: 1" header."""
+_EXIT_OK = re.compile(r"\A\s*Exit code: 0\b")
+"""Codex's header of a shell call that succeeded: its patch applied, whatever it printed."""
 
 
 def not_applied(m: Message, *, shell: bool) -> bool:
@@ -39,7 +46,7 @@ def not_applied(m: Message, *, shell: bool) -> bool:
     if rejected(m.text):
         return True
     if shell:
-        return _PATCH_FAILED.match(m.text) is not None
+        return not _EXIT_OK.match(m.text) and _PATCH_FAILED.search(m.text) is not None
     flagged = m.metadata.get("is_error") or m.metadata.get("error")
     return bool(flagged) or _EDIT_FAILED.match(m.text) is not None
 

@@ -192,14 +192,19 @@ class Ledger(Carried):
         """(seq, "hash message") of the last commit a result shows was made."""
         self.outcomes: list[Outcome] = []
         """The latest subagents' reports."""
+        self.reported: list[Outcome] = []
+        """Every report of the result ``observe`` took in last (``outcomes`` keeps the
+        latest few: a batch of eight workers changed the files of all eight)."""
 
     # -- reading results
 
     def observe(self, call: ToolCall, result: Message, seq: int, *, failed: bool) -> None:
         """Take in ``result``, the answer to ``call`` (``failed`` as the tool reported it)."""
         name = call.name
+        self.reported = []
         if name in SUBAGENT_TOOLS and not failed and result.text.strip():
-            self.outcomes = latest_outcomes(self.outcomes, subagent_outcomes(call, result, seq))
+            self.reported = subagent_outcomes(call, result, seq)
+            self.outcomes = latest_outcomes(self.outcomes, self.reported)
             return
         if name in ("TaskCreate", "TaskUpdate", "TaskList"):
             if not failed:

@@ -170,6 +170,20 @@ def _first_words(text: str) -> str:
     return ""
 
 
+_UNCHANGED = re.compile(
+    r"(?i)\bno\s+(?:additional\s+|other\s+|further\s+)?(?:changes?|edits?)\b|"
+    r"\b(?:not|never)\s+(?:been\s+)?(?:changed|edited|modified|touched)\b|"
+    r"\b(?:unchanged|untouched)\b|\brequired\s+no\b|\bnothing\s+to\s+change\b"
+)
+"""A line under "Changes" that names files the subagent left as they were ("Confirmed no
+changes were needed in `src/domain.ts`", "`protocol.test.ts` required no changes")."""
+
+
+_CLAUSE = re.compile(r"(?<=[;])\s+|(?<=\.)\s+(?=[A-Z`])")
+"""Where a report's line goes on to another statement ("Updated `a.ts`; `b.ts` required no
+changes."), so each clause is read for what it says of its files."""
+
+
 def _files(text: str) -> list[str]:
     """Files from lines that say they changed, or from the list under a "Files changed"
     heading."""
@@ -182,10 +196,13 @@ def _files(text: str) -> list[str]:
         if listing and not _ITEM.match(line) and line.strip():
             listing = False
         if listing or _CHANGE_LINE.match(_clean(line)):
-            for v in extract_values(line):
-                path = v.text.strip("`")
-                if v.kind == "path" and "." in path.rsplit("/", 1)[-1] and path not in files:
-                    files.append(path)
+            for clause in _CLAUSE.split(line):
+                if _UNCHANGED.search(clause):
+                    continue
+                for v in extract_values(clause):
+                    path = v.text.strip("`")
+                    if v.kind == "path" and "." in path.rsplit("/", 1)[-1] and path not in files:
+                        files.append(path)
     return files
 
 

@@ -727,7 +727,7 @@ class Trail:
         self._item_progress(before, command, seq)
         if self.ledger.last_commit is not None and self.ledger.last_commit != commit:
             self.progress.committed(self.ledger.last_commit[1], seq)
-        outcomes = [o for o in self.ledger.outcomes if o.seq == seq]
+        outcomes = self.ledger.reported
         known = self.tracker.known()
         for o in outcomes:  # a bare name is the one file of that name the run knows
             o.files = list(dict.fromkeys(resolved(f, known) for f in o.files))
