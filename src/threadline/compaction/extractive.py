@@ -1403,14 +1403,19 @@ class ExtractiveSummarizer:
         elif p.last_text and (account := _account(p.last_text)):
             fresh.append(("last action", f"Last action: replied: {account}"))
         briefs: list[str] = []
+        examined = 0
         for r in reversed(p.results):
             brief = brief_result(r.text, read=r.read and not r.error)  # a failed read: why
             if brief is None and (briefs or r.error):
                 continue  # a bare confirmation says something only as the very last result
+            examined += 1
+            if examined > RECENT_RESULTS + 1:
+                break
+            looked = r.read or (r.call is not None and only_looks(shell_text(r.call) or ""))
+            if briefs and looked and not r.error:
+                continue  # an earlier read or listing ("-> 630 lines") is no state (judges)
             hint = describe_call(r.call) if r.call is not None else code_span(r.name)
             briefs.append(f"{hint} -> {'error: ' if r.error else ''}{brief or 'ok'}")
-            if len(briefs) > RECENT_RESULTS:
-                break
         if briefs:
             fresh.append(("last result", f"Last result: {briefs[0]}"))
         if step := p.next_step():
