@@ -828,3 +828,21 @@ def test_two_thousand_messages() -> None:
     result = SUMMARIZER.summarize(msgs)
     assert len(msgs) == 2000 and words(result.text) <= 600
     assert result.retention.kept > 0
+
+
+def test_a_file_s_one_change_says_its_words_and_the_names_it_defined() -> None:
+    """Judges (run C): "agent.go: edited: update the interface with clearer documentation"
+    of the edit that added the `TranscriptAnalyzer` interface."""
+    from threadline.compaction.extractive import file_bullet
+    from threadline.compaction.file_edit import FileEdit
+
+    rec = FileEdit("cmd/agent/agent.go")
+    rec.actions["edited"] = 1
+    rec.note = "update the interface with clearer documentation"
+    rec.symbols = ["TranscriptAnalyzer"]
+    assert file_bullet(rec, noted=True).endswith(
+        ": update the interface with clearer documentation (`TranscriptAnalyzer`)"
+    )
+    rec.actions["edited"] = 3  # of several changes, the words are one change's: no names
+    several = file_bullet(rec, noted=True)
+    assert several.endswith("; e.g. update the interface with clearer documentation")

@@ -1028,6 +1028,13 @@ def _file_score(rec: FileEdit, total: int) -> float:
     return FILE_SCORE * _recency(rec.last, total) * frequency * factor
 
 
+NOTED_SYMBOLS = 3
+"""Definitions said after the words of a file's one change ("update the interface
+(`TranscriptAnalyzer`)"): the words say why, the names what (judges read "update the
+interface with clearer documentation" of an edit that added an interface). Of several
+changes the words are one change's, and the names would be all of theirs: none."""
+
+
 def file_bullet(rec: FileEdit, *, noted: bool) -> str:
     """``path: edited: what changed`` (of several changes, ``e.g.`` one change's
     words), else the definitions changed; a move says where to, a failure what went wrong."""
@@ -1041,7 +1048,9 @@ def file_bullet(rec: FileEdit, *, noted: bool) -> str:
         what = rec.note or symbols or None
     if what:
         several = rec.count > 1 and what == rec.note
-        text += f"; e.g. {what}" if several else f": {what}"
+        named = rec.symbols[-NOTED_SYMBOLS:] if what == rec.note and not several else []
+        names = ", ".join(code_span(n) for n in named if n not in what)
+        text += (f"; e.g. {what}" if several else f": {what}") + (f" ({names})" if names else "")
     if rec.failed:
         text += f"; last attempt failed: {rec.failed}"
     return clip_words(text, MAX_BULLET_WORDS)
