@@ -23,6 +23,9 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
+ROOT = Path(__file__).resolve().parents[1]
+"""The project's folder: where ``tests.cli_server`` is importable from."""
+
 
 class CliServer:
     """A server for the commands ``preload``; ``run`` is a drop-in for ``subprocess.run``
@@ -36,6 +39,7 @@ class CliServer:
             stdout=subprocess.PIPE,
             text=True,
             env=env,
+            cwd=ROOT,
         )
         self._runs = 0
 
