@@ -534,3 +534,16 @@ def test_a_fold_of_one_request_names_it_rather_than_counting_it() -> None:
     lines, _ = account(progress, 6, budget=30)
     assert lines[0].startswith('Earlier work (#1-#2): request #1 ("Make the sync track')
     assert "1 requests" not in " ".join(lines)
+
+
+def test_an_output_read_again_is_not_scanned_again() -> None:
+    """Each compaction reads its kept tail again (the trail's ``later``): an output's
+    result line and located error are found by one scan of its lines, not one a read."""
+    text = "".join(f"mix test line {i}: ok\n" for i in range(2_000))
+    text += "** (CompileError) lib/a.ex:12: undefined function x/0\n3 tests, 1 failure\n"
+    result_line.cache_clear()
+    located_error.cache_clear()
+    for _ in range(3):
+        assert result_line(str(text)) == "3 tests, 1 failure"
+        assert located_error(str(text)) == "** (CompileError) lib/a.ex:12: undefined function x/0"
+    assert result_line.cache_info().misses == located_error.cache_info().misses == 1

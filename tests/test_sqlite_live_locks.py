@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_server import CliServer
 from tests.conftest import TRANSCRIPTS, require_shared
 from threadline import Message, open_store
 from threadline.interop import databases, importers
@@ -121,43 +122,37 @@ def _round_source(template: str, tmp_path: Path, round_no: int) -> Path:
 @pytest.mark.slow
 def test_cli_writers_beside_a_long_lived_process_never_see_damage(tmp_path: Path) -> None:
     """The reproduction of issue 20: 50 rounds of {CLI import of a real transcript, CLI
-    compact, open_store + read + append in this process, handles kept}."""
+    compact, open_store + read + append in this process, handles kept}. Each CLI run is a
+    process of its own, forked from a server that imported the CLI once (``cli_server``):
+    its descriptors, locks and connections are its own, as from a shell."""
     transcript = require_shared(TRANSCRIPTS / "claude-code" / "spotter-tool_heavy.jsonl")
     template = transcript.read_text(encoding="utf-8")
     url = f"sqlite://{tmp_path / 'store.db'}"
     env = dict(os.environ, THREADLINE_STORE=url)
-    cli = [sys.executable, "-m", "threadline.cli.app"]
+    cli = CliServer("sessions", "compact", env=env)
     handles = [open_store(url)]
     ours = handles[0].create_session(agent="long-lived")
     imported: dict[str, int] = {}
     appended = 0
-    for round_no in range(50):
-        source = _round_source(template, tmp_path, round_no)
-        done = subprocess.run(
-            [*cli, "sessions", "import", str(source), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stderr
-        [result] = json.loads(done.stdout)["sources"]
-        assert result["status"] == "new", result
-        imported[result["session_id"]] = result["messages_added"]
-        compacted = subprocess.run(  # a one-turn tail: a history that fits is not compacted
-            [*cli, "compact", result["session_id"], "--keep-turns", "1"],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        assert compacted.returncode == 0, compacted.stderr
-        handle = open_store(url)  # never StoreDamaged
-        handles.append(handle)
-        stored = handle.session_info(result["session_id"]).message_count
-        assert stored == result["messages_added"]
-        handles[round_no % len(handles)].get_session(ours.id).append(
-            [Message.user(f"round {round_no}")]
-        )
-        appended += 1
+    with cli:
+        for round_no in range(50):
+            source = _round_source(template, tmp_path, round_no)
+            done = cli.run(["sessions", "import", str(source), "--json"], env)
+            assert done.returncode == 0, done.stderr
+            [result] = json.loads(done.stdout)["sources"]
+            assert result["status"] == "new", result
+            imported[result["session_id"]] = result["messages_added"]
+            # a one-turn tail: a history that fits is not compacted
+            compacted = cli.run(["compact", result["session_id"], "--keep-turns", "1"], env)
+            assert compacted.returncode == 0, compacted.stderr
+            handle = open_store(url)  # never StoreDamaged
+            handles.append(handle)
+            stored = handle.session_info(result["session_id"]).message_count
+            assert stored == result["messages_added"]
+            handles[round_no % len(handles)].get_session(ours.id).append(
+                [Message.user(f"round {round_no}")]
+            )
+            appended += 1
     for handle in handles:
         handle.close()
     with open_store(url) as store:

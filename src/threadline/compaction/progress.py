@@ -25,6 +25,7 @@ checkpoint metadata. ``reconcile`` renders it in Current State.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,10 @@ MAX_DEFS = 40
 SHOWN_DEFS = 6
 """Names said per clause ("added `a`, `b` (+3 more)")."""
 LINE_CHARS = 200
+SCANNED_OUTPUTS = 64
+"""Outputs whose result line and located error are remembered: each compaction reads its
+kept tail again (the trail's ``later``), so an agent that compacts every step would scan
+its latest outputs, line by line with case-blind patterns, once per compaction."""
 TITLE_WORDS = 14
 REASON_WORDS = 18
 REMAINS_WORDS = 30
@@ -169,6 +174,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(*])|\n+")
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.S)
 
 
+@functools.lru_cache(maxsize=SCANNED_OUTPUTS)
 def result_line(text: str) -> str | None:
     """The line of a command's output that says how the check went: the last test-runner or
     checker summary ("14 doctests, 397 tests, 0 failures"), else the last verdict line
@@ -216,6 +222,7 @@ def verdict_ok(line: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=SCANNED_OUTPUTS)
 def located_error(text: str) -> str | None:
     """The first error line of a failed run with where it is (``file:line``) when the output
     says: the error line itself when it holds the location, else the error line followed by

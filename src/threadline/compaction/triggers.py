@@ -160,12 +160,13 @@ def iter_tail(session: Session, *, floor: int, last_seq: int) -> Iterator[Messag
     before = last_seq + 1
     page = TAIL_FIRST_PAGE
     while before - 1 > floor:
-        batch = session.tail(page, before_seq=before)
+        size = min(page, before - 1 - floor)  # seqs run without gaps: none below the floor
+        batch = session.tail(size, before_seq=before)
         for m in batch:
             if m.seq is None or m.seq <= floor:
                 return
             yield m
-        if len(batch) < page:
+        if len(batch) < size:
             return
         before = batch[-1].seq or floor
         page = min(page * 2, TAIL_MAX_PAGE)

@@ -574,13 +574,23 @@ class _TailReader:
 
     def _next(self) -> Message | None:
         if not self._buffer and not self._exhausted:
-            batch = self.session.tail(self._page, before_seq=self._before)
-            self._exhausted = len(batch) < self._page
+            size = self._page_size()
+            batch = self.session.tail(size, before_seq=self._before) if size else []
+            self._exhausted = not batch or len(batch) < size
             if batch:
                 self._before = batch[-1].seq
             self._page = min(self._page * 2, MAX_PAGE)
             self._buffer = batch[::-1]
         return self._buffer.pop() if self._buffer else None
+
+    def _page_size(self) -> int:
+        """The next page, no longer than the seqs left above the floor (they run without
+        gaps): a window just past a checkpoint reads those few, not a whole page of
+        messages it would drop. The first page trusts the handle's last seq only as far as
+        reading at least one (a stale one is only lower; later pages go by the seqs read)."""
+        if self._before is None:
+            return max(1, min(self._page, self.session.last_seq - self.floor))
+        return max(0, min(self._page, self._before - 1 - self.floor))
 
     def read_until(
         self,

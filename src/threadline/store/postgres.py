@@ -48,6 +48,7 @@ import psycopg.conninfo
 import psycopg.errors
 from psycopg import sql
 from psycopg.abc import Params
+from psycopg.pq import TransactionStatus
 from psycopg.rows import class_row
 from psycopg.types.json import Json, set_json_loads
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
@@ -757,7 +758,7 @@ class PostgresStore(SQLEntries, core.StoreCore):
                 # one pipeline: BEGIN, lock and lookup travel together, then the inserts,
                 # the counters, the companions and COMMIT; two round trips whatever the
                 # size (one on a mark: the lock fails the transaction when the mark is off)
-                with conn.pipeline(), conn.transaction():
+                with _pipelined_transaction(conn):
                     if extra.expect is not None and batch.ids and not extra.metadata:
                         return self._append_on(conn, batch, prepared, extra.expect)
                     return self._append_in(conn, batch, prepared)
@@ -1182,6 +1183,27 @@ def _handing_over(first: Conn) -> type[Conn]:
             return super().connect(conninfo, **kwargs)
 
     return HandedOver
+
+
+@contextlib.contextmanager
+def _pipelined_transaction(conn: Conn) -> Iterator[None]:
+    """A transaction in a pipeline that syncs only where a result is read and at its end:
+    BEGIN travels with the first statements and COMMIT with the last. psycopg's
+    ``transaction()`` syncs at BEGIN, before COMMIT and at COMMIT, so a row lock taken
+    inside was held for three round trips, each a wake-up of a writer that waits its turn
+    on a busy machine, while the session's other appenders queue behind it. Whatever
+    fails, the transaction is rolled back once the pipeline has synced."""
+    try:
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            yield
+            conn.execute("COMMIT")
+    except BaseException:
+        idle = conn.closed or conn.broken or conn.info.transaction_status == TransactionStatus.IDLE
+        if not idle:
+            with contextlib.suppress(psycopg.Error):  # the first failure is the one to tell
+                conn.rollback()
+        raise
 
 
 def _looks_alive(conn: Conn) -> bool:
