@@ -20,6 +20,7 @@ from threadline.stamps import utcnow
 from threadline.store.alongside import AlongsideFields, alongside
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, new_checkpoint
 from threadline.store.checks import (
+    MAX_SCRATCHPAD_NAME,
     MIN_PREFIX_LENGTH,
     bounded,
     bounded_or_none,
@@ -341,6 +342,32 @@ class StoreCore:
         return [
             (e.name, e.content) for e in self._scratchpad_page(session_id, prefix, limit, before)
         ]
+
+    def scratchpad_page_beside(
+        self,
+        session_id: str,
+        *,
+        prefix: str = "",
+        limit: int,
+        before: str | None = None,
+        beside: str,
+    ) -> tuple[list[tuple[str, str]], dict[str, str]]:
+        """See ``Store.scratchpad_page_beside``."""
+        prefix, limit = self._page_checked(session_id, prefix, limit, before)
+        beside = check_scratchpad_prefix(beside)
+        if limit <= 0:
+            return [], {}
+        return self._scratchpad_page_beside(session_id, prefix, limit, before, beside)
+
+    def _scratchpad_page_beside(
+        self, session_id: str, prefix: str, limit: int, before: str | None, beside: str
+    ) -> tuple[list[tuple[str, str]], dict[str, str]]:
+        """Primitive, optional: the page, then the entries filed beside its entries, in
+        two reads (the SQL backends join them in one query)."""
+        page = self._scratchpad_page_contents(session_id, prefix, limit, before)
+        starts = [beside + name[len(prefix) :] + "/" for name, _ in page]
+        starts = [s for s in starts if len(s) <= MAX_SCRATCHPAD_NAME]  # longer: no name
+        return page, self._scratchpad_contents(session_id, [], starts) if starts else {}
 
     def _scratchpad_page(
         self, session_id: str, prefix: str, limit: int, before: str | None

@@ -189,6 +189,22 @@ class Store(Protocol):
         reader of the newest few records needs, with nothing made per row that it drops."""
         ...
 
+    def scratchpad_page_beside(
+        self,
+        session_id: str,
+        *,
+        prefix: str = "",
+        limit: int,
+        before: str | None = None,
+        beside: str,
+    ) -> tuple[list[tuple[str, str]], dict[str, str]]:
+        """``scratchpad_page_contents``, and name -> content of the entries filed beside
+        the page's: for an entry named ``prefix + rest``, those whose names start with
+        ``beside + rest + "/"`` (a LangGraph checkpoint's pending writes). One query on
+        the SQL backends, so a page of records and what hangs off them cost one round
+        trip."""
+        ...
+
     def scratchpad_contents(
         self, session_id: str, *, names: Sequence[str] = (), prefixes: Sequence[str] = ()
     ) -> dict[str, str]:
