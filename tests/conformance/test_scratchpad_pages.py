@@ -185,3 +185,27 @@ def test_a_page_beside_refuses_what_pages_refuse(store: Store) -> None:
     for limit in (0, 3):
         with pytest.raises(SessionNotFound):
             store.scratchpad_page_beside("no-such-session", limit=limit, beside="w/")
+
+
+def test_a_page_beside_reads_the_named_entries_with_it(store: Store) -> None:
+    """``names`` come back with the page (those stored), whether or not the page holds
+    anything, and a missing session is still refused."""
+    session = store.create_session()
+    store.scratchpad_write_many(session.id, {"c/1": "one", "w/1/a": "w", "b/x": "x", "b/y": "y"})
+    page, beside = store.scratchpad_page_beside(
+        session.id, prefix="c/", limit=1, beside="w/", names=["b/x", "b/none", "b/x"]
+    )
+    assert page == [("c/1", "one")]
+    assert beside == {"w/1/a": "w", "b/x": "x"}
+    empty, named = store.scratchpad_page_beside(
+        session.id, prefix="d/", limit=1, beside="w/", names=["b/y"]
+    )
+    assert (empty, named) == ([], {"b/y": "y"})
+    many = [f"b/{i}" for i in range(450)] + ["b/y"]  # past one query's ranges
+    assert store.scratchpad_page_beside(session.id, prefix="c/", limit=1, beside="w/", names=many)[
+        1
+    ] == {"w/1/a": "w", "b/y": "y"}
+    with pytest.raises(UsageError):
+        store.scratchpad_page_beside(session.id, limit=1, beside="w/", names="b/x")
+    with pytest.raises(SessionNotFound):
+        store.scratchpad_page_beside("no-such-session", limit=1, beside="w/", names=["b/x"])

@@ -10,7 +10,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from threadline import json_scan
@@ -142,6 +142,27 @@ def newest_checkpoints(
         below = pairs[-1][0]
         size = min(size * 4, 256)
     yield from sorted(hashed, key=_found_id, reverse=True)
+
+
+def latest_checkpoint(
+    store: Store, session_id: str, ns: str, names: Sequence[str]
+) -> tuple[Found | None, dict[str, str]]:
+    """The namespace's latest checkpoint record with its pending writes, and the
+    entries ``names`` (the values the reader expects it to read), in one read when the
+    last name of the index is a plain id (no hashed one is then stored: those sort
+    after it), else as ``newest_checkpoints`` reads it."""
+    prefix = f"{PREFIX}c/{part(ns)}/"
+    beside = f"{WRITES}{part(ns)}/"
+    pairs, found = store.scratchpad_page_beside(
+        session_id, prefix=prefix, limit=1, beside=beside, names=names
+    )
+    if not pairs:
+        return None, found
+    name, content = pairs[0]
+    record = record_of(content)
+    if record is None or not name.startswith(prefix + "="):
+        return next(newest_checkpoints(store, session_id, ns), None), found
+    return (record, filed_writes(found).get(beside + name[len(prefix) :] + "/", [])), found
 
 
 def _found_id(found: Found) -> str:

@@ -95,6 +95,7 @@ from threadline.integrations.checkpoint_records import (
     branch_name,
     checkpoint_name,
     filed_writes,
+    latest_checkpoint,
     newest_checkpoints,
     record_of,
     typed,
@@ -426,20 +427,23 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """One checkpoint by id, or the namespace's latest: one read of that record and
         its pending writes (the latest is the last name of the namespace's index), and
-        one more of its values when it keeps any outside the record."""
+        one more of its values when it keeps any outside the record, unless they were
+        read with it (the latest the saver wrote names the values it reads)."""
         configurable = config["configurable"]
         thread_id: str = configurable["thread_id"]
         ns: str = configurable.get("checkpoint_ns", "")
         checkpoint_id = get_checkpoint_id(config)
 
         def read(root_id: str) -> CheckpointTuple | None:
+            contents: dict[str, str] = {}
             if checkpoint_id is None:
-                found = next(newest_checkpoints(self.store, root_id, ns), None)
+                expected = self._expected_values(root_id, ns)
+                found, contents = latest_checkpoint(self.store, root_id, ns, expected)
             else:
                 found = self._checkpoint_record(root_id, ns, checkpoint_id)
             if found is None:
                 return None
-            return self._tuples(root_id, thread_id, [found])[0]
+            return self._tuples(root_id, thread_id, [found], read=contents)[0]
 
         return self._owned_read(thread_id, read, None)
 
@@ -478,6 +482,15 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
     def _forget_owned(self, thread_id: str) -> None:
         with self._lock:
             self._owned.pop(thread_id, None)
+
+    def _expected_values(self, root_id: str, ns: str) -> list[str]:
+        """The names of the values the root namespace's latest checkpoint that this saver
+        wrote reads (read beside the latest, which it most often still is)."""
+        with self._lock:
+            record = self._latest.get(root_id) if ns == "" else None
+        if record is None:
+            return []
+        return _value_names(record, self.serde.loads_typed(untyped(record["checkpoint"])))
 
     def _checkpoint_record(self, root_id: str, ns: str, cid: str) -> Found | None:
         """The checkpoint by id with its pending writes, in one read."""
@@ -567,27 +580,24 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         thread_id: str,
         found: Sequence[Found],
         metadata: Sequence[CheckpointMetadata] | None = None,
+        read: dict[str, str] | None = None,
     ) -> Sequence[CheckpointTuple]:
         """The tuples of checkpoint records of one thread: the values they keep outside
-        the record, and the pending writes not read with them, fetched in one read (none
-        when there are neither)."""
+        the record (but those ``read`` holds already), and the pending writes not read
+        with them, fetched in one read (none when there are neither)."""
         checkpoints: list[Checkpoint] = []
         names: list[str] = []
         prefixes: list[str] = []
+        contents: dict[str, str] = read or {}
         for record, written in found:
             checkpoint = self.serde.loads_typed(untyped(record["checkpoint"]))
             checkpoints.append(checkpoint)
-            ns, inline = record["ns"], record.get("inline", ())
-            names += [
-                blob_name(ns, c, v)
-                for c, v in checkpoint["channel_versions"].items()
-                if c not in inline
-            ]
+            names += [n for n in _value_names(record, checkpoint) if n not in contents]
             if written is None:
-                prefixes.append(writes_prefix(ns, record["id"]))
-        contents: dict[str, str] = {}
+                prefixes.append(writes_prefix(record["ns"], record["id"]))
         if names or prefixes:
-            contents = self.store.scratchpad_contents(root_id, names=names, prefixes=prefixes)
+            fetched = self.store.scratchpad_contents(root_id, names=names, prefixes=prefixes)
+            contents = fetched | contents if contents else fetched
         writes = filed_writes(contents) if prefixes else {}
         return [
             self._tuple(
@@ -1176,6 +1186,14 @@ def _agent_sessions(store: Store, agent: str) -> Infos:
         out.extend(page.items)
         if not page.items or len(out) >= page.total:
             return out
+
+
+def _value_names(record: dict[str, Any], checkpoint: Checkpoint) -> list[str]:
+    """The names of the values a checkpoint keeps outside its record."""
+    ns, inline = record["ns"], record.get("inline", ())
+    return [
+        blob_name(ns, c, v) for c, v in checkpoint["channel_versions"].items() if c not in inline
+    ]
 
 
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:

@@ -351,23 +351,35 @@ class StoreCore:
         limit: int,
         before: str | None = None,
         beside: str,
+        names: Sequence[str] = (),
     ) -> tuple[list[tuple[str, str]], dict[str, str]]:
         """See ``Store.scratchpad_page_beside``."""
         prefix, limit = self._page_checked(session_id, prefix, limit, before)
         beside = check_scratchpad_prefix(beside)
+        if isinstance(names, str):
+            raise UsageError("scratchpad_page_beside takes a list of names, not text")
+        wanted = list(dict.fromkeys(check_scratchpad_name(n) for n in names))
         if limit <= 0:
-            return [], {}
-        return self._scratchpad_page_beside(session_id, prefix, limit, before, beside)
+            return [], self._scratchpad_contents(session_id, wanted, []) if wanted else {}
+        return self._scratchpad_page_beside(session_id, prefix, limit, before, beside, wanted)
 
     def _scratchpad_page_beside(
-        self, session_id: str, prefix: str, limit: int, before: str | None, beside: str
+        self,
+        session_id: str,
+        prefix: str,
+        limit: int,
+        before: str | None,
+        beside: str,
+        names: list[str],
     ) -> tuple[list[tuple[str, str]], dict[str, str]]:
-        """Primitive, optional: the page, then the entries filed beside its entries, in
-        two reads (the SQL backends join them in one query)."""
+        """Primitive, optional: the page, then the entries filed beside its entries and
+        those named, in two reads (the SQL backends join them in one query)."""
         page = self._scratchpad_page_contents(session_id, prefix, limit, before)
         starts = [beside + name[len(prefix) :] + "/" for name, _ in page]
         starts = [s for s in starts if len(s) <= MAX_SCRATCHPAD_NAME]  # longer: no name
-        return page, self._scratchpad_contents(session_id, [], starts) if starts else {}
+        if not starts and not names:
+            return page, {}
+        return page, self._scratchpad_contents(session_id, names, starts)
 
     def _scratchpad_page(
         self, session_id: str, prefix: str, limit: int, before: str | None

@@ -197,12 +197,13 @@ class Store(Protocol):
         limit: int,
         before: str | None = None,
         beside: str,
+        names: Sequence[str] = (),
     ) -> tuple[list[tuple[str, str]], dict[str, str]]:
         """``scratchpad_page_contents``, and name -> content of the entries filed beside
         the page's: for an entry named ``prefix + rest``, those whose names start with
-        ``beside + rest + "/"`` (a LangGraph checkpoint's pending writes). One query on
-        the SQL backends, so a page of records and what hangs off them cost one round
-        trip."""
+        ``beside + rest + "/"`` (a LangGraph checkpoint's pending writes), and of those
+        named in ``names`` (what the reader expects the page to need). One query on the
+        SQL backends, so a page of records and what hangs off them cost one round trip."""
         ...
 
     def scratchpad_contents(

@@ -43,10 +43,22 @@ class SQLEntries:
         return self._select_rows(session_id, query, (session_id, *args))
 
     def _scratchpad_page_beside(
-        self, session_id: str, prefix: str, limit: int, before: str | None, beside: str
+        self,
+        session_id: str,
+        prefix: str,
+        limit: int,
+        before: str | None,
+        beside: str,
+        names: list[str],
     ) -> tuple[list[Row], dict[str, str]]:
         """The page and, joined to it, the ranges of its entries' names under ``beside``
-        (``rest + "/"`` up to ``rest + "0"``, the next character), each an index range."""
+        (``rest + "/"`` up to ``rest + "0"``, the next character), each an index range;
+        then each name's range of itself, as ``_scratchpad_contents`` reads them."""
+        if len(names) > RANGES_PER_QUERY - 2:  # the page and its join are two terms
+            page, found = self._scratchpad_page_beside(
+                session_id, prefix, limit, before, beside, []
+            )
+            return page, found | self._scratchpad_contents(session_id, names, [])
         mark = self.MARK
         condition, args = self._condition(prefix, before, limit)
         rest = f"substr(page.name, {len(prefix) + 1:d})"
@@ -56,7 +68,15 @@ class SQLEntries:
             f"SELECT 1, s.name, s.content FROM page JOIN scratchpad s ON s.session_id = {mark}"
             f" AND s.name >= {mark} || {rest} || '/' AND s.name < {mark} || {rest} || '0'"
         )
-        rows = self._select_rows(session_id, query, (session_id, *args, session_id, beside, beside))
+        named = (
+            " UNION ALL SELECT 1, name, content FROM scratchpad WHERE session_id = "
+            f"{mark} AND name >= {mark} AND name < {mark}"
+        )
+        query += named * len(names)
+        ranges = [a for name in names for a in (session_id, name, name + "\x01")]
+        rows = self._select_rows(
+            session_id, query, (session_id, *args, session_id, beside, beside, *ranges)
+        )
         page = sorted(((name, content) for kind, name, content in rows if kind == 0), reverse=True)
         return page, {name: content for kind, name, content in rows if kind == 1}
 
