@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from threadline.store.checks import MAX_SCRATCHPAD_NAME, prefix_bounds
-from threadline.store.core import page_range
+from threadline.store.core import PageAndBeside, PageBeside, page_range
 from threadline.store.session_info import ScratchpadEntry
 
 Args = tuple[str | int, ...]
@@ -42,26 +42,17 @@ class SQLEntries:
         query = f"SELECT name, content FROM scratchpad WHERE session_id = {self.MARK}{condition}"
         return self._select_rows(session_id, query, (session_id, *args))
 
-    def _scratchpad_page_beside(
-        self,
-        session_id: str,
-        prefix: str,
-        limit: int,
-        before: str | None,
-        beside: str,
-        names: list[str],
-    ) -> tuple[list[Row], dict[str, str]]:
+    def _scratchpad_page_beside(self, session_id: str, ask: PageBeside) -> PageAndBeside:
         """The page and, joined to it, the ranges of its entries' names under ``beside``
         (``rest + "/"`` up to ``rest + "0"``, the next character), each an index range;
         then each name's range of itself, as ``_scratchpad_contents`` reads them."""
+        names, beside = ask.names, ask.beside
         if len(names) > RANGES_PER_QUERY - 2:  # the page and its join are two terms
-            page, found = self._scratchpad_page_beside(
-                session_id, prefix, limit, before, beside, []
-            )
+            page, found = self._scratchpad_page_beside(session_id, ask._replace(names=[]))
             return page, found | self._scratchpad_contents(session_id, names, [])
         mark = self.MARK
-        condition, args = self._condition(prefix, before, limit)
-        rest = f"substr(page.name, {len(prefix) + 1:d})"
+        condition, args = self._condition(ask.prefix, ask.before, ask.limit)
+        rest = f"substr(page.name, {len(ask.prefix) + 1:d})"
         query = (
             f"WITH page AS (SELECT name, content FROM scratchpad WHERE session_id = {mark}"
             f"{condition}) SELECT 0, name, content FROM page UNION ALL "
