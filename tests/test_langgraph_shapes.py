@@ -68,7 +68,7 @@ def test_async_methods_leave_the_event_loop_free(tmp_path: Path) -> None:
     """While a store call is held up, the loop still runs other tasks."""
     saver = ThreadlineSaver(f"sqlite://{tmp_path / 't.db'}")
     release = threading.Event()
-    original = saver.store.scratchpad_page_contents  # what get_tuple reads
+    original = saver.store.scratchpad_page_beside  # what get_tuple reads
 
     def held(*args: Any, **kwargs: Any) -> Any:
         assert release.wait(10)
@@ -78,7 +78,7 @@ def test_async_methods_leave_the_event_loop_free(tmp_path: Path) -> None:
         await chat(saver).ainvoke(
             {"messages": [HumanMessage(content="hi")]}, {"configurable": {"thread_id": "c"}}
         )
-        saver.store.scratchpad_page_contents = held  # type: ignore[method-assign]
+        saver.store.scratchpad_page_beside = held  # type: ignore[method-assign]
         reading = asyncio.create_task(saver.aget_tuple({"configurable": {"thread_id": "c"}}))
         ticks = 0
         for _ in range(5):  # the loop keeps turning while the read waits

@@ -138,3 +138,74 @@ def test_pages_of_contents_refuse_what_pages_refuse(store: Store) -> None:
     for limit in (0, 3):
         with pytest.raises(SessionNotFound):
             store.scratchpad_page_contents("no-such-session", limit=limit)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    pages=st.sets(NAMES, max_size=8),
+    filed=st.sets(st.tuples(NAMES, NAMES), max_size=12),
+    limit=st.integers(1, 10),
+    before=st.none() | NAMES.map(lambda n: "c/" + n),
+)
+def test_a_page_beside_is_the_page_and_what_is_filed_under_its_names(
+    store: Store,
+    pages: set[str],
+    filed: set[tuple[str, str]],
+    limit: int,
+    before: str | None,
+) -> None:
+    """Beside each page entry ``c/<rest>``: the entries ``w/<rest>/...``, and no other
+    (not ``w/<rest>`` itself, nor ``w/<rest>x/...``, nor those of entries off the page)."""
+    session = store.create_session()
+    entries = {f"c/{n}": f"page {n}" for n in pages}
+    entries |= {f"w/{rest}/{tail}": f"filed {rest} {tail}" for rest, tail in filed}
+    entries |= {f"w/{rest}": "no child" for rest, _ in filed}
+    if entries:
+        store.scratchpad_write_many(session.id, entries)
+    page, beside = store.scratchpad_page_beside(
+        session.id, prefix="c/", limit=limit, before=before, beside="w/"
+    )
+    assert page == store.scratchpad_page_contents(
+        session.id, prefix="c/", limit=limit, before=before
+    )
+    starts = [f"w/{name[2:]}/" for name, _ in page]
+    expected = store.scratchpad_contents(session.id, prefixes=starts) if starts else {}
+    assert beside == expected
+    assert all(any(name.startswith(s) for s in starts) for name in beside)
+
+
+def test_a_page_beside_refuses_what_pages_refuse(store: Store) -> None:
+    session = store.create_session()
+    assert store.scratchpad_page_beside(session.id, prefix="c/", limit=3, beside="w/") == ([], {})
+    assert store.scratchpad_page_beside(session.id, limit=0, beside="w/") == ([], {})
+    with pytest.raises(UsageError):
+        store.scratchpad_page_beside(session.id, limit=3, beside="x" * 300)
+    for limit in (0, 3):
+        with pytest.raises(SessionNotFound):
+            store.scratchpad_page_beside("no-such-session", limit=limit, beside="w/")
+
+
+def test_a_page_beside_reads_the_named_entries_with_it(store: Store) -> None:
+    """``names`` come back with the page (those stored), whether or not the page holds
+    anything, and a missing session is still refused."""
+    session = store.create_session()
+    store.scratchpad_write_many(session.id, {"c/1": "one", "w/1/a": "w", "b/x": "x", "b/y": "y"})
+    page, beside = store.scratchpad_page_beside(
+        session.id, prefix="c/", limit=1, beside="w/", names=["b/x", "b/none", "b/x"]
+    )
+    assert page == [("c/1", "one")]
+    assert beside == {"w/1/a": "w", "b/x": "x"}
+    empty, named = store.scratchpad_page_beside(
+        session.id, prefix="d/", limit=1, beside="w/", names=["b/y"]
+    )
+    assert (empty, named) == ([], {"b/y": "y"})
+    many = [f"b/{i}" for i in range(450)] + ["b/y"]  # past one query's ranges
+    assert store.scratchpad_page_beside(session.id, prefix="c/", limit=1, beside="w/", names=many)[
+        1
+    ] == {"w/1/a": "w", "b/y": "y"}
+    with pytest.raises(UsageError):
+        store.scratchpad_page_beside(session.id, limit=1, beside="w/", names="b/x")
+    with pytest.raises(SessionNotFound):
+        store.scratchpad_page_beside("no-such-session", limit=1, beside="w/", names=["b/x"])

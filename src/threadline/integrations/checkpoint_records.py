@@ -10,7 +10,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from threadline import json_scan
@@ -95,42 +95,88 @@ class ThreadPad:
                 self.branches.append(record["id"])
 
 
+Found = tuple[dict[str, Any], list[str] | None]
+"""A checkpoint record, and its pending writes' stored records when they were read
+with it (None: not read)."""
+
+
 def newest_checkpoints(
     store: Store, session_id: str, ns: str, *, before: str | None = None, page: int = 1
-) -> Iterator[dict[str, Any]]:
-    """The checkpoint records of one namespace, newest (greatest id) first, read a page
-    at a time from the end of the name index (``Store.scratchpad_page``), so the latest
+) -> Iterator[Found]:
+    """The checkpoint records of one namespace, newest (greatest id) first, each with
+    its pending writes, read a page at a time from the end of the name index
+    (``Store.scratchpad_page_beside``: a page and its writes in one read), so the latest
     costs one small read however long the thread is. ``before``: only ids below it.
 
     Plain ids are names in id order; a hashed one (``~``, after every ``=`` name) is
     not, so those few are read first and merged in by id."""
     prefix = f"{PREFIX}c/{part(ns)}/"
-    hashed: list[dict[str, Any]] = []
+    beside = f"{WRITES}{part(ns)}/"
+    hashed: list[Found] = []
     below: str | None = None
     if before is not None and part(before).startswith("="):
         below = checkpoint_name(ns, before)
-        found = store.scratchpad_list(session_id, prefix=prefix + "~")
-        hashed = [r for r in map(record_of, (e.content for e in found)) if r is not None]
-        hashed.sort(key=lambda r: str(r["id"]), reverse=True)
+        listed = store.scratchpad_list(session_id, prefix=prefix + "~")
+        hashed = [(r, None) for r in map(record_of, (e.content for e in listed)) if r is not None]
+        hashed.sort(key=_found_id, reverse=True)
     size = max(1, min(page, 256))
     while True:
-        pairs = store.scratchpad_page_contents(session_id, prefix=prefix, limit=size, before=below)
+        pairs, beside_pairs = store.scratchpad_page_beside(
+            session_id, prefix=prefix, limit=size, before=below, beside=beside
+        )
+        filed = filed_writes(beside_pairs)
         for name, content in pairs:
             record = record_of(content)
             if record is None or (before is not None and str(record["id"]) >= before):
                 continue
+            found = (record, filed.get(beside + name[len(prefix) :] + "/", []))
             if name.startswith(prefix + "~"):
-                hashed.append(record)  # only on a first page from the top
-                hashed.sort(key=lambda r: str(r["id"]), reverse=True)
+                hashed.append(found)  # only on a first page from the top
+                hashed.sort(key=_found_id, reverse=True)
                 continue
-            while hashed and str(hashed[0]["id"]) > str(record["id"]):
+            while hashed and _found_id(hashed[0]) > str(record["id"]):
                 yield hashed.pop(0)
-            yield record
+            yield found
         if len(pairs) < size:
             break
         below = pairs[-1][0]
         size = min(size * 4, 256)
-    yield from sorted(hashed, key=lambda r: str(r["id"]), reverse=True)
+    yield from sorted(hashed, key=_found_id, reverse=True)
+
+
+def latest_checkpoint(
+    store: Store, session_id: str, ns: str, names: Sequence[str]
+) -> tuple[Found | None, dict[str, str]]:
+    """The namespace's latest checkpoint record with its pending writes, and the
+    entries ``names`` (the values the reader expects it to read), in one read when the
+    last name of the index is a plain id (no hashed one is then stored: those sort
+    after it), else as ``newest_checkpoints`` reads it."""
+    prefix = f"{PREFIX}c/{part(ns)}/"
+    beside = f"{WRITES}{part(ns)}/"
+    pairs, found = store.scratchpad_page_beside(
+        session_id, prefix=prefix, limit=1, beside=beside, names=names
+    )
+    if not pairs:
+        return None, found
+    name, content = pairs[0]
+    record = record_of(content)
+    if record is None or not name.startswith(prefix + "="):
+        return next(newest_checkpoints(store, session_id, ns), None), found
+    return (record, filed_writes(found).get(beside + name[len(prefix) :] + "/", [])), found
+
+
+def _found_id(found: Found) -> str:
+    return str(found[0]["id"])
+
+
+def filed_writes(contents: dict[str, str]) -> dict[str, list[str]]:
+    """A checkpoint's writes prefix -> the stored pending writes under it, of
+    ``contents`` (the entries of other kinds left out)."""
+    writes: dict[str, list[str]] = {}
+    for name, content in contents.items():
+        if name.startswith(WRITES):
+            writes.setdefault(name.rsplit("/", 2)[0] + "/", []).append(content)
+    return writes
 
 
 record_of = json_scan.loads_object

@@ -89,11 +89,13 @@ from threadline.integrations.binding import (
 )
 from threadline.integrations.checkpoint_records import (
     PREFIX,
-    WRITES,
+    Found,
     ThreadPad,
     blob_name,
     branch_name,
     checkpoint_name,
+    filed_writes,
+    latest_checkpoint,
     newest_checkpoints,
     record_of,
     typed,
@@ -184,7 +186,7 @@ def thread_session_id(thread_id: str) -> str:
 
 
 T = TypeVar("T")
-Batch = list[tuple[dict[str, Any], CheckpointMetadata]]
+Batch = list[tuple[Found, CheckpointMetadata]]
 Refs = list[int | None]
 Records = list[dict[str, Any]]
 Values = list[Any]
@@ -309,7 +311,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         if root is None:
             return None
         latest = next(newest_checkpoints(self.store, root.id, ""), None)  # one small read
-        return root if latest is None else self._holder(latest.get("branch"), root)
+        return root if latest is None else self._holder(latest[0].get("branch"), root)
 
     def _root(self, thread_id: str) -> Session | None:
         """The thread's own session (its checkpoints, its first branch)."""
@@ -423,22 +425,25 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
 
     # -- reads
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """One checkpoint by id, or the namespace's latest: a read of that record
-        (the latest is the last name of the namespace's index), then one read of its
-        values and pending writes."""
+        """One checkpoint by id, or the namespace's latest: one read of that record and
+        its pending writes (the latest is the last name of the namespace's index), and
+        one more of its values when it keeps any outside the record, unless they were
+        read with it (the latest the saver wrote names the values it reads)."""
         configurable = config["configurable"]
         thread_id: str = configurable["thread_id"]
         ns: str = configurable.get("checkpoint_ns", "")
         checkpoint_id = get_checkpoint_id(config)
 
         def read(root_id: str) -> CheckpointTuple | None:
+            contents: dict[str, str] = {}
             if checkpoint_id is None:
-                record = next(newest_checkpoints(self.store, root_id, ns), None)
+                expected = self._expected_values(root_id, ns)
+                found, contents = latest_checkpoint(self.store, root_id, ns, expected)
             else:
-                record = self._checkpoint_record(root_id, ns, checkpoint_id)
-            if record is None:
+                found = self._checkpoint_record(root_id, ns, checkpoint_id)
+            if found is None:
                 return None
-            return self._tuples(root_id, thread_id, [record])[0]
+            return self._tuples(root_id, thread_id, [found], read=contents)[0]
 
         return self._owned_read(thread_id, read, None)
 
@@ -478,13 +483,24 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         with self._lock:
             self._owned.pop(thread_id, None)
 
-    def _checkpoint_record(self, root_id: str, ns: str, cid: str) -> dict[str, Any] | None:
-        name = checkpoint_name(ns, cid)
-        content = self.store.scratchpad_contents(root_id, names=[name]).get(name)
+    def _expected_values(self, root_id: str, ns: str) -> list[str]:
+        """The names of the values the root namespace's latest checkpoint that this saver
+        wrote reads (read beside the latest, which it most often still is)."""
+        with self._lock:
+            record = self._latest.get(root_id) if ns == "" else None
+        if record is None:
+            return []
+        return _value_names(record, self.serde.loads_typed(untyped(record["checkpoint"])))
+
+    def _checkpoint_record(self, root_id: str, ns: str, cid: str) -> Found | None:
+        """The checkpoint by id with its pending writes, in one read."""
+        name, writes = checkpoint_name(ns, cid), writes_prefix(ns, cid)
+        contents = self.store.scratchpad_contents(root_id, names=[name], prefixes=[writes])
+        content = contents.get(name)
         record = record_of(content) if content is not None else None
         if record is None or record.get("ns") != ns or record.get("id") != cid:
             return None
-        return record
+        return record, filed_writes(contents).get(writes, [])
 
     def list(
         self,
@@ -503,15 +519,16 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         for root_id, thread_id, records in self._listed(config, before_id, limit):
             batch: Batch = []
             size = 1 if left is None else min(left, LIST_BATCH)  # the first soon
-            for record in records:
+            for found in records:
                 if left is not None and left <= len(batch):
                     break
+                record = found[0]
                 if before_id and record["id"] >= before_id:
                     continue
                 metadata = self.serde.loads_typed(untyped(record["metadata"]))
                 if filter and not all(metadata.get(k) == v for k, v in filter.items()):
                     continue
-                batch.append((record, metadata))
+                batch.append((found, metadata))
                 if len(batch) >= size:
                     yield from self._batch_tuples(root_id, thread_id, batch)
                     left = None if left is None else left - len(batch)
@@ -525,7 +542,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
 
     def _listed(
         self, config: RunnableConfig | None, before_id: str | None, limit: int | None
-    ) -> Iterator[tuple[str, str, Iterable[dict[str, Any]]]]:
+    ) -> Iterator[tuple[str, str, Iterable[Found]]]:
         """(thread session id, thread id, records newest first) to list, by namespace."""
         if config is not None:
             thread_ids = [config["configurable"]["thread_id"]]
@@ -555,35 +572,33 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 for checkpoints in thread.checkpoints.values():
                     wanted = [cid for cid in checkpoints if not id_wanted or cid == id_wanted]
                     records = [checkpoints[cid] for cid in sorted(wanted, reverse=True)]
-                    yield root_id, thread_id, records
+                    yield root_id, thread_id, [(r, None) for r in records]
 
     def _tuples(
         self,
         root_id: str,
         thread_id: str,
-        records: Sequence[dict[str, Any]],
+        found: Sequence[Found],
         metadata: Sequence[CheckpointMetadata] | None = None,
+        read: dict[str, str] | None = None,
     ) -> Sequence[CheckpointTuple]:
-        """The tuples of checkpoint ``records`` of one thread: their values and pending
-        writes fetched in one read."""
+        """The tuples of checkpoint records of one thread: the values they keep outside
+        the record (but those ``read`` holds already), and the pending writes not read
+        with them, fetched in one read (none when there are neither)."""
         checkpoints: list[Checkpoint] = []
         names: list[str] = []
         prefixes: list[str] = []
-        for record in records:
+        contents: dict[str, str] = read or {}
+        for record, written in found:
             checkpoint = self.serde.loads_typed(untyped(record["checkpoint"]))
             checkpoints.append(checkpoint)
-            ns, inline = record["ns"], record.get("inline", ())
-            names += [
-                blob_name(ns, c, v)
-                for c, v in checkpoint["channel_versions"].items()
-                if c not in inline
-            ]
-            prefixes.append(writes_prefix(ns, record["id"]))
-        contents = self.store.scratchpad_contents(root_id, names=names, prefixes=prefixes)
-        writes: dict[str, Texts] = {}  # a checkpoint's writes prefix -> their records
-        for name, content in contents.items():
-            if name.startswith(WRITES):
-                writes.setdefault(name.rsplit("/", 2)[0] + "/", []).append(content)
+            names += [n for n in _value_names(record, checkpoint) if n not in contents]
+            if written is None:
+                prefixes.append(writes_prefix(record["ns"], record["id"]))
+        if names or prefixes:
+            fetched = self.store.scratchpad_contents(root_id, names=names, prefixes=prefixes)
+            contents = fetched | contents if contents else fetched
+        writes = filed_writes(contents) if prefixes else {}
         return [
             self._tuple(
                 root_id,
@@ -591,20 +606,22 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 record,
                 checkpoint,
                 contents,
-                writes.get(prefix, []),
+                writes.get(writes_prefix(record["ns"], record["id"]), [])
+                if written is None
+                else written,
                 self.serde.loads_typed(untyped(record["metadata"]))
                 if metadata is None
                 else metadata[i],
             )
-            for i, (record, checkpoint, prefix) in enumerate(
-                zip(records, checkpoints, prefixes, strict=True)
+            for i, ((record, written), checkpoint) in enumerate(
+                zip(found, checkpoints, strict=True)
             )
         ]
 
     def _batch_tuples(
         self, root_id: str, thread_id: str, batch: Batch
     ) -> Sequence[CheckpointTuple]:
-        return self._tuples(root_id, thread_id, [r for r, _ in batch], [m for _, m in batch])
+        return self._tuples(root_id, thread_id, [f for f, _ in batch], [m for _, m in batch])
 
     def _tuple(
         self,
@@ -1169,6 +1186,14 @@ def _agent_sessions(store: Store, agent: str) -> Infos:
         out.extend(page.items)
         if not page.items or len(out) >= page.total:
             return out
+
+
+def _value_names(record: dict[str, Any], checkpoint: Checkpoint) -> list[str]:
+    """The names of the values a checkpoint keeps outside its record."""
+    ns, inline = record["ns"], record.get("inline", ())
+    return [
+        blob_name(ns, c, v) for c, v in checkpoint["channel_versions"].items() if c not in inline
+    ]
 
 
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Self, Unpack, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Self, Unpack, cast
 
 from threadline.errors import (
     SessionChanged,
@@ -20,6 +20,7 @@ from threadline.stamps import utcnow
 from threadline.store.alongside import AlongsideFields, alongside
 from threadline.store.checkpoints import ANY_PREVIOUS, Checkpoint, ExpectPrevious, new_checkpoint
 from threadline.store.checks import (
+    MAX_SCRATCHPAD_NAME,
     MIN_PREFIX_LENGTH,
     bounded,
     bounded_or_none,
@@ -42,7 +43,7 @@ from threadline.store.listing import (
     memo_request,
 )
 from threadline.store.locks import LockHolder
-from threadline.store.protocol import Session, Store, same_memo
+from threadline.store.protocol import BesideOptions, Session, Store, same_memo
 from threadline.store.session_info import (
     Mark,
     NewSession,
@@ -59,6 +60,21 @@ from threadline.store.session_info import (
 
 if TYPE_CHECKING:
     from threadline.messages import Message
+
+
+class PageBeside(NamedTuple):
+    """What ``_scratchpad_page_beside`` reads, checked: a page (``prefix``, ``limit``,
+    ``before``), the entries filed ``beside`` its entries, and those named."""
+
+    prefix: str
+    limit: int
+    before: str | None
+    beside: str
+    names: list[str]
+
+
+PageAndBeside = tuple[list[tuple[str, str]], dict[str, str]]
+"""A page's (name, content) pairs, and name -> content of what was read beside it."""
 
 
 def page_range(prefix: str, before: str | None) -> tuple[str, str | None]:
@@ -341,6 +357,30 @@ class StoreCore:
         return [
             (e.name, e.content) for e in self._scratchpad_page(session_id, prefix, limit, before)
         ]
+
+    def scratchpad_page_beside(
+        self, session_id: str, *, limit: int, beside: str, **page: Unpack[BesideOptions]
+    ) -> tuple[list[tuple[str, str]], dict[str, str]]:
+        """See ``Store.scratchpad_page_beside``."""
+        before, names = page.get("before"), page.get("names", ())
+        prefix, limit = self._page_checked(session_id, page.get("prefix", ""), limit, before)
+        if isinstance(names, str):
+            raise UsageError("scratchpad_page_beside takes a list of names, not text")
+        wanted = list(dict.fromkeys(check_scratchpad_name(n) for n in names))
+        ask = PageBeside(prefix, limit, before, check_scratchpad_prefix(beside), wanted)
+        if limit <= 0:
+            return [], self._scratchpad_contents(session_id, wanted, []) if wanted else {}
+        return self._scratchpad_page_beside(session_id, ask)
+
+    def _scratchpad_page_beside(self, session_id: str, ask: PageBeside) -> PageAndBeside:
+        """Primitive, optional: the page, then the entries filed beside its entries and
+        those named, in two reads (the SQL backends join them in one query)."""
+        page = self._scratchpad_page_contents(session_id, ask.prefix, ask.limit, ask.before)
+        starts = [ask.beside + name[len(ask.prefix) :] + "/" for name, _ in page]
+        starts = [s for s in starts if len(s) <= MAX_SCRATCHPAD_NAME]  # longer: no name
+        if not starts and not ask.names:
+            return page, {}
+        return page, self._scratchpad_contents(session_id, ask.names, starts)
 
     def _scratchpad_page(
         self, session_id: str, prefix: str, limit: int, before: str | None

@@ -962,12 +962,9 @@ class PostgresStore(SQLEntries, core.StoreCore):
         return entries
 
     @_resent
-    def _select_pairs(
-        self, session_id: str, condition: str, args: tuple[str | int, ...]
-    ) -> list[tuple[str, str]]:
+    def _select_rows(self, session_id: str, query: str, args: tuple[str | int, ...]) -> list[Any]:
         with self._read() as conn:
-            query = "SELECT name, content FROM scratchpad WHERE session_id = %s" + condition
-            rows: list[tuple[str, str]] = conn.execute(query, (session_id, *args)).fetchall()
+            rows: list[Any] = conn.execute(query, args).fetchall()
             if not rows:
                 _require(conn, session_id)
         return rows

@@ -30,7 +30,7 @@ import copy
 import json
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, Protocol, Unpack, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, Unpack, runtime_checkable
 
 from threadline.errors import InvalidMessage, StoreUnavailable
 from threadline.store import retraction
@@ -68,6 +68,15 @@ from threadline.store.session_info import (
 
 if TYPE_CHECKING:  # messages loads pydantic, which listing sessions must not (issue 13)
     from threadline.messages import Message
+
+
+class BesideOptions(TypedDict, total=False):
+    """``Store.scratchpad_page_beside``'s keyword arguments beside ``limit`` and
+    ``beside``, as ``scratchpad_page`` takes the first two."""
+
+    prefix: str
+    before: str | None
+    names: Sequence[str]
 
 
 @runtime_checkable
@@ -187,6 +196,17 @@ class Store(Protocol):
     ) -> list[tuple[str, str]]:
         """``scratchpad_page`` as ``(name, content)`` pairs, without the dates: what a
         reader of the newest few records needs, with nothing made per row that it drops."""
+        ...
+
+    def scratchpad_page_beside(
+        self, session_id: str, *, limit: int, beside: str, **page: Unpack[BesideOptions]
+    ) -> tuple[list[tuple[str, str]], dict[str, str]]:
+        """``scratchpad_page_contents`` (``prefix``, ``before``), and name -> content
+        of the entries filed beside the page's: for an entry named ``prefix + rest``,
+        those whose names start with ``beside + rest + "/"`` (a LangGraph checkpoint's
+        pending writes), and of those named in ``names`` (what the reader expects the
+        page to need). One query on the SQL backends, so a page of records and what
+        hangs off them cost one round trip."""
         ...
 
     def scratchpad_contents(

@@ -3,10 +3,10 @@ which order and how many are decided here once; each backend only runs the query
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from threadline.store.checks import MAX_SCRATCHPAD_NAME, prefix_bounds
-from threadline.store.core import page_range
+from threadline.store.core import PageAndBeside, PageBeside, page_range
 from threadline.store.session_info import ScratchpadEntry
 
 Args = tuple[str | int, ...]
@@ -38,7 +38,38 @@ class SQLEntries:
     def _scratchpad_page_contents(
         self, session_id: str, prefix: str, limit: int, before: str | None
     ) -> list[Row]:
-        return self._select_pairs(session_id, *self._condition(prefix, before, limit))
+        condition, args = self._condition(prefix, before, limit)
+        query = f"SELECT name, content FROM scratchpad WHERE session_id = {self.MARK}{condition}"
+        return self._select_rows(session_id, query, (session_id, *args))
+
+    def _scratchpad_page_beside(self, session_id: str, ask: PageBeside) -> PageAndBeside:
+        """The page and, joined to it, the ranges of its entries' names under ``beside``
+        (``rest + "/"`` up to ``rest + "0"``, the next character), each an index range;
+        then each name's range of itself, as ``_scratchpad_contents`` reads them."""
+        names, beside = ask.names, ask.beside
+        if len(names) > RANGES_PER_QUERY - 2:  # the page and its join are two terms
+            page, found = self._scratchpad_page_beside(session_id, ask._replace(names=[]))
+            return page, found | self._scratchpad_contents(session_id, names, [])
+        mark = self.MARK
+        condition, args = self._condition(ask.prefix, ask.before, ask.limit)
+        rest = f"substr(page.name, {len(ask.prefix) + 1:d})"
+        query = (
+            f"WITH page AS (SELECT name, content FROM scratchpad WHERE session_id = {mark}"
+            f"{condition}) SELECT 0, name, content FROM page UNION ALL "
+            f"SELECT 1, s.name, s.content FROM page JOIN scratchpad s ON s.session_id = {mark}"
+            f" AND s.name >= {mark} || {rest} || '/' AND s.name < {mark} || {rest} || '0'"
+        )
+        named = (
+            " UNION ALL SELECT 1, name, content FROM scratchpad WHERE session_id = "
+            f"{mark} AND name >= {mark} AND name < {mark}"
+        )
+        query += named * len(names)
+        ranges = [a for name in names for a in (session_id, name, name + "\x01")]
+        rows = self._select_rows(
+            session_id, query, (session_id, *args, session_id, beside, beside, *ranges)
+        )
+        page = sorted(((name, content) for kind, name, content in rows if kind == 0), reverse=True)
+        return page, {name: content for kind, name, content in rows if kind == 1}
 
     def _entries(
         self, session_id: str, prefix: str, before: str | None, limit: int | None
@@ -77,8 +108,9 @@ class SQLEntries:
         session checked when none comes back (``SessionNotFound``)."""
         raise NotImplementedError
 
-    def _select_pairs(self, session_id: str, condition: str, args: Args) -> list[Row]:
-        """Primitive: ``(name, content)`` of the entries ``_select_entries`` selects."""
+    def _select_rows(self, session_id: str, query: str, args: Args) -> list[Any]:
+        """Primitive: the rows of ``query``; the session must exist (``SessionNotFound``),
+        checked only when no row comes back."""
         raise NotImplementedError
 
     def _select_entries(self, session_id: str, condition: str, args: Args) -> list[ScratchpadEntry]:

@@ -1052,12 +1052,6 @@ class SQLiteStore(SQLEntries, core.StoreCore):
             entry_from_row(r) for r in self._select_rows(session_id, query, (session_id, *args))
         ]
 
-    def _select_pairs(
-        self, session_id: str, condition: str, args: tuple[str | int, ...]
-    ) -> list[tuple[str, str]]:
-        query = f"SELECT name, content FROM scratchpad WHERE session_id = ?{condition}"
-        return self._select_rows(session_id, query, (session_id, *args))
-
     def _select_ranges(
         self, session_id: str, ranges: list[tuple[str, str]]
     ) -> list[tuple[str, str]]:
