@@ -302,8 +302,8 @@ def test_tail_and_read_slices_match_a_plain_list(
     expected_tail = below[::-1][: max(limit, 0)]
     assert [m.seq for m in store.tail("slices", limit, before_seq=before)] == expected_tail
     above = [q for q in seqs if q > after]
-    if read_limit is not None and read_limit >= 0:
-        above = above[:read_limit]
+    if read_limit is not None:  # a limit below zero reads none, as on every backend
+        above = above[: max(read_limit, 0)]
     got = store.read_messages("slices", after_seq=after, limit=read_limit)
     assert [m.seq for m in got] == above
 
