@@ -73,10 +73,10 @@ def test_pending_names_the_request_in_progress_at_the_cut(store: Store, tmp_path
     assert "clockwise" not in pending  # answered before the next request
 
 
-def test_a_request_whose_turn_ends_in_the_kept_messages_is_not_pending() -> None:
+def test_a_request_whose_turn_ends_in_the_kept_messages_says_so() -> None:
     """Judges (runs D, E): "Finish request #595 (in progress at #603; the kept messages go on
     with it)" while the kept messages show the agent answering it and the person asking
-    four more things."""
+    four more things; and "(none)" beside Current State's "In progress: request #595"."""
     log = ClaudeLog()
     _answered_then_asked(log)
     cut = len(numbered(_messages(log)))
@@ -85,7 +85,9 @@ def test_a_request_whose_turn_ends_in_the_kept_messages_is_not_pending() -> None
     everything = numbered(_messages(log))
     trail, evidence = build_trail(everything[:cut]), build_trail(everything)
     assert open_request(trail) is not None  # in progress where the summary ends
-    assert request_line(trail, evidence) is None
+    ended = request_line(trail, evidence)  # judges read "(none)" beside "In progress: #N" as false
+    assert ended is not None and not ended.startswith("Finish")
+    assert ended.endswith("(the agent handed the turn back in the messages kept below)")
     going_on = ClaudeLog()
     _answered_then_asked(going_on)
     going_on.call("Bash", {"command": "wc -l exported-session.jsonl"}, "12 exported-session.jsonl")

@@ -766,12 +766,17 @@ def open_request(trail: Trail) -> Segment | None:
 def request_line(trail: Trail, evidence: Trail) -> str | None:
     """Pending's line for the request still in progress at the cut (``open_request``)."""
     seg = open_request(trail)
-    if seg is None or evidence.turn_end > trail.through:
-        return None  # the agent handed the turn back in the kept messages: it ended there
-    line = f"Finish request #{seg.start}: {clip_words(seg.asks or seg.title, REQUEST_WORDS)}"
+    if seg is None:
+        return None
+    asked = clip_words(seg.asks or seg.title, REQUEST_WORDS)
+    if evidence.turn_end > trail.through:  # it ended in the kept messages: open only here
+        return (
+            f"Request #{seg.start} was in progress at #{trail.through}, where this summary "
+            f"ends: {asked} (the agent handed the turn back in the messages kept below)"
+        )
     later = next((s for s in evidence.progress.segments if s.start == seg.start), seg)
     tail = "; the kept messages go on with it" if later.last > seg.last else ""
-    return f"{line} (in progress at #{trail.through}{tail})"
+    return f"Finish request #{seg.start}: {asked} (in progress at #{trail.through}{tail})"
 
 
 REQUEST_WORDS = 12
