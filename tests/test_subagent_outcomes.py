@@ -241,8 +241,13 @@ def test_files_a_report_says_it_left_unchanged_are_not_its_changes() -> None:
         "### Changes\n- Fixed async diagnostics in `src/orchestrator.ts`.\n"
         "- Confirmed no changes were needed in `src/domain.ts`, `src/parent-label.ts`, or "
         "`src/index.ts`.\n\n- **Changes:** Updated `test/integration/batch.test.ts`; "
-        "`protocol.test.ts` required no changes.\n- No additional edits made to `src/host.ts`."
+        "`protocol.test.ts` required no changes.\n- No additional edits made to `src/host.ts`.\n"
+        "- Reformatted `src/tools.ts`, behaviour unchanged.\n- `src/ui.ts` was left untouched."
     )
     result = Message.tool(report, tool_call_id="call_1|fc_1", name="spawn_pi")
     (outcome,) = subagent_outcomes(spawn(["Fix the diagnostics."]), result, 3)
-    assert outcome.files == ["src/orchestrator.ts", "test/integration/batch.test.ts"]
+    assert outcome.files == [
+        "src/orchestrator.ts",
+        "test/integration/batch.test.ts",
+        "src/tools.ts",  # a change that kept the behaviour is a change
+    ]

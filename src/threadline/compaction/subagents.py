@@ -173,10 +173,12 @@ def _first_words(text: str) -> str:
 _UNCHANGED = re.compile(
     r"(?i)\bno\s+(?:additional\s+|other\s+|further\s+)?(?:changes?|edits?)\b|"
     r"\b(?:not|never)\s+(?:been\s+)?(?:changed|edited|modified|touched)\b|"
-    r"\b(?:unchanged|untouched)\b|\brequired\s+no\b|\bnothing\s+to\s+change\b"
+    r"\bleft\s+(?:\w+\s+)?(?:unchanged|untouched|as\s+is)\b|"
+    r"\brequired\s+no\b|\bnothing\s+to\s+change\b"
 )
 """A line under "Changes" that names files the subagent left as they were ("Confirmed no
-changes were needed in `src/domain.ts`", "`protocol.test.ts` required no changes")."""
+changes were needed in `src/domain.ts`", "`protocol.test.ts` required no changes"); a
+change that kept something ("Reformatted `x.ts`, behaviour unchanged") is a change."""
 
 
 _CLAUSE = re.compile(r"(?<=[;])\s+|(?<=\.)\s+(?=[A-Z`])")
