@@ -265,6 +265,7 @@ def test_a_problem_line_of_a_report_is_a_cause_and_breaking_down_is_not() -> Non
         Message.user("summarise"),
         Message.assistant("**Problem**: the filter runs once, so every processor gets one list."),
         Message.assistant("Next, this breaks down into three steps we can take one by one."),
+        Message.assistant("Let me check whether the new filter breaks the existing sync tests."),
     ]
     lines = [line.text for line in findings(said)]
     assert lines == ["Found (#2): Problem: the filter runs once, so every processor gets one list."]

@@ -104,6 +104,7 @@ def _diagnosis(m: Message) -> str | None:
             not (cause or _HEADLINE.search(flat))
             or flat.endswith("?")
             or _HEDGE.match(flat)
+            or NARRATION.match(flat)  # "Let me check whether the change breaks the tests"
             or _SETTLED_LATER.search(flat)
             or words(flat) < FOUND_MIN_WORDS
         ):
