@@ -87,7 +87,7 @@ def test_a_request_whose_turn_ends_in_the_kept_messages_says_so() -> None:
     assert open_request(trail) is not None  # in progress where the summary ends
     ended = request_line(trail, evidence)  # judges read "(none)" beside "In progress: #N" as false
     assert ended is not None and not ended.startswith("Finish")
-    assert ended.endswith("(the agent handed the turn back in the messages kept below)")
+    assert ended.endswith("; the agent handed the turn back in the messages kept below")
     going_on = ClaudeLog()
     _answered_then_asked(going_on)
     going_on.call("Bash", {"command": "wc -l exported-session.jsonl"}, "12 exported-session.jsonl")

@@ -1420,9 +1420,11 @@ class ExtractiveSummarizer:
             examined += 1
             if examined > RECENT_RESULTS + 1:
                 break
+            did = call_action(r.call) if r.call is not None else None
             looked = r.read or (r.call is not None and only_looks(shell_text(r.call) or ""))
-            if briefs and looked and not r.error:
-                continue  # an earlier read or listing ("-> 630 lines") is no state (judges)
+            edited = did not in (None, "read", "search", "shell")  # Files Modified says it
+            if briefs and (looked or edited) and not r.error:
+                continue  # an earlier read, listing or edit ("-> 630 lines") is no state
             hint = describe_call(r.call) if r.call is not None else code_span(r.name)
             briefs.append(f"{hint} -> {'error: ' if r.error else ''}{brief or 'ok'}")
         if briefs:

@@ -768,12 +768,12 @@ def request_line(trail: Trail, evidence: Trail) -> str | None:
     seg = open_request(trail)
     if seg is None:
         return None
-    asked = clip_words(seg.asks or seg.title, REQUEST_WORDS)
     if evidence.turn_end > trail.through:  # it ended in the kept messages: open only here
         return (
-            f"Request #{seg.start} was in progress at #{trail.through}, where this summary "
-            f"ends: {asked} (the agent handed the turn back in the messages kept below)"
-        )
+            f"Request #{seg.start}: in progress at #{trail.through}, where this summary ends; "
+            "the agent handed the turn back in the messages kept below"
+        )  # Current State quotes it
+    asked = clip_words(seg.asks or seg.title, REQUEST_WORDS)
     later = next((s for s in evidence.progress.segments if s.start == seg.start), seg)
     tail = "; the kept messages go on with it" if later.last > seg.last else ""
     return f"Finish request #{seg.start}: {asked} (in progress at #{trail.through}{tail})"
