@@ -33,13 +33,19 @@ NEXT_REPLY = 26
 held while it could grow, is complete)."""
 GUARD = 120.0
 """Seconds before a missing status line fails the test (a hang, not a timing)."""
+LAUNCH = (
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('threadline.cli.app', run_name='__main__')"
+)
+"""``python -m threadline.cli.app``, answering Ctrl-C even when the test runner was started
+as a background job, whose children inherit an ignored SIGINT from the shell."""
 
 
 class Watcher:
     """A ``sessions sync --watch`` process and its stdout, line by line."""
 
     def __init__(self, url: str, folder: Path, *extra: str) -> None:
-        command = [sys.executable, "-m", "threadline.cli.app", "--store", url, "sessions"]
+        command = [sys.executable, "-c", LAUNCH, "--store", url, "sessions"]
         self.process = subprocess.Popen(
             [*command, "sync", "--watch", str(folder), *extra],
             stdout=subprocess.PIPE,
@@ -72,9 +78,13 @@ class Watcher:
             if found:
                 return found
 
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGINT)
-        return self.process.wait(timeout=GUARD)
+    def stop(self, signum: int = signal.SIGINT) -> int:
+        self.process.send_signal(signum)
+        try:
+            return self.process.wait(timeout=GUARD)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            pytest.fail(f"the watcher did not stop on signal {signum}: {self.seen}")
 
 
 @pytest.fixture
@@ -134,6 +144,17 @@ def test_a_growing_transcript_is_followed(watched: tuple[Path, list[str]], tmp_p
     assert _shape(url, sid) == _shape(once)
     (part,) = json.loads(request)["message"]["content"]
     assert part["text"] in [text for _, text, _, _ in _shape(url, sid)]
+
+
+def test_sigterm_stops_watching_as_ctrl_c_does(tmp_path: Path) -> None:
+    """A watcher run as a service (or a background job, which ignores Ctrl-C) is stopped
+    with SIGTERM: it ends with its summary and exit 0, not killed mid-import."""
+    folder = tmp_path / "agents"
+    folder.mkdir()
+    watcher = Watcher(f"sqlite://{tmp_path / 'store.db'}", folder)
+    watcher.expect(r"^synced: no sessions yet")
+    assert watcher.stop(signal.SIGTERM) == 0, watcher.seen
+    watcher.expect(r"^stopped: 0 new, 0 updated, 0 failed; 0 messages added while watching")
 
 
 def test_an_unfinished_line_settles(watched: tuple[Path, list[str]], tmp_path: Path) -> None:

@@ -8,7 +8,10 @@ file watcher. The rules of importing are ``interop/sync.py``'s, of following
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -42,7 +45,7 @@ def sync(
     ] = None,
     watch: Annotated[
         bool,
-        typer.Option("--watch", "-w", help="Keep following the folders until Ctrl-C."),
+        typer.Option("--watch", "-w", help="Keep following the folders until Ctrl-C or SIGTERM."),
     ] = False,
     settle: Annotated[
         float,
@@ -61,8 +64,8 @@ def sync(
     grown ones get their new messages, unchanged ones are left alone. With --watch each
     change is imported within seconds and printed as one line; a line still being
     written waits for its end, and a session's last reply for the next one (or, each,
-    until the file has been still --settle seconds). Ctrl-C stops watching (exit 0)
-    with a summary of what was imported meanwhile.
+    until the file has been still --settle seconds). Ctrl-C or SIGTERM stops watching
+    (exit 0) with a summary of what was imported meanwhile.
     """
     named = [(str(f), f.expanduser()) for f in folders or []]
     for given, path in named:
@@ -97,12 +100,25 @@ def sync(
         followed.results.extend(change.results)
         _status(change)
 
-    with contextlib.suppress(KeyboardInterrupt):  # the way to stop watching
-        follower.follow(told, caught_up=caught_up)
+    with _stopped_by_sigterm() as stop, contextlib.suppress(KeyboardInterrupt):
+        follower.follow(told, caught_up=caught_up, stop=stop)
     counts = followed.counts()
     done = ", ".join(f"{counts[s.value]} {s.value}" for s in _SHOWN)
     added = plural(followed.messages_added, "message")
     echo(f"stopped: {done}; {added} added while watching", one_line=True)
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm() -> Iterator[threading.Event]:
+    """An event SIGTERM sets, so a watcher run as a service (or as a background job,
+    where the shell makes it ignore Ctrl-C) stops as cleanly as with Ctrl-C: between
+    two imports, never inside one."""
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 _SHOWN = (SyncStatus.NEW, SyncStatus.UPDATED, SyncStatus.FAILED)
