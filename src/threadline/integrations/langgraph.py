@@ -218,6 +218,15 @@ class _Known:
     a copy, and unpickling one costs a quarter to a half of ``model_copy(deep=True)``"""
 
 
+@dataclass(slots=True)
+class _Last:
+    """The root-namespace checkpoint a saver wrote last in a thread."""
+
+    record: dict[str, Any]
+    names: list[str]
+    """the values it keeps outside its record (what a read of the latest reads with it)"""
+
+
 class ThreadlineSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer over a threadline store (see the module docstring).
 
@@ -248,9 +257,9 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         """the messages ``_seen`` holds in all (``KNOWN_MESSAGES`` at most, but one session)"""
         self._owned: OrderedDict[str, str] = OrderedDict()
         """thread id -> its session's id, owner checked (the latest ``KNOWN_THREADS``)"""
-        self._latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        """thread session id -> the root-namespace checkpoint record this saver wrote
-        last (the parent of the next put, read without a round trip)"""
+        self._latest: OrderedDict[str, _Last] = OrderedDict()
+        """thread session id -> the root-namespace checkpoint this saver wrote last (the
+        parent of the next put, read without a round trip)"""
         self._handles: OrderedDict[str, Session] = OrderedDict()
         """session id -> the session as this saver last read or wrote it: what a put
         writes on without reading it first (its ``Mark`` is checked in the write)"""
@@ -341,7 +350,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
 
         if not parent_id:
             return root  # a first checkpoint
-        record = self._latest.get(root.id)
+        last = self._latest.get(root.id)
+        record = last.record if last is not None else None
         if record is None or record["id"] != parent_id:
             entry = self.store.scratchpad_read(root.id, checkpoint_name("", parent_id))
             record = record_of(entry.content) if entry is not None else None
@@ -415,10 +425,10 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             root_id = self._owned.pop(thread_id, None)
             if root_id is None:
                 return
-            record = self._latest.pop(root_id, None)
+            last = self._latest.pop(root_id, None)
             self._handles.pop(root_id, None)
-            if record is not None and isinstance(record.get("branch"), str):
-                self._handles.pop(record["branch"], None)
+            if last is not None and isinstance(last.record.get("branch"), str):
+                self._handles.pop(last.record["branch"], None)
 
     def _read(self, session: Session) -> ThreadPad:
         return ThreadPad.whole(self.store, session.id)
@@ -487,10 +497,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         """The names of the values the root namespace's latest checkpoint that this saver
         wrote reads (read beside the latest, which it most often still is)."""
         with self._lock:
-            record = self._latest.get(root_id) if ns == "" else None
-        if record is None:
-            return []
-        return _value_names(record, self.serde.loads_typed(untyped(record["checkpoint"])))
+            last = self._latest.get(root_id) if ns == "" else None
+        return [] if last is None else last.names
 
     def _checkpoint_record(self, root_id: str, ns: str, cid: str) -> Found | None:
         """The checkpoint by id with its pending writes, in one read."""
@@ -652,9 +660,10 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             key=lambda w: (w.get("task_path", ""), w["task_id"], w["idx"]),
         )
         parent = record.get("parent")
+        checkpoint["channel_values"] = values  # decoded for this tuple alone
         return CheckpointTuple(
             config=_config(thread_id, ns, cid),
-            checkpoint={**checkpoint, "channel_values": values},
+            checkpoint=checkpoint,
             metadata=metadata,
             parent_config=_config(thread_id, ns, parent) if parent else None,
             pending_writes=[
@@ -784,7 +793,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             if plan is not None:
                 self._learned(branch.id, plan.learned, mark.last_seq + len(appended))
             if ns == "":
-                self._latest[session.id] = record
+                self._latest[session.id] = _Last(record, _value_names(record, checkpoint))
                 self._latest.move_to_end(session.id)
                 while len(self._latest) > KNOWN_THREADS:
                     self._latest.popitem(last=False)

@@ -366,7 +366,7 @@ class StoreCore:
         prefix, limit = self._page_checked(session_id, page.get("prefix", ""), limit, before)
         if isinstance(names, str):
             raise UsageError("scratchpad_page_beside takes a list of names, not text")
-        wanted = list(dict.fromkeys(check_scratchpad_name(n) for n in names))
+        wanted = list(dict.fromkeys(check_scratchpad_name(n) for n in names)) if names else []
         ask = PageBeside(prefix, limit, before, check_scratchpad_prefix(beside), wanted)
         if limit <= 0:
             return [], self._scratchpad_contents(session_id, wanted, []) if wanted else {}
