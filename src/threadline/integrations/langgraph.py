@@ -101,6 +101,7 @@ from threadline.integrations.checkpoint_records import (
     typed,
     untyped,
     write_name,
+    write_record,
     writes_prefix,
 )
 from threadline.store import Store
@@ -814,17 +815,11 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         replaced: dict[str, str] = {}  # special ones (errors, interrupts) replace
         for idx, (channel, value) in enumerate(writes):
             index = WRITES_IDX_MAP.get(channel, idx)
-            record = {
-                "ns": ns,
-                "checkpoint": cid,
-                "task_id": task_id,
-                "idx": index,
-                "channel": channel,
-                "value": typed(self.serde.dumps_typed(value)),
-                "task_path": task_path,
-            }
+            stored = typed(self.serde.dumps_typed(value))
             into = kept if index >= 0 else replaced
-            into[write_name(ns, cid, task_id, index)] = json.dumps(record)
+            into[write_name(ns, cid, task_id, index)] = write_record(
+                ns, cid, task_id, index, channel, stored, task_path
+            )
 
         def write(root_id: str) -> None:
             for entries, keep in ((kept, True), (replaced, False)):

@@ -6,7 +6,6 @@ objects, times as stored. One place for every backend; each raises a ``Threadlin
 from __future__ import annotations
 
 import functools
-
 import re
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta

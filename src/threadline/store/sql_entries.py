@@ -47,10 +47,10 @@ class SQLEntries:
         """The page and, joined to it, the ranges of its entries' names under ``beside``
         (``rest + "/"`` up to ``rest + "0"``, the next character), each an index range;
         then each name's range of itself, as ``_scratchpad_contents`` reads them."""
-        names, beside = ask.names, ask.beside
+        names = ask.names
         if len(names) > RANGES_PER_QUERY - 2:  # the page and its join are two terms
-            page, found = self._scratchpad_page_beside(session_id, ask._replace(names=[]))
-            return page, found | self._scratchpad_contents(session_id, names, [])
+            first, beside = self._scratchpad_page_beside(session_id, ask._replace(names=[]))
+            return first, beside | self._scratchpad_contents(session_id, names, [])
         low, high = page_range(ask.prefix, ask.before)
         bounds: Args = (low,) if high is None else (low, high)
         query = _beside_query(self.MARK, len(ask.prefix), high is not None, len(names))

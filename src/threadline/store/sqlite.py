@@ -671,19 +671,12 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         """The connection, under the store's lock, its errors ours (``_translate``)."""
         return _Reading(self)
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> _Writing:
+        """One transaction (``BEGIN IMMEDIATE``) under the store's lock, rolled back when
+        the block raises, its errors ours (``_translate``)."""
         if self._damage is not None:  # what is written now may be lost with the damage
             raise self._damaged(f"{self._damage} (seen earlier); not writing to it")
-        with self._translate(), self._lock:
-            con = self._con
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
+        return _Writing(self)
 
     def close(self) -> None:
         """Brings the search index up to date first (in one statement: what appends left),
@@ -1335,6 +1328,48 @@ class _Reading:
             ours = self.store._driver_error(exc)
             if ours is not None:
                 raise ours from exc
+
+
+class _Writing:
+    """``SQLiteStore._write`` as a class, as ``_Reading`` is (each write of one
+    LangGraph ``put_writes`` went through two generator context managers)."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self.store
+        store._lock.acquire()
+        try:
+            store._con.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            store._lock.release()
+            _raise_ours(store, exc)
+            raise
+        return store._con
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        store = self.store
+        try:
+            store._con.execute("COMMIT" if exc is None else "ROLLBACK")
+        except BaseException as failed:
+            _raise_ours(store, failed)
+            raise
+        finally:
+            store._lock.release()
+        if exc is not None:
+            _raise_ours(store, exc)
+
+
+def _raise_ours(store: SQLiteStore, exc: BaseException) -> None:
+    """What ``_translate`` does: a driver error raised as ours (from it); anything
+    else is left to go on as it is."""
+    if isinstance(exc, Exception) and not isinstance(exc, ThreadlineError):
+        ours = store._driver_error(exc)
+        if ours is not None:
+            raise ours from exc
 
 
 def _put_entries(
