@@ -80,3 +80,25 @@ def test_a_failing_write_rolls_back_and_raises_ours(tmp_path: Path) -> None:
             con.execute("CREATE TABLE scratch_test (x)")
     finally:
         store.close()
+
+
+def test_list_with_a_limit_reads_that_many_checkpoints(tmp_path: Path) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+
+    from tests.test_langgraph_reads import Counted
+
+    with ThreadlineSaver(f"sqlite://{tmp_path / 't.db'}") as saver:
+        config: Any = latest("t")
+        for step in range(8):  # plain values: kept in the checkpoint records themselves
+            checkpoint = empty_checkpoint()
+            checkpoint["id"] = str(uuid6(clock_seq=step))
+            version = saver.get_next_version(None, None)
+            checkpoint["channel_values"] = {"n": step}
+            checkpoint["channel_versions"] = {"n": version}
+            config = saver.put(config, checkpoint, {"step": step}, {"n": version})
+        counted = Counted(saver.store)
+        got = list(saver.list(latest("t"), limit=3))
+        assert [t.metadata["step"] for t in got] == [7, 6, 5]
+        assert counted.entries == 3  # not a fourth, read only to be dropped
+        assert list(saver.list(latest("t"), limit=0)) == []

@@ -525,12 +525,12 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         page's records, then their values and pending writes in one read."""
         before_id = get_checkpoint_id(before) if before else None
         left = limit
+        if left is not None and left <= 0:
+            return
         for root_id, thread_id, records in self._listed(config, before_id, limit):
             batch: Batch = []
             size = 1 if left is None else min(left, LIST_BATCH)  # the first soon
             for found in records:
-                if left is not None and left <= len(batch):
-                    break
                 record = found[0]
                 if before_id and record["id"] >= before_id:
                     continue
@@ -542,6 +542,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                     yield from self._batch_tuples(root_id, thread_id, batch)
                     left = None if left is None else left - len(batch)
                     batch = []
+                    if left is not None and left <= 0:
+                        break  # before the next record is read and decoded
                     size = min(size * 4, LIST_BATCH, LIST_BATCH if left is None else left)
             if batch:
                 yield from self._batch_tuples(root_id, thread_id, batch)
@@ -570,7 +572,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 )
                 yield root_id, thread_id, [found] if found else []
             elif ns_wanted is not None:
-                page = limit + 1 if limit else 64
+                page = limit if limit else 64
                 yield (
                     root_id,
                     thread_id,
@@ -655,11 +657,12 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 values[channel] = self._messages_of(blob, root_id)
             elif blob is not None and blob["value"][0] != "empty":
                 values[channel] = self.serde.loads_typed(untyped(blob["value"]))
-        found = map(record_of, written)
-        writes = sorted(
-            (w for w in found if w is not None),
-            key=lambda w: (w.get("task_path", ""), w["task_id"], w["idx"]),
-        )
+        pending = []
+        if written:
+            writes = [w for w in map(record_of, written) if w is not None]
+            writes.sort(key=_write_order)
+            loads = self.serde.loads_typed
+            pending = [(w["task_id"], w["channel"], loads(untyped(w["value"]))) for w in writes]
         parent = record.get("parent")
         checkpoint["channel_values"] = values  # decoded for this tuple alone
         return CheckpointTuple(
@@ -667,10 +670,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             checkpoint=checkpoint,
             metadata=metadata,
             parent_config=_config(thread_id, ns, parent) if parent else None,
-            pending_writes=[
-                (w["task_id"], w["channel"], self.serde.loads_typed(untyped(w["value"])))
-                for w in writes
-            ],
+            pending_writes=pending,
         )
 
     def _messages_of(self, blob: dict[str, Any], root_id: str) -> Values:
@@ -1198,6 +1198,11 @@ def _value_names(record: dict[str, Any], checkpoint: Checkpoint) -> list[str]:
     return [
         blob_name(ns, c, v) for c, v in checkpoint["channel_versions"].items() if c not in inline
     ]
+
+
+def _write_order(write: dict[str, Any]) -> tuple[str, str, int]:
+    """Pending writes in the order LangGraph's savers give them: by task, then index."""
+    return write.get("task_path", ""), write["task_id"], write["idx"]
 
 
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
