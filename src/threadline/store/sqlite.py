@@ -15,6 +15,7 @@ the rows it returns, however long the session (invariant 4).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -1051,12 +1052,14 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         # one SELECT a range, joined by UNION ALL: an OR of them would have SQLite read
         # every entry of the session; and a row of NULLs when the session does not
         # exist, so no second statement tells a missing session from one without them
-        query = " UNION ALL ".join([_RANGE_SQL] * len(ranges) + [_NO_SESSION_SQL])
         args = [a for low, high in ranges for a in (session_id, low, high)]
         with self._read() as con:
-            rows: list[tuple[str, str]] = con.execute(query, (*args, session_id)).fetchall()
-        if any(row[0] is None for row in rows):
-            raise SessionNotFound(session_id)
+            rows: list[tuple[str, str]] = con.execute(
+                _ranges_query(len(ranges)), (*args, session_id)
+            ).fetchall()
+        for row in rows:
+            if row[0] is None:
+                raise SessionNotFound(session_id)
         return rows
 
     def _select_rows(self, session_id: str, query: str, args: tuple[str | int, ...]) -> list[Any]:
@@ -1307,6 +1310,12 @@ _MARK_HEAD = "SELECT last_seq, created_at, 0, 0, ?2 IS NOT NULL FROM sessions WH
 """The same for a batch of no messages (companions on a mark): the session's end alone."""
 _RANGE_SQL = "SELECT name, content FROM scratchpad WHERE session_id = ? AND name >= ? AND name < ?"
 _NO_SESSION_SQL = "SELECT NULL, NULL WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?)"
+
+
+@functools.lru_cache(maxsize=64)
+def _ranges_query(count: int) -> str:
+    """``_select_ranges``' query of ``count`` ranges (made once a count)."""
+    return " UNION ALL ".join([_RANGE_SQL] * count + [_NO_SESSION_SQL])
 
 
 class _Reading:
