@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from threadline import json_scan
 from threadline.errors import (
     CorruptRecord,
     SessionChanged,
@@ -768,7 +769,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 blob["value"] = typed(self.serde.dumps_typed(values[channel]))
             else:
                 blob["value"] = ["empty", ""]
-            entries[blob_name(ns, channel, version)] = json.dumps(blob)
+            entries[blob_name(ns, channel, version)] = json_scan.dumps(blob)
         full_metadata = get_checkpoint_metadata(config, metadata)
         record = {
             "ns": ns,
@@ -783,7 +784,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         appended = plan.batch if plan is not None else []
         if ns == "":  # the branch's end once this put's messages are in
             record.update(branch=branch.id, upto=mark.last_seq + len(appended))
-        entries[checkpoint_name(ns, checkpoint["id"])] = json.dumps(record)  # the last
+        entries[checkpoint_name(ns, checkpoint["id"])] = json_scan.dumps(record)  # the last
         if appended:
             branch.append(appended, scratchpad=entries, scratchpad_of=session.id, expect=mark)
         else:
