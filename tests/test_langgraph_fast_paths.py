@@ -102,3 +102,28 @@ def test_list_with_a_limit_reads_that_many_checkpoints(tmp_path: Path) -> None:
         assert [t.metadata["step"] for t in got] == [7, 6, 5]
         assert counted.entries == 3  # not a fourth, read only to be dropped
         assert list(saver.list(latest("t"), limit=0)) == []
+
+
+def test_same_answers_as_pydantic_equality() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from threadline.integrations.langgraph import _same
+
+    class Loud(HumanMessage):
+        pass
+
+    first = HumanMessage(content="hi", id="a")
+    pairs = [
+        (first, HumanMessage(content="hi", id="a")),
+        (first, HumanMessage(content="hi!", id="a")),
+        (first, HumanMessage(content="hi", id="a", name="someone")),
+        (first, AIMessage(content="hi", id="a")),
+        (first, Loud(content="hi", id="a")),
+        (first, HumanMessage(content="hi", id="a", extra_field="x")),
+        (
+            AIMessage(content="", tool_calls=[{"name": "f", "args": {}, "id": "1"}]),
+            AIMessage(content=""),
+        ),
+    ]
+    for known, given in pairs:
+        assert _same(known, given) == (known == given), (known, given)

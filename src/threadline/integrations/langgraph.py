@@ -847,19 +847,28 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             return None
         with self._lock:
             known = self._known(session)
-        new = list({m.id: m for m in value if isinstance(m.id, str) and m.id not in known}.values())
+        refs: Refs = []
+        fresh: dict[str, BaseMessage] = {}  # not held yet: the last of each id
+        later: list[int] = []  # where they stand in ``value``
+        for m in value:  # one pass: most are held, and equal to the copy known
+            lc_id = m.id
+            found = known.get(lc_id) if isinstance(lc_id, str) else None
+            if found is None and isinstance(lc_id, str):
+                fresh[lc_id] = m
+                later.append(len(refs))
+            refs.append(found[0] if found is not None and _same(found[1], m) else None)
         batch: list[Message] = []
         learned: dict[str, tuple[int, BaseMessage]] = {}
-        if new:
+        if fresh:
+            new = list(fresh.values())
             made = to_threadline(new, answerable=recent_calls(session, new))
             for seq, (m, lc) in enumerate(zip(made, new, strict=True), session.last_seq + 1):
                 lc_id = lc.id or ""
                 batch.append(m.model_copy(update={"id": _message_id(session.id, lc_id)}))
                 learned[lc_id] = (seq, to_langchain(m))
-        refs: Refs = []
-        for m in value:
-            found = (learned.get(m.id) or known.get(m.id)) if isinstance(m.id, str) else None
-            refs.append(found[0] if found is not None and found[1] == m else None)
+            for at in later:
+                found = learned.get(value[at].id)
+                refs[at] = found[0] if found is not None and _same(found[1], value[at]) else None
         return _Plan(batch, refs, learned)
 
     def _known(self, session: Session) -> dict[str, tuple[int, BaseMessage]]:
@@ -1221,6 +1230,20 @@ def _message_id(session_id: str, lc_id: str) -> str:
     the same message, so a resend is recognised (``Store.append_messages``)."""
     digest = hashlib.sha256(f"{session_id}\0{lc_id}".encode("utf-8", "surrogatepass"))
     return DERIVED_PREFIX + digest.hexdigest()[:40]
+
+
+def _same(known: BaseMessage, given: BaseMessage) -> bool:
+    """``known == given``, as Pydantic answers it, with its common case first: the
+    same type, fields, extra and private values (a put asks it of every message of the
+    conversation, and Pydantic's own checks cost twice this)."""
+    if (
+        type(known) is type(given)
+        and known.__dict__ == given.__dict__
+        and known.__pydantic_extra__ == given.__pydantic_extra__
+        and known.__pydantic_private__ == given.__pydantic_private__
+    ):
+        return True
+    return bool(known == given)
 
 
 def _plain(value: object) -> bool:
