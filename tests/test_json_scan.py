@@ -35,3 +35,13 @@ def test_the_same_error(bad: str | bytes) -> None:
     with pytest.raises(ValueError):
         json_scan.loads(bad)
     assert json_scan.loads_object(bad) is None
+
+
+@given(st.dictionaries(st.text(), JSON, max_size=6))
+def test_dumps_writes_what_json_dumps_writes(value: dict[str, object]) -> None:
+    assert json_scan.dumps(value) == json.dumps(value)
+
+
+def test_dumps_refuses_what_json_dumps_refuses() -> None:
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        json_scan.dumps({"a": object()})

@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from threadline import json_scan
 from threadline.errors import (
     CorruptRecord,
     SessionChanged,
@@ -101,6 +102,7 @@ from threadline.integrations.checkpoint_records import (
     typed,
     untyped,
     write_name,
+    write_record,
     writes_prefix,
 )
 from threadline.store import Store
@@ -218,6 +220,15 @@ class _Known:
     a copy, and unpickling one costs a quarter to a half of ``model_copy(deep=True)``"""
 
 
+@dataclass(slots=True)
+class _Last:
+    """The root-namespace checkpoint a saver wrote last in a thread."""
+
+    record: dict[str, Any]
+    names: list[str]
+    """the values it keeps outside its record (what a read of the latest reads with it)"""
+
+
 class ThreadlineSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer over a threadline store (see the module docstring).
 
@@ -248,9 +259,9 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         """the messages ``_seen`` holds in all (``KNOWN_MESSAGES`` at most, but one session)"""
         self._owned: OrderedDict[str, str] = OrderedDict()
         """thread id -> its session's id, owner checked (the latest ``KNOWN_THREADS``)"""
-        self._latest: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        """thread session id -> the root-namespace checkpoint record this saver wrote
-        last (the parent of the next put, read without a round trip)"""
+        self._latest: OrderedDict[str, _Last] = OrderedDict()
+        """thread session id -> the root-namespace checkpoint this saver wrote last (the
+        parent of the next put, read without a round trip)"""
         self._handles: OrderedDict[str, Session] = OrderedDict()
         """session id -> the session as this saver last read or wrote it: what a put
         writes on without reading it first (its ``Mark`` is checked in the write)"""
@@ -341,7 +352,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
 
         if not parent_id:
             return root  # a first checkpoint
-        record = self._latest.get(root.id)
+        last = self._latest.get(root.id)
+        record = last.record if last is not None else None
         if record is None or record["id"] != parent_id:
             entry = self.store.scratchpad_read(root.id, checkpoint_name("", parent_id))
             record = record_of(entry.content) if entry is not None else None
@@ -415,10 +427,10 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             root_id = self._owned.pop(thread_id, None)
             if root_id is None:
                 return
-            record = self._latest.pop(root_id, None)
+            last = self._latest.pop(root_id, None)
             self._handles.pop(root_id, None)
-            if record is not None and isinstance(record.get("branch"), str):
-                self._handles.pop(record["branch"], None)
+            if last is not None and isinstance(last.record.get("branch"), str):
+                self._handles.pop(last.record["branch"], None)
 
     def _read(self, session: Session) -> ThreadPad:
         return ThreadPad.whole(self.store, session.id)
@@ -487,10 +499,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         """The names of the values the root namespace's latest checkpoint that this saver
         wrote reads (read beside the latest, which it most often still is)."""
         with self._lock:
-            record = self._latest.get(root_id) if ns == "" else None
-        if record is None:
-            return []
-        return _value_names(record, self.serde.loads_typed(untyped(record["checkpoint"])))
+            last = self._latest.get(root_id) if ns == "" else None
+        return [] if last is None else last.names
 
     def _checkpoint_record(self, root_id: str, ns: str, cid: str) -> Found | None:
         """The checkpoint by id with its pending writes, in one read."""
@@ -516,12 +526,12 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         page's records, then their values and pending writes in one read."""
         before_id = get_checkpoint_id(before) if before else None
         left = limit
+        if left is not None and left <= 0:
+            return
         for root_id, thread_id, records in self._listed(config, before_id, limit):
             batch: Batch = []
             size = 1 if left is None else min(left, LIST_BATCH)  # the first soon
             for found in records:
-                if left is not None and left <= len(batch):
-                    break
                 record = found[0]
                 if before_id and record["id"] >= before_id:
                     continue
@@ -533,6 +543,8 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                     yield from self._batch_tuples(root_id, thread_id, batch)
                     left = None if left is None else left - len(batch)
                     batch = []
+                    if left is not None and left <= 0:
+                        break  # before the next record is read and decoded
                     size = min(size * 4, LIST_BATCH, LIST_BATCH if left is None else left)
             if batch:
                 yield from self._batch_tuples(root_id, thread_id, batch)
@@ -561,7 +573,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 )
                 yield root_id, thread_id, [found] if found else []
             elif ns_wanted is not None:
-                page = limit + 1 if limit else 64
+                page = limit if limit else 64
                 yield (
                     root_id,
                     thread_id,
@@ -646,21 +658,20 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 values[channel] = self._messages_of(blob, root_id)
             elif blob is not None and blob["value"][0] != "empty":
                 values[channel] = self.serde.loads_typed(untyped(blob["value"]))
-        found = map(record_of, written)
-        writes = sorted(
-            (w for w in found if w is not None),
-            key=lambda w: (w.get("task_path", ""), w["task_id"], w["idx"]),
-        )
+        pending = []
+        if written:
+            writes = [w for w in map(record_of, written) if w is not None]
+            writes.sort(key=_write_order)
+            loads = self.serde.loads_typed
+            pending = [(w["task_id"], w["channel"], loads(untyped(w["value"]))) for w in writes]
         parent = record.get("parent")
+        checkpoint["channel_values"] = values  # decoded for this tuple alone
         return CheckpointTuple(
             config=_config(thread_id, ns, cid),
-            checkpoint={**checkpoint, "channel_values": values},
+            checkpoint=checkpoint,
             metadata=metadata,
             parent_config=_config(thread_id, ns, parent) if parent else None,
-            pending_writes=[
-                (w["task_id"], w["channel"], self.serde.loads_typed(untyped(w["value"])))
-                for w in writes
-            ],
+            pending_writes=pending,
         )
 
     def _messages_of(self, blob: dict[str, Any], root_id: str) -> Values:
@@ -758,7 +769,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
                 blob["value"] = typed(self.serde.dumps_typed(values[channel]))
             else:
                 blob["value"] = ["empty", ""]
-            entries[blob_name(ns, channel, version)] = json.dumps(blob)
+            entries[blob_name(ns, channel, version)] = json_scan.dumps(blob)
         full_metadata = get_checkpoint_metadata(config, metadata)
         record = {
             "ns": ns,
@@ -773,7 +784,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         appended = plan.batch if plan is not None else []
         if ns == "":  # the branch's end once this put's messages are in
             record.update(branch=branch.id, upto=mark.last_seq + len(appended))
-        entries[checkpoint_name(ns, checkpoint["id"])] = json.dumps(record)  # the last
+        entries[checkpoint_name(ns, checkpoint["id"])] = json_scan.dumps(record)  # the last
         if appended:
             branch.append(appended, scratchpad=entries, scratchpad_of=session.id, expect=mark)
         else:
@@ -784,7 +795,7 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             if plan is not None:
                 self._learned(branch.id, plan.learned, mark.last_seq + len(appended))
             if ns == "":
-                self._latest[session.id] = record
+                self._latest[session.id] = _Last(record, _value_names(record, checkpoint))
                 self._latest.move_to_end(session.id)
                 while len(self._latest) > KNOWN_THREADS:
                     self._latest.popitem(last=False)
@@ -805,17 +816,11 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
         replaced: dict[str, str] = {}  # special ones (errors, interrupts) replace
         for idx, (channel, value) in enumerate(writes):
             index = WRITES_IDX_MAP.get(channel, idx)
-            record = {
-                "ns": ns,
-                "checkpoint": cid,
-                "task_id": task_id,
-                "idx": index,
-                "channel": channel,
-                "value": typed(self.serde.dumps_typed(value)),
-                "task_path": task_path,
-            }
+            stored = typed(self.serde.dumps_typed(value))
             into = kept if index >= 0 else replaced
-            into[write_name(ns, cid, task_id, index)] = json.dumps(record)
+            into[write_name(ns, cid, task_id, index)] = write_record(
+                ns, cid, task_id, index, channel, stored, task_path
+            )
 
         def write(root_id: str) -> None:
             for entries, keep in ((kept, True), (replaced, False)):
@@ -842,19 +847,28 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             return None
         with self._lock:
             known = self._known(session)
-        new = list({m.id: m for m in value if isinstance(m.id, str) and m.id not in known}.values())
+        refs: Refs = []
+        fresh: dict[str, BaseMessage] = {}  # not held yet: the last of each id
+        later: list[int] = []  # where they stand in ``value``
+        for m in value:  # one pass: most are held, and equal to the copy known
+            lc_id = m.id
+            found = known.get(lc_id) if isinstance(lc_id, str) else None
+            if found is None and isinstance(lc_id, str):
+                fresh[lc_id] = m
+                later.append(len(refs))
+            refs.append(found[0] if found is not None and _same(found[1], m) else None)
         batch: list[Message] = []
         learned: dict[str, tuple[int, BaseMessage]] = {}
-        if new:
+        if fresh:
+            new = list(fresh.values())
             made = to_threadline(new, answerable=recent_calls(session, new))
             for seq, (m, lc) in enumerate(zip(made, new, strict=True), session.last_seq + 1):
                 lc_id = lc.id or ""
                 batch.append(m.model_copy(update={"id": _message_id(session.id, lc_id)}))
                 learned[lc_id] = (seq, to_langchain(m))
-        refs: Refs = []
-        for m in value:
-            found = (learned.get(m.id) or known.get(m.id)) if isinstance(m.id, str) else None
-            refs.append(found[0] if found is not None and found[1] == m else None)
+            for at in later:
+                found = learned.get(value[at].id)
+                refs[at] = found[0] if found is not None and _same(found[1], value[at]) else None
         return _Plan(batch, refs, learned)
 
     def _known(self, session: Session) -> dict[str, tuple[int, BaseMessage]]:
@@ -1196,6 +1210,11 @@ def _value_names(record: dict[str, Any], checkpoint: Checkpoint) -> list[str]:
     ]
 
 
+def _write_order(write: dict[str, Any]) -> tuple[str, str, int]:
+    """Pending writes in the order LangGraph's savers give them: by task, then index."""
+    return write.get("task_path", ""), write["task_id"], write["idx"]
+
+
 def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     return {
         "configurable": {
@@ -1211,6 +1230,20 @@ def _message_id(session_id: str, lc_id: str) -> str:
     the same message, so a resend is recognised (``Store.append_messages``)."""
     digest = hashlib.sha256(f"{session_id}\0{lc_id}".encode("utf-8", "surrogatepass"))
     return DERIVED_PREFIX + digest.hexdigest()[:40]
+
+
+def _same(known: BaseMessage, given: BaseMessage) -> bool:
+    """``known == given``, as Pydantic answers it, with its common case first: the
+    same type, fields, extra and private values (a put asks it of every message of the
+    conversation, and Pydantic's own checks cost twice this)."""
+    if (
+        type(known) is type(given)
+        and known.__dict__ == given.__dict__
+        and known.__pydantic_extra__ == given.__pydantic_extra__
+        and known.__pydantic_private__ == given.__pydantic_private__
+    ):
+        return True
+    return bool(known == given)
 
 
 def _plain(value: object) -> bool:

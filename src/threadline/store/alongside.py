@@ -80,4 +80,4 @@ def alongside(session_id: str, fields: AlongsideFields) -> Alongside:
     check_session_fields(None, metadata)
     if not entries and not metadata and expect is None and pad_of is None:
         return NOTHING
-    return Alongside(entries, copy.deepcopy(metadata or {}), expect, pad_of)
+    return Alongside(entries, copy.deepcopy(metadata) if metadata else {}, expect, pad_of)

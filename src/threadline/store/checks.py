@@ -5,6 +5,7 @@ objects, times as stored. One place for every backend; each raises a ``Threadlin
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
@@ -330,6 +331,7 @@ def check_scratchpad_prefix(prefix: object) -> str:
     return prefix
 
 
+@functools.lru_cache(maxsize=1024)
 def prefix_bounds(prefix: str) -> tuple[str, str | None]:
     """``(low, high)`` with ``low <= name < high`` exactly for the names starting with
     ``prefix``, in code point order (UTF-8 byte order: SQLite's and PostgreSQL's "C"

@@ -86,6 +86,11 @@ def page_range(prefix: str, before: str | None) -> tuple[str, str | None]:
     return low, high
 
 
+def _distinct(items: list[str]) -> list[str]:
+    """``items`` without repeats, in order (most are one or two, none repeated)."""
+    return list(dict.fromkeys(items)) if len(items) > 1 else items
+
+
 class StoreCore:
     """The rules every backend follows, written once: each backend subclasses this and
     supplies the primitives, each one atomic step of its own: the methods below that
@@ -366,7 +371,7 @@ class StoreCore:
         prefix, limit = self._page_checked(session_id, page.get("prefix", ""), limit, before)
         if isinstance(names, str):
             raise UsageError("scratchpad_page_beside takes a list of names, not text")
-        wanted = list(dict.fromkeys(check_scratchpad_name(n) for n in names))
+        wanted = _distinct([check_scratchpad_name(n) for n in names])
         ask = PageBeside(prefix, limit, before, check_scratchpad_prefix(beside), wanted)
         if limit <= 0:
             return [], self._scratchpad_contents(session_id, wanted, []) if wanted else {}
@@ -398,8 +403,8 @@ class StoreCore:
         """See ``Store.scratchpad_contents``."""
         if isinstance(names, str) or isinstance(prefixes, str):
             raise UsageError("scratchpad_contents takes lists of names and prefixes, not text")
-        wanted = list(dict.fromkeys(check_scratchpad_name(n) for n in names))
-        starts = list(dict.fromkeys(check_scratchpad_prefix(p) for p in prefixes))
+        wanted = _distinct([check_scratchpad_name(n) for n in names])
+        starts = _distinct([check_scratchpad_prefix(p) for p in prefixes])
         if not wanted and not starts:
             self.session_info(session_id)
             return {}

@@ -15,6 +15,7 @@ the rows it returns, however long the session (invariant 4).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -671,19 +672,12 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         """The connection, under the store's lock, its errors ours (``_translate``)."""
         return _Reading(self)
 
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> _Writing:
+        """One transaction (``BEGIN IMMEDIATE``) under the store's lock, rolled back when
+        the block raises, its errors ours (``_translate``)."""
         if self._damage is not None:  # what is written now may be lost with the damage
             raise self._damaged(f"{self._damage} (seen earlier); not writing to it")
-        with self._translate(), self._lock:
-            con = self._con
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
+        return _Writing(self)
 
     def close(self) -> None:
         """Brings the search index up to date first (in one statement: what appends left),
@@ -1058,12 +1052,14 @@ class SQLiteStore(SQLEntries, core.StoreCore):
         # one SELECT a range, joined by UNION ALL: an OR of them would have SQLite read
         # every entry of the session; and a row of NULLs when the session does not
         # exist, so no second statement tells a missing session from one without them
-        query = " UNION ALL ".join([_RANGE_SQL] * len(ranges) + [_NO_SESSION_SQL])
         args = [a for low, high in ranges for a in (session_id, low, high)]
         with self._read() as con:
-            rows: list[tuple[str, str]] = con.execute(query, (*args, session_id)).fetchall()
-        if any(row[0] is None for row in rows):
-            raise SessionNotFound(session_id)
+            rows: list[tuple[str, str]] = con.execute(
+                _ranges_query(len(ranges)), (*args, session_id)
+            ).fetchall()
+        for row in rows:
+            if row[0] is None:
+                raise SessionNotFound(session_id)
         return rows
 
     def _select_rows(self, session_id: str, query: str, args: tuple[str | int, ...]) -> list[Any]:
@@ -1316,6 +1312,12 @@ _RANGE_SQL = "SELECT name, content FROM scratchpad WHERE session_id = ? AND name
 _NO_SESSION_SQL = "SELECT NULL, NULL WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?)"
 
 
+@functools.lru_cache(maxsize=64)
+def _ranges_query(count: int) -> str:
+    """``_select_ranges``' query of ``count`` ranges (made once a count)."""
+    return " UNION ALL ".join([_RANGE_SQL] * count + [_NO_SESSION_SQL])
+
+
 class _Reading:
     """``SQLiteStore._read``: what ``_translate`` and the lock do, as a class (a read of
     a few rows is a few microseconds; two generator context managers were as many)."""
@@ -1335,6 +1337,48 @@ class _Reading:
             ours = self.store._driver_error(exc)
             if ours is not None:
                 raise ours from exc
+
+
+class _Writing:
+    """``SQLiteStore._write`` as a class, as ``_Reading`` is (each write of one
+    LangGraph ``put_writes`` went through two generator context managers)."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self.store
+        store._lock.acquire()
+        try:
+            store._con.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            store._lock.release()
+            _raise_ours(store, exc)
+            raise
+        return store._con
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        store = self.store
+        try:
+            store._con.execute("COMMIT" if exc is None else "ROLLBACK")
+        except BaseException as failed:
+            _raise_ours(store, failed)
+            raise
+        finally:
+            store._lock.release()
+        if exc is not None:
+            _raise_ours(store, exc)
+
+
+def _raise_ours(store: SQLiteStore, exc: BaseException) -> None:
+    """What ``_translate`` does: a driver error raised as ours (from it); anything
+    else is left to go on as it is."""
+    if isinstance(exc, Exception) and not isinstance(exc, ThreadlineError):
+        ours = store._driver_error(exc)
+        if ours is not None:
+            raise ours from exc
 
 
 def _put_entries(
