@@ -78,6 +78,7 @@ from threadline.compaction.decisions import (
 from threadline.compaction.findings import answers, findings, settled
 from threadline.compaction.fixes import announced_fix, fix_statement
 from threadline.compaction.lookups import only_looks
+from threadline.compaction.options import choice_line, offered, picks
 from threadline.compaction.prose import EMPHASIS as _EMPHASIS
 from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
@@ -475,6 +476,11 @@ class _Pass:
     """Topic words of each of the agent's decisions, for a later redirect to supersede."""
     user_said: list[tuple[str, set[str]]] = field(default_factory=list)
     """Keys and topic words of the previous request's decisions, for a correction to mark."""
+    offer: str | None = None
+    """The agent's last message, when it offered options (``options.py``): a reply picking
+    one is resolved to that option's words."""
+    choice: str | None = None
+    """The option the request being read picked, in its own words."""
     asked_by: Message | None = None
     """The tool result whose turned-down call carried the person's words (``rejections``):
     the last request, when nothing followed it."""
@@ -593,6 +599,8 @@ class _Pass:
         else:
             self.last_text, self.calls_after_text = text, False
             self.turn_note = edit_note(text)
+            if not injected and offered(text):
+                self.offer = text  # kept until the person's next request answers it
         approach = stated_approach(text) if speaker == "assistant" and not injected else None
         if approach is not None:  # a decision once a call of this turn changes something
             self.tentative.append((approach, DECISION_SCORE * FIX_FACTOR * recency))
@@ -606,6 +614,7 @@ class _Pass:
         for key in self.agent_tasks:
             self.tasks.pop(key, None)
         self.agent_tasks.clear()
+        self.choice, self.offer = choice_line(text, self.offer), None
         if rejects(text):
             self.book.void(self.proposed)
             topics = topic_words(text)
@@ -682,6 +691,11 @@ class _Pass:
                         self.agent_tasks.add(_norm(clipped))
             elif statement and led_to is not None and is_question_tool(led_to.name):
                 continue  # the agent asking: the answer is the decision (``result``)
+            elif statement and decide and user and self.choice and picks(sentence):
+                # "let's go with option 1": the option's own words are the decision
+                score = DECISION_SCORE * USER_DECISION_FACTOR * recency
+                self.decided(self.choice, score, user=True, said=self.choice)
+                self.choice = None
             elif statement and decide and not user and (fix := announced_fix(sentence)):
                 self.tentative.append((fix, DECISION_SCORE * FIX_FACTOR * recency))
             elif statement and decide:

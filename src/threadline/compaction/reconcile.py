@@ -116,6 +116,8 @@ the trail over the whole range), leaving room for the summarizer's paths, settin
 versions."""
 STATE_SCORE = 9.0
 DECISION_SCORE = 2.0
+CHOICE_SCORE = DECISION_SCORE
+"""An option the person picked: their decision on the design, as high as the best other."""
 TASK_SCORE = 2.2
 TODO_SCORE = 3.2
 SAME_ITEM_SHARE = 0.75
@@ -840,6 +842,15 @@ FIX_LINES = 3
 """Fixes (``fixes.py``) stated among the decisions, newest first."""
 
 
+def _choices(trail: Trail, snapshot: Snapshot) -> None:
+    """The options the person picked over the whole range (``options.py``), each in the
+    option's words: a summary of the span that says only "option 1" (or nothing) gains it."""
+    have = {_norm(b.text) for b in snapshot.key_decisions}
+    for _seq, line in reversed(trail.choices):
+        if _norm(line) not in have:
+            snapshot.add("key_decisions", line, CHOICE_SCORE)
+
+
 def _fixes(trail: Trail, snapshot: Snapshot) -> None:
     """What the covered range changed to make a failing check pass, after the decisions the
     person and the agent stated (a fix a stated decision already names is not repeated)."""
@@ -902,6 +913,7 @@ def reconcile(
             continue  # the earlier summary's failure, with a clean run since (``history``)
         if b.text.startswith("User:") or not is_narration(b.text):
             snapshot.add("key_decisions", b.text, DECISION_SCORE * score)
+    _choices(trail, snapshot)
     _fixes(trail, snapshot)
     shown = _values(
         trail,
