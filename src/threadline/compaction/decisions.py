@@ -432,6 +432,8 @@ def agent_strength(sentence: str) -> tuple[float, bool]:
     return 0.0, False
 
 
+BUILT = "Built"
+"""How a line of what the agent reported it built begins (``reports.py``)."""
 SETTLED = "Settled"
 """How a design the agent restated on accepting the person's correction begins: a verdict."""
 _VERDICT_PREFIXES = ("User", "Approved plan", SETTLED)
@@ -452,7 +454,7 @@ def states_decision(bullet: str) -> bool:
     person's, a verdict, or a choice with its reason. Another summarizer's "Errors and fixes"
     lines ("Stash was from before these changes") are an account, not a decision."""
     text = bullet.strip().replace("**", "")
-    if text.startswith(_VERDICT_PREFIXES) or _FIX_WITH_MEANS.match(text):
+    if text.startswith((*_VERDICT_PREFIXES, BUILT)) or _FIX_WITH_MEANS.match(text):
         return True
     return bool(RATIONALE.search(text) or CONTRAST.search(text) or DECISION.search(text))
 

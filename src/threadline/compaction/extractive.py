@@ -84,6 +84,7 @@ from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
 from threadline.compaction.prose import sentences as _sentences
 from threadline.compaction.reasoning import reasoning_text
+from threadline.compaction.reports import Reports, builds
 from threadline.compaction.retry import retry_why
 from threadline.compaction.signatures import signatures
 from threadline.compaction.snapshot import (
@@ -146,8 +147,8 @@ SUMMARIZER_NAME = "extractive"
 
 DEFAULT_SHARES: dict[SectionName, float] = {
     "files_modified": 0.18,
-    "key_decisions": 0.12,
-    "important_values": 0.34,
+    "key_decisions": 0.22,
+    "important_values": 0.24,
     "current_state": 0.18,
     "pending_tasks": 0.10,
 }
@@ -261,6 +262,12 @@ SAME_MESSAGE_DECAY = 0.8
 """Each further rule of one message of the person's counts for less, so that the rules of one
 message (four cases of one feature) leave room for those of other messages."""
 """A prompt template's ten "always ..." rules must not crowd out the session's decisions."""
+
+BUILT_FACTOR = 0.8
+"""What the agent reported it built (``reports.py``): the design as it stands, below the
+person's own rules and choices."""
+BUILT_STEP = 0.08
+"""Each older report line counts this much less."""
 
 FOCUS_BOOST = 2.5
 """A bullet that names a word of the user's focus text scores this many times more."""
@@ -476,6 +483,12 @@ class _Pass:
     """Topic words of each of the agent's decisions, for a later redirect to supersede."""
     user_said: list[tuple[str, set[str]]] = field(default_factory=list)
     """Keys and topic words of the previous request's decisions, for a correction to mark."""
+    reports: Reports = field(default_factory=Reports)
+    """What the agent reported it built at the end of each turn that changed files."""
+    report: tuple[int, str] | None = None
+    """The agent's last words with no call after a change: its account, once the turn ends."""
+    turn_changed: bool = False
+    """Whether a call since the person's last request changed a file."""
     offer: str | None = None
     """The agent's last message, when it offered options (``options.py``): a reply picking
     one is resolved to that option's words."""
@@ -506,6 +519,7 @@ class _Pass:
                     self.last_command = action.strip().split("\n", 1)[0]
                     command = self.last_command
                     self.add_values(command, "argument", recency, index, paths="command")
+            self.turn_changed = self.turn_changed or any(builds(rec.path) for rec in touched)
             for rec in touched:
                 rec.note = self.turn_note or rec.note
                 weight = SOURCE_WEIGHTS["argument"]
@@ -601,6 +615,8 @@ class _Pass:
             self.turn_note = edit_note(text)
             if not injected and offered(text):
                 self.offer = text  # kept until the person's next request answers it
+            if not injected and not m.tool_calls and self.turn_changed:  # a turn's end, if
+                self.report = (m.seq if m.seq is not None else index + 1, text)  # nothing follows
         approach = stated_approach(text) if speaker == "assistant" and not injected else None
         if approach is not None:  # a decision once a call of this turn changes something
             self.tentative.append((approach, DECISION_SCORE * FIX_FACTOR * recency))
@@ -615,7 +631,9 @@ class _Pass:
             self.tasks.pop(key, None)
         self.agent_tasks.clear()
         self.choice, self.offer = choice_line(text, self.offer), None
+        self.turn_ended()
         if rejects(text):
+            self.reports.void_last()  # what it reported is what the person turned down
             self.book.void(self.proposed)
             topics = topic_words(text)
             for key, words_of in self.user_said:
@@ -643,6 +661,7 @@ class _Pass:
         self.results.append(_Result(call, call.name if call else "tool", TURNED_DOWN, False, False))
         self.book.void(self.proposed)
         self.proposed, self.tentative = [], []
+        self.report = None  # stopped mid-turn: no account of a finished turn
         words = rejection_words(m.text)
         if words is None:
             return
@@ -653,7 +672,8 @@ class _Pass:
         self.new_request(words)
         said = clip_words(words, MAX_BULLET_WORDS)
         what = clip_words(self._described(call), LED_TO_WORDS) if call else "a tool call"
-        score = DECISION_SCORE * USER_DECISION_FACTOR * recency
+        # the person stopping the agent stands however long ago: no fading with recency
+        score = DECISION_SCORE * USER_DECISION_FACTOR
         if all(s.rstrip().endswith("?") for s in _sentences(words)):
             # only questions: the call is still turned down, the question is why
             line = f"User turned down {what}, asking: {said}"
@@ -764,6 +784,7 @@ class _Pass:
 
     def calls(self, calls: Sequence[ToolCall], recency: float, index: int) -> None:
         self.last_calls, self.calls_after_text = list(calls), True
+        self.report = None  # the agent went on working: those words did not end the turn
         acting = next((c for c in calls if call_action(c) not in _LOOKUPS), None)
         if acting is not None and self.tentative:
             self.acted_on(acting)
@@ -854,6 +875,13 @@ class _Pass:
             self.proposed.append(key)
             self.agent_chose[key] = topic_words(said)
 
+    def turn_ended(self) -> None:
+        """The person spoke (or the window ended): the agent's last words of a turn that
+        changed files were its account of what it built (``reports.py``)."""
+        if self.report is not None:
+            self.reports.add(*self.report)
+        self.report, self.turn_changed = None, False
+
     def standing(self) -> None:
         """The window ends in the turn that announced these choices: nothing turned them
         down, and the action may be in the messages kept after the cut."""
@@ -861,6 +889,10 @@ class _Pass:
             if not text.startswith(ACTED_ONLY):  # a plan or a fix is one once carried out
                 self.decided(text, score, user=False, said=text)
         self.tentative = []
+        self.turn_ended()
+        for rank, (_seq, line) in enumerate(self.reports.latest()):
+            score = DECISION_SCORE * BUILT_FACTOR * (1.0 - BUILT_STEP * rank)
+            self.book.add(line, score, user=False, topics=subject_words(line))
 
     def _described(self, call: ToolCall) -> str:
         """``describe_call`` with a path under the session's directory as it is shown."""
