@@ -15,14 +15,16 @@ from threadline.messages import Message, ToolCall
 FIRST = """Implemented the real-time cooldown variant:
 
 - Real-time play: both colors are user-controlled; no turn enforcement or AI.
-- Cooldowns: all pieces start with a 3s cooldown; each move applies a 10s cooldown to the moved piece.
+- Cooldowns: all pieces start with a 3s cooldown; each move applies a 10s \
+cooldown to the moved piece.
 - Updated README to describe the real-time mode."""
 SECOND = """Implemented king-capture end condition:
 
 - `rules.js`: no check detection; game ends when a king is missing (captured)."""
 THIRD = """Relaxed move legality so check status is purely visual:
 
-- `rules.js`: `generateLegalMoves` no longer filters out moves that would leave the king in check."""
+- `rules.js`: `generateLegalMoves` no longer filters out moves \
+that would leave the king in check."""
 
 
 def test_report_lines_state_behaviour_not_housekeeping() -> None:
