@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_compaction_truth import CWD, ClaudeLog, compacted, imported, section
+from tests.test_compaction_truth import ClaudeLog, compacted, imported, section
 from threadline.compaction.extractive import ExtractiveSummarizer
 from threadline.compaction.options import choice_line, offered, picked
 from threadline.compaction.snapshot import parse
@@ -101,15 +101,10 @@ def test_a_pick_before_an_imported_compaction_reaches_key_decisions(
     log = ClaudeLog.asking("Make the checkpoint check agent-agnostic.")
     log.say(OFFER)
     log.user(PICK)
-    log.say("Let me add the interface methods.")
-    log.call("Edit", {"file_path": f"{CWD}/agent/agent.go", "old_string": "a", "new_string": "b"})
+    log.edit("Let me add the interface methods.", "agent/agent.go")
     log.compact("Summary:\n1. Primary Request and Intent:\n   - Make the check agent-agnostic")
     for i in range(6):
-        log.say(f"Now let me wire the agent {i} into the interface:")
-        log.call(
-            "Edit",
-            {"file_path": f"{CWD}/agent/impl{i}.go", "old_string": "a", "new_string": "b"},
-        )
+        log.edit(f"Now let me wire the agent {i} into the interface:", f"agent/impl{i}.go")
     session = imported(sqlite_store, log.write(tmp_path / "run.jsonl"))
     decisions = section(compacted(session), "key_decisions")
     assert any(d.startswith("User chose option 1: Add to Agent interface") for d in decisions)

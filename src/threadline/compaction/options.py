@@ -14,37 +14,36 @@ from __future__ import annotations
 import re
 
 from threadline.compaction.decisions import RATIONALE
-from threadline.compaction.prose import sentences
+from threadline.compaction.prose import LIST_ITEM, sentences
 from threadline.compaction.snapshot import clip_words, one_line
 
 OPTION_WORDS = 22
-"""An option's text, clipped."""
+"""An option's text, clipped; the agent's reason for it is clipped to ``REASON_WORDS``."""
 REASON_WORDS = 26
-"""The agent's reason for it, clipped."""
 PICK_CHARS = 400
 """A pick is said near the start of the reply; later words are about something else."""
 
-_ITEM = re.compile(r"^\s{0,3}(?:\*\*)?\(?(?P<key>\d{1,2}|[A-H])[.)](?:\*\*)?\s+(?P<text>\S.*)$")
-"""``1. **Add to the interface**: ...``, ``B) Dispatch by type``: an offered option."""
-_HEADED = re.compile(
-    r"(?i)^\s{0,3}(?:#{1,6}\s*)?(?:\*\*)?\s*(?:option|approach|alternative|choice)\s+"
-    r"(?P<key>\d{1,2}|[a-h])\b\s*(?:\*\*)?\s*[:.)\-\u2013\u2014]*\s*(?:\*\*)?\s*(?P<text>.*)$"
-)
-"""``**Option 2: Dispatch by type**`` or ``### Approach B`` (its text on the next line)."""
 _NOUN = r"(?:option|approach|alternative|choice|variant|proposal|solution)"
-_BY_NAME = re.compile(rf"(?i)\b{_NOUN}\s*#?\s*(?P<key>\d{{1,2}}\b|[a-h]\b)")
+_HEADED = re.compile(
+    rf"(?i)^\s{{0,3}}(?:#{{1,6}}\s*)?(?:\*\*)?\s*{_NOUN}\s+(?P<key>\d{{1,2}}|[a-h])\b"
+    r"\s*(?:\*\*)?\s*[:.)\-\u2013\u2014]*\s*(?:\*\*)?\s*(?P<text>.*)$"
+)
+"""``**Option 2: Dispatch by type**`` or ``### Approach B`` (its text on the next line);
+a numbered or lettered ``LIST_ITEM`` is the other shape of an offered option."""
 _ORDINALS = {"first": "1", "second": "2", "third": "3", "fourth": "4", "fifth": "5"}
-_BY_POSITION = re.compile(
-    rf"(?i)\bthe\s+(?P<nth>first|second|third|fourth|fifth|last)\s+(?:one|{_NOUN})\b"
+_PICKS = (
+    re.compile(rf"(?i)\b{_NOUN}\s*#?\s*(?P<key>\d{{1,2}}\b|[a-h]\b)"),
+    re.compile(rf"(?i)\bthe\s+(?P<nth>{'|'.join(_ORDINALS)}|last)\s+(?:one|{_NOUN})\b"),
+    re.compile(
+        r"(?i)(?:^|\b(?:go(?:ing)?\s+with|do|pick|take|choose|prefer|use|let['\u2019]?s\s+do)"
+        r"\s+)(?:#|number\s+)?(?P<key>\d{1,2}|[A-H])(?=\s*(?:[.,;!:)]|$|\s+(?:and|but|then|"
+        r"please|for\s+now|it\s+is)\b))"
+    ),
 )
-_BY_NUMBER = re.compile(
-    r"(?i)(?:^|\b(?:go(?:ing)?\s+with|do|pick|take|choose|prefer|use|let['\u2019]?s\s+do)\s+)"
-    r"(?:#|number\s+)?(?P<key>\d{1,2}|[A-H])(?=\s*(?:[.,;!:)]|$|\s+(?:and|but|then|please|"
-    r"for\s+now|it\s+is)\b))"
-)
-""""do 2", "go with B", or a reply opening with just the number."""
-_ANSWERS = re.compile(r"^\W*(?:1|a)\s*[:.)]\s")
-_SECOND = re.compile(r"(?i)(?:^|\s)(?:2|b)\s*[:.)]\s")
+"""How a reply picks: by name ("option B"), by place ("the second one"), by number alone
+("do 2", "go with B", a reply opening with just the number); tried in this order."""
+_NUMBERED_ANSWERS = re.compile(r"(?is)^\W*(?:1|a)\s*[:.)]\s.*?(?:^|\s)(?:2|b)\s*[:.)]\s")
+""""1: yes, 2: no": answers to numbered questions, not a pick."""
 _RECOMMENDS = re.compile(
     r"(?i)\b(?:seems?|looks?|is|would\s+be)\s+(?:the\s+)?(?:cleanest|simplest|safest|best|"
     r"most\s+\w+|preferable|better)\b|\brecommend(?:ed)?\b|\bI(?:['\u2019]d|\s+would)\s+"
@@ -53,13 +52,19 @@ _RECOMMENDS = re.compile(
 """The agent arguing for an option: its reason, when it names the option."""
 
 
+def _option(line: str) -> re.Match[str] | None:
+    """The offered option a line opens, by heading or as a numbered or lettered item."""
+    m = _HEADED.match(line) or LIST_ITEM.match(line)
+    return m if m is not None and m.group("key") else None
+
+
 def offered(text: str) -> dict[str, str]:
     """The options an agent's message offers, by key (``"1"``, ``"b"``), each its text on
     one line; empty when it offers fewer than two."""
     found: dict[str, str] = {}
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        m = _HEADED.match(line) or _ITEM.match(line)
+        m = _option(line)
         if m is None:
             continue
         key, said = m.group("key").lower(), m.group("text").strip()
@@ -80,19 +85,17 @@ def picked(reply: str, options: dict[str, str]) -> str | None:
     """The key of the option ``reply`` picks among ``options``; None when it picks none
     (or names a key the options do not have)."""
     head = reply[:PICK_CHARS]
-    if _ANSWERS.match(head) and _SECOND.search(head):
-        return None  # "1: yes, 2: no": answers to numbered questions, not a pick
-    m = _BY_NAME.search(head)
-    key = m.group("key") if m else None
-    if key is None and (m := _BY_POSITION.search(head)) is not None:
-        nth = m.group("nth").lower()
-        key = list(options)[-1] if nth == "last" else _ORDINALS[nth]
-    if key is None and (m := _BY_NUMBER.search(head.strip())) is not None:
-        key = m.group("key")
-    if key is None:
+    m = None if _NUMBERED_ANSWERS.match(head) else _pick(head)
+    if m is None:
         return None
-    key = key.lower()
+    nth = (m.groupdict().get("nth") or "").lower()
+    key = (list(options)[-1] if nth == "last" else _ORDINALS.get(nth) or m.group("key")).lower()
     return key if key in options else None
+
+
+def _pick(head: str) -> re.Match[str] | None:
+    """The first way of picking (``_PICKS``) the opening of a reply matches."""
+    return next((m for p in _PICKS if (m := p.search(head.strip())) is not None), None)
 
 
 def _reason(text: str, key: str, option: str) -> str | None:
@@ -100,7 +103,7 @@ def _reason(text: str, key: str, option: str) -> str | None:
     name = re.compile(rf"(?i)\b{_NOUN}\s*#?\s*{re.escape(key)}\b|\({re.escape(key)}\)")
     title = option.split(":", 1)[0].strip().lower()
     for line in text.splitlines():
-        if _ITEM.match(line) or _HEADED.match(line):
+        if _option(line):
             continue
         for sentence in sentences(line):
             names = name.search(sentence) or (len(title) > 8 and title in sentence.lower())
@@ -128,10 +131,7 @@ def choice_line(reply: str, offer: str | None) -> str | None:
 def picks(sentence: str) -> bool:
     """Whether a sentence of the person's picks an option by its number, letter or place
     (its words say nothing else a reader could use)."""
-    head = sentence[:PICK_CHARS]
-    return bool(
-        _BY_NAME.search(head) or _BY_POSITION.search(head) or _BY_NUMBER.search(head.strip())
-    )
+    return _pick(sentence[:PICK_CHARS]) is not None
 
 
 __all__ = ["choice_line", "offered", "picked", "picks"]

@@ -13,27 +13,39 @@ the later one, so what is kept is the design as last reported.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
-from threadline.compaction.decisions import BUILT, RESTATED_TOPIC, subject_words
-from threadline.compaction.prose import FENCED_CODE, sentences
+from threadline.compaction.decisions import (
+    BUILT,
+    CONTRAST,
+    RATIONALE,
+    RESTATED_TOPIC,
+    common_words,
+    subject_words,
+    words_pattern,
+)
+from threadline.compaction.prose import FENCED_CODE, LIST_ITEM, sentences
 from threadline.compaction.snapshot import clip_words, one_line
 
 LINE_WORDS = 26
 PER_REPORT = 2
-"""Lines kept of one report: its most telling (``_telling``), not its whole list."""
+"""Lines kept of one report: its most telling (``_telling``), not its whole list; of all
+reports, ``MAX_LINES`` are kept, newest first."""
 MAX_LINES = 6
-"""Lines kept of all reports, newest first."""
 
-_ITEM = re.compile(r"^\s{0,3}(?:[-*+\u2022]|\d{1,2}[.)])\s+(?P<text>\S.*)$")
-_BEHAVIOUR = re.compile(
-    r"(?i)\b(?:now|no\s+longer|(?:ends?|ended|fires?|runs?|happens?)\s+when|when|whenever|"
-    r"if|unless|once|only|instead\s+of|rather\s+than|both|every|each|all|never|always|"
-    r"because|since|so\s+that|(?:is|are)\s+(?:purely|still|disabled|enabled|unused))\b|"
-    r"\b\d+(?:\.\d+)?\s*(?:s|ms|sec|secs|seconds?|minutes?|min|px|%|x)\b"
+_VALUE = re.compile(r"(?i)\b\d+(?:\.\d+)?\s*(?:s|ms|sec|secs|seconds?|minutes?|min|px|%|x)\b")
+_TELLING = (
+    (_VALUE,),
+    (words_pattern("when", "whenever", "if", "unless", "once"),),
+    (words_pattern("only", "never", "always", r"no\s+longer"), CONTRAST),
+    (RATIONALE,),
 )
-"""A line saying how the thing behaves, not only that something was touched."""
+"""What makes a line tell more: a value with its unit, a condition, an absolute, a reason."""
+_STATES = words_pattern(
+    "now", r"(?:ends?|ended|fires?|runs?|happens?)\s+when", "both", "every", "each", "all",
+    r"(?:is|are)\s+(?:purely|still|disabled|enabled|unused)",
+)  # fmt: skip
+"""Besides what makes a line telling, words saying how the thing behaves now."""
 _NOT_DESIGN = re.compile(
     r"(?i)^(?:\W*(?:updated?|ran|run|verified|tested|tests?|all\s+tests|lint|build|"
     r"readme|docs?|documentation|to\s+use|usage|note|next|if\s+you|you\s+can|let\s+me|"
@@ -42,17 +54,13 @@ _NOT_DESIGN = re.compile(
 """Housekeeping, instructions to the person, offers and questions: no design."""
 
 
-_TELLING = (
-    re.compile(r"(?i)\b\d+(?:\.\d+)?\s*(?:s|ms|sec|secs|seconds?|minutes?|min|px|%|x)\b"),
-    re.compile(r"(?i)\b(?:when|whenever|if|unless|once)\b"),
-    re.compile(r"(?i)\b(?:no\s+longer|instead\s+of|rather\s+than|only|never|always)\b"),
-    re.compile(r"(?i)\b(?:because|since|so\s+that)\b"),
-)
-"""What makes a line tell more: a value with its unit, a condition, an absolute, a reason."""
-
-
 def _telling(line: str) -> int:
-    return sum(1 for p in _TELLING if p.search(line))
+    return sum(any(p.search(line) for p in kind) for kind in _TELLING)
+
+
+def _behaves(line: str) -> bool:
+    """Whether a line says how the thing behaves, not only that something was touched."""
+    return _telling(line) > 0 or _STATES.search(line) is not None
 
 
 def report_lines(text: str) -> list[str]:
@@ -67,13 +75,13 @@ def _design_lines(text: str) -> list[str]:
     prose = FENCED_CODE.sub("\n", text)
     out: list[str] = []
     for line in prose.splitlines():
-        m = _ITEM.match(line)
+        m = LIST_ITEM.match(line)
         said = [m.group("text")] if m else list(sentences(line))
         for part in said:
             part = one_line(part.replace("**", "")).strip()
             if part.endswith(":") or len(part.split()) < 4:
                 continue
-            if _NOT_DESIGN.search(part) or not _BEHAVIOUR.search(part):
+            if _NOT_DESIGN.search(part) or not _behaves(part):
                 continue
             out.append(clip_words(part.rstrip("."), LINE_WORDS))
     return out
@@ -89,10 +97,6 @@ def builds(path: str) -> bool:
 
 
 _CODE = re.compile(r"`([^`\n]{2,80})`")
-COMMON_SHARE = 0.25
-"""A word in more than this share of the report lines (and more than ``COMMON_MIN``) is
-the run's subject ("piece", "cooldown"), which says nothing of which line restates which."""
-COMMON_MIN = 3
 
 
 def names(line: str) -> set[str]:
@@ -116,11 +120,6 @@ class Reports:
             last = self.lines[-1][0]
             self.lines = [entry for entry in self.lines if entry[0] != last]
 
-    def _common(self) -> set[str]:
-        counts = Counter(w for _, _, topics in self.lines for w in topics)
-        limit = max(COMMON_MIN, COMMON_SHARE * len(self.lines))
-        return {w for w, n in counts.items() if n > limit}
-
     def restated(self, seq: int, line: str, topics: set[str], common: set[str]) -> bool:
         """Whether a later report speaks of the same thing: it quotes a code name this
         line quotes, or shares ``RESTATED_TOPIC`` words not common to the whole run."""
@@ -134,7 +133,7 @@ class Reports:
 
     def latest(self) -> list[tuple[int, str]]:
         """Newest first, without a line a later report restates, at most ``MAX_LINES``."""
-        common = self._common()
+        common = common_words([topics for _, _, topics in self.lines])
         kept = [
             (seq, f"{BUILT} (#{seq}): {line}")
             for seq, line, topics in reversed(self.lines)

@@ -96,11 +96,11 @@ MAX_SKILLS = 20
 REPLY_WORDS = 40
 """Skills remembered as in use (the most recently loaded)."""
 MAX_RUNS = 20
+"""Shell calls remembered while they wait for their results (parallel calls, a cut between)."""
 MAX_CHOICES = 6
 """Options the person picked (``options.py``), the latest kept: the design they chose."""
 OFFER_CHARS = 4_000
 """An offer of options carried to the next compaction, clipped: its list comes first."""
-"""Shell calls remembered while they wait for their results (parallel calls, a cut between)."""
 MAX_REMEMBERED = 300
 """URLs and ids counted, and closed items: beyond twice this many the least used (and the
 oldest) are forgotten, so the trail each checkpoint carries stays small."""
