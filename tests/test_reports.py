@@ -9,7 +9,7 @@ wrote a design document, or one the person turned down, reports nothing built.
 from __future__ import annotations
 
 from threadline.compaction.extractive import ExtractiveSummarizer
-from threadline.compaction.reports import Reports, report_lines
+from threadline.compaction.reports import Reports, report_lines, stale
 from threadline.messages import Message, ToolCall
 
 FIRST = """Implemented the real-time cooldown variant:
@@ -82,3 +82,43 @@ def test_a_document_only_turn_or_a_turned_down_report_builds_nothing() -> None:
         Message.user("no, it's a bad idea, keep it turn based"),
     ]
     assert not any(d.startswith("Built") for d in _decisions(refused))
+
+
+def test_a_later_request_naming_a_changed_file_voids_the_report() -> None:
+    reports = Reports()
+    reports.add(10, FIRST, files=["/app/export_history.py"])
+    reports.add(20, SECOND, files=["/app/rules.js"])
+    reports.asked("Rewrite export_history.py so it only writes the markdown file")
+    said = [line for _, line in reports.latest()]
+    assert not any("3s cooldown" in line for line in said)  # #10 changed export_history.py
+    assert any("king is missing" in line for line in said)
+
+
+def _turn(request: str, path: str) -> list[Message]:
+    """The person asks, the agent changes ``path`` and reports ``FIRST``; the person moves on."""
+    return [
+        Message.user(request),
+        *_patch("c1", path),
+        Message.assistant(FIRST),
+        Message.user("ok"),
+    ]
+
+
+def test_a_style_sheet_only_turn_builds_nothing() -> None:
+    styled = _turn("Make the cooldown ring a bit larger.", "/app/styles.css")
+    assert not any(d.startswith("Built") for d in _decisions(styled))
+    assert any(d.startswith("Built") for d in _decisions(_turn("Add cooldowns.", "/app/ui.js")))
+
+
+def test_what_it_does_comes_before_how_it_looks_one_line_a_report_first() -> None:
+    looks = """Cooldown ring restyled:
+
+- Cooldown rings now render clockwise with a smooth animation and a soft glow when ready."""
+    reports = Reports()
+    reports.add(10, FIRST)
+    reports.add(20, looks)
+    said = [line for _, line in reports.latest()]
+    assert said[0].startswith("Built (#10):")  # behaviour, though older
+    assert said[1].startswith("Built (#20):")  # each report's first line before the rest
+    assert stale("Built (#10): `rules.js`: ends on capture", 10, [(12, "change rules.js")])
+    assert not stale("Built (#10): `rules.js`: ends on capture", 10, [(8, "change rules.js")])

@@ -487,8 +487,8 @@ class _Pass:
     """What the agent reported it built at the end of each turn that changed files."""
     report: tuple[int, str] | None = None
     """The agent's last words with no call after a change: its account, once the turn ends."""
-    turn_changed: bool = False
-    """Whether a call since the person's last request changed a file."""
+    turn_changed: list[str] = field(default_factory=list)
+    """The code files calls since the person's last request changed (``reports.builds``)."""
     offer: str | None = None
     """The agent's last message, when it offered options (``options.py``): a reply picking
     one is resolved to that option's words."""
@@ -519,7 +519,7 @@ class _Pass:
                     self.last_command = action.strip().split("\n", 1)[0]
                     command = self.last_command
                     self.add_values(command, "argument", recency, index, paths="command")
-            self.turn_changed = self.turn_changed or any(builds(rec.path) for rec in touched)
+            self.turn_changed += [rec.path for rec in touched if builds(rec.path)]
             for rec in touched:
                 rec.note = self.turn_note or rec.note
                 weight = SOURCE_WEIGHTS["argument"]
@@ -632,6 +632,7 @@ class _Pass:
         self.agent_tasks.clear()
         self.choice, self.offer = choice_line(text, self.offer), None
         self.turn_ended()
+        self.reports.asked(text)  # a request naming what a report built changes it
         if rejects(text):
             self.reports.void_last()  # what it reported is what the person turned down
             self.book.void(self.proposed)
@@ -879,8 +880,8 @@ class _Pass:
         """The person spoke (or the window ended): the agent's last words of a turn that
         changed files were its account of what it built (``reports.py``)."""
         if self.report is not None:
-            self.reports.add(*self.report)
-        self.report, self.turn_changed = None, False
+            self.reports.add(*self.report, files=self.turn_changed)
+        self.report, self.turn_changed = None, []
 
     def standing(self) -> None:
         """The window ends in the turn that announced these choices: nothing turned them

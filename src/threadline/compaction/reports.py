@@ -13,7 +13,9 @@ the later one, so what is kept is the design as last reported.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from threadline.compaction.decisions import (
     BUILT,
@@ -46,10 +48,18 @@ _STATES = words_pattern(
     r"(?:is|are)\s+(?:purely|still|disabled|enabled|unused)",
 )  # fmt: skip
 """Besides what makes a line telling, words saying how the thing behaves now."""
+_LOOKS = words_pattern(
+    r"visual\w*", r"display\w*", r"render\w*", r"animat\w*", r"highlight\w*", r"overlays?",
+    r"rings?", r"arrows?", "glow", r"shadows?", r"gradients?", r"colou?rs?", "clockwise",
+    r"smooth\w*",
+)  # fmt: skip
+LOOKS_MIN = 2
+"""A line naming this many of ``_LOOKS`` tells how the thing looks: it gives way to lines
+on how it behaves."""
 _NOT_DESIGN = re.compile(
     r"(?i)^(?:\W*(?:updated?|ran|run|verified|tested|tests?|all\s+tests|lint|build|"
     r"readme|docs?|documentation|to\s+use|usage|note|next|if\s+you|you\s+can|let\s+me|"
-    r"want\s+me|should\s+I)\b)|\?\s*$"
+    r"want\s+me|should\s+I|reload|refresh|regenerated?|re-?run|open|try|adjust)\b)|\?\s*$"
 )
 """Housekeeping, instructions to the person, offers and questions: no design."""
 
@@ -89,11 +99,14 @@ def _design_lines(text: str) -> list[str]:
 
 DOCUMENTS = (".md", ".markdown", ".txt", ".rst", ".adoc")
 """A turn that changed only these wrote a plan or notes: its account is no report of code."""
+STYLES = (".css", ".scss", ".sass", ".less")
+"""A turn that changed only style sheets tuned the look: no behaviour to report."""
 
 
 def builds(path: str) -> bool:
-    """Whether changing ``path`` builds something (a document only describes it)."""
-    return not path.lower().endswith(DOCUMENTS)
+    """Whether changing ``path`` builds behaviour (a document describes, a style sheet
+    dresses)."""
+    return not path.lower().endswith(DOCUMENTS + STYLES)
 
 
 _CODE = re.compile(r"`([^`\n]{2,80})`")
@@ -109,10 +122,24 @@ class Reports:
     """The report lines of a run, each with where it was said and what it is about."""
 
     lines: list[tuple[int, str, set[str]]] = field(default_factory=list)
+    files: dict[int, set[str]] = field(default_factory=dict)
+    """The names of the code files each report's turn changed, by the report's seq."""
 
-    def add(self, seq: int, text: str) -> None:
+    def add(self, seq: int, text: str, files: Sequence[str] = ()) -> None:
         for line in report_lines(text):
             self.lines.append((seq, line, subject_words(line)))
+        self.files[seq] = {PurePosixPath(f).name.lower() for f in files}
+
+    def asked(self, request: str) -> None:
+        """A request naming a file a report's turn changed, or a code name its line quotes,
+        asks to change what it built: the report no longer says how it stands."""
+        named = subject_words(request)
+        if not named:
+            return
+        stale = {
+            seq for seq, line, _ in self.lines if named & (self.files.get(seq, set()) | names(line))
+        }
+        self.lines = [entry for entry in self.lines if entry[0] not in stale]
 
     def void_last(self) -> None:
         """The person turned down what the last report described: it no longer holds."""
@@ -132,14 +159,67 @@ class Reports:
         return False
 
     def latest(self) -> list[tuple[int, str]]:
-        """Newest first, without a line a later report restates, at most ``MAX_LINES``."""
+        """Without a line a later report restates, at most ``MAX_LINES``: first one line of
+        each report, newest first, what it does before how it looks (``_LOOKS``); then the
+        reports' other lines, likewise."""
         common = common_words([topics for _, _, topics in self.lines])
         kept = [
-            (seq, f"{BUILT} (#{seq}): {line}")
+            (seq, line)
             for seq, line, topics in reversed(self.lines)
             if not self.restated(seq, line, topics, common)
         ]
-        return kept[:MAX_LINES]
+        kept.sort(key=lambda entry: looks(entry[1]))  # stable: newest first within each
+        firsts: dict[int, str] = {}
+        for seq, line in kept:
+            firsts.setdefault(seq, line)
+        ordered = [*firsts.items(), *(e for e in kept if firsts.get(e[0]) != e[1])]
+        return [(seq, f"{BUILT} (#{seq}): {line}") for seq, line in ordered[:MAX_LINES]]
 
 
-__all__ = ["DOCUMENTS", "Reports", "builds", "report_lines"]
+RESERVED = 3
+"""Built lines Key Decisions keeps room for when the run has them, after the person's
+standing rules: the design as built, which the person's requests alone do not state."""
+_BUILT_AT = re.compile(rf"^{BUILT} \(#(\d+)\): ")
+
+
+def built_at(text: str) -> int | None:
+    """The seq of the report a ``Built (#n)`` line comes from; None for another line."""
+    m = _BUILT_AT.match(text)
+    return int(m.group(1)) if m else None
+
+
+def reserved(
+    lines: Sequence[str], requests: Iterable[tuple[int, str]]
+) -> tuple[list[str], set[str]]:
+    """Of Key Decisions ``lines``: the ``RESERVED`` Built lines to keep room for (in their
+    order), and the Built lines a later request made ``stale`` (to leave out)."""
+    asked = list(requests)
+    gone = {t for t in lines if (at := built_at(t)) is not None and stale(t, at, asked)}
+    kept = [t for t in lines if built_at(t) is not None and t not in gone]
+    return kept[:RESERVED], gone
+
+
+def looks(line: str) -> bool:
+    """Whether a report line is about how the thing looks (``LOOKS_MIN`` of ``_LOOKS``)."""
+    return len(_LOOKS.findall(line)) >= LOOKS_MIN
+
+
+def stale(line: str, seq: int, requests: Iterable[tuple[int, str]]) -> bool:
+    """Whether a request after the report (``seq``) names a code name the ``Built`` line
+    quotes: it asked to change that, so the line may no longer say how it stands."""
+    mine = names(line)
+    return bool(mine) and any(at > seq and mine & subject_words(text) for at, text in requests)
+
+
+__all__ = [
+    "DOCUMENTS",
+    "RESERVED",
+    "STYLES",
+    "Reports",
+    "builds",
+    "built_at",
+    "looks",
+    "report_lines",
+    "reserved",
+    "stale",
+]
