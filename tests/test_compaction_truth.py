@@ -105,6 +105,11 @@ class ClaudeLog:
     def say(self, text: str) -> None:
         self._assistant({"type": "text", "text": text})
 
+    def edit(self, why: str, path: str) -> None:
+        """The agent saying what it does, then editing ``path`` under the session's directory."""
+        self.say(why)
+        self.call("Edit", {"file_path": f"{CWD}/{path}", "old_string": "a", "new_string": "b"})
+
     def compact(self, summary: str) -> None:
         boundary = self._rec(
             "system",

@@ -270,6 +270,14 @@ def subject_words(text: str) -> set[str]:
     return plain | names
 
 
+def common_words(topics: Sequence[set[str]]) -> set[str]:
+    """The words in more than ``COMMON_SHARE`` of ``topics`` (and more than ``COMMON_MIN``):
+    the run's subject ("piece", "cooldown"), which tells no statement from another."""
+    counts = Counter(w for said in topics for w in said)
+    limit = max(COMMON_MIN, COMMON_SHARE * len(topics))
+    return {w for w, n in counts.items() if n > limit}
+
+
 def _singular(word: str) -> str:
     """``pieces`` and ``piece`` are one subject."""
     return word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word
@@ -432,6 +440,8 @@ def agent_strength(sentence: str) -> tuple[float, bool]:
     return 0.0, False
 
 
+BUILT = "Built"
+"""How a line of what the agent reported it built begins (``reports.py``)."""
 SETTLED = "Settled"
 """How a design the agent restated on accepting the person's correction begins: a verdict."""
 _VERDICT_PREFIXES = ("User", "Approved plan", SETTLED)
@@ -452,7 +462,7 @@ def states_decision(bullet: str) -> bool:
     person's, a verdict, or a choice with its reason. Another summarizer's "Errors and fixes"
     lines ("Stash was from before these changes") are an account, not a decision."""
     text = bullet.strip().replace("**", "")
-    if text.startswith(_VERDICT_PREFIXES) or _FIX_WITH_MEANS.match(text):
+    if text.startswith((*_VERDICT_PREFIXES, BUILT)) or _FIX_WITH_MEANS.match(text):
         return True
     return bool(RATIONALE.search(text) or CONTRAST.search(text) or DECISION.search(text))
 
@@ -638,14 +648,9 @@ class DecisionBook:
         if d is not None:
             self.add(f"{d.text} ({note})", d.score * REPLACED_FACTOR, user=d.user, topics=d.topics)
 
-    def _common(self) -> set[str]:
-        counts = Counter(w for said in self.turn_words for w in said)
-        limit = max(COMMON_MIN, COMMON_SHARE * len(self.turn_words))
-        return {w for w, n in counts.items() if n > limit}
-
     def replaced_by(self, topics: set[str], turn: int, key: str) -> str | None:
         """The first later statement of the person on the same subject as a choice, if any."""
-        common = self._common()
+        common = common_words(self.turn_words)
         mine = topics - common
         if len(mine) < SHARED_TOPIC:
             return None
@@ -688,6 +693,7 @@ __all__ = [
     "DecisionBook",
     "agent_strength",
     "asks_for_change",
+    "common_words",
     "is_narration",
     "plan_lines",
     "standing_first",

@@ -78,11 +78,13 @@ from threadline.compaction.decisions import (
 from threadline.compaction.findings import answers, findings, settled
 from threadline.compaction.fixes import announced_fix, fix_statement
 from threadline.compaction.lookups import only_looks
+from threadline.compaction.options import choice_line, offered, picks
 from threadline.compaction.prose import EMPHASIS as _EMPHASIS
 from threadline.compaction.prose import FENCED_CODE as FENCED_CODE
 from threadline.compaction.prose import prose as _prose
 from threadline.compaction.prose import sentences as _sentences
 from threadline.compaction.reasoning import reasoning_text
+from threadline.compaction.reports import Reports, builds
 from threadline.compaction.retry import retry_why
 from threadline.compaction.signatures import signatures
 from threadline.compaction.snapshot import (
@@ -145,8 +147,8 @@ SUMMARIZER_NAME = "extractive"
 
 DEFAULT_SHARES: dict[SectionName, float] = {
     "files_modified": 0.18,
-    "key_decisions": 0.12,
-    "important_values": 0.34,
+    "key_decisions": 0.22,
+    "important_values": 0.24,
     "current_state": 0.18,
     "pending_tasks": 0.10,
 }
@@ -260,6 +262,12 @@ SAME_MESSAGE_DECAY = 0.8
 """Each further rule of one message of the person's counts for less, so that the rules of one
 message (four cases of one feature) leave room for those of other messages."""
 """A prompt template's ten "always ..." rules must not crowd out the session's decisions."""
+
+BUILT_FACTOR = 0.8
+"""What the agent reported it built (``reports.py``): the design as it stands, below the
+person's own rules and choices."""
+BUILT_STEP = 0.08
+"""Each older report line counts this much less."""
 
 FOCUS_BOOST = 2.5
 """A bullet that names a word of the user's focus text scores this many times more."""
@@ -475,6 +483,17 @@ class _Pass:
     """Topic words of each of the agent's decisions, for a later redirect to supersede."""
     user_said: list[tuple[str, set[str]]] = field(default_factory=list)
     """Keys and topic words of the previous request's decisions, for a correction to mark."""
+    reports: Reports = field(default_factory=Reports)
+    """What the agent reported it built at the end of each turn that changed files."""
+    report: tuple[int, str] | None = None
+    """The agent's last words with no call after a change: its account, once the turn ends."""
+    turn_changed: list[str] = field(default_factory=list)
+    """The code files calls since the person's last request changed (``reports.builds``)."""
+    offer: str | None = None
+    """The agent's last message, when it offered options (``options.py``): a reply picking
+    one is resolved to that option's words."""
+    choice: str | None = None
+    """The option the request being read picked, in its own words."""
     asked_by: Message | None = None
     """The tool result whose turned-down call carried the person's words (``rejections``):
     the last request, when nothing followed it."""
@@ -500,6 +519,7 @@ class _Pass:
                     self.last_command = action.strip().split("\n", 1)[0]
                     command = self.last_command
                     self.add_values(command, "argument", recency, index, paths="command")
+            self.turn_changed += [rec.path for rec in touched if builds(rec.path)]
             for rec in touched:
                 rec.note = self.turn_note or rec.note
                 weight = SOURCE_WEIGHTS["argument"]
@@ -593,6 +613,10 @@ class _Pass:
         else:
             self.last_text, self.calls_after_text = text, False
             self.turn_note = edit_note(text)
+            if not injected and offered(text):
+                self.offer = text  # kept until the person's next request answers it
+            if not injected and not m.tool_calls and self.turn_changed:  # a turn's end, if
+                self.report = (m.seq if m.seq is not None else index + 1, text)  # nothing follows
         approach = stated_approach(text) if speaker == "assistant" and not injected else None
         if approach is not None:  # a decision once a call of this turn changes something
             self.tentative.append((approach, DECISION_SCORE * FIX_FACTOR * recency))
@@ -606,7 +630,11 @@ class _Pass:
         for key in self.agent_tasks:
             self.tasks.pop(key, None)
         self.agent_tasks.clear()
+        self.choice, self.offer = choice_line(text, self.offer), None
+        self.turn_ended()
+        self.reports.asked(text)  # a request naming what a report built changes it
         if rejects(text):
+            self.reports.void_last()  # what it reported is what the person turned down
             self.book.void(self.proposed)
             topics = topic_words(text)
             for key, words_of in self.user_said:
@@ -634,6 +662,7 @@ class _Pass:
         self.results.append(_Result(call, call.name if call else "tool", TURNED_DOWN, False, False))
         self.book.void(self.proposed)
         self.proposed, self.tentative = [], []
+        self.report = None  # stopped mid-turn: no account of a finished turn
         words = rejection_words(m.text)
         if words is None:
             return
@@ -644,7 +673,8 @@ class _Pass:
         self.new_request(words)
         said = clip_words(words, MAX_BULLET_WORDS)
         what = clip_words(self._described(call), LED_TO_WORDS) if call else "a tool call"
-        score = DECISION_SCORE * USER_DECISION_FACTOR * recency
+        # the person stopping the agent stands however long ago: no fading with recency
+        score = DECISION_SCORE * USER_DECISION_FACTOR
         if all(s.rstrip().endswith("?") for s in _sentences(words)):
             # only questions: the call is still turned down, the question is why
             line = f"User turned down {what}, asking: {said}"
@@ -682,6 +712,11 @@ class _Pass:
                         self.agent_tasks.add(_norm(clipped))
             elif statement and led_to is not None and is_question_tool(led_to.name):
                 continue  # the agent asking: the answer is the decision (``result``)
+            elif statement and decide and user and self.choice and picks(sentence):
+                # "let's go with option 1": the option's own words are the decision
+                score = DECISION_SCORE * USER_DECISION_FACTOR * recency
+                self.decided(self.choice, score, user=True, said=self.choice)
+                self.choice = None
             elif statement and decide and not user and (fix := announced_fix(sentence)):
                 self.tentative.append((fix, DECISION_SCORE * FIX_FACTOR * recency))
             elif statement and decide:
@@ -750,6 +785,7 @@ class _Pass:
 
     def calls(self, calls: Sequence[ToolCall], recency: float, index: int) -> None:
         self.last_calls, self.calls_after_text = list(calls), True
+        self.report = None  # the agent went on working: those words did not end the turn
         acting = next((c for c in calls if call_action(c) not in _LOOKUPS), None)
         if acting is not None and self.tentative:
             self.acted_on(acting)
@@ -840,6 +876,13 @@ class _Pass:
             self.proposed.append(key)
             self.agent_chose[key] = topic_words(said)
 
+    def turn_ended(self) -> None:
+        """The person spoke (or the window ended): the agent's last words of a turn that
+        changed files were its account of what it built (``reports.py``)."""
+        if self.report is not None:
+            self.reports.add(*self.report, files=self.turn_changed)
+        self.report, self.turn_changed = None, []
+
     def standing(self) -> None:
         """The window ends in the turn that announced these choices: nothing turned them
         down, and the action may be in the messages kept after the cut."""
@@ -847,6 +890,10 @@ class _Pass:
             if not text.startswith(ACTED_ONLY):  # a plan or a fix is one once carried out
                 self.decided(text, score, user=False, said=text)
         self.tentative = []
+        self.turn_ended()
+        for rank, (_seq, line) in enumerate(self.reports.latest()):
+            score = DECISION_SCORE * BUILT_FACTOR * (1.0 - BUILT_STEP * rank)
+            self.book.add(line, score, user=False, topics=subject_words(line))
 
     def _described(self, call: ToolCall) -> str:
         """``describe_call`` with a path under the session's directory as it is shown."""

@@ -58,6 +58,7 @@ from threadline.compaction.progress import (
     in_progress,
     unresolved,
 )
+from threadline.compaction.reports import reserved
 from threadline.compaction.signatures import SIGNATURE_LEAD
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
@@ -116,6 +117,8 @@ the trail over the whole range), leaving room for the summarizer's paths, settin
 versions."""
 STATE_SCORE = 9.0
 DECISION_SCORE = 2.0
+CHOICE_SCORE = DECISION_SCORE
+"""An option the person picked: their decision on the design, as high as the best other."""
 TASK_SCORE = 2.2
 TODO_SCORE = 3.2
 SAME_ITEM_SHARE = 0.75
@@ -840,6 +843,43 @@ FIX_LINES = 3
 """Fixes (``fixes.py``) stated among the decisions, newest first."""
 
 
+def _choices(trail: Trail, snapshot: Snapshot) -> None:
+    """The options the person picked over the whole range (``options.py``), each in the
+    option's words: a summary of the span that says only "option 1" (or nothing) gains it."""
+    have = {_norm(b.text) for b in snapshot.key_decisions}
+    for _seq, line in reversed(trail.choices):
+        if _norm(line) not in have:
+            snapshot.add("key_decisions", line, CHOICE_SCORE)
+
+
+BUILT_STEP = 0.001
+
+
+def _built_room(
+    snapshot: Snapshot, room: Sequence[str], max_words: int, shares: Mapping[SectionName, float]
+) -> Mapping[SectionName, float]:
+    """The Built lines given ``room`` (``reports.reserved``) added to Key Decisions just
+    below the lines its share shows (those it leaves out moved below them), and that share
+    grown by their words (of the room Files Modified leaves): the person's lines keep what
+    they had, the design as built follows them."""
+    if not room:
+        return shares
+    shown = set(shown_by_share(snapshot, "key_decisions", max_words, shares))
+    floor = min((b.score for b in snapshot.key_decisions if b.text in shown), default=0.0)
+    ceiling = max((b.score for b in snapshot.key_decisions if b.text not in shown), default=0.0)
+    below = max(0.0, ceiling - floor) + BUILT_STEP * (len(room) + 1)
+    section = snapshot.key_decisions  # what the share left out stays out: the room is theirs
+    section[:] = [
+        b if b.text in shown else Bullet(text=b.text, score=b.score - below) for b in section
+    ]
+    for rank, text in enumerate(room):
+        snapshot.add("key_decisions", text, floor - BUILT_STEP * (rank + 1))
+    used = sum(words(f"- {t}") for t in room)
+    left = (max_words - SKELETON_WORDS) * (1.0 - shares.get("files_modified", 0.0))
+    extra = used / left if left > 0 else 0.0
+    return {**shares, "key_decisions": shares.get("key_decisions", 0.0) + extra}
+
+
 def _fixes(trail: Trail, snapshot: Snapshot) -> None:
     """What the covered range changed to make a failing check pass, after the decisions the
     person and the agent stated (a fix a stated decision already names is not repeated)."""
@@ -895,14 +935,21 @@ def reconcile(
     earlier = parse(previous_text) if previous_text else None
     reported = [bare(b.text) for b in earlier.key_decisions] if earlier else []
     scores = sorted((b.score for b in old.key_decisions), reverse=True)
-    for b, score in zip(standing_first(old.key_decisions), scores, strict=True):
+    asked = [(g.start, g.title) for g in evidence.progress.segments if not g.key]
+    room, stale = reserved([b.text for b in old.key_decisions], asked)
+    ranked = standing_first([b for b in old.key_decisions if b.text not in room])
+    for b, score in zip(ranked, scores, strict=False):
+        if b.text in stale:
+            continue  # a later request changed what it says was built (``reports.stale``)
         if carried(bare(b.text), reported) and settled_failure(
             b.text, evidence, previous_seq, present=True
         ):
             continue  # the earlier summary's failure, with a clean run since (``history``)
         if b.text.startswith("User:") or not is_narration(b.text):
             snapshot.add("key_decisions", b.text, DECISION_SCORE * score)
+    _choices(trail, snapshot)
     _fixes(trail, snapshot)
+    shares = _built_room(snapshot, room, max_words, shares or SHARES)
     shown = _values(
         trail,
         old.important_values,
@@ -925,7 +972,7 @@ def reconcile(
         earlier=[bare(b.text) for b in earlier.current_state] if earlier else (),
         intent=earlier_intent(previous_text or ""),
         room=max_words,
-        shares=shares or SHARES,
+        shares=shares,
     )
     _tasks(
         trail,
@@ -938,7 +985,7 @@ def reconcile(
         earlier=[bare(b.text) for b in earlier.pending_tasks] if earlier else (),
     )
     values = unique_values([*summary.values, *shown, *(Value("path", p) for p in named)])
-    return summary.rewritten(snapshot.render(max_words, shares=shares or SHARES), values)
+    return summary.rewritten(snapshot.render(max_words, shares=shares), values)
 
 
 __all__ = ["DEFAULT_MAX_VALUES", "SHARES", "bare", "paths_of", "reconcile", "same_file"]

@@ -17,13 +17,13 @@ the snapshot keeps each request that led to work as a short clause (the opening 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
 from threadline.compaction.decisions import (
     SHARED_TOPIC,
     asks_for_change,
+    common_words,
     subject_words,
     supersedes,
     words_pattern,
@@ -41,9 +41,6 @@ class Segment(Protocol):
     asks: str
 
 
-COMMON_SHARE = 0.25
-"""Words in more than this share of the requests are the run's subject, not one spec's."""
-COMMON_MIN = 3
 LABEL = "Requirement"
 CLAUSE_WORDS = 14
 CLAUSE_MIN_WORDS = 9
@@ -63,12 +60,6 @@ _BARE_UNDO = re.compile(
     r"(?:\s+(?:change|edit|one|commit|step))?(?:\W*$|[\s,.;:]+(?:it|that|this)\b)"
 )
 """An undo naming nothing but "the last change": it takes back the request before it."""
-
-
-def _common(topics: Sequence[set[str]]) -> set[str]:
-    counts = Counter(w for t in topics for w in t)
-    limit = max(COMMON_MIN, COMMON_SHARE * len(topics))
-    return {w for w, n in counts.items() if n > limit}
 
 
 _EXAMPLE = re.compile(r"(?i)(?:\be\.?g\.?|\bfor\s+example|\bexample\b[^:\n]{0,40})\s*:")
@@ -97,7 +88,7 @@ def requirements(segments: Sequence[Segment]) -> list[tuple[int, str]]:
     """(seq, clause) of the requests that still hold, oldest first."""
     asked = [(s.start, s.title, s.asks) for s in segments if not s.key and s.title]
     topics = [subject_words(f"{title} {asks}") for _, title, asks in asked]
-    common = _common(topics)
+    common = common_words(topics)  # the run's subject, not one spec's
     held: list[tuple[int, str, set[str], str]] = []
     for (seq, title, asks), said in zip(asked, topics, strict=True):
         if _BARE_UNDO.match(title):

@@ -44,6 +44,7 @@ from threadline.compaction.fixes import FixBook, named_options
 from threadline.compaction.id_label import id_label
 from threadline.compaction.ledger import ACTIVE, CLOSED, STATUS, Ledger
 from threadline.compaction.lookups import only_looks
+from threadline.compaction.options import choice_line, offered
 from threadline.compaction.progress import (
     TODO_SOURCE,
     Progress,
@@ -96,6 +97,10 @@ REPLY_WORDS = 40
 """Skills remembered as in use (the most recently loaded)."""
 MAX_RUNS = 20
 """Shell calls remembered while they wait for their results (parallel calls, a cut between)."""
+MAX_CHOICES = 6
+"""Options the person picked (``options.py``), the latest kept: the design they chose."""
+OFFER_CHARS = 4_000
+"""An offer of options carried to the next compaction, clipped: its list comes first."""
 MAX_REMEMBERED = 300
 """URLs and ids counted, and closed items: beyond twice this many the least used (and the
 oldest) are forgotten, so the trail each checkpoint carries stays small."""
@@ -569,6 +574,10 @@ class Trail:
         self.first_request: tuple[int, str] | None = None
         self.latest_request: tuple[int, str] | None = None
         """(seq, text clipped) of the first and the latest request a person made."""
+        self.offer: str | None = None
+        """The agent's last message that offered options, until the person answers it."""
+        self.choices: list[tuple[int, str]] = []
+        """(seq, line) of each option the person picked, resolved to its words."""
         self._note: str | None = None
 
     # -- reading messages
@@ -602,6 +611,7 @@ class Trail:
                 self.produced_wanted = self.produced is not None and bool(_REFERS.search(asked))
                 self.first_request = self.first_request or self.latest_request
                 self.progress.request(seq, asked)
+                self._chose(asked, seq)
         if touched and m.role != "user":
             self.answered = True  # it acted on the request: changed files for it
         if m.role == "assistant":
@@ -635,6 +645,8 @@ class Trail:
         if self.reply is None and self.latest_request is not None and said:
             answer = not is_narration(said)  # "Let me check ..." is no answer yet
             self.reply = (seq, clip_words(said, REPLY_WORDS)) if answer else None
+        if m.text.strip() and offered(m.text):
+            self.offer = m.text[:OFFER_CHARS]  # until the person's next request answers it
         if m.text.strip():
             self._note = edit_note(m.text)  # the words of this step, not of an earlier one
             quote = produced_quote(m.text)
@@ -656,6 +668,12 @@ class Trail:
             if items is not None:
                 self._todo_progress(items, seq)
                 self.todos = TodoState(seq, items)
+
+    def _chose(self, asked: str, seq: int) -> None:
+        """A request picking one of the options the agent offered: the option's words."""
+        line, self.offer = choice_line(asked, self.offer), None
+        if line is not None:
+            self.choices = [*self.choices, (seq, line)][-MAX_CHOICES:]
 
     def _todo_progress(self, items: list[tuple[str, str]], seq: int) -> None:
         """A todo list written: its completed items end their segments, its item in
@@ -924,6 +942,8 @@ class Trail:
             "runs": list(self.runs),
             "first_request": list(self.first_request) if self.first_request else None,
             "latest_request": list(self.latest_request) if self.latest_request else None,
+            "offer": self.offer,
+            "choices": [list(c) for c in self.choices],
         }
 
     @classmethod
@@ -977,6 +997,9 @@ class Trail:
         trail.turn_end = int(data.get("turn_end") or 0)
         trail.last_clean = int(data.get("last_clean") or 0)
         trail.runs = [str(r) for r in data.get("runs") or []]
+        offer = data.get("offer")
+        trail.offer = offer if isinstance(offer, str) else None
+        trail.choices = [(int(seq), str(line)) for seq, line in data.get("choices") or []]
         for name in ("first_request", "latest_request", "reply"):
             found = data.get(name)
             if found is not None:
