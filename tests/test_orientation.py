@@ -188,6 +188,43 @@ def test_orientation_is_empty_with_nothing_to_say_and_lists_what_there_is() -> N
     assert "Latest message" in build_orientation(dated, build_trail([moved]), moved)
 
 
+def test_a_todo_list_all_done_before_a_check_that_still_fails_says_so() -> None:
+    """Shaped like a shared Claude Code run: the agent marks every item completed, then the
+    integration test it wrote fails. The list is dated, and said to predate that failure
+    while it stands; a clean rerun of the same test takes the word away."""
+    store = open_store("memory://")
+    session = store.create_session()
+    done = [{"content": "Write integration tests", "status": "completed"}]
+    test = "mise run test:integration -- -run TestMidSessionCommit -v"
+
+    def bash(call_id: str, output: str, *, error: bool) -> list[Message]:
+        call = ToolCall(id=call_id, name="Bash", arguments={"command": test})
+        meta = {"is_error": True} if error else {}
+        return [
+            Message.assistant("", tool_calls=[call]),
+            Message.tool(output, tool_call_id=call_id, metadata=meta),
+        ]
+
+    messages = [
+        Message.user("add the integration tests"),
+        Message.assistant(
+            "", tool_calls=[ToolCall(id="t", name="TodoWrite", arguments={"todos": done})]
+        ),
+        Message.tool("Todos have been modified successfully", tool_call_id="t"),
+        *bash("b", "Exit code 1\n--- FAIL: TestMidSessionCommit (0.68s)\nFAIL", error=True),
+    ]
+    for i, m in enumerate(messages, 1):
+        m.seq = i
+    text = build_orientation(session, build_trail(messages))
+    assert "Todo list (as last written, at #2):" in text
+    assert f"[written before what failed since and still fails: `{test}` (#5)]" in text
+    fixed = [*messages, *bash("c", "--- PASS: TestMidSessionCommit (0.41s)\nPASS\nok", error=False)]
+    for i, m in enumerate(fixed, 1):
+        m.seq = i
+    text = build_orientation(session, build_trail(fixed))
+    assert "Todo list (as last written, at #2):" in text and "still fails" not in text
+
+
 def test_an_llm_written_snapshot_keeps_the_skills_in_use_and_the_orientation(
     tmp_path: Path,
 ) -> None:

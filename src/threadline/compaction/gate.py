@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.compaction.reconcile import paths_of, same_file
-from threadline.compaction.snapshot import SummaryResult
+from threadline.compaction.snapshot import MODEL_SUMMARIZERS, SummaryResult
 from threadline.compaction.trail import Trail
 
 FALLBACK_KEY = "fallback"
 """Checkpoint metadata key of the note a fallback leaves."""
-GATED = frozenset({"llm", "hybrid"})
+GATED = MODEL_SUMMARIZERS
 """The summarizers whose snapshots the gate checks (what a model wrote)."""
 SHOWN_FILES = 5
 """Unknown files named in a fallback's reason."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from threadline.compaction.snapshot import clip_words
 from threadline.compaction.trail import Trail
 from threadline.context.builder import ORIENTATION_KEY
 from threadline.messages import Message
@@ -34,20 +35,28 @@ ORIENTATION_HEADER = (
     "## Orientation\n"
     "[written by threadline at this compaction, so the work can go on where it stopped]"
 )
-TODO_HEADER = "Todo list (as last written):"
+TODO_HEADER = "Todo list (as last written, at #{seq}):"
 SCRATCHPAD_HEADER = "Scratchpad notes (read one with scratchpad_read):"
 SKILLS_HEADER = "Skills loaded (load one again with the skill tool to read it):"
 MAX_NOTES = 50
 """Scratchpad notes listed by name; beyond this many the rest are counted."""
 MAX_TODO_CHARS = 300
+FAILED_WORDS = 12
+"""Words of a failed command named beside the todo list."""
 
 SESSION_HEADER = "Session (as its own messages record it):"
 
 
 def _todo_lines(trail: Trail) -> list[str]:
+    """The list as the agent last wrote it, dated, and a word when a check failed after it
+    and still fails: a list marked all done is then no account of the run's state."""
     if trail.todos is None or not trail.todos.items:
         return []
-    lines = [TODO_HEADER]
+    lines = [TODO_HEADER.format(seq=trail.todos.seq)]
+    after = [f for f in trail.failures if f.seq > trail.todos.seq]
+    if after:
+        failed = ", ".join(f"`{clip_words(f.command, FAILED_WORDS)}` (#{f.seq})" for f in after)
+        lines.append(f"[written before what failed since and still fails: {failed}]")
     for text, status in trail.todos.items:
         flat = " ".join(text.split())
         if len(flat) > MAX_TODO_CHARS:

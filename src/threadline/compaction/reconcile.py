@@ -62,6 +62,7 @@ from threadline.compaction.reports import reserved
 from threadline.compaction.signatures import SIGNATURE_LEAD
 from threadline.compaction.snapshot import (
     DEFAULT_MAX_WORDS,
+    MODEL_SUMMARIZERS,
     SKELETON_WORDS,
     Bullet,
     SectionName,
@@ -947,7 +948,8 @@ def reconcile(
             continue  # the earlier summary's failure, with a clean run since (``history``)
         if b.text.startswith("User:") or not is_narration(b.text):
             snapshot.add("key_decisions", b.text, DECISION_SCORE * score)
-    _choices(trail, snapshot)
+    if summary.summarizer not in MODEL_SUMMARIZERS:  # a model states the picks in its prose
+        _choices(trail, snapshot)
     _fixes(trail, snapshot)
     shares = _built_room(snapshot, room, max_words, shares or SHARES)
     shown = _values(

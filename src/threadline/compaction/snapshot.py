@@ -420,6 +420,10 @@ def _is_empty_marker(text: str) -> bool:
     return not text or text.strip("()[].* ").lower() in _EMPTY_MARKERS
 
 
+MODEL_SUMMARIZERS = frozenset({"llm", "hybrid"})
+"""The summarizers whose snapshot a model wrote: its prose is kept, the evidence laid over it."""
+
+
 @dataclass(slots=True)
 class SummaryResult:
     """What a summarizer returns: the snapshot, as text and as sections, and its accounting."""
