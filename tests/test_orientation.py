@@ -217,12 +217,12 @@ def test_a_todo_list_all_done_before_a_check_that_still_fails_says_so() -> None:
         m.seq = i
     text = build_orientation(session, build_trail(messages))
     assert "Todo list (as last written, at #2):" in text
-    assert f"[written before what failed since and still fails: `{test}` (#5)]" in text
+    assert f"[since it was written: `{test}` failed at #5, and has not passed since]" in text
     fixed = [*messages, *bash("c", "--- PASS: TestMidSessionCommit (0.41s)\nPASS\nok", error=False)]
     for i, m in enumerate(fixed, 1):
         m.seq = i
     text = build_orientation(session, build_trail(fixed))
-    assert "Todo list (as last written, at #2):" in text and "still fails" not in text
+    assert "Todo list (as last written, at #2):" in text and "has not passed" not in text
 
 
 def test_an_llm_written_snapshot_keeps_the_skills_in_use_and_the_orientation(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from threadline.compaction.progress import failing_checks
 from threadline.compaction.snapshot import clip_words
 from threadline.compaction.trail import Trail
 from threadline.context.builder import ORIENTATION_KEY
@@ -53,10 +54,12 @@ def _todo_lines(trail: Trail) -> list[str]:
     if trail.todos is None or not trail.todos.items:
         return []
     lines = [TODO_HEADER.format(seq=trail.todos.seq)]
-    after = [f for f in trail.failures if f.seq > trail.todos.seq]
+    after = [c for c in failing_checks(trail.progress) if c.seq > trail.todos.seq]
     if after:
-        failed = ", ".join(f"`{clip_words(f.command, FAILED_WORDS)}` (#{f.seq})" for f in after)
-        lines.append(f"[written before what failed since and still fails: {failed}]")
+        failed = ", ".join(
+            f"`{clip_words(c.command, FAILED_WORDS)}` failed at #{c.seq}" for c in after
+        )
+        lines.append(f"[since it was written: {failed}, and has not passed since]")
     for text, status in trail.todos.items:
         flat = " ".join(text.split())
         if len(flat) > MAX_TODO_CHARS:
