@@ -12,16 +12,18 @@ _LINE_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*+\u2022]\s+|\d+[.)]\s+|>\s*)")
 _CHECKBOX_LINE = re.compile(r"^\s*[-*+]\s*\[[ xX]\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])")
 EMPHASIS = re.compile(r"\*\*|__")
-LIST_ITEM = re.compile(
-    r"^\s{0,3}(?:\*\*)?(?:[-*+\u2022]|\(?(?P<key>\d{1,2}|[A-H])[.)])(?:\*\*)?\s+(?P<text>\S.*)$"
-)
-"""A line of a list: a bullet, or a numbered or lettered item (``1. **Add**: ...``, ``B)
-Split``) whose ``key`` says which."""
 
 
 def prose(text: str) -> str:
     """``text`` without fenced code and tagged blocks (``<system-reminder>`` and the like)."""
     return _TAGGED.sub(" ", FENCED_CODE.sub("\n", text))
+
+
+LIST_ITEM = re.compile(
+    r"^\s{0,3}(?:\*\*)?(?:[-*+\u2022]|\(?(?P<key>\d{1,2}|[A-H])[.)])(?:\*\*)?\s+(?P<text>\S.*)$"
+)
+"""A line of a list: a bullet, or a numbered or lettered item (``1. **Add**: ...``, ``B)
+Split``) whose ``key`` says which."""
 
 
 def sentences(text: str) -> Iterator[str]:
