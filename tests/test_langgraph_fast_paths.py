@@ -1,11 +1,9 @@
 """The LangGraph saver's per-call work (issue 35): a read of the latest checkpoint
-decodes no checkpoint to learn which values to read with it, a pending write's record
-is the text ``json.dumps`` makes without going through it, and a SQLite write that
+decodes no checkpoint to learn which values to read with it, and a SQLite write that
 fails rolls back and raises threadline's error."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,6 @@ pytest.importorskip("langgraph.checkpoint.base")
 
 from tests.test_langgraph_latest import latest, put
 from threadline.errors import StoreUnavailable
-from threadline.integrations.checkpoint_records import write_record
 from threadline.integrations.langgraph import ThreadlineSaver
 from threadline.store.sqlite import SQLiteStore
 
@@ -37,28 +34,6 @@ def test_the_latest_is_read_without_decoding_a_checkpoint_first(tmp_path: Path) 
         assert got is not None and got.checkpoint["channel_values"] == {"v": ["second"]}
         # the checkpoint, its metadata and its one value: nothing decoded twice
         assert len(decoded) == 3
-
-
-@pytest.mark.parametrize(
-    "fields",
-    [
-        ("", "1f0-abc", "task-1", 0, "messages", ["msgpack", "AAEC"], ""),
-        ("sub:1|x", "id", "tâche \u00e9\u4e2d", -3, 'q"uo\\te\n', ["json", "e30="], "~a/b"),
-        ("ns", "id", "lone \ud800 surrogate", 2**70, "c", ["msgpack", ""], "\x01\x1f"),
-    ],
-)
-def test_a_write_record_is_what_json_dumps_writes(fields: tuple[Any, ...]) -> None:
-    keys = ("ns", "checkpoint", "task_id", "idx", "channel", "value", "task_path")
-    expected = json.dumps(dict(zip(keys, fields, strict=True)))
-    assert write_record(*fields) == expected
-
-
-def test_a_write_record_of_other_types_is_still_json_dumps() -> None:
-    odd: Any = True
-    assert json.loads(write_record("", "c", "t", odd, "ch", ["msgpack", ""], ""))["idx"] is True
-    assert (
-        json.loads(write_record("", "c", "t", 1, "ch", ["msgpack", ""], odd))["task_path"] is True
-    )
 
 
 def test_a_failing_write_rolls_back_and_raises_ours(tmp_path: Path) -> None:

@@ -33,16 +33,21 @@ def loads_object(data: str | bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-_encode: Callable[[Any, int], tuple[str, ...]] | None = json.encoder.c_make_encoder(  # type: ignore[attr-defined]
-    None,
-    json.JSONEncoder().default,
-    json.encoder.encode_basestring_ascii,
-    None,
-    ": ",
-    ", ",
-    False,
-    False,
-    True,
+_make: Any = getattr(json.encoder, "c_make_encoder", None)
+_encode: Callable[[Any, int], tuple[str, ...]] | None = (
+    None
+    if _make is None  # a Python without the C accelerator: json.dumps itself
+    else _make(
+        None,
+        json.JSONEncoder().default,
+        json.encoder.encode_basestring_ascii,
+        None,
+        ": ",
+        ", ",
+        False,
+        False,
+        True,
+    )
 )
 
 

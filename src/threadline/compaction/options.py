@@ -74,7 +74,7 @@ def offered(text: str) -> dict[str, str]:
         if said and key not in found:
             found[key] = said
     keys = list(found)
-    if sum(text.endswith("?") for text in found.values()) * 2 > len(found):
+    if sum(said.endswith("?") for said in found.values()) * 2 > len(found):
         return {}  # numbered questions: their answers are no pick
     if len(keys) < 2 or keys[0] not in ("1", "a") or keys[1] not in ("2", "b"):
         return {}

@@ -41,34 +41,6 @@ def typed(data: tuple[str, bytes]) -> list[str]:
     return [data[0], binascii.b2a_base64(data[1], newline=False).decode("ascii")]
 
 
-_text: Any = json.encoder.encode_basestring_ascii
-
-
-def write_record(
-    ns: str, cid: str, task_id: str, idx: int, channel: str, value: list[str], task_path: str
-) -> str:
-    """A pending write's record as ``json.dumps`` writes it, the same text, made at a
-    third of its cost (a ``put_writes`` makes one a write)."""
-    texts = (ns, cid, task_id, channel, value[0], value[1], task_path)
-    if type(idx) is not int or any(type(t) is not str for t in texts) or len(value) != 2:
-        return json.dumps(
-            {
-                "ns": ns,
-                "checkpoint": cid,
-                "task_id": task_id,
-                "idx": idx,
-                "channel": channel,
-                "value": value,
-                "task_path": task_path,
-            }
-        )
-    return (
-        f'{{"ns": {_text(ns)}, "checkpoint": {_text(cid)}, "task_id": {_text(task_id)}, '
-        f'"idx": {idx:d}, "channel": {_text(channel)}, '
-        f'"value": [{_text(value[0])}, {_text(value[1])}], "task_path": {_text(task_path)}}}'
-    )
-
-
 def untyped(data: list[str]) -> tuple[str, bytes]:
     """``typed`` undone (as ``base64.b64decode`` reads it, without its wrapping)."""
     return data[0], binascii.a2b_base64(data[1])

@@ -102,7 +102,6 @@ from threadline.integrations.checkpoint_records import (
     typed,
     untyped,
     write_name,
-    write_record,
     writes_prefix,
 )
 from threadline.store import Store
@@ -818,8 +817,16 @@ class ThreadlineSaver(BaseCheckpointSaver[str]):
             index = WRITES_IDX_MAP.get(channel, idx)
             stored = typed(self.serde.dumps_typed(value))
             into = kept if index >= 0 else replaced
-            into[write_name(ns, cid, task_id, index)] = write_record(
-                ns, cid, task_id, index, channel, stored, task_path
+            into[write_name(ns, cid, task_id, index)] = json_scan.dumps(
+                {
+                    "ns": ns,
+                    "checkpoint": cid,
+                    "task_id": task_id,
+                    "idx": index,
+                    "channel": channel,
+                    "value": stored,
+                    "task_path": task_path,
+                }
             )
 
         def write(root_id: str) -> None:

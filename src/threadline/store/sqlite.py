@@ -1333,10 +1333,8 @@ class _Reading:
 
     def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         self.store._lock.release()
-        if isinstance(exc, Exception) and not isinstance(exc, ThreadlineError):
-            ours = self.store._driver_error(exc)
-            if ours is not None:
-                raise ours from exc
+        if exc is not None:
+            _raise_ours(self.store, exc)
 
 
 class _Writing:
